@@ -1,0 +1,48 @@
+"""From sentence pairs to padded id tensors, in batches of similar length.
+
+A source is its pieces + EOS; a target is BOS + pieces + EOS, fed as target[:, :-1] and
+predicted as target[:, 1:]. Both are cut to the model's max_len.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from .config import TransformerConfig
+
+
+def encode_pairs(pairs, source_tokenizer, target_tokenizer, config: TransformerConfig):
+    """[(source ids, target ids)] with EOS / BOS+EOS added and lengths cut to config.max_len."""
+    examples = []
+    for pair in pairs:
+        source = source_tokenizer.encode(pair.source)[: config.max_len - 1] + [config.eos_id]
+        target = [config.bos_id] + target_tokenizer.encode(pair.target)[: config.max_len - 2] + [config.eos_id]
+        examples.append((source, target))
+    return examples
+
+
+def length_batches(examples, batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Index batches of similar length: shuffle, sort within pools of 50 batches, shuffle the batches."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    pool = batch_size * 50
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: (len(examples[i][0]), len(examples[i][1])))
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(examples, pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad a list of (source, target) id lists -> source [B, S], target [B, T] on device."""
+    source_length = max(len(s) for s, _ in examples)
+    target_length = max(len(t) for _, t in examples)
+    source = torch.full((len(examples), source_length), pad_id, dtype=torch.long)
+    target = torch.full((len(examples), target_length), pad_id, dtype=torch.long)
+    for row, (s, t) in enumerate(examples):
+        source[row, :len(s)] = torch.tensor(s)
+        target[row, :len(t)] = torch.tensor(t)
+    return source.to(device), target.to(device)

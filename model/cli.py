@@ -1,0 +1,251 @@
+"""The command line of the core: train, translate, evaluate. No Qt is imported here.
+
+``transformer-explorer`` (the GUI launcher in explorer/) hands these sub-commands to ``main``;
+``python -m model`` reaches them directly. Every error prints one line to stderr and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+from . import checkpoint
+from .config import ConfigError
+from .corpora import BUILTIN_CORPORA, CorpusError, CorpusSpec, generate_builtin, load_corpus
+from .device import DeviceError, describe_device, resolve_device
+from .shipped import resolve_model
+from .tokenizer import TokenizerError
+from .training import Trainer, TrainingControl, TrainingOptions
+
+COMMANDS = ("train", "translate", "evaluate")
+USER_ERRORS = (CorpusError, ConfigError, DeviceError, TokenizerError, checkpoint.CheckpointError, FileNotFoundError,
+               ValueError, OSError)
+
+
+class CommandError(Exception):
+    """An error to print as one line."""
+
+
+def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--corpus", required=required, metavar="{toy-fr,copy,reverse,sort,PATH}",
+                        help="a built-in corpus, a TSV file (source TAB target), or the source file of a Moses pair")
+    parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
+    parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train a model and save it to one file")
+    _corpus_arguments(train)
+    train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
+    train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
+    train.add_argument("--corpus-seed", type=int, default=0, help="generation seed of a built-in corpus")
+    train.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    tokens = train.add_argument_group("tokenizer")
+    tokens.add_argument("--vocab-size", type=int, default=2000)
+    tokens.add_argument("--target-vocab-size", type=int, help="with --separate-vocab")
+    tokens.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language")
+    tokens.add_argument("--tokenizer-type", default="auto", choices=["auto", "unigram", "bpe", "word", "char"])
+    model = train.add_argument_group("model")
+    model.add_argument("--layers", type=int, help="encoder and decoder layers (sets both)")
+    model.add_argument("--encoder-layers", type=int, default=3)
+    model.add_argument("--decoder-layers", type=int, default=3)
+    model.add_argument("--d-model", type=int, default=128)
+    model.add_argument("--heads", type=int, default=4)
+    model.add_argument("--d-ff", type=int, default=512)
+    model.add_argument("--dropout", type=float, default=0.1)
+    model.add_argument("--max-len", type=int, default=128, help="longest sequence in pieces")
+    model.add_argument("--norm", choices=["post", "pre"], default="post", help="post (the paper) or pre")
+    model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
+    model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
+    options = train.add_argument_group("training")
+    options.add_argument("--epochs", type=int, default=10)
+    options.add_argument("--max-minutes", type=float, help="time budget; stops cleanly at a step boundary")
+    options.add_argument("--max-steps", type=int, help="stop after this many steps")
+    options.add_argument("--batch-size", type=int, default=64)
+    options.add_argument("--warmup", type=int, default=400, help="warm-up steps")
+    options.add_argument("--lr-factor", type=float, default=1.0)
+    options.add_argument("--label-smoothing", type=float, default=0.1)
+    options.add_argument("--clip-norm", type=float, default=1.0)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--valid-decode", type=int, default=200, help="validation pairs decoded per epoch")
+
+    translate = sub.add_parser("translate", help="translate a sentence")
+    translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
+    translate.add_argument("--device", default="cpu")
+    translate.add_argument("text", nargs="+", help="the sentence")
+
+    evaluate = sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set")
+    evaluate.add_argument("--model", required=True)
+    _corpus_arguments(evaluate)
+    evaluate.add_argument("--n", type=int, help="score N freshly generated pairs of a built-in corpus")
+    evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument("--device", default="cpu")
+    return parser
+
+
+def _corpus_spec(args, **extra) -> CorpusSpec:
+    if args.target is None and args.corpus not in BUILTIN_CORPORA:
+        from pathlib import Path
+
+        if not Path(args.corpus).exists():
+            raise CommandError(f"{args.corpus}: no such file, and not a built-in corpus "
+                               f"({', '.join(BUILTIN_CORPORA)})")
+    return CorpusSpec(args.corpus, target_path=args.target, skip_malformed=args.skip_malformed, **extra)
+
+
+def _positive(name: str, value) -> None:
+    if value is not None and value <= 0:
+        raise CommandError(f"--{name} must be positive, got {value}")
+
+
+def run_train(args) -> int:
+    from .pipeline import TokenizerOptions, prepare
+
+    for name in ("epochs", "batch_size", "warmup", "max_steps", "max_minutes", "corpus_size", "vocab_size"):
+        _positive(name.replace("_", "-"), getattr(args, name))
+    device = resolve_device(args.device)
+    spec = _corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
+    layers = (args.layers, args.layers) if args.layers else (args.encoder_layers, args.decoder_layers)
+    model_options = dict(n_encoder_layers=layers[0], n_decoder_layers=layers[1], d_model=args.d_model,
+                         n_heads=args.heads, d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len,
+                         norm_placement=args.norm, positional_encoding=args.positions,
+                         tie_embeddings=not args.no_tie_embeddings)
+    tokenizer_options = TokenizerOptions(args.vocab_size, args.target_vocab_size, not args.separate_vocab,
+                                         args.tokenizer_type)
+    training = TrainingOptions(epochs=args.epochs, max_minutes=args.max_minutes, batch_size=args.batch_size,
+                               warmup_steps=args.warmup, lr_factor=args.lr_factor,
+                               label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, seed=args.seed,
+                               max_steps=args.max_steps, valid_decode_limit=args.valid_decode)
+    bundle, splits = prepare(spec, tokenizer_options, model_options, seed=args.seed)
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    if splits.skipped_lines:
+        say(f"skipped {splits.skipped_lines} malformed lines")
+    say(f"{spec.describe()}: {len(splits.train)} training, {len(splits.valid)} validation, {len(splits.test)} test "
+        f"pairs; {bundle.describe()}; on {describe_device(device)}")
+    control = TrainingControl()
+    interrupts = []
+
+    def on_interrupt(signum, frame):
+        interrupts.append(signum)
+        if len(interrupts) > 1:
+            raise KeyboardInterrupt
+        control.cancel()
+
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {postfix}", leave=True)
+
+    def on_progress(progress):
+        if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
+            bar.n = int(progress.fraction * 1000)
+            eta = progress.eta_seconds
+            bar.set_postfix_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
+                                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
+                                f"{progress.tokens_per_second:,.0f} tok/s ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
+
+    def on_validation(validation):
+        s = validation.scores
+        line = (f"epoch {validation.epoch}: valid loss {s.loss:.3f}, token accuracy {s.token_accuracy:.3f}, "
+                f"exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}")
+        (bar.write if bar is not None else say)(line)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, training, device,
+                          on_progress, on_validation, control, bundle.history)
+        result = trainer.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if bar is not None:
+            bar.close()
+    bundle.training = training.to_dict()
+    bundle.history["stopped"] = result.stopped
+    bundle.model.to("cpu")
+    checkpoint.save(bundle, args.out)
+    what = "interrupted; saved the model trained so far" if result.stopped == "cancelled" else "saved"
+    say(f"{result.stopped} after {result.steps} steps; {what} to {args.out}")
+    return 0
+
+
+def _load(name: str, device: str = "cpu"):
+    return checkpoint.load(resolve_model(name), resolve_device(device))
+
+
+def run_translate(args) -> int:
+    from .decoding import beam_search, greedy_decode
+    import torch
+
+    _positive("beam", args.beam)
+    bundle = _load(args.model, args.device)
+    text = " ".join(args.text)
+    if not text.strip():
+        raise CommandError("nothing to translate: the sentence is empty")
+    config = bundle.config
+    ids = bundle.source_tokenizer.encode(text)
+    if len(ids) > config.max_len - 1:
+        print(f"note: the sentence has {len(ids)} pieces; only the first {config.max_len - 1} fit this model",
+              file=sys.stderr)
+        ids = ids[: config.max_len - 1]
+    source = torch.tensor([ids + [config.eos_id]], device=next(bundle.model.parameters()).device)
+    if args.beam > 1:
+        output = beam_search(bundle.model, source, args.beam, args.alpha)[0].ids
+    else:
+        output = greedy_decode(bundle.model, source)[0]
+    print(bundle.target_tokenizer.decode(output))
+    return 0
+
+
+def run_evaluate(args) -> int:
+    from .evaluation import score
+
+    bundle = _load(args.model, args.device)
+    if args.n is not None:
+        _positive("n", args.n)
+        if args.target is not None or args.corpus not in BUILTIN_CORPORA:
+            raise CommandError("--n generates fresh pairs and needs a built-in corpus "
+                               f"({', '.join(BUILTIN_CORPORA)})")
+        pairs = generate_builtin(args.corpus, args.n, args.seed)
+        what = f"{args.n} fresh {args.corpus} pairs (seed {args.seed})"
+    else:
+        spec = _corpus_spec(args)
+        trained_on = bundle.corpus
+        if spec.is_builtin and trained_on is not None and trained_on.is_builtin and trained_on.name == spec.name:
+            spec = trained_on  # the same generation settings, so the test split is the held-out one
+        pairs = load_corpus(spec).test
+        what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
+        if not pairs:
+            raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
+    scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs,
+                   next(bundle.model.parameters()).device)
+    if args.json:
+        print(json.dumps({"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
+                          "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}))
+    else:
+        print(f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, "
+              f"token accuracy {scores.token_accuracy:.4f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate}
+    try:
+        return runners[args.command](args)
+    except KeyboardInterrupt:
+        print("transformer-explorer: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except (CommandError, *USER_ERRORS) as error:
+        print(f"transformer-explorer {args.command}: error: {error}", file=sys.stderr)
+        return 1

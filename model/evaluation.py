@@ -1,0 +1,87 @@
+"""Translation quality: exact match, corpus BLEU (sacrebleu), teacher-forced token accuracy and loss.
+
+Shared by the trainer's per-epoch validation and by the ``evaluate`` command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+
+from .batching import collate, encode_pairs
+from .corpora import Pair
+from .decoding import greedy_decode
+
+
+@dataclass
+class Scores:
+    exact_match: float  # 0-1: share of hypotheses equal to the reference (whitespace-normalised)
+    bleu: float  # 0-100 corpus BLEU
+    token_accuracy: float  # 0-1: teacher-forced next-piece accuracy over real target pieces
+    loss: float  # teacher-forced cross-entropy per target piece (no smoothing)
+    n: int
+    samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+
+    def to_dict(self) -> dict:
+        return {"exact_match": self.exact_match, "bleu": self.bleu, "token_accuracy": self.token_accuracy,
+                "loss": self.loss, "n": self.n}
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def bleu_score(hypotheses: list[str], references: list[str]) -> float:
+    if not hypotheses:
+        return 0.0
+    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
+
+
+@torch.no_grad()
+def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, float]:
+    """(mean loss, token accuracy) over encoded examples."""
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    for start in range(0, len(examples), batch_size):
+        source, target = collate(examples[start:start + batch_size], model.config.pad_id, device)
+        hidden = model(source, target[:, :-1])  # [B, T, d_model]
+        gold = target[:, 1:]  # [B, T]
+        real = gold != model.config.pad_id
+        logits = model.logits(hidden[real]).float()  # [N, V]
+        total_loss += F.cross_entropy(logits, gold[real], reduction="sum").item()
+        correct += (logits.argmax(-1) == gold[real]).sum().item()
+        count += int(real.sum())
+    return total_loss / max(count, 1), correct / max(count, 1)
+
+
+@torch.no_grad()
+def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str], device,
+                    batch_size: int = 64) -> list[str]:
+    """Greedy translations, batched by similar length."""
+    model.eval()
+    encoded = [(i, source_tokenizer.encode(t)[: model.config.max_len - 1] + [model.config.eos_id])
+               for i, t in enumerate(texts)]
+    encoded.sort(key=lambda item: len(item[1]))
+    outputs = [""] * len(texts)
+    for start in range(0, len(encoded), batch_size):
+        chunk = encoded[start:start + batch_size]
+        source, _ = collate([(ids, [0]) for _, ids in chunk], model.config.pad_id, device)
+        for (index, _), ids in zip(chunk, greedy_decode(model, source)):
+            outputs[index] = target_tokenizer.decode(ids)
+    return outputs
+
+
+def score(model, source_tokenizer, target_tokenizer, pairs: list[Pair], device, batch_size: int = 64,
+          decode_limit: int | None = None, n_samples: int = 3) -> Scores:
+    examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
+    loss, accuracy = teacher_forced(model, examples, batch_size, device)
+    decoded = pairs if decode_limit is None else pairs[:decode_limit]
+    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device,
+                                 batch_size)
+    references = [p.target for p in decoded]
+    exact = sum(_normalise(h) == _normalise(r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
+    samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]
+    return Scores(exact, bleu_score(hypotheses, references), accuracy, loss, len(pairs), samples)

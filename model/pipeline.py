@@ -1,0 +1,60 @@
+"""From a corpus to a trainable bundle: split it, train tokenizers on its training split, size the model.
+
+This is the one path the command line, the GUI's training tab and the tests take, so a model
+trained anywhere is built the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .checkpoint import ModelBundle
+from .config import TransformerConfig
+from .corpora import CorpusSpec, Splits, load_corpus
+from .corpora.symbolic import TASKS as SYMBOLIC_TASKS
+from .tokenizer import Tokenizer
+from .transformer import Transformer
+
+
+@dataclass
+class TokenizerOptions:
+    vocab_size: int = 2000  # SentencePiece pieces (a soft limit: small corpora may give fewer)
+    target_vocab_size: int | None = None  # only with joint=False; defaults to vocab_size
+    joint: bool = True  # one tokenizer for both languages, which lets all embeddings be shared
+    model_type: str = "auto"  # unigram, bpe, word, char; auto = word for symbol tasks, else unigram
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def train_tokenizers(splits: Splits, options: TokenizerOptions, corpus: CorpusSpec | None = None):
+    model_type = options.model_type
+    if model_type == "auto":
+        model_type = "word" if corpus is not None and corpus.is_builtin and corpus.name in SYMBOLIC_TASKS else "unigram"
+    sources = [p.source for p in splits.train]
+    targets = [p.target for p in splits.train]
+    if options.joint:
+        tokenizer = Tokenizer.train(sources + targets, options.vocab_size, model_type)
+        return tokenizer, tokenizer
+    return (Tokenizer.train(sources, options.vocab_size, model_type),
+            Tokenizer.train(targets, options.target_vocab_size or options.vocab_size, model_type))
+
+
+def prepare(corpus: CorpusSpec, tokenizer_options: TokenizerOptions, model_options: dict,
+            seed: int = 0) -> tuple[ModelBundle, Splits]:
+    """Load and split the corpus, train tokenizers, and build an untrained model.
+
+    ``model_options`` holds TransformerConfig fields other than the vocabulary sizes.
+    """
+    import torch
+
+    splits = load_corpus(corpus)
+    source_tokenizer, target_tokenizer = train_tokenizers(splits, tokenizer_options, corpus)
+    config = TransformerConfig(source_vocab_size=source_tokenizer.vocab_size,
+                               target_vocab_size=target_tokenizer.vocab_size,
+                               joint_vocab=tokenizer_options.joint, **model_options)
+    torch.manual_seed(seed)
+    model = Transformer(config)
+    bundle = ModelBundle(model, source_tokenizer, target_tokenizer, corpus,
+                         history={"steps": [], "validations": [], "tokenizer": tokenizer_options.to_dict()})
+    return bundle, splits

@@ -1,0 +1,35 @@
+"""Models shipped with the app under resources/models/, found by name ("default", "copy", ...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MODEL_SUFFIX = ".safetensors"
+
+
+def models_folder() -> Path:
+    try:
+        from importlib.resources import files
+
+        return Path(str(files("resources") / "models"))
+    except (ModuleNotFoundError, TypeError):
+        return Path(__file__).resolve().parent.parent / "resources" / "models"
+
+
+def shipped_models() -> dict[str, Path]:
+    folder = models_folder()
+    if not folder.is_dir():
+        return {}
+    return {path.stem: path for path in sorted(folder.glob(f"*{MODEL_SUFFIX}"))}
+
+
+def resolve_model(name_or_path: str) -> Path:
+    """A path that exists wins; otherwise the name of a shipped model. Raises FileNotFoundError."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    shipped = shipped_models()
+    if name_or_path in shipped:
+        return shipped[name_or_path]
+    names = ", ".join(shipped) or "none"
+    raise FileNotFoundError(f"{name_or_path}: no such file, and no shipped model of that name (shipped: {names})")

@@ -1,0 +1,377 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", written for inspection.
+
+Every attention module has two paths through the same weights:
+
+* the fast path (``need_weights=False``) calls ``torch.nn.functional.scaled_dot_product_attention``
+  and is what training uses;
+* the inspection path (``need_weights=True``) computes softmax(QK^T / sqrt(d_k) + mask) by hand and
+  returns the probabilities of every head, exactly as they weighted the values.
+
+Decoding one token at a time reuses cached keys and values (``DecoderCache``), so a step costs
+attention over the prefix only. Masks are boolean with True meaning "may attend"; masked scores
+are -inf, so padded keys and future positions get probability exactly 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import TransformerConfig
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
+    positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [max_len, 1]
+    frequencies = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [d_model/2]
+    angles = positions * frequencies  # [max_len, d_model/2]
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles)
+    return table.float()
+
+
+class Dropout(nn.Module):
+    """Inverted dropout. On the CPU its keep-mask is drawn with NumPy (SFC64 bytes compared to a
+    threshold), which costs about a fifth of torch's bernoulli_: on a CPU the masks, not the
+    matmuls, were what made a training step slow. Elsewhere it is F.dropout. The drop probability
+    is p rounded to 1/256 (0.1 -> 0.1016) and the kept values are scaled by 1/(1 - that), so
+    expectations are exact. Seeded from torch's generator on first use: torch.manual_seed makes
+    training repeatable.
+    """
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+        self._threshold = round(p * 256)  # bytes below it are dropped
+        self._scale = 1.0 / (1.0 - self._threshold / 256) if self._threshold < 256 else 0.0
+        self._bits = None
+
+    def keep_mask(self, x: torch.Tensor) -> torch.Tensor:
+        """1 where x is kept, 0 where dropped; x's shape, float32 (the 1/(1-p) scale is the caller's)."""
+        if self._bits is None:
+            self._bits = np.random.SFC64(int(torch.randint(2 ** 62, ())))
+        count = x.numel()
+        draws = self._bits.random_raw((count + 7) // 8).view(np.uint8)[:count]  # [count] random bytes
+        return torch.from_numpy(np.greater_equal(draws, self._threshold).astype(np.float32)).view(x.shape)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if x.device.type != "cpu":
+            return F.dropout(x, self.p, training=True)
+        return x * self.keep_mask(x).mul_(self._scale)
+
+    def add_to(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """residual + dropout(x), as one addcmul on the CPU."""
+        if not self.training or self.p == 0.0 or x.device.type != "cpu":
+            return residual + self(x)
+        return torch.addcmul(residual, x, self.keep_mask(x), value=self._scale)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: self-attention projects Q, K, V from one input in a single matmul.
+
+    The projections are matrices without bias, as in the paper: head_i = Attention(Q W_i^Q, K W_i^K,
+    V W_i^V) and MultiHead = Concat(head_1..h) W^O.
+    """
+
+    def __init__(self, config: TransformerConfig, self_attention: bool):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.d_k = config.d_k
+        self.is_self_attention = self_attention
+        if self_attention:
+            self.qkv_projection = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        else:
+            self.q_projection = nn.Linear(config.d_model, config.d_model, bias=False)
+            self.kv_projection = nn.Linear(config.d_model, 2 * config.d_model, bias=False)
+        self.out_projection = nn.Linear(config.d_model, config.d_model, bias=False)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, self.d_k).transpose(1, 2)  # [B, H, L, d_k]
+
+    def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of an encoder memory, computed once per source for cross-attention."""
+        keys, values = self.kv_projection(source).chunk(2, dim=-1)  # 2 x [B, S, d_model]
+        return self._split_heads(keys), self._split_heads(values)  # 2 x [B, H, S, d_k]
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, Q, d_model] queries (and keys/values for self-attention)
+        mask: torch.Tensor | None = None,  # bool [B or 1, 1, Q or 1, K], True = may attend
+        is_causal: bool = False,
+        keys_values: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention memory
+        cache: dict | None = None,  # self-attention keys/values of earlier positions, grown in place
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch, n_queries, d_model = x.shape
+        if self.is_self_attention:
+            q, k, v = self.qkv_projection(x).chunk(3, dim=-1)  # 3 x [B, Q, d_model]
+            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # [B, H, Q, d_k]
+            if cache is not None:
+                if "keys" in cache:
+                    k = torch.cat([cache["keys"], k], dim=2)  # [B, H, past + Q, d_k]
+                    v = torch.cat([cache["values"], v], dim=2)
+                cache["keys"], cache["values"] = k, v
+        else:
+            q = self._split_heads(self.q_projection(x))  # [B, H, Q, d_k]
+            k, v = keys_values  # [B, H, S, d_k]
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
+            if is_causal:
+                n_keys = k.shape[2]
+                causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=x.device).tril(n_keys - n_queries)
+                mask = causal if mask is None else mask & causal
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)  # [B, H, Q, K]
+            context = weights @ v  # [B, H, Q, d_k]
+        else:
+            weights = None
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
+        context = context.transpose(1, 2).reshape(batch, n_queries, d_model)  # [B, Q, d_model]
+        return self.out_projection(context), weights
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.expand = nn.Linear(config.d_model, config.d_ff)
+        self.contract = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.contract(self.dropout(F.relu(self.expand(x))))
+
+
+class _Sublayers(nn.Module):
+    """Residual connections around sublayers, with LayerNorm after (post) or before (pre)."""
+
+    def __init__(self, config: TransformerConfig, n_sublayers: int):
+        super().__init__()
+        self.pre_norm = config.norm_placement == "pre"
+        self.norms = nn.ModuleList(nn.LayerNorm(config.d_model) for _ in range(n_sublayers))
+        self.dropout = Dropout(config.dropout)
+
+    def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
+        """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
+        norm = self.norms[index]
+        if self.pre_norm:
+            output, extra = sublayer(norm(x))
+            return self.dropout.add_to(x, output), extra
+        output, extra = sublayer(x)
+        return norm(self.dropout.add_to(x, output)), extra
+
+
+class EncoderLayer(_Sublayers):
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config, 2)
+        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.feed_forward = FeedForward(config)
+
+    def forward(self, x, padding_mask, need_weights=False):
+        x, weights = self.residual(0, x, lambda h: self.self_attention(h, mask=padding_mask, need_weights=need_weights))
+        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None))
+        return x, weights
+
+
+class DecoderLayer(_Sublayers):
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config, 3)
+        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.cross_attention = MultiHeadAttention(config, self_attention=False)
+        self.feed_forward = FeedForward(config)
+
+    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, cache=None, need_weights=False):
+        # Causal masking: a query at absolute position p sees keys 0..p. With no cache and no
+        # explicit mask, is_causal does it; one new query over a cache sees every cached key.
+        is_causal = self_mask is None and (cache is None or "keys" not in cache) and x.shape[1] > 1
+        x, self_weights = self.residual(0, x, lambda h: self.self_attention(
+            h, mask=self_mask, is_causal=is_causal, cache=cache, need_weights=need_weights))
+        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
+            h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights))
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
+        return x, self_weights, cross_weights
+
+
+@dataclass
+class AttentionWeights:
+    """Probabilities of every layer and head: lists over layers of [B, H, queries, keys]."""
+
+    encoder_self: list[torch.Tensor] = field(default_factory=list)
+    decoder_self: list[torch.Tensor] = field(default_factory=list)
+    cross: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps: the memory's keys/values and past keys/values."""
+
+    memory_keys_values: list[tuple[torch.Tensor, torch.Tensor]]  # per layer, 2 x [B, H, S, d_k]
+    memory_mask: torch.Tensor | None  # [B, 1, 1, S]
+    self_attention: list[dict]  # per layer {"keys": [B, H, t, d_k], "values": ...}
+    length: int = 0  # target positions consumed so far
+
+    def select(self, rows: torch.Tensor) -> "DecoderCache":
+        """Reorder/replicate batch rows (beam search): every tensor indexed by ``rows``."""
+        return DecoderCache(
+            memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],
+            memory_mask=None if self.memory_mask is None else self.memory_mask[rows],
+            self_attention=[{name: t[rows] for name, t in layer.items()} for layer in self.self_attention],
+            length=self.length,
+        )
+
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (stepping back)."""
+        for layer in self.self_attention:
+            for name in list(layer):
+                layer[name] = layer[name][:, :, :length]
+        self.length = min(self.length, length)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer; see TransformerConfig for every choice it makes."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        d_model = config.d_model
+        share_all = config.tie_embeddings and config.joint_vocab
+        if share_all:
+            self.embeddings = nn.ModuleDict({"shared": nn.Embedding(config.source_vocab_size, d_model)})
+        else:
+            self.embeddings = nn.ModuleDict({
+                "source": nn.Embedding(config.source_vocab_size, d_model),
+                "target": nn.Embedding(config.target_vocab_size, d_model),
+            })
+        self.output_projection = None if config.tie_embeddings else nn.Linear(d_model, config.target_vocab_size)
+        if config.positional_encoding == "sinusoidal":
+            self.register_buffer("positional_table", sinusoidal_table(config.max_len, d_model), persistent=False)
+        else:
+            self.positional_table = nn.Parameter(torch.empty(config.max_len, d_model))
+        self.embedding_dropout = Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        pre_norm = config.norm_placement == "pre"
+        self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                # Scaled by sqrt(d_model) on lookup, the embeddings start with unit variance.
+                nn.init.normal_(module.weight, std=self.config.d_model ** -0.5)
+        if isinstance(self.positional_table, nn.Parameter):
+            nn.init.normal_(self.positional_table, std=0.02)
+
+    @property
+    def source_embedding(self) -> nn.Embedding:
+        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["source"]
+
+    @property
+    def target_embedding(self) -> nn.Embedding:
+        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["target"]
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def positional_encodings(self) -> torch.Tensor:
+        """The table added to embeddings: [max_len, d_model]."""
+        return self.positional_table.detach()
+
+    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding, offset: int = 0) -> torch.Tensor:
+        length = ids.shape[1]
+        if offset + length > self.config.max_len:
+            raise ValueError(f"sequence of {offset + length} pieces exceeds max_len {self.config.max_len}")
+        x = embedding(ids) * math.sqrt(self.config.d_model)  # [B, L, d_model]
+        x = x + self.positional_table[offset:offset + length]  # [B, L, d_model]
+        return self.embedding_dropout(x)
+
+    def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """[B, 1, 1, L] True where a key is a real piece; None when nothing is padded."""
+        real = ids != self.config.pad_id  # [B, L]
+        if bool(real.all()):
+            return None
+        return real[:, None, None, :]
+
+    def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
+        """source_ids [B, S] -> (memory [B, S, d_model], padding mask, per-layer weights or [])."""
+        mask = self.padding_mask(source_ids)
+        x = self._embed(source_ids, self.source_embedding)  # [B, S, d_model]
+        weights = []
+        for layer in self.encoder_layers:
+            x, layer_weights = layer(x, mask, need_weights=need_weights)
+            if need_weights:
+                weights.append(layer_weights)
+        return self.encoder_norm(x), mask, weights
+
+    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:
+        """Project the memory's keys and values once for every decoder layer."""
+        return DecoderCache(
+            memory_keys_values=[layer.cross_attention.project_keys_values(memory) for layer in self.decoder_layers],
+            memory_mask=memory_mask,
+            self_attention=[{} for _ in self.decoder_layers],
+        )
+
+    def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
+               need_weights: bool = False, keep: bool = True):
+        """Run the decoder over target_ids [B, T] that follow the ``cache.length`` positions already seen.
+
+        Returns (hidden [B, T, d_model], self weights, cross weights) with per-layer weights when asked.
+        ``keep=False`` leaves the cache as it was (teacher-forced full passes).
+        """
+        x = self._embed(target_ids, self.target_embedding, offset=cache.length)  # [B, T, d_model]
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.decoder_layers):
+            layer_cache = cache.self_attention[index] if keep else None
+            x, layer_self, layer_cross = layer(x, cache.memory_keys_values[index], cache.memory_mask,
+                                               self_mask=target_mask, cache=layer_cache, need_weights=need_weights)
+            if need_weights:
+                self_weights.append(layer_self)
+                cross_weights.append(layer_cross)
+        if keep:
+            cache.length += target_ids.shape[1]
+        return self.decoder_norm(x), self_weights, cross_weights
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden [..., d_model] -> unnormalised scores over the target vocabulary [..., V]."""
+        if self.output_projection is None:
+            return F.linear(hidden, self.target_embedding.weight)
+        return self.output_projection(hidden)
+
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced fast path: [B, S], [B, T] -> hidden states [B, T, d_model].
+
+        Padded target keys only ever follow the real ones, so the causal mask alone hides them from
+        every real query; padded query rows are ignored by the loss.
+        """
+        memory, memory_mask, _ = self.encode(source_ids)
+        cache = self.start_cache(memory, memory_mask)
+        hidden, _, _ = self.decode(target_input_ids, cache, keep=False)
+        return hidden
+
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
+        """Teacher-forced inspection path: (logits [B, T, V], AttentionWeights of every layer and head)."""
+        memory, memory_mask, encoder_weights = self.encode(source_ids, need_weights=True)
+        cache = self.start_cache(memory, memory_mask)
+        length = target_input_ids.shape[1]
+        causal = torch.ones(length, length, dtype=torch.bool, device=target_input_ids.device).tril()  # [T, T]
+        target_real = self.padding_mask(target_input_ids)
+        target_mask = causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
+        hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask,
+                                                          need_weights=True, keep=False)
+        return self.logits(hidden), AttentionWeights(encoder_weights, self_weights, cross_weights)
