@@ -142,11 +142,16 @@ def from_bytes(data: bytes, name: str = "model file", device: str | torch.device
         raise CheckpointError(f"{name}: damaged model file ({error})") from None
     model = Transformer(config)
     state = {key.removeprefix("model."): tensor for key, tensor in tensors.items() if key.startswith("model.")}
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as error:
-        first = str(error).strip().splitlines()[0]
-        raise CheckpointError(f"{name}: weights do not match the model's config ({first})") from None
+    expected = model.state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    wrong_shape = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
+    if missing or unexpected or wrong_shape:
+        details = "; ".join(f"{what}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
+                            for what, keys in (("missing", missing), ("unexpected", unexpected),
+                                               ("wrong shape", wrong_shape)) if keys)
+        raise CheckpointError(f"{name}: the weights do not fit the model's config, perhaps a file from another "
+                              f"version ({details})")
+    model.load_state_dict(state, strict=True)
     model.to(device).eval()
     return ModelBundle(model, source_tokenizer, target_tokenizer, corpus, history, training)
 

@@ -36,7 +36,9 @@ def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="transformer-explorer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="transformer-explorer",
+        description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model and save it to one file")
@@ -144,13 +146,13 @@ def run_train(args) -> int:
     if not args.quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {postfix}", leave=True)
+        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
 
     def on_progress(progress):
         if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
             bar.n = int(progress.fraction * 1000)
             eta = progress.eta_seconds
-            bar.set_postfix_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
+            bar.set_description_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
                                 f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
                                 f"{progress.tokens_per_second:,.0f} tok/s ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
 
@@ -239,7 +241,10 @@ def run_evaluate(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
+        return int(exit_request.code or 0)
     runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate}
     try:
         return runners[args.command](args)

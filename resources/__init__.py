@@ -1,0 +1,1 @@
+"""Data shipped with the app: trained models under models/ (found by name, e.g. "default")."""

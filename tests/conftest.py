@@ -1,0 +1,61 @@
+"""Shared fixtures: tiny corpora and models trained once per test session (seconds on 2 cores)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT.parent / "shared" / "reference"
+
+from model.corpora import CorpusSpec  # noqa: E402
+from model.pipeline import TokenizerOptions, prepare  # noqa: E402
+from model.training import Trainer, TrainingOptions  # noqa: E402
+
+TINY_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0, max_len=64)
+
+
+def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, **model_options):
+    """An untrained (or briefly trained) tiny model with tokenizers for a built-in corpus."""
+    options = {**TINY_MODEL, **model_options}
+    bundle, splits = prepare(CorpusSpec(corpus, size=size, seed=1), TokenizerOptions(vocab_size=200), options,
+                             seed=0)
+    if steps:
+        Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
+                TrainingOptions(epochs=100, max_steps=steps, batch_size=32, warmup_steps=50, valid_decode_limit=20),
+                torch.device("cpu"), history=bundle.history).run()
+    bundle.model.eval()
+    return bundle, splits
+
+
+@pytest.fixture(scope="session")
+def copy_bundle():
+    """A tiny copy model after 150 steps: enough to have real weights, not to be good."""
+    return tiny_bundle("copy", size=600, steps=150)
+
+
+@pytest.fixture(scope="session")
+def toy_fr_bundle():
+    return tiny_bundle("toy-fr", size=600, steps=20)
+
+
+@pytest.fixture(scope="session")
+def reference_folder() -> Path:
+    if not (REFERENCE / "seed_postnorm.py").exists():
+        pytest.fail(f"the seeds' reference implementations are missing from {REFERENCE}")
+    return REFERENCE
+
+
+def import_reference(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REFERENCE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sys.modules.setdefault("tests_conftest", sys.modules[__name__])

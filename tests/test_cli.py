@@ -1,0 +1,130 @@
+"""The command line: train, translate, evaluate; one-line errors, exit codes, Ctrl-C safety."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from model import checkpoint
+from model.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--layers", "2", "--d-model", "32", "--heads", "4", "--d-ff", "64", "--vocab-size", "100", "--quiet"]
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "model", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def copy_model(tmp_path_factory):
+    """A copy model trained by the CLI until it copies fresh sequences (about a minute on 2 cores)."""
+    path = tmp_path_factory.mktemp("models") / "copy.safetensors"
+    code = main(["train", "--corpus", "copy", "--out", str(path), "--layers", "2", "--d-model", "128", "--heads", "8",
+                 "--d-ff", "256", "--epochs", "50", "--max-steps", "1500", "--warmup", "400", "--corpus-size",
+                 "10000", "--valid-decode", "50", "--quiet", "--seed", "0"])
+    assert code == 0
+    return path
+
+
+def test_a_cli_trained_copy_model_copies_fresh_sequences(copy_model, capsys):
+    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "1000", "--seed", "4242",
+                 "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) >= {"exact_match", "bleu", "token_accuracy"}
+    assert scores["exact_match"] >= 0.99 and scores["bleu"] >= 99 and scores["token_accuracy"] >= 0.99
+
+
+def test_translate_prints_the_translation(copy_model, capsys):
+    assert main(["translate", "--model", str(copy_model), "a b c d e"]) == 0
+    assert capsys.readouterr().out.strip() == "a b c d e"
+    assert main(["translate", "--model", str(copy_model), "--beam", "3", "q", "r", "s"]) == 0
+    assert capsys.readouterr().out.strip() == "q r s"
+
+
+def test_evaluate_on_the_test_split_reports_plain_text(copy_model, capsys):
+    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy"]) == 0
+    output = capsys.readouterr().out
+    assert "test split" in output and "exact match" in output and "BLEU" in output
+
+
+def test_train_writes_a_loadable_model_with_every_option(tmp_path):
+    path = tmp_path / "custom name.bin"
+    result = run_cli("train", "--corpus", "reverse", "--out", str(path), *TINY, "--max-steps", "5",
+                     "--norm", "pre", "--positions", "learned", "--dropout", "0.2", "--max-len", "40",
+                     "--no-tie-embeddings", "--separate-vocab", "--batch-size", "16", "--warmup", "10",
+                     "--lr-factor", "0.5", "--label-smoothing", "0.2", "--clip-norm", "0.5", "--seed", "3",
+                     "--corpus-size", "300", "--device", "cpu", "--encoder-layers", "1")
+    assert result.returncode == 0, result.stderr
+    bundle = checkpoint.load(path)
+    config = bundle.config
+    assert (config.norm_placement, config.positional_encoding, config.max_len) == ("pre", "learned", 40)
+    assert not config.tie_embeddings and not config.joint_vocab and config.dropout == 0.2
+    assert bundle.training["batch_size"] == 16 and bundle.training["label_smoothing"] == 0.2
+
+
+def test_user_tsv_corpus_trains_and_evaluates(tmp_path):
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"word{i} word{i + 1}\tmot{i} mot{i + 1}\n" for i in range(300)), encoding="utf-8")
+    out = tmp_path / "m"
+    result = run_cli("train", "--corpus", str(corpus), "--out", str(out), *TINY, "--max-steps", "3")
+    assert result.returncode == 0, result.stderr
+    result = run_cli("evaluate", "--model", str(out), "--corpus", str(corpus), "--json")
+    assert result.returncode == 0, result.stderr
+    assert 0 <= json.loads(result.stdout)["exact_match"] <= 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["translate", "--model", "no-such-model", "hello"], "no such file"),
+    (["train", "--corpus", "nowhere.tsv", "--out", "x"], "not a built-in corpus"),
+    (["train", "--corpus", "copy", "--out", "x", "--d-model", "30", "--heads", "4"], "divisible"),
+    (["train", "--corpus", "copy", "--out", "x", "--device", "cuda:7"], "cuda"),
+    (["train", "--corpus", "copy", "--out", "x", "--epochs", "0"], "positive"),
+    (["evaluate", "--model", "MODEL", "--corpus", "some.tsv", "--n", "5"], "built-in corpus"),
+])
+def test_errors_are_one_line_without_traceback(args, message, copy_model):
+    args = [str(copy_model) if a == "MODEL" else a for a in args]
+    result = run_cli(*args)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_files_are_clear_errors(tmp_path):
+    bad_model = tmp_path / "bad.safetensors"
+    bad_model.write_bytes(b"\x80\x04garbage")
+    result = run_cli("translate", "--model", str(bad_model), "hi")
+    assert result.returncode == 1 and "not a Transformer Explorer model" in result.stderr
+    bad_corpus = tmp_path / "bad.tsv"
+    bad_corpus.write_text("fine\tbien\nbroken line\n")
+    result = run_cli("train", "--corpus", str(bad_corpus), "--out", str(tmp_path / "m"), *TINY)
+    assert result.returncode == 1 and "bad.tsv:2" in result.stderr and "Traceback" not in result.stderr
+    result = run_cli("train", "--corpus", str(bad_corpus), "--out", str(tmp_path / "m"), *TINY, "--skip-malformed",
+                     "--max-steps", "2")
+    assert "too few distinct pairs" in result.stderr or result.returncode == 0
+
+
+def test_empty_sentence_is_refused(copy_model):
+    result = run_cli("translate", "--model", str(copy_model), "   ")
+    assert result.returncode == 1 and "empty" in result.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery as on a terminal")
+def test_ctrl_c_leaves_no_half_written_file(tmp_path):
+    out = tmp_path / "interrupted.safetensors"
+    process = subprocess.Popen([sys.executable, "-m", "model", "train", "--corpus", "copy", "--out", str(out),
+                                *TINY[:-1], "--epochs", "1000"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "saved the model trained so far" in stderr
+    assert checkpoint.load(out).history["stopped"] == "cancelled"
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]

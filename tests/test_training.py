@@ -1,0 +1,100 @@
+"""The trainer: the paper's schedule, progress reports, pause/resume/cancel within a step, time budget."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from model.corpora import CorpusSpec
+from model.pipeline import TokenizerOptions, prepare
+from model.training import Trainer, TrainingControl, TrainingOptions, learning_rate
+
+from .conftest import TINY_MODEL
+
+
+def make_trainer(steps=60, epochs=50, **callbacks):
+    bundle, splits = prepare(CorpusSpec("copy", size=500, seed=1), TokenizerOptions(vocab_size=100), TINY_MODEL)
+    options = TrainingOptions(epochs=epochs, max_steps=steps, batch_size=32, warmup_steps=30, valid_decode_limit=10)
+    return Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, options,
+                   torch.device("cpu"), **callbacks)
+
+
+def test_learning_rate_warms_up_then_decays():
+    rates = [learning_rate(step, 512, 4000) for step in (1, 2000, 4000, 8000, 16000)]
+    assert rates[0] < rates[1] < rates[2] > rates[3] > rates[4]
+    assert rates[2] == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert rates[4] == pytest.approx(rates[2] / 2)
+
+
+def test_training_reports_progress_and_learns():
+    progress, validations = [], []
+    trainer = make_trainer(steps=80, epochs=3, on_progress=progress.append, on_validation=validations.append)
+    result = trainer.run()
+    assert [p.step for p in progress] == list(range(1, result.steps + 1))
+    first, last = progress[0], progress[-1]
+    assert last.train_loss < first.train_loss
+    assert 0 < last.learning_rate and last.tokens_per_second > 0 and 0 < last.fraction <= 1
+    assert last.eta_seconds >= 0
+    assert validations and validations[-1].scores.n > 0
+    scores = validations[-1].scores
+    assert 0 <= scores.exact_match <= 1 and 0 <= scores.bleu <= 100 and 0 <= scores.token_accuracy <= 1
+    assert len(scores.samples) == 3 and all(len(s) == 3 for s in scores.samples)
+    assert result.history["steps"] and result.history["validations"]
+
+
+def test_pause_resume_and_cancel_take_effect_within_one_step():
+    control = TrainingControl()
+    seen = []
+    paused_at = threading.Event()
+
+    def on_progress(progress):
+        seen.append(progress.step)
+        if progress.step == 5:
+            control.pause()
+            paused_at.set()
+
+    trainer = make_trainer(steps=10_000, on_progress=on_progress, control=control)
+    thread = threading.Thread(target=lambda: seen.append(trainer.run()))
+    thread.start()
+    assert paused_at.wait(30)
+    time.sleep(0.5)
+    assert seen[-1] == 5  # no step ran while paused
+    control.resume()
+    while len(seen) < 10:
+        time.sleep(0.01)
+    control.cancel()
+    thread.join(30)
+    result = seen[-1]
+    assert result.stopped == "cancelled"
+    assert result.steps <= seen[-2] + 1
+
+
+def test_cancel_while_paused_stops():
+    control = TrainingControl()
+    control.pause()
+    trainer = make_trainer(control=control)
+    thread = threading.Thread(target=trainer.run)
+    thread.start()
+    time.sleep(0.2)
+    control.cancel()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_time_budget_stops_at_a_step_boundary():
+    trainer = make_trainer(steps=None, epochs=1000)
+    trainer.options.max_minutes = 0.02
+    started = time.monotonic()
+    result = trainer.run()
+    assert result.stopped == "time budget"
+    assert result.steps > 0
+    assert time.monotonic() - started < 30
+
+
+def test_same_seed_same_model():
+    first, second = make_trainer(steps=10), make_trainer(steps=10)
+    first.run()
+    second.run()
+    for a, b in zip(first.model.parameters(), second.model.parameters()):
+        assert torch.equal(a, b)
