@@ -1,4 +1,4 @@
-"""The command line of the core: train, translate, evaluate. No Qt is imported here.
+"""The command line of the core: train, translate, evaluate, trace. No Qt is imported here.
 
 ``transformer-explorer`` (the GUI launcher in explorer/) hands these sub-commands to ``main``;
 ``python -m model`` reaches them directly. Every error prints one line to stderr and exits non-zero.
@@ -16,11 +16,12 @@ from .config import ConfigError
 from .corpora import BUILTIN_CORPORA, CorpusError, CorpusSpec, generate_builtin, load_corpus
 from .device import DeviceError, describe_device, resolve_device
 from .shipped import resolve_model
+from .stepper import DecodingError
 from .tokenizer import TokenizerError
 from .training import Trainer, TrainingControl, TrainingOptions
 
-COMMANDS = ("train", "translate", "evaluate")
-USER_ERRORS = (CorpusError, ConfigError, DeviceError, TokenizerError, checkpoint.CheckpointError, FileNotFoundError,
+COMMANDS = ("train", "translate", "evaluate", "trace")
+USER_ERRORS = (CorpusError, ConfigError, DecodingError, DeviceError, TokenizerError, checkpoint.CheckpointError, FileNotFoundError,
                ValueError, OSError)
 
 
@@ -91,6 +92,25 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--aer-pairs", type=int, default=500, help="pairs scored for alignment error rate")
+
+    trace = sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)")
+    trace.add_argument("--model", required=True)
+    trace.add_argument("--text", required=True, help="the source sentence")
+    strategy = trace.add_mutually_exclusive_group()
+    strategy.add_argument("--beam", type=int, help="beam search of this width (the best hypothesis is traced)")
+    strategy.add_argument("--sample", action="store_true", help="sample instead of greedy")
+    trace.add_argument("--temperature", type=float, default=1.0)
+    trace.add_argument("--top-k", type=int, default=0)
+    trace.add_argument("--top-p", type=float, default=1.0)
+    trace.add_argument("--seed", type=int, default=0)
+    trace.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
+    trace.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
+                       help="what-if: make step STEP (1-based) produce TOKEN (a target piece or word); repeatable")
+    trace.add_argument("--max-steps", type=int, help="stop after this many target tokens")
+    trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
+    trace.add_argument("--out", required=True, metavar="FILE.npz")
+    trace.add_argument("--device", default="cpu")
     return parser
 
 
@@ -185,8 +205,10 @@ def _load(name: str, device: str = "cpu"):
 
 
 def run_translate(args) -> int:
-    from .decoding import beam_search, greedy_decode
     import torch
+
+    from .beam import beam_search
+    from .decoding import greedy_decode
 
     _positive("beam", args.beam)
     bundle = _load(args.model, args.device)
@@ -201,7 +223,7 @@ def run_translate(args) -> int:
         ids = ids[: config.max_len - 1]
     source = torch.tensor([ids + [config.eos_id]], device=next(bundle.model.parameters()).device)
     if args.beam > 1:
-        output = beam_search(bundle.model, source, args.beam, args.alpha)[0].ids
+        output = beam_search(bundle.model, source, args.beam, args.alpha).best
     else:
         output = greedy_decode(bundle.model, source)[0]
     print(bundle.target_tokenizer.decode(output))
@@ -230,12 +252,74 @@ def run_evaluate(args) -> int:
             raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
     scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs,
                    next(bundle.model.parameters()).device)
+    result = {"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
+              "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}
+    aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
+    if aligned:
+        from .alignment import cross_attention_aer
+
+        report = cross_attention_aer(bundle, aligned)
+        if report.n_pairs:
+            aer, layer, head, reading = report.best
+            result.update(aer=round(aer, 6), aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
+                          aer_layer_average=round(float(report.layer_aer.min()), 6), aer_pairs=report.n_pairs)
     if args.json:
-        print(json.dumps({"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
-                          "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}))
+        print(json.dumps(result))
     else:
-        print(f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, "
-              f"token accuracy {scores.token_accuracy:.4f}")
+        line = (f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, "
+                f"token accuracy {scores.token_accuracy:.4f}")
+        if "aer" in result:
+            head = result["aer_head"]
+            line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
+        print(line)
+    return 0
+
+
+def run_trace(args) -> int:
+    import numpy as np
+
+    from .analysis import all_head_statistics
+    from .stepper import DecodingOptions, Stepper
+
+    bundle = _load(args.model, args.device)
+    strategy = "beam" if args.beam else "sample" if args.sample else "greedy"
+    options = DecodingOptions(strategy=strategy, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                              seed=args.seed, beam_width=args.beam or 4, length_penalty=args.alpha,
+                              max_steps=args.max_steps)
+    stepper = Stepper(bundle, args.text, options)
+    for message in stepper.messages:
+        print(f"note: {message}", file=sys.stderr)
+    forces = []
+    for item in args.force:
+        step_text, separator, token = item.partition(":")
+        if not separator or not step_text.strip().isdigit() or int(step_text) < 1 or not token:
+            raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
+        forces.append((int(step_text), stepper.token_id(token)))
+    for step_number, token_id in sorted(forces):
+        stepper.jump(step_number - 1)
+        stepper.force(step_number - 1, token_id)
+    stepper.run()
+    trace = stepper.trace()
+    extra = {}
+    for kind, table in all_head_statistics(trace).items():
+        extra[f"{kind}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
+        extra[f"{kind}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
+    if args.word_level:
+        words = trace.word_level()
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            extra[f"word_{kind}"] = getattr(words, kind)
+        extra.update(word_source_tokens=np.array(words.source_tokens, dtype=str),
+                     word_target_tokens=np.array(words.target_tokens, dtype=str))
+    if stepper.beam is not None:
+        nodes = stepper.beam.nodes
+        extra.update(beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
+                     beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
+                     beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
+                     beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
+                     beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64))
+    trace.save_npz(args.out, extra)
+    print(f"{trace.n_steps} steps: {stepper.translation()}")
+    print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -245,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
-    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate}
+    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace}
     try:
         return runners[args.command](args)
     except KeyboardInterrupt:

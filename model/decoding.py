@@ -1,12 +1,10 @@
-"""Batched decoding with cached keys/values: greedy for evaluation, beam search for translation.
+"""Batched greedy decoding with cached keys/values (evaluation, validation), and the length penalty.
 
-Both encode the source once and feed the decoder one new token per step; the cache holds every
+It encodes the source once and feeds the decoder one new token per step; the cache holds every
 layer's past keys and values, so a step costs attention over the prefix only.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 
@@ -52,62 +50,6 @@ def _strip(ids: list[int], eos_id: int, pad_id: int) -> list[int]:
     return out
 
 
-@dataclass
-class Hypothesis:
-    ids: list[int]  # generated ids without BOS (EOS included when finished)
-    log_probability: float
-    score: float  # log probability divided by the length penalty
-    finished: bool
-
-
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT length penalty ((5 + length) / 6) ** alpha; alpha 0 compares raw log probabilities."""
     return ((5.0 + length) / 6.0) ** alpha
-
-
-@torch.no_grad()
-def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6,
-                max_target: int | None = None) -> list[Hypothesis]:
-    """Beam search for one source [1, S]; returns the finished (or, failing that, alive) hypotheses, best first."""
-    config = model.config
-    max_target = max_target or default_max_target(source_ids.shape[1], config.max_len)
-    memory, memory_mask, _ = model.encode(source_ids)
-    cache = model.start_cache(memory, memory_mask)
-    alive_ids = [[]]  # per beam row
-    alive_scores = torch.zeros(1, device=source_ids.device)  # [beams] summed log probabilities
-    current = torch.full((1, 1), config.bos_id, dtype=torch.long, device=source_ids.device)
-    finished: list[Hypothesis] = []
-    for step in range(max_target - 1):
-        hidden, _, _ = model.decode(current, cache)  # [beams, 1, d_model]
-        log_probs = torch.log_softmax(model.logits(hidden[:, -1]).float(), dim=-1)  # [beams, V]
-        log_probs[:, config.pad_id] = float("-inf")
-        log_probs[:, config.bos_id] = float("-inf")
-        totals = (alive_scores[:, None] + log_probs).view(-1)  # [beams * V]
-        top_scores, top_index = totals.topk(min(2 * beam_width, totals.numel()))
-        vocab = log_probs.shape[1]
-        keep_rows, keep_tokens, keep_scores = [], [], []
-        for score, index in zip(top_scores.tolist(), top_index.tolist()):
-            row, token = divmod(index, vocab)
-            ids = alive_ids[row] + [token]
-            if token == config.eos_id:
-                finished.append(Hypothesis(ids, score, score / length_penalty(len(ids), alpha), True))
-            elif len(keep_rows) < beam_width:
-                keep_rows.append(row)
-                keep_tokens.append(token)
-                keep_scores.append(score)
-        best_finished = max((h.score for h in finished), default=float("-inf"))
-        if not keep_rows:
-            break
-        # Stop once no alive hypothesis can beat the best finished one (scores only fall).
-        best_alive_bound = max(keep_scores) / length_penalty(max_target, alpha) if alpha > 0 else max(keep_scores)
-        if len(finished) >= beam_width and best_finished >= best_alive_bound:
-            break
-        rows = torch.tensor(keep_rows, device=source_ids.device)
-        cache = cache.select(rows)
-        alive_ids = [alive_ids[r] + [t] for r, t in zip(keep_rows, keep_tokens)]
-        alive_scores = torch.tensor(keep_scores, device=source_ids.device)
-        current = torch.tensor(keep_tokens, device=source_ids.device)[:, None]
-    if not finished:
-        finished = [Hypothesis(ids, s, s / length_penalty(len(ids), alpha), False)
-                    for ids, s in zip(alive_ids, alive_scores.tolist())]
-    return sorted(finished, key=lambda h: h.score, reverse=True)

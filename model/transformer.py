@@ -116,10 +116,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.qkv_projection(x).chunk(3, dim=-1)  # 3 x [B, Q, d_model]
             q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # [B, H, Q, d_k]
             if cache is not None:
-                if "keys" in cache:
-                    k = torch.cat([cache["keys"], k], dim=2)  # [B, H, past + Q, d_k]
-                    v = torch.cat([cache["values"], v], dim=2)
-                cache["keys"], cache["values"] = k, v
+                k, v = _append_to_cache(cache, k, v)  # [B, H, past + Q, d_k]
         else:
             q = self._split_heads(self.q_projection(x))  # [B, H, Q, d_k]
             k, v = keys_values  # [B, H, S, d_k]
@@ -138,6 +135,24 @@ class MultiHeadAttention(nn.Module):
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
         context = context.transpose(1, 2).reshape(batch, n_queries, d_model)  # [B, Q, d_model]
         return self.out_projection(context), weights
+
+
+def _append_to_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor):
+    """Write new keys/values [B, H, Q, d_k] after the cached ones, in preallocated buffers that
+    double when full, and return views of everything so far: [B, H, past + Q, d_k]."""
+    start = cache.get("length", 0)
+    end = start + keys.shape[2]
+    if "keys" not in cache or cache["keys"].shape[2] < end:
+        capacity = max(end, 2 * cache["keys"].shape[2] if "keys" in cache else 32)
+        for name, new in (("keys", keys), ("values", values)):
+            buffer = new.new_empty(new.shape[0], new.shape[1], capacity, new.shape[3])
+            if name in cache:
+                buffer[:, :, :start] = cache[name][:, :, :start]
+            cache[name] = buffer
+    cache["keys"][:, :, start:end] = keys
+    cache["values"][:, :, start:end] = values
+    cache["length"] = end
+    return cache["keys"][:, :, :end], cache["values"][:, :, :end]
 
 
 class FeedForward(nn.Module):
@@ -194,7 +209,7 @@ class DecoderLayer(_Sublayers):
     def forward(self, x, memory_keys_values, memory_mask, self_mask=None, cache=None, need_weights=False):
         # Causal masking: a query at absolute position p sees keys 0..p. With no cache and no
         # explicit mask, is_causal does it; one new query over a cache sees every cached key.
-        is_causal = self_mask is None and (cache is None or "keys" not in cache) and x.shape[1] > 1
+        is_causal = self_mask is None and (cache is None or cache.get("length", 0) == 0) and x.shape[1] > 1
         x, self_weights = self.residual(0, x, lambda h: self.self_attention(
             h, mask=self_mask, is_causal=is_causal, cache=cache, need_weights=need_weights))
         x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
@@ -218,7 +233,7 @@ class DecoderCache:
 
     memory_keys_values: list[tuple[torch.Tensor, torch.Tensor]]  # per layer, 2 x [B, H, S, d_k]
     memory_mask: torch.Tensor | None  # [B, 1, 1, S]
-    self_attention: list[dict]  # per layer {"keys": [B, H, t, d_k], "values": ...}
+    self_attention: list[dict]  # per layer {"keys": [B, H, capacity, d_k], "values": ..., "length": t}
     length: int = 0  # target positions consumed so far
 
     def select(self, rows: torch.Tensor) -> "DecoderCache":
@@ -226,15 +241,15 @@ class DecoderCache:
         return DecoderCache(
             memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],
             memory_mask=None if self.memory_mask is None else self.memory_mask[rows],
-            self_attention=[{name: t[rows] for name, t in layer.items()} for layer in self.self_attention],
+            self_attention=[{name: (t[rows] if torch.is_tensor(t) else t) for name, t in layer.items()}
+                            for layer in self.self_attention],
             length=self.length,
         )
 
     def truncate(self, length: int) -> None:
         """Forget every position from ``length`` on (stepping back)."""
         for layer in self.self_attention:
-            for name in list(layer):
-                layer[name] = layer[name][:, :, :length]
+            layer["length"] = min(layer.get("length", 0), length)
         self.length = min(self.length, length)
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+import os
+
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference"
+# The seeds' reference implementations: shared/ beside the checkout (as CI has it), or $TE_REFERENCE.
+REFERENCE = Path(os.environ.get("TE_REFERENCE", ROOT.parent / "shared" / "reference"))
 
 from model.corpora import CorpusSpec  # noqa: E402
 from model.pipeline import TokenizerOptions, prepare  # noqa: E402
@@ -25,7 +27,7 @@ def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, **model_o
                              seed=0)
     if steps:
         Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
-                TrainingOptions(epochs=100, max_steps=steps, batch_size=32, warmup_steps=50, valid_decode_limit=20),
+                TrainingOptions(epochs=100, max_steps=steps, batch_size=32, warmup_steps=300, valid_decode_limit=20),
                 torch.device("cpu"), history=bundle.history).run()
     bundle.model.eval()
     return bundle, splits
@@ -42,20 +44,14 @@ def toy_fr_bundle():
     return tiny_bundle("toy-fr", size=600, steps=20)
 
 
-@pytest.fixture(scope="session")
-def reference_folder() -> Path:
-    if not (REFERENCE / "seed_postnorm.py").exists():
-        pytest.fail(f"the seeds' reference implementations are missing from {REFERENCE}")
-    return REFERENCE
-
-
 def import_reference(name: str):
     import importlib.util
+
+    if not (REFERENCE / f"{name}.py").exists():
+        pytest.fail(f"{name}.py not found in {REFERENCE}: put shared/ beside the checkout or set TE_REFERENCE")
 
     spec = importlib.util.spec_from_file_location(name, REFERENCE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
-
-sys.modules.setdefault("tests_conftest", sys.modules[__name__])

@@ -3,7 +3,8 @@
 import torch
 
 from model.batching import collate
-from model.decoding import beam_search, greedy_decode, length_penalty
+from model.beam import beam_search
+from model.decoding import greedy_decode, length_penalty
 
 
 def sources(bundle, texts):
@@ -43,10 +44,10 @@ def test_greedy_matches_a_full_recomputation_each_step(copy_bundle):
 def test_beam_search_scores_are_true_log_probabilities_and_beat_greedy(copy_bundle):
     bundle, _ = copy_bundle
     _, source = sources(bundle, ["b a d c e"])
-    hypotheses = beam_search(bundle.model, source, beam_width=4, alpha=0.0, max_target=10)
-    best = hypotheses[0]
-    assert best.score == max(h.score for h in hypotheses)
-    assert abs(best.log_probability - sequence_log_probability(bundle.model, source, best.ids)) < 1e-4
+    tree = beam_search(bundle.model, source, beam_width=4, alpha=0.0, max_target=10)
+    best = tree.nodes[tree.hypotheses[0]]
+    assert best.score == max(tree.nodes[i].score for i in tree.hypotheses)
+    assert abs(best.log_probability - sequence_log_probability(bundle.model, source, tree.best)) < 1e-4
     greedy = greedy_decode(bundle.model, source, max_target=10)[0] + [3]
     assert best.log_probability >= sequence_log_probability(bundle.model, source, greedy) - 1e-5
 

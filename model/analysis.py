@@ -1,0 +1,154 @@
+"""What heads do, in NumPy, on any trace: statistics, roles, aggregation, rollout, alignment.
+
+All functions take attention as [..., queries, keys] arrays whose rows sum to 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+PUNCTUATION = set(".,;:!?¡¿'\"()[]-–—…«»")
+ROLE_THRESHOLD = 0.5  # a positional or sink role needs at least this share of the attention
+BROAD_ENTROPY = 0.75  # normalised entropy above which a head is called broad
+
+
+def is_punctuation(token: str) -> bool:
+    text = token.replace("▁", "").strip()
+    return bool(text) and all(ch in PUNCTUATION for ch in text)
+
+
+@dataclass
+class HeadStatistics:
+    entropy: float  # mean over queries of -sum p log p, in nats
+    normalised_entropy: float  # entropy / log(number of keys a query could see), 0-1
+    distance: float  # mean |query - key| weighted by attention (for cross: distance from the diagonal)
+    self_share: float  # attention on the query's own position
+    previous_share: float
+    next_share: float
+    first_share: float  # on the first key (<s> in the decoder)
+    last_share: float  # on the last key (</s> in the encoder)
+    punctuation_share: float
+    max_weight: float  # mean over queries of the largest weight (peakedness)
+    role: str = ""
+    role_score: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None, kind: str = "self") -> HeadStatistics:
+    """Statistics and role of one head's [queries, keys] matrix. ``kind``: 'self' (encoder),
+    'decoder' (causal self-attention) or 'cross'."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    n_queries, n_keys = matrix.shape
+    if n_queries == 0 or n_keys == 0:
+        return HeadStatistics(*([0.0] * 10), role="empty", role_score=0.0)
+    queries = np.arange(n_queries)[:, None]
+    keys = np.arange(n_keys)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy_rows = -np.where(matrix > 0, matrix * np.log(matrix), 0.0).sum(-1)
+    visible = np.minimum(queries[:, 0] + 1, n_keys) if kind == "decoder" else np.full(n_queries, n_keys)
+    normaliser = np.log(np.maximum(visible, 2))
+    if kind == "cross":
+        diagonal = queries * (n_keys - 1) / max(n_queries - 1, 1)
+        distance = (matrix * np.abs(keys - diagonal)).sum(-1).mean()
+    else:
+        distance = (matrix * np.abs(keys - queries)).sum(-1).mean()
+    diagonal_share = lambda offset: _diagonal_mean(matrix, offset)
+    punctuation = np.array([is_punctuation(t) for t in key_tokens]) if key_tokens else np.zeros(n_keys, bool)
+    stats = HeadStatistics(
+        entropy=float(entropy_rows.mean()),
+        normalised_entropy=float(np.mean(np.where(visible > 1, entropy_rows / normaliser, 0.0))),
+        distance=float(distance),
+        self_share=diagonal_share(0) if kind != "cross" else 0.0,
+        previous_share=diagonal_share(-1) if kind != "cross" else 0.0,
+        next_share=diagonal_share(1) if kind == "self" else 0.0,
+        first_share=float(matrix[:, 0].mean()),
+        last_share=float(matrix[:, -1].mean()),
+        punctuation_share=float(matrix[:, punctuation].sum(-1).mean()) if punctuation.any() else 0.0,
+        max_weight=float(matrix.max(-1).mean()),
+    )
+    stats.role, stats.role_score = head_role(stats, kind, key_tokens)
+    return stats
+
+
+def _diagonal_mean(matrix: np.ndarray, offset: int) -> float:
+    """Mean over the queries that have such a key of matrix[i, i + offset]."""
+    values = np.diagonal(matrix, offset=offset)
+    return float(values.mean()) if values.size else 0.0
+
+
+def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = None) -> tuple[str, float]:
+    """A label for what the head mostly does, with the share or score behind it."""
+    first_name = "sink: <s>" if key_tokens and key_tokens[0] == "<s>" else "first token"
+    last_name = "sink: </s>" if key_tokens and key_tokens[-1] == "</s>" else "last token"
+    candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share),
+                  (last_name, stats.last_share)]
+    if kind != "cross":
+        candidates += [("positional: self", stats.self_share), ("positional: previous", stats.previous_share),
+                       ("positional: next", stats.next_share)]
+    name, share = max(candidates, key=lambda item: item[1])
+    if share >= ROLE_THRESHOLD:
+        return name, share
+    if stats.normalised_entropy >= BROAD_ENTROPY:
+        return "broad", stats.normalised_entropy
+    if kind == "cross":
+        return "alignment-like", stats.max_weight
+    return "mixed", stats.max_weight
+
+
+def all_head_statistics(trace) -> dict[str, list[list[HeadStatistics]]]:
+    """Statistics of every head of every kind of a Trace: {kind: [layer][head]}."""
+    kinds = {"encoder_self": ("self", trace.source_tokens), "decoder_self": ("decoder", trace.decoder_input_tokens),
+             "cross": ("cross", trace.source_tokens)}
+    result = {}
+    for field_name, (kind, key_tokens) in kinds.items():
+        weights = getattr(trace, field_name)
+        result[field_name] = [[head_statistics(weights[layer, head], key_tokens, kind)
+                               for head in range(weights.shape[1])] for layer in range(weights.shape[0])]
+    return result
+
+
+# --- aggregation -------------------------------------------------------------------------------------
+def mean_over_heads(weights: np.ndarray) -> np.ndarray:
+    """[layers, heads, Q, K] -> [layers, Q, K]."""
+    return weights.mean(axis=1)
+
+
+def max_over_heads(weights: np.ndarray) -> np.ndarray:
+    return weights.max(axis=1)
+
+
+def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema 2020) through self-attention layers [layers, heads, N, N]:
+    per layer A = residual * I + (1 - residual) * mean over heads, rows renormalised, multiplied from
+    the first layer up. Returns [layers, N, N]: the rollout up to each layer."""
+    n = weights.shape[-1]
+    identity = np.eye(n)
+    total = identity
+    result = []
+    for layer in weights.mean(axis=1):
+        mixed = residual * identity + (1 - residual) * layer
+        mixed = mixed / mixed.sum(-1, keepdims=True)
+        total = mixed @ total
+        result.append(total)
+    return np.array(result, dtype=np.float32) if result else np.zeros((0, n, n), np.float32)
+
+
+# --- alignment ---------------------------------------------------------------------------------------
+def alignment_links(matrix: np.ndarray) -> set[tuple[int, int]]:
+    """Word attention [target words, source words] -> {(source, target)}: each target word links to
+    the source word it attends to most."""
+    if matrix.size == 0:
+        return set()
+    return {(int(source), target) for target, source in enumerate(matrix.argmax(axis=-1))}
+
+
+def alignment_error_rate(predicted: set, gold: set, possible: set | None = None) -> float:
+    """AER (Och & Ney 2003) = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|); P defaults to S."""
+    possible = gold if possible is None else possible | gold
+    if not predicted and not gold:
+        return 0.0
+    return 1.0 - (len(predicted & gold) + len(predicted & possible)) / (len(predicted) + len(gold))

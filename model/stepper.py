@@ -1,0 +1,251 @@
+"""Step-by-step decoding with a complete attention trace, for people watching a model translate.
+
+A Stepper encodes the source once, then advances one target token per ``step()`` through the
+decoder's key/value cache, recording at each step the distribution over the next token, its top
+candidates, and the new rows of decoder self-attention and cross-attention of every layer and head.
+It can go back, jump to any step, reset, and force any token at any step (what-if), then carry on.
+Strategies: greedy, sampling (temperature, top-k, top-p, seed) and beam search (its tree is kept
+and any hypothesis can be stepped through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .beam import BeamTree, beam_search
+from .checkpoint import ModelBundle
+from .decoding import default_max_target
+from .trace import Trace
+
+STRATEGIES = ("greedy", "sample", "beam")
+
+
+class DecodingError(ValueError):
+    """An input or option that decoding cannot use; the message says why."""
+
+
+@dataclass
+class DecodingOptions:
+    strategy: str = "greedy"  # greedy, sample or beam
+    temperature: float = 1.0  # sampling: < 1 sharpens, > 1 flattens
+    top_k: int = 0  # sampling: only the k most likely tokens (0 = all)
+    top_p: float = 1.0  # sampling: the smallest set with this much probability (nucleus)
+    seed: int = 0  # sampling
+    beam_width: int = 4
+    length_penalty: float = 0.6  # beam: GNMT alpha
+    max_steps: int | None = None  # at most this many target tokens (EOS included); default from the source
+    n_candidates: int = 10  # candidates kept per step for display
+    stop_at_eos: bool = True  # benchmarks turn this off to decode a fixed length
+
+    def validate(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise DecodingError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.temperature <= 0:
+            raise DecodingError("temperature must be above 0")
+        if not 0 < self.top_p <= 1:
+            raise DecodingError("top-p must be in (0, 1]")
+        if self.top_k < 0 or self.beam_width < 1 or self.n_candidates < 1:
+            raise DecodingError("top-k must be >= 0, beam width and candidates >= 1")
+
+
+@dataclass
+class Step:
+    token_id: int  # the token this step produced
+    probabilities: np.ndarray  # [V] distribution it was chosen from (before sampling filters)
+    candidate_ids: np.ndarray  # [k] most likely tokens, best first
+    candidate_probabilities: np.ndarray  # [k]
+    decoder_self: np.ndarray  # [layers, heads, t + 1] the new row of each head
+    cross: np.ndarray  # [layers, heads, S]
+    forced: bool
+    rng_state: torch.Tensor | None = field(default=None, repr=False)  # sampler state before this step
+
+
+class Stepper:
+    def __init__(self, bundle: ModelBundle, text: str, options: DecodingOptions | None = None):
+        self.bundle, self.model, self.config = bundle, bundle.model, bundle.config
+        self.options = options or DecodingOptions()
+        self.options.validate()
+        if not isinstance(text, str) or not text.strip():
+            raise DecodingError("the source sentence is empty: type something to translate")
+        self.messages: list[str] = []
+        self.text = text
+        ids = bundle.source_tokenizer.encode(text)
+        if not ids:
+            raise DecodingError("the source sentence has nothing the tokenizer can read")
+        if len(ids) > self.config.max_len - 1:
+            self.messages.append(f"the sentence has {len(ids)} pieces; this model reads at most "
+                                 f"{self.config.max_len - 1}, so it was cut after piece {self.config.max_len - 1}")
+            ids = ids[: self.config.max_len - 1]
+        self.source_ids = ids + [self.config.eos_id]
+        self.device = next(self.model.parameters()).device
+        self.source = torch.tensor([self.source_ids], device=self.device)
+        self.model.eval()
+        with torch.no_grad():
+            memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
+            self.cache = self.model.start_cache(memory, memory_mask)
+        self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+        limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
+        self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
+        self.steps: list[Step] = []
+        self.generator = torch.Generator().manual_seed(self.options.seed)
+        self.beam: BeamTree | None = None
+        self.hypothesis: list[int] | None = None  # tokens the steps follow (beam search)
+        if self.options.strategy == "beam":
+            self.beam = beam_search(self.model, self.source, self.options.beam_width, self.options.length_penalty,
+                                    self.max_steps + 1)
+            self.follow_hypothesis(0)
+
+    # --- state ----------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        if len(self.steps) >= self.max_steps:
+            return True
+        if self.hypothesis is not None and len(self.steps) >= len(self.hypothesis):
+            return True
+        return bool(self.steps) and self.options.stop_at_eos and self.steps[-1].token_id == self.config.eos_id
+
+    @property
+    def source_tokens(self) -> list[str]:
+        return self.bundle.source_tokenizer.pieces(self.source_ids)
+
+    def target_ids(self) -> list[int]:
+        return [s.token_id for s in self.steps]
+
+    def translation(self) -> str:
+        return self.bundle.target_tokenizer.decode(self.target_ids())
+
+    # --- moving ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def step(self, force: int | None = None) -> Step | None:
+        """Produce the next token (or ``force`` it); None when decoding has finished."""
+        if force is not None and not 0 <= int(force) < self.config.target_vocab_size:
+            raise DecodingError(f"token id {force} is outside the vocabulary (0-{self.config.target_vocab_size - 1})")
+        if self.finished:
+            return None
+        previous = self.steps[-1].token_id if self.steps else self.config.bos_id
+        hidden, self_weights, cross_weights = self.model.decode(
+            torch.tensor([[previous]], device=self.device), self.cache, need_weights=True)
+        logits = self.model.logits(hidden[0, -1]).float()  # [V]
+        probabilities = torch.softmax(logits, dim=-1)
+        rng_state = self.generator.get_state()
+        forced_by_caller = force is not None
+        if force is None and self.hypothesis is not None:
+            force = self.hypothesis[len(self.steps)]
+        chosen = int(force) if force is not None else self._choose(logits, probabilities)
+        top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
+        step = Step(chosen, probabilities.cpu().numpy(), top.indices.cpu().numpy(), top.values.cpu().numpy(),
+                    torch.stack(self_weights)[:, 0, :, -1].float().cpu().numpy(),  # [layers, heads, t + 1]
+                    torch.stack(cross_weights)[:, 0, :, -1].float().cpu().numpy(),  # [layers, heads, S]
+                    forced_by_caller, rng_state)
+        self.steps.append(step)
+        return step
+
+    def _choose(self, logits: torch.Tensor, probabilities: torch.Tensor) -> int:
+        options = self.options
+        if options.strategy != "sample":
+            return int(probabilities.argmax())
+        scores = logits / options.temperature
+        if options.top_k:
+            kth = scores.topk(min(options.top_k, scores.numel())).values[-1]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if options.top_p < 1.0:
+            sorted_scores, order = scores.sort(descending=True)
+            cumulative = torch.softmax(sorted_scores, dim=-1).cumsum(-1)
+            drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= options.top_p  # keep the first over p
+            scores[order[drop]] = float("-inf")
+        distribution = torch.softmax(scores, dim=-1).cpu()
+        return int(torch.multinomial(distribution, 1, generator=self.generator))
+
+    def back(self) -> bool:
+        """Undo the last step; False at the start."""
+        if not self.steps:
+            return False
+        step = self.steps.pop()
+        self.cache.truncate(len(self.steps))
+        if step.rng_state is not None:
+            self.generator.set_state(step.rng_state)  # stepping forward again draws the same sample
+        return True
+
+    def jump(self, n_steps: int) -> None:
+        """Go to the state after ``n_steps`` steps (as far as decoding goes)."""
+        n_steps = max(0, n_steps)
+        while len(self.steps) > n_steps:
+            self.back()
+        while len(self.steps) < n_steps and self.step() is not None:
+            pass
+
+    def reset(self) -> None:
+        self.jump(0)
+
+    def run(self) -> None:
+        while self.step() is not None:
+            pass
+
+    def force(self, step_index: int, token_id: int) -> Step:
+        """What-if: make step ``step_index`` (0-based) produce ``token_id``; later steps are dropped
+        (call step() or run() to continue from it)."""
+        if not 0 <= step_index <= len(self.steps):
+            raise DecodingError(f"step {step_index + 1} has not been reached (at step {len(self.steps)})")
+        self.jump(step_index)
+        self.hypothesis = None  # leaving the beam's hypothesis: carry on by the model's own choices
+        step = self.step(force=token_id)
+        if step is None:
+            raise DecodingError(f"decoding ended before step {step_index + 1}")
+        return step
+
+    def token_id(self, token: str) -> int:
+        """Id of a target piece or word typed by a user; a clear error if it is not one piece."""
+        token_id = self.bundle.target_tokenizer.piece_to_id(token)
+        if token_id is None:
+            raise DecodingError(f"{token!r} is not a single piece of the target vocabulary")
+        return token_id
+
+    def follow_hypothesis(self, rank: int) -> None:
+        """Step through the beam's hypothesis of this rank (0 = best) from the start."""
+        if self.beam is None or not 0 <= rank < len(self.beam.hypotheses):
+            raise DecodingError("no such beam hypothesis")
+        self.reset()
+        self.hypothesis = self.beam.token_ids(self.beam.hypotheses[rank])
+
+    # --- the trace --------------------------------------------------------------------------------
+    def trace(self) -> Trace:
+        tokenizer = self.bundle.target_tokenizer
+        n = len(self.steps)
+        layers, heads = self.encoder_self.shape[:2]
+        decoder_self = np.zeros((self.config.n_decoder_layers, heads, n, n), dtype=np.float32)
+        for t, step in enumerate(self.steps):
+            decoder_self[:, :, t, : t + 1] = step.decoder_self
+        cross = (np.stack([s.cross for s in self.steps], axis=2) if n else
+                 np.zeros((self.config.n_decoder_layers, heads, 0, len(self.source_ids)), np.float32))
+        targets = self.target_ids()
+        inputs = [self.config.bos_id] + targets[:-1] if n else []
+        width = min(self.options.n_candidates, self.config.target_vocab_size)
+        candidate_ids = np.array([s.candidate_ids for s in self.steps], dtype=np.int64).reshape(n, width)
+        return Trace(
+            encoder_self=self.encoder_self, decoder_self=decoder_self, cross=cross.astype(np.float32),
+            source_tokens=self.source_tokens, target_tokens=tokenizer.pieces(targets),
+            decoder_input_tokens=tokenizer.pieces(inputs), candidate_ids=candidate_ids,
+            candidate_probabilities=np.array([s.candidate_probabilities for s in self.steps],
+                                             dtype=np.float32).reshape(n, width),
+            candidate_tokens=[tokenizer.pieces(s.candidate_ids) for s in self.steps],
+            chosen_ids=np.array(targets, dtype=np.int64),
+            log_probabilities=np.array([np.log(max(float(s.probabilities[s.token_id]), 1e-45)) for s in self.steps],
+                                       dtype=np.float32),
+            forced=np.array([s.forced for s in self.steps], dtype=bool),
+            source_text=self.text, target_text=self.translation())
+
+
+@torch.no_grad()
+def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list[int]) -> Trace:
+    """The trace of one teacher-forced inspection pass over source and produced target ids."""
+    model, config = bundle.model, bundle.config
+    device = next(model.parameters()).device
+    inputs = [config.bos_id] + target_ids[:-1]
+    _, weights = model.inspect(torch.tensor([source_ids], device=device), torch.tensor([inputs], device=device))
+    as_numpy = lambda layers: torch.stack(layers)[:, 0].float().cpu().numpy()
+    return Trace(as_numpy(weights.encoder_self), as_numpy(weights.decoder_self), as_numpy(weights.cross),
+                 bundle.source_tokenizer.pieces(source_ids), bundle.target_tokenizer.pieces(target_ids),
+                 bundle.target_tokenizer.pieces(inputs))

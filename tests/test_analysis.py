@@ -1,0 +1,107 @@
+"""Head analysis on constructed matrices with known answers, and alignment error rates."""
+
+import numpy as np
+import pytest
+
+from model.alignment import cross_attention_aer
+from model.analysis import (alignment_error_rate, alignment_links, all_head_statistics, head_statistics,
+                            max_over_heads, mean_over_heads, rollout)
+from model.corpora import generate_builtin
+from model.stepper import DecodingOptions, Stepper
+
+from .conftest import tiny_bundle
+
+N = 6
+
+
+def shifted(offset: int, n: int = N) -> np.ndarray:
+    """Each query attends fully to query + offset (clamped to the edge)."""
+    matrix = np.zeros((n, n))
+    for i in range(n):
+        matrix[i, min(max(i + offset, 0), n - 1)] = 1.0
+    return matrix
+
+
+def test_identity_is_a_self_head():
+    stats = head_statistics(np.eye(N))
+    assert stats.role == "positional: self" and stats.role_score == pytest.approx(1.0)
+    assert stats.self_share == 1.0 and stats.distance == 0.0 and stats.entropy == pytest.approx(0.0)
+
+
+def test_shifted_identities_are_previous_and_next_heads():
+    previous = head_statistics(shifted(-1))
+    assert previous.role == "positional: previous" and previous.previous_share == pytest.approx(5 / 5)
+    assert previous.distance == pytest.approx(5 / 6)
+    nxt = head_statistics(shifted(+1))
+    assert nxt.role == "positional: next" and nxt.next_share == pytest.approx(1.0)
+
+
+def test_uniform_attention_is_broad_with_maximal_entropy():
+    stats = head_statistics(np.full((N, N), 1 / N))
+    assert stats.role == "broad"
+    assert stats.entropy == pytest.approx(np.log(N)) and stats.normalised_entropy == pytest.approx(1.0)
+
+
+def test_sinks_on_first_last_and_punctuation():
+    first = np.zeros((N, N))
+    first[:, 0] = 1
+    assert head_statistics(first, ["<s>", "a", "b", "c", "d", "e"], "decoder").role == "sink: <s>"
+    last = np.zeros((N, N))
+    last[:, -1] = 1
+    assert head_statistics(last, ["a", "b", "c", "d", "e", "</s>"]).role == "sink: </s>"
+    punctuation = np.zeros((N, N))
+    punctuation[:, 2] = 0.9
+    punctuation[:, 3] = 0.1
+    stats = head_statistics(punctuation, ["a", "b", ",", "c", "d", "e"])
+    assert stats.role == "sink: punctuation" and stats.punctuation_share == pytest.approx(0.9)
+
+
+def test_cross_attention_peaked_off_the_sinks_is_alignment_like():
+    cross = np.zeros((4, 6))
+    for i, j in enumerate([1, 3, 2, 4]):
+        cross[i, j] = 0.8
+        cross[i, (j + 1) % 6] = 0.2
+    stats = head_statistics(cross, ["a", "b", "c", "d", "e", "</s>"], "cross")
+    assert stats.role == "alignment-like" and stats.role_score == pytest.approx(0.8)
+
+
+def test_aggregation_and_rollout():
+    weights = np.stack([np.stack([np.eye(3), shifted(-1, 3)])])  # [1 layer, 2 heads, 3, 3]
+    np.testing.assert_allclose(mean_over_heads(weights)[0], (np.eye(3) + shifted(-1, 3)) / 2)
+    np.testing.assert_allclose(max_over_heads(weights)[0], np.maximum(np.eye(3), shifted(-1, 3)))
+    # Identity attention leaves rollout at identity, whatever the number of layers.
+    np.testing.assert_allclose(rollout(np.tile(np.eye(4), (3, 2, 1, 1)))[-1], np.eye(4))
+    # Two layers of "previous": 0.5 I + 0.5 P, squared.
+    step = 0.5 * np.eye(4) + 0.5 * shifted(-1, 4)
+    step /= step.sum(-1, keepdims=True)
+    np.testing.assert_allclose(rollout(np.tile(shifted(-1, 4), (2, 1, 1, 1)))[-1], step @ step)
+    np.testing.assert_allclose(rollout(np.random.default_rng(0).dirichlet(np.ones(5), (2, 3, 5))).sum(-1), 1.0)
+
+
+def test_alignment_links_and_error_rate():
+    attention = np.array([[0.9, 0.1, 0.0], [0.1, 0.2, 0.7]])  # 2 target words x 3 source words
+    links = alignment_links(attention)
+    assert links == {(0, 0), (2, 1)}
+    assert alignment_error_rate(links, {(0, 0), (2, 1)}) == 0.0
+    assert alignment_error_rate(links, {(0, 0), (1, 1)}) == pytest.approx(0.5)
+    assert alignment_error_rate({(0, 0)}, {(0, 0), (1, 1)}, possible={(0, 0), (1, 1)}) == pytest.approx(1 / 3)
+
+
+def test_all_head_statistics_cover_every_kind_layer_and_head(toy_fr_bundle):
+    bundle, _ = toy_fr_bundle
+    stepper = Stepper(bundle, "The cat sleeps.", DecodingOptions(max_steps=5))
+    stepper.run()
+    table = all_head_statistics(stepper.trace())
+    assert {k: (len(v), len(v[0])) for k, v in table.items()} == {
+        "encoder_self": (2, 4), "decoder_self": (2, 4), "cross": (2, 4)}
+    assert all(s.role for layer in table["cross"] for s in layer)
+
+
+def test_a_reverse_model_has_a_cross_head_that_aligns():
+    bundle, _ = tiny_bundle("reverse", size=3000, steps=600)
+    report = cross_attention_aer(bundle, generate_builtin("reverse", 100, 99))
+    aer, layer, head, reading = report.best
+    assert report.n_pairs == 100 and report.head_aer.shape == (2, 2, 4)
+    assert aer < 0.3  # a perfect anti-diagonal would score 0
+    ranked = report.ranking(reading)
+    assert ranked[0][:2] == (layer, head) and ranked[0][2] == pytest.approx(aer)

@@ -1,0 +1,200 @@
+"""Step-by-step decoding: the incremental trace equals one full pass; back/jump/what-if; beam tree;
+sampling; bad inputs."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from model.beam import beam_search
+from model.stepper import DecodingError, DecodingOptions, Stepper, full_pass_trace
+from model.trace import Trace, word_groups
+
+from .conftest import tiny_bundle
+
+SENTENCE = "The black cat does not eat the apple."
+
+
+@pytest.fixture(scope="module", params=[("post", "sinusoidal"), ("pre", "learned"), ("post", "learned"),
+                                        ("pre", "sinusoidal")], ids=lambda p: "-".join(p))
+def variant_bundle(request):
+    norm, positions = request.param
+    bundle, _ = tiny_bundle("toy-fr", size=500, steps=30, norm_placement=norm, positional_encoding=positions)
+    return bundle
+
+
+def assert_traces_equal(incremental: Trace, full: Trace):
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        a, b = getattr(incremental, kind), getattr(full, kind)
+        assert a.shape == b.shape, kind
+        np.testing.assert_allclose(a, b, atol=1e-5, err_msg=kind)
+    assert incremental.target_tokens == full.target_tokens
+    assert incremental.decoder_input_tokens == full.decoder_input_tokens
+
+
+def test_incremental_trace_equals_one_full_pass(variant_bundle):
+    stepper = Stepper(variant_bundle, SENTENCE, DecodingOptions(max_steps=25))
+    stepper.run()
+    trace = stepper.trace()
+    assert trace.n_steps >= 1
+    assert trace.encoder_self.shape[2] == len(stepper.source_ids)
+    assert_traces_equal(trace, full_pass_trace(variant_bundle, stepper.source_ids, stepper.target_ids()))
+    # Future keys are exactly zero; rows sum to one.
+    assert np.all(np.triu(trace.decoder_self, 1) == 0)
+    np.testing.assert_allclose(trace.cross.sum(-1), 1.0, atol=1e-5)
+
+
+def test_each_step_exposes_distribution_candidates_and_new_rows(copy_bundle):
+    bundle, _ = copy_bundle
+    stepper = Stepper(bundle, "a b c d", DecodingOptions(n_candidates=5))
+    first = stepper.step()
+    assert first.probabilities.shape == (bundle.config.target_vocab_size,)
+    assert first.probabilities.sum() == pytest.approx(1.0, abs=1e-5)
+    assert list(first.candidate_ids) == list(np.argsort(-first.probabilities)[:5])
+    assert np.all(np.diff(first.candidate_probabilities) <= 0)
+    assert first.token_id == first.candidate_ids[0]  # greedy
+    assert first.decoder_self.shape == (2, 4, 1) and first.cross.shape == (2, 4, 5)
+    second = stepper.step()
+    assert second.decoder_self.shape == (2, 4, 2)
+
+
+def test_back_jump_and_reset_reproduce_the_same_steps(copy_bundle):
+    bundle, _ = copy_bundle
+    stepper = Stepper(bundle, "e f g h i", DecodingOptions(strategy="sample", temperature=1.5, seed=3))
+    stepper.run()
+    full = stepper.trace()
+    stepper.jump(2)
+    assert len(stepper.steps) == 2
+    assert stepper.back() and len(stepper.steps) == 1
+    stepper.run()  # sampling draws the same tokens again after stepping back
+    assert stepper.trace().target_tokens == full.target_tokens
+    assert_traces_equal(stepper.trace(), full)
+    stepper.reset()
+    assert not stepper.steps and not stepper.back()
+    assert stepper.trace().decoder_self.shape[2] == 0
+
+
+def test_what_if_forcing_continues_from_the_forced_token(toy_fr_bundle):
+    bundle, _ = toy_fr_bundle
+    stepper = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=12))
+    stepper.run()
+    original = stepper.target_ids()
+    alternative = next(i for i in stepper.steps[1].candidate_ids if i != original[1])
+    step = stepper.force(1, int(alternative))
+    assert step.forced and stepper.target_ids() == original[:1] + [int(alternative)]
+    stepper.run()
+    trace = stepper.trace()
+    assert trace.forced.tolist()[:2] == [False, True] and not trace.forced[2:].any()
+    assert_traces_equal(trace, full_pass_trace(bundle, stepper.source_ids, stepper.target_ids()))
+    with pytest.raises(DecodingError):
+        stepper.force(500, 5)
+    with pytest.raises(DecodingError):
+        stepper.step(force=10**6)
+
+
+def test_sampling_filters_and_seed(copy_bundle):
+    bundle, _ = copy_bundle
+    runs = []
+    for seed in (1, 1, 2):
+        stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=5.0, seed=seed,
+                                                            max_steps=8, stop_at_eos=False))
+        stepper.run()
+        runs.append(stepper.target_ids())
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=5.0, top_k=1, max_steps=8))
+    stepper.run()
+    assert all(s.token_id == s.candidate_ids[0] for s in stepper.steps)  # top-1 sampling is greedy
+    stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=3.0, top_p=0.3, seed=9,
+                                                       max_steps=8))
+    for step in iter(stepper.step, None):
+        tempered = step.probabilities.astype(np.float64) ** (1 / 3.0)  # top-p applies after temperature
+        tempered /= tempered.sum()
+        order = np.argsort(-tempered)
+        cumulative = np.cumsum(tempered[order])
+        nucleus = set(order[: int(np.searchsorted(cumulative, 0.3)) + 1].tolist())
+        assert step.token_id in nucleus
+
+
+def test_beam_search_equals_exhaustive_search_on_a_tiny_model():
+    torch.manual_seed(0)
+    bundle, _ = tiny_bundle("copy", size=300, steps=0, d_model=16, n_heads=2, d_ff=16, max_len=8)
+    model, config = bundle.model, bundle.config
+    vocab = [i for i in range(config.target_vocab_size) if i not in (config.pad_id, config.bos_id)]
+    source = torch.tensor([[5, 6, 3]])
+    max_tokens = 3
+
+    def log_probability(tokens):
+        with torch.no_grad():
+            logits, _ = model.inspect(source, torch.tensor([[config.bos_id] + tokens[:-1]]))
+        log_probs = torch.log_softmax(logits[0], -1)
+        log_probs[:, config.pad_id] = log_probs[:, config.bos_id] = float("-inf")
+        # beam search never proposes pad or bos: renormalisation is not applied, so compare raw scores
+        return float(sum(log_probs[i, t] for i, t in enumerate(tokens)))
+
+    candidates = [list(prefix) + [config.eos_id] for length in range(0, max_tokens)
+                  for prefix in itertools.product([v for v in vocab if v != config.eos_id], repeat=length)]
+    best = max(candidates, key=log_probability)
+    tree = beam_search(model, source, beam_width=len(vocab) ** max_tokens, alpha=0.0, max_target=max_tokens + 1)
+    assert tree.best == best
+    assert tree.nodes[tree.hypotheses[0]].log_probability == pytest.approx(log_probability(best), abs=1e-4)
+
+
+def test_beam_tree_records_every_hypothesis_and_traces_any_of_them(toy_fr_bundle):
+    bundle, _ = toy_fr_bundle
+    stepper = Stepper(bundle, SENTENCE, DecodingOptions(strategy="beam", beam_width=3, max_steps=10))
+    tree = stepper.beam
+    assert tree.hypotheses and len(tree.steps()[0]) >= 1
+    for node in tree.nodes:
+        assert node.parent < 0 or tree.nodes[node.parent].step == node.step - 1
+    stepper.run()
+    assert stepper.target_ids() == tree.best
+    if len(tree.hypotheses) > 1:
+        stepper.follow_hypothesis(1)
+        stepper.run()
+        assert stepper.target_ids() == tree.token_ids(tree.hypotheses[1])
+        assert_traces_equal(stepper.trace(), full_pass_trace(bundle, stepper.source_ids, stepper.target_ids()))
+
+
+def test_bad_inputs_are_clear(toy_fr_bundle):
+    bundle, _ = toy_fr_bundle
+    for empty in ("", "   ", "\n\t"):
+        with pytest.raises(DecodingError, match="empty"):
+            Stepper(bundle, empty)
+    long_text = " ".join(["cat"] * 200)
+    stepper = Stepper(bundle, long_text)
+    assert stepper.messages and "cut" in stepper.messages[0]
+    assert len(stepper.source_ids) == bundle.config.max_len
+    for text in ["日本語 😀", "\x00\x07 control", "Ünïcödé ça va?", "a" * 10]:
+        stepper = Stepper(bundle, text, DecodingOptions(max_steps=3))
+        stepper.run()
+        assert stepper.trace().n_steps >= 1
+    with pytest.raises(DecodingError):
+        Stepper(bundle, "cat", DecodingOptions(strategy="magic"))
+    with pytest.raises(DecodingError):
+        Stepper(bundle, "cat", DecodingOptions(temperature=0))
+
+
+def test_word_groups_and_word_level_view():
+    groups, words = word_groups(["▁The", "▁bl", "ack", "▁cat", ".", "</s>"])
+    assert groups.tolist() == [0, 1, 1, 2, 2, 3] and words == ["The", "black", "cat.", "</s>"]
+    pieces = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]])
+    trace = Trace(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), pieces[None, None],
+                  ["▁a", "▁b", "c", "</s>"], ["▁x", "y", "▁z"], ["<s>", "▁x", "y"])
+    words = trace.word_level()
+    assert words.source_tokens == ["a", "bc", "</s>"] and words.target_tokens == ["xy", "z"]
+    expected = np.array([[(0.1 + 0.25) / 2, (0.5 + 0.5) / 2, (0.4 + 0.25) / 2], [1.0, 0.0, 0.0]])
+    np.testing.assert_allclose(words.cross[0, 0], expected)
+
+
+def test_trace_npz_round_trip_without_pickle(toy_fr_bundle, tmp_path):
+    bundle, _ = toy_fr_bundle
+    stepper = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=6))
+    stepper.run()
+    trace = stepper.trace()
+    trace.save_npz(tmp_path / "t.npz")
+    with np.load(tmp_path / "t.npz", allow_pickle=False) as data:
+        assert {"encoder_self", "decoder_self", "cross", "source_tokens", "target_tokens"} <= set(data.files)
+    again = Trace.load_npz(tmp_path / "t.npz")
+    assert_traces_equal(again, trace)
+    assert again.candidate_tokens == trace.candidate_tokens and again.source_text == SENTENCE
