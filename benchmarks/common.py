@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,13 +24,15 @@ def reference_module(name: str, folder: str | None = None):
     raise SystemExit(f"cannot find {name}.py in {', '.join(map(str, candidates))}; pass --reference FOLDER")
 
 
-def median_seconds(function, repeats: int) -> float:
+def best_seconds(function, repeats: int) -> float:
+    """Fastest of ``repeats`` runs after one warm-up: on a shared machine, noise only ever adds time."""
+    function()
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
         function()
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return min(times)
 
 
 def print_table(headers: list[str], rows: list[list]) -> None:

@@ -57,7 +57,7 @@ class _Counts:
         return 1.0 - 2.0 * self.hits / np.maximum(self.predicted + self.gold, 1)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int = 32) -> AlignmentReport:
     model, config = bundle.model, bundle.config
     model.eval()

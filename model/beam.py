@@ -50,7 +50,7 @@ class BeamTree:
         return self.token_ids(self.hypotheses[0]) if self.hypotheses else []
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6,
                 max_target: int | None = None) -> BeamTree:
     """Beam search for one source [1, S]; finished hypotheses (or, if none finished, the alive ones) best first."""
@@ -64,11 +64,11 @@ def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 
     tree = BeamTree()
     alive_nodes = [-1]
     alive_scores = torch.zeros(1, device=device)  # [beams] summed log probabilities
-    current = torch.full((1, 1), config.bos_id, dtype=torch.long, device=device)
+    current = torch.full((1,), config.bos_id, dtype=torch.long, device=device)
     finished: list[int] = []
     for step in range(max_target - 1):
-        hidden, _, _ = model.decode(current, cache)  # [beams, 1, d_model]
-        log_probs = torch.log_softmax(model.logits(hidden[:, -1]).float(), dim=-1)  # [beams, V]
+        hidden, _, _ = model.decode_step(current, cache)  # [beams, d_model]
+        log_probs = torch.log_softmax(model.logits(hidden).float(), dim=-1)  # [beams, V]
         log_probs[:, config.pad_id] = float("-inf")
         log_probs[:, config.bos_id] = float("-inf")
         totals = (alive_scores[:, None] + log_probs).view(-1)  # [beams * V]
@@ -103,7 +103,7 @@ def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 
         cache = cache.select(rows)
         alive_nodes = keep_nodes
         alive_scores = torch.tensor(keep_scores, device=device)
-        current = torch.tensor(keep_tokens, device=device)[:, None]
+        current = torch.tensor(keep_tokens, device=device)
     ends = finished or [n for n in alive_nodes if n >= 0]
     tree.hypotheses = sorted(ends, key=lambda i: tree.nodes[i].score, reverse=True)
     return tree

@@ -16,7 +16,7 @@ def default_max_target(source_length: int, max_len: int) -> int:
     return min(max_len, 2 * source_length + 10)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode(model: Transformer, source_ids: torch.Tensor, max_target: int | None = None) -> list[list[int]]:
     """source_ids [B, S] (padded) -> per sentence the generated ids, without BOS and EOS."""
     config = model.config
@@ -24,18 +24,18 @@ def greedy_decode(model: Transformer, source_ids: torch.Tensor, max_target: int 
     max_target = max_target or default_max_target(source_ids.shape[1], config.max_len)
     memory, memory_mask, _ = model.encode(source_ids)  # [B, S, d_model]
     cache = model.start_cache(memory, memory_mask)
-    current = torch.full((batch, 1), config.bos_id, dtype=torch.long, device=source_ids.device)  # [B, 1]
+    current = torch.full((batch,), config.bos_id, dtype=torch.long, device=source_ids.device)  # [B]
     finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)
     generated = []
     for _ in range(max_target - 1):
-        hidden, _, _ = model.decode(current, cache)  # [B, 1, d_model]
-        next_ids = model.logits(hidden[:, -1]).argmax(dim=-1)  # [B]
+        hidden, _, _ = model.decode_step(current, cache)  # [B, d_model]
+        next_ids = model.logits(hidden).argmax(dim=-1)  # [B]
         next_ids = next_ids.masked_fill(finished, config.pad_id)
         generated.append(next_ids)
         finished |= next_ids == config.eos_id
         if bool(finished.all()):
             break
-        current = next_ids[:, None]
+        current = next_ids
     rows = torch.stack(generated, dim=1).tolist() if generated else [[] for _ in range(batch)]
     return [_strip(row, config.eos_id, config.pad_id) for row in rows]
 

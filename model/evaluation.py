@@ -40,7 +40,7 @@ def bleu_score(hypotheses: list[str], references: list[str]) -> float:
     return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, float]:
     """(mean loss, token accuracy) over encoded examples."""
     model.eval()
@@ -57,7 +57,7 @@ def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, flo
     return total_loss / max(count, 1), correct / max(count, 1)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str], device,
                     batch_size: int = 64) -> list[str]:
     """Greedy translations, batched by similar length."""

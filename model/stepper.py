@@ -83,7 +83,7 @@ class Stepper:
         self.device = next(self.model.parameters()).device
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
-        with torch.no_grad():
+        with torch.inference_mode():
             memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
             self.cache = self.model.start_cache(memory, memory_mask)
         self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
@@ -118,7 +118,7 @@ class Stepper:
         return self.bundle.target_tokenizer.decode(self.target_ids())
 
     # --- moving ---------------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self, force: int | None = None) -> Step | None:
         """Produce the next token (or ``force`` it); None when decoding has finished."""
         if force is not None and not 0 <= int(force) < self.config.target_vocab_size:
@@ -126,19 +126,19 @@ class Stepper:
         if self.finished:
             return None
         previous = self.steps[-1].token_id if self.steps else self.config.bos_id
-        hidden, self_weights, cross_weights = self.model.decode(
-            torch.tensor([[previous]], device=self.device), self.cache, need_weights=True)
-        logits = self.model.logits(hidden[0, -1]).float()  # [V]
+        hidden, self_weights, cross_weights = self.model.decode_step(
+            torch.tensor([previous], device=self.device), self.cache)
+        logits = self.model.logits(hidden[0]).float()  # [V]
         probabilities = torch.softmax(logits, dim=-1)
-        rng_state = self.generator.get_state()
+        rng_state = self.generator.get_state() if self.options.strategy == "sample" else None
         forced_by_caller = force is not None
         if force is None and self.hypothesis is not None:
             force = self.hypothesis[len(self.steps)]
         chosen = int(force) if force is not None else self._choose(logits, probabilities)
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
         step = Step(chosen, probabilities.cpu().numpy(), top.indices.cpu().numpy(), top.values.cpu().numpy(),
-                    torch.stack(self_weights)[:, 0, :, -1].float().cpu().numpy(),  # [layers, heads, t + 1]
-                    torch.stack(cross_weights)[:, 0, :, -1].float().cpu().numpy(),  # [layers, heads, S]
+                    torch.stack(self_weights)[:, 0].float().cpu().numpy(),  # [layers, heads, t + 1]
+                    torch.stack(cross_weights)[:, 0].float().cpu().numpy(),  # [layers, heads, S]
                     forced_by_caller, rng_state)
         self.steps.append(step)
         return step
@@ -238,7 +238,7 @@ class Stepper:
             source_text=self.text, target_text=self.translation())
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list[int]) -> Trace:
     """The trace of one teacher-forced inspection pass over source and produced target ids."""
     model, config = bundle.model, bundle.config

@@ -69,7 +69,9 @@ class Dropout(nn.Module):
 
     def add_to(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """residual + dropout(x), as one addcmul on the CPU."""
-        if not self.training or self.p == 0.0 or x.device.type != "cpu":
+        if not self.training or self.p == 0.0:
+            return residual + x
+        if x.device.type != "cpu":
             return residual + self(x)
         return torch.addcmul(residual, x, self.keep_mask(x), value=self._scale)
 
@@ -108,23 +110,19 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,  # bool [B or 1, 1, Q or 1, K], True = may attend
         is_causal: bool = False,
         keys_values: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention memory
-        cache: dict | None = None,  # self-attention keys/values of earlier positions, grown in place
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch, n_queries, d_model = x.shape
         if self.is_self_attention:
             q, k, v = self.qkv_projection(x).chunk(3, dim=-1)  # 3 x [B, Q, d_model]
             q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # [B, H, Q, d_k]
-            if cache is not None:
-                k, v = _append_to_cache(cache, k, v)  # [B, H, past + Q, d_k]
         else:
             q = self._split_heads(self.q_projection(x))  # [B, H, Q, d_k]
             k, v = keys_values  # [B, H, S, d_k]
         if need_weights:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
             if is_causal:
-                n_keys = k.shape[2]
-                causal = torch.ones(n_queries, n_keys, dtype=torch.bool, device=x.device).tril(n_keys - n_queries)
+                causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=x.device).tril()  # [Q, Q]
                 mask = causal if mask is None else mask & causal
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
@@ -135,6 +133,25 @@ class MultiHeadAttention(nn.Module):
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
         context = context.transpose(1, 2).reshape(batch, n_queries, d_model)  # [B, Q, d_model]
         return self.out_projection(context), weights
+
+    def step(self, x: torch.Tensor, cache: dict | None = None, keys_values=None, mask=None):
+        """One new query per row, for incremental decoding: x [B, d_model] -> (output [B, d_model],
+        probabilities [B, H, keys]). Self-attention appends its key/value to ``cache``; cross-attention
+        reads the memory's ``keys_values``. Functional calls only: this runs once per layer per token."""
+        batch = x.shape[0]
+        if self.is_self_attention:
+            qkv = F.linear(x, self.qkv_projection.weight).view(batch, 3, self.n_heads, 1, self.d_k)
+            q, k, v = qkv.unbind(1)  # 3 x [B, H, 1, d_k]
+            k, v = _append_to_cache(cache, k, v)  # [B, H, t, d_k]
+        else:
+            q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
+            k, v = keys_values  # [B, H, S, d_k]
+        scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(self.d_k))  # [B, H, 1, K]
+        if mask is not None:
+            scores = scores.masked_fill_(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)  # [B, H, 1, K]
+        context = torch.matmul(weights, v).view(batch, -1)  # [B, H * d_k]
+        return F.linear(context, self.out_projection.weight), weights[:, :, 0]
 
 
 def _append_to_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor):
@@ -167,6 +184,11 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.contract(self.dropout(F.relu(self.expand(x))))
 
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        """Inference only (no dropout), as plain functional calls."""
+        hidden = F.relu_(F.linear(x, self.expand.weight, self.expand.bias))
+        return F.linear(hidden, self.contract.weight, self.contract.bias)
+
 
 class _Sublayers(nn.Module):
     """Residual connections around sublayers, with LayerNorm after (post) or before (pre)."""
@@ -180,11 +202,12 @@ class _Sublayers(nn.Module):
     def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
         norm = self.norms[index]
+        normalise = lambda t: F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
         if self.pre_norm:
-            output, extra = sublayer(norm(x))
+            output, extra = sublayer(normalise(x))
             return self.dropout.add_to(x, output), extra
         output, extra = sublayer(x)
-        return norm(self.dropout.add_to(x, output)), extra
+        return normalise(self.dropout.add_to(x, output)), extra
 
 
 class EncoderLayer(_Sublayers):
@@ -206,15 +229,22 @@ class DecoderLayer(_Sublayers):
         self.cross_attention = MultiHeadAttention(config, self_attention=False)
         self.feed_forward = FeedForward(config)
 
-    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, cache=None, need_weights=False):
-        # Causal masking: a query at absolute position p sees keys 0..p. With no cache and no
-        # explicit mask, is_causal does it; one new query over a cache sees every cached key.
-        is_causal = self_mask is None and (cache is None or cache.get("length", 0) == 0) and x.shape[1] > 1
+    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False):
+        # Causal masking: with no explicit mask, is_causal lets position p see keys 0..p.
+        is_causal = self_mask is None and x.shape[1] > 1
         x, self_weights = self.residual(0, x, lambda h: self.self_attention(
-            h, mask=self_mask, is_causal=is_causal, cache=cache, need_weights=need_weights))
+            h, mask=self_mask, is_causal=is_causal, need_weights=need_weights))
         x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
             h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights))
         x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
+        return x, self_weights, cross_weights
+
+    def step(self, x, cache: dict, memory_keys_values, memory_mask):
+        """One new position per row: x [B, d_model] -> (x, self weights [B, H, t], cross [B, H, S])."""
+        x, self_weights = self.residual(0, x, lambda h: self.self_attention.step(h, cache=cache))
+        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention.step(
+            h, keys_values=memory_keys_values, mask=memory_mask))
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward.step(h), None))
         return x, self_weights, cross_weights
 
 
@@ -343,23 +373,37 @@ class Transformer(nn.Module):
         )
 
     def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
-               need_weights: bool = False, keep: bool = True):
-        """Run the decoder over target_ids [B, T] that follow the ``cache.length`` positions already seen.
+               need_weights: bool = False):
+        """Teacher-forced decoder pass over target_ids [B, T] from position 0, against the memory held
+        in ``cache`` (its past keys/values are neither read nor changed).
 
         Returns (hidden [B, T, d_model], self weights, cross weights) with per-layer weights when asked.
-        ``keep=False`` leaves the cache as it was (teacher-forced full passes).
         """
-        x = self._embed(target_ids, self.target_embedding, offset=cache.length)  # [B, T, d_model]
+        x = self._embed(target_ids, self.target_embedding)  # [B, T, d_model]
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.decoder_layers):
-            layer_cache = cache.self_attention[index] if keep else None
             x, layer_self, layer_cross = layer(x, cache.memory_keys_values[index], cache.memory_mask,
-                                               self_mask=target_mask, cache=layer_cache, need_weights=need_weights)
+                                               self_mask=target_mask, need_weights=need_weights)
             if need_weights:
                 self_weights.append(layer_self)
                 cross_weights.append(layer_cross)
-        if keep:
-            cache.length += target_ids.shape[1]
+        return self.decoder_norm(x), self_weights, cross_weights
+
+    def decode_step(self, token_ids: torch.Tensor, cache: DecoderCache):
+        """Incremental decoding: feed one token per row [B] at position ``cache.length``, through the
+        cached keys/values (inference only). Returns (hidden [B, d_model], per-layer self-attention
+        rows [B, H, length + 1], per-layer cross-attention rows [B, H, S])."""
+        if cache.length >= self.config.max_len:
+            raise ValueError(f"sequence of {cache.length + 1} pieces exceeds max_len {self.config.max_len}")
+        x = self.target_embedding(token_ids) * math.sqrt(self.config.d_model)  # [B, d_model]
+        x = x + self.positional_table[cache.length]
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.decoder_layers):
+            x, layer_self, layer_cross = layer.step(x, cache.self_attention[index], cache.memory_keys_values[index],
+                                                    cache.memory_mask)
+            self_weights.append(layer_self)
+            cross_weights.append(layer_cross)
+        cache.length += 1
         return self.decoder_norm(x), self_weights, cross_weights
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -376,7 +420,7 @@ class Transformer(nn.Module):
         """
         memory, memory_mask, _ = self.encode(source_ids)
         cache = self.start_cache(memory, memory_mask)
-        hidden, _, _ = self.decode(target_input_ids, cache, keep=False)
+        hidden, _, _ = self.decode(target_input_ids, cache)
         return hidden
 
     def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
@@ -388,5 +432,5 @@ class Transformer(nn.Module):
         target_real = self.padding_mask(target_input_ids)
         target_mask = causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
         hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask,
-                                                          need_weights=True, keep=False)
+                                                          need_weights=True)
         return self.logits(hidden), AttentionWeights(encoder_weights, self_weights, cross_weights)

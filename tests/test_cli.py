@@ -128,3 +128,47 @@ def test_ctrl_c_leaves_no_half_written_file(tmp_path):
     assert "saved the model trained so far" in stderr
     assert checkpoint.load(out).history["stopped"] == "cancelled"
     assert [p.name for p in tmp_path.iterdir()] == [out.name]
+
+
+def test_evaluate_json_reports_the_alignment_error_rate(copy_model, capsys):
+    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "100", "--seed", "5",
+                 "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert 0 <= scores["aer"] <= 1 and scores["aer_pairs"] == 100
+    assert scores["aer"] < 0.2  # a trained copy model has a diagonal cross-attention head
+    assert {"layer", "head", "rows"} <= set(scores["aer_head"])
+
+
+def test_trace_writes_every_array_and_honours_forcing(copy_model, tmp_path):
+    import numpy as np
+
+    out = tmp_path / "trace.npz"
+    assert main(["trace", "--model", str(copy_model), "--text", "a b c d", "--out", str(out),
+                 "--force", "2:q", "--word-level"]) == 0
+    with np.load(out, allow_pickle=False) as data:
+        layers, heads = 2, 8
+        assert data["encoder_self"].shape == (layers, heads, 5, 5)
+        steps = len(data["target_tokens"])
+        assert data["decoder_self"].shape == (layers, heads, steps, steps)
+        assert data["cross"].shape == (layers, heads, steps, 5)
+        assert list(data["source_tokens"]) == ["▁a", "▁b", "▁c", "▁d", "</s>"]
+        assert data["target_tokens"][1] == "▁q" and data["forced"].tolist()[:2] == [False, True]
+        assert data["cross_roles"].shape == (layers, heads) and data["candidate_ids"].shape[0] == steps
+        assert data["word_cross"].shape[-1] == 5
+    beam_out = tmp_path / "beam.npz"
+    assert main(["trace", "--model", str(copy_model), "--text", "a b c", "--beam", "3", "--out", str(beam_out)]) == 0
+    with np.load(beam_out, allow_pickle=False) as data:
+        assert len(data["beam_hypotheses"]) >= 1 and len(data["beam_parents"]) == len(data["beam_token_ids"])
+        assert [t for t in data["target_tokens"] if t != "</s>"] == ["▁a", "▁b", "▁c"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--text", "  "], "empty"),
+    (["--text", "a b", "--force", "x:q"], "STEP:TOKEN"),
+    (["--text", "a b", "--force", "1:zzzz-not-a-piece"], "not a single piece"),
+    (["--text", "a b", "--sample", "--temperature", "0"], "temperature"),
+])
+def test_trace_errors_are_one_line(copy_model, tmp_path, args, message):
+    result = run_cli("trace", "--model", str(copy_model), "--out", str(tmp_path / "t.npz"), *args)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "t.npz").exists()
