@@ -18,6 +18,7 @@ import torch
 from .beam import BeamTree, beam_search
 from .checkpoint import ModelBundle
 from .decoding import default_max_target
+from .numpy_step import NumpyDecoder
 from .trace import Trace
 
 STRATEGIES = ("greedy", "sample", "beam")
@@ -39,6 +40,7 @@ class DecodingOptions:
     max_steps: int | None = None  # at most this many target tokens (EOS included); default from the source
     n_candidates: int = 10  # candidates kept per step for display
     stop_at_eos: bool = True  # benchmarks turn this off to decode a fixed length
+    engine: str = "auto"  # "numpy" (one sentence on the CPU, least overhead), "torch", or auto
 
     def validate(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -49,6 +51,8 @@ class DecodingOptions:
             raise DecodingError("top-p must be in (0, 1]")
         if self.top_k < 0 or self.beam_width < 1 or self.n_candidates < 1:
             raise DecodingError("top-k must be >= 0, beam width and candidates >= 1")
+        if self.engine not in ("auto", "numpy", "torch"):
+            raise DecodingError(f"engine must be auto, numpy or torch, got {self.engine!r}")
 
 
 @dataclass
@@ -87,6 +91,8 @@ class Stepper:
             memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
             self.cache = self.model.start_cache(memory, memory_mask)
         self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+        use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
+        self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
         limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
         self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
         self.steps: list[Step] = []
@@ -126,9 +132,15 @@ class Stepper:
         if self.finished:
             return None
         previous = self.steps[-1].token_id if self.steps else self.config.bos_id
-        hidden, self_weights, cross_weights = self.model.decode_step(
-            torch.tensor([previous], device=self.device), self.cache)
-        logits = self.model.logits(hidden[0]).float()  # [V]
+        if self.numpy_decoder is not None:
+            logits_array, self_rows, cross_rows = self.numpy_decoder.step(previous)
+            logits = torch.from_numpy(logits_array)  # [V]
+        else:
+            hidden, self_weights, cross_weights = self.model.decode_step(
+                torch.tensor([previous], device=self.device), self.cache)
+            logits = self.model.logits(hidden[0]).float().cpu()  # [V]
+            self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy()  # [layers, heads, t + 1]
+            cross_rows = torch.stack(cross_weights)[:, 0].float().cpu().numpy()  # [layers, heads, S]
         probabilities = torch.softmax(logits, dim=-1)
         rng_state = self.generator.get_state() if self.options.strategy == "sample" else None
         forced_by_caller = force is not None
@@ -136,9 +148,7 @@ class Stepper:
             force = self.hypothesis[len(self.steps)]
         chosen = int(force) if force is not None else self._choose(logits, probabilities)
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
-        step = Step(chosen, probabilities.cpu().numpy(), top.indices.cpu().numpy(), top.values.cpu().numpy(),
-                    torch.stack(self_weights)[:, 0].float().cpu().numpy(),  # [layers, heads, t + 1]
-                    torch.stack(cross_weights)[:, 0].float().cpu().numpy(),  # [layers, heads, S]
+        step = Step(chosen, probabilities.numpy(), top.indices.numpy(), top.values.numpy(), self_rows, cross_rows,
                     forced_by_caller, rng_state)
         self.steps.append(step)
         return step
@@ -165,6 +175,8 @@ class Stepper:
             return False
         step = self.steps.pop()
         self.cache.truncate(len(self.steps))
+        if self.numpy_decoder is not None:
+            self.numpy_decoder.truncate(len(self.steps))
         if step.rng_state is not None:
             self.generator.set_state(step.rng_state)  # stepping forward again draws the same sample
         return True

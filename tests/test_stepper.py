@@ -33,8 +33,9 @@ def assert_traces_equal(incremental: Trace, full: Trace):
     assert incremental.decoder_input_tokens == full.decoder_input_tokens
 
 
-def test_incremental_trace_equals_one_full_pass(variant_bundle):
-    stepper = Stepper(variant_bundle, SENTENCE, DecodingOptions(max_steps=25))
+@pytest.mark.parametrize("engine", ["numpy", "torch"])
+def test_incremental_trace_equals_one_full_pass(variant_bundle, engine):
+    stepper = Stepper(variant_bundle, SENTENCE, DecodingOptions(max_steps=25, engine=engine))
     stepper.run()
     trace = stepper.trace()
     assert trace.n_steps >= 1
@@ -59,9 +60,10 @@ def test_each_step_exposes_distribution_candidates_and_new_rows(copy_bundle):
     assert second.decoder_self.shape == (2, 4, 2)
 
 
-def test_back_jump_and_reset_reproduce_the_same_steps(copy_bundle):
+@pytest.mark.parametrize("engine", ["numpy", "torch"])
+def test_back_jump_and_reset_reproduce_the_same_steps(copy_bundle, engine):
     bundle, _ = copy_bundle
-    stepper = Stepper(bundle, "e f g h i", DecodingOptions(strategy="sample", temperature=1.5, seed=3))
+    stepper = Stepper(bundle, "e f g h i", DecodingOptions(strategy="sample", temperature=1.5, seed=3, engine=engine))
     stepper.run()
     full = stepper.trace()
     stepper.jump(2)
@@ -75,9 +77,10 @@ def test_back_jump_and_reset_reproduce_the_same_steps(copy_bundle):
     assert stepper.trace().decoder_self.shape[2] == 0
 
 
-def test_what_if_forcing_continues_from_the_forced_token(toy_fr_bundle):
+@pytest.mark.parametrize("engine", ["numpy", "torch"])
+def test_what_if_forcing_continues_from_the_forced_token(toy_fr_bundle, engine):
     bundle, _ = toy_fr_bundle
-    stepper = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=12))
+    stepper = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=12, engine=engine))
     stepper.run()
     original = stepper.target_ids()
     alternative = next(i for i in stepper.steps[1].candidate_ids if i != original[1])
@@ -173,6 +176,20 @@ def test_bad_inputs_are_clear(toy_fr_bundle):
         Stepper(bundle, "cat", DecodingOptions(strategy="magic"))
     with pytest.raises(DecodingError):
         Stepper(bundle, "cat", DecodingOptions(temperature=0))
+    with pytest.raises(DecodingError):
+        Stepper(bundle, "cat", DecodingOptions(engine="gpu-magic"))
+
+
+def test_both_engines_give_the_same_steps_with_padding_free_and_untied_models():
+    bundle, _ = tiny_bundle("reverse", size=300, steps=20, tie_embeddings=False, norm_placement="pre")
+    steppers = [Stepper(bundle, "a b c d e f", DecodingOptions(max_steps=9, stop_at_eos=False, engine=engine))
+                for engine in ("numpy", "torch")]
+    for stepper in steppers:
+        stepper.run()
+    numpy_trace, torch_trace = (s.trace() for s in steppers)
+    assert_traces_equal(numpy_trace, torch_trace)
+    for a, b in zip(*(s.steps for s in steppers)):
+        np.testing.assert_allclose(a.probabilities, b.probabilities, atol=1e-5)
 
 
 def test_word_groups_and_word_level_view():
