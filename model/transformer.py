@@ -99,10 +99,15 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.n_heads, self.d_k).transpose(1, 2)  # [B, H, L, d_k]
 
+    def _split_projection(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (one permute, no copies)."""
+        batch, length, _ = projected.shape
+        return projected.view(batch, length, parts, self.n_heads, self.d_k).permute(2, 0, 3, 1, 4).unbind(0)
+
     def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of an encoder memory, computed once per source for cross-attention."""
-        keys, values = self.kv_projection(source).chunk(2, dim=-1)  # 2 x [B, S, d_model]
-        return self._split_heads(keys), self._split_heads(values)  # 2 x [B, H, S, d_k]
+        keys, values = self._split_projection(self.kv_projection(source), 2)  # 2 x [B, H, S, d_k]
+        return keys, values
 
     def forward(
         self,
@@ -114,8 +119,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch, n_queries, d_model = x.shape
         if self.is_self_attention:
-            q, k, v = self.qkv_projection(x).chunk(3, dim=-1)  # 3 x [B, Q, d_model]
-            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)  # [B, H, Q, d_k]
+            q, k, v = self._split_projection(self.qkv_projection(x), 3)  # 3 x [B, H, Q, d_k]
         else:
             q = self._split_heads(self.q_projection(x))  # [B, H, Q, d_k]
             k, v = keys_values  # [B, H, S, d_k]
