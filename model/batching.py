@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import torch
 
 from .config import TransformerConfig
@@ -37,12 +38,15 @@ def length_batches(examples, batch_size: int, rng: random.Random) -> list[list[i
 
 
 def collate(examples, pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad a list of (source, target) id lists -> source [B, S], target [B, T] on device."""
+    """Pad a list of (source, target) id lists -> source [B, S], target [B, T] on device.
+
+    Filled in NumPy (a row copy from a list costs a microsecond there, ten times less than a torch
+    tensor per row), then handed to torch without a copy."""
     source_length = max(len(s) for s, _ in examples)
     target_length = max(len(t) for _, t in examples)
-    source = torch.full((len(examples), source_length), pad_id, dtype=torch.long)
-    target = torch.full((len(examples), target_length), pad_id, dtype=torch.long)
+    source = np.full((len(examples), source_length), pad_id, dtype=np.int64)
+    target = np.full((len(examples), target_length), pad_id, dtype=np.int64)
     for row, (s, t) in enumerate(examples):
-        source[row, :len(s)] = torch.tensor(s)
-        target[row, :len(t)] = torch.tensor(t)
-    return source.to(device), target.to(device)
+        source[row, :len(s)] = s
+        target[row, :len(t)] = t
+    return torch.from_numpy(source).to(device), torch.from_numpy(target).to(device)
