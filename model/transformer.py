@@ -7,8 +7,8 @@ Every attention module has two paths through the same weights:
 * the inspection path (``need_weights=True``) computes softmax(QK^T / sqrt(d_k) + mask) by hand and
   returns the probabilities of every head, exactly as they weighted the values.
 
-Decoding one token at a time reuses cached keys and values (``DecoderCache``), so a step costs
-attention over the prefix only. Masks are boolean with True meaning "may attend"; masked scores
+Decoding one token at a time (``decode_step``) reuses cached keys and values (``DecoderCache``), so
+a step costs attention over the prefix only. Masks are boolean with True meaning "may attend"; masked scores
 are -inf, so padded keys and future positions get probability exactly 0.
 """
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import TransformerConfig
+from .dropout import Dropout
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -34,46 +34,6 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles)
     return table.float()
-
-
-class Dropout(nn.Module):
-    """Inverted dropout. On the CPU its keep-mask is drawn with NumPy (SFC64 bytes compared to a
-    threshold), which costs about a fifth of torch's bernoulli_: on a CPU the masks, not the
-    matmuls, were what made a training step slow. Elsewhere it is F.dropout. The drop probability
-    is p rounded to 1/256 (0.1 -> 0.1016) and the kept values are scaled by 1/(1 - that), so
-    expectations are exact. Seeded from torch's generator on first use: torch.manual_seed makes
-    training repeatable.
-    """
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p = p
-        self._threshold = round(p * 256)  # bytes below it are dropped
-        self._scale = 1.0 / (1.0 - self._threshold / 256) if self._threshold < 256 else 0.0
-        self._bits = None
-
-    def keep_mask(self, x: torch.Tensor) -> torch.Tensor:
-        """1 where x is kept, 0 where dropped; x's shape, float32 (the 1/(1-p) scale is the caller's)."""
-        if self._bits is None:
-            self._bits = np.random.SFC64(int(torch.randint(2 ** 62, ())))
-        count = x.numel()
-        draws = self._bits.random_raw((count + 7) // 8).view(np.uint8)[:count]  # [count] random bytes
-        return torch.from_numpy(np.greater_equal(draws, self._threshold).astype(np.float32)).view(x.shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        if x.device.type != "cpu":
-            return F.dropout(x, self.p, training=True)
-        return x * self.keep_mask(x).mul_(self._scale)
-
-    def add_to(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """residual + dropout(x), as one addcmul on the CPU."""
-        if not self.training or self.p == 0.0:
-            return residual + x
-        if x.device.type != "cpu":
-            return residual + self(x)
-        return torch.addcmul(residual, x, self.keep_mask(x), value=self._scale)
 
 
 class MultiHeadAttention(nn.Module):
@@ -94,10 +54,6 @@ class MultiHeadAttention(nn.Module):
             self.q_projection = nn.Linear(config.d_model, config.d_model, bias=False)
             self.kv_projection = nn.Linear(config.d_model, 2 * config.d_model, bias=False)
         self.out_projection = nn.Linear(config.d_model, config.d_model, bias=False)
-
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.n_heads, self.d_k).transpose(1, 2)  # [B, H, L, d_k]
 
     def _split_projection(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
         """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (one permute, no copies)."""
@@ -121,7 +77,7 @@ class MultiHeadAttention(nn.Module):
         if self.is_self_attention:
             q, k, v = self._split_projection(self.qkv_projection(x), 3)  # 3 x [B, H, Q, d_k]
         else:
-            q = self._split_heads(self.q_projection(x))  # [B, H, Q, d_k]
+            (q,) = self._split_projection(self.q_projection(x), 1)  # [B, H, Q, d_k]
             k, v = keys_values  # [B, H, S, d_k]
         if need_weights:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
@@ -342,12 +298,12 @@ class Transformer(nn.Module):
         """The table added to embeddings: [max_len, d_model]."""
         return self.positional_table.detach()
 
-    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding, offset: int = 0) -> torch.Tensor:
+    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
         length = ids.shape[1]
-        if offset + length > self.config.max_len:
-            raise ValueError(f"sequence of {offset + length} pieces exceeds max_len {self.config.max_len}")
+        if length > self.config.max_len:
+            raise ValueError(f"sequence of {length} pieces exceeds max_len {self.config.max_len}")
         x = embedding(ids) * math.sqrt(self.config.d_model)  # [B, L, d_model]
-        x = x + self.positional_table[offset:offset + length]  # [B, L, d_model]
+        x = x + self.positional_table[:length]  # [B, L, d_model]
         return self.embedding_dropout(x)
 
     def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:

@@ -8,7 +8,8 @@ import torch
 
 from model.config import ConfigError, TransformerConfig
 from model.device import DeviceError, resolve_device
-from model.transformer import Dropout, Transformer, sinusoidal_table
+from model.dropout import Dropout
+from model.transformer import Transformer, sinusoidal_table
 
 from .conftest import import_reference
 
