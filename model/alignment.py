@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .analysis import alignment_links
-from .batching import collate
+from .batching import collate, encode_pairs
 from .checkpoint import ModelBundle
 from .corpora import Pair
 from .trace import group_matrix, word_groups
@@ -70,9 +70,8 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
     pairs = [p for p in pairs if p.alignment]
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start:start + batch_size]
-        encoded = [(bundle.source_tokenizer.encode(p.source)[: config.max_len - 1],
-                    bundle.target_tokenizer.encode(p.target)[: config.max_len - 2]) for p in chunk]
-        examples = [(s + [config.eos_id], [config.bos_id] + t + [config.eos_id]) for s, t in encoded]
+        examples = encode_pairs(chunk, bundle.source_tokenizer, bundle.target_tokenizer, config)
+        encoded = [(source_ids[:-1], target_ids[1:-1]) for source_ids, target_ids in examples]  # pieces only
         source, target = collate(examples, config.pad_id, device)
         _, weights = model.inspect(source, target[:, :-1])
         cross = torch.stack(weights.cross, dim=1).float().cpu().numpy()  # [B, layers, heads, T, S]

@@ -14,14 +14,21 @@ import torch
 from .config import TransformerConfig
 
 
+def encode_source(tokenizer, text: str, config: TransformerConfig) -> tuple[list[int], int]:
+    """(pieces cut to fit max_len, then EOS; the number of pieces the text had before the cut)."""
+    pieces = tokenizer.encode(text)
+    return pieces[: config.max_len - 1] + [config.eos_id], len(pieces)
+
+
+def encode_target(tokenizer, text: str, config: TransformerConfig) -> list[int]:
+    """BOS, pieces cut to fit max_len, EOS."""
+    return [config.bos_id] + tokenizer.encode(text)[: config.max_len - 2] + [config.eos_id]
+
+
 def encode_pairs(pairs, source_tokenizer, target_tokenizer, config: TransformerConfig):
-    """[(source ids, target ids)] with EOS / BOS+EOS added and lengths cut to config.max_len."""
-    examples = []
-    for pair in pairs:
-        source = source_tokenizer.encode(pair.source)[: config.max_len - 1] + [config.eos_id]
-        target = [config.bos_id] + target_tokenizer.encode(pair.target)[: config.max_len - 2] + [config.eos_id]
-        examples.append((source, target))
-    return examples
+    """[(source ids, target ids)] as encode_source and encode_target make them."""
+    return [(encode_source(source_tokenizer, pair.source, config)[0],
+             encode_target(target_tokenizer, pair.target, config)) for pair in pairs]
 
 
 def length_batches(examples, batch_size: int, rng: random.Random) -> list[list[int]]:

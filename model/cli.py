@@ -207,6 +207,7 @@ def _load(name: str, device: str = "cpu"):
 def run_translate(args) -> int:
     import torch
 
+    from .batching import encode_source
     from .beam import beam_search
     from .decoding import greedy_decode
 
@@ -215,13 +216,11 @@ def run_translate(args) -> int:
     text = " ".join(args.text)
     if not text.strip():
         raise CommandError("nothing to translate: the sentence is empty")
-    config = bundle.config
-    ids = bundle.source_tokenizer.encode(text)
-    if len(ids) > config.max_len - 1:
-        print(f"note: the sentence has {len(ids)} pieces; only the first {config.max_len - 1} fit this model",
+    ids, n_pieces = encode_source(bundle.source_tokenizer, text, bundle.config)
+    if n_pieces > len(ids) - 1:
+        print(f"note: the sentence has {n_pieces} pieces; only the first {len(ids) - 1} fit this model",
               file=sys.stderr)
-        ids = ids[: config.max_len - 1]
-    source = torch.tensor([ids + [config.eos_id]], device=next(bundle.model.parameters()).device)
+    source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
     if args.beam > 1:
         output = beam_search(bundle.model, source, args.beam, args.alpha).best
     else:
@@ -296,7 +295,6 @@ def run_trace(args) -> int:
             raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
         forces.append((int(step_text), stepper.token_id(token)))
     for step_number, token_id in sorted(forces):
-        stepper.jump(step_number - 1)
         stepper.force(step_number - 1, token_id)
     stepper.run()
     trace = stepper.trace()

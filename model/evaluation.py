@@ -11,7 +11,7 @@ import sacrebleu
 import torch
 import torch.nn.functional as F
 
-from .batching import collate, encode_pairs
+from .batching import collate, encode_pairs, encode_source
 from .corpora import Pair
 from .decoding import greedy_decode
 
@@ -62,8 +62,7 @@ def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str],
                     batch_size: int = 64) -> list[str]:
     """Greedy translations, batched by similar length."""
     model.eval()
-    encoded = [(i, source_tokenizer.encode(t)[: model.config.max_len - 1] + [model.config.eos_id])
-               for i, t in enumerate(texts)]
+    encoded = [(i, encode_source(source_tokenizer, t, model.config)[0]) for i, t in enumerate(texts)]
     encoded.sort(key=lambda item: len(item[1]))
     outputs = [""] * len(texts)
     for start in range(0, len(encoded), batch_size):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .batching import encode_source
 from .beam import BeamTree, beam_search
 from .checkpoint import ModelBundle
 from .decoding import default_max_target
@@ -76,14 +77,13 @@ class Stepper:
             raise DecodingError("the source sentence is empty: type something to translate")
         self.messages: list[str] = []
         self.text = text
-        ids = bundle.source_tokenizer.encode(text)
-        if not ids:
+        self.source_ids, n_pieces = encode_source(bundle.source_tokenizer, text, self.config)
+        if n_pieces == 0:
             raise DecodingError("the source sentence has nothing the tokenizer can read")
-        if len(ids) > self.config.max_len - 1:
-            self.messages.append(f"the sentence has {len(ids)} pieces; this model reads at most "
-                                 f"{self.config.max_len - 1}, so it was cut after piece {self.config.max_len - 1}")
-            ids = ids[: self.config.max_len - 1]
-        self.source_ids = ids + [self.config.eos_id]
+        if n_pieces > len(self.source_ids) - 1:
+            kept = len(self.source_ids) - 1
+            self.messages.append(f"the sentence has {n_pieces} pieces; this model reads at most {kept}, "
+                                 f"so it was cut after piece {kept}")
         self.device = next(self.model.parameters()).device
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
@@ -197,11 +197,13 @@ class Stepper:
             pass
 
     def force(self, step_index: int, token_id: int) -> Step:
-        """What-if: make step ``step_index`` (0-based) produce ``token_id``; later steps are dropped
-        (call step() or run() to continue from it)."""
-        if not 0 <= step_index <= len(self.steps):
-            raise DecodingError(f"step {step_index + 1} has not been reached (at step {len(self.steps)})")
-        self.jump(step_index)
+        """What-if: make step ``step_index`` (0-based) produce ``token_id``, going back or forward to it;
+        later steps are dropped (call step() or run() to continue from it)."""
+        if step_index < 0:
+            raise DecodingError("steps are numbered from 1")
+        self.jump(step_index)  # back, or forward by the model's own choices
+        if len(self.steps) != step_index:
+            raise DecodingError(f"decoding ended after {len(self.steps)} steps, before step {step_index + 1}")
         self.hypothesis = None  # leaving the beam's hypothesis: carry on by the model's own choices
         step = self.step(force=token_id)
         if step is None:
