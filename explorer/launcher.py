@@ -1,6 +1,7 @@
-"""The ``transformer-explorer`` command: sub-commands go to the core's command line.
+"""The ``transformer-explorer`` command: with no arguments (or a model path) it opens the desktop
+app; sub-commands go to the core's command line, and ``export`` renders a heatmap without a window.
 
-Qt is never imported for a sub-command, so ``transformer-explorer train ...`` works on a machine
+Qt is never imported for a core sub-command, so ``transformer-explorer train ...`` works on a machine
 without a display.
 """
 
@@ -8,16 +9,27 @@ from __future__ import annotations
 
 import sys
 
-from model.cli import COMMANDS
-from model.cli import main as core_main
-
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help")):
+    if not argv:  # the desktop app; the core (and torch) load after the window shows
+        from .app import run_app
+
+        return run_app([])
+    from model.cli import COMMANDS
+    from model.cli import main as core_main
+
+    if argv[0] in COMMANDS or argv[0] in ("-h", "--help"):
         return core_main(argv)
-    # The desktop window is not part of this version yet: show what the command line offers.
-    return core_main(["--help"]) if not argv else core_main(argv)
+    if argv and argv[0] == "export":
+        from .export_cli import main as export_main
+
+        return export_main(argv[1:])
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        return core_main(argv)  # argparse explains what it did not understand
+    from .app import run_app
+
+    return run_app(argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,17 @@
 Nothing under this package imports PySide6, pyqtgraph or the ``explorer`` GUI package.
 """
 
-from .config import TransformerConfig
-from .transformer import Transformer
-
 __all__ = ["Transformer", "TransformerConfig"]
+
+
+def __getattr__(name: str):
+    """Lazy: ``import model.shipped`` (or the app's window) does not pay for importing PyTorch."""
+    if name == "Transformer":
+        from .transformer import Transformer
+
+        return Transformer
+    if name == "TransformerConfig":
+        from .config import TransformerConfig
+
+        return TransformerConfig
+    raise AttributeError(f"module 'model' has no attribute {name!r}")

@@ -39,7 +39,9 @@ def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) ->
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="transformer-explorer",
-        description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.")
+        description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.",
+        epilog="With no arguments, or a model file, `transformer-explorer` opens the desktop app. "
+               "`transformer-explorer export ...` writes one attention heatmap (PNG, SVG, CSV, NPY) without a window.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model and save it to one file")

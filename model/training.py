@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from .batching import collate, encode_pairs, length_batches
 from .evaluation import Scores, score
+from .packing import PackedRows
 from .transformer import Transformer
 
 
@@ -128,8 +129,8 @@ def training_step(model, optimizer, source, target, label_smoothing: float, clip
     gold = target[:, 1:]  # [B, T]
     real = gold != model.config.pad_id  # [B, T]
     with torch.autocast(source.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-        hidden = model(source, target[:, :-1])  # [B, T, d_model]
-        logits = model.logits(hidden[real])  # [N, V]: only real pieces are projected
+        hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
+        logits = model.logits(hidden)  # [N, V]
     loss = F.cross_entropy(logits.float(), gold[real], label_smoothing=label_smoothing)
     loss.backward()
     if clip_norm > 0:

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from .config import TransformerConfig
 from .dropout import Dropout
+from .packing import PackedRows
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -60,11 +61,6 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = projected.shape
         return projected.view(batch, length, parts, self.n_heads, self.d_k).permute(2, 0, 3, 1, 4).unbind(0)
 
-    def project_keys_values(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of an encoder memory, computed once per source for cross-attention."""
-        keys, values = self._split_projection(self.kv_projection(source), 2)  # 2 x [B, H, S, d_k]
-        return keys, values
-
     def forward(
         self,
         x: torch.Tensor,  # [B, Q, d_model] queries (and keys/values for self-attention)
@@ -72,13 +68,15 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,
         keys_values: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention memory
         need_weights: bool = False,
+        rows: PackedRows | None = None,  # x holds only these rows of the queries, as [N, d_model]
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        batch, n_queries, d_model = x.shape
+        spread = rows.unpack if rows is not None else (lambda t: t)
         if self.is_self_attention:
-            q, k, v = self._split_projection(self.qkv_projection(x), 3)  # 3 x [B, H, Q, d_k]
+            q, k, v = self._split_projection(spread(self.qkv_projection(x)), 3)  # 3 x [B, H, Q, d_k]
         else:
-            (q,) = self._split_projection(self.q_projection(x), 1)  # [B, H, Q, d_k]
+            (q,) = self._split_projection(spread(self.q_projection(x)), 1)  # [B, H, Q, d_k]
             k, v = keys_values  # [B, H, S, d_k]
+        batch, _, n_queries, _ = q.shape
         if need_weights:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
             if is_causal:
@@ -91,7 +89,9 @@ class MultiHeadAttention(nn.Module):
         else:
             weights = None
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
-        context = context.transpose(1, 2).reshape(batch, n_queries, d_model)  # [B, Q, d_model]
+        context = context.transpose(1, 2).reshape(batch, n_queries, -1)  # [B, Q, d_model]
+        if rows is not None:
+            context = rows.pack(context)  # [N, d_model]
         return self.out_projection(context), weights
 
     def step(self, x: torch.Tensor, cache: dict | None = None, keys_values=None, mask=None):
@@ -189,13 +189,14 @@ class DecoderLayer(_Sublayers):
         self.cross_attention = MultiHeadAttention(config, self_attention=False)
         self.feed_forward = FeedForward(config)
 
-    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False):
+    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False, rows=None):
+        """x [B, T, d_model], or [N, d_model] holding only ``rows`` (PackedRows) of the positions."""
         # Causal masking: with no explicit mask, is_causal lets position p see keys 0..p.
-        is_causal = self_mask is None and x.shape[1] > 1
+        is_causal = self_mask is None and (rows.length if rows is not None else x.shape[1]) > 1
         x, self_weights = self.residual(0, x, lambda h: self.self_attention(
-            h, mask=self_mask, is_causal=is_causal, need_weights=need_weights))
+            h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows))
         x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
-            h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights))
+            h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows))
         x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
         return x, self_weights, cross_weights
 
@@ -325,25 +326,32 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), mask, weights
 
     def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:
-        """Project the memory's keys and values once for every decoder layer."""
+        """Project the memory [B, S, d_model] into keys and values once for every decoder layer."""
+        # Every layer's key/value projection in one matmul: [B, S, layers * 2 * d_model].
+        weights = torch.cat([layer.cross_attention.kv_projection.weight for layer in self.decoder_layers])
+        projected = F.linear(memory, weights).chunk(len(self.decoder_layers), dim=-1)
         return DecoderCache(
-            memory_keys_values=[layer.cross_attention.project_keys_values(memory) for layer in self.decoder_layers],
+            memory_keys_values=[layer.cross_attention._split_projection(layer_projection, 2)
+                                for layer, layer_projection in zip(self.decoder_layers, projected)],
             memory_mask=memory_mask,
             self_attention=[{} for _ in self.decoder_layers],
         )
 
     def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
-               need_weights: bool = False):
+               need_weights: bool = False, rows: PackedRows | None = None):
         """Teacher-forced decoder pass over target_ids [B, T] from position 0, against the memory held
         in ``cache`` (its past keys/values are neither read nor changed).
 
         Returns (hidden [B, T, d_model], self weights, cross weights) with per-layer weights when asked.
+        With ``rows``, hidden is [N, d_model]: only those positions are computed past attention.
         """
         x = self._embed(target_ids, self.target_embedding)  # [B, T, d_model]
+        if rows is not None:
+            x = rows.pack(x)  # [N, d_model]
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.decoder_layers):
             x, layer_self, layer_cross = layer(x, cache.memory_keys_values[index], cache.memory_mask,
-                                               self_mask=target_mask, need_weights=need_weights)
+                                               self_mask=target_mask, need_weights=need_weights, rows=rows)
             if need_weights:
                 self_weights.append(layer_self)
                 cross_weights.append(layer_cross)
@@ -372,15 +380,18 @@ class Transformer(nn.Module):
             return F.linear(hidden, self.target_embedding.weight)
         return self.output_projection(hidden)
 
-    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced fast path: [B, S], [B, T] -> hidden states [B, T, d_model].
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor,
+                rows: PackedRows | None = None) -> torch.Tensor:
+        """Teacher-forced fast path: [B, S], [B, T] -> hidden states [B, T, d_model], or [N, d_model]
+        for only the target positions in ``rows`` (training passes the real ones).
 
         Padded target keys only ever follow the real ones, so the causal mask alone hides them from
         every real query; padded query rows are ignored by the loss.
         """
+        # Packing the source as well was measured slower: it has little padding.
         memory, memory_mask, _ = self.encode(source_ids)
         cache = self.start_cache(memory, memory_mask)
-        hidden, _, _ = self.decode(target_input_ids, cache)
+        hidden, _, _ = self.decode(target_input_ids, cache, rows=rows)
         return hidden
 
     def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):

@@ -2,7 +2,6 @@
 
 import os
 import pickle
-from pathlib import Path
 
 import pytest
 import torch

@@ -27,7 +27,7 @@ def copy_model(tmp_path_factory):
     """A copy model trained by the CLI until it copies fresh sequences (about a minute on 2 cores)."""
     path = tmp_path_factory.mktemp("models") / "copy.safetensors"
     code = main(["train", "--corpus", "copy", "--out", str(path), "--layers", "2", "--d-model", "128", "--heads", "8",
-                 "--d-ff", "256", "--epochs", "50", "--max-steps", "1500", "--warmup", "400", "--corpus-size",
+                 "--d-ff", "256", "--lr-factor", "0.5", "--epochs", "50", "--max-steps", "1500", "--warmup", "400", "--corpus-size",
                  "10000", "--valid-decode", "50", "--quiet", "--seed", "0"])
     assert code == 0
     return path

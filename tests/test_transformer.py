@@ -9,6 +9,7 @@ import torch
 from model.config import ConfigError, TransformerConfig
 from model.device import DeviceError, resolve_device
 from model.dropout import Dropout
+from model.packing import PackedRows
 from model.transformer import Transformer, sinusoidal_table
 
 from .conftest import import_reference
@@ -49,6 +50,24 @@ def test_fast_and_inspection_paths_give_the_same_outputs(norm, positions):
     assert weights.decoder_self[1].shape == (3, 4, 7, 7)
     assert weights.cross[1].shape == (3, 4, 7, 9)
 
+
+@pytest.mark.parametrize("norm,positions", VARIANTS)
+def test_packed_real_rows_give_the_padded_outputs_and_gradients(norm, positions):
+    """Training computes only the real target positions past attention; the loss and every gradient
+    must equal those of the full padded pass."""
+    model = make_model(norm, positions)
+    source, target = padded_batch()
+    real = target != 0
+    full = model.logits(model(source, target)[real])
+    full_grads = torch.autograd.grad(full.square().sum(), list(model.parameters()), allow_unused=True)
+    packed = model.logits(model(source, target, rows=PackedRows(real)))
+    packed_grads = torch.autograd.grad(packed.square().sum(), list(model.parameters()), allow_unused=True)
+    assert packed.shape == (int(real.sum()), 40)
+    assert torch.allclose(packed, full, atol=1e-5)
+    for ours, theirs in zip(packed_grads, full_grads):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            assert torch.allclose(ours, theirs, atol=1e-4)
 
 @pytest.mark.parametrize("norm,positions", VARIANTS)
 def test_probabilities_equal_an_independent_softmax(norm, positions):

@@ -1,0 +1,60 @@
+"""Start the desktop app: the QApplication, plot colours from the system palette, the main window,
+and the first model (a path given on the command line, else the shipped ``default``)."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QCoreApplication, QSettings, QTimer
+from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+
+def apply_palette_to_plots() -> None:
+    """pyqtgraph draws its own backgrounds: take them from the light or dark system palette."""
+    import pyqtgraph as pg
+
+    palette = QGuiApplication.palette()
+    pg.setConfigOptions(antialias=True, imageAxisOrder="row-major",
+                        background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text))
+
+
+def make_application(argv: list[str] | None = None) -> QApplication:
+    from .none_guard import protect_none
+
+    protect_none()
+    app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    QCoreApplication.setOrganizationName("TransformerExplorer")
+    QCoreApplication.setApplicationName("Transformer Explorer")
+    apply_palette_to_plots()
+    return app
+
+
+def open_first_model(window, path: str | None) -> None:
+    """The model named on the command line, else the shipped default; without one, the window says
+    how to get a model (status bar and the Explore tab)."""
+    from model.shipped import shipped_models
+
+    if path:
+        window.open_model(path)
+    elif "default" in shipped_models():
+        window.open_model(str(shipped_models()["default"]))
+
+
+def run_app(argv: list[str]) -> int:
+    """``transformer-explorer [MODEL]``: open the window; returns the exit code."""
+    app = make_application()
+    from .main_window import MainWindow
+
+    window = MainWindow(QSettings(), build=False)  # the frame shows now; the tabs load PyTorch next
+    window.show()
+
+    def build():
+        window.build()
+        open_first_model(window, argv[0] if argv else None)
+
+    QTimer.singleShot(30, build)
+    code = app.exec()
+    if window.built:
+        window.training_tab.stop()
+    return code

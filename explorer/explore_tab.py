@@ -1,0 +1,349 @@
+"""The Explore tab: type a sentence, step through decoding, and see every attention head.
+
+It reads only the session's Trace: the model grid (layers x heads), the focus heatmap (a head, the
+mean or max over heads, or rollout), the lines view, the head table, the tokens, the next-token
+candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, CSV, NPY).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSpinBox,
+                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
+
+from model.selection import KIND_NAMES, SelectionError, select
+
+from .beam_tree_view import BeamTreeView
+from .candidates_view import CandidatesView
+from .decode_controls import DecodeControls
+from .export import ExportError, copy_to_clipboard, export_all, save_image, save_table
+from .head_table import HeadTable
+from .heatmap import COLORMAPS, HeatmapView
+from .lines_view import LinesView
+from .model_grid import ModelGrid
+from .tokens_view import TokensView
+
+EXAMPLE_SENTENCE = "the black cat sees the small dog"
+HEAD_CHOICES = ("mean", "max", "rollout")
+EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;CSV table (*.csv);;NumPy array (*.npy)"
+
+
+class ExploreTab(QWidget):
+    def __init__(self, session, settings: QSettings):
+        super().__init__()
+        self.session, self.settings = session, settings
+        self.shown = None  # the trace as displayed (word level when chosen)
+        self.focus_matrix = None  # the AttentionMatrix in the focus view
+        self.layer, self.head = 0, "mean"
+
+        self.controls = DecodeControls()
+        self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
+        self.source_tokens = TokensView("Source pieces:", "How the tokenizer split the sentence")
+        self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step "
+                                        "(✎ = forced by you)")
+        self.kind = QComboBox()
+        for kind, name in KIND_NAMES.items():
+            self.kind.addItem(name, kind)
+        self.kind.setCurrentIndex(max(0, self.kind.findData(settings.value("explore/kind", "cross"))))
+        self.kind.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
+        self.layer_box = QSpinBox()
+        self.layer_box.setPrefix("layer ")
+        self.layer_box.setRange(1, 1)
+        self.layer_box.setToolTip("The layer in the focus and lines views")
+        self.head_box = QComboBox()
+        self.head_box.setToolTip("A head, the mean or max over heads, or attention rollout through the layers")
+        self.word_level = QCheckBox("Words")
+        self.word_level.setToolTip("Merge sub-word pieces into words (keys summed, queries averaged)")
+        self.word_level.setChecked(settings.value("explore/word_level", False) in (True, "true"))
+        self.colormap = QComboBox()
+        self.colormap.addItems(COLORMAPS)
+        self.colormap.setCurrentText(str(settings.value("explore/colormap", "viridis")))
+        self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
+        export_button = QPushButton("Export ▾")
+        export_button.setToolTip("Export a view as PNG, SVG, CSV or NPY, everything at this step, or copy")
+        menu = QMenu(self)
+        menu.addAction("Focus view…", lambda: self.export_dialog("focus"), QKeySequence("Ctrl+E"))
+        menu.addAction("Model grid…", lambda: self.export_dialog("grid"))
+        menu.addAction("Lines view…", lambda: self.export_dialog("lines"))
+        menu.addAction("Candidates…", lambda: self.export_dialog("candidates"))
+        menu.addAction("Export all kinds × layers × heads…", self.export_all_dialog)
+        menu.addAction("Copy focus view to clipboard", lambda: self.copy_view("focus"), QKeySequence("Ctrl+Shift+C"))
+        export_button.setMenu(menu)
+        self.export_scale = QSpinBox()
+        self.export_scale.setRange(1, 4)
+        self.export_scale.setValue(int(settings.value("explore/export_scale", 2)))
+        self.export_scale.setSuffix("×")
+        self.export_scale.setToolTip("Scale of exported PNG images")
+        view_row = QHBoxLayout()
+        for widget in (QLabel("Attention:"), self.kind, self.layer_box, self.head_box, self.word_level,
+                       QLabel("Colours:"), self.colormap, QLabel("PNG scale"), self.export_scale, export_button):
+            view_row.addWidget(widget)
+        view_row.addStretch(1)
+
+        colours = self.colormap.currentText()
+        self.grid = ModelGrid(colours)
+        self.focus = HeatmapView(colours)
+        self.lines = LinesView()
+        self.head_table = HeadTable()
+        self.candidates = CandidatesView()
+        self.beam_tree = BeamTreeView()
+        self.views = QTabWidget()
+        self.views.addTab(self.grid, "Model grid")
+        self.views.addTab(self.lines, "Lines")
+        self.views.addTab(self.head_table, "Heads")
+        self.side = QSplitter(Qt.Horizontal)
+        self.side.addWidget(self.candidates)
+        self.side.addWidget(self.beam_tree)
+        self.beam_tree.hide()
+        self.hint = QLabel()
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
+
+        self.top_splitter = QSplitter(Qt.Horizontal)
+        self.top_splitter.addWidget(self.views)
+        self.top_splitter.addWidget(self.focus)
+        self.top_splitter.setSizes([600, 700])
+        self.main_splitter = QSplitter(Qt.Vertical)
+        self.main_splitter.addWidget(self.top_splitter)
+        self.main_splitter.addWidget(self.side)
+        self.main_splitter.setSizes([560, 300])
+        for splitter, key in ((self.top_splitter, "explore/top_splitter"), (self.main_splitter, "explore/splitter")):
+            state = settings.value(key)
+            if state is not None:
+                splitter.restoreState(state)
+        layout = QVBoxLayout(self)
+        for widget in (self.controls, self.source_tokens, self.target_tokens):
+            layout.addWidget(widget)
+        layout.addLayout(view_row)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.main_splitter, 1)
+
+        self.controls.translate_requested.connect(self._on_translate_requested)
+        self.controls.step_forward.connect(session.step_forward)
+        self.controls.step_back.connect(session.step_back)
+        self.controls.run_to_end.connect(session.run_to_end)
+        self.controls.reset.connect(session.reset)
+        self.controls.step_chosen.connect(session.go_to_step)
+        self.target_tokens.token_clicked.connect(lambda index: session.go_to_step(index + 1))
+        self.candidates.candidate_clicked.connect(session.force)
+        self.beam_tree.hypothesis_clicked.connect(session.show_hypothesis)
+        self.grid.cell_clicked.connect(self._on_head_chosen)
+        self.head_table.head_clicked.connect(self._on_head_chosen)
+        self.views.currentChanged.connect(self._on_view_option_changed)
+        self.kind.currentIndexChanged.connect(self._on_view_option_changed)
+        self.layer_box.valueChanged.connect(self._on_layer_changed)
+        self.head_box.currentIndexChanged.connect(self._on_head_box_changed)
+        self.word_level.toggled.connect(self._on_view_option_changed)
+        self.colormap.currentTextChanged.connect(self._on_colormap_changed)
+        session.model_changed.connect(self._on_model_changed)
+        session.trace_changed.connect(self._on_trace_changed)
+        QShortcut(QKeySequence("Ctrl+E"), self, lambda: self.export_dialog("focus"))
+        QShortcut(QKeySequence("Ctrl+Shift+C"), self, lambda: self.copy_view("focus"))
+        self._on_model_changed(session.bundle)
+
+    # --- session signals ------------------------------------------------------------------------
+    def _on_model_changed(self, bundle) -> None:
+        if bundle is None:
+            self.hint.setText("No model is open. File ▸ Open model… (Ctrl+O), drop a .safetensors file here, "
+                              "or train one in the Train tab.")
+            self.hint.show()
+            return
+        config = bundle.config
+        self.layer_box.blockSignals(True)
+        self.layer_box.setRange(1, max(config.n_encoder_layers, config.n_decoder_layers))
+        self.layer_box.blockSignals(False)
+        self.head_box.blockSignals(True)
+        self.head_box.clear()
+        self.head_box.addItems([f"head {h + 1}" for h in range(config.n_heads)] +
+                               ["mean over heads", "max over heads", "rollout"])
+        self.head_box.setCurrentIndex(config.n_heads)
+        self.head_box.blockSignals(False)
+        self.layer, self.head = 0, "mean"
+        self.hint.hide()
+        if self.session.stepper is None and self.controls.source.text().strip():
+            self.session.translate(self.controls.source.text(), self.controls.options())
+
+    def _on_translate_requested(self, text: str) -> None:
+        self.settings.setValue("explore/text", text)
+        self.session.translate(text, self.controls.options())
+
+    def _on_trace_changed(self, trace) -> None:
+        session = self.session
+        self.controls.set_steps(session.current_step, session.total_steps, session.finished)
+        self.refresh()
+
+    # --- view options ---------------------------------------------------------------------------
+    def current_kind(self) -> str:
+        return self.kind.currentData()
+
+    def _on_view_option_changed(self, *_args) -> None:
+        self.refresh()
+
+    def _on_colormap_changed(self, name: str) -> None:
+        self.grid.set_colormap(name)
+        self.focus.set_colormap(name)
+        self.settings.setValue("explore/colormap", name)
+
+    def _on_layer_changed(self, value: int) -> None:
+        self.layer = value - 1
+        self.refresh()
+
+    def _on_head_box_changed(self, index: int) -> None:
+        n_heads = self.session.bundle.config.n_heads if self.session.bundle else 0
+        self.head = index if index < n_heads else HEAD_CHOICES[index - n_heads]
+        self.refresh()
+
+    def _on_head_chosen(self, layer: int, head: int) -> None:
+        """A grid cell or a head-table row: focus that head."""
+        self.layer, self.head = layer, head
+        for box, value in ((self.layer_box, layer + 1), (self.head_box, head)):
+            box.blockSignals(True)
+            (box.setValue if box is self.layer_box else box.setCurrentIndex)(value)
+            box.blockSignals(False)
+        self.refresh()
+
+    # --- drawing --------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        trace = self.session.trace
+        if trace is None:  # nothing decoded (yet): empty views, not the last model's attention
+            self.shown, self.focus_matrix = None, None
+            self.source_tokens.set_tokens([])
+            self.target_tokens.set_tokens([])
+            self.focus.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
+            self.lines.set_weights(np.zeros((0, 0, 0), np.float32), [], [])
+            self.candidates.set_candidates(None, [], [], [], None)
+            self.head_table.setRowCount(0)
+            return
+        self.shown = trace.word_level() if self.word_level.isChecked() else trace
+        kind = self.current_kind()
+        weights = self.shown.matrix(kind)  # [layers, heads, queries, keys]
+        layer = min(self.layer, weights.shape[0] - 1)
+        head = self.head
+        if head == "rollout" and kind == "cross":
+            head = "mean"
+            self.hint.setText("Rollout follows self-attention through the layers: showing the mean for cross.")
+            self.hint.show()
+        else:
+            self.hint.hide()
+        queries, keys = self.shown.axis_labels(kind)
+        current_row = len(queries) - 1 if kind != "encoder" and queries else None
+        try:
+            self.focus_matrix = select(self.shown, kind, layer, head)
+        except SelectionError as error:
+            self.session.message.emit(str(error))
+            return
+        self.focus.set_matrix(self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row)
+        shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
+        if shown_view is self.grid:
+            self.grid.set_weights(weights)
+            self.grid.select(layer, head if isinstance(head, int) else None)
+        elif shown_view is self.lines:
+            self.lines.set_weights(weights[layer], queries, keys, current_row)
+        else:
+            self.head_table.set_weights(weights, keys, kind)
+        self.source_tokens.set_tokens(trace.source_tokens)
+        n = trace.n_steps
+        self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced))
+        if n:
+            self.candidates.set_candidates(n - 1, trace.candidate_ids[-1], trace.candidate_tokens[-1],
+                                           trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]))
+        else:
+            self.candidates.set_candidates(None, [], [], [], None)
+        stepper = self.session.stepper
+        self.beam_tree.set_tree(stepper.beam if stepper is not None else None,
+                                self.session.bundle.target_tokenizer, self.session.hypothesis_rank)
+        self.beam_tree.setVisible(stepper is not None and stepper.beam is not None)
+
+    # --- export ---------------------------------------------------------------------------------
+    def view_widget(self, name: str):
+        return {"focus": self.focus, "grid": self.grid, "lines": self.lines.plot, "candidates": self.candidates}[name]
+
+    def view_data(self, name: str) -> tuple[np.ndarray, list[str], list[str], str]:
+        """(array, row labels, column labels, corner) that a view's CSV/NPY holds."""
+        if name == "candidates":
+            c = self.candidates
+            return c.probabilities[:, None], c.tokens, ["probability"], "token"
+        if self.focus_matrix is None:
+            raise ExportError("nothing to export yet: translate a sentence first")
+        m = self.focus_matrix
+        if name == "focus":
+            return m.values, m.query_labels, m.key_labels, "query \\ key"
+        weights = self.shown.matrix(self.current_kind())
+        if name == "lines":
+            weights = weights[m.layer]  # [heads, queries, keys]
+            rows = [f"head {h + 1} | {q}" for h in range(weights.shape[0]) for q in m.query_labels]
+            return weights.reshape(-1, weights.shape[-1]), rows, m.key_labels, "head | query \\ key"
+        rows = [f"layer {l + 1} head {h + 1} | {q}" for l in range(weights.shape[0])
+                for h in range(weights.shape[1]) for q in m.query_labels]
+        return weights.reshape(-1, weights.shape[-1]), rows, m.key_labels, "layer head | query \\ key"
+
+    def export_view(self, name: str, path: str | Path, scale: float | None = None) -> Path:
+        path = Path(path)
+        scale = scale if scale is not None else self.export_scale.value()
+        if name in ("grid", "lines"):
+            self.views.setCurrentWidget(self.grid if name == "grid" else self.lines)  # drawn as it is exported
+        if path.suffix.lower() in (".png", ".svg"):
+            title = self.focus_matrix.title if self.focus_matrix is not None else name
+            return save_image(self.view_widget(name), path, scale, title)
+        values, rows, columns, corner = self.view_data(name)
+        if path.suffix.lower() == ".npy" and name in ("grid", "lines"):
+            kind_weights = self.shown.matrix(self.current_kind())
+            values = kind_weights if name == "grid" else kind_weights[self.focus_matrix.layer]
+        return save_table(values, rows, columns, path, corner)
+
+    def export_dialog(self, name: str) -> None:
+        folder = self.settings.value("explore/export_folder", str(Path.home()))
+        kind = self.current_kind()
+        suggested = str(Path(folder) / f"{name}_{kind}_L{self.layer + 1}_{self.head if isinstance(self.head, str) else 'H' + str(self.head + 1)}.png")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export the {name} view", suggested, EXPORT_FILTER)
+        if not path:
+            return
+        try:
+            written = self.export_view(name, path)
+        except (ExportError, OSError, ValueError) as error:
+            self.session.message.emit(f"Export failed: {error}")
+            return
+        self.settings.setValue("explore/export_folder", str(Path(path).parent))
+        self.session.message.emit(f"Exported {written}")
+
+    def export_all_to(self, folder: str | Path) -> list[Path]:
+        if self.shown is None:
+            raise ExportError("nothing to export yet: translate a sentence first")
+
+        def make_heatmap(matrix):
+            view = HeatmapView(self.colormap.currentText())
+            view.resize(900, 700)
+            current = len(matrix.query_labels) - 1 if matrix.kind != "encoder" else None
+            view.set_matrix(matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, current)
+            return view
+
+        return export_all(self.shown, folder, make_heatmap)
+
+    def export_all_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export every kind, layer and head into a folder",
+                                                  self.settings.value("explore/export_folder", str(Path.home())))
+        if not folder:
+            return
+        try:
+            written = self.export_all_to(folder)
+        except (ExportError, OSError) as error:
+            self.session.message.emit(f"Export failed: {error}")
+            return
+        self.session.message.emit(f"Exported {len(written)} files to {folder}")
+
+    def copy_view(self, name: str) -> None:
+        if name in ("grid", "lines"):
+            self.views.setCurrentWidget(self.grid if name == "grid" else self.lines)
+        copy_to_clipboard(self.view_widget(name), self.export_scale.value())
+        self.session.message.emit(f"Copied the {name} view to the clipboard")
+
+    def save_settings(self) -> None:
+        self.settings.setValue("explore/kind", self.current_kind())
+        self.settings.setValue("explore/word_level", self.word_level.isChecked())
+        self.settings.setValue("explore/export_scale", self.export_scale.value())
+        self.settings.setValue("explore/splitter", self.main_splitter.saveState())
+        self.settings.setValue("explore/top_splitter", self.top_splitter.saveState())

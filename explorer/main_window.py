@@ -1,0 +1,264 @@
+"""The main window: tabs (Explore, Positional encoding, Train), the File menu with recent models,
+drag-and-drop of checkpoints, the status bar naming the model and device, and settings that persist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
+
+from .workers import start_task
+
+MODEL_FILTER = "Transformer Explorer models (*.safetensors);;All files (*)"
+MAX_RECENT = 8
+
+
+class MainWindow(QMainWindow):
+    """``build=False`` shows the frame at once and leaves the tabs (which load PyTorch) to ``build()``,
+    so the window appears in well under a second; tests build at once."""
+
+    def __init__(self, settings: QSettings | None = None, session=None, build: bool = True):
+        super().__init__()
+        self.settings = settings or QSettings()
+        self.session = session
+        self._tasks = set()  # running load tasks, kept alive until they report
+        self.error_box: QMessageBox | None = None
+        self.built = False
+        self.setWindowTitle("Transformer Explorer")
+        self.setAcceptDrops(True)
+        self.resize(1400, 900)
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        self.model_label = QLabel("Loading PyTorch and the model…")
+        self.statusBar().addPermanentWidget(self.model_label, 1)
+        loading = QLabel("Loading…")
+        loading.setAlignment(Qt.AlignCenter)
+        self.setCentralWidget(loading)
+        if build:
+            self.build()
+
+    def build(self) -> None:
+        """The tabs, menus and session (imports the core and PyTorch)."""
+        from model.device import describe_device, resolve_device
+
+        from .explore_tab import ExploreTab
+        from .positional_tab import PositionalTab
+        from .session import Session
+        from .training_tab import TrainingTab
+
+        self.session = self.session or Session()
+        self.tabs = QTabWidget()
+        self.explore_tab = ExploreTab(self.session, self.settings)
+        self.positional_tab = PositionalTab(self.session)
+        self.training_tab = TrainingTab(self.session, self.settings)
+        self.tabs.addTab(self.explore_tab, "&Explore")
+        self.tabs.addTab(self.positional_tab, "&Positional encoding")
+        self.tabs.addTab(self.training_tab, "&Train")
+        for index, tip in enumerate(("Type a sentence, step through decoding and inspect every attention head",
+                                     "The model's positional encodings and their relative-position property",
+                                     "Train a new model on a built-in corpus or your own file")):
+            self.tabs.setTabToolTip(index, tip)
+        self.setCentralWidget(self.tabs)
+        self.training_tab.trained.connect(self._on_trained)
+        self.training_tab.failed.connect(lambda text: self.show_error("Training failed", text))
+
+        self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
+        self.statusBar().addPermanentWidget(self.device_label)
+        self.session.model_changed.connect(self._on_model_changed)
+        self.session.message.connect(self._on_message)
+        self._build_menus()
+        self._restore_settings()
+        self._on_model_changed(self.session.bundle)
+        self.built = True
+
+    # --- menus ----------------------------------------------------------------------------------
+    def _action(self, menu, text, slot, shortcut=None, tip=""):
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setStatusTip(tip)
+        action.setToolTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Open model…", self._on_open_requested, QKeySequence.Open,
+                     "Open a model file (.safetensors); you can also drop one onto the window")
+        from model.shipped import shipped_models
+
+        shipped = file_menu.addMenu("Open &shipped model")
+        for name in shipped_models():
+            self._action(shipped, name, lambda checked=False, n=name: self.open_model(str(shipped_models()[n])),
+                         tip=f"The {name} model that comes with the app")
+        shipped.setEnabled(bool(shipped_models()))
+        self.recent_menu = file_menu.addMenu("&Recent models")
+        self.save_action = self._action(file_menu, "&Save model as…", self._on_save_requested, QKeySequence.SaveAs,
+                                        "Save the active model, its tokenizers and training history to one file")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, "Ctrl+Q", "Quit Transformer Explorer")
+        view_menu = self.menuBar().addMenu("&View")
+        for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3")):
+            self._action(view_menu, self.tabs.tabText(index).replace("&", ""),
+                         lambda checked=False, i=index: self.tabs.setCurrentIndex(i), key)
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self._on_shortcuts_requested, "F1")
+        self._action(help_menu, "&About", lambda: QMessageBox.about(
+            self, "Transformer Explorer", "See inside the Transformer of “Attention Is All You Need”: train a small "
+            "encoder-decoder, step through decoding and inspect every layer's and head's attention."))
+        self._update_recent_menu()
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.recent_models():
+            self._action(self.recent_menu, path, lambda checked=False, p=path: self.open_model(p), tip=path)
+        self.recent_menu.setEnabled(bool(self.recent_models()))
+
+    def recent_models(self) -> list[str]:
+        value = self.settings.value("recent_models", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _remember(self, path: str) -> None:
+        recent = [path] + [p for p in self.recent_models() if p != path]
+        self.settings.setValue("recent_models", recent[:MAX_RECENT])
+        self._update_recent_menu()
+
+    # --- opening and saving models -----------------------------------------------------------
+    def _on_open_requested(self) -> None:
+        start = self.settings.value("last_model_folder", str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", start, MODEL_FILTER)
+        if path:
+            self.open_model(path)
+
+    def open_model(self, path: str) -> None:
+        """Load a checkpoint in the thread pool; on failure say why and keep the current model."""
+        from model import checkpoint
+        from model.shipped import resolve_model
+
+        self.statusBar().showMessage(f"Opening {path}…")
+
+        def load():
+            return checkpoint.load(resolve_model(path))
+
+        def done(bundle):
+            self._tasks.discard(task)
+            self.session.set_model(bundle)
+            if Path(path).exists():
+                self._remember(str(Path(path).resolve()))
+                self.settings.setValue("last_model_folder", str(Path(path).resolve().parent))
+            self.statusBar().showMessage(f"Opened {path}", 5000)
+
+        def failed(text):
+            self._tasks.discard(task)
+            self.statusBar().clearMessage()
+            self.show_error("Could not open the model", f"{path}\n\n{text}\n\nThe model you had is still open.")
+
+        task = start_task(load, done, failed)
+        self._tasks.add(task)
+
+    def _on_save_requested(self) -> None:
+        if self.session.bundle is None:
+            self.show_error("Nothing to save", "Open or train a model first.")
+            return
+        start = self.session.bundle.path or str(Path(self.settings.value("last_model_folder", str(Path.home())))
+                                                 / "model.safetensors")
+        path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
+        if path:
+            self.save_model(path)
+
+    def save_model(self, path: str) -> bool:
+        from model import checkpoint
+
+        try:
+            saved = checkpoint.save(self.session.bundle, path)
+        except (OSError, ValueError) as error:
+            self.show_error("Could not save the model", f"{path}\n\n{error}")
+            return False
+        self.session.bundle.path = str(saved)
+        self._remember(str(Path(saved).resolve()))
+        self.statusBar().showMessage(f"Saved {saved}", 5000)
+        self._on_model_changed(self.session.bundle)
+        return True
+
+    def _on_trained(self, bundle) -> None:
+        self.session.set_model(bundle)
+        self.statusBar().showMessage("Training done: the new model is active. File ▸ Save model as… keeps it.", 10000)
+
+    # --- feedback -------------------------------------------------------------------------------
+    def show_error(self, title: str, text: str) -> None:
+        """A window-modal message that does not block the event loop (tests read ``error_box``)."""
+        self.error_box = QMessageBox(QMessageBox.Warning, title, text, QMessageBox.Ok, self)
+        self.error_box.open()
+
+    def _on_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def _on_model_changed(self, bundle) -> None:
+        if bundle is None:
+            self.model_label.setText("No model: File ▸ Open model… (Ctrl+O), or train one in the Train tab")
+            self.save_action.setEnabled(False)
+            return
+        self.save_action.setEnabled(True)
+        where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
+        self.model_label.setText(f"Model: {bundle.describe()}{where}")
+        self.setWindowTitle(f"Transformer Explorer{where}")
+
+    def _on_shortcuts_requested(self) -> None:
+        QMessageBox.information(self, "Keyboard shortcuts", "\n".join([
+            "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
+            "Ctrl+1/2/3  Explore / Positional encoding / Train",
+            "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
+            "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
+            "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel"]))
+
+    # --- drag and drop --------------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        files = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_model(files[0])
+
+    # --- settings and closing -------------------------------------------------------------------
+    def _restore_settings(self) -> None:
+        state = self.settings.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        self.tabs.setCurrentIndex(int(self.settings.value("window/tab", 0)))
+
+    def closeEvent(self, event) -> None:
+        if not self.built:
+            event.accept()
+            return
+        if self.training_tab.is_training():
+            answer = self.ask_to_stop_training()
+            if answer != QMessageBox.Yes:
+                event.ignore()
+                return
+            self.training_tab.stop(keep=False)
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.setValue("window/tab", self.tabs.currentIndex())
+        self.explore_tab.save_settings()
+        self.training_tab.save_settings()
+        self.settings.sync()
+        event.accept()
+
+    def ask_to_stop_training(self):
+        """Asked on close while training runs (tests replace it)."""
+        return QMessageBox.question(self, "Training is running",
+                                    "Training is still running. Stop it and quit? What it learned will be lost "
+                                    "unless you stop with “Stop & keep” and save first.")
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.built:
+            QTimer.singleShot(0, self.explore_tab.setFocus)

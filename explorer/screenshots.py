@@ -1,0 +1,93 @@
+"""Make the README's screenshots by driving the real app: Explore (model grid + focus heatmap, and
+the lines view), the positional-encoding tab, and the Train tab mid-training.
+
+    python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
+
+Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SENTENCE = "the black cat sees the small dog"
+
+
+def _wait(app, seconds: float, until=lambda: False) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not until():
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="resources/screenshots")
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--text", default=SENTENCE)
+    parser.add_argument("--size", default="1500x950")
+    parser.add_argument("--train-seconds", type=float, default=40.0)
+    args = parser.parse_args(argv)
+    if not os.environ.get("DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
+
+    from .app import make_application
+    from .main_window import MainWindow
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    app = make_application()
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "screenshots.ini"), QSettings.IniFormat)
+    window = MainWindow(settings)
+    window.ask_to_stop_training = lambda: QMessageBox.Yes
+    width, height = (int(v) for v in args.size.split("x"))
+    window.resize(width, height)
+    window.show()
+    window.open_model(args.model)
+    _wait(app, 30, lambda: window.session.bundle is not None)
+    if window.session.bundle is None:
+        print(f"could not open model {args.model!r}", file=sys.stderr)
+        return 1
+    tab = window.explore_tab
+    tab.controls.source.setText(args.text)
+    tab.controls.translate_button.click()
+    tab.kind.setCurrentIndex(tab.kind.findData("cross"))
+    _wait(app, 0.5)
+
+    def shot(name: str) -> None:
+        _wait(app, 0.3)
+        path = out / f"{name}.png"
+        window.grab().save(str(path))
+        print(f"wrote {path}")
+
+    window.tabs.setCurrentWidget(tab)
+    tab.views.setCurrentWidget(tab.grid)
+    report_layer = window.session.bundle.config.n_decoder_layers - 1
+    tab.layer_box.setValue(report_layer + 1)
+    shot("explore-grid")
+    tab.views.setCurrentWidget(tab.lines)
+    shot("explore-lines")
+    window.tabs.setCurrentWidget(window.positional_tab)
+    shot("positional-encoding")
+    window.tabs.setCurrentWidget(window.training_tab)
+    form = window.training_tab.form
+    form.corpus.setCurrentText("toy-fr")
+    form._on_preview_requested()
+    form.corpus_size.setValue(20000)
+    form.epochs.setValue(100)
+    window.training_tab.start_button.click()
+    _wait(app, args.train_seconds)
+    shot("training")
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

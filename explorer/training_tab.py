@@ -1,0 +1,234 @@
+"""The Train tab: the settings form, Start / Pause / Resume / Stop & keep / Cancel, a progress bar
+with ETA and tokens/s, live curves and the sample translations of each validation.
+
+Training runs in a TrainingThread; this tab only reacts to its signals (slots ``_on_*``).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
+                               QScrollArea, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from .training_curves import TrainingCurves
+from .training_form import TrainingForm
+from .workers import TrainingThread
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+class TrainingTab(QWidget):
+    trained = Signal(object)  # the ModelBundle that training produced
+    failed = Signal(str)
+
+    def __init__(self, session, settings: QSettings):
+        super().__init__()
+        self.session, self.settings = session, settings
+        self.training: TrainingThread | None = None
+        self.last_progress: dict | None = None
+        self.validations: list[dict] = []
+
+        self.form = TrainingForm(settings)
+        self.form.corpus_error.connect(self.failed)
+        form_scroll = QScrollArea()
+        form_scroll.setWidget(self.form)
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setMinimumWidth(440)
+
+        self.start_button = self._button("Start", "Start training with these settings (Ctrl+Return)", self._on_start)
+        self.pause_button = self._button("Pause", "Pause after the current step (Ctrl+P)", self._on_pause)
+        self.resume_button = self._button("Resume", "Go on training (Ctrl+P)", self._on_resume)
+        self.keep_button = self._button("Stop && keep", "Stop now and make what was learned the active model",
+                                        lambda: self._on_stop(keep=True))
+        self.cancel_button = self._button("Cancel", "Stop now and discard this training (Escape)",
+                                          lambda: self._on_stop(keep=False))
+        buttons = QHBoxLayout()
+        for button in (self.start_button, self.pause_button, self.resume_button, self.keep_button,
+                       self.cancel_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("%p%")
+        self.progress_bar.setToolTip("Share of the planned steps done")
+        self.progress_label = QLabel("Choose a corpus and settings, then Start.")
+        self.progress_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.curves = TrainingCurves()
+        self.samples = QTableWidget(0, 3)
+        self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])
+        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.samples.verticalHeader().setVisible(False)
+        self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
+        self.samples_label = QLabel("Sample translations appear after each epoch.")
+
+        monitor = QWidget()
+        monitor_layout = QVBoxLayout(monitor)
+        monitor_layout.addLayout(buttons)
+        monitor_layout.addWidget(self.progress_bar)
+        monitor_layout.addWidget(self.progress_label)
+        self.monitor_splitter = QSplitter(Qt.Vertical)
+        self.monitor_splitter.addWidget(self.curves)
+        samples_box = QWidget()
+        samples_layout = QVBoxLayout(samples_box)
+        samples_layout.setContentsMargins(0, 0, 0, 0)
+        samples_layout.addWidget(self.samples_label)
+        samples_layout.addWidget(self.samples)
+        self.monitor_splitter.addWidget(samples_box)
+        self.monitor_splitter.setSizes([500, 200])
+        monitor_layout.addWidget(self.monitor_splitter, 1)
+
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(form_scroll)
+        self.splitter.addWidget(monitor)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([460, 900])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.splitter)
+        for splitter, key in ((self.splitter, "train/splitter"), (self.monitor_splitter, "train/monitor_splitter")):
+            state = settings.value(key)
+            if state is not None:
+                splitter.restoreState(state)
+
+        QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
+        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False),
+                  context=Qt.WidgetWithChildrenShortcut)
+        self._update_buttons()
+
+    def _button(self, text, tip, slot) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        return button
+
+    # --- state ----------------------------------------------------------------------------------
+    def is_training(self) -> bool:
+        return self.training is not None and self.training.is_running()
+
+    def is_paused(self) -> bool:
+        return self.training is not None and self.training.worker.control.paused
+
+    def _update_buttons(self) -> None:
+        running = self.is_training()
+        self.start_button.setEnabled(not running)
+        self.pause_button.setEnabled(running and not self.is_paused())
+        self.resume_button.setEnabled(running and self.is_paused())
+        self.keep_button.setEnabled(running)
+        self.cancel_button.setEnabled(running)
+        self.form.setEnabled(not running)
+
+    # --- controls -------------------------------------------------------------------------------
+    def _on_start(self) -> None:
+        if self.is_training():
+            return
+        try:
+            request = self.form.request()
+        except ValueError as error:
+            self.failed.emit(str(error))
+            return
+        self.form.save_settings()
+        self.curves.clear_curves()
+        self.samples.setRowCount(0)
+        self.validations.clear()
+        self.last_progress = None
+        self.progress_bar.setValue(0)
+        self.training = TrainingThread(request)
+        worker = self.training.worker
+        worker.status.connect(self._on_status)
+        worker.prepared.connect(self._on_prepared)
+        worker.progress.connect(self._on_progress)
+        worker.validation.connect(self._on_validation)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        self.training.thread.finished.connect(self._update_buttons)
+        self.training.start()
+        self._update_buttons()
+
+    def _on_pause(self) -> None:
+        if self.is_training():
+            self.training.worker.control.pause()
+            self.progress_label.setText(self.progress_label.text() + " — paused")
+            self._update_buttons()
+
+    def _on_resume(self) -> None:
+        if self.is_training():
+            self.training.worker.control.resume()
+            self._update_buttons()
+
+    def _on_toggle_pause(self) -> None:
+        (self._on_resume if self.is_paused() else self._on_pause)()
+
+    def _on_stop(self, keep: bool) -> None:
+        if self.is_training():
+            self.training.worker.cancel(keep)
+            self.progress_label.setText("Stopping after the current step…")
+
+    def stop(self, keep: bool = False) -> None:
+        """Stop and join the worker thread (closing the window)."""
+        if self.training is not None:
+            self.training.stop(keep)
+            self._update_buttons()
+
+    # --- worker signals -------------------------------------------------------------------------
+    def _on_status(self, text: str) -> None:
+        self.progress_label.setText(text)
+
+    def _on_prepared(self, info: dict) -> None:
+        skipped = f", {info['skipped']} malformed lines skipped" if info["skipped"] else ""
+        self.samples_label.setText(f"{info['train']:,} training / {info['valid']:,} validation / {info['test']:,} "
+                                   f"test pairs{skipped}. Model: {info['model']}.")
+
+    def _on_progress(self, progress: dict) -> None:
+        self.last_progress = progress
+        self.curves.add_progress(progress)
+        self.progress_bar.setValue(int(1000 * progress["fraction"]))
+        self.progress_bar.setFormat(f"%p% — ETA {_duration(progress['eta_seconds'])}")
+        paused = " — paused" if self.is_paused() else ""
+        self.progress_label.setText(
+            f"Epoch {progress['epoch']} · step {progress['step']:,} · loss {progress['train_loss']:.3f} · "
+            f"token accuracy {progress['token_accuracy']:.3f} · lr {progress['learning_rate']:.2e} · "
+            f"{progress['tokens_per_second']:,.0f} tokens/s · {_duration(progress['elapsed_seconds'])} elapsed, "
+            f"ETA {_duration(progress['eta_seconds'])}{paused}")
+
+    def _on_validation(self, validation: dict) -> None:
+        self.validations.append(validation)
+        self.curves.add_validation(validation)
+        self.samples_label.setText(
+            f"After epoch {validation['epoch']} (step {validation['step']:,}): validation loss "
+            f"{validation['loss']:.3f}, token accuracy {validation['token_accuracy']:.3f}, exact match "
+            f"{validation['exact_match']:.3f}, BLEU {validation['bleu']:.1f}")
+        samples = validation["samples"]
+        self.samples.setRowCount(len(samples))
+        for row, (source, reference, hypothesis) in enumerate(samples):
+            mark = "✓ " if " ".join(hypothesis.split()) == " ".join(reference.split()) else "✗ "
+            for column, text in enumerate((source, reference, mark + hypothesis)):
+                self.samples.setItem(row, column, QTableWidgetItem(text))
+
+    def _on_finished(self, bundle, stopped: str) -> None:
+        self._update_buttons()
+        steps = f"{self.last_progress['step']:,} steps" if self.last_progress else "no steps"
+        if bundle is None:
+            self.progress_label.setText(f"Training {stopped} after {steps}; nothing was kept.")
+            return
+        self.progress_bar.setValue(1000 if stopped != "cancelled" else self.progress_bar.value())
+        self.progress_bar.setFormat("%p%")
+        how = "stopped" if stopped == "cancelled" else stopped
+        self.progress_label.setText(f"Training {how} after {steps}. The model is now active in Explore; "
+                                    "File ▸ Save model as… (Ctrl+Shift+S) keeps it.")
+        self.trained.emit(bundle)
+
+    def _on_failed(self, text: str) -> None:
+        self._update_buttons()
+        self.progress_label.setText(f"Training failed: {text}")
+        self.failed.emit(text)
+
+    def save_settings(self) -> None:
+        self.form.save_settings()
+        self.settings.setValue("train/splitter", self.splitter.saveState())
+        self.settings.setValue("train/monitor_splitter", self.monitor_splitter.saveState())

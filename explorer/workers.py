@@ -1,0 +1,150 @@
+"""Work that must not freeze the window: training (a QObject moved to a QThread) and short tasks such
+as loading a model or a corpus preview (QRunnables on the global QThreadPool).
+
+Workers emit plain Python values and numpy copies, never live tensors the GUI could touch while
+the worker still uses them. Training checks its cancel flag before every step (TrainingControl).
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import asdict, dataclass
+
+from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
+
+# The core (and with it PyTorch) is imported where a worker needs it, so the window can show first.
+
+
+def describe_error(error: BaseException) -> str:
+    """One line a user can act on: the message of errors we raise, the type for anything else."""
+    if isinstance(error, (ValueError, OSError, KeyError, RuntimeError)) and str(error):
+        text = str(error)
+        if "out of memory" in text.lower():
+            return "The GPU ran out of memory: try a smaller batch size or model, or train on the CPU."
+        return text.splitlines()[0] if isinstance(error, RuntimeError) else text
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+class _TaskSignals(QObject):
+    done = Signal(object)
+    failed = Signal(str)
+
+
+class Task(QRunnable):
+    """Run ``function()`` on the thread pool; ``signals.done`` gets its result, ``signals.failed`` a message."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+        self.signals = _TaskSignals()
+
+    def run(self) -> None:
+        try:
+            result = self.function()
+        except Exception as error:  # noqa: BLE001 - every failure becomes a message in the window
+            self.signals.failed.emit(describe_error(error))
+        else:
+            self.signals.done.emit(result)
+
+
+def start_task(function, on_done, on_failed) -> Task:
+    task = Task(function)
+    task.setAutoDelete(False)  # the caller keeps it alive until its signals have been delivered
+    task.signals.done.connect(on_done)
+    task.signals.failed.connect(on_failed)
+    QThreadPool.globalInstance().start(task)
+    return task
+
+
+@dataclass
+class TrainingRequest:
+    """Everything the training tab collected: what a ``transformer-explorer train`` command line holds."""
+
+    corpus: "CorpusSpec"  # model.corpora
+    tokenizer: "TokenizerOptions"  # model.pipeline
+    model_options: dict  # TransformerConfig fields other than the vocabulary sizes
+    training: "TrainingOptions"  # model.training
+    device: str = "auto"
+
+
+class TrainingWorker(QObject):
+    """Prepares corpus, tokenizers and model, then trains, reporting through signals."""
+
+    status = Signal(str)  # what it is doing now ("training tokenizers", ...)
+    prepared = Signal(dict)  # sizes of the splits and the model's description
+    progress = Signal(dict)  # a model.training.Progress as a dict
+    validation = Signal(dict)  # epoch, step, scores and sample translations
+    finished = Signal(object, str)  # the trained ModelBundle (on the CPU) or None, and why it stopped
+    failed = Signal(str)
+
+    def __init__(self, request: TrainingRequest):
+        from model.training import TrainingControl
+
+        super().__init__()
+        self.request = request
+        self.control = TrainingControl()
+        self.keep_on_cancel = True
+
+    def cancel(self, keep: bool) -> None:
+        self.keep_on_cancel = keep
+        self.control.cancel()
+
+    @Slot()
+    def run(self) -> None:
+        from model.device import describe_device, resolve_device
+        from model.pipeline import prepare
+        from model.training import Trainer
+
+        request = self.request
+        try:
+            device = resolve_device(request.device)
+            self.status.emit(f"Loading {request.corpus.describe()} and training tokenizers…")
+            bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options, request.training.seed)
+            if self.control.cancelled:
+                self.finished.emit(None, "cancelled")
+                return
+            self.prepared.emit({"train": len(splits.train), "valid": len(splits.valid), "test": len(splits.test),
+                                "skipped": splits.skipped_lines, "model": bundle.describe(),
+                                "device": describe_device(device)})
+            self.status.emit(f"Training on {describe_device(device)}")
+            trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
+                              request.training, device, on_progress=lambda p: self.progress.emit(asdict(p)),
+                              on_validation=self._emit_validation, control=self.control, history=bundle.history)
+            result = trainer.run()
+            bundle.training = request.training.to_dict()
+            bundle.history["stopped"] = result.stopped
+            bundle.model.to("cpu").eval()
+            keep = result.stopped != "cancelled" or self.keep_on_cancel
+            self.finished.emit(bundle if keep and result.steps > 0 else None, result.stopped)
+        except Exception as error:  # noqa: BLE001 - shown in the window; the app keeps running
+            traceback.print_exc()
+            self.failed.emit(describe_error(error))
+
+    def _emit_validation(self, validation) -> None:
+        self.validation.emit({"epoch": validation.epoch, "step": validation.step, **validation.scores.to_dict(),
+                              "samples": [tuple(s) for s in validation.scores.samples]})
+
+
+class TrainingThread:
+    """A TrainingWorker on its own QThread, started at once; ``stop()`` cancels and joins."""
+
+    def __init__(self, request: TrainingRequest):
+        self.thread = QThread()
+        self.thread.setObjectName("training")
+        self.worker = TrainingWorker(request)
+        self.worker.moveToThread(self.thread)
+        self.thread.started.connect(self.worker.run)
+        self.worker.finished.connect(self.thread.quit)
+        self.worker.failed.connect(self.thread.quit)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def is_running(self) -> bool:
+        return self.thread.isRunning()
+
+    def stop(self, keep: bool = False, wait_ms: int = 60000) -> bool:
+        """Cancel within one step and wait for the thread to end; True when it has."""
+        self.worker.cancel(keep)
+        self.thread.quit()
+        return self.thread.wait(wait_ms)

@@ -1,0 +1,38 @@
+"""Helpers for the GUI tests: a main window with its own settings file, closed and checked after."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from model import checkpoint
+
+
+def make_window(qtbot, tmp_path, bundle=None):
+    from explorer.app import make_application
+    from explorer.main_window import MainWindow
+
+    make_application()
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+    window = MainWindow(settings)
+    window.ask_to_stop_training = lambda: QMessageBox.Yes
+    window.resize(1300, 850)
+    qtbot.addWidget(window)
+    window.show()
+    if bundle is not None:
+        window.session.set_model(bundle)
+    return window
+
+
+def close_window(window) -> None:
+    """Close as a user would; no training thread may outlive the window."""
+    window.close()
+    training = window.training_tab.training
+    if training is not None:
+        assert not training.thread.isRunning()
+
+
+def saved_model(bundle, tmp_path, name="model.safetensors"):
+    path = tmp_path / name
+    checkpoint.save(bundle, path)
+    return path

@@ -1,0 +1,175 @@
+"""The main window (offscreen): models open, fail and persist; training runs in a worker thread with
+live progress and curves, pauses, resumes, stops, finishes, and survives closing mid-training."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .gui_helpers import close_window, make_window, saved_model
+
+
+def test_window_opens_empty_and_says_how_to_get_a_model(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    assert window.isVisible()
+    assert "Open model" in window.model_label.text() and "Train" in window.model_label.text()
+    assert "Device:" in window.device_label.text()
+    assert not window.save_action.isEnabled()
+    close_window(window)
+
+
+def test_open_a_model_names_it_in_the_status_bar_and_remembers_it(qtbot, tmp_path, copy_bundle):
+    bundle, _ = copy_bundle
+    path = saved_model(bundle, tmp_path)
+    window = make_window(qtbot, tmp_path)
+    window.open_model(str(path))
+    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
+    text = window.model_label.text()
+    assert "copy" in text and "2+2 layers" in text and "d_model 32" in text and "parameters" in text
+    assert str(path.resolve()) in window.recent_models()
+    assert [a.text() for a in window.recent_menu.actions()] == [str(path.resolve())]
+    assert window.save_action.isEnabled()
+    out = tmp_path / "saved as.safetensors"
+    assert window.save_model(str(out)) and out.exists()
+    close_window(window)
+    # settings persist: a new window restores the recent list and the last tab
+    again = make_window(qtbot, tmp_path)
+    assert str(out.resolve()) == again.recent_models()[0]
+    close_window(again)
+
+
+def test_a_bad_model_file_gets_a_message_and_the_model_stays(qtbot, tmp_path, copy_bundle):
+    bundle, _ = copy_bundle
+    window = make_window(qtbot, tmp_path, bundle)
+    bad = tmp_path / "broken.safetensors"
+    bad.write_bytes(b"\x00\x01not a model at all")
+    window.open_model(str(bad))
+    qtbot.waitUntil(lambda: window.error_box is not None, timeout=10000)
+    message = window.error_box.text()
+    assert window.error_box.windowTitle() == "Could not open the model"
+    assert "broken.safetensors" in message and "not a Transformer Explorer model" in message
+    assert "still open" in message
+    assert window.session.bundle is bundle
+    window.error_box.close()
+    window.open_model(str(tmp_path / "missing.safetensors"))
+    qtbot.waitUntil(lambda: "no such file" in window.error_box.text(), timeout=10000)
+    assert window.session.bundle is bundle
+    close_window(window)
+
+
+def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, copy_bundle):
+    from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    path = saved_model(copy_bundle[0], tmp_path, "dropped.safetensors")
+    window = make_window(qtbot, tmp_path)
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPoint(10, 10), Qt.CopyAction, data, Qt.LeftButton, Qt.NoModifier)
+    window.dropEvent(event)
+    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
+    assert "dropped.safetensors" in window.model_label.text()
+    close_window(window)
+
+
+def _tiny_training(form, epochs=2, corpus_size=400):
+    form.corpus.setCurrentText("copy")
+    form._on_preview_requested()
+    form.corpus_size.setValue(corpus_size)
+    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
+                       (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, epochs), (form.batch_size, 16),
+                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0)):
+        box.setValue(value)
+
+
+def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    _tiny_training(tab.form, epochs=200, corpus_size=2000)
+    assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
+    tab.start_button.click()
+    assert tab.is_training() and not tab.start_button.isEnabled() and not tab.form.isEnabled()
+    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress["step"] >= 5, timeout=60000)
+    tab.curves.flush()
+    steps, losses = tab.curves.series("train_loss")
+    assert len(steps) >= 5 and np.all(np.isfinite(losses)) and losses[0] > 0
+    assert "tokens/s" in tab.progress_label.text() and "ETA" in tab.progress_bar.format()
+    assert 0 < tab.last_progress["fraction"] < 1
+    assert tab.progress_bar.value() == int(1000 * tab.last_progress["fraction"])
+
+    tab.pause_button.click()
+    assert tab.is_paused() and tab.resume_button.isEnabled()
+    qtbot.wait(300)
+    paused_at = tab.last_progress["step"]
+    qtbot.wait(400)
+    assert tab.last_progress["step"] <= paused_at + 1  # within one step
+    tab.resume_button.click()
+    qtbot.waitUntil(lambda: tab.last_progress["step"] > paused_at + 3, timeout=30000)
+    qtbot.waitUntil(lambda: len(tab.validations) >= 1, timeout=60000)
+    tab.curves.flush()
+    assert len(tab.curves.series("bleu")[1]) >= 1 and tab.samples.rowCount() > 0
+
+    with qtbot.waitSignal(tab.trained, timeout=30000) as trained:
+        tab.keep_button.click()
+    assert trained.args[0] is window.session.bundle
+    qtbot.waitUntil(lambda: not tab.is_training() and tab.start_button.isEnabled(), timeout=10000)
+    assert "stopped" in tab.progress_label.text() and not tab.cancel_button.isEnabled()
+    assert "copy" in window.model_label.text() and "unsaved" in window.model_label.text()
+    close_window(window)
+
+
+def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    _tiny_training(tab.form, epochs=2)
+    with qtbot.waitSignal(tab.trained, timeout=120000):
+        tab.start_button.click()
+    assert len(tab.validations) == 2 and "finished" in tab.progress_label.text()
+    assert tab.progress_bar.value() == 1000
+    trained = window.session.bundle
+    assert trained is not None and trained.history["validations"]
+    # a second run, cancelled: the first model stays
+    qtbot.waitUntil(tab.start_button.isEnabled, timeout=10000)
+    _tiny_training(tab.form, epochs=200, corpus_size=2000)
+    tab.start_button.click()
+    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress["step"] >= 2, timeout=60000)
+    tab.cancel_button.click()
+    qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
+    assert window.session.bundle is trained and "nothing was kept" in tab.progress_label.text()
+    close_window(window)
+
+
+def test_closing_mid_training_stops_the_worker(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    _tiny_training(tab.form, epochs=500, corpus_size=2000)
+    tab.start_button.click()
+    qtbot.waitUntil(lambda: tab.last_progress is not None, timeout=60000)
+    thread = tab.training.thread
+    assert window.close()
+    assert not thread.isRunning()
+
+
+def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    bad = tmp_path / "pairs.tsv"
+    bad.write_text("hello\tbonjour\nno tab on this line\n", encoding="utf-8")
+    with qtbot.waitSignal(tab.form.corpus_error, timeout=10000) as error:
+        tab.form.set_corpus_file(str(bad))
+    assert "pairs.tsv" in error.args[0] and "2" in error.args[0]
+    qtbot.waitUntil(lambda: window.error_box is not None, timeout=5000)
+    assert "Cannot use this corpus" in tab.form.corpus_info.text()
+    window.error_box.close()
+    window.error_box = None
+    # starting anyway: the worker reports the same problem, the app keeps running
+    _tiny_training(tab.form)
+    tab.form.set_corpus_file(str(bad))
+    tab.start_button.click()
+    qtbot.waitUntil(lambda: not tab.is_training() and "failed" in tab.progress_label.text(), timeout=30000)
+    assert "pairs.tsv" in tab.progress_label.text()
+    tab.form.corpus.setCurrentText("copy")
+    tab.form.heads.setValue(3)  # 32 is not a multiple of 3
+    tab.start_button.click()
+    qtbot.waitUntil(lambda: window.error_box is not None and "multiple" in window.error_box.text(), timeout=5000)
+    assert not tab.is_training()
+    close_window(window)
