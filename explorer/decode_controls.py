@@ -48,6 +48,8 @@ class DecodeControls(QWidget):
         self.top_p = _spin(QDoubleSpinBox(), 0.01, 1.0, 1.0, "Nucleus: the smallest set with this probability", 0.05)
         self.seed = _spin(QSpinBox(), 0, 2**31 - 1, 0, "Sampling seed: the same seed draws the same tokens")
         self.strategy.currentTextChanged.connect(self._on_strategy_changed)
+        for box in (self.beam_width, self.temperature, self.top_k, self.top_p, self.seed):
+            box.valueChanged.connect(self._on_options_changed)
 
         self.back_button = self._button("◀ Back", "Step back one token (Alt+Left)", self.step_back.emit, "Alt+Left")
         self.forward_button = self._button("Step ▶", "Decode one more token (Alt+Right)", self.step_forward.emit,
@@ -94,6 +96,12 @@ class DecodeControls(QWidget):
         self.beam_width.setEnabled(strategy == "beam")
         for box in (self.temperature, self.top_k, self.top_p, self.seed):
             box.setEnabled(strategy == "sample")
+        self._on_options_changed()
+
+    def _on_options_changed(self, *_args) -> None:
+        """A new strategy or setting decodes the sentence again at once."""
+        if self.source.text().strip():
+            self.translate_requested.emit(self.source.text())
 
     def options(self) -> DecodingOptions:
         return DecodingOptions(strategy=self.strategy.currentText(), temperature=self.temperature.value(),

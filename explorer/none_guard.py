@@ -1,10 +1,12 @@
 """A guard against a PySide6 6.12 reference-count bug on Python before 3.12.
 
 There, each call of a Qt method that returns nothing (``setText``, ``QPainterPath.moveTo``, ...)
-gives up one reference to ``None`` that it never took. From Python 3.12 ``None`` is immortal and
-nothing happens; on 3.11 its count reaches zero after a few thousand such calls and the interpreter
-aborts with "Fatal Python error: none_dealloc". The guard measures the leak once and, only where it
-exists, adds a large reserve to ``None``'s count (``None`` is never freed, so the reserve is safe).
+gives up one reference to ``None`` that it never took, and some calls through Python overrides do
+the same to ``True`` and ``False``. From Python 3.12 these objects are immortal and nothing happens;
+on 3.11 their counts reach zero after some thousands of calls and the interpreter aborts ("Fatal
+Python error: none_dealloc" or "bool_dealloc"). The guard measures the leak once and, only where it
+exists, adds a large reserve to the counts of None, True, False and the cached small integers
+(objects that are never freed, so the reserve is safe).
 """
 
 from __future__ import annotations
@@ -35,5 +37,6 @@ def protect_none() -> bool:
         return True
     if not leaks_none():
         return False
-    ctypes.c_ssize_t.from_address(id(None)).value += RESERVE  # ob_refcnt is the first field
+    for immortal in (None, True, False, *range(-5, 257)):
+        ctypes.c_ssize_t.from_address(id(immortal)).value += RESERVE  # ob_refcnt is the first field
     return True

@@ -88,6 +88,9 @@ def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
     data = to_bytes(bundle)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a saved model reads like any file
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -173,3 +173,22 @@ def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path):
     qtbot.waitUntil(lambda: window.error_box is not None and "multiple" in window.error_box.text(), timeout=5000)
     assert not tab.is_training()
     close_window(window)
+
+
+def test_many_qt_calls_do_not_exhaust_none(qtbot, tmp_path):
+    """PySide6 6.12 on Python 3.11 drops a reference to None per void call; the app's guard keeps
+    None alive (on 3.12+ None is immortal and the guard stays off)."""
+    import sys
+
+    from PySide6.QtGui import QColor
+
+    from explorer.none_guard import protect_none
+
+    window = make_window(qtbot, tmp_path)
+    active = protect_none()
+    assert not active or (sys.version_info < (3, 12) and sys.getrefcount(None) > 1 << 39)
+    colour = QColor(0, 0, 0)
+    for _ in range(50000):  # far more than None's ordinary reference count
+        colour.setAlphaF(0.5)
+    assert abs(colour.alphaF() - 0.5) < 1e-3
+    close_window(window)
