@@ -41,18 +41,22 @@ def main() -> None:
     tab.form.corpus_size.setValue(args.corpus_size)
     tab.form.epochs.setValue(100)
     gaps: list[float] = []
-    last = [time.perf_counter()]
+    started = time.perf_counter()
+    last = [started]
+
+    stalls: list[tuple[float, float, str]] = []  # (seconds since start, stall ms, what training was doing)
 
     def tick():
         now = time.perf_counter()
         gaps.append(now - last[0])
+        if now - last[0] > 0.1:
+            stalls.append((last[0] - started, 1000 * (now - last[0]), tab.progress_label.text()[:60]))
         last[0] = now
 
     timer = QTimer()
     timer.setInterval(5)
     timer.timeout.connect(tick)
     timer.start()
-    started = time.perf_counter()
     tab.start_button.click()
     QTimer.singleShot(int(args.seconds * 1000), app.quit)
     app.exec()
@@ -64,6 +68,8 @@ def main() -> None:
           f"{steps} steps, {len(gaps_ms)} timer ticks of 5 ms")
     print(f"longest event-loop stall: {gaps_ms.max():.1f} ms (target <= 100 ms); 99th percentile "
           f"{np.percentile(gaps_ms, 99):.1f} ms; median {np.median(gaps_ms):.1f} ms; wall {time.perf_counter() - started:.0f} s")
+    for at, stall, doing in stalls[:10]:
+        print(f"  stall of {stall:.0f} ms at {at:.1f} s ({doing})")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ class ExploreTab(QWidget):
         self.layer_box.setRange(1, 1)
         self.layer_box.setToolTip("The layer in the focus and lines views")
         self.head_box = QComboBox()
+        self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.head_box.setToolTip("A head, the mean or max over heads, or attention rollout through the layers")
         self.word_level = QCheckBox("Words")
         self.word_level.setToolTip("Merge sub-word pieces into words (keys summed, queries averaged)")

@@ -29,7 +29,7 @@ class HeadTable(QTableWidget):
     def __init__(self):
         super().__init__(0, len(COLUMNS))
         self.setHorizontalHeaderLabels(COLUMNS)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)  # sized once per update
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -38,6 +38,7 @@ class HeadTable(QTableWidget):
         self.setToolTip("What each head does at this step; click a header to sort, a row to focus the head")
         self.cellClicked.connect(self._on_cell_clicked)
         self.rows: list[dict] = []
+        self._sized = False
 
     def set_weights(self, weights, key_tokens: list[str], kind: str) -> None:
         """weights [layers, heads, queries, keys] of one kind."""
@@ -56,6 +57,7 @@ class HeadTable(QTableWidget):
         sorting_column = self.horizontalHeader().sortIndicatorSection()
         order = self.horizontalHeader().sortIndicatorOrder()
         self.setSortingEnabled(False)
+        self.setUpdatesEnabled(False)
         self.setRowCount(len(self.rows))
         for row, values in enumerate(self.rows):
             items = [_NumberItem(values["layer"] + 1, str(values["layer"] + 1)),
@@ -68,6 +70,10 @@ class HeadTable(QTableWidget):
         self.setSortingEnabled(True)
         if sorting_column >= 0:
             self.sortByColumn(sorting_column, order)
+        if not self._sized:
+            self.resizeColumnsToContents()
+            self._sized = bool(self.rows)
+        self.setUpdatesEnabled(True)
 
     def head_at(self, row: int) -> tuple[int, int]:
         return tuple(self.item(row, 0).data(Qt.UserRole + 1))

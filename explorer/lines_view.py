@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsPathItem, QHBoxLayout, QLabel,
 HEAD_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
                 "#ff9da6", "#bab0ac", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
 BANDS = 8  # opacity levels
-MIN_WEIGHT = 0.02  # lighter lines are not drawn
+MIN_WEIGHT = 0.05  # lighter lines are nearly invisible and are not drawn
 
 
 def head_colour(head: int) -> str:
@@ -120,20 +120,24 @@ class LinesView(QWidget):
         self.plot.setRange(xRange=(-0.45, 1.45), yRange=(-0.5, span), padding=0.02)
 
     def _draw_labels(self, side: str, column: float, labels: list[str], ys: np.ndarray, anchor, highlighted) -> None:
-        """Token labels of one column; kept when nothing about them changed (stepping adds one query)."""
+        """Token labels of one column; existing TextItems are reused (stepping adds one query)."""
         key = (tuple(labels), tuple(np.round(ys, 6)), highlighted)
-        cached = self._labels.get(side)
-        if cached is not None and cached[0] == key:
+        drawn, items = self._labels.get(side, (None, []))
+        if drawn == key:
             return
-        for item in cached[1] if cached else []:
-            self.plot.removeItem(item)
-        items = []
+        while len(items) > len(labels):
+            self.plot.removeItem(items.pop())
         for index, label in enumerate(labels):
             colour = "#ff2d55" if index == highlighted else pg.getConfigOption("foreground")
-            text = pg.TextItem(label, anchor=anchor, color=colour)
-            text.setPos(column + (-0.02 if column == 0 else 0.02), ys[index])
-            self.plot.addItem(text)
-            items.append(text)
+            if index == len(items):
+                items.append(pg.TextItem(label, anchor=anchor, color=colour))
+                self.plot.addItem(items[-1])
+            else:
+                old = drawn[0][index] if drawn and index < len(drawn[0]) else None
+                old_colour = "#ff2d55" if drawn and index == drawn[2] else pg.getConfigOption("foreground")
+                if old != label or old_colour != colour:
+                    items[index].setText(label, color=colour)
+            items[index].setPos(column + (-0.02 if column == 0 else 0.02), ys[index])
         self._labels[side] = (key, items)
 
     @staticmethod

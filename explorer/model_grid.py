@@ -1,5 +1,8 @@
 """The model view: a grid of small heatmaps, one per layer (rows) and head (columns), for one kind of
 attention at the current step, all on one colour scale. Clicking a cell focuses that head.
+
+The whole grid is one mosaic image (cells separated by transparent gaps), so a step costs one
+colour mapping and one paint however many layers and heads the model has.
 """
 
 from __future__ import annotations
@@ -7,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Signal
+from PySide6.QtWidgets import QGraphicsRectItem
 
 from .heatmap import colormap
+
+GAP = 0.12  # space between cells, as a share of a cell
 
 
 class ModelGrid(pg.GraphicsLayoutWidget):
@@ -20,55 +26,54 @@ class ModelGrid(pg.GraphicsLayoutWidget):
                         "click a cell to focus it")
         self.weights = np.zeros((0, 0, 0, 0), np.float32)  # [layers, heads, queries, keys] shown now
         self.levels = (0.0, 1.0)
-        self._colormap = colormap(colormap_name)
-        self._cells: list[list[tuple[pg.ViewBox, pg.ImageItem]]] = []
         self.selected: tuple[int, int] | None = None
-        self._frame = None
+        self.plot = self.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        self.plot.invertY(True)
+        self.plot.showAxis("top")
+        self.plot.hideAxis("bottom")
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setLookupTable(colormap(colormap_name).getLookupTable(nPts=256))
+        self.plot.addItem(self.image)
+        self.frames: list[QGraphicsRectItem] = []
+        self._cell = (1.0, 1.0)  # a cell's size plus its gap, in mosaic pixels (rows, columns)
         self.scene().sigMouseClicked.connect(self._on_clicked)
-
-    def _build(self, n_layers: int, n_heads: int) -> None:
-        self.clear()
-        self._cells = []
-        for head in range(n_heads):
-            self.addLabel(f"head {head + 1}", row=0, col=head + 1, size="9pt")
-        for layer in range(n_layers):
-            self.addLabel(f"layer {layer + 1}", row=layer + 1, col=0, angle=-90, size="9pt")
-            row = []
-            for head in range(n_heads):
-                view = self.addViewBox(row=layer + 1, col=head + 1, lockAspect=False, enableMouse=False,
-                                       invertY=True)
-                view.setMenuEnabled(False)
-                image = pg.ImageItem(axisOrder="row-major")
-                image.setLookupTable(self._colormap.getLookupTable(nPts=256))
-                view.addItem(image)
-                row.append((view, image))
-            self._cells.append(row)
-        self._frame = None
 
     def set_weights(self, weights: np.ndarray, levels: tuple[float, float] = (0.0, 1.0)) -> None:
         """weights [layers, heads, queries, keys] for one kind at the current step."""
         self.weights = np.asarray(weights, dtype=np.float32)
         self.levels = levels
         n_layers, n_heads, n_queries, n_keys = self.weights.shape
-        if len(self._cells) != n_layers or (self._cells and len(self._cells[0]) != n_heads):
-            self._build(n_layers, n_heads)
-        for layer in range(n_layers):
-            for head in range(n_heads):
-                view, image = self._cells[layer][head]
-                if n_queries and n_keys:
-                    image.setImage(self.weights[layer, head], autoLevels=False, levels=levels)
-                    image.setRect(QRectF(0, 0, n_keys, n_queries))
-                    image.show()
-                    view.setRange(xRange=(0, n_keys), yRange=(0, n_queries), padding=0)
-                else:
-                    image.hide()
+        gap_rows = max(1, int(round(GAP * n_queries)))
+        gap_columns = max(1, int(round(GAP * n_keys)))
+        step_rows, step_columns = n_queries + gap_rows, n_keys + gap_columns
+        self._cell = (float(step_rows), float(step_columns))
+        if n_queries == 0 or n_keys == 0:
+            self.image.hide()
+        else:
+            mosaic = np.full((n_layers * step_rows - gap_rows, n_heads * step_columns - gap_columns), np.nan,
+                             np.float32)  # NaN gaps draw transparent
+            for layer in range(n_layers):
+                row = layer * step_rows
+                for head in range(n_heads):
+                    column = head * step_columns
+                    mosaic[row:row + n_queries, column:column + n_keys] = self.weights[layer, head]
+            self.image.setImage(mosaic, autoLevels=False, levels=levels)
+            self.image.setRect(QRectF(0, 0, mosaic.shape[1], mosaic.shape[0]))
+            self.image.show()
+        width = max(n_heads * step_columns - gap_columns, 1)
+        height = max(n_layers * step_rows - gap_rows, 1)
+        self.plot.getAxis("left").setTicks([[((layer + 0.5) * step_rows - gap_rows / 2, f"layer {layer + 1}")
+                                             for layer in range(n_layers)], []])
+        self.plot.getAxis("top").setTicks([[((head + 0.5) * step_columns - gap_columns / 2, f"head {head + 1}")
+                                            for head in range(n_heads)], []])
+        self.plot.setRange(xRange=(0, width), yRange=(0, height), padding=0.01)
         self._draw_selection()
 
     def set_colormap(self, name: str) -> None:
-        self._colormap = colormap(name)
-        for row in self._cells:
-            for _, image in row:
-                image.setLookupTable(self._colormap.getLookupTable(nPts=256))
+        self.image.setLookupTable(colormap(name).getLookupTable(nPts=256))
 
     def select(self, layer: int, head: int | None) -> None:
         """Frame the focused cell (head None: an aggregate is focused, the whole layer is framed)."""
@@ -76,23 +81,31 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._draw_selection()
 
     def _draw_selection(self) -> None:
-        for row in self._cells:
-            for view, _ in row:
-                view.setBorder(None)
-        if self.selected is None or not self._cells:
+        for frame in self.frames:
+            self.plot.removeItem(frame)
+        self.frames = []
+        n_layers, n_heads, n_queries, n_keys = self.weights.shape
+        if self.selected is None or not 0 <= self.selected[0] < n_layers:
             return
         layer, head = self.selected
-        if not 0 <= layer < len(self._cells):
-            return
-        heads = range(len(self._cells[layer])) if head < 0 else [head] if head < len(self._cells[layer]) else []
+        heads = range(n_heads) if head < 0 else [head] if head < n_heads else []
+        step_rows, step_columns = self._cell
         for index in heads:
-            self._cells[layer][index][0].setBorder(pg.mkPen("#ff2d55", width=3))
+            frame = QGraphicsRectItem(QRectF(index * step_columns, layer * step_rows, n_keys, n_queries))
+            frame.setPen(pg.mkPen("#ff2d55", width=3, cosmetic=True))
+            frame.setZValue(10)
+            self.plot.addItem(frame)
+            self.frames.append(frame)
 
     def cell_at(self, scene_position) -> tuple[int, int] | None:
-        for layer, row in enumerate(self._cells):
-            for head, (view, _) in enumerate(row):
-                if view.sceneBoundingRect().contains(scene_position):
-                    return layer, head
+        if not self.plot.vb.sceneBoundingRect().contains(scene_position):
+            return None
+        point = self.plot.vb.mapSceneToView(scene_position)
+        step_rows, step_columns = self._cell
+        layer, head = int(point.y() // step_rows), int(point.x() // step_columns)
+        n_layers, n_heads = self.weights.shape[:2]
+        if 0 <= layer < n_layers and 0 <= head < n_heads:
+            return layer, head
         return None
 
     def _on_clicked(self, event) -> None:

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="default")
     parser.add_argument("--text", default=SENTENCE)
     parser.add_argument("--size", default="1500x950")
-    parser.add_argument("--train-seconds", type=float, default=40.0)
+    parser.add_argument("--train-seconds", type=float, default=80.0)
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     form.corpus.setCurrentText("toy-fr")
     form._on_preview_requested()
     form.corpus_size.setValue(20000)
-    form.epochs.setValue(100)
+    form.epochs.setValue(3)
     window.training_tab.start_button.click()
     _wait(app, args.train_seconds)
     shot("training")

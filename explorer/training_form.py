@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
                                QLabel, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
                                QHeaderView, QAbstractItemView)
 
@@ -74,7 +74,7 @@ class TrainingForm(QWidget):
         corpus_form.addRow(self.samples)
         layout.addWidget(corpus_box)
 
-        row = QHBoxLayout()
+        row = QVBoxLayout()  # stacked: each form keeps the panel's full width
         model_box = QGroupBox("Model")
         model_form = QFormLayout(model_box)
         self.encoder_layers = _spin(1, 12, 3, "Encoder layers")

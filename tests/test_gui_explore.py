@@ -43,7 +43,10 @@ def test_enter_translates_and_the_views_hold_the_trace(explore, copy_bundle):
     assert tab.focus.query_labels == expected.target_tokens and tab.focus.key_labels == expected.source_tokens
     assert tab.focus.highlighted_row == trace.n_steps - 1
     np.testing.assert_allclose(tab.grid.weights, expected.cross, atol=1e-6)
-    assert len(tab.grid._cells) == 2 and len(tab.grid._cells[0]) == 4
+    mosaic = tab.grid.image.image  # layers x heads cells with gaps between them
+    n_queries, n_keys = expected.cross.shape[2:]
+    np.testing.assert_allclose(mosaic[:n_queries, :n_keys], expected.cross[0, 0], atol=1e-6)
+    assert mosaic.shape[0] > 2 * n_queries and mosaic.shape[1] > 4 * n_keys and np.isnan(mosaic).any()
     tab.views.setCurrentWidget(tab.lines)  # views off screen update when shown
     assert tab.lines.weights.shape == (4, trace.n_steps, len(expected.source_tokens)) and tab.lines.n_lines > 0
     tab.views.setCurrentWidget(tab.head_table)
@@ -103,6 +106,10 @@ def test_kind_layer_head_aggregates_and_word_level(explore, copy_bundle):
 def test_clicking_a_grid_cell_or_a_table_row_focuses_that_head(explore, copy_bundle):
     window, tab = explore
     expected = reference_trace(copy_bundle[0])
+    from PySide6.QtCore import QPointF
+
+    rows, columns = tab.grid._cell  # a cell plus its gap, in mosaic pixels
+    assert tab.grid.cell_at(tab.grid.plot.vb.mapViewToScene(QPointF(3 * columns + 0.5, rows + 0.5))) == (1, 3)
     tab.grid.cell_clicked.emit(1, 3)
     np.testing.assert_allclose(tab.focus.values, expected.cross[1, 3], atol=1e-6)
     assert tab.layer_box.value() == 2 and tab.head_box.currentIndex() == 3 and tab.grid.selected == (1, 3)
