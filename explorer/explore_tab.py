@@ -315,9 +315,10 @@ class ExploreTab(QWidget):
         if self.shown is None:
             raise ExportError("nothing to export yet: translate a sentence first")
 
+        view = HeatmapView(self.colormap.currentText())  # one view, redrawn for every file
+        view.resize(900, 700)
+
         def make_heatmap(matrix):
-            view = HeatmapView(self.colormap.currentText())
-            view.resize(900, 700)
             current = len(matrix.query_labels) - 1 if matrix.kind != "encoder" else None
             view.set_matrix(matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, current)
             return view

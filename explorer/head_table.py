@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
-from model.analysis import head_role, head_statistics
+from model.analysis import head_statistics
 
 COLUMNS = ("Layer", "Head", "Role", "Role score", "Entropy (nats)", "Normalised entropy", "Distance", "Max weight")
 ANALYSIS_KIND = {"encoder": "self", "decoder": "decoder", "cross": "cross"}
@@ -49,8 +49,8 @@ class HeadTable(QTableWidget):
             for head in range(n_heads):
                 if weights.shape[2] == 0:
                     continue
-                stats = head_statistics(weights[layer, head], key_tokens, analysis_kind)
-                role, score = head_role(stats, analysis_kind, key_tokens)
+                stats = head_statistics(weights[layer, head], key_tokens, analysis_kind)  # role included
+                role, score = stats.role, stats.role_score
                 self.rows.append({"layer": layer, "head": head, "role": role, "role_score": score,
                                   "entropy": stats.entropy, "normalised_entropy": stats.normalised_entropy,
                                   "distance": stats.distance, "max_weight": stats.max_weight})
