@@ -3,6 +3,7 @@ and the first model (a path given on the command line, else the shipped ``defaul
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
@@ -23,6 +24,9 @@ def make_application(argv: list[str] | None = None) -> QApplication:
     from .none_guard import protect_none
 
     protect_none()
+    # Every Python call the window makes (slots, pyqtgraph's paint methods) first takes the GIL from the training
+    # thread; at the default 5 ms hand-over interval a repaint needing dozens of them could stall for 100 ms.
+    sys.setswitchinterval(0.001)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     QCoreApplication.setOrganizationName("TransformerExplorer")
     QCoreApplication.setApplicationName("Transformer Explorer")
@@ -51,6 +55,7 @@ def run_app(argv: list[str]) -> int:
 
     def build():
         window.build()
+        gc.freeze()  # PyTorch's and Qt's modules live as long as the app: full collections need not scan them
         open_first_model(window, argv[0] if argv else None)
 
     QTimer.singleShot(30, build)

@@ -15,6 +15,7 @@ from model.positional import positional_report
 
 from .heatmap import HeatmapView
 from .lines_view import head_colour
+from .plot_style import show_light_grid
 
 
 class PositionalTab(QWidget):
@@ -35,12 +36,12 @@ class PositionalTab(QWidget):
         self.curves = pg.PlotWidget(title="Chosen dimensions over positions")
         self.curves.setLabel("bottom", "position")
         self.curves.addLegend(offset=(-10, 10))
-        self.curves.showGrid(x=True, y=True, alpha=0.25)
+        show_light_grid(self.curves)
         self.rotation = pg.PlotWidget(title="Relative position: max |R_k·PE(pos) − PE(pos+k)| over pos")
         self.rotation.setLabel("bottom", "offset k")
         self.rotation.setLogMode(y=True)
         self.rotation.addLegend(offset=(-10, 10))
-        self.rotation.showGrid(x=True, y=True, alpha=0.25)
+        show_light_grid(self.rotation)
         for widget, tip in ((self.table_view, "The encoding added to each position's embedding"),
                             (self.similarity_view, "Dot products between the encodings of two positions"),
                             (self.curves, "Each dimension is a sine or cosine of its own wavelength"),

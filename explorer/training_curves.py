@@ -10,6 +10,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 
+from .plot_style import show_light_grid
+
 TRAIN_PEN = pg.mkPen("#4c78a8", width=2)
 VALID_PEN = pg.mkPen("#f58518", width=2)
 VALID_SYMBOL = dict(symbol="o", symbolSize=7, symbolBrush="#f58518", symbolPen=None)
@@ -45,9 +47,11 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
 
     def _plot(self, row: int, column: int, title: str) -> pg.PlotItem:
         plot = self.addPlot(row=row, col=column, title=title)
-        plot.showGrid(x=True, y=True, alpha=0.25)
+        show_light_grid(plot)
         plot.setLabel("bottom", "step")
         plot.setMenuEnabled(False)
+        plot.setDownsampling(auto=True, mode="peak")  # a long run has more steps than the plot has pixels
+        plot.setClipToView(True)
         return plot
 
     def clear_curves(self) -> None:

@@ -7,7 +7,9 @@ the worker still uses them. Training checks its cancel flag before every step (T
 
 from __future__ import annotations
 
+import gc
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
@@ -23,6 +25,24 @@ def describe_error(error: BaseException) -> str:
             return "The GPU ran out of memory: try a smaller batch size or model, or train on the CPU."
         return text.splitlines()[0] if isinstance(error, RuntimeError) else text
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+@contextmanager
+def collector_paused():
+    """No full garbage-collector passes while a corpus, tokenizers, model and batches are built.
+
+    A full pass holds the GIL, and so freezes the window, for as long as it takes: 100-200 ms once a
+    20,000-pair corpus is in memory. What is built here lives until training ends, so afterwards it
+    is frozen (``gc.freeze``) and later passes skip it. Building creates no reference cycles to collect.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 class _TaskSignals(QObject):
@@ -99,17 +119,19 @@ class TrainingWorker(QObject):
         try:
             device = resolve_device(request.device)
             self.status.emit(f"Loading {request.corpus.describe()} and training tokenizers…")
-            bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options, request.training.seed)
-            if self.control.cancelled:
-                self.finished.emit(None, "cancelled")
-                return
-            self.prepared.emit({"train": len(splits.train), "valid": len(splits.valid), "test": len(splits.test),
-                                "skipped": splits.skipped_lines, "model": bundle.describe(),
-                                "device": describe_device(device)})
-            self.status.emit(f"Training on {describe_device(device)}")
-            trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
-                              request.training, device, on_progress=lambda p: self.progress.emit(asdict(p)),
-                              on_validation=self._emit_validation, control=self.control, history=bundle.history)
+            with collector_paused():
+                bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options,
+                                         request.training.seed)
+                if self.control.cancelled:
+                    self.finished.emit(None, "cancelled")
+                    return
+                self.prepared.emit({"train": len(splits.train), "valid": len(splits.valid), "test": len(splits.test),
+                                    "skipped": splits.skipped_lines, "model": bundle.describe(),
+                                    "device": describe_device(device)})
+                self.status.emit(f"Training on {describe_device(device)}")
+                trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
+                                  request.training, device, on_progress=lambda p: self.progress.emit(asdict(p)),
+                                  on_validation=self._emit_validation, control=self.control, history=bundle.history)
             result = trainer.run()
             bundle.training = request.training.to_dict()
             bundle.history["stopped"] = result.stopped

@@ -192,3 +192,38 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot, tmp_path):
         colour.setAlphaF(0.5)
     assert abs(colour.alphaF() - 0.5) < 1e-3
     close_window(window)
+
+
+def test_collector_paused_freezes_what_was_built_and_always_turns_collection_back_on():
+    import gc
+
+    import pytest
+
+    from explorer.workers import collector_paused
+
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    with collector_paused():
+        assert not gc.isenabled()
+        built = [[index] for index in range(1000)]  # stands for the corpus: lives on after building
+    assert gc.isenabled() and gc.get_freeze_count() >= before + len(built)
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("bad corpus")
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
+def test_training_curves_draw_a_light_cached_grid(qtbot):
+    from explorer.training_curves import TrainingCurves
+
+    curves = TrainingCurves()
+    qtbot.addWidget(curves)
+    for plot in (curves.loss_plot, curves.accuracy_plot, curves.rate_plot, curves.bleu_plot):
+        for side in ("left", "bottom"):
+            axis = plot.getAxis(side)
+            assert axis.grid and axis.style["maxTickLevel"] == 1
+            assert axis.cacheMode() == axis.CacheMode.DeviceCoordinateCache
+    curves.add_progress({"step": 1, "train_loss": 5.0, "token_accuracy": 0.1, "learning_rate": 1e-4})
+    curves.flush()
+    x, y = curves.series("train_loss")
+    assert list(x) == [1.0] and list(y) == [5.0]
