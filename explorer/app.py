@@ -3,7 +3,6 @@ and the first model (a path given on the command line, else the shipped ``defaul
 
 from __future__ import annotations
 
-import gc
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
@@ -55,11 +54,10 @@ def run_app(argv: list[str]) -> int:
 
     def build():
         window.build()
-        gc.freeze()  # PyTorch's and Qt's modules live as long as the app: full collections need not scan them
         open_first_model(window, argv[0] if argv else None)
 
     QTimer.singleShot(30, build)
     code = app.exec()
-    if window.built:
+    if window.is_training():
         window.training_tab.stop()
     return code

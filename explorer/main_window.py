@@ -4,11 +4,12 @@ drag-and-drop of checkpoints, the status bar naming the model and device, and se
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from .workers import start_task
 
@@ -27,6 +28,7 @@ class MainWindow(QMainWindow):
         self._tasks = set()  # running load tasks, kept alive until they report
         self.error_box: QMessageBox | None = None
         self.built = False
+        self._built_tabs: dict[int, QWidget] = {}
         self.setWindowTitle("Transformer Explorer")
         self.setAcceptDrops(True)
         self.resize(1400, 900)
@@ -46,25 +48,24 @@ class MainWindow(QMainWindow):
         from model.device import describe_device, resolve_device
 
         from .explore_tab import ExploreTab
-        from .positional_tab import PositionalTab
         from .session import Session
-        from .training_tab import TrainingTab
 
         self.session = self.session or Session()
         self.tabs = QTabWidget()
         self.explore_tab = ExploreTab(self.session, self.settings)
-        self.positional_tab = PositionalTab(self.session)
-        self.training_tab = TrainingTab(self.session, self.settings)
+        # The other two tabs are built the first time they are shown (or asked for): the window
+        # opens sooner, with the default model decoded.
+        self._lazy_tabs = {1: self._make_positional_tab, 2: self._make_training_tab}
+        self._built_tabs[0] = self.explore_tab
         self.tabs.addTab(self.explore_tab, "&Explore")
-        self.tabs.addTab(self.positional_tab, "&Positional encoding")
-        self.tabs.addTab(self.training_tab, "&Train")
+        self.tabs.addTab(QWidget(), "&Positional encoding")
+        self.tabs.addTab(QWidget(), "&Train")
         for index, tip in enumerate(("Type a sentence, step through decoding and inspect every attention head",
                                      "The model's positional encodings and their relative-position property",
                                      "Train a new model on a built-in corpus or your own file")):
             self.tabs.setTabToolTip(index, tip)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
         self.setCentralWidget(self.tabs)
-        self.training_tab.trained.connect(self._on_trained)
-        self.training_tab.failed.connect(lambda text: self.show_error("Training failed", text))
 
         self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
         self.statusBar().addPermanentWidget(self.device_label)
@@ -74,6 +75,50 @@ class MainWindow(QMainWindow):
         self._restore_settings()
         self._on_model_changed(self.session.bundle)
         self.built = True
+        gc.freeze()  # PyTorch's and Qt's modules live as long as the app: full collections need not scan them
+
+    # --- tabs -----------------------------------------------------------------------------------
+    def _make_positional_tab(self):
+        from .positional_tab import PositionalTab
+
+        return PositionalTab(self.session)
+
+    def _make_training_tab(self):
+        from .training_tab import TrainingTab
+
+        tab = TrainingTab(self.session, self.settings)
+        tab.trained.connect(self._on_trained)
+        tab.failed.connect(lambda text: self.show_error("Training failed", text))
+        return tab
+
+    def _tab(self, index: int) -> QWidget:
+        """The tab at index, built (in place of its placeholder) on first use."""
+        if index not in self._built_tabs:
+            widget = self._built_tabs[index] = self._lazy_tabs[index]()
+            current, label, tip = self.tabs.currentIndex(), self.tabs.tabText(index), self.tabs.tabToolTip(index)
+            placeholder = self.tabs.widget(index)
+            self.tabs.blockSignals(True)
+            self.tabs.removeTab(index)
+            self.tabs.insertTab(index, widget, label)
+            self.tabs.setTabToolTip(index, tip)
+            self.tabs.setCurrentIndex(current)
+            self.tabs.blockSignals(False)
+            placeholder.deleteLater()
+        return self._built_tabs[index]
+
+    def _on_tab_changed(self, index: int) -> None:
+        self._tab(index)
+
+    @property
+    def positional_tab(self):
+        return self._tab(1)
+
+    @property
+    def training_tab(self):
+        return self._tab(2)
+
+    def is_training(self) -> bool:
+        return 2 in self._built_tabs and self.training_tab.is_training()
 
     # --- menus ----------------------------------------------------------------------------------
     def _action(self, menu, text, slot, shortcut=None, tip=""):
@@ -238,7 +283,7 @@ class MainWindow(QMainWindow):
         if not self.built:
             event.accept()
             return
-        if self.training_tab.is_training():
+        if self.is_training():
             answer = self.ask_to_stop_training()
             if answer != QMessageBox.Yes:
                 event.ignore()
@@ -248,7 +293,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState())
         self.settings.setValue("window/tab", self.tabs.currentIndex())
         self.explore_tab.save_settings()
-        self.training_tab.save_settings()
+        if 2 in self._built_tabs:
+            self.training_tab.save_settings()
         self.settings.sync()
         event.accept()
 

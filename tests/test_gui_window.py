@@ -227,3 +227,20 @@ def test_training_curves_draw_a_light_cached_grid(qtbot):
     curves.flush()
     x, y = curves.series("train_loss")
     assert list(x) == [1.0] and list(y) == [5.0]
+
+
+def test_positional_and_train_tabs_are_built_when_first_shown(qtbot, tmp_path, copy_bundle):
+    bundle, _ = copy_bundle
+    window = make_window(qtbot, tmp_path)
+    window.session.set_model(bundle)
+    assert set(window._built_tabs) == {0}  # only Explore at start-up
+    assert not window.is_training()
+    window.tabs.setCurrentIndex(2)  # as a click on "Train" does
+    assert set(window._built_tabs) == {0, 2}
+    assert window.tabs.currentWidget() is window.training_tab and window.tabs.currentIndex() == 2
+    assert window.training_tab.start_button.isEnabled()
+    assert "Train" in window.tabs.tabText(2) and window.tabs.tabToolTip(2)
+    positional = window.positional_tab  # asking for it builds it too, already showing the open model
+    assert window.tabs.indexOf(positional) == 1 and window.tabs.currentIndex() == 2
+    assert positional.session.bundle is bundle and positional.summary.text()
+    close_window(window)
