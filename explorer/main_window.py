@@ -13,6 +13,8 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTa
 
 from .workers import start_task
 
+EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB = 0, 1, 2  # positions in the tab bar
+
 MODEL_FILTER = "Transformer Explorer models (*.safetensors);;All files (*)"
 MAX_RECENT = 8
 
@@ -55,8 +57,8 @@ class MainWindow(QMainWindow):
         self.explore_tab = ExploreTab(self.session, self.settings)
         # The other two tabs are built the first time they are shown (or asked for): the window
         # opens sooner, with the default model decoded.
-        self._lazy_tabs = {1: self._make_positional_tab, 2: self._make_training_tab}
-        self._built_tabs[0] = self.explore_tab
+        self._lazy_tabs = {POSITIONAL_TAB: self._make_positional_tab, TRAIN_TAB: self._make_training_tab}
+        self._built_tabs[EXPLORE_TAB] = self.explore_tab
         self.tabs.addTab(self.explore_tab, "&Explore")
         self.tabs.addTab(QWidget(), "&Positional encoding")
         self.tabs.addTab(QWidget(), "&Train")
@@ -111,14 +113,14 @@ class MainWindow(QMainWindow):
 
     @property
     def positional_tab(self):
-        return self._tab(1)
+        return self._tab(POSITIONAL_TAB)
 
     @property
     def training_tab(self):
-        return self._tab(2)
+        return self._tab(TRAIN_TAB)
 
     def is_training(self) -> bool:
-        return 2 in self._built_tabs and self.training_tab.is_training()
+        return TRAIN_TAB in self._built_tabs and self.training_tab.is_training()
 
     # --- menus ----------------------------------------------------------------------------------
     def _action(self, menu, text, slot, shortcut=None, tip=""):
@@ -293,7 +295,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState())
         self.settings.setValue("window/tab", self.tabs.currentIndex())
         self.explore_tab.save_settings()
-        if 2 in self._built_tabs:
+        if TRAIN_TAB in self._built_tabs:
             self.training_tab.save_settings()
         self.settings.sync()
         event.accept()
