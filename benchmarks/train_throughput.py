@@ -127,8 +127,11 @@ def main() -> None:
                   torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
                   for name, (model, _) in steppers.items()}
     for optimizer in optimizers.values():
-        for group in optimizer.param_groups:
-            group["lr"] = 1e-4
+        if hasattr(optimizer, "param_groups"):
+            for group in optimizer.param_groups:
+                group["lr"] = 1e-4
+        else:
+            optimizer.lr = 1e-4  # this project's FlatAdam
     # Interleave: every timed batch runs one step of each implementation in turn, so a burst of load
     # on this shared machine slows them all alike; each implementation keeps its fastest round.
     for name, (model, step) in steppers.items():

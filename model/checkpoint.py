@@ -67,7 +67,8 @@ def _metadata(bundle: ModelBundle) -> dict[str, str]:
 
 
 def to_bytes(bundle: ModelBundle) -> bytes:
-    tensors = {f"model.{name}": tensor.detach().to("cpu").contiguous()
+    # Copies: the parameters of a model being trained are views into one buffer, which safetensors refuses.
+    tensors = {f"model.{name}": tensor.detach().to("cpu", copy=True).contiguous()
                for name, tensor in bundle.model.state_dict().items()}
     tensors["tokenizer.source"] = torch.frombuffer(bytearray(bundle.source_tokenizer.model_proto), dtype=torch.uint8)
     metadata = _metadata(bundle)

@@ -15,10 +15,11 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import torch
-import torch.nn.functional as F
 
 from .batching import collate, encode_pairs, length_batches
 from .evaluation import Scores, score
+from .loss import smoothed_cross_entropy
+from .optimizer import FlatAdam
 from .packing import PackedRows
 from .transformer import Transformer
 
@@ -113,30 +114,25 @@ def learning_rate(step: int, d_model: int, warmup_steps: int, factor: float = 1.
     return factor * d_model ** -0.5 * min(step ** -0.5, step * max(warmup_steps, 1) ** -1.5)
 
 
-def make_optimizer(model: Transformer) -> torch.optim.Adam:
-    """The paper's Adam; the fused kernel (one pass over all parameters) where this torch has it."""
-    try:
-        return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+def make_optimizer(model: Transformer) -> FlatAdam:
+    """The paper's Adam (betas 0.9 and 0.98, eps 1e-9) over the model's parameters as one flat buffer."""
+    return FlatAdam(model, lr=0.0, betas=(0.9, 0.98), eps=1e-9)
 
 
 def training_step(model, optimizer, source, target, label_smoothing: float, clip_norm: float,
                   autocast_dtype=None) -> tuple[float, int, int]:
     """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces)."""
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
+    if not model.training:  # train() walks every module: a millisecond a step when done needlessly
+        model.train()
+    optimizer.zero_grad()
     gold = target[:, 1:]  # [B, T]
     real = gold != model.config.pad_id  # [B, T]
     with torch.autocast(source.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
         hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
         logits = model.logits(hidden)  # [N, V]
-    loss = F.cross_entropy(logits.float(), gold[real], label_smoothing=label_smoothing)
+    loss, correct = smoothed_cross_entropy(logits, gold[real], label_smoothing)
     loss.backward()
-    if clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm, foreach=True)
-    optimizer.step()
-    correct = int((logits.detach().argmax(-1) == gold[real]).sum())
+    optimizer.step(clip_norm)
     return loss.item(), correct, int(real.sum())
 
 
@@ -194,8 +190,7 @@ class Trainer:
                     break
                 step += 1
                 rate = learning_rate(step, config.d_model, options.warmup_steps, options.lr_factor)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = rate
+                self.optimizer.lr = rate
                 source, target = collate([self.train_examples[i] for i in batch_indices], config.pad_id, self.device)
                 loss, correct, count = training_step(self.model, self.optimizer, source, target,
                                                      options.label_smoothing, options.clip_norm, self.autocast_dtype)

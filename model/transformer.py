@@ -57,9 +57,12 @@ class MultiHeadAttention(nn.Module):
         self.out_projection = nn.Linear(config.d_model, config.d_model, bias=False)
 
     def _split_projection(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
-        """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (one permute, no copies)."""
+        """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (no copies). Split on the parts axis
+        before moving heads forward: the backward pass then gathers the gradients of all parts straight into
+        the contiguous [B, L, parts * d_model] layout, one copy instead of two."""
         batch, length, _ = projected.shape
-        return projected.view(batch, length, parts, self.n_heads, self.d_k).permute(2, 0, 3, 1, 4).unbind(0)
+        split = projected.view(batch, length, parts, self.n_heads, self.d_k).unbind(2)  # parts x [B, L, H, d_k]
+        return tuple(part.transpose(1, 2) for part in split)
 
     def forward(
         self,
