@@ -3,8 +3,8 @@
 A small Transformer has about eighty parameter tensors. torch.optim.Adam and clip_grad_norm_ visit
 them one by one (on the CPU even their "foreach" forms loop per tensor), which costs a few milliseconds
 a step: several percent of a training step on two CPU cores. Here every parameter is a view into one
-flat tensor, so a step is a handful of whole-buffer operations: gather the gradients (one multi-tensor copy), take
-their norm, and run the fused Adam kernel once, which also divides by the clipping factor.
+flat tensor, so a step is a handful of whole-buffer operations: gather the gradients (one multi-tensor
+copy), take their norm, and run the fused Adam kernel once, which also divides by the clipping factor.
 
 Results equal torch.optim.Adam after torch.nn.utils.clip_grad_norm_ (tests/test_optimizer.py).
 Constructing it does not import torch._dynamo, as torch.optim.Adam's first construction does (2 s).

@@ -8,7 +8,10 @@ import torch
 
 from model.corpora import CorpusSpec
 from model.pipeline import TokenizerOptions, prepare
-from model.training import Trainer, TrainingControl, TrainingOptions, learning_rate
+from model.config import TransformerConfig
+from model.training import (Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer,
+                            training_step)
+from model.transformer import Transformer
 
 from .conftest import TINY_MODEL
 
@@ -98,3 +101,17 @@ def test_same_seed_same_model():
     second.run()
     for a, b in zip(first.model.parameters(), second.model.parameters()):
         assert torch.equal(a, b)
+
+
+def test_a_training_step_under_bfloat16_autocast_learns():
+    """The CUDA recipe (bf16 autocast, float32 loss and Adam), run here on the CPU: a fixed batch is learned."""
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(source_vocab_size=30, target_vocab_size=30, **TINY_MODEL))
+    optimizer = make_optimizer(model)
+    optimizer.lr = 3e-3
+    source = torch.randint(4, 30, (8, 7))
+    target = torch.cat([torch.full((8, 1), 2), source, torch.full((8, 1), 3)], dim=1)  # bos ... eos
+    results = [training_step(model, optimizer, source, target, 0.1, 1.0, torch.bfloat16) for _ in range(60)]
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert results[-1][0] < results[0][0] / 2
+    assert results[-1][1] >= 0.9 * results[-1][2]  # correct pieces of the 64 real ones
