@@ -10,6 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from model.checkpoint import ModelBundle
+from model.device import set_cpu_threads
 from model.stepper import DecodingError, DecodingOptions, Stepper
 from model.trace import Trace
 
@@ -31,6 +32,8 @@ class Session(QObject):
 
     # --- the model ------------------------------------------------------------------------------
     def set_model(self, bundle: ModelBundle | None) -> None:
+        if bundle is not None:
+            set_cpu_threads(1)  # decoding here, in the window's thread, leaves the cores to training
         self.bundle = bundle
         self.stepper = None
         self.trace = None

@@ -60,6 +60,9 @@ class Task(QRunnable):
 
     def run(self) -> None:
         try:
+            from model.device import set_cpu_threads
+
+            set_cpu_threads(1)  # light work (loading, reading): the cores stay with a training run
             result = self.function()
         except Exception as error:  # noqa: BLE001 - every failure becomes a message in the window
             self.signals.failed.emit(describe_error(error))
@@ -111,12 +114,13 @@ class TrainingWorker(QObject):
 
     @Slot()
     def run(self) -> None:
-        from model.device import describe_device, resolve_device
+        from model.device import describe_device, resolve_device, set_cpu_threads
         from model.pipeline import prepare
         from model.training import Trainer
 
         request = self.request
         try:
+            set_cpu_threads()  # every core for this thread's team (the others run torch on one)
             device = resolve_device(request.device)
             self.status.emit(f"Loading {request.corpus.describe()} and training tokenizers…")
             with collector_paused():

@@ -1,8 +1,30 @@
-"""Choosing where tensors live: CUDA when there is one, else the CPU; a missing device is a clear error."""
+"""Choosing where tensors live (CUDA when there is one, else the CPU; a missing device is a clear error)
+and how many CPU cores the torch work of one thread may use."""
 
 from __future__ import annotations
 
 import torch
+
+
+_DEFAULT_CPU_THREADS: list[int] = []  # torch's own choice (the machine's cores), read before anything changes it
+
+
+def set_cpu_threads(count: int | None = None) -> int:
+    """Set how many cores the CPU work of the *calling thread* may use (None: torch's default, the
+    machine's cores); returns the count set.
+
+    Why per thread: torch's CPU backend (OpenMP) gives every thread that runs a parallel operation its own
+    team of helper threads, kept for that thread's life. Once there are more helpers than cores, OpenMP
+    stops spinning between operations, and every operation then pays a thread wake-up. Training in a GUI
+    worker thread ran at half the command line's speed because the GUI thread had a team of its own. So an
+    application with a training thread runs its other threads' torch work on one core.
+    """
+    if not _DEFAULT_CPU_THREADS:
+        _DEFAULT_CPU_THREADS.append(torch.get_num_threads())
+    count = count or _DEFAULT_CPU_THREADS[0]
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)  # OpenMP and MKL thread counts of this thread (and the default for new ones)
+    return count
 
 
 class DeviceError(ValueError):

@@ -33,6 +33,16 @@ def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, **model_o
     return bundle, splits
 
 
+@pytest.fixture(autouse=True)
+def _every_core_after_each_test():
+    """Opening a model in the window sets its thread (here, the test's) to one core for torch; the next
+    test gets every core back."""
+    yield
+    from model.device import set_cpu_threads
+
+    set_cpu_threads()
+
+
 @pytest.fixture(scope="session")
 def copy_bundle():
     """A tiny copy model after 150 steps: enough to have real weights, not to be good."""

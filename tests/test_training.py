@@ -1,5 +1,7 @@
 """The trainer: the paper's schedule, progress reports, pause/resume/cancel within a step, time budget."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -13,7 +15,7 @@ from model.training import (Trainer, TrainingControl, TrainingOptions, learning_
                             training_step)
 from model.transformer import Transformer
 
-from .conftest import TINY_MODEL
+from .conftest import ROOT, TINY_MODEL
 
 
 def make_trainer(steps=60, epochs=50, **callbacks):
@@ -115,3 +117,18 @@ def test_a_training_step_under_bfloat16_autocast_learns():
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert results[-1][0] < results[0][0] / 2
     assert results[-1][1] >= 0.9 * results[-1][2]  # correct pieces of the 64 real ones
+
+
+def test_cpu_threads_are_set_for_the_calling_thread_only():
+    """The window's thread runs torch on one core while a training thread keeps every core (see
+    model.device.set_cpu_threads); run in a fresh interpreter so this process keeps its own setting."""
+    code = ("import threading, torch; from model.device import set_cpu_threads;"
+            "default = torch.get_num_threads(); assert set_cpu_threads(1) == 1;"
+            "seen = [];"
+            "worker = threading.Thread(target=lambda: seen.append((set_cpu_threads(), torch.get_num_threads())));"
+            "worker.start(); worker.join();"
+            "print(default, seen[0][0], seen[0][1], torch.get_num_threads())")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    default, set_in_thread, in_thread, in_main = map(int, result.stdout.split())
+    assert set_in_thread == in_thread == default  # the training thread: torch's default, every core
+    assert in_main == 1  # the calling (window's) thread kept its single core
