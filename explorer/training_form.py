@@ -123,27 +123,33 @@ class TrainingForm(QWidget):
 
         self._restore()
         self.corpus.activated.connect(self._on_corpus_chosen)
+        self.corpus.currentTextChanged.connect(self._on_corpus_changed)
         self.corpus_seed.valueChanged.connect(self._on_preview_requested)
         self.corpus_size.valueChanged.connect(self._on_preview_requested)
         self._on_preview_requested()
 
     # --- corpus ---------------------------------------------------------------------------------
     def _on_corpus_chosen(self, _index=None) -> None:
+        """The user picked an entry: a file entry asks for the file(s). Built-in corpora are previewed by
+        _on_corpus_changed, which also follows changes made from code."""
         choice = self.corpus.currentText()
-        if choice in (TSV_CHOICE, MOSES_CHOICE):
-            folder = self.settings.value("train/corpus_folder", str(Path.home()))
-            source, _ = QFileDialog.getOpenFileName(self, "Corpus file" if choice == TSV_CHOICE else
-                                                    "Source side of a Moses pair", folder)
-            target = None
-            if source and choice == MOSES_CHOICE:
-                target, _ = QFileDialog.getOpenFileName(self, "Target side of the Moses pair", str(Path(source).parent))
-            if not source or (choice == MOSES_CHOICE and not target):
-                self.corpus.setCurrentIndex(0)
-            else:
-                self.settings.setValue("train/corpus_folder", str(Path(source).parent))
-                self.set_corpus_file(source, target)
-                return
-        self._on_preview_requested()
+        if choice not in (TSV_CHOICE, MOSES_CHOICE):
+            return
+        folder = self.settings.value("train/corpus_folder", str(Path.home()))
+        source, _ = QFileDialog.getOpenFileName(self, "Corpus file" if choice == TSV_CHOICE else
+                                                "Source side of a Moses pair", folder)
+        target = None
+        if source and choice == MOSES_CHOICE:
+            target, _ = QFileDialog.getOpenFileName(self, "Target side of the Moses pair", str(Path(source).parent))
+        if not source or (choice == MOSES_CHOICE and not target):
+            self.corpus.setCurrentIndex(0)  # back to a built-in corpus, previewed through _on_corpus_changed
+        else:
+            self.settings.setValue("train/corpus_folder", str(Path(source).parent))
+            self.set_corpus_file(source, target)
+
+    def _on_corpus_changed(self, choice: str) -> None:
+        if choice in BUILTIN_CORPORA:
+            self._on_preview_requested()
 
     def set_corpus_file(self, source: str, target: str | None = None) -> None:
         self.corpus_paths = (source, target)

@@ -72,8 +72,8 @@ def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, copy_bundle):
 
 
 def _tiny_training(form, epochs=2, corpus_size=400):
-    form.corpus.setCurrentText("copy")
-    form._on_preview_requested()
+    form.corpus.setCurrentText("copy")  # from code: the preview follows
+    assert "Copy a sequence of symbols" in form.corpus_info.text()
     form.corpus_size.setValue(corpus_size)
     for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
                        (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, epochs), (form.batch_size, 16),
@@ -243,4 +243,25 @@ def test_positional_and_train_tabs_are_built_when_first_shown(qtbot, tmp_path, c
     positional = window.positional_tab  # asking for it builds it too, already showing the open model
     assert window.tabs.indexOf(positional) == 1 and window.tabs.currentIndex() == 2
     assert positional.session.bundle is bundle and positional.summary.text()
+    close_window(window)
+
+
+def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    from explorer.training_form import TSV_CHOICE
+
+    corpus = tmp_path / "pairs.tsv"
+    corpus.write_text("".join(f"the cat {i}\tle chat {i}\n" for i in range(40)), encoding="utf-8")
+    window = make_window(qtbot, tmp_path)
+    form = window.training_tab.form
+    answers = [(str(corpus), ""), ("", "")]  # the user picks the file, then cancels the next dialog
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: answers.pop(0))
+    form.corpus.setCurrentText(TSV_CHOICE)
+    form.corpus.activated.emit(form.corpus.currentIndex())
+    qtbot.waitUntil(lambda: "40 pairs" in form.corpus_info.text(), timeout=10000)
+    assert form.samples.item(0, 0).text().startswith("the cat") and form.corpus_paths == (str(corpus), None)
+    form.corpus.activated.emit(form.corpus.currentIndex())  # the file entry again; the dialog is cancelled
+    assert form.corpus.currentIndex() == 0 and form.corpus.currentText() != TSV_CHOICE
+    assert "generated from seed" in form.corpus_info.text()  # the built-in corpus it fell back to
     close_window(window)
