@@ -23,7 +23,7 @@ import torch
 class _SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, gold: torch.Tensor, smoothing: float):
-        n_rows, vocab = logits.shape
+        vocab = logits.shape[-1]
         shifted = logits - logits.amax(-1, keepdim=True)  # [N, V], every value <= 0
         shifted_sum = shifted.sum(-1)  # [N]
         gold_shifted = shifted.gather(1, gold[:, None]).squeeze(1)  # [N], 0 where gold is the maximum
