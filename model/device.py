@@ -3,10 +3,15 @@ and how many CPU cores the torch work of one thread may use."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
-_DEFAULT_CPU_THREADS: list[int] = []  # torch's own choice (the machine's cores), read before anything changes it
+@functools.cache
+def _default_cpu_threads() -> int:
+    """torch's own choice (the machine's cores), read on first use, before anything changes it."""
+    return torch.get_num_threads()
 
 
 def set_cpu_threads(count: int | None = None) -> int:
@@ -19,9 +24,8 @@ def set_cpu_threads(count: int | None = None) -> int:
     worker thread ran at half the command line's speed because the GUI thread had a team of its own. So an
     application with a training thread runs its other threads' torch work on one core.
     """
-    if not _DEFAULT_CPU_THREADS:
-        _DEFAULT_CPU_THREADS.append(torch.get_num_threads())
-    count = count or _DEFAULT_CPU_THREADS[0]
+    default = _default_cpu_threads()  # read on every call, so it is known before the first change
+    count = count or default
     if torch.get_num_threads() != count:
         torch.set_num_threads(count)  # OpenMP and MKL thread counts of this thread (and the default for new ones)
     return count

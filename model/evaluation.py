@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 import sacrebleu
 import torch
-import torch.nn.functional as F
 
 from .batching import collate, encode_pairs, encode_source
 from .corpora import Pair
 from .decoding import greedy_decode
+from .loss import smoothed_cross_entropy
 
 
 @dataclass
@@ -50,10 +50,12 @@ def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, flo
         hidden = model(source, target[:, :-1])  # [B, T, d_model]
         gold = target[:, 1:]  # [B, T]
         real = gold != model.config.pad_id
-        logits = model.logits(hidden[real]).float()  # [N, V]
-        total_loss += F.cross_entropy(logits, gold[real], reduction="sum").item()
-        correct += (logits.argmax(-1) == gold[real]).sum().item()
-        count += int(real.sum())
+        logits = model.logits(hidden[real])  # [N, V]
+        # The training step's loss and accuracy, unsmoothed: both report the same quantities.
+        loss, hits = smoothed_cross_entropy(logits, gold[real], smoothing=0.0)
+        total_loss += loss.item() * logits.shape[0]
+        correct += hits
+        count += logits.shape[0]
     return total_loss / max(count, 1), correct / max(count, 1)
 
 
