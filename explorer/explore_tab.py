@@ -2,7 +2,7 @@
 
 It reads only the session's Trace: the model grid (layers x heads), the focus heatmap (a head, the
 mean or max over heads, or rollout), the lines view, the head table, the tokens, the next-token
-candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, CSV, NPY).
+candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, PDF, CSV, NPY).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QMenu, QPushButton, QSpinBox,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
                                QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from model.selection import KIND_NAMES, SelectionError, select
@@ -20,7 +19,7 @@ from model.selection import KIND_NAMES, SelectionError, select
 from .beam_tree_view import BeamTreeView
 from .candidates_view import CandidatesView
 from .decode_controls import DecodeControls
-from .export import ExportError, copy_to_clipboard, export_all, save_image, save_table
+from .export import ExploreExports
 from .head_table import HeadTable
 from .heatmap import COLORMAPS, HeatmapView
 from .lines_view import LinesView
@@ -29,7 +28,6 @@ from .tokens_view import TokensView
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
 HEAD_CHOICES = ("mean", "max", "rollout")
-EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;CSV table (*.csv);;NumPy array (*.npy)"
 
 
 class ExploreTab(QWidget):
@@ -64,24 +62,14 @@ class ExploreTab(QWidget):
         self.colormap.addItems(COLORMAPS)
         self.colormap.setCurrentText(str(settings.value("explore/colormap", "viridis")))
         self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
+        self.exports = ExploreExports(self)  # the Export menu, Ctrl+E and Ctrl+Shift+C
         export_button = QPushButton("Export ▾")
-        export_button.setToolTip("Export a view as PNG, SVG, CSV or NPY, everything at this step, or copy")
-        menu = QMenu(self)
-        menu.addAction("Focus view…", lambda: self.export_dialog("focus"), QKeySequence("Ctrl+E"))
-        menu.addAction("Model grid…", lambda: self.export_dialog("grid"))
-        menu.addAction("Lines view…", lambda: self.export_dialog("lines"))
-        menu.addAction("Candidates…", lambda: self.export_dialog("candidates"))
-        menu.addAction("Export all kinds × layers × heads…", self.export_all_dialog)
-        menu.addAction("Copy focus view to clipboard", lambda: self.copy_view("focus"), QKeySequence("Ctrl+Shift+C"))
-        export_button.setMenu(menu)
-        self.export_scale = QSpinBox()
-        self.export_scale.setRange(1, 4)
-        self.export_scale.setValue(int(settings.value("explore/export_scale", 2)))
-        self.export_scale.setSuffix("×")
-        self.export_scale.setToolTip("Scale of exported PNG images")
+        export_button.setToolTip("A view as a figure (PNG, SVG, PDF) or data (CSV, NPY), everything at this step, "
+                                 "a copy (Ctrl+Shift+C), or the figure settings (width, font, caption)")
+        export_button.setMenu(self.exports.menu)
         view_row = QHBoxLayout()
         for widget in (QLabel("Attention:"), self.kind, self.layer_box, self.head_box, self.word_level,
-                       QLabel("Colours:"), self.colormap, QLabel("PNG scale"), self.export_scale, export_button):
+                       QLabel("Colours:"), self.colormap, export_button):
             view_row.addWidget(widget)
         view_row.addStretch(1)
 
@@ -132,6 +120,7 @@ class ExploreTab(QWidget):
         self.target_tokens.token_clicked.connect(lambda index: session.go_to_step(index + 1))
         self.candidates.candidate_clicked.connect(session.force)
         self.beam_tree.hypothesis_clicked.connect(session.show_hypothesis)
+        self.beam_tree.node_clicked.connect(self._on_beam_node_clicked)
         self.grid.cell_clicked.connect(self._on_head_chosen)
         self.head_table.head_clicked.connect(self._on_head_chosen)
         self.views.currentChanged.connect(self._on_view_option_changed)
@@ -142,8 +131,6 @@ class ExploreTab(QWidget):
         self.colormap.currentTextChanged.connect(self._on_colormap_changed)
         session.model_changed.connect(self._on_model_changed)
         session.trace_changed.connect(self._on_trace_changed)
-        QShortcut(QKeySequence("Ctrl+E"), self, lambda: self.export_dialog("focus"))
-        QShortcut(QKeySequence("Ctrl+Shift+C"), self, lambda: self.copy_view("focus"))
         self._on_model_changed(session.bundle)
 
     # --- session signals ------------------------------------------------------------------------
@@ -166,7 +153,29 @@ class ExploreTab(QWidget):
         self.layer, self.head = 0, "mean"
         self.hint.hide()
         if self.session.stepper is None and self.controls.source.text().strip():
-            self.session.translate(self.controls.source.text(), self.controls.options())
+            self._translate_readable(self.controls.source.text())
+
+    def _translate_readable(self, text: str) -> None:
+        """Decode the sentence through a new model; one mostly unknown to its source tokenizer (a corpus
+        of another language or symbols) is replaced by an example the model can read, and the hint says so."""
+        session = self.session
+        if session.can_read(text):
+            session.translate(text, self.controls.options())
+            return
+        share, example = session.unknown_share(text), session.example_sentence()
+        quoted = text if len(text) <= 60 else text[:57].rstrip() + "…"
+        unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
+        if example is None:
+            session.translate(text, self.controls.options())
+            self.hint.setText(f"{unknown}, and no example sentence was found for it: type a sentence in the "
+                              "language (or symbols) it was trained on.")
+        else:
+            sentence, origin = example
+            self.controls.source.setText(sentence)
+            session.translate(sentence, self.controls.options())
+            self.hint.setText(f"{unknown}: showing “{sentence}”, from {origin}, instead.")
+            session.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
+        self.hint.show()
 
     def _on_translate_requested(self, text: str) -> None:
         self.settings.setValue("explore/text", text)
@@ -218,7 +227,10 @@ class ExploreTab(QWidget):
             self.lines.set_weights(np.zeros((0, 0, 0), np.float32), [], [])
             self.candidates.set_candidates(None, [], [], [], None)
             self.head_table.setRowCount(0)
+            self.beam_tree.set_tree(None, None, None)
+            self.beam_tree.hide()
             return
+        self._show_decoding(trace)  # tokens, candidates, beam: they never depend on the focus choice
         self.shown = trace.word_level() if self.word_level.isChecked() else trace
         kind = self.current_kind()
         weights = self.shown.matrix(kind)  # [layers, heads, queries, keys]
@@ -237,115 +249,62 @@ class ExploreTab(QWidget):
         except SelectionError as error:
             self.session.message.emit(str(error))
             return
-        self.focus.set_matrix(self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row)
+        self.focus.set_matrix(self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row,
+                              token_level=self.shown.level)
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
         if shown_view is self.grid:
             self.grid.set_weights(weights)
             self.grid.select(layer, head if isinstance(head, int) else None)
         elif shown_view is self.lines:
-            self.lines.set_weights(weights[layer], queries, keys, current_row)
+            self.lines.set_weights(weights[layer], queries, keys, current_row,
+                                   focused_head=head if isinstance(head, int) else None, token_level=self.shown.level)
         else:
             self.head_table.set_weights(weights, keys, kind)
-        self.source_tokens.set_tokens(trace.source_tokens)
+            self.head_table.select_head(layer, head if isinstance(head, int) else None)
+
+    def _show_decoding(self, trace) -> None:
+        """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam."""
+        self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
         n = trace.n_steps
-        self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced))
+        self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
+        bundle, stepper = self.session.bundle, self.session.stepper
+        vocabulary = bundle.config.target_vocab_size if bundle is not None else None
         if n:
             self.candidates.set_candidates(n - 1, trace.candidate_ids[-1], trace.candidate_tokens[-1],
-                                           trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]))
+                                           trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]), vocabulary)
+        elif len(trace.next_candidate_ids):
+            self.candidates.set_candidates(0, trace.next_candidate_ids, trace.next_candidate_tokens,
+                                           trace.next_candidate_probabilities, None, vocabulary)
         else:
             self.candidates.set_candidates(None, [], [], [], None)
-        stepper = self.session.stepper
-        self.beam_tree.set_tree(stepper.beam if stepper is not None else None,
-                                self.session.bundle.target_tokenizer, self.session.hypothesis_rank)
-        self.beam_tree.setVisible(stepper is not None and stepper.beam is not None)
+        beam = stepper.beam if stepper is not None else None
+        appearing = beam is not None and self.beam_tree.isHidden()
+        self.beam_tree.set_tree(beam, bundle.target_tokenizer if bundle is not None else None,
+                                self.session.hypothesis_rank, stepper.options.length_penalty if beam else 0.6)
+        self.beam_tree.setVisible(beam is not None)
+        total = sum(self.side.sizes())
+        if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
+            wanted = min(self.beam_tree.sizeHint().width(), int(total * 0.65))
+            self.side.setSizes([total - wanted, wanted])
 
-    # --- export ---------------------------------------------------------------------------------
-    def view_widget(self, name: str):
-        return {"focus": self.focus, "grid": self.grid, "lines": self.lines.plot, "candidates": self.candidates}[name]
+    def _on_beam_node_clicked(self, rank: int, n_steps: int) -> None:
+        """A row of the beam tree: its best hypothesis, at the step where the row's first token was chosen."""
+        self.session.show_hypothesis(rank)
+        self.session.go_to_step(n_steps)
 
-    def view_data(self, name: str) -> tuple[np.ndarray, list[str], list[str], str]:
-        """(array, row labels, column labels, corner) that a view's CSV/NPY holds."""
-        if name == "candidates":
-            c = self.candidates
-            return c.probabilities[:, None], c.tokens, ["probability"], "token"
-        if self.focus_matrix is None:
-            raise ExportError("nothing to export yet: translate a sentence first")
-        m = self.focus_matrix
-        if name == "focus":
-            return m.values, m.query_labels, m.key_labels, "query \\ key"
-        weights = self.shown.matrix(self.current_kind())
-        if name == "lines":
-            weights = weights[m.layer]  # [heads, queries, keys]
-            rows = [f"head {h + 1} | {q}" for h in range(weights.shape[0]) for q in m.query_labels]
-            return weights.reshape(-1, weights.shape[-1]), rows, m.key_labels, "head | query \\ key"
-        rows = [f"layer {l + 1} head {h + 1} | {q}" for l in range(weights.shape[0])
-                for h in range(weights.shape[1]) for q in m.query_labels]
-        return weights.reshape(-1, weights.shape[-1]), rows, m.key_labels, "layer head | query \\ key"
-
-    def export_view(self, name: str, path: str | Path, scale: float | None = None) -> Path:
-        path = Path(path)
-        scale = scale if scale is not None else self.export_scale.value()
-        if name in ("grid", "lines"):
-            self.views.setCurrentWidget(self.grid if name == "grid" else self.lines)  # drawn as it is exported
-        if path.suffix.lower() in (".png", ".svg"):
-            title = self.focus_matrix.title if self.focus_matrix is not None else name
-            return save_image(self.view_widget(name), path, scale, title)
-        values, rows, columns, corner = self.view_data(name)
-        if path.suffix.lower() == ".npy" and name in ("grid", "lines"):
-            kind_weights = self.shown.matrix(self.current_kind())
-            values = kind_weights if name == "grid" else kind_weights[self.focus_matrix.layer]
-        return save_table(values, rows, columns, path, corner)
-
-    def export_dialog(self, name: str) -> None:
-        folder = self.settings.value("explore/export_folder", str(Path.home()))
-        kind = self.current_kind()
-        suggested = str(Path(folder) / f"{name}_{kind}_L{self.layer + 1}_{self.head if isinstance(self.head, str) else 'H' + str(self.head + 1)}.png")
-        path, _ = QFileDialog.getSaveFileName(self, f"Export the {name} view", suggested, EXPORT_FILTER)
-        if not path:
-            return
-        try:
-            written = self.export_view(name, path)
-        except (ExportError, OSError, ValueError) as error:
-            self.session.message.emit(f"Export failed: {error}")
-            return
-        self.settings.setValue("explore/export_folder", str(Path(path).parent))
-        self.session.message.emit(f"Exported {written}")
+    # --- export (explorer/export.py) ---------------------------------------------------------------
+    def export_view(self, name: str, path: str | Path) -> Path:
+        """The view ``name`` (focus, grid, lines, candidates) as a figure or data, by the suffix."""
+        return self.exports.export_view(name, path)
 
     def export_all_to(self, folder: str | Path) -> list[Path]:
-        if self.shown is None:
-            raise ExportError("nothing to export yet: translate a sentence first")
+        return self.exports.export_all_to(folder)
 
-        view = HeatmapView(self.colormap.currentText())  # one view, redrawn for every file
-        view.resize(900, 700)
-
-        def make_heatmap(matrix):
-            current = len(matrix.query_labels) - 1 if matrix.kind != "encoder" else None
-            view.set_matrix(matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, current)
-            return view
-
-        return export_all(self.shown, folder, make_heatmap)
-
-    def export_all_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Export every kind, layer and head into a folder",
-                                                  self.settings.value("explore/export_folder", str(Path.home())))
-        if not folder:
-            return
-        try:
-            written = self.export_all_to(folder)
-        except (ExportError, OSError) as error:
-            self.session.message.emit(f"Export failed: {error}")
-            return
-        self.session.message.emit(f"Exported {len(written)} files to {folder}")
-
-    def copy_view(self, name: str) -> None:
-        if name in ("grid", "lines"):
-            self.views.setCurrentWidget(self.grid if name == "grid" else self.lines)
-        copy_to_clipboard(self.view_widget(name), self.export_scale.value())
-        self.session.message.emit(f"Copied the {name} view to the clipboard")
+    def copy_view(self, name: str):
+        return self.exports.copy_view(name)
 
     def save_settings(self) -> None:
         self.settings.setValue("explore/kind", self.current_kind())
         self.settings.setValue("explore/word_level", self.word_level.isChecked())
-        self.settings.setValue("explore/export_scale", self.export_scale.value())
         self.settings.setValue("explore/splitter", self.main_splitter.saveState())
         self.settings.setValue("explore/top_splitter", self.top_splitter.saveState())

@@ -1,133 +1,139 @@
-"""Exporting what a view shows: PNG at 1x-4x, SVG (vector, token labels as text, through Qt's
-QSvgGenerator because pyqtgraph 0.14's SVGExporter fails under PySide6 6.12), the data as CSV
-(labels in the first row and column) and NPY, a whole folder for every kind x layer x head, and
-the clipboard.
+"""The Explore tab's exports: its Export menu, Ctrl+E (export the focus view) and Ctrl+Shift+C (copy
+it), each bound once. Figures are drawn by the core (``model.exporting``), from the trace the window
+shows and an ExportRequest built from the window's choices, so the ``export`` command with the same
+settings writes the same file. Errors are shown in the status bar; nothing is half-written.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter
-from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QGraphicsView, QWidget
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QImage, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMenu
 
-from model.selection import write_csv
+from model.exporting import ExportRequest, draw, export_all, export_view, shown_trace
+from model.figure_layout import FigureError
+from model.figures import figure_png
+from model.files import OutputError
+from model.selection import SelectionError
 
-IMAGE_SUFFIXES = (".png", ".svg")
-DATA_SUFFIXES = (".csv", ".npy")
+from .figure_settings import FigureSettingsDialog, figure_options
 
-
-class ExportError(ValueError):
-    pass
-
-
-def _source(widget: QWidget) -> tuple[QGraphicsView | None, QRectF]:
-    """The graphics view inside a widget (itself, or its first child view) and the scene area on screen."""
-    view = widget if isinstance(widget, QGraphicsView) else widget.findChild(QGraphicsView)
-    if view is None:
-        return None, QRectF(widget.rect())
-    return view, view.mapToScene(view.viewport().rect()).boundingRect()
+EXPORT_FILTER = ("PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;"
+                 "NumPy array (*.npy)")
+EXPORT_ERRORS = (OutputError, SelectionError, FigureError)
+VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
 
 
-def _paint(widget: QWidget, painter: QPainter, target: QRectF) -> None:
-    view, area = _source(widget)
-    if view is not None and widget is view:
-        view.scene().render(painter, target, area)
-    else:
-        painter.scale(target.width() / max(widget.width(), 1), target.height() / max(widget.height(), 1))
-        widget.render(painter)
+class ExploreExports(QObject):
+    """Export actions of an ExploreTab (``tab``): it reads the tab's choices and the session's trace."""
 
+    def __init__(self, tab):
+        super().__init__(tab)
+        self.tab = tab
+        self.menu = QMenu(tab)
+        self.focus_action = self._action("Focus view…", lambda: self.export_dialog("focus"), "Ctrl+E")
+        for name in ("grid", "lines", "candidates"):
+            self._action(f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…",
+                         lambda checked=False, n=name: self.export_dialog(n))
+        self._action("Export all kinds × layers × heads…", self.export_all_dialog)
+        self.menu.addSeparator()
+        self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"),
+                                        "Ctrl+Shift+C")
+        self._action("Figure settings…", self.settings_dialog)
 
-def render_image(widget: QWidget, scale: float = 2.0) -> QImage:
-    """The widget drawn at ``scale`` times its on-screen size (vector items stay sharp)."""
-    if not 1 <= scale <= 4:
-        raise ExportError("scale must be between 1 and 4")
-    size = QSize(max(1, int(widget.width() * scale)), max(1, int(widget.height() * scale)))
-    image = QImage(size, QImage.Format_ARGB32)
-    image.fill(widget.palette().color(widget.backgroundRole()) if not isinstance(widget, QGraphicsView)
-               else widget.backgroundBrush().color() if widget.backgroundBrush().style() != Qt.NoBrush
-               else QColor("white"))
-    painter = QPainter(image)
-    painter.setRenderHint(QPainter.Antialiasing)
-    painter.setRenderHint(QPainter.TextAntialiasing)
-    _paint(widget, painter, QRectF(0, 0, size.width(), size.height()))
-    painter.end()
-    return image
+    def _action(self, text: str, slot, shortcut: str | None = None) -> QAction:
+        action = QAction(text, self.tab)
+        action.triggered.connect(slot)
+        if shortcut:  # one binding: the action lives in the tab (so the key works there) and in the menu
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.tab.addAction(action)
+        self.menu.addAction(action)
+        return action
 
+    # --- what is exported -----------------------------------------------------------------------
+    def request(self, view: str) -> ExportRequest:
+        tab = self.tab
+        bundle = tab.session.bundle
+        model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        options, dpi = figure_options(tab.settings, tab.colormap.currentText(), model_name)
+        head = tab.head
+        if head == "rollout" and tab.current_kind() == "cross":
+            head = "mean"  # what the focus view shows for cross-attention
+        heads = tab.lines.visible_heads() if view == "lines" and tab.lines.head_boxes else None
+        return ExportRequest(view=view, kind=tab.current_kind(), layer=tab.layer, head=head, step=None,
+                             word_level=tab.word_level.isChecked(), figure=options, dpi=dpi, heads=heads)
 
-def save_svg(widget: QWidget, path: str | Path, title: str = "") -> None:
-    generator = QSvgGenerator()
-    generator.setFileName(str(path))
-    generator.setSize(widget.size())
-    generator.setViewBox(QRectF(0, 0, widget.width(), widget.height()))
-    generator.setTitle(title or "Transformer Explorer")
-    generator.setDescription("Exported by Transformer Explorer")
-    painter = QPainter(generator)
-    _paint(widget, painter, QRectF(0, 0, widget.width(), widget.height()))
-    painter.end()
+    def trace(self):
+        trace = self.tab.session.trace
+        if trace is None:
+            raise OutputError("nothing to export yet: translate a sentence first")
+        return trace
 
+    def model_path(self) -> tuple:
+        bundle = self.tab.session.bundle
+        return (bundle.path,) if bundle is not None and bundle.path else ()
 
-def save_image(widget: QWidget, path: str | Path, scale: float = 2.0, title: str = "") -> Path:
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".svg":
-        save_svg(widget, path, title)
-    elif suffix == ".png":
-        if not render_image(widget, scale).save(str(path), "PNG"):
-            raise ExportError(f"could not write {path}")
-    else:
-        raise ExportError(f"images are saved as .png or .svg, not {suffix or 'no extension'}")
-    return path
+    # --- doing it -------------------------------------------------------------------------------
+    def export_view(self, view: str, path: str | Path) -> Path:
+        return export_view(self.trace(), self.request(view), path, self.model_path())
 
+    def export_all_to(self, folder: str | Path) -> list[Path]:
+        return export_all(self.trace(), folder, self.request("focus"))
 
-def save_table(values: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path,
-               corner: str = "") -> Path:
-    """A 2-D array as CSV (labels in the first row and column) or NPY (the array exactly)."""
-    path = Path(path)
-    values = np.asarray(values)
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        np.save(path, values, allow_pickle=False)
-    elif suffix == ".csv":
-        if values.ndim != 2:
-            raise ExportError("CSV holds a 2-D table")
-        write_csv(values, row_labels, column_labels, path, corner)
-    else:
-        raise ExportError(f"data is saved as .csv or .npy, not {suffix or 'no extension'}")
-    return path
+    def figure_image(self, view: str) -> QImage:
+        request = self.request(view)
+        figure = draw(shown_trace(self.trace(), None, request.word_level), request)
+        image = QImage()
+        image.loadFromData(figure_png(figure, min(request.dpi, 200)), "PNG")
+        return image
 
+    def copy_view(self, view: str) -> QImage | None:
+        try:
+            image = self.figure_image(view)
+        except EXPORT_ERRORS as error:
+            self.tab.session.message.emit(f"Copy failed: {error}")
+            return None
+        QGuiApplication.clipboard().setImage(image)
+        self.tab.session.message.emit(f"Copied the {VIEW_NAMES[view]} to the clipboard")
+        return image
 
-def copy_to_clipboard(widget: QWidget, scale: float = 2.0) -> QImage:
-    image = render_image(widget, scale)
-    QGuiApplication.clipboard().setImage(image)
-    return image
+    # --- dialogs --------------------------------------------------------------------------------
+    def suggested_name(self, view: str) -> str:
+        tab = self.tab
+        head = tab.head if isinstance(tab.head, str) else f"H{tab.head + 1}"
+        return f"{view}_{tab.current_kind()}_L{tab.layer + 1}_{head}.png"
 
+    def export_dialog(self, view: str) -> None:
+        folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
+        path, _ = QFileDialog.getSaveFileName(self.tab, f"Export the {VIEW_NAMES[view]}",
+                                              str(folder / self.suggested_name(view)), EXPORT_FILTER)
+        if not path:
+            return
+        try:
+            written = self.export_view(view, path)
+        except EXPORT_ERRORS as error:
+            self.tab.session.message.emit(f"Export failed: {error}")
+            return
+        self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
+        self.tab.session.message.emit(f"Exported {written}")
 
-def export_all(trace, folder: str | Path, make_heatmap, step: int | None = None,
-               formats: tuple[str, ...] = (".png", ".csv", ".npy")) -> list[Path]:
-    """Every kind x layer x head (and the mean over heads) of the trace at ``step`` into ``folder``,
-    named like ``cross_L2_H3.png``. ``make_heatmap(matrix)`` returns a widget showing one matrix."""
-    from model.selection import select
+    def export_all_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.tab, "Export every kind, layer and head into a folder",
+                                                  str(self.tab.settings.value("explore/export_folder",
+                                                                              str(Path.home()))))
+        if not folder:
+            return
+        try:
+            written = self.export_all_to(folder)
+        except EXPORT_ERRORS as error:
+            self.tab.session.message.emit(f"Export failed: {error}")
+            return
+        self.tab.session.message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for kind in ("encoder", "decoder", "cross"):
-        weights = trace.matrix(kind)
-        for layer in range(weights.shape[0]):
-            for head in [*range(weights.shape[1]), "mean"]:
-                matrix = select(trace, kind, layer, head, step)
-                name = f"{kind}_L{layer + 1}_{'H' + str(head + 1) if isinstance(head, int) else head}"
-                for suffix in formats:
-                    path = folder / f"{name}{suffix}"
-                    if suffix in DATA_SUFFIXES:
-                        save_table(matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
-                    elif matrix.values.size:
-                        save_image(make_heatmap(matrix), path, 1.0, matrix.title)
-                    else:
-                        continue
-                    written.append(path)
-    return written
+    def settings_dialog(self) -> FigureSettingsDialog:
+        dialog = FigureSettingsDialog(self.tab.settings, self.tab)
+        dialog.open()
+        return dialog

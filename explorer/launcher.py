@@ -1,5 +1,5 @@
 """The ``transformer-explorer`` command: with no arguments (or a model path) it opens the desktop
-app; sub-commands go to the core's command line, and ``export`` renders a heatmap without a window.
+app; sub-commands (``export`` included, which draws figures with matplotlib) go to the core's command line.
 
 Qt is never imported for a core sub-command, so ``transformer-explorer train ...`` works on a machine
 without a display.
@@ -21,10 +21,6 @@ def main(argv: list[str] | None = None) -> int:
 
     if argv[0] in COMMANDS or argv[0] in ("-h", "--help"):
         return core_main(argv)
-    if argv and argv[0] == "export":
-        from .export_cli import main as export_main
-
-        return export_main(argv[1:])
     if len(argv) > 1 or (argv and argv[0].startswith("-")):
         return core_main(argv)  # argparse explains what it did not understand
     from .app import run_app

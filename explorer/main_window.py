@@ -187,6 +187,8 @@ class MainWindow(QMainWindow):
         from model import checkpoint
         from model.shipped import resolve_model
 
+        if not self.confirm_replacing_model():
+            return
         self.statusBar().showMessage(f"Opening {path}…")
 
         def load():
@@ -208,15 +210,33 @@ class MainWindow(QMainWindow):
         task = start_task(load, done, failed)
         self._tasks.add(task)
 
-    def _on_save_requested(self) -> None:
+    def confirm_replacing_model(self) -> bool:
+        """Before another model replaces the active one: a model trained in this session and never saved
+        would be lost, so ask (Save… / Discard / Cancel). True when the replacement may go on."""
+        if not self.session.has_unsaved_training():
+            return True
+        answer = self.ask_to_keep_trained_model()
+        if answer == QMessageBox.Save:
+            return self._on_save_requested()
+        return answer == QMessageBox.Discard
+
+    def ask_to_keep_trained_model(self):
+        """Asked before an unsaved trained model is replaced (tests replace it): Save, Discard or Cancel."""
+        return QMessageBox.question(
+            self, "Save the trained model?",
+            "The model trained in this session has not been saved. Opening another model replaces it.\n\n"
+            "Save it first, discard it, or cancel and keep it open?",
+            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
+
+    def _on_save_requested(self) -> bool:
+        """The save dialog; True when the model was saved."""
         if self.session.bundle is None:
             self.show_error("Nothing to save", "Open or train a model first.")
-            return
+            return False
         start = self.session.bundle.path or str(Path(self.settings.value("last_model_folder", str(Path.home())))
                                                  / "model.safetensors")
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
-        if path:
-            self.save_model(path)
+        return bool(path) and self.save_model(path)
 
     def save_model(self, path: str) -> bool:
         from model import checkpoint
@@ -233,7 +253,7 @@ class MainWindow(QMainWindow):
         return True
 
     def _on_trained(self, bundle) -> None:
-        self.session.set_model(bundle)
+        self.session.set_model(bundle, trained=True)
         self.statusBar().showMessage("Training done: the new model is active. File ▸ Save model as… keeps it.", 10000)
 
     # --- feedback -------------------------------------------------------------------------------

@@ -2,9 +2,17 @@
 chosen dimensions as curves over positions, the similarity matrix between positions, and the
 relative-position property — PE(pos + k) is a fixed rotation of PE(pos) — as the measured error
 over k. For learned positions: the learned table and its similarity matrix.
+
+Matrices whose values are all ≥ 0 (the similarity of sinusoidal encodings) get a sequential colour
+map over (min, max); matrices with both signs a diverging map over a symmetric range. Axes are
+numbered at a step fixed by their range (1, 2 or 5 × 10ⁿ), so redrawing keeps the same step, and
+the legends sit in a line of their own below the plots, where they cover no data.
 """
 
 from __future__ import annotations
+
+import html
+import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -17,31 +25,148 @@ from .heatmap import HeatmapView
 from .lines_view import head_colour
 from .plot_style import show_light_grid
 
+MAX_DIMENSIONS = 12  # curves drawn at most
+TICK_TARGET = 8  # about this many numbered ticks along an axis
+SEQUENTIAL_MAP, DIVERGING_MAP = "viridis", "CET-D1"
+ROTATION_TITLE = "Relative position: max |Rₖ·PE(pos) − PE(pos+k)| over pos"
+
+
+def nice_step(span: float, target: int = TICK_TARGET) -> float:
+    """The smallest step of 1, 2 or 5 × 10ⁿ that numbers ``span`` with at most ``target`` steps."""
+    if not span > 0:
+        return 1.0
+    raw = span / max(target, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+
+
+def index_step(count: int, target: int = TICK_TARGET) -> int:
+    """Step between numbered rows or columns (positions, dimensions, offsets): a whole number."""
+    return max(1, int(round(nice_step(count, target))))
+
+
+def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
+    """(levels, colour map): sequential over (min, max) when no value is negative, else diverging and
+    symmetric around 0 so that 0 is the map's neutral middle."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return (0.0, 1.0), SEQUENTIAL_MAP
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    if low >= 0:
+        return (low, high if high > low else low + 1.0), SEQUENTIAL_MAP
+    limit = max(abs(low), abs(high)) or 1.0
+    return (-limit, limit), DIVERGING_MAP
+
+
+def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
+    """The dimensions to draw from a comma-separated list, and why each other entry was ignored."""
+    chosen, problems = [], []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            dimension = int(part)
+        except ValueError:
+            problems.append(f"“{part}” is not a number")
+            continue
+        if not 0 <= dimension < d_model:
+            problems.append(f"{dimension} is out of range 0..{d_model - 1}")
+        elif dimension in chosen:
+            problems.append(f"{dimension} is a duplicate")
+        elif len(chosen) >= MAX_DIMENSIONS:
+            problems.append(f"{dimension}: at most {MAX_DIMENSIONS} dimensions are drawn")
+        else:
+            chosen.append(dimension)
+    return chosen, problems
+
+
+class NumberedHeatmap(HeatmapView):
+    """A heatmap of numbered rows and columns (positions, dimensions), labelled at a fixed step."""
+
+    def _set_ticks(self) -> None:
+        for side, labels in (("left", self.query_labels), ("top", self.key_labels)):
+            axis = self.plot.getAxis(side)
+            if hasattr(axis, "set_tokens"):
+                axis.set_tokens(None)  # numbers, not tokens: a plain axis with the ticks below
+            step = index_step(len(labels))
+            axis.setTicks([[(index + 0.5, labels[index]) for index in range(0, len(labels), step)], []])
+
+
+class LegendPlot(QWidget):
+    """A line plot with its legend in a line of its own below the plot area, where it covers no curve.
+    Curves given a ``name`` are listed in the legend, in their colour and line style."""
+
+    def __init__(self, title: str, bottom_label: str):
+        super().__init__()
+        self.plot_widget = pg.PlotWidget(title=title)
+        self.plot_item = self.plot_widget.getPlotItem()
+        self.plot_item.setLabel("bottom", bottom_label)
+        self.plot_item.setMenuEnabled(False)
+        show_light_grid(self.plot_item)
+        self.entries: list[tuple[str, str, bool]] = []  # (name, colour, dashed)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setAlignment(Qt.AlignCenter)
+        self.legend.setToolTip("What each curve is")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.plot_widget, 1)
+        layout.addWidget(self.legend)
+
+    def getPlotItem(self) -> pg.PlotItem:  # noqa: N802 - the name PlotWidget uses
+        return self.plot_item
+
+    def plot(self, *args, name: str | None = None, **kwargs) -> pg.PlotDataItem:
+        item = self.plot_item.plot(*args, name=name, **kwargs)
+        if name is not None:
+            pen = pg.mkPen(kwargs.get("pen"))
+            self.entries.append((name, pen.color().name(), pen.style() != Qt.SolidLine))
+            self._show_legend()
+        return item
+
+    def clear(self) -> None:
+        self.plot_item.clear()
+        self.entries = []
+        self._show_legend()
+
+    def legend_names(self) -> list[str]:
+        return [name for name, _colour, _dashed in self.entries]
+
+    def _show_legend(self) -> None:
+        self.legend.setText("&nbsp;&nbsp; ".join(
+            f'<span style="color:{colour}; font-weight:bold">{"╍╍" if dashed else "━━"}</span>'
+            f"&nbsp;{html.escape(name)}" for name, colour, dashed in self.entries))
+        self.legend.setVisible(bool(self.entries))
+
 
 class PositionalTab(QWidget):
     def __init__(self, session):
         super().__init__()
         self.session = session
         self.report = None
+        self.dimension_problems: list[str] = []
         self.positions = QSpinBox()
         self.positions.setRange(2, 4096)
         self.positions.setValue(64)
         self.positions.setToolTip("How many positions to show")
         self.dimensions = QLineEdit("0, 1, 8, 9, 32, 33")
-        self.dimensions.setToolTip("Dimensions drawn as curves over positions (comma-separated)")
+        self.dimensions.setToolTip(f"Dimensions drawn as curves over positions (comma-separated, at most "
+                                   f"{MAX_DIMENSIONS})")
+        self.dimensions_error = QLabel()
+        self.dimensions_error.setWordWrap(True)
+        self.dimensions_error.setStyleSheet("color: #d62728;")
+        self.dimensions_error.hide()
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.table_view = HeatmapView(value_label="encoding value")
-        self.similarity_view = HeatmapView(value_label="dot product")
-        self.curves = pg.PlotWidget(title="Chosen dimensions over positions")
-        self.curves.setLabel("bottom", "position")
-        self.curves.addLegend(offset=(-10, 10))
-        show_light_grid(self.curves)
-        self.rotation = pg.PlotWidget(title="Relative position: max |R_k·PE(pos) − PE(pos+k)| over pos")
-        self.rotation.setLabel("bottom", "offset k")
-        self.rotation.setLogMode(y=True)
-        self.rotation.addLegend(offset=(-10, 10))
-        show_light_grid(self.rotation)
+        self.table_view = NumberedHeatmap(value_label="encoding value")
+        self.similarity_view = NumberedHeatmap(value_label="dot product")
+        self.curves = LegendPlot("Chosen dimensions over positions", "position")
+        self.rotation = LegendPlot(ROTATION_TITLE, "offset k")
+        self.rotation.plot_item.setLogMode(y=True)
+        self.rotation.plot_item.getAxis("left").setTickSpacing(levels=[(1, 0)])  # one tick a decade
         for widget, tip in ((self.table_view, "The encoding added to each position's embedding"),
                             (self.similarity_view, "Dot products between the encodings of two positions"),
                             (self.curves, "Each dimension is a sine or cosine of its own wavelength"),
@@ -60,6 +185,7 @@ class PositionalTab(QWidget):
         grid.addWidget(self.rotation, 1, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
+        layout.addWidget(self.dimensions_error)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 1)
         self.positions.valueChanged.connect(self._on_options_changed)
@@ -68,12 +194,7 @@ class PositionalTab(QWidget):
         self._on_model_changed(session.bundle)
 
     def chosen_dimensions(self, d_model: int) -> list[int]:
-        chosen = []
-        for part in self.dimensions.text().replace(";", ",").split(","):
-            part = part.strip()
-            if part.isdigit() and int(part) < d_model and int(part) not in chosen:
-                chosen.append(int(part))
-        return chosen[:12]
+        return parse_dimensions(self.dimensions.text(), d_model)[0]
 
     def _on_model_changed(self, bundle) -> None:
         if bundle is None:
@@ -85,6 +206,24 @@ class PositionalTab(QWidget):
         self.positions.blockSignals(False)
         self._on_options_changed()
 
+    def _show_dimension_problems(self, problems: list[str]) -> None:
+        self.dimension_problems = problems
+        if problems:
+            self.dimensions_error.setText("Ignored: " + "; ".join(problems) + ".")
+            self.dimensions.setStyleSheet("QLineEdit { border: 2px solid #d62728; }")
+        else:
+            self.dimensions_error.clear()
+            self.dimensions.setStyleSheet("")
+        self.dimensions_error.setVisible(bool(problems))
+
+    def _draw_matrix(self, view: NumberedHeatmap, values: np.ndarray, rows: list[str], columns: list[str],
+                     title: str, axes: tuple[str, str]) -> None:
+        levels, colours = colour_scale(values)
+        view.set_matrix(values, rows, columns, title, levels=levels)
+        view.color_bar.setColorMap(pg.colormap.get(colours))
+        view.plot.getAxis("left").setLabel(axes[0])
+        view.plot.getAxis("top").setLabel(axes[1])
+
     def _on_options_changed(self, *_args) -> None:
         bundle = self.session.bundle
         if bundle is None:
@@ -92,28 +231,14 @@ class PositionalTab(QWidget):
         self.report = report = positional_report(bundle, self.positions.value())
         n_positions, d_model = report.table.shape
         labels = [str(p) for p in range(n_positions)]
-        limit = float(np.abs(report.table).max()) or 1.0
-        self.table_view.set_matrix(report.table, labels, [str(d) for d in range(d_model)],
-                                   f"{report.kind} encoding: positions × dimensions", levels=(-limit, limit))
-        self.table_view.plot.getAxis("left").setLabel("position")
-        self.table_view.plot.getAxis("top").setLabel("dimension")
-        self.table_view.color_bar.setColorMap(pg.colormap.get("CET-D1"))
-        similarity_limit = float(np.abs(report.similarity).max()) or 1.0
-        self.similarity_view.set_matrix(report.similarity, labels, labels, "similarity PE(i)·PE(j)",
-                                        levels=(-similarity_limit, similarity_limit))
-        self.similarity_view.plot.getAxis("left").setLabel("position i")
-        self.similarity_view.plot.getAxis("top").setLabel("position j")
-        self.similarity_view.color_bar.setColorMap(pg.colormap.get("CET-D1"))
-        self.curves.clear()
-        for index, dimension in enumerate(self.chosen_dimensions(d_model)):
-            self.curves.plot(np.arange(n_positions), report.table[:, dimension],
-                             pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}")
-        self.rotation.clear()
-        if report.kind == "sinusoidal":
-            self.rotation.plot(report.offsets, np.maximum(report.rotation_error, 1e-12),
-                               pen=pg.mkPen("#54a24b", width=2), symbol="o", symbolSize=5, name="after rotation R_k")
-        self.rotation.plot(report.offsets, np.maximum(report.unrotated_error, 1e-12),
-                           pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine), name="without rotation")
+        self._draw_matrix(self.table_view, report.table, labels, [str(d) for d in range(d_model)],
+                          f"{report.kind} encoding: positions × dimensions", ("position", "dimension"))
+        self._draw_matrix(self.similarity_view, report.similarity, labels, labels, "similarity PE(i)·PE(j)",
+                          ("position i", "position j"))
+        chosen, problems = parse_dimensions(self.dimensions.text(), d_model)
+        self._show_dimension_problems(problems)
+        self._draw_curves(report, chosen)
+        self._draw_rotation(report)
         if report.kind == "sinusoidal":
             self.summary.setText(
                 f"Sinusoidal encoding, d_model {d_model}. For every offset k a fixed rotation of each (sin, cos) pair "
@@ -122,3 +247,30 @@ class PositionalTab(QWidget):
         else:
             self.summary.setText(f"Learned positional table, d_model {d_model}: no fixed rotation relates its "
                                  "positions; the similarity matrix shows what it learned about nearness.")
+
+    def _draw_curves(self, report, chosen: list[int]) -> None:
+        """The chosen dimensions over positions, on axes fixed by the whole table (not by the dimensions
+        chosen), so that choosing others keeps the scale and the tick step."""
+        n_positions = report.table.shape[0]
+        self.curves.clear()
+        for index, dimension in enumerate(chosen):
+            self.curves.plot(np.arange(n_positions), report.table[:, dimension],
+                             pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}")
+        limit = float(np.abs(report.table).max()) or 1.0
+        plot = self.curves.plot_item
+        plot.setXRange(0, max(n_positions - 1, 1), padding=0)
+        plot.setYRange(-limit, limit, padding=0.05)
+        plot.getAxis("bottom").setTickSpacing(levels=[(index_step(n_positions - 1), 0)])
+        plot.getAxis("left").setTickSpacing(levels=[(nice_step(2 * limit, 4), 0)])
+
+    def _draw_rotation(self, report) -> None:
+        self.rotation.clear()
+        if report.kind == "sinusoidal":
+            self.rotation.plot(report.offsets, np.maximum(report.rotation_error, 1e-12),
+                               pen=pg.mkPen("#54a24b", width=2), symbol="o", symbolSize=5,
+                               name="after rotation Rₖ")
+        self.rotation.plot(report.offsets, np.maximum(report.unrotated_error, 1e-12),
+                           pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine), name="without rotation")
+        plot = self.rotation.plot_item
+        plot.setXRange(float(report.offsets[0]), float(report.offsets[-1]), padding=0.02)
+        plot.getAxis("bottom").setTickSpacing(levels=[(index_step(int(report.offsets[-1])), 0)])

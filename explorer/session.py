@@ -7,12 +7,23 @@ here, which emits a signal.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QObject, Signal
 
 from model.checkpoint import ModelBundle
+from model.corpora import CorpusError, generate_builtin
+from model.corpora.files import read_moses, read_tsv
 from model.device import set_cpu_threads
 from model.stepper import DecodingError, DecodingOptions, Stepper
+from model.tokenizer import UNK_ID
 from model.trace import Trace
+
+WORD_MARK = "▁"  # SentencePiece's word-start piece: a lone one says nothing about the words
+UNREADABLE_SHARE = 0.5  # a sentence more than half of whose pieces are unknown cannot be read by the model
+EXAMPLE_CANDIDATES = 20  # sentences tried from the history or the corpus
+MAX_EXAMPLE_PIECES = 24  # an example stays short enough to read its attention
+MAX_CORPUS_FILE_BYTES = 50 * 1024 * 1024  # a larger corpus file is not read just to find an example
 
 
 class Session(QObject):
@@ -29,9 +40,13 @@ class Session(QObject):
         self.options = DecodingOptions()
         self.hypothesis_rank: int | None = None  # the beam hypothesis shown, when one was clicked
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
+        self._trained: ModelBundle | None = None  # the last model trained in this session
 
     # --- the model ------------------------------------------------------------------------------
-    def set_model(self, bundle: ModelBundle | None) -> None:
+    def set_model(self, bundle: ModelBundle | None, trained: bool = False) -> None:
+        """Make ``bundle`` the active model; ``trained``: it was just trained here (and is not saved yet)."""
+        if trained or bundle is not self._trained:
+            self._trained = bundle if trained else None  # a model replaced is not kept alive here
         if bundle is not None:
             set_cpu_threads(1)  # decoding here, in the window's thread, leaves the cores to training
         self.bundle = bundle
@@ -41,6 +56,59 @@ class Session(QObject):
         self.model_changed.emit(bundle)
         if bundle is not None and self.text and self.stepper is None:
             self.translate(self.text)  # the sentence being explored, through the new model
+
+    def has_unsaved_training(self) -> bool:
+        """Whether the active model was trained in this session and never saved (replacing it loses it)."""
+        return self.bundle is not None and self.bundle is self._trained and self.bundle.path is None
+
+    # --- whether the model can read a sentence ----------------------------------------------------
+    def unknown_share(self, text: str) -> float:
+        """Share of the sentence's source pieces (lone word marks aside) that the active model's source
+        tokenizer does not know (<unk>); 0 without a model or text."""
+        if self.bundle is None:
+            return 0.0
+        tokenizer = self.bundle.source_tokenizer
+        ids = [i for i in tokenizer.encode(text) if tokenizer.piece(i) != WORD_MARK]
+        return sum(i == UNK_ID for i in ids) / len(ids) if ids else 0.0
+
+    def can_read(self, text: str) -> bool:
+        return self.unknown_share(text) <= UNREADABLE_SHARE
+
+    def example_sentence(self) -> tuple[str, str] | None:
+        """A short source sentence the active model can read, and where it comes from: a sample
+        translation of its training history, or a sentence of its corpus (a built-in one is generated
+        again; a file is read if it is still there). None when nothing fits."""
+        bundle = self.bundle
+        if bundle is None:
+            return None
+        for text, origin in self._example_candidates(bundle):
+            text = " ".join(str(text).split())
+            if text and len(bundle.source_tokenizer.encode(text)) <= MAX_EXAMPLE_PIECES and \
+                    self.unknown_share(text) == 0.0:
+                return text, origin
+        return None
+
+    @staticmethod
+    def _example_candidates(bundle: ModelBundle):
+        for validation in reversed(bundle.history.get("validations") or []):
+            for sample in (validation.get("samples") or [])[:EXAMPLE_CANDIDATES]:
+                if sample:
+                    yield sample[0], "its training history's sample translations"
+        corpus = bundle.corpus
+        if corpus is None:
+            return
+        try:
+            if corpus.is_builtin:
+                pairs = generate_builtin(corpus.name, EXAMPLE_CANDIDATES, corpus.seed)
+            elif Path(corpus.name).is_file() and Path(corpus.name).stat().st_size <= MAX_CORPUS_FILE_BYTES:
+                pairs = (read_moses(corpus.name, corpus.target_path, skip_malformed=True) if corpus.target_path
+                         else read_tsv(corpus.name, skip_malformed=True)).pairs[:EXAMPLE_CANDIDATES]
+            else:
+                return  # the corpus file has moved, or is too large to read for one example
+        except (CorpusError, OSError, ValueError):
+            return
+        for pair in pairs:
+            yield pair.source, f"its corpus ({corpus.describe()})"
 
     def describe_model(self) -> str:
         if self.bundle is None:

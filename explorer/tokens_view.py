@@ -1,39 +1,211 @@
 """A row of tokens as clickable chips: the source pieces, or the target so far with the current
-step highlighted and forced tokens marked. Clicking a target token selects that step."""
+step highlighted and forced tokens marked (✎). Clicking a target token selects that step; so do the
+arrow keys and Enter when the row has the keyboard focus. A chip's tooltip names its raw piece.
+
+Chips show tokens as people read them (``model.labels.display_labels``: "▁La" prints "La", a
+continuation piece "·a"), never the tokenizer's word marker; ``tokens`` keeps the raw pieces.
+
+The chips are painted by the widget itself, wrapped to its width: a rich-text label of 200 linked
+chips took about 10 ms to lay out again on every step; this takes well under one.
+"""
 
 from __future__ import annotations
 
-import html
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel
+from .heatmap import HIGHLIGHT, shown_labels
+
+PAD_X, PAD_Y, SPACING, MARGIN = 4.0, 2.0, 4.0, 2.0  # px inside a chip, between chips, around the row
+FORCED_MARK = "✎"
 
 
-class TokensView(QLabel):
+class TokensView(QWidget):
     token_clicked = Signal(int)  # index of the token
 
     def __init__(self, caption: str, tip: str):
         super().__init__()
         self.caption = caption
-        self.tokens: list[str] = []
+        self.tip = tip
+        self.tokens: list[str] = []  # raw pieces (or words)
+        self.display_tokens: list[str] = []  # as the chips show them
         self.current: int | None = None
         self.forced: list[bool] = []
-        self.setWordWrap(True)
-        self.setTextFormat(Qt.RichText)
-        self.setTextInteractionFlags(Qt.TextBrowserInteraction)
+        self.keyboard_index: int | None = None  # the chip Enter would choose
+        self.chip_rects: list[QRectF] = []  # where each chip is drawn
+        self._shown = None  # what was last set, so an unchanged row is not laid out again
+        self._laid_out_width = -1
+        self._height = 0.0
+        self._widths: dict[tuple[str, bool], float] = {}
         self.setToolTip(tip)
-        self.linkActivated.connect(lambda link: self.token_clicked.emit(int(link)))
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
         self.set_tokens([])
 
-    def set_tokens(self, tokens: list[str], current: int | None = None, forced: list[bool] | None = None) -> None:
-        self.tokens, self.current = list(tokens), current
-        self.forced = list(forced) if forced is not None else [False] * len(self.tokens)
-        chips = []
-        for index, token in enumerate(self.tokens):
-            style = "padding:2px; text-decoration:none;"
-            if index == current:
-                style += "background:#ff2d55; color:white; font-weight:bold;"
-            mark = "<sup>✎</sup>" if self.forced[index] else ""
-            chips.append(f'<a href="{index}" style="{style}">&nbsp;{html.escape(token)}&nbsp;</a>{mark}')
-        body = " ".join(chips) if chips else "<i>—</i>"
-        self.setText(f"<b>{html.escape(self.caption)}</b> {body}")
+    def set_tokens(self, tokens: list[str], current: int | None = None, forced: list[bool] | None = None,
+                   token_level: str | None = None) -> None:
+        """Raw pieces (or words: ``token_level`` "word"), the current one highlighted, forced ones marked."""
+        forced = list(forced) if forced is not None else [False] * len(tokens)
+        shown = (list(tokens), current, forced, token_level)
+        if shown == self._shown:
+            return
+        self._shown = shown
+        self.tokens, self.current, self.forced = list(tokens), current, forced
+        self.display_tokens = shown_labels(self.tokens, token_level)
+        if self.keyboard_index is not None and self.keyboard_index >= len(self.tokens):
+            self.keyboard_index = None
+        self._laid_out_width = -1
+        old_height = self._height
+        self._layout(self.width())
+        if self._height != old_height:
+            self.updateGeometry()
+        self.update()
+
+    # --- layout -----------------------------------------------------------------------------------
+    def _fonts(self) -> tuple[QFont, QFont]:
+        bold = QFont(self.font())
+        bold.setBold(True)
+        return self.font(), bold
+
+    def _text_width(self, text: str, bold: bool) -> float:
+        width = self._widths.get((text, bold))
+        if width is None:
+            if len(self._widths) > 5000:
+                self._widths.clear()
+            width = self._widths[(text, bold)] = QFontMetricsF(self._fonts()[bold]).horizontalAdvance(text)
+        return width
+
+    def _flow(self, width: float) -> tuple[list[QRectF], float]:
+        """Chip rects wrapped to ``width`` (after the caption) and the row's height."""
+        line = QFontMetricsF(self._fonts()[1]).height() + 2 * PAD_Y
+        x = MARGIN + self._text_width(self.caption, True) + SPACING
+        y, rects = MARGIN, []
+        for index, text in enumerate(self.display_tokens or ["—"]):
+            chip = self._text_width(text, index == self.current) + 2 * PAD_X
+            mark = self._text_width(FORCED_MARK, False) if index < len(self.forced) and self.forced[index] else 0.0
+            if x + chip + mark > width - MARGIN and x > MARGIN:
+                x, y = MARGIN, y + line + SPACING
+            rects.append(QRectF(x, y, chip, line))
+            x += chip + mark + SPACING
+        return rects, y + line + MARGIN
+
+    def _layout(self, width: int) -> None:
+        if width == self._laid_out_width:
+            return
+        self.chip_rects, self._height = self._flow(float(max(width, 1)))
+        if not self.display_tokens:
+            self.chip_rects = []
+        self._laid_out_width = width
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt's name
+        return int(self._flow(float(max(width, 1)))[1] + 0.999)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        width = max(self.width(), 200)
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(100, int(QFontMetricsF(self._fonts()[1]).height() + 2 * (PAD_Y + MARGIN)))
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.FontChange:
+            self._widths.clear()
+            self._laid_out_width = -1
+            self.updateGeometry()
+        super().changeEvent(event)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._layout(self.width())
+
+    # --- painting ---------------------------------------------------------------------------------
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
+        self._layout(self.width())
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.Antialiasing)
+        palette = self.palette()
+        regular, bold = self._fonts()
+        line = QFontMetricsF(bold).height() + 2 * PAD_Y
+        painter.setFont(bold)
+        painter.setPen(palette.color(QPalette.WindowText))
+        painter.drawText(QRectF(MARGIN, MARGIN, self._text_width(self.caption, True) + 1, line),
+                         Qt.AlignLeft | Qt.AlignVCenter, self.caption)
+        if not self.display_tokens:
+            italic = QFont(regular)
+            italic.setItalic(True)
+            painter.setFont(italic)
+            x = MARGIN + self._text_width(self.caption, True) + SPACING
+            painter.drawText(QRectF(x, MARGIN, 40, line), Qt.AlignLeft | Qt.AlignVCenter, "—")
+            return
+        border, link = palette.color(QPalette.Mid), palette.color(QPalette.Link)
+        highlight = QColor(HIGHLIGHT)
+        for index, rect in enumerate(self.chip_rects):
+            current = index == self.current
+            painter.setPen(highlight if current else border)
+            painter.setBrush(highlight if current else palette.color(QPalette.Base))
+            painter.drawRoundedRect(rect.adjusted(0.5, 0.5, -0.5, -0.5), 3, 3)
+            painter.setFont(bold if current else regular)
+            painter.setPen(QColor("white") if current else link)
+            painter.drawText(rect, Qt.AlignCenter, self.display_tokens[index])
+            if self.forced[index]:
+                painter.setFont(regular)
+                painter.setPen(palette.color(QPalette.WindowText))
+                painter.drawText(QPointF(rect.right() + 1, rect.top() + line / 2), FORCED_MARK)
+            if index == self.keyboard_index and self.hasFocus():
+                painter.setBrush(Qt.NoBrush)
+                painter.setPen(palette.color(QPalette.Highlight))
+                painter.drawRoundedRect(rect.adjusted(-1.5, -1.5, 1.5, 1.5), 4, 4)
+        painter.end()
+
+    # --- mouse and keyboard ------------------------------------------------------------------------
+    def chip_at(self, position: QPointF) -> int | None:
+        for index, rect in enumerate(self.chip_rects):
+            if rect.contains(position):
+                return index
+        return None
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        index = self.chip_at(event.position())
+        if index is not None and event.button() == Qt.LeftButton:
+            self._on_chip_chosen(index)
+        else:
+            super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        over = self.chip_at(event.position()) is not None
+        self.setCursor(Qt.PointingHandCursor if over else Qt.ArrowCursor)
+        super().mouseMoveEvent(event)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        key, count = event.key(), len(self.tokens)
+        if count and key in (Qt.Key_Left, Qt.Key_Right, Qt.Key_Home, Qt.Key_End):
+            start = self.keyboard_index if self.keyboard_index is not None else (self.current or 0)
+            moved = {Qt.Key_Left: start - 1, Qt.Key_Right: start + 1, Qt.Key_Home: 0, Qt.Key_End: count - 1}[key]
+            self.keyboard_index = max(0, min(count - 1, moved))
+            self.update()
+        elif count and key in (Qt.Key_Return, Qt.Key_Enter, Qt.Key_Space) and self.keyboard_index is not None:
+            self._on_chip_chosen(self.keyboard_index)
+        else:
+            super().keyPressEvent(event)
+
+    def _on_chip_chosen(self, index: int) -> None:
+        self.keyboard_index = index
+        self.token_clicked.emit(index)  # the chip's index, whatever its label shows
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.ToolTip:
+            index = self.chip_at(QPointF(event.pos()))
+            if index is None:
+                QToolTip.showText(event.globalPos(), self.tip, self)
+            else:
+                mark = " (forced by you)" if self.forced[index] else ""
+                QToolTip.showText(event.globalPos(), f"#{index + 1}: {self.tokens[index]!r}{mark} — {self.tip}", self)
+            return True
+        return super().event(event)

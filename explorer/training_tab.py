@@ -9,7 +9,8 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
-                               QScrollArea, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QScrollArea, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from .training_curves import TrainingCurves
 from .training_form import TrainingForm
@@ -20,6 +21,18 @@ def _duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def status_label(text: str = "") -> QLabel:
+    """A label for a status line that can grow long (progress, a corpus path, the model's description): it
+    wraps, and its width is what the layout gives it, so a long text never makes the window wider."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    policy = label.sizePolicy()
+    policy.setHorizontalPolicy(QSizePolicy.Ignored)  # keeps the height-for-width of a wrapping label
+    label.setSizePolicy(policy)
+    label.setMinimumWidth(1)
+    return label
 
 
 class TrainingTab(QWidget):
@@ -56,7 +69,7 @@ class TrainingTab(QWidget):
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("%p%")
         self.progress_bar.setToolTip("Share of the planned steps done")
-        self.progress_label = QLabel("Choose a corpus and settings, then Start.")
+        self.progress_label = status_label("Choose a corpus and settings, then Start.")
         self.progress_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.curves = TrainingCurves()
         self.samples = QTableWidget(0, 3)
@@ -65,7 +78,7 @@ class TrainingTab(QWidget):
         self.samples.verticalHeader().setVisible(False)
         self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
-        self.samples_label = QLabel("Sample translations appear after each epoch.")
+        self.samples_label = status_label("Sample translations appear after each epoch.")
 
         monitor = QWidget()
         monitor_layout = QVBoxLayout(monitor)
@@ -149,6 +162,9 @@ class TrainingTab(QWidget):
         self.training.thread.finished.connect(self._update_buttons)
         self.training.start()
         self._update_buttons()
+        if self.session.has_unsaved_training():  # not asked: nothing is replaced before training finishes
+            self.session.message.emit("The model trained before is not saved: it stays active until this training "
+                                      "finishes, then this one replaces it. File ▸ Save model as… keeps it.")
 
     def _on_pause(self) -> None:
         if self.is_training():

@@ -11,7 +11,16 @@ import numpy as np
 
 PUNCTUATION = set(".,;:!?¡¿'\"()[]-–—…«»")
 ROLE_THRESHOLD = 0.5  # a positional or sink role needs at least this share of the attention
-BROAD_ENTROPY = 0.75  # normalised entropy above which a head is called broad
+BROAD_ENTROPY = 0.75  # normalised entropy at or above which a head is called broad (near uniform)
+# A cross-attention head is alignment-like when its normalised entropy is below this, "diffuse" from
+# here up to BROAD_ENTROPY. Measured on the shipped default model (3 layers x 4 heads), 202 toy-fr
+# sentences decoded greedily: layer 3's heads (AER 0.11-0.37, head 1 the best at 0.11) have a median of
+# 0.15 and a 95th percentile of 0.28; layer 1's (AER 0.72-0.87, hardly aligning) a median of 0.50 and a
+# 5th percentile of 0.32. 0.30 lies between the two: 96% of layer 3's head-sentences (99.5% of head 1's)
+# fall below it and 3% of layer 1's; layer 2 (AER 0.43-0.60, median 0.25) is in between with 73%.
+# Normalised entropy separates them better than the max weight, whose cut at 0.75 still calls 11% of
+# layer 1's alignment-like and misses 3.5% of layer 3's.
+ALIGNMENT_ENTROPY = 0.30
 
 
 def is_punctuation(token: str) -> bool:
@@ -81,7 +90,8 @@ def _diagonal_mean(matrix: np.ndarray, offset: int) -> float:
 
 
 def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = None) -> tuple[str, float]:
-    """A label for what the head mostly does, with the share or score behind it."""
+    """A label for what the head mostly does, with the statistic that decided it: the share of attention
+    on that key for a sink or positional role, the normalised entropy otherwise (see describe_role)."""
     first_name = "sink: <s>" if key_tokens and key_tokens[0] == "<s>" else "first token"
     last_name = "sink: </s>" if key_tokens and key_tokens[-1] == "</s>" else "last token"
     candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share),
@@ -92,11 +102,34 @@ def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = N
     name, share = max(candidates, key=lambda item: item[1])
     if share >= ROLE_THRESHOLD:
         return name, share
-    if stats.normalised_entropy >= BROAD_ENTROPY:
-        return "broad", stats.normalised_entropy
+    entropy = stats.normalised_entropy
+    if entropy >= BROAD_ENTROPY:
+        return "broad", entropy
     if kind == "cross":
-        return "alignment-like", stats.max_weight
-    return "mixed", stats.max_weight
+        return ("alignment-like", entropy) if entropy < ALIGNMENT_ENTROPY else ("diffuse", entropy)
+    return "mixed", entropy
+
+
+def describe_role(role: str) -> str:
+    """The rule that gives a head this role, naming the statistic its role score holds."""
+    if role.startswith(("sink", "positional", "first token", "last token")):
+        return f"role score = share of the attention on that key (≥ {ROLE_THRESHOLD:.2f})"
+    if role == "broad":
+        return f"role score = normalised entropy (≥ {BROAD_ENTROPY:.2f}: attention spread almost evenly)"
+    if role == "diffuse":
+        return (f"role score = normalised entropy ({ALIGNMENT_ENTROPY:.2f} to {BROAD_ENTROPY:.2f}: spread over "
+                f"several source pieces, too wide to align words)")
+    if role == "alignment-like":
+        return f"role score = normalised entropy (< {ALIGNMENT_ENTROPY:.2f}: each row peaks on few source pieces)"
+    if role == "mixed":
+        return f"role score = normalised entropy (< {BROAD_ENTROPY:.2f}, no key gets {ROLE_THRESHOLD:.2f} of it)"
+    return "role score: none"
+
+
+ROLE_SCORE_HELP = (f"The statistic that decided the role. Sinks and positional roles: the share of attention on "
+                   f"that key, at least {ROLE_THRESHOLD:.2f}. Otherwise the normalised entropy (0 = one key, "
+                   f"1 = uniform): broad ≥ {BROAD_ENTROPY:.2f}; cross-attention alignment-like < "
+                   f"{ALIGNMENT_ENTROPY:.2f}, diffuse in between; self-attention mixed below {BROAD_ENTROPY:.2f}.")
 
 
 def all_head_statistics(trace) -> dict[str, list[list[HeadStatistics]]]:

@@ -15,12 +15,13 @@ from . import checkpoint
 from .config import ConfigError
 from .corpora import BUILTIN_CORPORA, CorpusError, CorpusSpec, generate_builtin, load_corpus
 from .device import DeviceError, describe_device, resolve_device
+from .files import check_output
 from .shipped import resolve_model
 from .stepper import DecodingError
 from .tokenizer import TokenizerError
 from .training import Trainer, TrainingControl, TrainingOptions
 
-COMMANDS = ("train", "translate", "evaluate", "trace")
+COMMANDS = ("train", "translate", "evaluate", "trace", "export")
 USER_ERRORS = (CorpusError, ConfigError, DecodingError, DeviceError, TokenizerError, checkpoint.CheckpointError, FileNotFoundError,
                ValueError, OSError)
 
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="transformer-explorer",
         description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.",
         epilog="With no arguments, or a model file, `transformer-explorer` opens the desktop app. "
-               "`transformer-explorer export ...` writes one attention heatmap (PNG, SVG, CSV, NPY) without a window.")
+               "`transformer-explorer export ...` writes a figure (PNG, SVG, PDF) or data (CSV, NPY) without a window.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model and save it to one file")
@@ -113,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
     trace.add_argument("--out", required=True, metavar="FILE.npz")
     trace.add_argument("--device", default="cpu")
+
+    from .export_command import add_arguments
+
+    add_arguments(sub.add_parser("export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data "
+                                                "(CSV, NPY), without a window"))
     return parser
 
 
@@ -309,14 +315,20 @@ def run_trace(args) -> int:
         for kind in ("encoder_self", "decoder_self", "cross"):
             extra[f"word_{kind}"] = getattr(words, kind)
         extra.update(word_source_tokens=np.array(words.source_tokens, dtype=str),
-                     word_target_tokens=np.array(words.target_tokens, dtype=str))
+                     word_target_tokens=np.array(words.target_tokens, dtype=str),
+                     word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str))
     if stepper.beam is not None:
         nodes = stepper.beam.nodes
         extra.update(beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
                      beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
                      beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
                      beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
+                     beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
+                     beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
+                     beam_score_note=np.array("score = log p / ((5 + length) / 6) ** alpha (GNMT length "
+                                              "normalisation); log p is the hypothesis' summed log probability"),
                      beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64))
+    check_output(args.out, (args.model,))
     trace.save_npz(args.out, extra)
     print(f"{trace.n_steps} steps: {stepper.translation()}")
     print(f"wrote {args.out}", file=sys.stderr)
@@ -329,9 +341,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
-    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace}
+    from .export_command import run_export
+
+    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace,
+               "export": run_export}
     try:
-        return runners[args.command](args)
+        code = runners[args.command](args)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print("transformer-explorer: interrupted; nothing was written", file=sys.stderr)
         return 130

@@ -70,13 +70,6 @@ class AttentionMatrix:
             "mean": "mean over heads", "max": "max over heads", "rollout": "rollout"}[self.head]
         return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {head}"
 
-    def save_csv(self, path: str | Path) -> None:
-        """Key labels in the first row, query labels in the first column, the weights in between."""
-        write_csv(self.values, self.query_labels, self.key_labels, path, "query \\ key")
-
-    def save_npy(self, path: str | Path) -> None:
-        np.save(path, self.values, allow_pickle=False)
-
 
 def select(trace: Trace, kind: str, layer: int, head: int | str, step: int | None = None) -> AttentionMatrix:
     """The matrix of ``kind`` at ``layer`` (0-based) for ``head`` (0-based, 'mean', 'max' or 'rollout'),

@@ -225,9 +225,23 @@ class Stepper:
         self.hypothesis = self.beam.token_ids(self.beam.hypotheses[rank])
 
     # --- the trace --------------------------------------------------------------------------------
+    def upcoming_candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Before the first step: (ids [k], probabilities [k]) of the distribution the first token will be
+        chosen from; empty once a step was made or when decoding has finished. Made by one step and a
+        step back, which restore the decoder cache, the sampler's RNG and the beam hypothesis followed."""
+        empty = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if self.steps or self.finished:
+            return empty
+        step = self.step()
+        if step is None:
+            return empty
+        self.back()
+        return step.candidate_ids.astype(np.int64), step.candidate_probabilities.astype(np.float32)
+
     def trace(self) -> Trace:
         tokenizer = self.bundle.target_tokenizer
         n = len(self.steps)
+        next_ids, next_probabilities = self.upcoming_candidates()  # [k], [k]; empty after step 0
         layers, heads = self.encoder_self.shape[:2]
         decoder_self = np.zeros((self.config.n_decoder_layers, heads, n, n), dtype=np.float32)
         for t, step in enumerate(self.steps):
@@ -249,6 +263,8 @@ class Stepper:
             log_probabilities=np.array([np.log(max(float(s.probabilities[s.token_id]), 1e-45)) for s in self.steps],
                                        dtype=np.float32),
             forced=np.array([s.forced for s in self.steps], dtype=bool),
+            next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
+            next_candidate_tokens=tokenizer.pieces(next_ids) if len(next_ids) else [],
             source_text=self.text, target_text=self.translation())
 
 

@@ -6,6 +6,9 @@ Axes: the source has S pieces (its </s> last). Decoding made T steps; step t con
 input token ``decoder_input_tokens[t]`` (<s> first) and produced ``target_tokens[t]``. So
 ``decoder_self[l, h, t, j]`` is how much position t attended to position j <= t, and
 ``cross[l, h, t, s]`` how much the step that produced target token t attended to source piece s.
+
+Before the first step (T = 0) the ``next_candidate_*`` fields hold the distribution the first token
+will be chosen from; they are empty once a step has been made, or when that is not known.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ class Trace:
     chosen_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [T]
     log_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of the chosen
     forced: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [T] what-if steps
+    next_candidate_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [k] at T = 0 only
+    next_candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [k]
+    next_candidate_tokens: list[str] = field(default_factory=list)  # [k] raw pieces
     level: str = "piece"  # "piece" or "word"
     source_text: str = ""
     target_text: str = ""
@@ -93,11 +99,20 @@ class Trace:
     def at_step(self, step: int) -> "Trace":
         """The trace as it stood after ``step`` steps (rows of later steps dropped)."""
         step = max(0, min(step, self.n_steps))
+        if step == self.n_steps:
+            upcoming = dict(next_candidate_ids=self.next_candidate_ids, next_candidate_probabilities=
+                            self.next_candidate_probabilities, next_candidate_tokens=self.next_candidate_tokens)
+        elif step == 0 and len(self.candidate_tokens):  # step 1's candidates are the next ones, as Stepper gives them
+            upcoming = dict(next_candidate_ids=self.candidate_ids[0], next_candidate_probabilities=
+                            self.candidate_probabilities[0], next_candidate_tokens=list(self.candidate_tokens[0]))
+        else:
+            upcoming = dict(next_candidate_ids=np.zeros(0, np.int64), next_candidate_probabilities=
+                            np.zeros(0, np.float32), next_candidate_tokens=[])
         return replace(self, decoder_self=self.decoder_self[:, :, :step, :step], cross=self.cross[:, :, :step],
                        target_tokens=self.target_tokens[:step], decoder_input_tokens=self.decoder_input_tokens[:step],
                        candidate_ids=self.candidate_ids[:step], candidate_probabilities=self.candidate_probabilities[:step],
                        candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
-                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step])
+                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step], **upcoming)
 
     def word_level(self) -> "Trace":
         """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
@@ -134,13 +149,19 @@ class Trace:
         return arrays
 
     def save_npz(self, path: str | Path, extra: dict[str, np.ndarray] | None = None) -> None:
-        np.savez_compressed(path, **self.to_arrays(), **(extra or {}))
+        """Every array into one .npz, written atomically (an error leaves an earlier file intact)."""
+        from .files import atomic_output
+
+        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+            np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))
 
     @classmethod
     def load_npz(cls, path: str | Path) -> "Trace":
         with np.load(path, allow_pickle=False) as data:
             values = {}
             for item in fields(cls):
+                if item.name not in data.files:  # a file written before the field existed: its default
+                    continue
                 array = data[item.name]
                 if item.name == "candidate_tokens":
                     values[item.name] = [[t for t in row if t] for row in array.tolist()]

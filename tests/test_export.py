@@ -1,20 +1,25 @@
-"""Exports: PNG decodes at the expected size and is not blank, SVG parses and holds the token labels,
-CSV and NPY round-trip the matrix; "Export all", the clipboard, and the ``export`` command."""
+"""Exports from the window and the ``export`` command: the same settings give the same data and the
+same figure from either; every view and format; Export all with its index; the shortcuts Ctrl+E,
+Ctrl+Shift+C and F1, each bound once; clear errors that leave files intact."""
 
 from __future__ import annotations
 
 import csv
-import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 import pytest
-from PySide6.QtGui import QGuiApplication, QImage
+from PIL import Image
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from explorer.export_cli import main as export_main
+from model.cli import main as cli_main
 from model.selection import SelectionError, parse_head, select
 from model.stepper import Stepper
 
 from .gui_helpers import close_window, make_window, saved_model
+
+TEXT = "a b c d"
 
 
 def read_csv(path):
@@ -23,123 +28,132 @@ def read_csv(path):
     return rows[0][1:], [row[0] for row in rows[1:]], np.array([[float(v) for v in row[1:]] for row in rows[1:]])
 
 
-def svg_texts(path) -> str:
-    root = ElementTree.parse(path).getroot()
-    return " ".join("".join(element.itertext()) for element in root.iter() if element.tag.endswith("text"))
-
-
-def assert_not_blank(image: QImage):
-    """Many colours, and more than 2% of the pixels differ from the background."""
-    assert not image.isNull()
-    image = image.convertToFormat(QImage.Format_ARGB32)
-    pixels = np.frombuffer(image.constBits(), np.uint32, image.width() * image.height())
-    values, counts = np.unique(pixels, return_counts=True)
-    assert len(values) > 10
-    assert 1 - counts.max() / pixels.size > 0.02
+def pixels(path) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
 
 
 @pytest.fixture
 def explore(qtbot, tmp_path, copy_bundle):
-    window = make_window(qtbot, tmp_path, copy_bundle[0])
+    model = saved_model(copy_bundle[0], tmp_path)
+    window = make_window(qtbot, tmp_path)
+    window.open_model(str(model))
+    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
     tab = window.explore_tab
-    tab.controls.source.setText("a b c d")
+    tab.controls.source.setText(TEXT)
     tab.controls.translate_button.click()
-    yield window, tab
+    yield window, tab, model
     close_window(window)
 
 
-@pytest.mark.parametrize("scale", [1, 3])
-def test_png_export_has_the_scaled_size_and_is_not_blank(explore, tmp_path, scale):
-    _, tab = explore
-    for view in ("focus", "grid", "lines", "candidates"):
-        path = tab.export_view(view, tmp_path / f"{view}.png", scale)
-        image = QImage(str(path))
-        widget = tab.view_widget(view)
-        assert (image.width(), image.height()) == (widget.width() * scale, widget.height() * scale)
-        assert_not_blank(image)
+def test_the_window_and_the_command_write_the_same_data_and_the_same_figure(explore, tmp_path):
+    window, tab, model = explore
+    tab._on_head_chosen(1, 2)  # layer 2, head 3
+    settings = window.settings
+    settings.setValue("export/width", 3.3)
+    settings.setValue("export/font_size", 7.0)
+    settings.setValue("export/dpi", 120)
+    for suffix in (".png", ".csv", ".pdf", ".svg"):
+        tab.export_view("focus", tmp_path / f"window{suffix}")
+        assert cli_main(["export", "--model", str(model), "--text", TEXT, "--kind", "cross", "--layer", "2", "--head",
+                         "3", "--width", "column", "--font-size", "7", "--dpi", "120",
+                         "--out", str(tmp_path / f"command{suffix}")]) == 0
+    assert (tmp_path / "window.csv").read_bytes() == (tmp_path / "command.csv").read_bytes()
+    np.testing.assert_array_equal(pixels(tmp_path / "window.png"), pixels(tmp_path / "command.png"))
+    assert (tmp_path / "window.svg").read_bytes() == (tmp_path / "command.svg").read_bytes()
+    assert (tmp_path / "window.pdf").read_bytes() == (tmp_path / "command.pdf").read_bytes()
+    keys, queries, values = read_csv(tmp_path / "window.csv")
+    np.testing.assert_array_equal(values, window.session.trace.cross[1, 2])
+    assert queries == window.session.trace.target_tokens and keys == window.session.trace.source_tokens
 
 
-def test_svg_export_parses_and_holds_the_token_labels(explore, tmp_path):
-    window, tab = explore
-    path = tab.export_view("focus", tmp_path / "focus.svg")
-    texts = svg_texts(path)
-    for token in set(window.session.trace.source_tokens + window.session.trace.target_tokens):
-        assert token in texts
-    assert "cross-attention" in texts
+@pytest.mark.parametrize("view", ["focus", "grid", "lines", "candidates"])
+def test_every_view_exports_as_a_figure_and_as_data(explore, tmp_path, view):
+    window, tab, _ = explore
+    window.settings.setValue("export/dpi", 80)
+    image = pixels(tab.export_view(view, tmp_path / f"{view}.png"))
+    assert image.shape[1] == round(6.9 * 80)  # two columns at 80 dpi
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 10
+    trace = window.session.trace
+    values = np.load(tab.export_view(view, tmp_path / f"{view}.npy"))
+    expected = {"focus": select(trace, "cross", 0, "mean").values, "grid": trace.cross, "lines": trace.cross[0],
+                "candidates": trace.candidate_probabilities[-1]}[view]
+    np.testing.assert_allclose(values, expected, atol=1e-7)
 
 
-def test_csv_and_npy_round_trip_the_matrix(explore, tmp_path):
-    window, tab = explore
-    tab.export_view("focus", tmp_path / "focus.csv")
-    tab.export_view("focus", tmp_path / "focus.npy")
-    keys, queries, values = read_csv(tmp_path / "focus.csv")
-    np.testing.assert_array_equal(values, tab.focus.values)
-    np.testing.assert_array_equal(np.load(tmp_path / "focus.npy"), tab.focus.values)
-    assert keys == tab.focus.key_labels and queries == tab.focus.query_labels
-    tab.export_view("grid", tmp_path / "grid.npy")
-    np.testing.assert_array_equal(np.load(tmp_path / "grid.npy"), window.session.trace.cross)
-    tab.export_view("candidates", tmp_path / "candidates.csv")
-    _, tokens, probabilities = read_csv(tmp_path / "candidates.csv")
-    assert tokens == tab.candidates.tokens
-    np.testing.assert_allclose(probabilities[:, 0], tab.candidates.probabilities)
-
-
-def test_export_all_writes_every_kind_layer_and_head(explore, tmp_path):
-    window, tab = explore
+def test_export_all_from_the_window_writes_figures_data_and_an_index(explore, tmp_path):
+    window, tab, _ = explore
+    window.settings.setValue("export/dpi", 60)
     written = tab.export_all_to(tmp_path / "all")
     trace = window.session.trace
-    # 3 kinds x 2 layers x (4 heads + mean) x (png, csv, npy)
-    assert len(written) == 3 * 2 * 5 * 3
+    # 3 kinds x 2 layers x (4 heads + mean + max [+ rollout]) x (png, csv, npy) + 3 grids + index.csv
+    assert len(written) == (2 * 7 + 2 * 7 + 2 * 6) * 3 + 3 + 1
     np.testing.assert_array_equal(np.load(tmp_path / "all" / "cross_L2_H3.npy"), trace.cross[1, 2])
-    np.testing.assert_array_equal(np.load(tmp_path / "all" / "encoder_L1_mean.npy"),
-                                  trace.encoder_self[0].mean(axis=0))
-    assert_not_blank(QImage(str(tmp_path / "all" / "decoder_L1_H1.png")))
+    assert (tmp_path / "all" / "index.csv").read_text().count("\n") == len(written)
 
 
-def test_copy_to_clipboard(explore):
-    _, tab = explore
-    tab.export_scale.setValue(1)
-    tab.copy_view("focus")
-    image = QGuiApplication.clipboard().image()
-    assert (image.width(), image.height()) == (tab.focus.width(), tab.focus.height())
+def test_ctrl_e_ctrl_shift_c_and_f1_work_each_bound_once(explore, qtbot, tmp_path, monkeypatch):
+    window, tab, _ = explore
+    window.settings.setValue("export/dpi", 60)
+    target = tmp_path / "pressed.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    shown = []
+    monkeypatch.setattr(QMessageBox, "information", lambda *args, **kwargs: shown.append(args[1:3]))
+    for key in ("Ctrl+E", "Ctrl+Shift+C", "F1"):
+        actions = [a for a in window.findChildren(type(tab.exports.focus_action)) if a.shortcut().toString() == key]
+        assert len(actions) == 1, key
+    QGuiApplication.clipboard().clear()
+    tab.controls.source.setFocus()
+    qtbot.waitUntil(tab.controls.source.hasFocus, timeout=3000)
+    qtbot.keyClick(tab.controls.source, Qt.Key_E, Qt.ControlModifier)
+    assert target.is_file() and pixels(target).shape[1] == round(6.9 * 60)
+    qtbot.keyClick(tab.controls.source, Qt.Key_C, Qt.ControlModifier | Qt.ShiftModifier)
+    assert not QGuiApplication.clipboard().image().isNull()
+    qtbot.keyClick(tab.focus, Qt.Key_F1)
+    assert shown and shown[0][0] == "Keyboard shortcuts"
 
 
-def test_a_bad_export_name_gets_a_message(explore, tmp_path):
-    _, tab = explore
-    with pytest.raises(ValueError, match="png or .svg|csv or .npy"):
-        tab.export_view("focus", tmp_path / "focus.bmp")
+def test_a_failed_export_says_why_and_keeps_the_earlier_file(explore, tmp_path, monkeypatch):
+    window, tab, model = explore
+    earlier = tmp_path / "kept.png"
+    earlier.write_bytes(b"earlier")
+    messages = []
+    window.session.message.connect(messages.append)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(tmp_path / "no" / "x.svg"), ""))
+    tab.exports.export_dialog("focus")
+    assert messages[-1].startswith("Export failed:") and "does not exist" in messages[-1]
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(model), ""))
+    before = model.read_bytes()
+    tab.exports.export_dialog("focus")
+    assert messages[-1].startswith("Export failed:") and model.read_bytes() == before
 
 
-def test_export_command_writes_what_the_focus_view_shows(tmp_path, copy_bundle, capsys):
-    bundle = copy_bundle[0]
-    model = saved_model(bundle, tmp_path)
-    stepper = Stepper(bundle, "a b c")
-    stepper.run()
-    trace = stepper.trace()
-    base = ["--model", str(model), "--text", "a b c", "--kind", "cross", "--layer", "2", "--head"]
-    assert export_main(base + ["3", "--out", str(tmp_path / "m.npy")]) == 0
-    np.testing.assert_array_equal(np.load(tmp_path / "m.npy"), trace.cross[1, 2])
-    assert export_main(base + ["mean", "--step", "2", "--out", str(tmp_path / "m.csv")]) == 0
-    keys, queries, values = read_csv(tmp_path / "m.csv")
-    np.testing.assert_allclose(values, trace.cross[1, :, :2].mean(axis=0), atol=1e-7)
-    assert queries == trace.target_tokens[:2] and keys == trace.source_tokens
-    assert export_main(base + ["max", "--out", str(tmp_path / "m.png"), "--scale", "1", "--size", "640x480"]) == 0
-    image = QImage(str(tmp_path / "m.png"))
-    assert (image.width(), image.height()) == (640, 480)
-    assert_not_blank(image)
-    assert export_main(base + ["1", "--out", str(tmp_path / "m.svg")]) == 0
-    assert all(token in svg_texts(tmp_path / "m.svg") for token in trace.source_tokens)
-    capsys.readouterr()
-    start = ["--model", str(model), "--text", "a b c", "--kind", "cross"]
-    for bad, message in ((["--layer", "9", "--head", "1", "--out", "x.npy"], "layer must be between 1 and 2"),
-                         (["--layer", "1", "--head", "9", "--out", "x.npy"], "head must be between 1 and 4"),
-                         (["--layer", "1", "--head", "1", "--out", "m.txt"], "--out must end in"),
-                         (["--layer", "1", "--head", "1", "--step", "40", "--out", "x.npy"], "step must be")):
-        assert export_main(start + bad) == 2
-        assert message in capsys.readouterr().err
-    assert export_main(["--model", str(tmp_path / "none.safetensors"), *start[2:], "--layer", "1", "--head", "1",
-                        "--out", "x.npy"]) == 2
-    assert "no such file" in capsys.readouterr().err
+def test_the_export_command_errors_are_one_line_and_write_nothing(tmp_path, copy_bundle, capsys):
+    model = saved_model(copy_bundle[0], tmp_path)
+    base = ["export", "--model", str(model), "--text", "a b c", "--kind", "cross"]
+    for bad, message in ((["--layer", "9", "--out", str(tmp_path / "x.npy")], "layer must be between 1 and 2"),
+                         (["--head", "9", "--out", str(tmp_path / "x.npy")], "head must be between 1 and 4"),
+                         (["--out", str(tmp_path / "m.txt")], "--out must end in"),
+                         (["--step", "40", "--out", str(tmp_path / "x.npy")], "step must be"),
+                         (["--out", str(tmp_path / "missing" / "x.svg")], "does not exist"),
+                         (["--width", "wide", "--out", str(tmp_path / "x.png")], "width must be"),
+                         (["--font-size", "2", "--out", str(tmp_path / "x.png")], "font size must be"),
+                         (["--colormap", "rainbowish", "--out", str(tmp_path / "x.png")], "unknown colour map")):
+        assert cli_main(base + bad) != 0
+        captured = capsys.readouterr()
+        assert message in captured.err and "Traceback" not in captured.err and "wrote" not in captured.out
+    assert not list(tmp_path.glob("x.*")) and not (tmp_path / "missing").exists()
+    assert cli_main(["trace", "--model", str(model), "--text", "a b", "--out", str(model)]) != 0
+    assert "is an input" in capsys.readouterr().err
+
+
+def test_trace_npz_holds_word_level_decoder_input_labels_and_the_beam_score_rule(tmp_path, copy_bundle):
+    model = saved_model(copy_bundle[0], tmp_path)
+    out = tmp_path / "t.npz"
+    assert cli_main(["trace", "--model", str(model), "--text", "a b c", "--beam", "2", "--word-level",
+                     "--out", str(out)]) == 0
+    with np.load(out, allow_pickle=False) as data:
+        assert data["word_decoder_self"].shape[-1] == len(data["word_decoder_input_tokens"])
+        assert "length" in str(data["beam_score_note"]) and float(data["beam_length_penalty_alpha"]) == 0.6
 
 
 def test_selection_rejects_what_the_trace_does_not_have(copy_bundle):

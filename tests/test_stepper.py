@@ -215,3 +215,53 @@ def test_trace_npz_round_trip_without_pickle(toy_fr_bundle, tmp_path):
     again = Trace.load_npz(tmp_path / "t.npz")
     assert_traces_equal(again, trace)
     assert again.candidate_tokens == trace.candidate_tokens and again.source_text == SENTENCE
+
+
+@pytest.mark.parametrize("strategy,engine", [("greedy", "numpy"), ("sample", "numpy"), ("sample", "torch"),
+                                             ("beam", "numpy"), ("beam", "torch")])
+def test_step_zero_trace_holds_the_distribution_of_step_1_without_disturbing_decoding(toy_fr_bundle, strategy,
+                                                                                       engine):
+    bundle, _ = toy_fr_bundle
+    options = lambda: DecodingOptions(strategy=strategy, temperature=3.0, seed=5, beam_width=3, max_steps=8,
+                                      n_candidates=6, engine=engine)
+    untouched = Stepper(bundle, SENTENCE, options())
+    previewed = Stepper(bundle, SENTENCE, options())
+    if strategy == "beam" and len(previewed.beam.hypotheses) > 1:
+        untouched.follow_hypothesis(1)
+        previewed.follow_hypothesis(1)
+    start = previewed.trace()  # one step and one step back, inside
+    assert start.n_steps == 0 and not previewed.steps
+    assert start.next_candidate_ids.shape == (6,) and start.next_candidate_probabilities.shape == (6,)
+    assert start.next_candidate_tokens == bundle.target_tokenizer.pieces(start.next_candidate_ids)
+    untouched.run()
+    previewed.run()
+    assert previewed.target_ids() == untouched.target_ids()  # same samples, same hypothesis
+    if strategy == "beam":
+        assert previewed.target_ids() == previewed.hypothesis
+    full = previewed.trace()
+    assert_traces_equal(full, full_pass_trace(bundle, previewed.source_ids, previewed.target_ids()))  # cache restored
+    np.testing.assert_array_equal(start.next_candidate_ids, full.candidate_ids[0])
+    np.testing.assert_allclose(start.next_candidate_probabilities, full.candidate_probabilities[0], atol=1e-6)
+    assert len(full.next_candidate_ids) == 0 and full.next_candidate_tokens == []  # known only at step 0
+    at_zero = full.at_step(0)
+    np.testing.assert_array_equal(at_zero.next_candidate_ids, start.next_candidate_ids)
+    assert at_zero.next_candidate_tokens == start.next_candidate_tokens
+    assert len(full.at_step(2).next_candidate_ids) == 0
+    assert at_zero.word_level().next_candidate_tokens == start.next_candidate_tokens
+    previewed.reset()
+    np.testing.assert_array_equal(previewed.trace().next_candidate_ids, start.next_candidate_ids)
+
+
+def test_step_zero_candidates_in_npz_files_and_files_without_them(toy_fr_bundle, tmp_path):
+    bundle, _ = toy_fr_bundle
+    start = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=6)).trace()
+    start.save_npz(tmp_path / "start.npz")
+    again = Trace.load_npz(tmp_path / "start.npz")
+    np.testing.assert_array_equal(again.next_candidate_ids, start.next_candidate_ids)
+    np.testing.assert_allclose(again.next_candidate_probabilities, start.next_candidate_probabilities)
+    assert again.next_candidate_tokens == start.next_candidate_tokens and len(start.next_candidate_tokens) == 10
+    older = {name: value for name, value in start.to_arrays().items() if not name.startswith("next_candidate")}
+    np.savez_compressed(tmp_path / "older.npz", **older)  # written before the fields existed
+    loaded = Trace.load_npz(tmp_path / "older.npz")
+    assert loaded.next_candidate_tokens == [] and loaded.next_candidate_ids.shape == (0,)
+    assert loaded.source_tokens == start.source_tokens

@@ -1,0 +1,111 @@
+"""``transformer-explorer export``: a view of a decoded sentence as a figure (PNG, SVG, PDF, by the
+suffix) or as data (CSV, NPY), or with ``--all`` every kind x layer x head into a folder, without
+a window. The same settings give the same files as the app's Export menu (both go through
+``model.exporting``).
+
+    transformer-explorer export --model default --text "the cat sleeps" --kind cross --layer 2 \\
+        --head mean --width column --out cross.pdf
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .exporting import SUFFIXES, VIEWS, ExportRequest, export_all, export_view
+from .figure_layout import DEFAULT_WIDTH, check_font_size, parse_width
+from .figures import FigureOptions
+from .files import check_output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    parser.add_argument("--text", required=True, help="the source sentence")
+    parser.add_argument("--view", choices=VIEWS, default="focus",
+                        help="focus: one heatmap; grid: every layer x head; lines: the paper's line view of a "
+                             "layer; candidates: the next-token probabilities")
+    parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross")
+    parser.add_argument("--layer", type=int, default=1, help="layer, from 1")
+    parser.add_argument("--head", default="mean", help="head from 1, or mean, max, rollout (lines: the head in front)")
+    parser.add_argument("--heads", help="lines view: the heads drawn, e.g. 1,3 (default all)")
+    parser.add_argument("--step", type=int, help="decoding steps to show (default: the whole translation)")
+    parser.add_argument("--beam", type=int, help="decode with beam search of this width")
+    parser.add_argument("--word-level", action="store_true", help="words instead of sub-word pieces")
+    figure = parser.add_argument_group("figures (.png, .svg, .pdf)")
+    figure.add_argument("--width", default=str(DEFAULT_WIDTH),
+                        help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm")
+    figure.add_argument("--height", help="a size (default: from the content, square cells)")
+    figure.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
+    figure.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
+    figure.add_argument("--dpi", type=float, help="PNG resolution (default 300; 150 with --all)")
+    figure.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
+    figure.add_argument("--outline-step", action="store_true", help="outline the current step's row, as the window does")
+    parser.add_argument("--all", action="store_true",
+                        help="write every kind x layer x head and the aggregates (PNG, CSV, NPY) and index.csv "
+                             "into the folder --out")
+    parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)}), or a folder with --all")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-explorer export",
+                                     description="Export a view of a decoded sentence as a figure or data.")
+    add_arguments(parser)
+    return parser
+
+
+def request_from(args) -> ExportRequest:
+    from .selection import parse_head
+
+    heads = None
+    if args.heads:
+        try:
+            heads = sorted({int(part) - 1 for part in args.heads.split(",") if part.strip()})
+        except ValueError:
+            raise ValueError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
+    height = parse_width(args.height) if args.height else None
+    options = FigureOptions(width=parse_width(args.width), height=height, font_size=check_font_size(args.font_size),
+                            colormap=args.colormap, caption=not args.no_caption, outline_step=args.outline_step)
+    options.colours()  # an unknown colour map is reported before decoding
+    return ExportRequest(view=args.view, kind=args.kind, layer=args.layer - 1, head=parse_head(args.head),
+                         step=args.step, word_level=args.word_level, figure=options,
+                         dpi=args.dpi or (150 if args.all else 300), heads=heads)
+
+
+def run_export(args) -> int:
+    from . import checkpoint
+    from .shipped import resolve_model
+    from .stepper import DecodingOptions, Stepper
+
+    request = request_from(args)
+    request.validate()
+    model_path = resolve_model(args.model)
+    out = Path(args.out)
+    if args.all:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"{out}: --all writes into a folder, and this is a file")
+    else:
+        if out.suffix.lower() not in SUFFIXES:
+            raise ValueError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
+        check_output(out, (model_path,))  # before the decoding, which can take a while
+    bundle = checkpoint.load(model_path)
+    request.figure.model_name = model_path.stem
+    options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
+    stepper = Stepper(bundle, args.text, options)
+    for message in stepper.messages:
+        print(f"note: {message}", file=sys.stderr)
+    stepper.run()
+    trace = stepper.trace()
+    if args.all:
+        written = export_all(trace, out, request)
+        print(f"wrote {len(written)} files into {out} (index.csv names them)")
+    else:
+        print(f"wrote {export_view(trace, request, out, (model_path,))}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The export command on its own (``transformer-explorer export`` goes through model.cli)."""
+    from .cli import main as cli_main
+
+    return cli_main(["export", *(argv or [])])

@@ -1,0 +1,310 @@
+"""Fixes found by new users (offscreen): the positional tab's colour scales, legends, tick steps, Rₖ and
+the Dimensions box's message; the window keeping its width while training; the Explore tab swapping
+a sentence the new model cannot read for one it can; asking before an unsaved trained model is replaced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+
+from explorer.explore_tab import EXAMPLE_SENTENCE
+from model import checkpoint
+from model.corpora import CorpusSpec, generate_builtin
+from model.pipeline import TokenizerOptions, prepare
+
+from .conftest import TINY_MODEL, tiny_bundle
+from .gui_helpers import close_window, make_window, saved_model
+
+RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
+
+
+def settle(window, rounds: int = 5) -> None:
+    for _ in range(rounds):
+        QApplication.processEvents()
+
+
+# --- 1. the positional-encoding tab ---------------------------------------------------------------
+@pytest.fixture
+def positional(qtbot, tmp_path, copy_bundle):
+    window = make_window(qtbot, tmp_path, copy_bundle[0])
+    window.tabs.setCurrentIndex(1)
+    settle(window)
+    yield window, window.positional_tab
+    close_window(window)
+
+
+def test_all_positive_similarity_gets_a_sequential_scale_and_the_table_a_diverging_one(positional):
+    _window, tab = positional
+    similarity, table = tab.report.similarity, tab.report.table
+    assert similarity.min() > 0  # sinusoidal, d_model 32, 64 positions: every dot product is positive
+    low, high = tab.similarity_view.color_bar.levels()
+    assert low == pytest.approx(float(similarity.min())) and high == pytest.approx(float(similarity.max()))
+    assert tab.similarity_view.color_bar.colorMap().name == "viridis"
+    assert table.min() < 0 < table.max()
+    limit = float(np.abs(table).max())
+    assert tab.table_view.color_bar.levels() == pytest.approx((-limit, limit))
+    assert tab.table_view.color_bar.colorMap().name == "CET-D1"
+    from explorer.positional_tab import colour_scale
+
+    assert colour_scale(np.array([[-1.0, 3.0]])) == ((-3.0, 3.0), "CET-D1")
+    assert colour_scale(np.array([[2.0, 3.0]])) == ((2.0, 3.0), "viridis")
+
+
+def test_learned_positions_with_both_signs_keep_the_diverging_scale(qtbot, tmp_path):
+    bundle, _ = tiny_bundle("copy", size=200, positional_encoding="learned")
+    window = make_window(qtbot, tmp_path, bundle)
+    tab = window.positional_tab
+    similarity = tab.report.similarity
+    assert tab.report.kind == "learned" and similarity.min() < 0 < similarity.max()
+    limit = float(np.abs(similarity).max())
+    assert tab.similarity_view.color_bar.levels() == pytest.approx((-limit, limit))
+    assert tab.similarity_view.color_bar.colorMap().name == "CET-D1"
+    close_window(window)
+
+
+def test_legends_sit_below_the_plots_and_name_rk_with_a_subscript(positional):
+    _window, tab = positional
+    for plot, names in ((tab.curves, ["dim 0", "dim 1", "dim 8", "dim 9"]),
+                        (tab.rotation, ["after rotation Rₖ", "without rotation"])):
+        assert plot.getPlotItem().legend is None  # nothing floats over the curves
+        assert plot.legend_names() == names and plot.legend.isVisible()
+        for name in names:
+            assert name in plot.legend.text()
+        data_area = plot.getPlotItem().vb.sceneBoundingRect()
+        plot_bottom = plot.plot_widget.mapTo(plot, plot.plot_widget.mapFromScene(data_area.bottomLeft())).y()
+        assert plot.legend.geometry().top() >= plot_bottom
+        assert not plot.legend.geometry().intersects(plot.plot_widget.geometry())
+    title = tab.rotation.getPlotItem().titleLabel.text
+    assert "Rₖ" in title and "R_k" not in title
+
+
+def _major_spacing(axis, view_range) -> float:
+    size = axis.width() if axis.orientation in ("left", "right") else axis.height()
+    return axis.tickValues(view_range[0], view_range[1], max(size, 100))[0][0]
+
+
+def _heatmap_step(view, side: str) -> int:
+    ticks = view.plot.getAxis(side)._tickLevels[0]
+    return int(ticks[1][0] - ticks[0][0])
+
+
+def test_tick_steps_stay_the_same_when_positions_or_dimensions_change(positional):
+    _window, tab = positional
+    plot = tab.curves.getPlotItem()
+    seen = []
+    for positions, dimensions in ((64, "0, 1"), (60, "15"), (50, "0, 1, 8, 9"), (64, "14, 15")):
+        tab.positions.setValue(positions)
+        tab.dimensions.setText(dimensions)
+        tab.dimensions.editingFinished.emit()
+        settle(tab)
+        x_range, y_range = plot.viewRange()
+        seen.append((_heatmap_step(tab.table_view, "left"), _heatmap_step(tab.table_view, "top"),
+                     _heatmap_step(tab.similarity_view, "top"),
+                     _major_spacing(plot.getAxis("bottom"), x_range), _major_spacing(plot.getAxis("left"), y_range),
+                     tuple(np.round(y_range, 6))))
+        labels = [label for _, label in tab.table_view.plot.getAxis("left")._tickLevels[0]]
+        assert labels[:3] == ["0", "10", "20"]
+    assert seen[0][:5] == (10, 5, 10, 10, 0.5)
+    assert all(entry == seen[0] for entry in seen)  # same steps, same value axis: only the curves change
+    from explorer.positional_tab import nice_step
+
+    assert [nice_step(span) for span in (7, 30, 64, 130, 4095)] == [1, 5, 10, 20, 1000]
+
+
+def test_invalid_dimensions_are_named_and_the_valid_ones_still_drawn(positional):
+    _window, tab = positional
+    tab.dimensions.setText("0, 500, abc, 1, 0, -2")
+    tab.dimensions.editingFinished.emit()
+    assert tab.curves.legend_names() == ["dim 0", "dim 1"]
+    assert len(tab.curves.getPlotItem().listDataItems()) == 2
+    message = tab.dimensions_error.text()
+    assert tab.dimensions_error.isVisible() and "border" in tab.dimensions.styleSheet()
+    for part in ("500 is out of range 0..31", "“abc” is not a number", "0 is a duplicate", "-2 is out of range"):
+        assert part in message
+    tab.dimensions.setText(", ".join(str(d) for d in range(14)))
+    tab.dimensions.editingFinished.emit()
+    assert len(tab.curves.legend_names()) == 12 and "at most 12" in tab.dimensions_error.text()
+    assert "12" in tab.dimensions_error.text() and "13" in tab.dimensions_error.text()
+    tab.dimensions.setText("3; 4")
+    tab.dimensions.editingFinished.emit()
+    assert tab.curves.legend_names() == ["dim 3", "dim 4"]
+    assert not tab.dimensions_error.isVisible() and tab.dimensions.styleSheet() == ""
+    from explorer.positional_tab import parse_dimensions
+
+    assert parse_dimensions("7, x", 8) == ([7], ["“x” is not a number"])
+
+
+# --- 2. the window keeps its width ------------------------------------------------------------------
+def _tiny_training(form) -> None:
+    form.corpus.setCurrentText("copy")
+    form.corpus_size.setValue(400)
+    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
+                       (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, 1), (form.batch_size, 16),
+                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0)):
+        box.setValue(value)
+
+
+def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    window.tabs.setCurrentIndex(2)
+    tab = window.training_tab
+    settle(window)
+    width = window.width()
+    _tiny_training(tab.form)
+    with qtbot.waitSignal(tab.trained, timeout=120000):
+        tab.start_button.click()
+    settle(window)
+    assert window.width() == width and "finished" in tab.progress_label.text()
+    long_model = "/home/someone/corpora/" + "a-long-folder-name/" * 6 + "pairs.tsv: 6+6 layers x 8 heads, d_model 512"
+    tab._on_prepared({"train": 1234567, "valid": 65432, "test": 65432, "skipped": 12, "model": long_model,
+                      "device": "CPU"})
+    settle(window)
+    assert window.width() == width and long_model in tab.samples_label.text()
+    tab._on_progress({"epoch": 123, "step": 12345678, "train_loss": 1.2345, "token_accuracy": 0.5,
+                      "learning_rate": 1.5e-4, "tokens_per_second": 12345678.0, "elapsed_seconds": 360000.0,
+                      "eta_seconds": 720000.0, "fraction": 0.3})
+    settle(window)
+    assert window.width() == width and "12,345,678 tokens/s" in tab.progress_label.text()
+    assert tab.progress_label.heightForWidth(300) > tab.progress_label.fontMetrics().height()  # it wraps
+    tab._on_status(f"Loading {long_model} and training tokenizers…")
+    settle(window)
+    assert window.width() == width
+    # a second run while the first model is unsaved: said in the status bar, nothing asked
+    window.ask_to_keep_trained_model = lambda: pytest.fail("nothing is replaced when training starts")
+    assert window.session.has_unsaved_training()
+    tab.form.epochs.setValue(500)
+    tab.start_button.click()
+    assert "not saved" in window.statusBar().currentMessage()
+    tab.cancel_button.click()
+    qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
+    close_window(window)
+
+
+# --- 3. a sentence the new model cannot read -------------------------------------------------------
+@pytest.fixture
+def russian_bundle(tmp_path):
+    """A model of a TSV corpus whose source side is Russian: English is unknown to its source tokenizer."""
+    import random
+
+    rng = random.Random(3)
+    lines = [(" ".join(rng.choice(RUSSIAN) for _ in range(rng.randint(2, 5))), f"s{i} t{i}") for i in range(300)]
+    corpus = tmp_path / "ru-pairs.tsv"
+    corpus.write_text("".join(f"{source}\t{target}\n" for source, target in lines), encoding="utf-8")
+    bundle, _ = prepare(CorpusSpec(str(corpus)), TokenizerOptions(vocab_size=60, joint=False), TINY_MODEL)
+    bundle.model.eval()
+    return bundle, corpus, lines
+
+
+def _explore_with(qtbot, tmp_path, bundle):
+    window = make_window(qtbot, tmp_path)
+    tab = window.explore_tab
+    assert tab.controls.source.text() == EXAMPLE_SENTENCE
+    window.session.set_model(bundle)
+    return window, tab
+
+
+def test_a_model_of_another_language_gets_a_sentence_of_its_corpus(qtbot, tmp_path, russian_bundle):
+    bundle, _corpus, lines = russian_bundle
+    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    session = window.session
+    assert session.unknown_share(EXAMPLE_SENTENCE) == 1.0
+    assert tab.controls.source.text() == lines[0][0] and session.text == lines[0][0]
+    assert "<unk>" not in session.trace.source_tokens and session.trace.source_tokens[0] != "<unk>"
+    assert not tab.hint.isHidden() and "100% of the pieces" in tab.hint.text()
+    assert "its corpus" in tab.hint.text() and "ru-pairs.tsv" in tab.hint.text()
+    assert "replaced" in window.statusBar().currentMessage()
+    close_window(window)
+
+
+def test_the_history_samples_serve_when_the_corpus_file_is_gone(qtbot, tmp_path, russian_bundle):
+    bundle, corpus, _lines = russian_bundle
+    corpus.unlink()
+    bundle.history["validations"] = [{"epoch": 1, "samples": [["дом и сад", "s t", "s t"]]}]
+    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    assert tab.controls.source.text() == "дом и сад" and window.session.trace is not None
+    assert "training history" in tab.hint.text()
+    close_window(window)
+
+
+def test_with_nothing_to_read_a_clear_hint_and_no_crash(qtbot, tmp_path, russian_bundle):
+    bundle, corpus, _lines = russian_bundle
+    corpus.unlink()
+    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    assert tab.controls.source.text() == EXAMPLE_SENTENCE  # kept: nothing better was found
+    assert window.session.trace is not None and "<unk>" in window.session.trace.source_tokens
+    assert not tab.hint.isHidden() and "no example sentence was found" in tab.hint.text()
+    assert "type a sentence" in tab.hint.text()
+    close_window(window)
+
+
+def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence_stays(qtbot, tmp_path,
+                                                                                       toy_fr_bundle):
+    bundle, _ = tiny_bundle("copy", size=200)
+    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    expected = generate_builtin("copy", 20, bundle.corpus.seed)[0].source
+    assert tab.controls.source.text() == expected and "its corpus (copy)" in tab.hint.text()
+    assert "<unk>" not in window.session.trace.source_tokens
+    tab.controls.source.setText(EXAMPLE_SENTENCE)  # toy-fr reads English: nothing is replaced
+    window.session.set_model(toy_fr_bundle[0])
+    assert tab.controls.source.text() == EXAMPLE_SENTENCE and tab.hint.isHidden()
+    close_window(window)
+
+
+# --- 4. an unsaved trained model is not discarded without asking -----------------------------------
+@pytest.fixture
+def trained_window(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    trained, _ = tiny_bundle("copy", size=200)
+    window.training_tab.trained.emit(trained)  # as when a training run finishes
+    other = saved_model(tiny_bundle("reverse", size=200)[0], tmp_path, "other.safetensors")
+    asked = []
+    answers = []
+    window.ask_to_keep_trained_model = lambda: asked.append(True) or answers.pop(0)
+    assert window.session.bundle is trained
+    yield window, trained, other, asked, answers
+    close_window(window)
+
+
+def test_cancel_keeps_the_trained_model_and_opens_nothing(trained_window):
+    from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    window, trained, other, asked, answers = trained_window
+    answers.append(QMessageBox.Cancel)
+    window.open_model(str(other))
+    assert asked == [True] and not window._tasks and window.session.bundle is trained
+    answers.append(QMessageBox.Cancel)  # dropping a file asks the same
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(other))])
+    window.dropEvent(QDropEvent(QPoint(10, 10), Qt.CopyAction, data, Qt.LeftButton, Qt.NoModifier))
+    assert len(asked) == 2 and not window._tasks and window.session.bundle is trained
+
+
+def test_discard_opens_the_other_model(qtbot, trained_window):
+    window, trained, other, asked, answers = trained_window
+    assert window.session.has_unsaved_training()
+    answers.append(QMessageBox.Discard)
+    window.open_model(str(other))
+    qtbot.waitUntil(lambda: window.session.bundle is not trained, timeout=10000)
+    assert asked == [True] and window.session.bundle.path == str(other)
+    assert not window.session.has_unsaved_training()
+    window.open_model(str(other))  # a model opened from a file is not asked about
+    assert asked == [True]
+    qtbot.waitUntil(lambda: not window._tasks, timeout=10000)
+
+
+def test_save_runs_the_dialog_and_opens_only_once_saved(qtbot, tmp_path, trained_window, monkeypatch):
+    window, trained, other, asked, answers = trained_window
+    chosen = [("", ""), (str(tmp_path / "kept.safetensors"), "")]  # first cancelled, then a file
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: chosen.pop(0))
+    answers.append(QMessageBox.Save)
+    window.open_model(str(other))
+    assert not window._tasks and window.session.bundle is trained and trained.path is None
+    answers.append(QMessageBox.Save)
+    window.open_model(str(other))
+    assert trained.path == str(tmp_path / "kept.safetensors")
+    kept = checkpoint.load(tmp_path / "kept.safetensors")
+    assert kept.config == trained.config and kept.corpus.name == "copy"
+    qtbot.waitUntil(lambda: window.session.bundle is not trained, timeout=10000)
+    assert window.session.bundle.path == str(other) and len(asked) == 2
