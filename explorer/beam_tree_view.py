@@ -14,10 +14,21 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSplitter, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
-from model.labels import display_labels
+from model.labels import CONTINUATION_MARK, display_labels
 
 NODE = Qt.UserRole  # on tree rows: (first node, last node) of the row's chain
 PRUNED = QColor("#8a8a8a")
+
+
+def sentence(labels: list[str]) -> str:
+    """Display labels as a sentence: a continuation piece ("·e") joins the piece before it."""
+    words: list[str] = []
+    for label in labels:
+        if label.startswith(CONTINUATION_MARK) and words:
+            words[-1] += label[len(CONTINUATION_MARK):]
+        else:
+            words.append(label)
+    return " ".join(words)
 
 
 def score_help(alpha: float) -> str:
@@ -105,11 +116,11 @@ class BeamTreeView(QWidget):
                 index = nodes[index].parent
             node = nodes[end]
             item = QTreeWidgetItem([f"#{rank + 1}", f"{node.score:.3f}", f"{node.log_probability:.3f}",
-                                    " ".join(labels[end])])
+                                    sentence(labels[end])])
             for column in (0, 1, 2):
                 item.setTextAlignment(column, Qt.AlignRight | Qt.AlignVCenter)
             item.setData(0, Qt.UserRole, rank)
-            item.setToolTip(3, " ".join(labels[end]))
+            item.setToolTip(3, "Pieces: " + " ".join(labels[end]))
             self.ranked.addTopLevelItem(item)
             self.rank_items.append(item)
         children: dict[int, list[int]] = {}

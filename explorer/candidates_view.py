@@ -14,14 +14,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
 
-from model.labels import display_labels
+from model.candidates import candidate_rows, format_probability
+from model.labels import display_candidate
 from model.training import TrainingOptions
 
 CHOSEN_BRUSH = pg.mkBrush("#f58518")
 OTHER_BRUSH = pg.mkBrush("#4c78a8")
 REST_BRUSH = pg.mkBrush("#b0b0b0")
 CHOSEN_MARK = "▶ "  # before the chosen token's label: its bar can be too thin to see
-COVERAGE = 0.99  # candidate rows until they hold this much of the probability
 LABEL_SMOOTHING = TrainingOptions.label_smoothing  # the training default: the spread the tooltip explains
 TOOLTIP = ("The most likely next tokens at this step (orange and ▶: chosen), until they hold 99% of the probability; "
            "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there.\n"
@@ -30,26 +30,9 @@ TOOLTIP = ("The most likely next tokens at this step (orange and ▶: chosen), u
            f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives.")
 
 
-def format_probability(p: float) -> str:
-    """Three decimals from 0.01 up (0.912, 0.031), two significant digits below (3.1e-04), 0 for zero."""
-    p = float(p)
-    if p == 0.0:
-        return "0"
-    return f"{p:.3f}" if p >= 0.01 else f"{p:.1e}"
-
-
 def candidate_label(piece: str) -> str:
-    """A candidate as people read it: "▁La" -> "La", a continuation piece "a" -> "·a" (it would follow a
-    word's piece), special pieces as they are."""
-    return display_labels(["▁x", str(piece)])[1]  # labelled as the piece after a word's first piece
-
-
-def rows_to_show(probabilities: np.ndarray, coverage: float = COVERAGE) -> int:
-    """How many of the best-first candidates it takes to hold ``coverage`` of the probability (all if
-    they never do)."""
-    cumulative = np.cumsum(np.asarray(probabilities, dtype=np.float64))  # [k]
-    reached = np.nonzero(cumulative >= coverage - 1e-9)[0]
-    return int(reached[0]) + 1 if reached.size else len(cumulative)
+    """A candidate as people read it (model.labels.display_candidate)."""
+    return display_candidate(piece)
 
 
 class CandidatesView(pg.PlotWidget):
@@ -80,7 +63,7 @@ class CandidatesView(pg.PlotWidget):
         """The best-first candidates [k] of step ``step_index`` (0-based); ``chosen_id`` None when no token
         was chosen yet (step 0). ``vocabulary_size`` counts the tokens of the "other" row."""
         probabilities = np.asarray(probabilities, dtype=np.float32)  # [k]
-        n = rows_to_show(probabilities) if len(probabilities) else 0
+        n = candidate_rows(probabilities) if len(probabilities) else 0
         self.step_index, self.chosen_id = step_index, chosen_id
         self.token_ids = np.asarray(token_ids, dtype=np.int64)[:n]  # [n]
         self.tokens = [str(t) for t in list(tokens)[:n]]

@@ -12,18 +12,19 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QImage, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu
 
-from model.exporting import ExportRequest, draw, export_all, export_view, shown_trace
-from model.figure_layout import FigureError
-from model.figures import figure_png
 from model.files import OutputError
 from model.selection import SelectionError
 
-from .figure_settings import FigureSettingsDialog, figure_options
-
 EXPORT_FILTER = ("PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;"
                  "NumPy array (*.npy)")
-EXPORT_ERRORS = (OutputError, SelectionError, FigureError)
 VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
+
+
+def export_errors() -> tuple[type[Exception], ...]:
+    """The errors an export reports to the user (a bad path, choice or figure setting)."""
+    from model.figure_layout import FigureError
+
+    return OutputError, SelectionError, FigureError
 
 
 class ExploreExports(QObject):
@@ -54,7 +55,12 @@ class ExploreExports(QObject):
         return action
 
     # --- what is exported -----------------------------------------------------------------------
-    def request(self, view: str) -> ExportRequest:
+    def request(self, view: str):
+        """The ExportRequest (model.exporting) of a view as the window shows it."""
+        from model.exporting import ExportRequest
+
+        from .figure_settings import figure_options
+
         tab = self.tab
         bundle = tab.session.bundle
         model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
@@ -78,12 +84,19 @@ class ExploreExports(QObject):
 
     # --- doing it -------------------------------------------------------------------------------
     def export_view(self, view: str, path: str | Path) -> Path:
+        from model.exporting import export_view
+
         return export_view(self.trace(), self.request(view), path, self.model_path())
 
     def export_all_to(self, folder: str | Path) -> list[Path]:
+        from model.exporting import export_all
+
         return export_all(self.trace(), folder, self.request("focus"))
 
     def figure_image(self, view: str) -> QImage:
+        from model.exporting import draw, shown_trace
+        from model.figures import figure_png
+
         request = self.request(view)
         figure = draw(shown_trace(self.trace(), None, request.word_level), request)
         image = QImage()
@@ -93,7 +106,7 @@ class ExploreExports(QObject):
     def copy_view(self, view: str) -> QImage | None:
         try:
             image = self.figure_image(view)
-        except EXPORT_ERRORS as error:
+        except export_errors() as error:
             self.tab.session.message.emit(f"Copy failed: {error}")
             return None
         QGuiApplication.clipboard().setImage(image)
@@ -114,7 +127,7 @@ class ExploreExports(QObject):
             return
         try:
             written = self.export_view(view, path)
-        except EXPORT_ERRORS as error:
+        except export_errors() as error:
             self.tab.session.message.emit(f"Export failed: {error}")
             return
         self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
@@ -128,12 +141,14 @@ class ExploreExports(QObject):
             return
         try:
             written = self.export_all_to(folder)
-        except EXPORT_ERRORS as error:
+        except export_errors() as error:
             self.tab.session.message.emit(f"Export failed: {error}")
             return
         self.tab.session.message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
 
-    def settings_dialog(self) -> FigureSettingsDialog:
+    def settings_dialog(self):
+        from .figure_settings import FigureSettingsDialog
+
         dialog = FigureSettingsDialog(self.tab.settings, self.tab)
         dialog.open()
         return dialog

@@ -105,6 +105,8 @@ class TokenAxis(pg.AxisItem):
         self.rotated = False  # key labels stood on end (read upwards)
         self.every = 1  # every n-th token labelled
         self.drawn: list[tuple[int, str, QRectF]] = []
+        # Kept as a pixmap between changes: replaying the QPicture pyqtgraph caches re-shapes every label.
+        self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
         self._all_widths: dict[float, np.ndarray] = {}  # point size -> [tokens] widths
         self._layout = None
 
@@ -302,6 +304,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.color_bar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(colormap_name), interactive=False,
                                          label=value_label)
         self.color_bar.setImageItem(self.image)
+        self.color_bar.axis.setCacheMode(self.color_bar.axis.CacheMode.DeviceCoordinateCache)
         self.addItem(self.color_bar, row=0, col=1)
         self.outline = QGraphicsRectItem()  # a window aid: outside the auto range
         self.outline.setPen(pg.mkPen(HIGHLIGHT, width=3, cosmetic=True))

@@ -24,6 +24,7 @@ HEAD_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"
 BANDS = 8  # opacity levels
 MIN_WEIGHT = 0.05  # lighter lines are nearly invisible and are not drawn
 DIMMED = 0.2  # opacity factor of the other heads' lines while one head is focused
+WIDTH_FOCUSED = 1  # px, like every line: wider antialiased lines cost ten times as much to draw
 
 
 def head_colour(head: int) -> str:
@@ -173,7 +174,7 @@ class LinesView(QWidget):
         if self._styles.get((head, band)) != style:
             colour = QColor(head_colour(head))
             colour.setAlphaF(alpha)
-            item.setPen(pg.mkPen(colour, width=3 if head == focused else 2, cosmetic=True))
+            item.setPen(pg.mkPen(colour, width=WIDTH_FOCUSED if head == focused else 1, cosmetic=True))
             item.setZValue(2 + band if head == focused else band / BANDS)
             self._styles[(head, band)] = style
         return item

@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
     def _make_positional_tab(self):
         from .positional_tab import PositionalTab
 
-        return PositionalTab(self.session)
+        return PositionalTab(self.session, self.settings)
 
     def _make_training_tab(self):
         from .training_tab import TrainingTab
@@ -210,21 +210,21 @@ class MainWindow(QMainWindow):
         task = start_task(load, done, failed)
         self._tasks.add(task)
 
-    def confirm_replacing_model(self) -> bool:
-        """Before another model replaces the active one: a model trained in this session and never saved
-        would be lost, so ask (Save… / Discard / Cancel). True when the replacement may go on."""
+    def confirm_replacing_model(self, what_happens: str = "Opening another model replaces it.") -> bool:
+        """Before another model replaces the active one (or the window closes): a model trained in this
+        session and never saved would be lost, so ask (Save… / Discard / Cancel). True when it may go on."""
         if not self.session.has_unsaved_training():
             return True
-        answer = self.ask_to_keep_trained_model()
+        answer = self.ask_to_keep_trained_model(what_happens)
         if answer == QMessageBox.Save:
             return self._on_save_requested()
         return answer == QMessageBox.Discard
 
-    def ask_to_keep_trained_model(self):
-        """Asked before an unsaved trained model is replaced (tests replace it): Save, Discard or Cancel."""
+    def ask_to_keep_trained_model(self, what_happens: str = "Opening another model replaces it."):
+        """Asked before an unsaved trained model is lost (tests replace it): Save, Discard or Cancel."""
         return QMessageBox.question(
             self, "Save the trained model?",
-            "The model trained in this session has not been saved. Opening another model replaces it.\n\n"
+            f"The model trained in this session has not been saved. {what_happens}\n\n"
             "Save it first, discard it, or cancel and keep it open?",
             QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
 
@@ -311,6 +311,9 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
             self.training_tab.stop(keep=False)
+        elif not self.confirm_replacing_model("Quitting closes it."):
+            event.ignore()
+            return
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.settings.setValue("window/tab", self.tabs.currentIndex())

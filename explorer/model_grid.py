@@ -60,6 +60,9 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.plot.invertY(True)
         self.plot.showAxis("top")
         self.plot.hideAxis("bottom")
+        for side in ("left", "top"):  # drawn again only when their ticks change
+            axis = self.plot.getAxis(side)
+            axis.setCacheMode(axis.CacheMode.DeviceCoordinateCache)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setLookupTable(colormap(colormap_name).getLookupTable(nPts=256))
         self.plot.addItem(self.image)

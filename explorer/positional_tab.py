@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import html
 import math
+from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QVBoxLayout, QWidget)
 
-from model.positional import positional_report
+from model.figure_layout import FigureError
+from model.files import OutputError
+from model.positional import DIVERGING_MAP, SEQUENTIAL_MAP, positional_report
+from model.positional import colour_scale as positional_colour_scale
 
 from .heatmap import HeatmapView
 from .lines_view import head_colour
@@ -27,7 +32,6 @@ from .plot_style import show_light_grid
 
 MAX_DIMENSIONS = 12  # curves drawn at most
 TICK_TARGET = 8  # about this many numbered ticks along an axis
-SEQUENTIAL_MAP, DIVERGING_MAP = "viridis", "CET-D1"
 ROTATION_TITLE = "Relative position: max |Rₖ·PE(pos) − PE(pos+k)| over pos"
 
 
@@ -46,16 +50,9 @@ def index_step(count: int, target: int = TICK_TARGET) -> int:
 
 
 def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
-    """(levels, colour map): sequential over (min, max) when no value is negative, else diverging and
-    symmetric around 0 so that 0 is the map's neutral middle."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.size == 0:
-        return (0.0, 1.0), SEQUENTIAL_MAP
-    low, high = float(np.nanmin(values)), float(np.nanmax(values))
-    if low >= 0:
-        return (low, high if high > low else low + 1.0), SEQUENTIAL_MAP
-    limit = max(abs(low), abs(high)) or 1.0
-    return (-limit, limit), DIVERGING_MAP
+    """(levels, pyqtgraph colour map): the core's choice (model.positional.colour_scale) by name."""
+    levels, diverging = positional_colour_scale(values)
+    return levels, DIVERGING_MAP if diverging else SEQUENTIAL_MAP
 
 
 def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
@@ -143,9 +140,9 @@ class LegendPlot(QWidget):
 
 
 class PositionalTab(QWidget):
-    def __init__(self, session):
+    def __init__(self, session, settings: QSettings | None = None):
         super().__init__()
-        self.session = session
+        self.session, self.settings = session, settings if settings is not None else QSettings()
         self.report = None
         self.dimension_problems: list[str] = []
         self.positions = QSpinBox()
@@ -178,6 +175,11 @@ class PositionalTab(QWidget):
         controls.addWidget(self.positions)
         controls.addWidget(QLabel("Dimensions:"))
         controls.addWidget(self.dimensions, 1)
+        export_button = QPushButton("Export…")
+        export_button.setToolTip("These four plots as a figure (PNG, SVG, PDF; the Explore tab's figure settings), "
+                                 "or the encoding table as CSV or NPY")
+        export_button.clicked.connect(self._on_export_requested)
+        controls.addWidget(export_button)
         grid = QGridLayout()
         grid.addWidget(self.table_view, 0, 0)
         grid.addWidget(self.similarity_view, 0, 1)
@@ -274,3 +276,39 @@ class PositionalTab(QWidget):
         plot = self.rotation.plot_item
         plot.setXRange(float(report.offsets[0]), float(report.offsets[-1]), padding=0.02)
         plot.getAxis("bottom").setTickSpacing(levels=[(index_step(int(report.offsets[-1])), 0)])
+
+    # --- export ---------------------------------------------------------------------------------
+    def export_to(self, path: str | Path) -> Path:
+        """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
+        from model.exporting import save_table
+        from model.figures import save_figure
+        from model.positional_figure import positional_figure
+
+        from .figure_settings import figure_options
+
+        if self.report is None:
+            raise OutputError("no model is open")
+        path = Path(path)
+        bundle = self.session.bundle
+        table = self.report.table  # [positions, d_model]
+        if path.suffix.lower() in (".csv", ".npy"):
+            return save_table(table, table, [str(p) for p in range(table.shape[0])],
+                              [str(d) for d in range(table.shape[1])], path, "position \\ dimension")
+        name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        options, dpi = figure_options(self.settings, "viridis", name)
+        figure = positional_figure(self.report, self.chosen_dimensions(table.shape[1]), options)
+        return save_figure(figure, path, dpi)
+
+    def _on_export_requested(self) -> None:
+        folder = Path(str(self.settings.value("explore/export_folder", str(Path.home()))))
+        path, _ = QFileDialog.getSaveFileName(self, "Export the positional encoding", str(folder / "positional.png"),
+                                              "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;"
+                                              "CSV table (*.csv);;NumPy array (*.npy)")
+        if not path:
+            return
+        try:
+            written = self.export_to(path)
+        except (OutputError, FigureError) as error:
+            self.session.message.emit(f"Export failed: {error}")
+            return
+        self.session.message.emit(f"Exported {written}")

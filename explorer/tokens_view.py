@@ -12,7 +12,7 @@ chips took about 10 ms to lay out again on every step; this takes well under one
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPixmap, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from .heatmap import HIGHLIGHT, shown_labels
@@ -38,6 +38,8 @@ class TokensView(QWidget):
         self._laid_out_width = -1
         self._height = 0.0
         self._widths: dict[tuple[str, bool], float] = {}
+        self._statics: dict[tuple[str, bool], QStaticText] = {}
+        self._pixmap: QPixmap | None = None  # the row as last drawn; None: draw it again
         self.setToolTip(tip)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.StrongFocus)
@@ -58,7 +60,7 @@ class TokensView(QWidget):
         self.display_tokens = shown_labels(self.tokens, token_level)
         if self.keyboard_index is not None and self.keyboard_index >= len(self.tokens):
             self.keyboard_index = None
-        self._laid_out_width = -1
+        self._laid_out_width, self._pixmap = -1, None
         old_height = self._height
         self._layout(self.width())
         if self._height != old_height:
@@ -97,6 +99,7 @@ class TokensView(QWidget):
         if width == self._laid_out_width:
             return
         self.chip_rects, self._height = self._flow(float(max(width, 1)))
+        self._pixmap = None
         if not self.display_tokens:
             self.chip_rects = []
         self._laid_out_width = width
@@ -115,9 +118,10 @@ class TokensView(QWidget):
         return QSize(100, int(QFontMetricsF(self._fonts()[1]).height() + 2 * (PAD_Y + MARGIN)))
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if event.type() == QEvent.FontChange:
+        if event.type() in (QEvent.FontChange, QEvent.PaletteChange):
             self._widths.clear()
-            self._laid_out_width = -1
+            self._statics.clear()
+            self._laid_out_width, self._pixmap = -1, None
             self.updateGeometry()
         super().changeEvent(event)
 
@@ -126,42 +130,64 @@ class TokensView(QWidget):
         self._layout(self.width())
 
     # --- painting ---------------------------------------------------------------------------------
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
-        self._layout(self.width())
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
+    def _static(self, text: str, bold: bool) -> QStaticText:
+        """The text shaped once (re-shaping 200 labels on every paint cost more than drawing them)."""
+        static = self._statics.get((text, bold))
+        if static is None:
+            if len(self._statics) > 5000:
+                self._statics.clear()
+            static = self._statics[(text, bold)] = QStaticText(text)
+            static.setTextFormat(Qt.PlainText)
+            static.prepare(font=self._fonts()[bold])
+        return static
+
+    def _render(self) -> QPixmap:
+        """The caption and chips, drawn once per change (a step redraws the target row once, not per paint)."""
+        ratio = self.devicePixelRatioF()
+        pixmap = QPixmap(max(1, int(self.width() * ratio)), max(1, int(self.height() * ratio)))
+        pixmap.setDevicePixelRatio(ratio)
+        pixmap.fill(Qt.transparent)
+        painter = QPainter(pixmap)
         palette = self.palette()
         regular, bold = self._fonts()
-        line = QFontMetricsF(bold).height() + 2 * PAD_Y
+        text_height = QFontMetricsF(bold).height()
         painter.setFont(bold)
         painter.setPen(palette.color(QPalette.WindowText))
-        painter.drawText(QRectF(MARGIN, MARGIN, self._text_width(self.caption, True) + 1, line),
-                         Qt.AlignLeft | Qt.AlignVCenter, self.caption)
+        painter.drawStaticText(QPointF(MARGIN, MARGIN + PAD_Y), self._static(self.caption, True))
         if not self.display_tokens:
             italic = QFont(regular)
             italic.setItalic(True)
             painter.setFont(italic)
-            x = MARGIN + self._text_width(self.caption, True) + SPACING
-            painter.drawText(QRectF(x, MARGIN, 40, line), Qt.AlignLeft | Qt.AlignVCenter, "—")
-            return
-        border, link = palette.color(QPalette.Mid), palette.color(QPalette.Link)
-        highlight = QColor(HIGHLIGHT)
+            painter.drawText(QPointF(MARGIN + self._text_width(self.caption, True) + SPACING,
+                                     MARGIN + PAD_Y + QFontMetricsF(italic).ascent()), "—")
+        border, link, base = palette.color(QPalette.Mid), palette.color(QPalette.Link), palette.color(QPalette.Base)
+        highlight, white = QColor(HIGHLIGHT), QColor("white")
         for index, rect in enumerate(self.chip_rects):
             current = index == self.current
+            painter.fillRect(rect, highlight if current else base)
             painter.setPen(highlight if current else border)
-            painter.setBrush(highlight if current else palette.color(QPalette.Base))
-            painter.drawRoundedRect(rect.adjusted(0.5, 0.5, -0.5, -0.5), 3, 3)
+            painter.drawRect(rect.adjusted(0, 0, -1, -1))
             painter.setFont(bold if current else regular)
-            painter.setPen(QColor("white") if current else link)
-            painter.drawText(rect, Qt.AlignCenter, self.display_tokens[index])
+            painter.setPen(white if current else link)
+            static = self._static(self.display_tokens[index], current)
+            painter.drawStaticText(QPointF(rect.left() + PAD_X, rect.top() + (rect.height() - text_height) / 2),
+                                   static)
             if self.forced[index]:
                 painter.setFont(regular)
                 painter.setPen(palette.color(QPalette.WindowText))
-                painter.drawText(QPointF(rect.right() + 1, rect.top() + line / 2), FORCED_MARK)
-            if index == self.keyboard_index and self.hasFocus():
-                painter.setBrush(Qt.NoBrush)
-                painter.setPen(palette.color(QPalette.Highlight))
-                painter.drawRoundedRect(rect.adjusted(-1.5, -1.5, 1.5, 1.5), 4, 4)
+                painter.drawStaticText(QPointF(rect.right() + 1, rect.top()), self._static(FORCED_MARK, False))
+        painter.end()
+        return pixmap
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
+        self._layout(self.width())
+        if self._pixmap is None or self._pixmap.deviceIndependentSize().toSize() != self.size():
+            self._pixmap = self._render()
+        painter = QPainter(self)
+        painter.drawPixmap(0, 0, self._pixmap)
+        if self.keyboard_index is not None and self.hasFocus() and self.keyboard_index < len(self.chip_rects):
+            painter.setPen(self.palette().color(QPalette.Highlight))
+            painter.drawRect(self.chip_rects[self.keyboard_index].adjusted(-2, -2, 1, 1))
         painter.end()
 
     # --- mouse and keyboard ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class HeadStatistics:
     punctuation_share: float
     max_weight: float  # mean over queries of the largest weight (peakedness)
     role: str = ""
-    role_score: float = 0.0
+    role_score: float = 0.0  # the statistic that decided the role (see describe_role)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -21,10 +21,13 @@ from .files import check_output
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
-    parser.add_argument("--text", required=True, help="the source sentence")
-    parser.add_argument("--view", choices=VIEWS, default="focus",
+    parser.add_argument("--text", help="the source sentence (every view but positional)")
+    parser.add_argument("--view", choices=[*VIEWS, "positional"], default="focus",
                         help="focus: one heatmap; grid: every layer x head; lines: the paper's line view of a "
-                             "layer; candidates: the next-token probabilities")
+                             "layer; candidates: the next-token probabilities; positional: the model's positional "
+                             "encoding (no sentence)")
+    parser.add_argument("--positions", type=int, default=64, help="positional view: positions shown")
+    parser.add_argument("--dimensions", help="positional view: dimensions drawn as curves (default 0,1,8,9,32,33)")
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross")
     parser.add_argument("--layer", type=int, default=1, help="layer, from 1")
     parser.add_argument("--head", default="mean", help="head from 1, or mean, max, rollout (lines: the head in front)")
@@ -77,6 +80,10 @@ def run_export(args) -> int:
     from .shipped import resolve_model
     from .stepper import DecodingOptions, Stepper
 
+    if args.view == "positional":
+        return run_positional(args)
+    if not args.text:
+        raise ValueError("--text is needed: the sentence to decode")
     request = request_from(args)
     request.validate()
     model_path = resolve_model(args.model)
@@ -102,6 +109,48 @@ def run_export(args) -> int:
     else:
         print(f"wrote {export_view(trace, request, out, (model_path,))}")
     return 0
+
+
+def run_positional(args) -> int:
+    """The positional-encoding figure (PNG, SVG, PDF) or its table (CSV, NPY: positions x d_model)."""
+    from . import checkpoint
+    from .exporting import save_table
+    from .figures import save_figure
+    from .positional import positional_report
+    from .positional_figure import positional_figure
+    from .shipped import resolve_model
+
+    model_path = resolve_model(args.model)
+    out = check_output(args.out, (model_path,))
+    if out.suffix.lower() not in SUFFIXES:
+        raise ValueError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
+    options = request_from(args).figure
+    options.model_name = model_path.stem
+    bundle = checkpoint.load(model_path)
+    if not 2 <= args.positions <= bundle.config.max_len:
+        raise ValueError(f"--positions must be between 2 and {bundle.config.max_len} (the model's longest input)")
+    d_model = bundle.config.d_model
+    if args.dimensions is None:
+        dimensions = [d for d in (0, 1, 8, 9, 32, 33) if d < d_model]
+    else:
+        dimensions = _dimensions(args.dimensions)
+    if any(not 0 <= d < d_model for d in dimensions):
+        raise ValueError(f"--dimensions must be between 0 and {d_model - 1}")
+    report = positional_report(bundle, args.positions)
+    if out.suffix.lower() in (".csv", ".npy"):
+        save_table(report.table, report.table, [str(p) for p in range(len(report.table))],
+                   [str(d) for d in range(d_model)], out, "position \\ dimension")
+    else:
+        save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300)
+    print(f"wrote {out}")
+    return 0
+
+
+def _dimensions(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--dimensions must be numbers such as 0,1,8, not {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

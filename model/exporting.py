@@ -16,6 +16,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
+from .candidates import candidate_rows
 from .figure_layout import FIGURE_RC, Caption
 from .figures import (FIGURE_SUFFIXES, FigureOptions, candidates_figure, focus_figure, grid_figure, lines_figure,
                       save_figure, trace_details)
@@ -26,7 +27,6 @@ from .trace import Trace
 VIEWS = ("focus", "grid", "lines", "candidates")
 DATA_SUFFIXES = (".csv", ".npy")
 SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES
-COVERAGE = 0.99  # candidates are listed until they hold this much of the probability; the rest is "other"
 
 
 @dataclass
@@ -55,13 +55,6 @@ def shown_trace(trace: Trace, step: int | None, word_level: bool) -> Trace:
             raise SelectionError(f"step must be between 0 and {trace.n_steps}, not {step}")
         trace = trace.at_step(step)
     return trace.word_level() if word_level else trace
-
-
-def candidate_rows(probabilities, coverage: float = COVERAGE) -> int:
-    """How many of the best-first candidate probabilities to list: until they reach ``coverage``."""
-    probabilities = np.asarray(probabilities, dtype=np.float64)  # [k], best first
-    reached = np.nonzero(np.cumsum(probabilities) >= coverage)[0]
-    return int(reached[0]) + 1 if reached.size else len(probabilities)
 
 
 def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarray, int | None]:

@@ -22,8 +22,9 @@ from matplotlib.patches import Rectangle
 
 from .figure_layout import (DEFAULT_WIDTH, FIGURE_RC, LINE, MAX_CELL, MIN_FONT_SIZE, POINTS_PER_INCH, Caption,
                             FigureError, draw_caption, fit_axis, text_width, thinning_note, widest)
+from .candidates import format_probability
 from .files import atomic_output
-from .labels import display_labels, pieces_text
+from .labels import display_candidate, display_labels, pieces_text
 from .selection import AttentionMatrix, KIND_NAMES
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
@@ -301,7 +302,7 @@ def candidates_figure(step_index: int, tokens: list[str], probabilities, chosen:
     of every token not listed (grey)."""
     options = options or FigureOptions()
     probabilities = np.asarray(probabilities, dtype=np.float64)  # [k]
-    labels = display_labels(list(tokens), trace.level)
+    labels = [display_candidate(token) for token in tokens] if trace.level != "word" else list(tokens)
     if other is not None:
         labels.append("all other tokens")
         probabilities = np.append(probabilities, other)
@@ -331,11 +332,6 @@ def candidates_figure(step_index: int, tokens: list[str], probabilities, chosen:
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     return figure
-
-
-def format_probability(value: float) -> str:
-    """0.912, 0.031, 3.1e-04: three decimals while they say something, then two significant digits."""
-    return f"{value:.3f}" if value >= 0.01 or value == 0 else f"{value:.1e}"
 
 
 # --- writing ------------------------------------------------------------------------------------------

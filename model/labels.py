@@ -54,6 +54,11 @@ def display_labels(pieces: list[str], level: str = "piece") -> list[str]:
     return [display_piece(pieces, index) for index in range(len(pieces))]
 
 
+def display_candidate(piece: str) -> str:
+    """A next-token candidate on its own: "▁La" -> "La", a piece that would continue the word -> "·a"."""
+    return display_piece([WORD_START + "x", str(piece)], 1)
+
+
 def pieces_text(pieces: list[str], level: str = "piece") -> str:
     """The text that a row of pieces spells (special pieces left out), for captions."""
     kept = [str(piece) for piece in pieces if piece not in SPECIAL_PIECES]

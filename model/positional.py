@@ -55,3 +55,19 @@ def positional_report(bundle: ModelBundle, n_positions: int | None = None, max_o
         rotation = np.full(len(offsets), np.nan)  # a learned table has no such rotation
     unrotated = np.array([np.abs(table64[:-k] - table64[k:]).max() for k in offsets])
     return PositionalReport(kind, table, (table64 @ table64.T).astype(np.float32), offsets, rotation, unrotated)
+
+
+SEQUENTIAL_MAP, DIVERGING_MAP = "viridis", "CET-D1"  # pyqtgraph's name; figures use matplotlib's "RdBu_r"
+
+
+def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], bool]:
+    """(levels, diverging): a sequential map over (min, max) when no value is negative, else a
+    diverging one symmetric around 0, so that 0 is the map's neutral middle."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return (0.0, 1.0), False
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    if low >= 0:
+        return (low, high if high > low else low + 1.0), False
+    limit = max(abs(low), abs(high)) or 1.0
+    return (-limit, limit), True

@@ -16,6 +16,7 @@ def make_window(qtbot, tmp_path, bundle=None):
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
     window = MainWindow(settings)
     window.ask_to_stop_training = lambda: QMessageBox.Yes
+    window.ask_to_keep_trained_model = lambda *_args: QMessageBox.Discard  # tests that care replace it again
     window.resize(1300, 850)
     qtbot.addWidget(window)
     window.show()

@@ -18,6 +18,7 @@ from model.selection import SelectionError, parse_head, select
 from model.stepper import Stepper
 
 from .gui_helpers import close_window, make_window, saved_model
+from .test_figures import svg_texts
 
 TEXT = "a b c d"
 
@@ -167,3 +168,17 @@ def test_selection_rejects_what_the_trace_does_not_have(copy_bundle):
     with pytest.raises(SelectionError):
         parse_head("zero")
     assert parse_head("2") == 1 and parse_head("mean") == "mean"
+
+
+def test_the_positional_tab_and_the_command_export_the_positional_figure_and_table(explore, tmp_path):
+    window, _, model = explore
+    tab = window.positional_tab
+    window.settings.setValue("export/dpi", 60)
+    image = pixels(tab.export_to(tmp_path / "positional.png"))
+    assert image.shape[1] == round(6.9 * 60) and len(np.unique(image.reshape(-1, 3), axis=0)) > 50
+    texts = " ".join(svg_texts(tab.export_to(tmp_path / "positional.svg")))
+    assert "Rₖ" in texts and "similarity PE(i)·PE(j)" in texts and "R_k" not in texts
+    np.testing.assert_array_equal(np.load(tab.export_to(tmp_path / "table.npy")), tab.report.table)
+    assert cli_main(["export", "--model", str(model), "--view", "positional", "--positions",
+                     str(tab.report.table.shape[0]), "--out", str(tmp_path / "command.npy")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "command.npy"), tab.report.table)

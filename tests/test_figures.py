@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from model.exporting import ExportRequest, candidate_rows, export_all, export_view, shown_trace, view_table
+from model.candidates import candidate_rows
+from model.exporting import ExportRequest, export_all, export_view, shown_trace, view_table
 from model.figure_layout import MIN_FONT_SIZE, FigureError, parse_width
 from model.figures import FigureOptions, focus_figure, grid_figure, save_figure
 from model.files import OutputError

@@ -163,8 +163,8 @@ def test_beam_view_ranks_hypotheses_and_no_column_is_clipped(shipped):
     assert first.text(0) == "#1" and second.text(0) == "#2"
     assert float(first.text(1)) == pytest.approx(tree.nodes[tree.hypotheses[0]].score, abs=1e-3)
     assert float(first.text(2)) == pytest.approx(tree.nodes[tree.hypotheses[0]].log_probability, abs=1e-3)
-    assert first.text(3).startswith("Le chat noir ne mange pas la pomme") and "▁" not in first.text(3)
-    assert "noire" in second.text(3)
+    assert first.text(3) == "Le chat noir ne mange pas la pomme. </s>" and "▁" not in first.text(3)
+    assert first.toolTip(3).endswith("pomme ·. </s>") and "noire" in second.text(3)
     assert "α = 0.6" in view.ranked.headerItem().toolTip(1) and "length penalty" in view.tree.headerItem().toolTip(2)
     assert view.tree.indentation() <= 12
     assert "▁" not in "".join(item.text(0) for item in view.items.values())

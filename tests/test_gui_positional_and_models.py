@@ -171,13 +171,14 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     settle(window)
     assert window.width() == width
     # a second run while the first model is unsaved: said in the status bar, nothing asked
-    window.ask_to_keep_trained_model = lambda: pytest.fail("nothing is replaced when training starts")
+    window.ask_to_keep_trained_model = lambda *_: pytest.fail("nothing is replaced when training starts")
     assert window.session.has_unsaved_training()
     tab.form.epochs.setValue(500)
     tab.start_button.click()
     assert "not saved" in window.statusBar().currentMessage()
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
+    window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard  # quitting asks (tested below)
     close_window(window)
 
 
@@ -260,10 +261,18 @@ def trained_window(qtbot, tmp_path):
     other = saved_model(tiny_bundle("reverse", size=200)[0], tmp_path, "other.safetensors")
     asked = []
     answers = []
-    window.ask_to_keep_trained_model = lambda: asked.append(True) or answers.pop(0)
+    window.ask_to_keep_trained_model = lambda *_: asked.append(True) or (answers.pop(0) if answers else QMessageBox.Discard)
     assert window.session.bundle is trained
     yield window, trained, other, asked, answers
+    window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard
     close_window(window)
+
+
+def test_quitting_asks_too_and_cancel_keeps_the_window_open(trained_window):
+    window, trained, _other, asked, answers = trained_window
+    answers.append(QMessageBox.Cancel)
+    assert not window.close()
+    assert asked == [True] and window.isVisible() and window.session.bundle is trained
 
 
 def test_cancel_keeps_the_trained_model_and_opens_nothing(trained_window):

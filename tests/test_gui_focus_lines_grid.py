@@ -1,0 +1,193 @@
+"""The focus heatmap's labels, zoom and auto range, the lines view's focused head, the model grid at
+step 0 and the token chips (offscreen), in the explore window at its default size (1300x850)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication, QGraphicsRectItem
+
+from model.labels import display_labels
+
+from .gui_helpers import close_window, make_window
+
+SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
+
+
+@pytest.fixture
+def explore(qtbot, tmp_path, toy_fr_bundle):
+    window = make_window(qtbot, tmp_path, toy_fr_bundle[0])
+    tab = window.explore_tab
+    tab.controls.source.setText(SENTENCE)
+    tab.controls.source.returnPressed.emit()
+    QApplication.processEvents()
+    yield window, tab
+    close_window(window)
+
+
+def painted(view) -> dict[str, list[tuple[int, str, object]]]:
+    """The labels each axis of a heatmap drew when the view was last painted."""
+    QApplication.processEvents()  # axis sizes settle (a layout pass) before painting
+    view.grab()
+    return {side: view.plot.getAxis(side).drawn for side in ("left", "top")}
+
+
+def assert_readable(drawn, horizontal: bool) -> None:
+    """Labels that do not overlap one another along the axis."""
+    rects = [rect for _, _, rect in drawn]
+    starts = [rect.left() if horizontal else rect.top() for rect in rects]
+    ends = [rect.right() if horizontal else rect.bottom() for rect in rects]
+    assert all(end <= start + 0.5 for end, start in zip(ends, starts[1:]))
+
+
+def wheel(view, modifiers) -> None:
+    viewport = view.viewport()
+    centre = QPointF(viewport.width() / 2, viewport.height() / 2)
+    event = QWheelEvent(centre, QPointF(viewport.mapToGlobal(centre.toPoint())), QPoint(0, 0), QPoint(0, 240),
+                        Qt.NoButton, modifiers, Qt.NoScrollPhase, False)
+    QApplication.sendEvent(viewport, event)
+
+
+def test_every_key_and_query_of_a_13_piece_sentence_is_labelled(explore):
+    window, tab = explore
+    trace = window.session.trace
+    pieces = trace.source_tokens
+    assert len(pieces) == 13
+    tab.kind.setCurrentIndex(tab.kind.findData("encoder"))
+    drawn = painted(tab.focus)
+    shown = display_labels(pieces)
+    for side in ("left", "top"):
+        assert [index for index, _, _ in drawn[side]] == list(range(13))
+        assert [text for _, text, _ in drawn[side]] == shown  # "▁black" reads "black", "at" reads "·at"
+        assert tab.focus.plot.getAxis(side).point_size >= 7
+    assert "black" in shown and "·at" in shown and not any("▁" in text for text in shown)
+    assert_readable(drawn["left"], horizontal=False)
+    top = tab.focus.plot.getAxis("top")
+    assert_readable(drawn["top"], horizontal=not top.rotated)
+    # cross-attention after 13 steps: 13 queries, 13 keys
+    window.session.go_to_step(13)
+    tab.kind.setCurrentIndex(tab.kind.findData("cross"))
+    drawn = painted(tab.focus)
+    assert [index for index, _, _ in drawn["left"]] == list(range(13))
+    assert [text for _, text, _ in drawn["left"]] == display_labels(window.session.trace.target_tokens)
+    assert [index for index, _, _ in drawn["top"]] == list(range(13))
+    # word level: 8 words on the key axis, every one labelled, as they are
+    tab.word_level.setChecked(True)
+    drawn = painted(tab.focus)
+    words = trace.word_level().source_tokens
+    assert [text for _, text, _ in drawn["top"]] == words == ["the", "black", "cat", "sees", "the", "small", "dog",
+                                                               "</s>"]
+    assert tab.focus.key_labels == words  # the data (what exports write) keeps the trace's labels
+    cell = tab.focus.describe_cell(0, 2)
+    assert "'cat'" in cell and "▁" not in cell
+
+
+def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
+    window, tab = explore
+    labels = [f"▁word{index}" for index in range(80)]
+    values = np.random.default_rng(0).random((80, 80)).astype(np.float32)
+    tab.focus.set_matrix(values, labels, labels, "80 tokens")
+    drawn = painted(tab.focus)
+    left = tab.focus.plot.getAxis("left")
+    assert left.every > 1 and 0 < len(drawn["left"]) < 80  # 80 rows do not fit: every n-th is labelled
+    assert left.point_size == 7
+    assert_readable(drawn["left"], horizontal=False)
+    tab.focus.plot.vb.setYRange(30, 40, padding=0)  # as Ctrl+wheel or a drag would
+    drawn = painted(tab.focus)
+    assert [index for index, _, _ in drawn["left"]] == list(range(30, 40))
+    assert [text for _, text, _ in drawn["left"]] == [f"word{index}" for index in range(30, 40)]
+    assert left.every == 1 and left.point_size > 7  # ten rows leave room for a larger font
+    tab.focus.plot.vb.setXRange(50, 60, padding=0)
+    drawn = painted(tab.focus)
+    assert [index for index, _, _ in drawn["top"]] == list(range(50, 60))
+    assert_readable(drawn["top"], horizontal=not tab.focus.plot.getAxis("top").rotated)
+
+
+def test_focus_zooms_with_ctrl_wheel_only_and_auto_range_is_the_matrix(explore):
+    window, tab = explore
+    focus = tab.focus
+    n_queries, n_keys = focus.values.shape
+    assert n_queries > 0 and n_keys == 13
+    start = focus.plot.vb.viewRange()
+    wheel(focus, Qt.NoModifier)
+    assert focus.plot.vb.viewRange() == start  # a plain wheel scrolls past the view
+    wheel(focus, Qt.ControlModifier)
+    (x0, x1), (y0, y1) = focus.plot.vb.viewRange()
+    assert x1 - x0 < start[0][1] - start[0][0] and y1 - y0 < start[1][1] - start[1][0]
+    focus.plot.autoBtnClicked()  # the "A" button: the range follows at the next paint
+    painted(focus)
+    (x0, x1), (y0, y1) = focus.plot.vb.viewRange()
+    assert (x0, x1, y0, y1) == pytest.approx((0, n_keys, 0, n_queries), abs=1e-9)
+    assert focus.outline.isVisible() and focus.highlighted_row == n_queries - 1  # the window aid stays
+
+
+def test_lines_view_draws_the_focused_head_on_top_with_display_labels(explore):
+    window, tab = explore
+    tab.views.setCurrentWidget(tab.lines)
+    lines = tab.lines
+    assert lines.focused_head is None  # mean over heads: every head alike
+    alphas = {key: item.pen().color().alphaF() for key, item in lines.line_items.items() if item.isVisible()}
+    assert alphas and all(alpha >= 0.5 / 8 - 1e-3 for alpha in alphas.values())
+    tab.grid.cell_clicked.emit(0, 2)  # focus head 3 of layer 1
+    assert lines.focused_head == 2
+    shown = {key: item for key, item in lines.line_items.items() if item.isVisible()}
+    focused = [item for (head, _), item in shown.items() if head == 2]
+    others = [item for (head, _), item in shown.items() if head != 2]
+    assert focused and others
+    assert min(item.zValue() for item in focused) > max(item.zValue() for item in others)
+    for (head, band), item in shown.items():
+        full = (band + 0.5) / 8
+        expected = full if head == 2 else full * 0.2
+        assert item.pen().color().alphaF() == pytest.approx(expected, abs=0.01)
+    trace = window.session.trace
+    assert lines.display_key_labels == display_labels(trace.source_tokens)
+    assert lines.key_labels == trace.source_tokens  # raw pieces kept for the data
+    assert lines.key_axis.tokens == lines.display_key_labels and not any("▁" in t for t in lines.key_axis.tokens)
+    tab.head_box.setCurrentText("max over heads")
+    assert lines.focused_head is None
+
+
+def test_model_grid_at_step_0_says_so_and_draws_no_frames(explore):
+    window, tab = explore
+
+    def visible(kind):
+        return [item for item in tab.grid.plot.items if isinstance(item, kind) and item.isVisible()]
+
+    tab.controls.reset_button.click()
+    assert window.session.trace.n_steps == 0
+    grid = tab.grid
+    assert grid.weights.shape[2] == 0 and grid.empty
+    assert not visible(QGraphicsRectItem)  # no selection frames (they were red lines)
+    assert not grid.image.isVisible()
+    messages = [item.toPlainText() for item in visible(type(grid.message))]
+    assert messages == ["Step 0: no target token yet — press Step ▶ (Alt+Right)"]
+    tab.kind.setCurrentIndex(tab.kind.findData("decoder"))
+    assert grid.empty and grid.message.isVisible() and not visible(QGraphicsRectItem)
+    tab.kind.setCurrentIndex(tab.kind.findData("encoder"))  # the source is encoded at step 0
+    assert not grid.empty and grid.image.isVisible() and not grid.message.isVisible()
+    np.testing.assert_allclose(grid.image.image[:13, :13], window.session.trace.encoder_self[0, 0], atol=1e-6)
+    assert len(visible(QGraphicsRectItem)) == 4  # mean over heads: layer 1's four heads framed
+    tab.kind.setCurrentIndex(tab.kind.findData("cross"))
+    tab.controls.forward_button.click()
+    assert not grid.empty and grid.image.isVisible() and grid.weights.shape[2] == 1
+
+
+def test_token_chips_show_display_labels_and_click_through_to_their_step(explore, qtbot):
+    window, tab = explore
+    trace = window.session.trace
+    source = tab.source_tokens
+    assert source.tokens == trace.source_tokens and "▁black" in source.tokens
+    assert source.display_tokens == display_labels(trace.source_tokens)
+    assert "black" in source.display_tokens and "·at" in source.display_tokens
+    assert not any("▁" in text for text in source.display_tokens + tab.target_tokens.display_tokens)
+    assert tab.target_tokens.display_tokens[0] == "␣"  # this tiny model's lone word marker
+    chips = tab.target_tokens.chip_rects
+    assert len(chips) == trace.n_steps
+    qtbot.mouseClick(tab.target_tokens, Qt.LeftButton, pos=chips[4].center().toPoint())
+    assert window.session.trace.n_steps == 5 and tab.target_tokens.current == 4
+    tab.target_tokens.setFocus()
+    qtbot.keyClick(tab.target_tokens, Qt.Key_Left)
+    qtbot.keyClick(tab.target_tokens, Qt.Key_Return)
+    assert window.session.trace.n_steps == 4
