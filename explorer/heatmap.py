@@ -33,12 +33,6 @@ def colormap(name: str) -> pg.ColorMap:
     return pg.colormap.get(name if name in COLORMAPS else "viridis")
 
 
-def token_ticks(labels: list[str], limit: int = 120) -> list[tuple[float, str]]:
-    """Ticks at cell centres; past ``limit`` tokens every n-th is labelled (for plain pyqtgraph axes)."""
-    every = max(1, int(np.ceil(len(labels) / max(limit, 1))))
-    return [(index + 0.5, label) for index, label in enumerate(labels) if index % every == 0]
-
-
 def shown_labels(labels: list[str], level: str | None = None) -> list[str]:
     """Labels as people read them. ``level`` None: word level when no label carries SentencePiece's
     word marker (word-level axes never do), else piece level."""
@@ -176,11 +170,11 @@ class TokenAxis(pg.AxisItem):
         if self.orientation in ("left", "right"):  # sized for the largest font, so it never feeds back
             extent = float(self._widths_at(point_sizes()[0]).max()) if self.tokens else 0.0
             label = label if self.orientation == "left" else 0.0
-            self.setWidth(int(math.ceil(extent + TEXT_GAP + TICK + label)))
+            self.setWidth(math.ceil(extent + TEXT_GAP + TICK + label))
         else:
             extent = (float(self._widths_at(self.point_size).max()) if self.rotated and self.tokens
                       else line_height(self.point_size))
-            self.setHeight(int(math.ceil(extent + TEXT_GAP + TICK + label)))
+            self.setHeight(math.ceil(extent + TEXT_GAP + TICK + label))
         self.picture = None
         self.update()
 
@@ -260,19 +254,21 @@ class TokenAxis(pg.AxisItem):
             painter.drawLine(start, end)
         font = label_font(self.point_size)
         painter.setFont(font)
-        painter.setPen(self.textPen())
-        metrics = QFontMetricsF(font)
-        for rect, flags, text, highlighted in text_specs:
-            painter.setPen(pg.mkPen(HIGHLIGHT) if highlighted else self.textPen())
+        metrics, text_pen, highlight_pen = QFontMetricsF(font), self.textPen(), pg.mkPen(HIGHLIGHT)
+        widths = text_widths([text for _, _, text, _ in text_specs], self.point_size)  # cached: no shaping here
+        for (rect, flags, text, highlighted), width in zip(text_specs, widths):
+            painter.setPen(highlight_pen if highlighted else text_pen)
+            room = LABEL_SPACE if self.rotated else rect.width()
+            if width >= room - 0.5:  # too long (widths stop at LABEL_SPACE): end it with "…"
+                text = metrics.elidedText(text, Qt.ElideRight, room)
             if self.rotated:  # drawn along the rect's height, reading upwards from the axis line
                 painter.save()
                 painter.translate(rect.center().x(), rect.bottom())
                 painter.rotate(-90)
-                painter.drawText(QRectF(0, -rect.width() / 2, rect.height(), rect.width()), int(flags),
-                                 metrics.elidedText(text, Qt.ElideRight, LABEL_SPACE))
+                painter.drawText(QRectF(0, -rect.width() / 2, rect.height(), rect.width()), int(flags), text)
                 painter.restore()
             else:
-                painter.drawText(rect, int(flags), metrics.elidedText(text, Qt.ElideRight, rect.width()))
+                painter.drawText(rect, int(flags), text)
         return None
 
 
@@ -333,16 +329,17 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         if levels != self._levels:
             self.color_bar.setLevels(levels)
             self._levels = levels
+        self._outline_row(highlighted_row)
         self._set_ticks()
         if title != self._title:
             self.plot.setTitle(title)
             self._title = title
         self.plot.setRange(xRange=(0, max(n_keys, 1)), yRange=(0, max(n_queries, 1)), padding=0.0)
-        self.set_highlighted_row(highlighted_row)
 
     def _set_ticks(self) -> None:
-        """Token labels on both axes (each axis fits them to the cells it shows)."""
-        self.plot.getAxis("left").set_tokens(self.display_query_labels)
+        """Token labels on both axes (each axis fits them to the cells it shows), the current step's
+        query in red: it stays labelled when its neighbours are thinned out."""
+        self.plot.getAxis("left").set_tokens(self.display_query_labels, highlighted=self.highlighted_row)
         self.plot.getAxis("top").set_tokens(self.display_key_labels)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
@@ -351,6 +348,10 @@ class HeatmapView(pg.GraphicsLayoutWidget):
             self._set_ticks()
 
     def set_highlighted_row(self, row: int | None) -> None:
+        self._outline_row(row)
+        self._set_ticks()
+
+    def _outline_row(self, row: int | None) -> None:
         n_queries, n_keys = self.values.shape if self.values.ndim == 2 else (0, 0)
         self.highlighted_row = row if row is not None and 0 <= row < n_queries else None
         if self.highlighted_row is None:

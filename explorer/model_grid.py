@@ -111,7 +111,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._target = self._pooled_size()
         cells = pool_max(self.weights, *self._target)  # [layers, heads, rows, columns]
         rows, columns = cells.shape[2:]
-        gap_rows, gap_columns = max(1, int(round(GAP * rows))), max(1, int(round(GAP * columns)))
+        gap_rows, gap_columns = max(1, round(GAP * rows)), max(1, round(GAP * columns))
         step_rows, step_columns = rows + gap_rows, columns + gap_columns
         self._cell, self._cell_size = (float(step_rows), float(step_columns)), (rows, columns)
         mosaic = np.full((n_layers, step_rows, n_heads, step_columns), np.nan, np.float32)  # NaN gaps: transparent
@@ -137,9 +137,8 @@ class ModelGrid(pg.GraphicsLayoutWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
-        if hasattr(self, "image") and not self.empty and self.weights.size:
-            if self._pooled_size() != self._target:
-                self._draw()
+        if hasattr(self, "image") and not self.empty and self.weights.size and self._pooled_size() != self._target:
+            self._draw()  # pooled to the new size
 
     def set_colormap(self, name: str) -> None:
         self.image.setLookupTable(colormap(name).getLookupTable(nPts=256))

@@ -41,6 +41,7 @@ class TokensView(QWidget):
         self._statics: dict[tuple[str, bool], QStaticText] = {}
         self._pixmap: QPixmap | None = None  # the row as last drawn; None: draw it again
         self.setToolTip(tip)
+        self.setAccessibleName(caption)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.StrongFocus)
         policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
@@ -58,6 +59,7 @@ class TokensView(QWidget):
         self._shown = shown
         self.tokens, self.current, self.forced = list(tokens), current, forced
         self.display_tokens = shown_labels(self.tokens, token_level)
+        self.setAccessibleDescription(" ".join(self.display_tokens))  # what a screen reader says
         if self.keyboard_index is not None and self.keyboard_index >= len(self.tokens):
             self.keyboard_index = None
         self._laid_out_width, self._pixmap = -1, None
@@ -211,7 +213,9 @@ class TokensView(QWidget):
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
         key, count = event.key(), len(self.tokens)
-        if count and key in (Qt.Key_Left, Qt.Key_Right, Qt.Key_Home, Qt.Key_End):
+        if event.modifiers() & (Qt.AltModifier | Qt.ControlModifier | Qt.MetaModifier):
+            super().keyPressEvent(event)  # Alt+Left and the like are the window's shortcuts
+        elif count and key in (Qt.Key_Left, Qt.Key_Right, Qt.Key_Home, Qt.Key_End):
             start = self.keyboard_index if self.keyboard_index is not None else (self.current or 0)
             moved = {Qt.Key_Left: start - 1, Qt.Key_Right: start + 1, Qt.Key_Home: 0, Qt.Key_End: count - 1}[key]
             self.keyboard_index = max(0, min(count - 1, moved))

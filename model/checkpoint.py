@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from safetensors.torch import save as save_tensors
 
 from .config import ConfigError, TransformerConfig
 from .corpora import CorpusSpec
+from .files import OutputError, atomic_output, check_output
 from .tokenizer import Tokenizer, TokenizerError
 from .transformer import Transformer
 
@@ -79,32 +79,14 @@ def to_bytes(bundle: ModelBundle) -> bytes:
 
 
 def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
-    """Write atomically: a temporary file in the same folder, fsync, then rename over ``path``."""
-    path = Path(path)
-    if path.is_dir():
-        raise CheckpointError(f"{path}: is a folder; give a file name")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise CheckpointError(f"{path}: the folder {folder} does not exist")
-    data = to_bytes(bundle)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=folder)
+    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was."""
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a saved model reads like any file
-        with os.fdopen(descriptor, "wb") as handle:
+        path = check_output(path)
+        data = to_bytes(bundle)
+        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException as error:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        if isinstance(error, OSError):
-            raise CheckpointError(f"{path}: cannot be written ({error.strerror or error})") from None
-        raise
+    except OutputError as error:
+        raise CheckpointError(str(error)) from None
     bundle.path = str(path)
     return path
 

@@ -249,7 +249,7 @@ def lines_figure(trace, kind: str, layer: int, options: FigureOptions | None = N
     width = options.width * POINTS_PER_INCH
     span = max(n_queries, n_keys, 1)
     fit = fit_axis(queries + keys, MAX_CELL, size)  # one line of text per token row: never thinned
-    row = fit.font_size * LINE
+    row = fit.font_size * LINE * (1.5 if span <= 30 else 1.0)  # airy for a sentence, compact for a page
     head_text = f"head {focused_head + 1} in front" if focused_head is not None else "all heads"
     caption = Caption(f"{KIND_NAMES[kind][0].upper()}{KIND_NAMES[kind][1:]}, layer {layer + 1} ({head_text})",
                       trace_details(trace, options) + [f"Opacity = attention weight (lines under {min_weight:g} "

@@ -25,6 +25,15 @@ def make_window(qtbot, tmp_path, bundle=None):
     return window
 
 
+def explore_window(qtbot, tmp_path, bundle, sentence: str):
+    """A window with ``bundle`` open and ``sentence`` typed into the Explore tab and translated (Enter)."""
+    window = make_window(qtbot, tmp_path, bundle)
+    tab = window.explore_tab
+    tab.controls.source.setText(sentence)
+    tab.controls.source.returnPressed.emit()
+    return window, tab
+
+
 def close_window(window) -> None:
     """Close as a user would; no training thread may outlive the window."""
     window.close()

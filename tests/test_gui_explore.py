@@ -9,17 +9,14 @@ import pytest
 from model.analysis import mean_over_heads, rollout
 from model.stepper import DecodingOptions, Stepper
 
-from .gui_helpers import close_window, make_window
+from .gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 
 
 @pytest.fixture
 def explore(qtbot, tmp_path, copy_bundle):
-    window = make_window(qtbot, tmp_path, copy_bundle[0])
-    tab = window.explore_tab
-    tab.controls.source.setText(SENTENCE)
-    tab.controls.source.returnPressed.emit()
+    window, tab = explore_window(qtbot, tmp_path, copy_bundle[0], SENTENCE)
     yield window, tab
     close_window(window)
 

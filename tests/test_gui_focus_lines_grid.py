@@ -85,7 +85,7 @@ def test_every_key_and_query_of_a_13_piece_sentence_is_labelled(explore):
 
 
 def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
-    window, tab = explore
+    _, tab = explore
     labels = [f"▁word{index}" for index in range(80)]
     values = np.random.default_rng(0).random((80, 80)).astype(np.float32)
     tab.focus.set_matrix(values, labels, labels, "80 tokens")
@@ -93,6 +93,11 @@ def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
     left = tab.focus.plot.getAxis("left")
     assert left.every > 1 and 0 < len(drawn["left"]) < 80  # 80 rows do not fit: every n-th is labelled
     assert left.point_size == 7
+    assert_readable(drawn["left"], horizontal=False)
+    row = next(row for row in range(45, 50) if row % left.every)  # one thinning would skip
+    tab.focus.set_highlighted_row(row)  # the current step's query stays labelled when thinned
+    drawn = painted(tab.focus)
+    assert row in [index for index, _, _ in drawn["left"]]
     assert_readable(drawn["left"], horizontal=False)
     tab.focus.plot.vb.setYRange(30, 40, padding=0)  # as Ctrl+wheel or a drag would
     drawn = painted(tab.focus)
@@ -106,7 +111,7 @@ def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
 
 
 def test_focus_zooms_with_ctrl_wheel_only_and_auto_range_is_the_matrix(explore):
-    window, tab = explore
+    _, tab = explore
     focus = tab.focus
     n_queries, n_keys = focus.values.shape
     assert n_queries > 0 and n_keys == 13

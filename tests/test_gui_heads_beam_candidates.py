@@ -15,7 +15,7 @@ from model import checkpoint
 from model.analysis import ALIGNMENT_ENTROPY
 from model.shipped import resolve_model
 
-from .gui_helpers import close_window, make_window
+from .gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 FRENCH = "The black cat does not eat the apple."
@@ -28,10 +28,7 @@ def shipped_bundle():
 
 @pytest.fixture
 def explore(qtbot, tmp_path, copy_bundle):
-    window = make_window(qtbot, tmp_path, copy_bundle[0])
-    tab = window.explore_tab
-    tab.controls.source.setText(SENTENCE)
-    tab.controls.source.returnPressed.emit()
+    window, tab = explore_window(qtbot, tmp_path, copy_bundle[0], SENTENCE)
     yield window, tab
     close_window(window)
 
