@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
-from model.analysis import ROLE_SCORE_HELP, describe_role, head_statistics
+from model.analysis import ROLE_SCORE_HELP, describe_role, heads_statistics
 
 COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance",
            "Max\nweight")
@@ -27,18 +27,7 @@ COLUMN_HELP = (
 ANALYSIS_KIND = {"encoder": "self", "decoder": "decoder", "cross": "cross"}
 HEAD_ROLE = Qt.UserRole + 1  # (layer, head) on every item of a row
 COLUMN_PADDING = 6  # pixels beside the widest header or value
-
-
-class _NumberItem(QTableWidgetItem):
-    """Sorts by the number it holds, not by its text."""
-
-    def __init__(self, value: float, text: str):
-        super().__init__(text)
-        self.setData(Qt.UserRole, float(value))
-        self.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-
-    def __lt__(self, other) -> bool:
-        return float(self.data(Qt.UserRole)) < float(other.data(Qt.UserRole))
+SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight")
 
 
 class HeadTable(QTableWidget):
@@ -53,12 +42,13 @@ class HeadTable(QTableWidget):
         header.setSectionResizeMode(QHeaderView.Interactive)  # fitted to contents after every update
         header.setDefaultAlignment(Qt.AlignCenter)
         header.setStretchLastSection(True)
-        header.sortIndicatorChanged.connect(self._on_sort_changed)
+        header.setSectionsClickable(True)
+        header.sectionClicked.connect(self._on_header_clicked)
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self._enable_sorting()
+        self.sort_column, self.sort_order = -1, Qt.AscendingOrder  # rows are sorted here, not by Qt's items
         self.setToolTip("What each head does at this step; click a header to sort, a row to focus the head")
         self.cellClicked.connect(self._on_cell_clicked)
         self.rows: list[dict] = []
@@ -68,50 +58,60 @@ class HeadTable(QTableWidget):
         """weights [layers, heads, queries, keys] of one kind."""
         analysis_kind = ANALYSIS_KIND[kind]
         self.rows = []
-        n_layers, n_heads = weights.shape[:2]
-        for layer in range(n_layers):
-            for head in range(n_heads):
-                if weights.shape[2] == 0:
-                    continue
-                stats = head_statistics(weights[layer, head], key_tokens, analysis_kind)  # role included
-                role, score = stats.role, stats.role_score
-                self.rows.append({"layer": layer, "head": head, "role": role, "role_score": score,
-                                  "entropy": stats.entropy, "normalised_entropy": stats.normalised_entropy,
-                                  "distance": stats.distance, "max_weight": stats.max_weight})
-        sorting_column = self.horizontalHeader().sortIndicatorSection()
-        order = self.horizontalHeader().sortIndicatorOrder()
-        self.setSortingEnabled(False)
+        n_heads = weights.shape[1]
+        every_head = heads_statistics(weights, key_tokens, analysis_kind) if weights.shape[2] else []  # roles too
+        for index, stats in enumerate(every_head):
+            layer, head = divmod(index, n_heads)
+            self.rows.append({"layer": layer, "head": head, "role": stats.role, "role_score": stats.role_score,
+                              "entropy": stats.entropy, "normalised_entropy": stats.normalised_entropy,
+                              "distance": stats.distance, "max_weight": stats.max_weight})
+        self._fill()
+
+    def _fill(self) -> None:
+        """The rows in the chosen order; items are reused from the last step (only text and numbers change),
+        which keeps a step at 200 tokens within the window's redraw budget."""
+        if self.sort_column >= 0:
+            key = SORT_KEYS[self.sort_column]
+            self.rows.sort(key=lambda values: values[key], reverse=self.sort_order == Qt.DescendingOrder)
         self.setUpdatesEnabled(False)
         self.clearSelection()
-        self.setRowCount(len(self.rows))
+        if self.rowCount() != len(self.rows):
+            self.setRowCount(len(self.rows))
         for row, values in enumerate(self.rows):
-            items = [_NumberItem(values["layer"] + 1, str(values["layer"] + 1)),
-                     _NumberItem(values["head"] + 1, str(values["head"] + 1)), QTableWidgetItem(values["role"])]
-            items += [_NumberItem(values[key], f"{values[key]:.3f}")
-                      for key in ("role_score", "entropy", "normalised_entropy", "distance", "max_weight")]
+            texts = [str(values["layer"] + 1), str(values["head"] + 1), values["role"]]
+            texts += [f"{values[key]:.3f}" for key in SORT_KEYS[3:]]
             rule = f"{values['role']}: {describe_role(values['role'])}"
-            items[2].setToolTip(rule)
-            items[3].setToolTip(rule)
-            for column, item in enumerate(items):
+            for column, text in enumerate(texts):
+                item = self.item(row, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    if column != 2:
+                        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    self.setItem(row, column, item)
+                item.setText(text)
                 item.setData(HEAD_ROLE, (values["layer"], values["head"]))
-                self.setItem(row, column, item)
-        self._enable_sorting()
-        if sorting_column >= 0:
-            self.sortByColumn(sorting_column, order)
+                if column in (2, 3):
+                    item.setToolTip(rule)
         self.fit_columns()
         self.setUpdatesEnabled(True)
         if self.focused is not None:
             self.select_head(*self.focused)
 
-    def _enable_sorting(self) -> None:
-        self.setSortingEnabled(True)
-        self.horizontalHeader().setSortIndicatorShown(False)  # setSortingEnabled shows it again
+    def _on_header_clicked(self, column: int) -> None:
+        """Sort by a column; a second click on it reverses the order."""
+        reverse = column == self.sort_column and self.sort_order == Qt.AscendingOrder
+        self.sortByColumn(column, Qt.DescendingOrder if reverse else Qt.AscendingOrder)
 
-    def _on_sort_changed(self, column: int, order: Qt.SortOrder) -> None:
+    def sortItems(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:  # noqa: N802 - Qt's name
+        self.sortByColumn(column, order)
+
+    def sortByColumn(self, column: int, order: Qt.SortOrder) -> None:  # noqa: N802 - Qt's name
+        """Sort by ``column`` in ``order`` (as a header click does)."""
+        self.sort_column, self.sort_order = column, order
         for index, label in enumerate(COLUMNS):
             arrow = (" ▲" if order == Qt.AscendingOrder else " ▼") if index == column else ""
             self.horizontalHeaderItem(index).setText(label + arrow)
-        self.fit_columns()
+        self._fill()
 
     def fit_columns(self) -> None:
         """Every column as wide as its header (sort arrow included) and its widest value."""

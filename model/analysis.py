@@ -50,43 +50,51 @@ class HeadStatistics:
 def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None, kind: str = "self") -> HeadStatistics:
     """Statistics and role of one head's [queries, keys] matrix. ``kind``: 'self' (encoder),
     'decoder' (causal self-attention) or 'cross'."""
-    matrix = np.asarray(matrix, dtype=np.float64)
-    n_queries, n_keys = matrix.shape
+    return heads_statistics(np.asarray(matrix)[None], key_tokens, kind)[0]
+
+
+def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None, kind: str = "self") -> list[HeadStatistics]:
+    """Statistics and role of every head of [..., queries, keys] (e.g. [layers, heads, Q, K]), in the
+    order of the leading axes flattened: one pass over all heads, which a step in the window needs."""
+    weights = np.asarray(weights, dtype=np.float32)  # float32 halves the work; the sums are taken in float64
+    n_queries, n_keys = weights.shape[-2:]
+    matrices = weights.reshape(-1, n_queries, n_keys)  # [heads, Q, K]
     if n_queries == 0 or n_keys == 0:
-        return HeadStatistics(*([0.0] * 10), role="empty", role_score=0.0)
+        return [HeadStatistics(*([0.0] * 10), role="empty", role_score=0.0) for _ in range(len(matrices))]
     queries = np.arange(n_queries)[:, None]
     keys = np.arange(n_keys)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy_rows = -np.where(matrix > 0, matrix * np.log(matrix), 0.0).sum(-1)
+    logs = np.log(matrices, out=np.zeros_like(matrices), where=matrices > 0)  # [heads, Q, K], 0 log 0 = 0
+    entropy_rows = -np.einsum("hqk,hqk->hq", matrices, logs, dtype=np.float64)  # [heads, Q]
     visible = np.minimum(queries[:, 0] + 1, n_keys) if kind == "decoder" else np.full(n_queries, n_keys)
-    normaliser = np.log(np.maximum(visible, 2))
+    normaliser = np.log(np.maximum(visible, 2))  # [Q]
+    normalised = np.where(visible > 1, entropy_rows / normaliser, 0.0).mean(-1)  # [heads]
     if kind == "cross":
-        diagonal = queries * (n_keys - 1) / max(n_queries - 1, 1)
-        distance = (matrix * np.abs(keys - diagonal)).sum(-1).mean()
+        offsets = np.abs(keys - queries * (n_keys - 1) / max(n_queries - 1, 1))  # [Q, K] from the diagonal
     else:
-        distance = (matrix * np.abs(keys - queries)).sum(-1).mean()
-    diagonal_share = lambda offset: _diagonal_mean(matrix, offset)
+        offsets = np.abs(keys - queries)
+    distance = np.einsum("hqk,qk->h", matrices, offsets.astype(np.float32), dtype=np.float64) / n_queries  # [heads]
     punctuation = np.array([is_punctuation(t) for t in key_tokens]) if key_tokens else np.zeros(n_keys, bool)
-    stats = HeadStatistics(
-        entropy=float(entropy_rows.mean()),
-        normalised_entropy=float(np.mean(np.where(visible > 1, entropy_rows / normaliser, 0.0))),
-        distance=float(distance),
-        self_share=diagonal_share(0) if kind != "cross" else 0.0,
-        previous_share=diagonal_share(-1) if kind != "cross" else 0.0,
-        next_share=diagonal_share(1) if kind == "self" else 0.0,
-        first_share=float(matrix[:, 0].mean()),
-        last_share=float(matrix[:, -1].mean()),
-        punctuation_share=float(matrix[:, punctuation].sum(-1).mean()) if punctuation.any() else 0.0,
-        max_weight=float(matrix.max(-1).mean()),
-    )
-    stats.role, stats.role_score = head_role(stats, kind, key_tokens)
-    return stats
+    punctuation_share = (matrices[:, :, punctuation].sum(-1, dtype=np.float64).mean(-1) if punctuation.any()
+                         else np.zeros(len(matrices)))
 
+    def diagonal(offset: int) -> np.ndarray:  # [heads]: mean over the queries that have such a key
+        values = np.diagonal(matrices, offset=offset, axis1=1, axis2=2)
+        return values.mean(-1, dtype=np.float64) if values.shape[-1] else np.zeros(len(matrices))
 
-def _diagonal_mean(matrix: np.ndarray, offset: int) -> float:
-    """Mean over the queries that have such a key of matrix[i, i + offset]."""
-    values = np.diagonal(matrix, offset=offset)
-    return float(values.mean()) if values.size else 0.0
+    zeros = np.zeros(len(matrices))
+    columns = dict(entropy=entropy_rows.mean(-1), normalised_entropy=normalised, distance=distance,
+                   self_share=diagonal(0) if kind != "cross" else zeros,
+                   previous_share=diagonal(-1) if kind != "cross" else zeros,
+                   next_share=diagonal(1) if kind == "self" else zeros,
+                   first_share=matrices[:, :, 0].mean(-1, dtype=np.float64),
+                   last_share=matrices[:, :, -1].mean(-1, dtype=np.float64),
+                   punctuation_share=punctuation_share, max_weight=matrices.max(-1).mean(-1, dtype=np.float64))
+    result = []
+    for index in range(len(matrices)):
+        stats = HeadStatistics(**{name: float(values[index]) for name, values in columns.items()})
+        stats.role, stats.role_score = head_role(stats, kind, key_tokens)
+        result.append(stats)
+    return result
 
 
 def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = None) -> tuple[str, float]:
@@ -138,9 +146,10 @@ def all_head_statistics(trace) -> dict[str, list[list[HeadStatistics]]]:
              "cross": ("cross", trace.source_tokens)}
     result = {}
     for field_name, (kind, key_tokens) in kinds.items():
-        weights = getattr(trace, field_name)
-        result[field_name] = [[head_statistics(weights[layer, head], key_tokens, kind)
-                               for head in range(weights.shape[1])] for layer in range(weights.shape[0])]
+        weights = getattr(trace, field_name)  # [layers, heads, Q, K]
+        flat = heads_statistics(weights, key_tokens, kind)
+        n_heads = weights.shape[1]
+        result[field_name] = [flat[layer * n_heads:(layer + 1) * n_heads] for layer in range(weights.shape[0])]
     return result
 
 

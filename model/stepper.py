@@ -66,6 +66,7 @@ class Step:
     cross: np.ndarray  # [layers, heads, S]
     forced: bool
     rng_state: torch.Tensor | None = field(default=None, repr=False)  # sampler state before this step
+    candidate_tokens: list[str] = field(default_factory=list)  # [k] pieces of candidate_ids (made once)
 
 
 class Stepper:
@@ -149,7 +150,7 @@ class Stepper:
         chosen = int(force) if force is not None else self._choose(logits, probabilities)
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
         step = Step(chosen, probabilities.numpy(), top.indices.numpy(), top.values.numpy(), self_rows, cross_rows,
-                    forced_by_caller, rng_state)
+                    forced_by_caller, rng_state, self.bundle.target_tokenizer.pieces(top.indices.tolist()))
         self.steps.append(step)
         return step
 
@@ -258,7 +259,7 @@ class Stepper:
             decoder_input_tokens=tokenizer.pieces(inputs), candidate_ids=candidate_ids,
             candidate_probabilities=np.array([s.candidate_probabilities for s in self.steps],
                                              dtype=np.float32).reshape(n, width),
-            candidate_tokens=[tokenizer.pieces(s.candidate_ids) for s in self.steps],
+            candidate_tokens=[list(s.candidate_tokens) for s in self.steps],
             chosen_ids=np.array(targets, dtype=np.int64),
             log_probabilities=np.array([np.log(max(float(s.probabilities[s.token_id]), 1e-45)) for s in self.steps],
                                        dtype=np.float32),
