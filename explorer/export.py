@@ -94,11 +94,11 @@ class ExploreExports(QObject):
         return export_all(self.trace(), folder, self.request("focus"))
 
     def figure_image(self, view: str) -> QImage:
-        from model.exporting import draw, shown_trace
+        from model.exporting import draw, request_trace
         from model.figures import figure_png
 
         request = self.request(view)
-        figure = draw(shown_trace(self.trace(), None, request.word_level), request)
+        figure = draw(request_trace(self.trace(), request), request)
         image = QImage()
         image.loadFromData(figure_png(figure, min(request.dpi, 200)), "PNG")
         return image

@@ -7,15 +7,35 @@ without a display.
 
 from __future__ import annotations
 
+import os
 import sys
+
+
+NO_DISPLAY = ("transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
+              "Run it in a desktop session, under `xvfb-run`, or with QT_QPA_PLATFORM=offscreen; "
+              "`transformer-explorer --help` lists the commands that need no window.")
+
+
+def has_display() -> bool:
+    """Whether Qt can show a window: a display server, or a platform chosen by the user (offscreen, ...)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    return any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+
+
+def _window(argv: list[str]) -> int:
+    if not has_display():
+        print(NO_DISPLAY, file=sys.stderr)  # one line instead of Qt's abort
+        return 1
+    from .app import run_app
+
+    return run_app(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:  # the desktop app; the core (and torch) load after the window shows
-        from .app import run_app
-
-        return run_app([])
+        return _window([])
     from model.cli import COMMANDS
     from model.cli import main as core_main
 
@@ -23,9 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         return core_main(argv)
     if len(argv) > 1 or (argv and argv[0].startswith("-")):
         return core_main(argv)  # argparse explains what it did not understand
-    from .app import run_app
-
-    return run_app(argv)
+    return _window(argv)
 
 
 if __name__ == "__main__":

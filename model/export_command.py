@@ -66,7 +66,7 @@ def request_from(args) -> ExportRequest:
             heads = sorted({int(part) - 1 for part in args.heads.split(",") if part.strip()})
         except ValueError:
             raise ValueError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
-    height = parse_width(args.height) if args.height else None
+    height = parse_width(args.height, "height") if args.height else None
     options = FigureOptions(width=parse_width(args.width), height=height, font_size=check_font_size(args.font_size),
                             colormap=args.colormap, caption=not args.no_caption, outline_step=args.outline_step)
     options.colours()  # an unknown colour map is reported before decoding
@@ -97,6 +97,8 @@ def run_export(args) -> int:
         check_output(out, (model_path,))  # before the decoding, which can take a while
     bundle = checkpoint.load(model_path)
     request.figure.model_name = model_path.stem
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be positive, got {args.beam}")
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:

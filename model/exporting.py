@@ -57,6 +57,12 @@ def shown_trace(trace: Trace, step: int | None, word_level: bool) -> Trace:
     return trace.word_level() if word_level else trace
 
 
+def request_trace(trace: Trace, request: ExportRequest) -> Trace:
+    """The trace a request's view shows: at its step, and at word level unless the view is the
+    candidates (next-token candidates are pieces, whatever the level)."""
+    return shown_trace(trace, request.step, request.word_level and request.view != "candidates")
+
+
 def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarray, int | None]:
     """(step index, tokens, probabilities, ids, chosen row) of the distribution the view shows: the last
     step's, or at step 0 the first step's (when the trace knows it)."""
@@ -134,7 +140,7 @@ def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: 
     if suffix not in SUFFIXES:
         raise OutputError(f"the output must end in {', '.join(SUFFIXES)}, not {path.name!r}")
     check_output(path, inputs)
-    shown = shown_trace(trace, request.step, request.word_level)
+    shown = request_trace(trace, request)
     if suffix in DATA_SUFFIXES:
         values, table, rows, columns, corner = view_table(shown, request)
         return save_table(values, table, rows, columns, path, corner)

@@ -40,8 +40,9 @@ class FigureError(ValueError):
     """Figure settings that cannot be drawn (a width, a font size, a colour map)."""
 
 
-def parse_width(text: str | float | None) -> float:
-    """'column' (3.3 in), 'page' (6.9 in), or a number of inches ('5', '5in', '12cm')."""
+def parse_width(text: str | float | None, name: str = "width") -> float:
+    """'column' (3.3 in), 'page' (6.9 in), or a number of inches ('5', '5in', '12cm'); ``name`` is what
+    error messages call it (width or height)."""
     if text is None or text == "":
         return DEFAULT_WIDTH
     if isinstance(text, (int, float)):
@@ -55,10 +56,10 @@ def parse_width(text: str | float | None) -> float:
         try:
             inches = float(number) * scale
         except ValueError:
-            raise FigureError(f"width must be column (3.3 in), page (6.9 in) or a size such as 5in or 12cm, "
+            raise FigureError(f"{name} must be column (3.3 in), page (6.9 in) or a size such as 5in or 12cm, "
                               f"not {text!r}") from None
     if not math.isfinite(inches) or not 1.0 <= inches <= 40.0:
-        raise FigureError(f"width must be between 1 and 40 inches, not {text!r}")
+        raise FigureError(f"{name} must be between 1 and 40 inches, not {text!r}")
     return inches
 
 

@@ -58,16 +58,24 @@ def head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
 
-def trace_details(trace, options: FigureOptions) -> list[str]:
-    """The caption's detail lines: the sentence, the output so far, the model, the step, the level."""
-    lines = [f"Source: “{trace.source_text or pieces_text(trace.source_tokens, trace.level)}”"]
+def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> list[str]:
+    """The caption's detail lines: the sentence (as the model read it), the output so far, the model,
+    the step and the level; ``pieces_shown``: the figure labels pieces (so "·x" is explained)."""
+    read = pieces_text(trace.source_tokens, trace.level)
+    source = trace.source_text or read
+    if len(read) < 0.9 * len(" ".join(source.split())):  # the model read only the start
+        source = f"{read} … (cut to the model's {len(trace.source_tokens)} pieces)"
+    lines = [f"Source: “{source}”"]
     if trace.target_tokens:
         lines.append(f"Output: “{pieces_text(trace.target_tokens, trace.level)}”")
     where = [f"model {options.model_name}"] if options.model_name else []
-    where.append(f"step {trace.n_steps}")
+    steps = len(trace.chosen_ids) if len(trace.chosen_ids) else trace.n_steps  # pieces, also at word level
+    where.append(f"step {steps}")
     if trace.level == "word":
-        where.append("word level (keys summed over a word's pieces, queries averaged)")
-    elif any(label.startswith("·") for label in display_labels(trace.source_tokens + trace.target_tokens)):
+        where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries "
+                     "averaged)")
+    elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens +
+                                                                              trace.target_tokens)):
         where.append("·x: a piece continuing the word before it")
     lines.append(" · ".join(where))
     return lines
@@ -115,14 +123,19 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
     # Columns: what is left of the width after the query labels and the colour bar, shared by the keys.
     rows = columns = None
     for _ in range(3):  # the label font decides the margins, which decide the cells, which decide the font
-        label_size = min(rows.font_size if rows else size, columns.font_size if columns else size)
-        left = MARGIN + size * LINE + widest(queries, label_size) + 4
+        label_size = rows.font_size if rows else size  # the query labels' own size
+        left = MARGIN + size * LINE + widest(queries, label_size) + 8  # axis name, labels, tick and pads
         right = _colour_bar_width(size) + MARGIN
         cell = min(MAX_CELL, (width - left - right) / max(n_keys, 1))
         if cell <= 0:
             raise FigureError(f"a {options.width:g} in wide figure has no room for the heatmap; make it wider")
         columns = fit_axis(keys, cell, size, across=True)
-        row_cell = cell
+        # Rows may be taller than the columns are wide (never taller than the heatmap is wide), so a
+        # few target rows against a long source keep legible labels; and the heatmap is at least as
+        # high as its axis name and its colour bar's label, which are written along it.
+        row_cell = max(cell, min(size * LINE, cell * max(n_keys, 1) / max(n_queries, 1)))
+        least = max(text_width(query_name, size), text_width("attention weight", size)) + 6
+        row_cell = max(row_cell, least / max(n_queries, 1))
         if options.height:
             row_cell = None  # decided once the top margin is known
         rows = fit_axis(queries, row_cell or cell, size)
@@ -139,7 +152,7 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
         rows = fit_axis(queries, row_cell, size)
         caption.notes = [thinning_note(name, fit, count) for name, fit, count in
                          (("key", columns, n_keys), ("query", rows, n_queries)) if fit.thinned]
-    heat_width, heat_height = cell * max(n_keys, 1), (row_cell or cell) * max(n_queries, 1)
+    heat_width, heat_height = cell * max(n_keys, 1), row_cell * max(n_queries, 1)
     height = options.height * POINTS_PER_INCH if options.height else top + heat_height + MARGIN
     left += max(0.0, (width - left - heat_width - right) / 2)  # a narrow heatmap sits in the middle
     figure = _figure(width, height)
@@ -163,7 +176,8 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
     axes.set_xlabel(key_name, fontsize=size, labelpad=3)
     axes.set_ylabel(query_name, fontsize=size, labelpad=3)
     if options.outline_step and matrix.kind != "encoder" and n_queries:
-        axes.add_patch(Rectangle((0, n_queries - 1), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2))
+        axes.add_patch(Rectangle((0, n_queries - 1), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2,
+                                 clip_on=False))
     _colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
     figure.label_fits = {"queries": rows, "keys": columns}  # for tests and the caller
     figure.heatmap_image = image  # Export all redraws one figure with each head's values
@@ -198,7 +212,7 @@ def grid_figure(trace, kind: str, options: FigureOptions | None = None, title: s
     width = options.width * POINTS_PER_INCH
     query_name, key_name = AXIS_NAMES[kind]
     caption = Caption(title or f"{KIND_NAMES[kind][0].upper()}{KIND_NAMES[kind][1:]}: every layer and head",
-                      trace_details(trace, options) + [f"Each cell: rows {query_name}, columns {key_name}; "
+                      trace_details(trace, options, pieces_shown=False) + [f"Each cell: rows {query_name}, columns {key_name}; "
                                                        "one colour scale for all cells."])
     left = MARGIN + widest([f"layer {n_layers}"], size) + 6
     right = _colour_bar_width(size) + MARGIN
@@ -243,6 +257,10 @@ def lines_figure(trace, kind: str, layer: int, options: FigureOptions | None = N
     weights = np.asarray(trace.matrix(kind)[layer], dtype=np.float32)  # [heads, queries, keys]
     n_heads, n_queries, n_keys = weights.shape
     heads = list(range(n_heads)) if heads is None else heads
+    if not heads or any(not 0 <= head < n_heads for head in heads):
+        raise FigureError(f"heads must be numbers between 1 and {n_heads}")
+    if focused_head is not None and focused_head not in heads:
+        raise FigureError(f"head {focused_head + 1} is in front, so it must be one of the heads drawn")
     query_tokens, key_tokens = trace.axis_labels(kind)
     queries, keys = display_labels(query_tokens, trace.level), display_labels(key_tokens, trace.level)
     size = options.font_size
@@ -302,13 +320,13 @@ def candidates_figure(step_index: int, tokens: list[str], probabilities, chosen:
     of every token not listed (grey)."""
     options = options or FigureOptions()
     probabilities = np.asarray(probabilities, dtype=np.float64)  # [k]
-    labels = [display_candidate(token) for token in tokens] if trace.level != "word" else list(tokens)
+    labels = [display_candidate(token) for token in tokens]  # candidates are pieces, also at word level
     if other is not None:
         labels.append("all other tokens")
         probabilities = np.append(probabilities, other)
     size = options.font_size
     width = options.width * POINTS_PER_INCH
-    caption = Caption(f"Candidates for step {step_index + 1}", trace_details(trace, options))
+    caption = Caption(f"Candidates for step {step_index + 1}", trace_details(trace, options, pieces_shown=False))
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     row = size * LINE * 1.3
     top = MARGIN + caption_height + 6

@@ -43,8 +43,8 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
         raise OutputError(f"{path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{path}: the folder {folder} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OutputError(f"{path}: the file is read-only")
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        raise OutputError(f"{path}: the file is read-only")  # by its mode, even for root
     return path
 
 
@@ -53,13 +53,19 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     """Yields a temporary path to write; on success it replaces ``path``, on any error it is removed
     and ``path`` is left untouched. OSErrors become OutputErrors that name the file."""
     path = check_output(path)
+    if path.is_symlink():
+        path = path.resolve()  # write the file the link points to; the link stays a link
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     os.close(descriptor)
     try:
         yield Path(temporary)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; the result reads like any file
+        if path.exists():
+            mode = path.stat().st_mode & 0o7777  # a file written again keeps its permissions
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes it private; a new file reads like any other
+        os.chmod(temporary, mode)
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, path)

@@ -138,7 +138,13 @@ def test_the_export_command_errors_are_one_line_and_write_nothing(tmp_path, copy
                          (["--out", str(tmp_path / "missing" / "x.svg")], "does not exist"),
                          (["--width", "wide", "--out", str(tmp_path / "x.png")], "width must be"),
                          (["--font-size", "2", "--out", str(tmp_path / "x.png")], "font size must be"),
-                         (["--colormap", "rainbowish", "--out", str(tmp_path / "x.png")], "unknown colour map")):
+                         (["--colormap", "rainbowish", "--out", str(tmp_path / "x.png")], "unknown colour map"),
+                         (["--height", "0.2in", "--out", str(tmp_path / "x.png")], "height must be"),
+                         (["--beam", "0", "--out", str(tmp_path / "x.png")], "--beam must be positive"),
+                         (["--view", "lines", "--heads", "1,9", "--out", str(tmp_path / "x.png")],
+                          "heads must be numbers between 1 and 4"),
+                         (["--view", "lines", "--head", "3", "--heads", "1,2", "--out", str(tmp_path / "x.png")],
+                          "must be one of the heads drawn")):
         assert cli_main(base + bad) != 0
         captured = capsys.readouterr()
         assert message in captured.err and "Traceback" not in captured.err and "wrote" not in captured.out
@@ -182,3 +188,14 @@ def test_the_positional_tab_and_the_command_export_the_positional_figure_and_tab
     assert cli_main(["export", "--model", str(model), "--view", "positional", "--positions",
                      str(tab.report.table.shape[0]), "--out", str(tmp_path / "command.npy")]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "command.npy"), tab.report.table)
+
+
+def test_the_launcher_says_in_one_line_when_there_is_no_display(monkeypatch, capsys):
+    from explorer import launcher
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(launcher.sys, "platform", "linux")
+    assert launcher.main([]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "no display" in error and "QT_QPA_PLATFORM=offscreen" in error

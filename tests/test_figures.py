@@ -264,3 +264,61 @@ def test_candidates_are_listed_until_they_hold_99_percent():
     assert candidate_rows([0.9, 0.01, 0.01]) == 3  # never reached: all of them
     with pytest.raises(FigureError):
         parse_width("wide")
+
+
+def test_a_short_heatmap_keeps_its_axis_names_and_colour_bar_label_inside_the_figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    trace = synthetic_trace(60).at_step(1)  # one target row against 60 source pieces
+    figure = focus_figure(select(trace, "cross", 0, 0), trace, FigureOptions())
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer_ = canvas.get_renderer()
+    bounds = figure.bbox
+    axes = figure.heatmap_image.axes
+    for text in (axes.yaxis.label, figure.axes[1].yaxis.label):
+        box = text.get_window_extent(renderer_)
+        assert bounds.y0 <= box.y0 and box.y1 <= bounds.y1 and bounds.x0 <= box.x0 and box.x1 <= bounds.x1
+    assert figure.label_fits["queries"].every == 1
+
+
+def test_the_lines_view_refuses_heads_the_model_does_not_have():
+    from model.figures import lines_figure
+
+    trace = synthetic_trace(5, heads=4)
+    for heads, focused in (([0, 8], None), ([-1], None), ([0, 1], 2)):
+        with pytest.raises(FigureError):
+            lines_figure(trace, "cross", 0, FigureOptions(), heads=heads, focused_head=focused)
+
+
+def test_candidates_at_word_level_stay_pieces_printed_without_word_markers(tmp_path):
+    trace = synthetic_trace(6)
+    trace.candidate_ids = np.tile(np.arange(3), (6, 1))
+    trace.candidate_probabilities = np.tile(np.array([0.9, 0.05, 0.01], np.float32), (6, 1))
+    trace.candidate_tokens = [["▁Le", "s", "</s>"]] * 6
+    trace.chosen_ids = np.zeros(6, np.int64)
+    path = export_view(trace, ExportRequest(view="candidates", word_level=True, dpi=60), tmp_path / "c.svg")
+    texts = svg_texts(path)
+    assert "Le" in texts and "·s" in texts and not any("▁" in text for text in texts)
+    assert any(text.startswith("Candidates for step 6") for text in texts)
+
+
+def test_rewriting_keeps_permissions_follows_links_and_refuses_read_only_files(tmp_path):
+    from model.files import atomic_output
+
+    trace = synthetic_trace(5)
+    kept = tmp_path / "kept.csv"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    export_view(trace, ExportRequest(), kept)
+    assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text().startswith("query")
+    target, link = tmp_path / "target.csv", tmp_path / "link.csv"
+    target.write_text("old")
+    link.symlink_to(target)
+    export_view(trace, ExportRequest(), link)
+    assert link.is_symlink() and target.read_text().startswith("query")
+    kept.chmod(0o444)  # refused by its mode even for root, who could write it
+    with pytest.raises(OutputError, match="read-only"), atomic_output(kept) as temporary:
+        temporary.write_text("new")
+    kept.chmod(0o644)
+    assert kept.read_text().startswith("query")
