@@ -97,6 +97,13 @@ class Stepper:
         limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
         self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
         self.steps: list[Step] = []
+        heads = self.encoder_self.shape[1]
+        # Every step's new attention rows, kept in place so that trace() copies slices instead of
+        # assembling 6 x 8 x T x T arrays from T pieces at every step (np.zeros leaves untouched pages free).
+        self._decoder_rows = np.zeros((self.config.n_decoder_layers, heads, self.max_steps, self.max_steps),
+                                      np.float32)  # [layers, heads, step, key]
+        self._cross_rows = np.zeros((self.config.n_decoder_layers, heads, self.max_steps, len(self.source_ids)),
+                                    np.float32)  # [layers, heads, step, source]
         self.generator = torch.Generator().manual_seed(self.options.seed)
         self.beam: BeamTree | None = None
         self.hypothesis: list[int] | None = None  # tokens the steps follow (beam search)
@@ -151,6 +158,9 @@ class Stepper:
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
         step = Step(chosen, probabilities.numpy(), top.indices.numpy(), top.values.numpy(), self_rows, cross_rows,
                     forced_by_caller, rng_state, self.bundle.target_tokenizer.pieces(top.indices.tolist()))
+        t = len(self.steps)
+        self._decoder_rows[:, :, t, : t + 1] = self_rows
+        self._cross_rows[:, :, t] = cross_rows
         self.steps.append(step)
         return step
 
@@ -243,18 +253,14 @@ class Stepper:
         tokenizer = self.bundle.target_tokenizer
         n = len(self.steps)
         next_ids, next_probabilities = self.upcoming_candidates()  # [k], [k]; empty after step 0
-        layers, heads = self.encoder_self.shape[:2]
-        decoder_self = np.zeros((self.config.n_decoder_layers, heads, n, n), dtype=np.float32)
-        for t, step in enumerate(self.steps):
-            decoder_self[:, :, t, : t + 1] = step.decoder_self
-        cross = (np.stack([s.cross for s in self.steps], axis=2) if n else
-                 np.zeros((self.config.n_decoder_layers, heads, 0, len(self.source_ids)), np.float32))
+        decoder_self = self._decoder_rows[:, :, :n, :n].copy()  # [layers, heads, n, n]; later keys are 0
+        cross = self._cross_rows[:, :, :n].copy()  # [layers, heads, n, S]
         targets = self.target_ids()
         inputs = [self.config.bos_id] + targets[:-1] if n else []
         width = min(self.options.n_candidates, self.config.target_vocab_size)
         candidate_ids = np.array([s.candidate_ids for s in self.steps], dtype=np.int64).reshape(n, width)
         return Trace(
-            encoder_self=self.encoder_self, decoder_self=decoder_self, cross=cross.astype(np.float32),
+            encoder_self=self.encoder_self, decoder_self=decoder_self, cross=cross,
             source_tokens=self.source_tokens, target_tokens=tokenizer.pieces(targets),
             decoder_input_tokens=tokenizer.pieces(inputs), candidate_ids=candidate_ids,
             candidate_probabilities=np.array([s.candidate_probabilities for s in self.steps],
