@@ -245,8 +245,7 @@ class _FocusFrames:
         height = self.canvas.get_width_height(physical=True)[1]
         self.columns = np.round(np.linspace(x0, x1, n_keys + 1)).astype(int)  # [K + 1] pixel edges
         self.rows = np.round(height - np.linspace(y1, y0, n_queries + 1)).astype(int)  # [Q + 1] from the top
-        self.column_cells = np.repeat(np.arange(n_keys), np.diff(self.columns))  # cell of each pixel column
-        self.row_cells = np.repeat(np.arange(n_queries), np.diff(self.rows))
+        self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
 
     def save(self, matrix: AttentionMatrix, path: Path) -> None:
         from PIL import Image
@@ -257,7 +256,8 @@ class _FocusFrames:
         index = np.clip((scaled * self.image.cmap.N).astype(np.int64), 0, self.image.cmap.N - 1)
         pixels = np.asarray(self.canvas.buffer_rgba())  # [height, width, 4], the canvas itself
         cells = self.lookup[index]  # [Q, K, 4]
-        pixels[self.rows[0]:self.rows[-1], self.columns[0]:self.columns[-1]] = cells[self.row_cells][:, self.column_cells]
+        pixels[self.rows[0]:self.rows[-1], self.columns[0]:self.columns[-1]] = np.repeat(
+            np.repeat(cells, self.row_heights, axis=0), self.column_widths, axis=1)
         self.title.set_text(_title(matrix))
         with matplotlib.rc_context(FIGURE_RC):
             for artist in [*self.axes.spines.values(), *self.axes.patches, self.title]:
