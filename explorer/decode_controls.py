@@ -11,6 +11,11 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, Q
 
 from model.stepper import DecodingOptions
 
+# QLineEdit keeps 32,767 characters by default and silently drops the rest of a paste; this cap is far
+# above any model's input (the model then says where it cut), and reaching it is said in the tooltip.
+MAX_SOURCE_CHARS = 1_000_000
+SOURCE_TIP = "The source sentence; Enter translates it"
+
 
 def _spin(box, low, high, value, tip, step=None):
     box.setRange(low, high)
@@ -33,7 +38,9 @@ class DecodeControls(QWidget):
         super().__init__()
         self.source = QLineEdit()
         self.source.setPlaceholderText("Type a sentence and press Enter, e.g. “the black cat sees the small dog”")
-        self.source.setToolTip("The source sentence; Enter translates it")
+        self.source.setToolTip(SOURCE_TIP)
+        self.source.setMaxLength(MAX_SOURCE_CHARS)
+        self.source.textChanged.connect(self._on_source_changed)
         self.source.setClearButtonEnabled(True)
         self.source.returnPressed.connect(lambda: self.translate_requested.emit(self.source.text()))
         self.translate_button = self._button("Translate", "Translate the sentence (Enter)",
@@ -91,6 +98,14 @@ class DecodeControls(QWidget):
         if shortcut:
             button.setShortcut(QKeySequence(shortcut))
         return button
+
+    def _on_source_changed(self, text: str) -> None:
+        """Say so when the text fills the field: whatever was typed or pasted beyond it was left out."""
+        if len(text) >= MAX_SOURCE_CHARS:
+            self.source.setToolTip(f"The source holds at most {MAX_SOURCE_CHARS:,} characters: the rest of the "
+                                   "text was left out. Enter translates it")
+        else:
+            self.source.setToolTip(SOURCE_TIP)
 
     def _on_strategy_changed(self, strategy: str) -> None:
         self.beam_width.setEnabled(strategy == "beam")

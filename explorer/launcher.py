@@ -33,7 +33,16 @@ def _window(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The entry point: Ctrl-C at any moment (even while PyTorch or Qt is being imported) prints one line
+    and exits with 130."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        print("transformer-explorer: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     if not argv:  # the desktop app; the core (and torch) load after the window shows
         return _window([])
     from model.cli import COMMANDS

@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
             self.statusBar().clearMessage()
             self.show_error("Could not open the model", f"{path}\n\n{text}\n\nThe model you had is still open.")
 
-        task = start_task(load, done, failed)
+        task = start_task(load, done, failed, daemon=True)  # a slow read never outlives the window
         self._tasks.add(task)
 
     def confirm_replacing_model(self, what_happens: str = "Opening another model replaces it.") -> bool:

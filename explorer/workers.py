@@ -8,6 +8,7 @@ the worker still uses them. Training checks its cancel flag before every step (T
 from __future__ import annotations
 
 import gc
+import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -70,12 +71,18 @@ class Task(QRunnable):
             self.signals.done.emit(result)
 
 
-def start_task(function, on_done, on_failed) -> Task:
+def start_task(function, on_done, on_failed, daemon: bool = False) -> Task:
+    """Run ``function`` off the GUI thread. ``daemon=True`` runs it on a daemon Python thread instead of the
+    Qt pool, whose threads the application waits for when it ends: a task that may take long or block
+    (reading a file the user named) then never keeps the process alive after the window closes."""
     task = Task(function)
     task.setAutoDelete(False)  # the caller keeps it alive until its signals have been delivered
     task.signals.done.connect(on_done)
     task.signals.failed.connect(on_failed)
-    QThreadPool.globalInstance().start(task)
+    if daemon:
+        threading.Thread(target=task.run, name="task", daemon=True).start()
+    else:
+        QThreadPool.globalInstance().start(task)
     return task
 
 
@@ -141,7 +148,8 @@ class TrainingWorker(QObject):
             bundle.history["stopped"] = result.stopped
             bundle.model.to("cpu").eval()
             keep = result.stopped != "cancelled" or self.keep_on_cancel
-            self.finished.emit(bundle if keep and result.steps > 0 else None, result.stopped)
+            why = f"{result.stopped} ({result.detail})" if result.detail else result.stopped
+            self.finished.emit(bundle if keep and result.usable else None, why)  # never NaN weights
         except Exception as error:  # noqa: BLE001 - shown in the window; the app keeps running
             traceback.print_exc()
             self.failed.emit(describe_error(error))

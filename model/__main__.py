@@ -1,7 +1,19 @@
-"""``python -m model``: the core's command line (train, translate, evaluate) without the GUI."""
+"""``python -m model``: the core's command line (train, translate, evaluate, trace, export) without the GUI.
+
+Ctrl-C at any moment, even while PyTorch is still being imported, ends with one line and exit code 130.
+"""
 
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def _run() -> int:
+    try:
+        from .cli import main
+
+        return main()
+    except KeyboardInterrupt:
+        print("transformer-explorer: interrupted", file=sys.stderr)
+        return 130
+
+
+sys.exit(_run())

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
+import math
 import sys
+from pathlib import Path
 
 from . import checkpoint
 from .config import ConfigError
 from .corpora import BUILTIN_CORPORA, CorpusError, CorpusSpec, generate_builtin, load_corpus
-from .device import DeviceError, describe_device, resolve_device
+from .device import DeviceError, resolve_device
 from .files import check_output
 from .shipped import resolve_model
 from .stepper import DecodingError
 from .tokenizer import TokenizerError
-from .training import Trainer, TrainingControl, TrainingOptions
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export")
 USER_ERRORS = (CorpusError, ConfigError, DecodingError, DeviceError, TokenizerError, checkpoint.CheckpointError, FileNotFoundError,
@@ -137,75 +137,25 @@ def _positive(name: str, value) -> None:
         raise CommandError(f"--{name} must be positive, got {value}")
 
 
-def run_train(args) -> int:
-    from .pipeline import TokenizerOptions, prepare
+def _alpha(value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise CommandError(f"--alpha must be a number >= 0 (the beam length penalty), got {value}")
 
-    for name in ("epochs", "batch_size", "warmup", "max_steps", "max_minutes", "corpus_size", "vocab_size"):
-        _positive(name.replace("_", "-"), getattr(args, name))
-    device = resolve_device(args.device)
-    spec = _corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
-    layers = (args.layers, args.layers) if args.layers else (args.encoder_layers, args.decoder_layers)
-    model_options = dict(n_encoder_layers=layers[0], n_decoder_layers=layers[1], d_model=args.d_model,
-                         n_heads=args.heads, d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len,
-                         norm_placement=args.norm, positional_encoding=args.positions,
-                         tie_embeddings=not args.no_tie_embeddings)
-    tokenizer_options = TokenizerOptions(args.vocab_size, args.target_vocab_size, not args.separate_vocab,
-                                         args.tokenizer_type)
-    training = TrainingOptions(epochs=args.epochs, max_minutes=args.max_minutes, batch_size=args.batch_size,
-                               warmup_steps=args.warmup, lr_factor=args.lr_factor,
-                               label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, seed=args.seed,
-                               max_steps=args.max_steps, valid_decode_limit=args.valid_decode)
-    bundle, splits = prepare(spec, tokenizer_options, model_options, seed=args.seed)
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    if splits.skipped_lines:
-        say(f"skipped {splits.skipped_lines} malformed lines")
-    say(f"{spec.describe()}: {len(splits.train)} training, {len(splits.valid)} validation, {len(splits.test)} test "
-        f"pairs; {bundle.describe()}; on {describe_device(device)}")
-    control = TrainingControl()
-    interrupts = []
 
-    def on_interrupt(signum, frame):
-        interrupts.append(signum)
-        if len(interrupts) > 1:
-            raise KeyboardInterrupt
-        control.cancel()
-
-    bar = None
-    if not args.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
-
-    def on_progress(progress):
-        if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
-            bar.n = int(progress.fraction * 1000)
-            eta = progress.eta_seconds
-            bar.set_description_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
-                                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
-                                f"{progress.tokens_per_second:,.0f} tok/s ETA {eta // 60:.0f}m{eta % 60:02.0f}s")
-
-    def on_validation(validation):
-        s = validation.scores
-        line = (f"epoch {validation.epoch}: valid loss {s.loss:.3f}, token accuracy {s.token_accuracy:.3f}, "
-                f"exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}")
-        (bar.write if bar is not None else say)(line)
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, training, device,
-                          on_progress, on_validation, control, bundle.history)
-        result = trainer.run()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if bar is not None:
-            bar.close()
-    bundle.training = training.to_dict()
-    bundle.history["stopped"] = result.stopped
-    bundle.model.to("cpu")
-    checkpoint.save(bundle, args.out)
-    what = "interrupted; saved the model trained so far" if result.stopped == "cancelled" else "saved"
-    say(f"{result.stopped} after {result.steps} steps; {what} to {args.out}")
-    return 0
+def _forces(items: list[str]) -> list[tuple[int, str]]:
+    """(step number from 1, token) of each --force STEP:TOKEN, checked before the model loads."""
+    forces: dict[int, str] = {}
+    for item in items:
+        step_text, separator, token = item.partition(":")
+        step_text = step_text.strip()
+        if not separator or not (step_text.isascii() and step_text.isdigit()) or int(step_text) < 1 or not token:
+            raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
+        step = int(step_text)
+        if step in forces:
+            raise CommandError(f"--force: step {step} is given twice ({forces[step]!r} and {token!r}); "
+                               "give one token per step")
+        forces[step] = token
+    return sorted(forces.items())
 
 
 def _load(name: str, device: str = "cpu"):
@@ -220,6 +170,7 @@ def run_translate(args) -> int:
     from .decoding import greedy_decode
 
     _positive("beam", args.beam)
+    _alpha(args.alpha)
     bundle = _load(args.model, args.device)
     text = " ".join(args.text)
     if not text.strip():
@@ -240,9 +191,11 @@ def run_translate(args) -> int:
 def run_evaluate(args) -> int:
     from .evaluation import score
 
+    _positive("n", args.n)
+    if args.aer_pairs < 0:
+        raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
     bundle = _load(args.model, args.device)
     if args.n is not None:
-        _positive("n", args.n)
         if args.target is not None or args.corpus not in BUILTIN_CORPORA:
             raise CommandError("--n generates fresh pairs and needs a built-in corpus "
                                f"({', '.join(BUILTIN_CORPORA)})")
@@ -288,22 +241,26 @@ def run_trace(args) -> int:
     from .analysis import all_head_statistics
     from .stepper import DecodingOptions, Stepper
 
-    bundle = _load(args.model, args.device)
-    strategy = "beam" if args.beam else "sample" if args.sample else "greedy"
+    # Every option and the output are checked before the model loads and decoding starts.
+    _positive("beam", args.beam)
+    _positive("max-steps", args.max_steps)
+    _alpha(args.alpha)
+    strategy = "beam" if args.beam is not None else "sample" if args.sample else "greedy"
     options = DecodingOptions(strategy=strategy, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                               seed=args.seed, beam_width=args.beam or 4, length_penalty=args.alpha,
                               max_steps=args.max_steps)
+    options.validate()  # its messages name the option: temperature, top-p, top-k, seed
+    forces = _forces(args.force)
+    model_path = resolve_model(args.model)
+    if Path(args.out).suffix.lower() != ".npz" and str(args.out).strip() and not Path(args.out).is_dir():
+        raise CommandError(f"--out must end in .npz, not {Path(args.out).name!r}")
+    check_output(args.out, (model_path,))
+    bundle = _load(args.model, args.device)
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:
         print(f"note: {message}", file=sys.stderr)
-    forces = []
-    for item in args.force:
-        step_text, separator, token = item.partition(":")
-        if not separator or not step_text.strip().isdigit() or int(step_text) < 1 or not token:
-            raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
-        forces.append((int(step_text), stepper.token_id(token)))
-    for step_number, token_id in sorted(forces):
-        stepper.force(step_number - 1, token_id)
+    for step_number, token in forces:
+        stepper.force(step_number - 1, stepper.token_id(token))
     stepper.run()
     trace = stepper.trace()
     extra = {}
@@ -328,7 +285,6 @@ def run_trace(args) -> int:
                      beam_score_note=np.array("score = log p / ((5 + length) / 6) ** alpha (GNMT length "
                                               "normalisation); log p is the hypothesis' summed log probability"),
                      beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64))
-    check_output(args.out, (args.model,))
     trace.save_npz(args.out, extra)
     print(f"{trace.n_steps} steps: {stepper.translation()}")
     print(f"wrote {args.out}", file=sys.stderr)
@@ -342,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
     from .export_command import run_export
+    from .train_command import run_train
 
     runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace,
                "export": run_export}
@@ -353,5 +310,30 @@ def main(argv: list[str] | None = None) -> int:
         print("transformer-explorer: interrupted; nothing was written", file=sys.stderr)
         return 130
     except (CommandError, *USER_ERRORS) as error:
-        print(f"transformer-explorer {args.command}: error: {error}", file=sys.stderr)
+        print(f"transformer-explorer {args.command}: error: {_describe(error)}", file=sys.stderr)
         return 1
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, RuntimeError) and not _out_of_memory(error):
+            raise
+        print(f"transformer-explorer {args.command}: error: not enough memory for this {args.command} "
+              "(try a shorter sentence, a smaller model or fewer pairs); nothing was written", file=sys.stderr)
+        return 1
+
+
+def _out_of_memory(error: RuntimeError) -> bool:
+    """Whether PyTorch's allocator failed ("[enforce fail at alloc_cpu.cpp:...] ... can't allocate memory",
+    CUDA out of memory)."""
+    text = str(error)
+    return "alloc_cpu" in text or "can't allocate memory" in text or "out of memory" in text.lower()
+
+
+def _describe(error: BaseException) -> str:
+    """One line for a user error; an OSError about a hidden temporary file (.NAME.XXXX.partial, written
+    before the rename over NAME) names the file the user asked for instead."""
+    if isinstance(error, OSError) and not isinstance(error, CommandError) and error.filename:
+        path = Path(str(error.filename))
+        name = path.name
+        if name.startswith(".") and name.endswith(".partial") and name.count(".") >= 3:
+            path = path.with_name(name[1:].rsplit(".", 2)[0])
+        return f"{path}: {error.strerror or error}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -48,8 +48,18 @@ class TransformerConfig:
                     "d_model", "n_heads", "d_ff", "max_len")
         for name in positive:
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        for name in ("tie_embeddings", "joint_vocab"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
+            raise ConfigError(f"dropout must be a number, got {self.dropout!r}")
+        vocabulary = min(self.source_vocab_size, self.target_vocab_size)
+        for name in ("pad_id", "bos_id", "eos_id"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
+                raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.positional_encoding == "sinusoidal" and self.d_model % 2:
@@ -71,6 +81,8 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TransformerConfig":
+        if not isinstance(data, dict):
+            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

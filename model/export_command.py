@@ -84,6 +84,8 @@ def run_export(args) -> int:
         return run_positional(args)
     if not args.text:
         raise ValueError("--text is needed: the sentence to decode")
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be positive, got {args.beam}")
     request = request_from(args)
     request.validate()
     model_path = resolve_model(args.model)
@@ -97,8 +99,6 @@ def run_export(args) -> int:
         check_output(out, (model_path,))  # before the decoding, which can take a while
     bundle = checkpoint.load(model_path)
     request.figure.model_name = model_path.stem
-    if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be positive, got {args.beam}")
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:

@@ -4,13 +4,16 @@ The data is written to a hidden temporary file in the destination's folder, flus
 renamed over the destination in one step, so a failure (disk full, a size limit, a kill, an
 exception while drawing) leaves the earlier file exactly as it was and no half-written one.
 ``check_output`` refuses, before any work is done, a destination that cannot be written or that is
-one of the command's inputs.
+one of the command's inputs. A temporary file left behind by a killed writer is removed at the next
+write to the same name (``remove_stale_partials``); one that a live process is still writing never is.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -48,6 +51,51 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
     return path
 
 
+STALE_PARTIAL_SECONDS = 60  # an old-style partial file (no writer id in its name) this old is abandoned
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # another user's process (or a number too large to be a process)
+    return True
+
+
+def remove_stale_partials(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of earlier writes to ``path`` that were killed: ``.NAME.<pid>-<random>.partial``
+    whose writing process no longer runs, and older-style ``.NAME.<random>.partial`` untouched for a minute.
+    Never one a live process is writing. Returns what was removed; errors are ignored (this is tidying up)."""
+    path = Path(path)
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(?:(\d+)-)?[A-Za-z0-9_]{8}\.partial")
+    removed = []
+    try:
+        candidates = list(os.scandir(path.parent if str(path.parent) else "."))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in candidates:
+        match = pattern.fullmatch(entry.name)
+        if not match:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if match.group(1) is not None:
+                pid = int(match.group(1))
+                stale = pid != os.getpid() and not _process_runs(pid)
+            else:
+                stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_PARTIAL_SECONDS
+            if stale:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     """Yields a temporary path to write; on success it replaces ``path``, on any error it is removed
@@ -55,8 +103,14 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     path = check_output(path)
     if path.is_symlink():
         path = path.resolve()  # write the file the link points to; the link stays a link
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    os.close(descriptor)
+    remove_stale_partials(path)
+    # The writer's process id in the name tells a later write whether this file is abandoned.
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial",
+                                                 dir=path.parent)
+        os.close(descriptor)
+    except OSError as error:  # named after the file the user asked for, not the temporary one
+        raise OutputError(f"{path}: cannot be written ({error.strerror or error})") from None
     try:
         yield Path(temporary)
         if path.exists():

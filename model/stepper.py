@@ -10,6 +10,7 @@ and any hypothesis can be stepped through).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,8 @@ from .numpy_step import NumpyDecoder
 from .trace import Trace
 
 STRATEGIES = ("greedy", "sample", "beam")
+TEMPERATURE_RANGE = (0.01, 100.0)  # beyond these, logits / T overflows or every token is equally likely
+MAX_SEED = 2**63 - 1  # the largest seed torch.Generator.manual_seed takes
 
 
 class DecodingError(ValueError):
@@ -44,14 +47,26 @@ class DecodingOptions:
     engine: str = "auto"  # "numpy" (one sentence on the CPU, least overhead), "torch", or auto
 
     def validate(self) -> None:
+        """Raise a DecodingError naming the first option that cannot be used."""
         if self.strategy not in STRATEGIES:
             raise DecodingError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
-        if self.temperature <= 0:
-            raise DecodingError("temperature must be above 0")
-        if not 0 < self.top_p <= 1:
-            raise DecodingError("top-p must be in (0, 1]")
-        if self.top_k < 0 or self.beam_width < 1 or self.n_candidates < 1:
-            raise DecodingError("top-k must be >= 0, beam width and candidates >= 1")
+        if not (math.isfinite(self.temperature) and TEMPERATURE_RANGE[0] <= self.temperature <= TEMPERATURE_RANGE[1]):
+            raise DecodingError(f"temperature must be between {TEMPERATURE_RANGE[0]} and {TEMPERATURE_RANGE[1]}, "
+                                f"got {self.temperature}")
+        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise DecodingError(f"top-p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise DecodingError(f"top-k must be 0 (every token) or more, got {self.top_k}")
+        if self.beam_width < 1:
+            raise DecodingError(f"beam width must be at least 1, got {self.beam_width}")
+        if self.n_candidates < 1:
+            raise DecodingError(f"candidates must be at least 1, got {self.n_candidates}")
+        if not (math.isfinite(self.length_penalty) and self.length_penalty >= 0):
+            raise DecodingError(f"the beam length penalty (alpha) must be a number >= 0, got {self.length_penalty}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise DecodingError(f"max steps must be at least 1, got {self.max_steps}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise DecodingError(f"seed must be between 0 and {MAX_SEED}, got {self.seed}")
         if self.engine not in ("auto", "numpy", "torch"):
             raise DecodingError(f"engine must be auto, numpy or torch, got {self.engine!r}")
 
@@ -178,6 +193,9 @@ class Stepper:
             drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= options.top_p  # keep the first over p
             scores[order[drop]] = float("-inf")
         distribution = torch.softmax(scores, dim=-1).cpu()
+        if not bool(torch.isfinite(distribution).all()) or float(distribution.sum()) <= 0:
+            raise DecodingError("the sampling distribution is not a valid probability distribution "
+                                "(the temperature is too extreme for this model); choose a temperature nearer 1")
         return int(torch.multinomial(distribution, 1, generator=self.generator))
 
     def back(self) -> bool:

@@ -18,6 +18,20 @@ class TokenizerError(ValueError):
     """A tokenizer that cannot be trained or loaded."""
 
 
+def check_text(text: str) -> str:
+    """The text itself, or a TokenizerError if it holds bytes that are not UTF-8: Python hands such bytes
+    of a command-line argument over as lone surrogates (U+DC80-U+DCFF), which SentencePiece cannot read."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        character = text[error.start]
+        what = (f"byte 0x{ord(character) - 0xDC00:02x}" if 0xDC80 <= ord(character) <= 0xDCFF
+                else f"U+{ord(character):04X}")
+        raise TokenizerError(f"the text is not valid UTF-8 ({what} at character {error.start + 1}); "
+                             "give it in UTF-8") from None
+    return text
+
+
 class Tokenizer:
     def __init__(self, model_proto: bytes):
         self._processor = spm.SentencePieceProcessor()
@@ -55,7 +69,7 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Piece ids of text, without BOS/EOS."""
-        return list(self._processor.encode(text))
+        return list(self._processor.encode(check_text(text)))
 
     def decode(self, ids) -> str:
         """Text of piece ids; pad/bos/eos are dropped and decoding stops at the first EOS."""
@@ -76,6 +90,7 @@ class Tokenizer:
 
     def piece_to_id(self, piece: str) -> int | None:
         """Id of an exact piece (or of a word typed by a user, tried with the word-start marker)."""
+        check_text(piece)
         for candidate in (piece, "▁" + piece):
             piece_id = self._processor.piece_to_id(candidate)
             if piece_id != UNK_ID or candidate == "<unk>":

@@ -4,6 +4,9 @@ rate, label smoothing, length-bucketed batches and gradient clipping.
 A Trainer reports through callbacks (``on_progress`` every step, ``on_validation`` every epoch) and
 obeys a TrainingControl that can pause, resume and cancel it between steps; a time budget ends it
 cleanly at a step boundary. The GUI runs it in a worker thread; the command line runs it directly.
+
+A step whose loss is not finite (NaN or infinite) is not taken: training stops there ("diverged") and
+the model keeps the weights of the last step taken, so a diverging run never ends with NaN weights.
 """
 
 from __future__ import annotations
@@ -41,6 +44,21 @@ class TrainingOptions:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def validate(self) -> None:
+        """Raise ValueError, naming the field, for settings that cannot train (NaN, infinite, out of range)."""
+        for name in ("lr_factor", "label_smoothing", "clip_norm", "max_minutes"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+        for name in ("epochs", "batch_size", "lr_factor", "max_steps", "max_minutes"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.clip_norm < 0:
+            raise ValueError(f"clip_norm must be 0 (off) or positive, got {self.clip_norm}")
+
     @classmethod
     def from_dict(cls, data: dict) -> "TrainingOptions":
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
@@ -68,10 +86,17 @@ class Validation:
 
 @dataclass
 class TrainingResult:
-    stopped: str  # "finished", "cancelled", "time budget" or "max steps"
-    steps: int
+    stopped: str  # "finished", "cancelled", "time budget", "max steps" or "diverged"
+    steps: int  # optimizer steps taken (a step whose loss was not finite is not taken, nor counted)
     epochs_completed: int
     history: dict = field(default_factory=dict)
+    detail: str = ""  # why it stopped, when "diverged": the non-finite loss and its step
+    finite_weights: bool = True  # False only if a step taken left NaN or infinite weights (then it diverged)
+
+    @property
+    def usable(self) -> bool:
+        """Whether the model is worth keeping: at least one step taken and every weight finite."""
+        return self.steps > 0 and self.finite_weights
 
 
 class TrainingControl:
@@ -114,6 +139,12 @@ def learning_rate(step: int, d_model: int, warmup_steps: int, factor: float = 1.
     return factor * d_model ** -0.5 * min(step ** -0.5, step * max(warmup_steps, 1) ** -1.5)
 
 
+def weights_are_finite(model: torch.nn.Module) -> bool:
+    """Whether every parameter and buffer of the model is finite (no NaN, no infinity)."""
+    return all(bool(torch.isfinite(tensor).all()) for tensor in model.state_dict().values()
+               if tensor.is_floating_point())
+
+
 def make_optimizer(model: Transformer) -> FlatAdam:
     """The paper's Adam (betas 0.9 and 0.98, eps 1e-9) over the model's parameters as one flat buffer."""
     return FlatAdam(model, lr=0.0, betas=(0.9, 0.98), eps=1e-9)
@@ -121,7 +152,10 @@ def make_optimizer(model: Transformer) -> FlatAdam:
 
 def training_step(model, optimizer, source, target, label_smoothing: float, clip_norm: float,
                   autocast_dtype=None) -> tuple[float, int, int]:
-    """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces)."""
+    """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces).
+
+    A non-finite loss (NaN or infinite) takes no step: the weights stay as they were and the caller
+    sees the loss, so it can stop."""
     if not model.training:  # train() walks every module: a millisecond a step when done needlessly
         model.train()
     optimizer.zero_grad()
@@ -131,9 +165,12 @@ def training_step(model, optimizer, source, target, label_smoothing: float, clip
         hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
         logits = model.logits(hidden)  # [N, V]
     loss, correct = smoothed_cross_entropy(logits, gold[real], label_smoothing)
+    value = loss.item()
+    if not math.isfinite(value):  # a NaN or infinite loss would turn every weight into NaN: no step
+        return value, correct, int(real.sum())
     loss.backward()
     optimizer.step(clip_norm)
-    return loss.item(), correct, int(real.sum())
+    return value, correct, int(real.sum())
 
 
 class Trainer:
@@ -149,6 +186,7 @@ class Trainer:
         self.on_validation = on_validation or (lambda validation: None)
         self.control = control or TrainingControl()
         self.history = history if history is not None else {"steps": [], "validations": []}
+        options.validate()
         self.train_examples = encode_pairs(splits.train, source_tokenizer, target_tokenizer, model.config)
         self.optimizer = make_optimizer(self.model)
         self.autocast_dtype = torch.bfloat16 if device.type == "cuda" else None
@@ -175,7 +213,7 @@ class Trainer:
         started = time.monotonic()
         paused_for = 0.0
         step, smoothed_loss, smoothed_accuracy, tokens_seen = 0, None, None, 0
-        stopped, epochs_completed = "finished", 0
+        stopped, epochs_completed, detail = "finished", 0, ""
         for epoch in range(1, options.epochs + 1):
             for batch_indices in length_batches(self.train_examples, options.batch_size, rng):
                 paused_for += self.control.wait_while_paused()
@@ -194,6 +232,10 @@ class Trainer:
                 source, target = collate([self.train_examples[i] for i in batch_indices], config.pad_id, self.device)
                 loss, correct, count = training_step(self.model, self.optimizer, source, target,
                                                      options.label_smoothing, options.clip_norm, self.autocast_dtype)
+                if not math.isfinite(loss):  # no step was taken: the weights are those of the last good step
+                    step -= 1
+                    stopped, detail = "diverged", f"the training loss became {loss} at step {step + 1}"
+                    break
                 tokens_seen += count + int((source != config.pad_id).sum())
                 accuracy = correct / max(count, 1)
                 smoothed_loss = loss if smoothed_loss is None else 0.95 * smoothed_loss + 0.05 * loss
@@ -208,10 +250,11 @@ class Trainer:
                                           tokens_seen / max(elapsed, 1e-9), eta, min(fraction, 1.0), elapsed))
             if stopped == "finished":
                 epochs_completed = epoch
-            if stopped == "cancelled":
+            if stopped in ("cancelled", "diverged"):
                 break
             self.validate(epoch, step)
             if stopped != "finished":
                 break
         self.model.eval()
-        return TrainingResult(stopped, step, epochs_completed, self.history)
+        finite = stopped != "diverged" or weights_are_finite(self.model)  # one pass, only after a divergence
+        return TrainingResult(stopped, step, epochs_completed, self.history, detail, finite)

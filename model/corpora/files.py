@@ -1,8 +1,9 @@
 """Users' own parallel corpora: a tab-separated file or a Moses-style pair of line-aligned files.
 
 The TSV layout is that of the Tatoeba/Anki ``eng-fra.txt`` files: source TAB target, further
-columns (attribution) ignored. Every problem is reported as a CorpusError naming the file and the
-line; with ``skip_malformed`` bad lines are counted and skipped instead.
+columns (attribution) ignored. Lines may end in LF, CR LF or a lone CR (old Mac files). Every
+problem is reported as a CorpusError naming the file and the line; with ``skip_malformed`` bad lines
+are counted and skipped instead.
 """
 
 from __future__ import annotations
@@ -36,13 +37,11 @@ def _read_lines(path: Path) -> list[str]:
         raise CorpusError(f"{path}: the file is empty")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]  # a UTF-8 byte-order mark, as some editors write
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
+    lines = data.splitlines()  # \n, \r\n and \r (old Mac files) all end a line; a last line end adds none
     decoded = []
     for number, raw in enumerate(lines, start=1):
         try:
-            decoded.append(raw.decode("utf-8").rstrip("\r"))
+            decoded.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
             raise CorpusError(f"{path}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
                               f"{error.start + 1}); save the file as UTF-8") from None

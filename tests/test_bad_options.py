@@ -1,0 +1,218 @@
+"""Bad options and inputs on the command line: one clear line, a non-zero exit, no traceback, no file.
+
+The table runs each case through ``model.cli.main`` in the test's process; arguments that are not valid
+UTF-8 and Ctrl-C during the imports need a real process and run as subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model.cli import main
+from model.corpora.files import read_moses, read_tsv
+from model.stepper import DecodingError, DecodingOptions, Stepper
+from tests.gui_helpers import saved_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def model_file(copy_bundle, tmp_path_factory) -> Path:
+    """The session's tiny copy model, saved once for every case of this module."""
+    return saved_model(copy_bundle[0], tmp_path_factory.mktemp("bad-options-model"))
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+TRACE = ["trace", "--model", "MODEL", "--text", "a b c", "--out", "OUT.npz"]
+
+CASES = [
+    # translate
+    (["translate", "--model", "MODEL", "--beam", "0", "a b"], "--beam must be positive, got 0"),
+    (["translate", "--model", "MODEL", "--beam", "-2", "a b"], "--beam must be positive, got -2"),
+    (["translate", "--model", "MODEL", "--beam", "2", "--alpha", "nan", "a b"], "--alpha must be a number >= 0"),
+    (["translate", "--model", "MODEL", "--beam", "2", "--alpha", "-1", "a b"], "--alpha must be a number >= 0"),
+    (["translate", "--model", "MODEL", "caf\udce9"], "the text is not valid UTF-8 (byte 0xe9"),
+    # trace: strategy and limits
+    ([*TRACE, "--beam", "0"], "--beam must be positive, got 0"),
+    ([*TRACE, "--beam", "-2"], "--beam must be positive, got -2"),
+    ([*TRACE, "--max-steps", "0"], "--max-steps must be positive, got 0"),
+    ([*TRACE, "--max-steps", "-5"], "--max-steps must be positive, got -5"),
+    ([*TRACE, "--beam", "2", "--alpha", "nan"], "--alpha must be a number >= 0 (the beam length penalty), got nan"),
+    ([*TRACE, "--alpha", "-0.5"], "--alpha must be a number >= 0 (the beam length penalty), got -0.5"),
+    ([*TRACE, "--sample", "--temperature", "nan"], "temperature must be between 0.01 and 100"),
+    ([*TRACE, "--sample", "--temperature", "1e-45"], "temperature must be between 0.01 and 100"),
+    ([*TRACE, "--sample", "--temperature", "inf"], "temperature must be between 0.01 and 100"),
+    ([*TRACE, "--sample", "--temperature", "1000"], "temperature must be between 0.01 and 100"),
+    ([*TRACE, "--sample", "--top-p", "nan"], "top-p must be in (0, 1], got nan"),
+    ([*TRACE, "--sample", "--top-p", "0"], "top-p must be in (0, 1], got 0"),
+    ([*TRACE, "--sample", "--top-p", "1.5"], "top-p must be in (0, 1], got 1.5"),
+    ([*TRACE, "--sample", "--top-k", "-1"], "top-k must be 0 (every token) or more, got -1"),
+    ([*TRACE, "--sample", "--seed", str(2**70)], "seed must be between 0 and"),
+    ([*TRACE, "--sample", "--seed", "-1"], "seed must be between 0 and"),
+    # trace: what-if forcing
+    ([*TRACE, "--force", "2:a", "--force", "2:b"], "step 2 is given twice"),
+    ([*TRACE, "--force", "²:chat"], "expected STEP:TOKEN"),
+    ([*TRACE, "--force", "1:caf\udce9"], "the text is not valid UTF-8"),
+    # trace: the text and the output file
+    (["trace", "--model", "MODEL", "--text", "caf\udce9", "--out", "OUT.npz"], "the text is not valid UTF-8"),
+    (["trace", "--model", "MODEL", "--text", "a b", "--out", "OUT.txt"], "--out must end in .npz, not 'out.txt'"),
+    (["trace", "--model", "MODEL", "--text", "a b", "--out", ""], "the output path is empty"),
+    (["trace", "--model", "MODEL", "--text", "a b", "--out", "DIR"], "is a folder"),
+    (["trace", "--model", "MODEL", "--text", "a b", "--out", "MODEL"], "--out must end in .npz"),
+    # evaluate
+    (["evaluate", "--model", "MODEL", "--corpus", "copy", "--aer-pairs", "-1"], "--aer-pairs must be 0"),
+    (["evaluate", "--model", "MODEL", "--corpus", "copy", "--n", "0"], "--n must be positive, got 0"),
+    (["evaluate", "--model", "MODEL", "--corpus", "copy", "--n", "-3"], "--n must be positive, got -3"),
+    # export
+    (["export", "--model", "MODEL", "--text", "a b", "--beam", "0", "--out", "OUT.png"], "--beam must be positive"),
+    (["export", "--model", "MODEL", "--text", "caf\udce9", "--out", "OUT.png"], "the text is not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("args,message", CASES, ids=[f"{i}-{c[0][0]}" for i, c in enumerate(CASES)])
+def test_a_bad_option_is_one_clear_line(args, message, model_file, tmp_path, capsys):
+    folder = tmp_path / "work"
+    (folder / "DIR").mkdir(parents=True)
+    names = {"MODEL": str(model_file), "DIR": str(folder / "DIR")}
+    args = [names.get(a, a.replace("OUT", str(folder / "out")) if a.startswith("OUT") else a) for a in args]
+    before = _files(folder)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    assert _files(folder) == before  # no output file, no temporary file
+    assert sorted(p.name for p in model_file.parent.iterdir()) == [model_file.name]
+
+
+# --- subprocesses: bytes that are not UTF-8, Ctrl-C during the imports -----------------------------------------
+
+@pytest.mark.parametrize("args", [
+    [b"translate", b"--model", b"MODEL", b"caf\xe9"],
+    [b"trace", b"--model", b"MODEL", b"--text", b"caf\xe9", b"--out", b"OUT.npz"],
+    [b"export", b"--model", b"MODEL", b"--text", b"caf\xe9 au lait", b"--out", b"OUT.png"],
+])
+def test_arguments_that_are_not_utf8_are_one_line(args, model_file, tmp_path):
+    names = {b"MODEL": os.fsencode(model_file), b"OUT.npz": os.fsencode(tmp_path / "t.npz"),
+             b"OUT.png": os.fsencode(tmp_path / "t.png")}
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "1"}
+    result = subprocess.run([os.fsencode(sys.executable), b"-m", b"model", *[names.get(a, a) for a in args]],
+                            capture_output=True, cwd=ROOT, env=env, timeout=120)
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 1, stderr
+    assert "the text is not valid UTF-8 (byte 0xe9 at character 4)" in stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+# A real SIGINT, delivered while PyTorch is being imported (the first import of torch raises it).
+INTERRUPT_DURING_IMPORTS = """
+import os, signal, sys, runpy
+
+class InterruptTorchImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptTorchImport())
+sys.argv = ["transformer-explorer", "translate", "--model", "default", "hello"]
+if "{entry}" == "launcher":
+    from explorer.launcher import main
+    sys.exit(main())
+runpy.run_module("model", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery as on a terminal")
+@pytest.mark.parametrize("entry", ["python -m model", "launcher"])
+def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(entry):
+    script = INTERRUPT_DURING_IMPORTS.replace("{entry}", entry)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip() == "transformer-explorer: interrupted"
+    assert result.stdout == ""
+
+
+# --- library messages in plain words ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("error,message", [
+    (MemoryError(), "not enough memory for this translate"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:127] data. DefaultCPUAllocator: not enough memory: you tried "
+                  "to allocate 1099511627776 bytes."), "not enough memory for this translate"),
+    (PermissionError(13, "Permission denied", "/somewhere/.t.npz.k2j4l1.partial"),
+     "/somewhere/t.npz: Permission denied"),
+])
+def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr("model.cli.run_translate", fail)
+    assert main(["translate", "--model", "default", "hello"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert "enforce fail" not in err and ".partial" not in err and "Traceback" not in err
+
+
+def test_decoding_options_name_the_option_at_fault():
+    messages = {}
+    for field, value in [("beam_width", -2), ("top_k", -1), ("n_candidates", 0), ("length_penalty", float("nan")),
+                         ("max_steps", 0), ("seed", 2**70), ("temperature", 1e-45), ("top_p", float("nan"))]:
+        with pytest.raises(DecodingError) as caught:
+            DecodingOptions(**{field: value}).validate()
+        messages[field] = str(caught.value)
+    assert messages["beam_width"] == "beam width must be at least 1, got -2"
+    assert messages["top_k"] == "top-k must be 0 (every token) or more, got -1"
+    assert messages["n_candidates"] == "candidates must be at least 1, got 0"
+    assert messages["max_steps"] == "max steps must be at least 1, got 0"
+    assert messages["temperature"] == "temperature must be between 0.01 and 100.0, got 1e-45"
+    assert messages["top_p"] == "top-p must be in (0, 1], got nan"
+    assert "alpha" in messages["length_penalty"] and "2**63" not in messages["seed"]
+    DecodingOptions(strategy="sample", temperature=0.01, top_p=1.0, seed=2**63 - 1).validate()  # the limits pass
+
+
+def test_a_broken_sampling_distribution_is_a_decoding_error(copy_bundle):
+    stepper = Stepper(copy_bundle[0], "a b c", DecodingOptions(strategy="sample"))
+    stepper.options.temperature = 1e-45  # past validation, as a caller changing the options later could
+    with pytest.raises(DecodingError, match="not a valid probability distribution"):
+        stepper.step()
+    assert stepper.steps == []
+
+
+# --- corpus files and the Source field ---------------------------------------------------------------------------
+
+def test_every_line_ending_ends_a_line(tmp_path):
+    old_mac = tmp_path / "mac.tsv"
+    old_mac.write_bytes(b"one two\tun deux\rthree\ttrois\rfour\tquatre\r")
+    assert [(p.source, p.target) for p in read_tsv(old_mac).pairs] == [
+        ("one two", "un deux"), ("three", "trois"), ("four", "quatre")]
+    mixed = tmp_path / "mixed.tsv"
+    mixed.write_bytes(b"a\tb\r\nc\td\re\tf\n\ng\th")
+    assert [(p.source, p.target) for p in read_tsv(mixed).pairs] == [("a", "b"), ("c", "d"), ("e", "f"), ("g", "h")]
+    source, target = tmp_path / "s.txt", tmp_path / "t.txt"
+    source.write_bytes(b"x\ry\rz\r")
+    target.write_bytes(b"X\nY\r\nZ")
+    assert [(p.source, p.target) for p in read_moses(source, target).pairs] == [("x", "X"), ("y", "Y"), ("z", "Z")]
+
+
+def test_the_source_field_takes_long_text_and_says_when_it_is_full(qtbot):
+    from explorer.decode_controls import MAX_SOURCE_CHARS, DecodeControls
+
+    controls = DecodeControls()
+    qtbot.addWidget(controls)
+    controls.source.setText("a " * 20_000)  # 40,000 characters: more than QLineEdit's default 32,767
+    assert len(controls.source.text()) == 40_000
+    assert "at most" not in controls.source.toolTip()
+    controls.source.setText("b" * (MAX_SOURCE_CHARS + 10))
+    assert len(controls.source.text()) == MAX_SOURCE_CHARS
+    assert f"at most {MAX_SOURCE_CHARS:,} characters" in controls.source.toolTip()
