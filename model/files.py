@@ -10,6 +10,7 @@ write to the same name (``remove_stale_partials``); one that a live process is s
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
@@ -129,5 +130,15 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         except FileNotFoundError:
             pass
         if isinstance(error, OSError):
-            raise OutputError(f"{path}: cannot be written ({error.strerror or error})") from None
+            raise OutputError(f"{path}: cannot be written ({_reason(error)}); an earlier file is unchanged") from None
         raise
+
+
+def _reason(error: OSError) -> str:
+    """Why a write failed, in words: a full disk says so whatever layer noticed it (numpy's own
+    "N requested and M written" included)."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in str(error):
+        return "the disk is full"
+    if error.errno == errno.EFBIG:
+        return "the file would be larger than this system allows"
+    return error.strerror or str(error)

@@ -211,7 +211,7 @@ def test_a_failed_write_leaves_the_previous_file_and_no_partial(tmp_path, monkey
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(figure, "savefig", broken)
-    with pytest.raises(OutputError, match="No space left"):
+    with pytest.raises(OutputError, match="the disk is full"):
         save_figure(figure, path)
     assert path.read_bytes() == b"the earlier figure"
     assert [p.name for p in tmp_path.iterdir()] == ["f.png"]
