@@ -33,6 +33,7 @@ class ExploreExports(QObject):
     def __init__(self, tab):
         super().__init__(tab)
         self.tab = tab
+        self._tasks = set()  # Export all runs, kept alive until they report
         self.menu = QMenu(tab)
         self.focus_action = self._action("Focus view…", lambda: self.export_dialog("focus"), "Ctrl+E")
         for name in ("grid", "lines", "candidates"):
@@ -134,17 +135,35 @@ class ExploreExports(QObject):
         self.tab.session.message.emit(f"Exported {written}")
 
     def export_all_dialog(self) -> None:
+        """Export all into a chosen folder, in a worker thread (a few seconds for a large model): the window
+        stays responsive and the status bar says when the files are written."""
+        from model.exporting import export_all
+
+        from .workers import start_task
+
         folder = QFileDialog.getExistingDirectory(self.tab, "Export every kind, layer and head into a folder",
                                                   str(self.tab.settings.value("explore/export_folder",
                                                                               str(Path.home()))))
         if not folder:
             return
         try:
-            written = self.export_all_to(folder)
+            trace, request = self.trace(), self.request("focus")  # the trace is a snapshot: stepping on is safe
         except export_errors() as error:
             self.tab.session.message.emit(f"Export failed: {error}")
             return
-        self.tab.session.message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
+        message = self.tab.session.message
+
+        def done(written) -> None:
+            self._tasks.discard(task)
+            message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
+
+        def failed(text: str) -> None:
+            self._tasks.discard(task)
+            message.emit(f"Export failed: {text}")
+
+        message.emit(f"Exporting every kind, layer and head to {folder}…")
+        task = start_task(lambda: export_all(trace, folder, request), done, failed)
+        self._tasks.add(task)
 
     def settings_dialog(self):
         from .figure_settings import FigureSettingsDialog

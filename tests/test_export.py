@@ -201,3 +201,18 @@ def test_the_launcher_says_in_one_line_when_there_is_no_display(monkeypatch, cap
     assert launcher.main([]) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "no display" in error and "QT_QPA_PLATFORM=offscreen" in error
+
+
+def test_export_all_from_the_menu_runs_off_the_window_thread_and_reports(explore, qtbot, tmp_path, monkeypatch):
+    window, tab, _ = explore
+    window.settings.setValue("export/dpi", 60)
+    messages = []
+    window.session.message.connect(messages.append)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(tmp_path / "menu"))
+    tab.exports.export_all_dialog()
+    assert messages[-1].startswith("Exporting every kind")  # returned at once; the files come later
+    qtbot.waitUntil(lambda: messages[-1].startswith("Exported"), timeout=60000)
+    assert "index.csv" in messages[-1] and (tmp_path / "menu" / "index.csv").is_file()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(window.session.bundle.path))
+    tab.exports.export_all_dialog()  # a file, not a folder
+    qtbot.waitUntil(lambda: messages[-1].startswith("Export failed"), timeout=60000)
