@@ -30,11 +30,6 @@ TOOLTIP = ("The most likely next tokens at this step (orange and ▶: chosen), u
            f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives.")
 
 
-def candidate_label(piece: str) -> str:
-    """A candidate as people read it (model.labels.display_candidate)."""
-    return display_candidate(piece)
-
-
 class CandidatesView(pg.PlotWidget):
     candidate_clicked = Signal(int, int)  # step index (0-based), token id
 
@@ -72,7 +67,7 @@ class CandidatesView(pg.PlotWidget):
         total = vocabulary_size if vocabulary_size is not None else len(probabilities)
         self.other_count = max(total - n, 0) if n else 0
         chosen = [chosen_id is not None and int(token) == chosen_id for token in self.token_ids]
-        self.labels = [f"{CHOSEN_MARK if is_chosen else ''}{candidate_label(t)}  {format_probability(p)}"
+        self.labels = [f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
                        for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)]
         widths = list(self.probabilities)
         brushes = [CHOSEN_BRUSH if is_chosen else OTHER_BRUSH for is_chosen in chosen]

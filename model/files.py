@@ -45,8 +45,8 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{path}: the folder {folder} is not writable")
+    if not os.access(folder, os.W_OK | os.X_OK) or not folder.stat().st_mode & 0o222:
+        raise OutputError(f"{path}: the folder {folder} is not writable")  # by its mode, even for root
     if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
         raise OutputError(f"{path}: the file is read-only")  # by its mode, even for root
     return path

@@ -254,23 +254,24 @@ class Stepper:
         self.hypothesis = self.beam.token_ids(self.beam.hypotheses[rank])
 
     # --- the trace --------------------------------------------------------------------------------
-    def upcoming_candidates(self) -> tuple[np.ndarray, np.ndarray]:
-        """Before the first step: (ids [k], probabilities [k]) of the distribution the first token will be
+    def upcoming_candidates(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Before the first step: (ids [k], probabilities [k], pieces) of the distribution the first token will be
         chosen from; empty once a step was made or when decoding has finished. Made by one step and a
         step back, which restore the decoder cache, the sampler's RNG and the beam hypothesis followed."""
-        empty = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        empty = np.zeros(0, np.int64), np.zeros(0, np.float32), []
         if self.steps or self.finished:
             return empty
         step = self.step()
         if step is None:
             return empty
         self.back()
-        return step.candidate_ids.astype(np.int64), step.candidate_probabilities.astype(np.float32)
+        return (step.candidate_ids.astype(np.int64), step.candidate_probabilities.astype(np.float32),
+                list(step.candidate_tokens))
 
     def trace(self) -> Trace:
         tokenizer = self.bundle.target_tokenizer
         n = len(self.steps)
-        next_ids, next_probabilities = self.upcoming_candidates()  # [k], [k]; empty after step 0
+        next_ids, next_probabilities, next_tokens = self.upcoming_candidates()  # [k]; empty after step 0
         decoder_self = self._decoder_rows[:, :, :n, :n].copy()  # [layers, heads, n, n]; later keys are 0
         cross = self._cross_rows[:, :, :n].copy()  # [layers, heads, n, S]
         targets = self.target_ids()
@@ -289,7 +290,7 @@ class Stepper:
                                        dtype=np.float32),
             forced=np.array([s.forced for s in self.steps], dtype=bool),
             next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
-            next_candidate_tokens=tokenizer.pieces(next_ids) if len(next_ids) else [],
+            next_candidate_tokens=next_tokens,
             source_text=self.text, target_text=self.translation())
 
 
