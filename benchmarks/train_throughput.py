@@ -16,6 +16,7 @@ import time
 
 from common import print_table, reference_module
 
+import model  # noqa: F401  (first: the app's OpenMP policy, model/runtime.py, is set before torch loads)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -53,11 +53,13 @@ def run_app(argv: list[str]) -> int:
     window.show()
 
     def build():
+        if window.closed_early:  # closed (or Ctrl+Q) before the tabs were built: the app just ends
+            return
         window.build()
         open_first_model(window, argv[0] if argv else None)
 
     QTimer.singleShot(30, build)
     code = app.exec()
-    if window.is_training():
+    if window.built and window.is_training():
         window.training_tab.stop()
     return code

@@ -17,7 +17,7 @@ COLUMN_HELP = (
     "Layer (from 1)",
     "Head (from 1)",
     "What the head mostly does at this step: a sink (<s>, </s>, punctuation), positional (self, previous, "
-    "next), broad, diffuse, alignment-like (cross) or mixed (self)",
+    "next), broad, diffuse, alignment-like or focused (cross) or mixed (self)",
     ROLE_SCORE_HELP,
     "Mean over queries of the entropy of the attention row, in nats",
     "Entropy divided by the log of the number of keys a query could see: 0 = all on one key, 1 = uniform",

@@ -8,7 +8,7 @@ import gc
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from .workers import start_task
@@ -42,11 +42,18 @@ class MainWindow(QMainWindow):
         loading = QLabel("Loading…")
         loading.setAlignment(Qt.AlignCenter)
         self.setCentralWidget(loading)
+        self.closed_early = False  # closed before build(): build() then does nothing
+        # Ctrl+Q works from the first frame on; the File menu's Quit takes over once built.
+        self._early_quit = QShortcut(QKeySequence("Ctrl+Q"), self, self.close, context=Qt.ApplicationShortcut)
         if build:
             self.build()
 
     def build(self) -> None:
         """The tabs, menus and session (imports the core and PyTorch)."""
+        if self.closed_early or self.built:
+            return
+        self._early_quit.setEnabled(False)
+        self._early_quit.deleteLater()
         from model.device import describe_device, resolve_device
 
         from .explore_tab import ExploreTab
@@ -302,7 +309,8 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(int(self.settings.value("window/tab", 0)))
 
     def closeEvent(self, event) -> None:
-        if not self.built:
+        if not self.built:  # still loading: nothing to save or ask about
+            self.closed_early = True
             event.accept()
             return
         if self.is_training():

@@ -78,10 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     shot("positional-encoding")
     window.tabs.setCurrentWidget(window.training_tab)
     form = window.training_tab.form
-    form.corpus.setCurrentText("toy-fr")
-    form._on_preview_requested()
-    form.corpus_size.setValue(20000)
-    form.epochs.setValue(3)
+    form.corpus.setCurrentText("toy-fr")  # its preset, as a user would start it
+    _wait(app, 2)
+    shot("training-presets")
     window.training_tab.start_button.click()
     _wait(app, args.train_seconds)
     shot("training")

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from model.checkpoint import ModelBundle
 from model.corpora import CorpusError, generate_builtin
 from model.corpora.files import read_moses, read_tsv
-from model.device import set_cpu_threads
+from model.runtime import set_cpu_threads
 from model.stepper import DecodingError, DecodingOptions, Stepper
 from model.tokenizer import UNK_ID
 from model.trace import Trace

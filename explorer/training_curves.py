@@ -21,7 +21,7 @@ VALID_SYMBOL = dict(symbol="o", symbolSize=7, symbolBrush="#f58518", symbolPen=N
 class TrainingCurves(pg.GraphicsLayoutWidget):
     def __init__(self):
         super().__init__()
-        self.setToolTip("Blue: training batches (smoothed); orange: validation after each epoch")
+        self.setToolTip("Blue: training batches (smoothed); orange: validation (each epoch, or every N steps)")
         self.setMinimumHeight(260)
         self.train = {name: [] for name in ("step", "loss", "accuracy", "learning_rate")}
         self.valid = {name: [] for name in ("step", "loss", "accuracy", "bleu", "exact_match")}

@@ -6,21 +6,25 @@ Training runs in a TrainingThread; this tab only reacts to its signals (slots ``
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
                                QScrollArea, QSizePolicy, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
+from model.training import format_duration
+
 from .training_curves import TrainingCurves
 from .training_form import TrainingForm
-from .workers import TrainingThread
+from .workers import TrainingThread, start_task
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+def _cores(progress: dict) -> str:
+    """" on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
+    import os
+
+    threads, cores = progress.get("cpu_threads", 0), os.cpu_count() or 1
+    return f" on {threads} of {cores} cores (other programs are busy)" if 0 < threads < cores else ""
 
 
 def status_label(text: str = "") -> QLabel:
@@ -69,6 +73,16 @@ class TrainingTab(QWidget):
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("%p%")
         self.progress_bar.setToolTip("Share of the planned steps done")
+        self.expected_label = status_label()
+        self.expected_label.setToolTip("How long Start will train with these settings, measured on this machine")
+        self._step_seconds: dict[tuple, float] = {}  # measured seconds a step, by model shape and batch
+        self._probe = None
+        self._probe_key: tuple | None = None  # what the running measurement measures
+        self._expected_timer = QTimer(self)
+        self._expected_timer.setSingleShot(True)
+        self._expected_timer.setInterval(300)
+        self._expected_timer.timeout.connect(self._on_expected_requested)
+        self.form.settings_changed.connect(self._expected_timer.start)
         self.progress_label = status_label("Choose a corpus and settings, then Start.")
         self.progress_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.curves = TrainingCurves()
@@ -78,11 +92,12 @@ class TrainingTab(QWidget):
         self.samples.verticalHeader().setVisible(False)
         self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
-        self.samples_label = status_label("Sample translations appear after each epoch.")
+        self.samples_label = status_label("Sample translations appear at each validation.")
 
         monitor = QWidget()
         monitor_layout = QVBoxLayout(monitor)
         monitor_layout.addLayout(buttons)
+        monitor_layout.addWidget(self.expected_label)
         monitor_layout.addWidget(self.progress_bar)
         monitor_layout.addWidget(self.progress_label)
         self.monitor_splitter = QSplitter(Qt.Vertical)
@@ -108,6 +123,7 @@ class TrainingTab(QWidget):
             if state is not None:
                 splitter.restoreState(state)
 
+        self._expected_timer.start()
         QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
         QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.WidgetWithChildrenShortcut)
         QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False),
@@ -136,6 +152,50 @@ class TrainingTab(QWidget):
         self.cancel_button.setEnabled(running)
         self.form.setEnabled(not running)
 
+    # --- expected duration ----------------------------------------------------------------------
+    def _current_probe_key(self) -> tuple | None:
+        """What a step's time depends on: the model's shape, the vocabulary and the batch; None if unknown."""
+        form, figures = self.form, self.form.corpus_figures
+        if not figures:
+            return None
+        try:
+            model_options, training = form._model_and_training()
+        except ValueError:
+            return None
+        pieces = max(2, round(figures["mean_words"] * 1.3) + 1)
+        pairs = training.batch_size if not training.batch_tokens else max(1, min(training.batch_size,
+                                                                               training.batch_tokens // pieces))
+        shape = tuple(sorted((k, v) for k, v in model_options.items() if k != "dropout"))
+        return shape, form.vocab_size.value(), pairs, pieces
+
+    def _on_expected_requested(self) -> None:
+        from model.presets import expected_duration, measure_step_seconds
+
+        try:
+            training = self.form.training_options()
+        except ValueError as error:
+            self.expected_label.setText(str(error))
+            return
+        key = self._current_probe_key()
+        seconds = self._step_seconds.get(key)
+        pairs = (self.form.corpus_figures or {}).get("pairs", 0)
+        self.expected_label.setText(expected_duration(training, pairs, seconds))
+        if key is None or seconds is not None or self._probe is not None or self.is_training():
+            return
+        shape, vocab, batch_pairs, pieces = key
+        self._probe_key = key
+        # Bound slots of this tab: if the window closes first, the measurement reports to no one.
+        self._probe = start_task(lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces),
+                                 self._on_step_measured, self._on_step_probe_failed, daemon=True)
+
+    def _on_step_measured(self, seconds: float) -> None:
+        self._probe = None
+        self._step_seconds[self._probe_key] = seconds
+        self._on_expected_requested()
+
+    def _on_step_probe_failed(self, _text: str) -> None:
+        self._probe = None  # the line keeps what it can say without a measured step
+
     # --- controls -------------------------------------------------------------------------------
     def _on_start(self) -> None:
         if self.is_training():
@@ -150,7 +210,8 @@ class TrainingTab(QWidget):
         self.samples.setRowCount(0)
         self.validations.clear()
         self.last_progress = None
-        self.progress_bar.setValue(0)
+        self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
+        self.progress_bar.setFormat("preparing…")
         self.training = TrainingThread(request)
         worker = self.training.worker
         worker.status.connect(self._on_status)
@@ -202,23 +263,27 @@ class TrainingTab(QWidget):
 
     def _on_progress(self, progress: dict) -> None:
         self.last_progress = progress
+        if self.progress_bar.maximum() == 0:
+            self.progress_bar.setRange(0, 1000)
         self.curves.add_progress(progress)
         self.progress_bar.setValue(int(1000 * progress["fraction"]))
-        self.progress_bar.setFormat(f"%p% — ETA {_duration(progress['eta_seconds'])}")
+        self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress['eta_seconds'])}")
         paused = " — paused" if self.is_paused() else ""
         self.progress_label.setText(
             f"Epoch {progress['epoch']} · step {progress['step']:,} · loss {progress['train_loss']:.3f} · "
             f"token accuracy {progress['token_accuracy']:.3f} · lr {progress['learning_rate']:.2e} · "
-            f"{progress['tokens_per_second']:,.0f} tokens/s · {_duration(progress['elapsed_seconds'])} elapsed, "
-            f"ETA {_duration(progress['eta_seconds'])}{paused}")
+            f"{progress['tokens_per_second']:,.0f} tokens/s{_cores(progress)} · "
+            f"{format_duration(progress['elapsed_seconds'])} elapsed, "
+            f"ETA {format_duration(progress['eta_seconds'])}{paused}")
 
     def _on_validation(self, validation: dict) -> None:
         self.validations.append(validation)
         self.curves.add_validation(validation)
         self.samples_label.setText(
-            f"After epoch {validation['epoch']} (step {validation['step']:,}): validation loss "
+            f"Validation at step {validation['step']:,} (epoch {validation['epoch']}): loss "
             f"{validation['loss']:.3f}, token accuracy {validation['token_accuracy']:.3f}, exact match "
-            f"{validation['exact_match']:.3f}, BLEU {validation['bleu']:.1f}")
+            f"{validation['exact_match']:.3f}, BLEU {validation['bleu']:.1f}"
+            + (" — the best so far: these weights are kept" if validation.get("best") else ""))
         samples = validation["samples"]
         self.samples.setRowCount(len(samples))
         for row, (source, reference, hypothesis) in enumerate(samples):
@@ -228,6 +293,7 @@ class TrainingTab(QWidget):
 
     def _on_finished(self, bundle, stopped: str) -> None:
         self._update_buttons()
+        self.progress_bar.setRange(0, 1000)
         steps = f"{self.last_progress['step']:,} steps" if self.last_progress else "no steps"
         if bundle is None:
             self.progress_label.setText(f"Training {stopped} after {steps}; nothing was kept.")
@@ -241,6 +307,8 @@ class TrainingTab(QWidget):
 
     def _on_failed(self, text: str) -> None:
         self._update_buttons()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("%p%")
         self.progress_label.setText(f"Training failed: {text}")
         self.failed.emit(text)
 

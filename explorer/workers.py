@@ -61,7 +61,7 @@ class Task(QRunnable):
 
     def run(self) -> None:
         try:
-            from model.device import set_cpu_threads
+            from model.runtime import set_cpu_threads
 
             set_cpu_threads(1)  # light work (loading, reading): the cores stay with a training run
             result = self.function()
@@ -121,7 +121,8 @@ class TrainingWorker(QObject):
 
     @Slot()
     def run(self) -> None:
-        from model.device import describe_device, resolve_device, set_cpu_threads
+        from model.device import describe_device, resolve_device
+        from model.runtime import set_cpu_threads
         from model.pipeline import prepare
         from model.training import Trainer
 
@@ -129,20 +130,20 @@ class TrainingWorker(QObject):
         try:
             set_cpu_threads()  # every core for this thread's team (the others run torch on one)
             device = resolve_device(request.device)
-            self.status.emit(f"Loading {request.corpus.describe()} and training tokenizers…")
             with collector_paused():
                 bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options,
-                                         request.training.seed)
+                                         request.training.seed, report=self.status.emit)
                 if self.control.cancelled:
                     self.finished.emit(None, "cancelled")
                     return
                 self.prepared.emit({"train": len(splits.train), "valid": len(splits.valid), "test": len(splits.test),
                                     "skipped": splits.skipped_lines, "model": bundle.describe(),
                                     "device": describe_device(device)})
-                self.status.emit(f"Training on {describe_device(device)}")
+                self.status.emit(f"Encoding {len(splits.train):,} training pairs…")
                 trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
                                   request.training, device, on_progress=lambda p: self.progress.emit(asdict(p)),
                                   on_validation=self._emit_validation, control=self.control, history=bundle.history)
+            self.status.emit(f"Training on {describe_device(device)}: the first step…")
             result = trainer.run()
             bundle.training = request.training.to_dict()
             bundle.history["stopped"] = result.stopped
@@ -155,7 +156,8 @@ class TrainingWorker(QObject):
             self.failed.emit(describe_error(error))
 
     def _emit_validation(self, validation) -> None:
-        self.validation.emit({"epoch": validation.epoch, "step": validation.step, **validation.scores.to_dict(),
+        self.validation.emit({"epoch": validation.epoch, "step": validation.step, "best": validation.best,
+                              **validation.scores.to_dict(),
                               "samples": [tuple(s) for s in validation.scores.samples]})
 
 

@@ -3,6 +3,10 @@
 Nothing under this package imports PySide6, pyqtgraph or the ``explorer`` GUI package.
 """
 
+from .runtime import apply_process_policies
+
+apply_process_policies()  # OpenMP's wait policy, before anything imports torch (see runtime.py)
+
 __all__ = ["Transformer", "TransformerConfig"]
 
 

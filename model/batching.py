@@ -31,15 +31,31 @@ def encode_pairs(pairs, source_tokenizer, target_tokenizer, config: TransformerC
              encode_target(target_tokenizer, pair.target, config)) for pair in pairs]
 
 
-def length_batches(examples, batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Index batches of similar length: shuffle, sort within pools of 50 batches, shuffle the batches."""
+def length_batches(examples, batch_size: int, rng: random.Random, batch_tokens: int | None = None) -> list[list[int]]:
+    """Index batches of similar length: shuffle, sort within pools of 50 batches, shuffle the batches.
+
+    With ``batch_tokens`` a batch holds as many pairs as fit that many padded pieces (source and target
+    counted apart, the longer side deciding), so short pairs come in large batches and long ones in small,
+    and every step does about the same work; ``batch_size`` then only caps the pairs."""
     order = list(range(len(examples)))
     rng.shuffle(order)
     pool = batch_size * 50
     batches = []
     for start in range(0, len(order), pool):
         chunk = sorted(order[start:start + pool], key=lambda i: (len(examples[i][0]), len(examples[i][1])))
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        if batch_tokens is None:
+            batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+            continue
+        batch, longest = [], 0
+        for index in chunk:
+            length = max(len(examples[index][0]), len(examples[index][1]))
+            if batch and (max(longest, length) * (len(batch) + 1) > batch_tokens or len(batch) >= batch_size):
+                batches.append(batch)
+                batch, longest = [], 0
+            batch.append(index)
+            longest = max(longest, length)
+        if batch:
+            batches.append(batch)
     rng.shuffle(batches)
     return batches
 

@@ -1,34 +1,9 @@
-"""Choosing where tensors live (CUDA when there is one, else the CPU; a missing device is a clear error)
-and how many CPU cores the torch work of one thread may use."""
+"""Choosing where tensors live: CUDA when there is one, else the CPU; a missing device is a clear error.
+(How many CPU cores each thread's torch work may use is a process-wide policy: runtime.py.)"""
 
 from __future__ import annotations
 
-import functools
-
 import torch
-
-
-@functools.cache
-def _default_cpu_threads() -> int:
-    """torch's own choice (the machine's cores), read on first use, before anything changes it."""
-    return torch.get_num_threads()
-
-
-def set_cpu_threads(count: int | None = None) -> int:
-    """Set how many cores the CPU work of the *calling thread* may use (None: torch's default, the
-    machine's cores); returns the count set.
-
-    Why per thread: torch's CPU backend (OpenMP) gives every thread that runs a parallel operation its own
-    team of helper threads, kept for that thread's life. Once there are more helpers than cores, OpenMP
-    stops spinning between operations, and every operation then pays a thread wake-up. Training in a GUI
-    worker thread ran at half the command line's speed because the GUI thread had a team of its own. So an
-    application with a training thread runs its other threads' torch work on one core.
-    """
-    default = _default_cpu_threads()  # read on every call, so it is known before the first change
-    count = count or default
-    if torch.get_num_threads() != count:
-        torch.set_num_threads(count)  # OpenMP and MKL thread counts of this thread (and the default for new ones)
-    return count
 
 
 class DeviceError(ValueError):

@@ -6,6 +6,7 @@ Shared by the trainer's per-epoch validation and by the ``evaluate`` command.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import sacrebleu
 import torch
@@ -30,6 +31,15 @@ class Scores:
                 "loss": self.loss, "n": self.n}
 
 
+class Interrupted(Exception):
+    """Scoring was stopped between two batches because ``stop()`` said so (the user stopped training)."""
+
+
+def _check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise Interrupted
+
+
 def _normalise(text: str) -> str:
     return " ".join(text.split())
 
@@ -41,11 +51,12 @@ def bleu_score(hypotheses: list[str], references: list[str]) -> float:
 
 
 @torch.inference_mode()
-def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, float]:
+def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple[float, float]:
     """(mean loss, token accuracy) over encoded examples."""
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
+        _check(stop)
         source, target = collate(examples[start:start + batch_size], model.config.pad_id, device)
         hidden = model(source, target[:, :-1])  # [B, T, d_model]
         gold = target[:, 1:]  # [B, T]
@@ -61,13 +72,14 @@ def teacher_forced(model, examples, batch_size: int, device) -> tuple[float, flo
 
 @torch.inference_mode()
 def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str], device,
-                    batch_size: int = 64) -> list[str]:
-    """Greedy translations, batched by similar length."""
+                    batch_size: int = 64, stop=None) -> list[str]:
+    """Greedy translations, batched by similar length; ``stop()`` is asked before each batch."""
     model.eval()
     encoded = [(i, encode_source(source_tokenizer, t, model.config)[0]) for i, t in enumerate(texts)]
     encoded.sort(key=lambda item: len(item[1]))
     outputs = [""] * len(texts)
     for start in range(0, len(encoded), batch_size):
+        _check(stop)
         chunk = encoded[start:start + batch_size]
         source, _ = collate([(ids, [0]) for _, ids in chunk], model.config.pad_id, device)
         for (index, _), ids in zip(chunk, greedy_decode(model, source)):
@@ -76,12 +88,14 @@ def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str],
 
 
 def score(model, source_tokenizer, target_tokenizer, pairs: list[Pair], device, batch_size: int = 64,
-          decode_limit: int | None = None, n_samples: int = 3) -> Scores:
+          decode_limit: int | None = None, n_samples: int = 3, stop: Callable[[], bool] | None = None) -> Scores:
+    """Teacher-forced loss and accuracy over ``pairs``; exact match and BLEU of greedy translations of the
+    first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True."""
     examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
-    loss, accuracy = teacher_forced(model, examples, batch_size, device)
+    loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
     decoded = pairs if decode_limit is None else pairs[:decode_limit]
     hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device,
-                                 batch_size)
+                                 batch_size, stop)
     references = [p.target for p in decoded]
     exact = sum(_normalise(h) == _normalise(r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
     samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]

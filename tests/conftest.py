@@ -38,7 +38,7 @@ def _every_core_after_each_test():
     """Opening a model in the window sets its thread (here, the test's) to one core for torch; the next
     test gets every core back."""
     yield
-    from model.device import set_cpu_threads
+    from model.runtime import set_cpu_threads
 
     set_cpu_threads()
 
@@ -58,7 +58,11 @@ def import_reference(name: str):
     import importlib.util
 
     if not (REFERENCE / f"{name}.py").exists():
-        pytest.fail(f"{name}.py not found in {REFERENCE}: put shared/ beside the checkout or set TE_REFERENCE")
+        message = (f"{name}.py (the seeds' reference implementation) not found in {REFERENCE}: put shared/ beside "
+                   "the checkout or set TE_REFERENCE")
+        if os.environ.get("TE_REQUIRE_REFERENCE"):  # CI: the comparison must run
+            pytest.fail(message)
+        pytest.skip(message)
 
     spec = importlib.util.spec_from_file_location(name, REFERENCE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

@@ -122,9 +122,10 @@ def test_a_reverse_model_has_a_cross_head_that_aligns():
     assert ranked[0][:2] == (layer, head) and ranked[0][2] == pytest.approx(aer)
 
 
-def test_shipped_model_diffuse_layer_1_cross_heads_are_not_alignment_like():
-    """The shipped default model: layer 1's cross heads spread their attention (normalised entropy 0.34-0.71
-    on these sentences) and align badly (AER 0.72-0.87); layer 3 head 1 aligns words (AER 0.11)."""
+def test_shipped_model_layer_1_cross_heads_are_sharp_but_not_alignment_like():
+    """The shipped default model: layer 1's cross heads are as sharp as layer 3's (normalised entropy 0.03-0.29)
+    but align badly (AER 0.76-0.89): they keep peaking on the same few pieces (the verb, the subject, </s>), so
+    they are focused or sinks, at most one of them alignment-like; every layer-3 head (AER 0.13-0.31) aligns."""
     from model import checkpoint
     from model.shipped import resolve_model
 
@@ -135,7 +136,9 @@ def test_shipped_model_diffuse_layer_1_cross_heads_are_not_alignment_like():
         stepper = Stepper(bundle, text)
         stepper.run()
         cross = all_head_statistics(stepper.trace())["cross"]  # [layer][head]
-        assert [s.role for s in cross[0]] == ["diffuse"] * 4, (text, [s.normalised_entropy for s in cross[0]])
-        assert all(s.role_score == s.normalised_entropy >= ALIGNMENT_ENTROPY for s in cross[0])
-        sharp = cross[2][0]
-        assert sharp.role == "alignment-like" and sharp.role_score < ALIGNMENT_ENTROPY, (text, sharp)
+        roles = [s.role for s in cross[0]]
+        assert roles[2] == "sink: </s>" and roles.count("alignment-like") <= 1, (text, roles)
+        focused = [s for s in cross[0] if s.role == "focused"]
+        assert focused and all(s.normalised_entropy < ALIGNMENT_ENTROPY and s.role_score == s.peak_spread < 0.5
+                               for s in focused), (text, focused)
+        assert all(s.role == "alignment-like" and s.role_score < ALIGNMENT_ENTROPY for s in cross[2]), (text, cross[2])

@@ -40,6 +40,15 @@ def test_sentences_have_3_to_25_words(toy_pairs):
     assert max(lengths) >= 12  # relative clauses and complements make long ones too
 
 
+def test_the_french_is_capitalised_exactly_when_the_english_looks_it(toy_pairs):
+    """The reference must follow from the source: English "I" always looks capitalised, so its French is too
+    (it was a coin toss before, 'je' or 'Je', and 23 of one model's 29 errors on 500 fresh pairs)."""
+    mismatched = [p for p in toy_pairs if p.source[0].isupper() != p.target[0].isupper()]
+    assert not mismatched, mismatched[:3]
+    starting_with_i = [p for p in toy_pairs if p.source.split()[0] == "I"]
+    assert starting_with_i and all(p.target[0].isupper() for p in starting_with_i)
+
+
 FORBIDDEN_FRENCH = {
     "elision missing": r"\b(le|la|je|me|ne|de|que) [aeiouyéèêàâîôœh]",
     "contraction missing": r"\b(à le|à les|de le|de les)\b",

@@ -5,6 +5,7 @@ overlap, no raw word markers, and files that are written whole or not at all."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,10 @@ DPI = 150
 def renderer(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        pytest.fail(f"{name} is not installed (Debian: librsvg2-bin, poppler-utils; .ci/run installs them)")
+        message = f"{name} is not installed (Debian: librsvg2-bin, poppler-utils; .ci/run installs them)"
+        if os.environ.get("TE_REQUIRE_REFERENCE"):  # CI: the independent renderers must run
+            pytest.fail(message)
+        pytest.skip(message)
     return path
 
 

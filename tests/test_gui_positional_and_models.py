@@ -141,7 +141,7 @@ def _tiny_training(form) -> None:
     form.corpus_size.setValue(400)
     for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
                        (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, 1), (form.batch_size, 16),
-                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0)):
+                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0), (form.valid_every, 0)):
         box.setValue(value)
 
 

@@ -77,7 +77,7 @@ def _tiny_training(form, epochs=2, corpus_size=400):
     form.corpus_size.setValue(corpus_size)
     for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
                        (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, epochs), (form.batch_size, 16),
-                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0)):
+                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0), (form.valid_every, 0)):
         box.setValue(value)
 
 

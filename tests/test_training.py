@@ -121,8 +121,8 @@ def test_a_training_step_under_bfloat16_autocast_learns():
 
 def test_cpu_threads_are_set_for_the_calling_thread_only():
     """The window's thread runs torch on one core while a training thread keeps every core (see
-    model.device.set_cpu_threads); run in a fresh interpreter so this process keeps its own setting."""
-    code = ("import threading, torch; from model.device import set_cpu_threads;"
+    model.runtime.set_cpu_threads); run in a fresh interpreter so this process keeps its own setting."""
+    code = ("import threading, torch; from model.runtime import set_cpu_threads;"
             "default = torch.get_num_threads(); assert set_cpu_threads(1) == 1;"
             "seen = [];"
             "worker = threading.Thread(target=lambda: seen.append((set_cpu_threads(), torch.get_num_threads())));"

@@ -1,0 +1,156 @@
+"""Training speed on a busy machine: the same run alone, beside 1 and beside 2 busy processes, from the
+command line and from the Train tab; steps/s and the ratio to the quiet run.
+
+A busy process is ``python3 -c "while True: pass"`` (what a browser tab or a compile does to a laptop).
+Each condition is run several times, because the collapse it guards against is intermittent: judge by
+the worst run. Targets (2 cores): beside 2 busy processes >= 25% of the quiet steps/s in every run (their
+fair share of the cores is a third), beside 1 >= 40%.
+
+    python benchmarks/train_under_load.py [--runs 5] [--seconds 20] [--only cli|tab] [--env NAME=VALUE ...]
+
+The run is fixed (not the corpus preset) so that figures before and after a change compare: ``copy``,
+3+3 layers, d_model 128, 4 heads, batches of 64 pairs. Steps/s counts optimizer steps after the first,
+so corpus preparation and start-up do not count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ["--corpus", "copy", "--corpus-size", "20000", "--encoder-layers", "3", "--decoder-layers", "3",
+       "--d-model", "128", "--heads", "4", "--d-ff", "512", "--batch-size", "64", "--epochs", "1000",
+       "--vocab-size", "2000", "--warmup", "400", "--lr-factor", "1.0"]
+
+# Trains from the command line's own code path, reporting (seconds, step) of every step on stdout.
+CLI_PROBE = textwrap.dedent("""
+    import json, sys, time
+    from model import train_command
+    from model.cli import build_parser
+    args = build_parser().parse_args(["train", *sys.argv[2:], "--out", sys.argv[1], "--quiet",
+                                      "--max-minutes", str(float(SECONDS) / 60)])
+    from model import training
+    original = training.Trainer.run
+    def run(self):
+        report = self.on_progress
+        def on_progress(progress):
+            print(json.dumps([time.perf_counter(), progress.step]), flush=True)
+            report(progress)
+        self.on_progress = on_progress
+        return original(self)
+    training.Trainer.run = run
+    sys.exit(train_command.run_train(args))
+""")
+
+# Opens the window, fills the Train tab as a user would (the same run), clicks Start, and reports steps.
+TAB_PROBE = textwrap.dedent("""
+    import json, os, sys, time
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QSettings, QTimer
+    from explorer.app import make_application, open_first_model
+    from explorer.main_window import MainWindow
+    app = make_application()
+    window = MainWindow(QSettings(os.devnull, QSettings.IniFormat))
+    window.ask_to_stop_training = lambda: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.Yes
+    window.ask_to_keep_trained_model = lambda *a: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.Discard
+    window.show()
+    open_first_model(window, None)
+    while window.session.bundle is None:
+        app.processEvents(); time.sleep(0.01)
+    tab = window.training_tab
+    window.tabs.setCurrentWidget(tab)
+    tab.form.corpus.setCurrentText("copy")  # first: choosing the corpus fills the form with its preset
+    for name, value in dict(corpus_size=20000, encoder_layers=3, decoder_layers=3, d_model=128, heads=4, d_ff=512,
+                            batch_size=64, epochs=1000, vocab_size=2000, warmup=400, max_minutes=0.0,
+                            max_steps=0).items():
+        widget = getattr(tab.form, name)
+        widget.setValue(type(widget.value())(value))
+    first = []
+    def poll():  # the window's own record of the latest step
+        progress = tab.last_progress
+        if progress is None:
+            return
+        now = time.perf_counter()
+        if not first:
+            first.append(now)
+            QTimer.singleShot(int(float(SECONDS) * 1000), app.quit)
+        print(json.dumps([now, progress["step"]]), flush=True)
+    timer = QTimer()
+    timer.timeout.connect(poll)
+    timer.start(50)
+    tab.start_button.click()
+    app.exec()
+    tab.stop(keep=False)
+    window.close()
+""")
+
+
+def busy_processes(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def measure(kind: str, seconds: float, extra_env: dict[str, str]) -> tuple[float, int]:
+    """Steps/s from the first reported step to the last, and the steps taken, of one run."""
+    env = {**os.environ, **extra_env, "SECONDS": str(seconds), "PYTHONPATH": str(ROOT)}
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    with tempfile.TemporaryDirectory() as folder:
+        probe = CLI_PROBE if kind == "cli" else TAB_PROBE
+        command = [sys.executable, "-c", probe.replace("SECONDS", repr(seconds)), str(Path(folder) / "m.model"), *RUN]
+        completed = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=seconds + 300)
+    points = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("[")]
+    if len(points) < 2:
+        raise SystemExit(f"{kind} run reported no steps (exit {completed.returncode}):\n{completed.stderr[-2000:]}")
+    (t0, s0), (t1, s1) = points[0], points[-1]
+    return (s1 - s0) / max(t1 - t0, 1e-9), s1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each condition beside busy processes")
+    parser.add_argument("--quiet-runs", type=int, default=2, help="runs of the quiet condition (their best counts)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
+    parser.add_argument("--only", choices=["cli", "tab"], help="one entry point only")
+    parser.add_argument("--busy", type=int, nargs="+", default=[1, 2], help="busy-process counts to test")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment for the training process (e.g. OMP_WAIT_POLICY=PASSIVE)")
+    args = parser.parse_args()
+    extra_env = dict(item.split("=", 1) for item in args.env)
+    kinds = [args.only] if args.only else ["cli", "tab"]
+    targets = {1: 0.40, 2: 0.25}
+    print(f"{os.cpu_count()} cores; run: {' '.join(RUN)}; {args.seconds:.0f} s per run"
+          + (f"; env {extra_env}" if extra_env else ""))
+    failed = False
+    for kind in kinds:
+        quiet = max(measure(kind, args.seconds, extra_env)[0] for _ in range(args.quiet_runs))
+        print(f"{kind}: alone {quiet:.2f} steps/s (best of {args.quiet_runs})", flush=True)
+        for count in args.busy:
+            rates = []
+            for _ in range(args.runs):
+                load = busy_processes(count)
+                try:
+                    time.sleep(0.5)
+                    rates.append(measure(kind, args.seconds, extra_env)[0])
+                finally:
+                    for process in load:
+                        process.kill()
+                        process.wait()
+            ratios = [rate / quiet for rate in rates]
+            target = targets.get(count, 0.0)
+            ok = min(ratios) >= target
+            failed |= not ok
+            print(f"{kind}: beside {count} busy: " + ", ".join(f"{r:.2f}" for r in rates) + " steps/s; ratio to quiet "
+                  + ", ".join(f"{r:.0%}" for r in ratios) + f"; worst {min(ratios):.0%} (target >= {target:.0%}) "
+                  + ("ok" if ok else "MISSED"), flush=True)
+    print("all targets met" if not failed else "some targets missed")
+
+
+if __name__ == "__main__":
+    main()

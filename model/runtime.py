@@ -1,0 +1,148 @@
+"""Process-wide policies of the CPU backend, in one place: how OpenMP's threads wait, how many cores the
+torch work of each thread may use, and how a training thread follows the cores other programs leave free.
+
+Why this matters (measured on 2 cores, training ``copy``; benchmarks/train_under_load.py):
+
+- PyTorch runs each operation on a team of OpenMP threads that meet at a barrier when it ends. GNU
+  OpenMP (libgomp, which both PyTorch and SentencePiece load) lets a thread that arrives first *spin*
+  there for 300,000 rounds before it sleeps. Alone that is cheap. Beside busy programs the partner it
+  waits for is often not running, so the spinning thread burns the time slice the partner needs, and a
+  step that took 60 ms took seconds: 17 steps/s alone fell to 0.2 beside two busy processes (1%).
+  Spinning 1,000 rounds instead (``GOMP_SPINCOUNT``) keeps the speed alone (16-17 steps/s) and gave
+  6.6-7.6 steps/s beside two busy processes. It must be set before libgomp loads, that is before torch
+  is imported: ``model`` does it on import (``apply_process_policies``), and leaves a user's own
+  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` alone.
+- A team of two threads on two cores that other programs share still waits at every barrier for the
+  slower one. One thread was as fast beside one busy process as alone (10.9 steps/s) and two threads
+  were not (4.4). So a training thread samples, about once a second, how much CPU the *other* programs
+  use (Linux ``/proc/stat`` less this process's own time) and runs on the cores they leave free
+  (``CoreFollower``): both cores when the machine is quiet, one when it is busy, both again once it is
+  quiet. Elsewhere (no ``/proc/stat``) the thread count stays as set.
+- Every other thread of the app (the window's, a model load) runs its torch work on one core
+  (``set_cpu_threads(1)``), so its team never competes with the training thread's.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+SPIN_COUNT = "1000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000)
+OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def apply_process_policies(environ: dict | None = None) -> bool:
+    """Set the OpenMP wait policy for this process unless the user chose one; True when it takes effect.
+
+    It takes effect only before torch (and with it libgomp) is loaded; afterwards it is too late and
+    this returns False. Child processes (the benchmarks' probes, the tests) inherit it."""
+    environ = os.environ if environ is None else environ
+    if any(name in environ for name in OPENMP_WAIT_VARIABLES):
+        return False  # the user's own choice stands
+    environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    return "torch" not in sys.modules
+
+
+@functools.cache
+def default_cpu_threads() -> int:
+    """torch's own choice (the machine's cores), read on first use, before anything changes it."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def set_cpu_threads(count: int | None = None) -> int:
+    """Set how many cores the CPU work of the *calling thread* may use (None: torch's default, the
+    machine's cores); returns the count set.
+
+    Why per thread: torch's CPU backend (OpenMP) gives every thread that runs a parallel operation its own
+    team of helper threads, kept for that thread's life. Once there are more helpers than cores, OpenMP
+    stops spinning between operations, and every operation then pays a thread wake-up. Training in a GUI
+    worker thread ran at half the command line's speed because the GUI thread had a team of its own. So an
+    application with a training thread runs its other threads' torch work on one core.
+    """
+    import torch
+
+    default = default_cpu_threads()  # read on every call, so it is known before the first change
+    count = count or default
+    if torch.get_num_threads() != count:
+        torch.set_num_threads(count)  # OpenMP and MKL thread counts of this thread (and the default for new ones)
+    return count
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """What /proc/stat and this process said at one moment."""
+
+    wall: float  # seconds (monotonic)
+    busy: float  # CPU-seconds all cores have spent busy since boot (every process)
+    own: float  # CPU-seconds this process has used (all its threads)
+    cores: int  # cores the machine has
+
+
+def read_cpu_sample() -> CpuSample | None:
+    """The machine's busy time and this process's CPU time now; None where /proc/stat cannot be read."""
+    try:
+        with open("/proc/stat", "rb") as stat:
+            lines = stat.read(65536).splitlines()
+        fields = [int(value) for value in lines[0].split()[1:9]]  # user nice system idle iowait irq softirq steal
+        cores = sum(1 for line in lines[1:] if line.startswith(b"cpu"))
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    busy_ticks = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    return CpuSample(time.monotonic(), busy_ticks / ticks, time.process_time(), max(cores, 1))
+
+
+def free_cores(before: CpuSample, after: CpuSample) -> float:
+    """Cores the other programs left free between two samples (this process's own use counts as free)."""
+    wall = after.wall - before.wall
+    if wall <= 0:
+        return float(after.cores)
+    others = max(0.0, (after.busy - before.busy) - (after.own - before.own)) / wall  # cores busy with others
+    return max(0.0, after.cores - others)
+
+
+def threads_for(free: float, most: int) -> int:
+    """Threads to run on: the free cores, rounded so that a core two-thirds free counts (1 to ``most``)."""
+    return max(1, min(most, int(free + 0.34)))
+
+
+class CoreFollower:
+    """Keeps the calling thread's torch thread count at the cores other programs leave free.
+
+    Call ``update()`` between training steps, from the training thread: it reads /proc/stat at most
+    once per ``interval`` seconds (about 20 microseconds) and changes the count only when it should.
+    """
+
+    def __init__(self, most: int | None = None, interval: float = 1.0,
+                 sample: Callable[[], CpuSample | None] = read_cpu_sample):
+        self.most = most or default_cpu_threads()
+        self.interval = interval
+        self._sample = sample
+        self.threads = set_cpu_threads(self.most)
+        self._last = sample()
+
+    @property
+    def follows(self) -> bool:
+        """Whether the machine's load can be read here (Linux); otherwise the thread count stays."""
+        return self._last is not None
+
+    def update(self) -> int:
+        """The thread count to run the next step on (set for the calling thread)."""
+        if self._last is None or self.most <= 1:
+            return self.threads
+        if time.monotonic() - self._last.wall < self.interval:
+            return self.threads
+        sample = self._sample()
+        if sample is None:
+            return self.threads
+        wanted = threads_for(free_cores(self._last, sample), self.most)
+        self._last = sample
+        if wanted != self.threads:
+            self.threads = set_cpu_threads(wanted)
+        return self.threads

@@ -1,0 +1,85 @@
+"""The Train tab's presets and expected duration, the stages of preparation, and quitting while the
+window is still loading."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings, Qt
+
+from model.presets import builtin_preset
+
+from .gui_helpers import close_window, make_window
+
+
+def test_each_corpus_fills_the_form_with_its_preset(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    form = window.training_tab.form
+    form.corpus.setCurrentText("copy")
+    copy = builtin_preset("copy")
+    assert form.encoder_layers.value() == copy.model["n_encoder_layers"] and form.heads.value() == copy.model["n_heads"]
+    assert form.max_minutes.value() == 2.0 and form.epochs.value() == 0 and form.epochs.text() == "no limit"
+    assert form.lr_decay.currentText() == "linear" and form.keep_best.isChecked()
+    assert "Preset</b> (copy)" in form.preset_info.text() and not form.preset_button.isEnabled()
+    request = form.request()
+    assert request.training.max_minutes == 2.0 and request.model_options["d_ff"] == copy.model["d_ff"]
+
+    form.d_model.setValue(64)  # the user's change survives a change of corpus, and is listed
+    form.corpus.setCurrentText("toy-fr")
+    assert form.max_minutes.value() == 10.0 and form.heads.value() == 4 and form.d_model.value() == 64
+    assert "Changed by you: d model" in form.preset_info.text() and form.preset_button.isEnabled()
+    form.preset_button.click()
+    assert form.d_model.value() == 128 and "Changed by you" not in form.preset_info.text()
+    close_window(window)
+
+
+def test_the_expected_duration_shows_before_start(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    window.tabs.setCurrentWidget(tab)
+    tab.form.corpus.setCurrentText("copy")
+    qtbot.waitUntil(lambda: "2m00s (the time budget; about" in tab.expected_label.text(), timeout=20000)
+    assert tab.expected_label.isVisible() and "ms a step" in tab.expected_label.text()
+    tab.form.max_minutes.setValue(0)
+    tab.form.epochs.setValue(2)
+    qtbot.waitUntil(lambda: tab.expected_label.text().startswith("Expected duration: about"), timeout=20000)
+    assert "steps at" in tab.expected_label.text() and "on this machine" in tab.expected_label.text()
+    tab.form.epochs.setValue(0)
+    qtbot.waitUntil(lambda: "until you stop it" in tab.expected_label.text(), timeout=5000)
+    close_window(window)
+
+
+def test_preparation_is_shown_in_stages(qtbot, tmp_path):
+    window = make_window(qtbot, tmp_path)
+    tab = window.training_tab
+    form = tab.form
+    form.corpus.setCurrentText("copy")
+    form.corpus_size.setValue(400)
+    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
+                       (form.d_ff, 64), (form.vocab_size, 100), (form.max_minutes, 0), (form.max_steps, 3)):
+        box.setValue(value)
+    stages = []
+    tab.start_button.click()
+    tab.training.worker.status.connect(stages.append, Qt.DirectConnection)
+    assert tab.progress_bar.maximum() == 0  # busy until the first step
+    qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
+    qtbot.wait(50)
+    text = " | ".join(stages)
+    assert "Training the tokenizer" in text and "Building the model" in text and "first step" in text, text
+    assert tab.progress_bar.maximum() == 1000
+    close_window(window)
+
+
+def test_ctrl_q_while_the_window_is_still_loading_quits(qtbot, tmp_path):
+    from explorer.app import make_application
+    from explorer.main_window import MainWindow
+
+    make_application()
+    window = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat), build=False)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitActive(window):
+        window.activateWindow()
+    qtbot.keyClick(window, Qt.Key_Q, Qt.ControlModifier)
+    assert not window.isVisible() and window.closed_early
+    window.build()  # the app's delayed build then does nothing
+    assert not window.built
