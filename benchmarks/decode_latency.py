@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from common import best_seconds, print_table, reference_module
-
 import torch
+from common import best_seconds, print_table, reference_module
 
 from model.corpora import CorpusSpec
 from model.pipeline import TokenizerOptions, prepare
@@ -91,9 +90,9 @@ def main() -> None:
         prefix = torch.randint(4, vocab, (1, length))
         prefix[0, 0] = 2
         at = {"ours": best_seconds(our_step_at(length), 5 * args.repeats),
-              "post": best_seconds(lambda: seed_post_step(prefix), 5 * args.repeats),
-              "pre": best_seconds(lambda: seed_pre_step(prefix), 5 * args.repeats)}
-        mean = {name: best_seconds(lambda: run(length), args.repeats) / length
+              "post": best_seconds(lambda prefix=prefix: seed_post_step(prefix), 5 * args.repeats),
+              "pre": best_seconds(lambda prefix=prefix: seed_pre_step(prefix), 5 * args.repeats)}
+        mean = {name: best_seconds(lambda run=run, length=length: run(length), args.repeats) / length
                 for name, run in (("ours", ours), ("post", seed_post_loop), ("pre", seed_pre_loop))}
         for rows, seconds in ((step_rows, at), (mean_rows, mean)):
             rows.append([length, f"{seconds['ours'] * 1e3:.2f}", f"{seconds['post'] * 1e3:.2f}",

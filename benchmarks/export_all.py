@@ -15,7 +15,7 @@ from pathlib import Path
 import common  # noqa: F401  (puts the project on the path)
 
 from model.corpora.symbolic import SYMBOLS
-from model.exporting import ExportRequest, export_all, file_stem, _heads
+from model.exporting import ExportRequest, _heads, export_all, file_stem
 from model.figures import focus_figure, save_figure
 from model.selection import KIND_NAMES, select
 from model.stepper import DecodingOptions, Stepper

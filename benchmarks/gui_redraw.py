@@ -20,12 +20,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import torch  # noqa: E402
 
-from model.config import TransformerConfig  # noqa: E402
 from model.checkpoint import ModelBundle  # noqa: E402
-from model.corpora import CorpusSpec  # noqa: E402
+from model.config import TransformerConfig  # noqa: E402
+from model.corpora import (
+    CorpusSpec,  # noqa: E402
+    load_corpus,  # noqa: E402
+)
 from model.corpora.symbolic import SYMBOLS  # noqa: E402
 from model.pipeline import TokenizerOptions, train_tokenizers  # noqa: E402
-from model.corpora import load_corpus  # noqa: E402
 from model.transformer import Transformer  # noqa: E402
 
 

@@ -25,10 +25,10 @@ def main() -> None:
     parser.add_argument("--corpus", default="toy-fr")
     args = parser.parse_args()
 
-    import model  # noqa: F401  (the app's OpenMP policy before torch)
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QMessageBox
 
+    import model  # noqa: F401  (the app's OpenMP policy before torch)
     from explorer.app import make_application, open_first_model
     from explorer.main_window import MainWindow
 

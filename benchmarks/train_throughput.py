@@ -14,9 +14,12 @@ import math
 import random
 import time
 
-from common import print_table, reference_module
+from common import print_table, reference_module  # first: it puts the project on sys.path
 
-import model  # noqa: F401  (first: the app's OpenMP policy, model/runtime.py, is set before torch loads)
+# isort: split
+import model as _app_policies  # noqa: F401  (before torch: the OpenMP policy of model/runtime.py)
+
+# isort: split
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -135,14 +138,14 @@ def main() -> None:
             optimizer.lr = 1e-4  # this project's FlatAdam
     # Interleave: every timed batch runs one step of each implementation in turn, so a burst of load
     # on this shared machine slows them all alike; each implementation keeps its fastest round.
-    for name, (model, step) in steppers.items():
+    for name, (_model, step) in steppers.items():
         for source, target in batches[: args.warmup]:
             step(optimizers[name], source, target)
     seconds = {name: [] for name in steppers}
     for _ in range(args.rounds):
         spent = dict.fromkeys(steppers, 0.0)
         for source, target in batches[args.warmup:]:
-            for name, (model, step) in steppers.items():
+            for name, (_model, step) in steppers.items():
                 if device.type == "cuda":
                     torch.cuda.synchronize()
                 started = time.perf_counter()
@@ -155,7 +158,8 @@ def main() -> None:
 
     print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; d_model {args.d_model}, "
           f"{args.heads} heads, d_ff {args.d_ff}, {args.layers}+{args.layers} layers, vocab {vocab}, "
-          f"batch {args.batch_size} pairs, {args.steps} timed steps x {args.rounds} rounds (interleaved per step, best round kept)")
+          f"batch {args.batch_size} pairs, {args.steps} timed steps x {args.rounds} rounds "
+          "(interleaved per step, best round kept)")
     rate = {name: tokens / min(times) for name, times in seconds.items()}
     ours_rate = rate["this project (post-norm)"]
     print_table(["implementation", "tokens/s", "this project is"],

@@ -6,8 +6,7 @@ PNG resolution, the caption line and the current-step outline. Kept between laun
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QSpinBox)
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QSpinBox
 
 from model.figure_layout import MIN_FONT_SIZE, WIDTH_PRESETS
 from model.figures import FigureOptions

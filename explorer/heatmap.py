@@ -250,7 +250,7 @@ class TokenAxis(pg.AxisItem):
         pen, start, end = axis_spec
         painter.setPen(pen)
         painter.drawLine(start, end)
-        for pen, start, end in tick_specs:
+        for _pen, start, end in tick_specs:
             painter.drawLine(start, end)
         font = label_font(self.point_size)
         painter.setFont(font)

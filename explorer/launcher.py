@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-
 NO_DISPLAY = ("transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
               "Run it in a desktop session, under `xvfb-run`, or with QT_QPA_PLATFORM=offscreen; "
               "`transformer-explorer --help` lists the commands that need no window.")

@@ -12,10 +12,15 @@ import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
 # The core (and with it PyTorch) is imported where a worker needs it, so the window can show first.
+if TYPE_CHECKING:
+    from model.corpora import CorpusSpec
+    from model.pipeline import TokenizerOptions
+    from model.training import TrainingOptions
 
 
 def describe_error(error: BaseException) -> str:
@@ -90,10 +95,10 @@ def start_task(function, on_done, on_failed, daemon: bool = False) -> Task:
 class TrainingRequest:
     """Everything the training tab collected: what a ``transformer-explorer train`` command line holds."""
 
-    corpus: "CorpusSpec"  # model.corpora
-    tokenizer: "TokenizerOptions"  # model.pipeline
+    corpus: CorpusSpec  # model.corpora
+    tokenizer: TokenizerOptions  # model.pipeline
     model_options: dict  # TransformerConfig fields other than the vocabulary sizes
-    training: "TrainingOptions"  # model.training
+    training: TrainingOptions  # model.training
     device: str = "auto"
 
 
@@ -122,8 +127,8 @@ class TrainingWorker(QObject):
     @Slot()
     def run(self) -> None:
         from model.device import describe_device, resolve_device
-        from model.runtime import set_cpu_threads
         from model.pipeline import prepare
+        from model.runtime import set_cpu_threads
         from model.training import Trainer
 
         request = self.request

@@ -80,7 +80,7 @@ class TransformerConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TransformerConfig":
+    def from_dict(cls, data: dict) -> TransformerConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}

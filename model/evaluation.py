@@ -5,8 +5,8 @@ Shared by the trainer's per-epoch validation and by the ``evaluate`` command.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import sacrebleu
 import torch

@@ -18,8 +18,16 @@ import numpy as np
 
 from .candidates import candidate_rows
 from .figure_layout import FIGURE_RC, Caption
-from .figures import (FIGURE_SUFFIXES, FigureOptions, candidates_figure, focus_figure, grid_figure, lines_figure,
-                      save_figure, trace_details)
+from .figures import (
+    FIGURE_SUFFIXES,
+    FigureOptions,
+    candidates_figure,
+    focus_figure,
+    grid_figure,
+    lines_figure,
+    save_figure,
+    trace_details,
+)
 from .files import OutputError, atomic_output, check_output
 from .selection import AGGREGATES, KIND_NAMES, AttentionMatrix, SelectionError, normalise_kind, select, write_csv
 from .trace import Trace
@@ -91,7 +99,7 @@ def view_table(trace: Trace, request: ExportRequest) -> tuple[np.ndarray, np.nda
         weights = weights[request.layer]  # [heads, queries, keys]
         rows = [f"head {h + 1} | {q}" for h in range(weights.shape[0]) for q in queries]
         return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "head | query \\ key"
-    rows = [f"layer {l + 1} head {h + 1} | {q}" for l in range(weights.shape[0]) for h in range(weights.shape[1])
+    rows = [f"layer {layer + 1} head {h + 1} | {q}" for layer in range(weights.shape[0]) for h in range(weights.shape[1])
             for q in queries]
     return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "layer head | query \\ key"
 

@@ -20,12 +20,25 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .figure_layout import (DEFAULT_WIDTH, FIGURE_RC, LINE, MAX_CELL, MIN_FONT_SIZE, POINTS_PER_INCH, Caption,
-                            FigureError, draw_caption, fit_axis, text_width, thinning_note, widest)
 from .candidates import format_probability
+from .figure_layout import (
+    DEFAULT_WIDTH,
+    FIGURE_RC,
+    LINE,
+    MAX_CELL,
+    MIN_FONT_SIZE,
+    POINTS_PER_INCH,
+    Caption,
+    FigureError,
+    draw_caption,
+    fit_axis,
+    text_width,
+    thinning_note,
+    widest,
+)
 from .files import atomic_output
 from .labels import display_candidate, display_labels, pieces_text
-from .selection import AttentionMatrix, KIND_NAMES
+from .selection import KIND_NAMES, AttentionMatrix
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 HIGHLIGHT = "#ff2d55"  # the current step's outline, as in the window

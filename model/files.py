@@ -15,9 +15,9 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 class OutputError(ValueError):

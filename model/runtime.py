@@ -28,8 +28,8 @@ import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 SPIN_COUNT = "1000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000)
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")

@@ -301,7 +301,8 @@ def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list
     device = next(model.parameters()).device
     inputs = [config.bos_id] + target_ids[:-1]
     _, weights = model.inspect(torch.tensor([source_ids], device=device), torch.tensor([inputs], device=device))
-    as_numpy = lambda layers: torch.stack(layers)[:, 0].float().cpu().numpy()
+    def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]
+        return torch.stack(layers)[:, 0].float().cpu().numpy()
     return Trace(as_numpy(weights.encoder_self), as_numpy(weights.decoder_self), as_numpy(weights.cross),
                  bundle.source_tokenizer.pieces(source_ids), bundle.target_tokenizer.pieces(target_ids),
                  bundle.target_tokenizer.pieces(inputs))

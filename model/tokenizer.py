@@ -44,7 +44,7 @@ class Tokenizer:
             raise TokenizerError("tokenizer must use pad=0, unk=1, bos=2, eos=3")
 
     @classmethod
-    def train(cls, texts: list[str], vocab_size: int, model_type: str = "unigram") -> "Tokenizer":
+    def train(cls, texts: list[str], vocab_size: int, model_type: str = "unigram") -> Tokenizer:
         if model_type not in MODEL_TYPES:
             raise TokenizerError(f"model_type must be one of {MODEL_TYPES}, got {model_type!r}")
         if vocab_size < 8:

@@ -96,7 +96,7 @@ class Trace:
             return self.decoder_input_tokens, self.decoder_input_tokens
         return self.target_tokens, self.source_tokens
 
-    def at_step(self, step: int) -> "Trace":
+    def at_step(self, step: int) -> Trace:
         """The trace as it stood after ``step`` steps (rows of later steps dropped)."""
         step = max(0, min(step, self.n_steps))
         if step == self.n_steps:
@@ -114,7 +114,7 @@ class Trace:
                        candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
                        log_probabilities=self.log_probabilities[:step], forced=self.forced[:step], **upcoming)
 
-    def word_level(self) -> "Trace":
+    def word_level(self) -> Trace:
         """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
         if self.level == "word" or not self.target_tokens and not self.source_tokens:
             return self
@@ -156,7 +156,7 @@ class Trace:
             np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))
 
     @classmethod
-    def load_npz(cls, path: str | Path) -> "Trace":
+    def load_npz(cls, path: str | Path) -> Trace:
         with np.load(path, allow_pickle=False) as data:
             values = {}
             for item in fields(cls):

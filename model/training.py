@@ -76,7 +76,7 @@ class TrainingOptions:
             raise ValueError(f"lr_decay must be one of {', '.join(LR_DECAYS)}, got {self.lr_decay!r}")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainingOptions":
+    def from_dict(cls, data: dict) -> TrainingOptions:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 

@@ -165,7 +165,8 @@ class _Sublayers(nn.Module):
     def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
         norm = self.norms[index]
-        normalise = lambda t: F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        def normalise(t):
+            return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
         if self.pre_norm:
             output, extra = sublayer(normalise(x))
             return self.dropout.add_to(x, output), extra
@@ -230,7 +231,7 @@ class DecoderCache:
     self_attention: list[dict]  # per layer {"keys": [B, H, capacity, d_k], "values": ..., "length": t}
     length: int = 0  # target positions consumed so far
 
-    def select(self, rows: torch.Tensor) -> "DecoderCache":
+    def select(self, rows: torch.Tensor) -> DecoderCache:
         """Reorder/replicate batch rows (beam search): every tensor indexed by ``rows``."""
         return DecoderCache(
             memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
-
-import os
 
 ROOT = Path(__file__).resolve().parent.parent
 # The seeds' reference implementations: shared/ beside the checkout (as CI has it), or $TE_REFERENCE.

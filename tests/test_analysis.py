@@ -4,9 +4,18 @@ import numpy as np
 import pytest
 
 from model.alignment import cross_attention_aer
-from model.analysis import (ALIGNMENT_ENTROPY, BROAD_ENTROPY, alignment_error_rate, alignment_links,
-                            all_head_statistics, describe_role, head_statistics, max_over_heads, mean_over_heads,
-                            rollout)
+from model.analysis import (
+    ALIGNMENT_ENTROPY,
+    BROAD_ENTROPY,
+    alignment_error_rate,
+    alignment_links,
+    all_head_statistics,
+    describe_role,
+    head_statistics,
+    max_over_heads,
+    mean_over_heads,
+    rollout,
+)
 from model.corpora import generate_builtin
 from model.stepper import DecodingOptions, Stepper
 

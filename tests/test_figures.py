@@ -183,7 +183,7 @@ def test_the_grid_has_one_colour_bar_a_title_the_sentence_and_the_step_and_no_se
     assert not [patch for axes in figure.axes for patch in axes.patches]  # no red frame
     heads = [text.get_text() for axes in figure.axes for text in axes.texts]
     assert [f"head {h}" for h in range(1, 5)] == [t for t in heads if t.startswith("head")]
-    assert [f"layer {l}" for l in range(1, 4)] == [t for t in heads if t.startswith("layer")]
+    assert [f"layer {number}" for number in range(1, 4)] == [t for t in heads if t.startswith("layer")]
 
 
 def test_the_step_outline_is_off_in_exports_unless_asked():

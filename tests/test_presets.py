@@ -13,11 +13,17 @@ from model.batching import length_batches
 from model.cli import build_parser
 from model.corpora import CorpusSpec, Pair, Splits
 from model.pipeline import TokenizerOptions, prepare
-from model.presets import (BUILTIN_PRESETS, NO_EPOCH_LIMIT, builtin_preset, expected_duration, file_preset,
-                           measure_step_seconds, planned_steps)
+from model.presets import (
+    BUILTIN_PRESETS,
+    NO_EPOCH_LIMIT,
+    builtin_preset,
+    expected_duration,
+    file_preset,
+    measure_step_seconds,
+    planned_steps,
+)
 from model.train_command import settings_from
-from model.training import (Trainer, TrainingControl, TrainingOptions, WeightAverage, format_duration,
-                            learning_rate)
+from model.training import Trainer, TrainingControl, TrainingOptions, WeightAverage, format_duration, learning_rate
 
 from .conftest import TINY_MODEL
 

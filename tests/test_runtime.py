@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from model.runtime import (SPIN_COUNT, CoreFollower, CpuSample, apply_process_policies, free_cores, threads_for)
+from model.runtime import SPIN_COUNT, CoreFollower, CpuSample, apply_process_policies, free_cores, threads_for
 
 
 def _fresh(code: str, **env) -> str:

@@ -222,8 +222,9 @@ def test_trace_npz_round_trip_without_pickle(toy_fr_bundle, tmp_path):
 def test_step_zero_trace_holds_the_distribution_of_step_1_without_disturbing_decoding(toy_fr_bundle, strategy,
                                                                                        engine):
     bundle, _ = toy_fr_bundle
-    options = lambda: DecodingOptions(strategy=strategy, temperature=3.0, seed=5, beam_width=3, max_steps=8,
-                                      n_candidates=6, engine=engine)
+    def options():
+        return DecodingOptions(strategy=strategy, temperature=3.0, seed=5, beam_width=3, max_steps=8,
+                               n_candidates=6, engine=engine)
     untouched = Stepper(bundle, SENTENCE, options())
     previewed = Stepper(bundle, SENTENCE, options())
     if strategy == "beam" and len(previewed.beam.hypotheses) > 1:

@@ -8,11 +8,10 @@ import time
 import pytest
 import torch
 
+from model.config import TransformerConfig
 from model.corpora import CorpusSpec
 from model.pipeline import TokenizerOptions, prepare
-from model.config import TransformerConfig
-from model.training import (Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer,
-                            training_step)
+from model.training import Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer, training_step
 from model.transformer import Transformer
 
 from .conftest import ROOT, TINY_MODEL

@@ -89,7 +89,7 @@ def test_probabilities_equal_an_independent_softmax(norm, positions):
     n_layers = 2
     calls = captured[n_layers:]  # the first calls came from the plain encode() above
     expected_kinds = ["encoder_self"] * 2 + ["decoder_self", "cross"] * 2
-    for index, ((module, x, kwargs), kind) in enumerate(zip(calls, expected_kinds)):
+    for index, ((module, x, _kwargs), kind) in enumerate(zip(calls, expected_kinds)):
         x = x.numpy().astype(np.float64)
         heads, d_k = module.n_heads, module.d_k
         if module.is_self_attention:
@@ -98,7 +98,8 @@ def test_probabilities_equal_an_independent_softmax(norm, positions):
         else:
             q = x @ module.q_projection.weight.detach().numpy().astype(np.float64).T
             k = memory @ module.kv_projection.weight.detach().numpy().astype(np.float64)[:32].T
-        split = lambda t: t.reshape(t.shape[0], t.shape[1], heads, d_k).transpose(0, 2, 1, 3)
+        def split(t, heads=heads, d_k=d_k):  # [B, N, d_model] -> [B, heads, N, d_k]
+            return t.reshape(t.shape[0], t.shape[1], heads, d_k).transpose(0, 2, 1, 3)
         scores = split(q) @ split(k).transpose(0, 1, 3, 2) / math.sqrt(d_k)
         if kind == "decoder_self":
             allowed = np.tril(np.ones((7, 7), dtype=bool))[None, None] & target_real[:, None, None, :]

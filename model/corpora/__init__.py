@@ -43,7 +43,7 @@ class CorpusSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CorpusSpec":
+    def from_dict(cls, data: dict) -> CorpusSpec:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def describe(self) -> str:
