@@ -42,6 +42,7 @@ class FlatAdam:
         self.exp_avg_sq = torch.zeros_like(self.flat_parameters)  # [P] second moment
         self.steps = torch.zeros((), dtype=torch.float32, device=first.device)  # the fused kernel's step count
         self.fused = first.device.type in ("cpu", "cuda") and hasattr(torch, "_fused_adam_")
+        self.skipped = 0  # steps not taken because the gradient was not finite
 
     def zero_grad(self) -> None:
         for p in self._params:
@@ -66,9 +67,14 @@ class FlatAdam:
 
     def step(self, clip_norm: float = 0.0) -> torch.Tensor:
         """One Adam update; with clip_norm > 0 the gradients are first scaled so their global L2 norm is at
-        most clip_norm (as clip_grad_norm_ does). Returns the gradient norm before clipping (a 0-d tensor)."""
+        most clip_norm (as clip_grad_norm_ does). Returns the gradient norm before clipping (a 0-d tensor).
+        A gradient that is not finite (NaN or infinite somewhere) takes no step at all: weights, moments and
+        the step count stay as they were (``skipped`` counts such steps)."""
         gradient = self._flat_gradient()  # [P]
         norm = torch.dot(gradient, gradient).sqrt_()  # []: a BLAS dot, twice as fast as vector_norm here
+        if not bool(torch.isfinite(norm)):  # an overflowed gradient: no step, so the weights stay finite
+            self.skipped += 1
+            return norm
         # clip_grad_norm_ multiplies by min(1, clip / (norm + 1e-6)); Adam divides by its inverse.
         divisor = ((norm + 1e-6) / clip_norm).clamp_(min=1.0) if clip_norm > 0 else None  # []
         self.steps += 1

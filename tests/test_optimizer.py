@@ -79,6 +79,24 @@ def test_a_gradient_missing_from_one_parameter_counts_as_zero():
     assert all(torch.equal(p, b) for p, b in zip(parameters[1:], before[1:]))
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_a_gradient_that_is_not_finite_takes_no_step(bad):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    optimizer = FlatAdam(model, lr=0.1)
+    model(torch.randn(5, 4)).sum().backward()
+    optimizer.step(1.0)  # one good step
+    before = [t.clone() for t in (optimizer.flat_parameters, optimizer.exp_avg, optimizer.exp_avg_sq, optimizer.steps)]
+    optimizer.zero_grad()
+    model(torch.randn(5, 4)).sum().backward()
+    model[0].weight.grad[0, 0] = bad
+    norm = optimizer.step(1.0)
+    assert not torch.isfinite(norm) and optimizer.skipped == 1
+    after = (optimizer.flat_parameters, optimizer.exp_avg, optimizer.exp_avg_sq, optimizer.steps)
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    assert torch.isfinite(optimizer.flat_parameters).all()
+
+
 def test_moving_the_model_afterwards_is_a_clear_error():
     model = tiny_model()
     optimizer = FlatAdam(model)
