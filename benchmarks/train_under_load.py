@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ["--corpus", "copy", "--corpus-size", "20000", "--encoder-layers", "3", "--decoder-layers", "3",
-       "--d-model", "128", "--heads", "4", "--d-ff", "512", "--batch-size", "64", "--epochs", "1000",
-       "--vocab-size", "2000", "--warmup", "400", "--lr-factor", "1.0"]
+SETTINGS = dict(corpus_size=20000, encoder_layers=3, decoder_layers=3, d_model=128, heads=4, d_ff=512,
+                batch_size=64, epochs=1000, vocab_size=2000, warmup=400)  # the same run from both entry points
+RUN = ["--corpus", "copy", "--lr-factor", "1.0",
+       *(item for name, value in SETTINGS.items() for item in (f"--{name.replace('_', '-')}", str(value)))]
 
 # Trains from the command line's own code path, reporting (seconds, step) of every step on stdout.
 CLI_PROBE = textwrap.dedent("""
@@ -68,9 +69,7 @@ TAB_PROBE = textwrap.dedent("""
     tab = window.training_tab
     window.tabs.setCurrentWidget(tab)
     tab.form.corpus.setCurrentText("copy")  # first: choosing the corpus fills the form with its preset
-    for name, value in dict(corpus_size=20000, encoder_layers=3, decoder_layers=3, d_model=128, heads=4, d_ff=512,
-                            batch_size=64, epochs=1000, vocab_size=2000, warmup=400, max_minutes=0.0,
-                            max_steps=0).items():
+    for name, value in dict(SETTINGS_HERE, max_minutes=0.0, max_steps=0).items():
         widget = getattr(tab.form, name)
         widget.setValue(type(widget.value())(value))
     first = []
@@ -102,7 +101,7 @@ def measure(kind: str, seconds: float, extra_env: dict[str, str]) -> tuple[float
     env = {**os.environ, **extra_env, "SECONDS": str(seconds), "PYTHONPATH": str(ROOT)}
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     with tempfile.TemporaryDirectory() as folder:
-        probe = CLI_PROBE if kind == "cli" else TAB_PROBE
+        probe = (CLI_PROBE if kind == "cli" else TAB_PROBE).replace("SETTINGS_HERE", repr(SETTINGS))
         command = [sys.executable, "-c", probe.replace("SECONDS", repr(seconds)), str(Path(folder) / "m.model"), *RUN]
         completed = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=seconds + 300)
     points = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("[")]

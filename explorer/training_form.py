@@ -281,8 +281,7 @@ class TrainingForm(QWidget):
             return
         if builtin:  # a handful generated at once: the full corpus is generated when training starts
             sample = generate_builtin(spec.name, 200, spec.seed)
-            figures = corpus_figures(type("Sample", (), {"train": sample})())
-            self.corpus_figures = dict(figures, pairs=int(spec.size * 0.9))
+            self.corpus_figures = dict(corpus_figures(sample), pairs=int(spec.size * 0.9))  # lengths from a sample
             self._show_preview(generate_builtin(spec.name, 6, spec.seed), f"{spec.size:,} pairs, generated from "
                                f"seed {spec.seed}: 90% training, 5% validation, 5% test. {CORPUS_TIPS[spec.name]}.")
             return
@@ -300,7 +299,7 @@ class TrainingForm(QWidget):
                 return  # the user chose another corpus meanwhile
             total = len(splits.train) + len(splits.valid) + len(splits.test)
             skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
-            self.corpus_figures = corpus_figures(splits)
+            self.corpus_figures = corpus_figures(splits.train)
             self.apply_preset(file_preset(splits))
             self._show_preview(splits.train[:6], f"{total:,} pairs: {len(splits.train):,} training, "
                                f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.")

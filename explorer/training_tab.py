@@ -6,6 +6,8 @@ Training runs in a TrainingThread; this tab only reacts to its signals (slots ``
 
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -33,8 +35,6 @@ from .workers import TrainingThread, start_task
 
 def _cores(progress: dict) -> str:
     """" on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
-    import os
-
     threads, cores = progress.get("cpu_threads", 0), os.cpu_count() or 1
     return f" on {threads} of {cores} cores (other programs are busy)" if 0 < threads < cores else ""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .corpora import BUILTIN_CORPORA, DEFAULT_SIZES, Splits
+from .corpora import BUILTIN_CORPORA, DEFAULT_SIZES, Pair, Splits
 
 NO_EPOCH_LIMIT = 100_000  # epochs of a run that a time budget or a step count ends
 COMMON_TRAINING = dict(epochs=NO_EPOCH_LIMIT, lr_decay="linear", label_smoothing=0.1, clip_norm=1.0)
@@ -70,9 +70,9 @@ def builtin_preset(name: str) -> Preset:
     return BUILTIN_PRESETS[name]
 
 
-def corpus_figures(splits: Splits) -> dict:
-    """What a file's preset is sized from: pairs, mean and longest words per side, distinct words."""
-    pairs = splits.train
+def corpus_figures(pairs: list[Pair]) -> dict:
+    """What a file's preset is sized from (its training pairs): pairs, mean and longest words per side,
+    distinct words."""
     source_lengths = [len(pair.source.split()) for pair in pairs]
     target_lengths = [len(pair.target.split()) for pair in pairs]
     words = {word for pair in pairs for word in pair.source.split()} | {word for pair in pairs
@@ -92,7 +92,7 @@ def file_preset(splits: Splits) -> Preset:
       early stop after 5 validations without a better BLEU, the best validated weights kept;
     - max_len covers the longest sentence's pieces (about 1.5 pieces a word) up to 256.
     """
-    figures = corpus_figures(splits)
+    figures = corpus_figures(splits.train)
     vocab = int(min(8000, max(500, round(figures["distinct_words"] / 3, -2))))
     large = figures["pairs"] >= 50_000
     d_model = 256 if large else 128

@@ -274,6 +274,13 @@ class Trainer:
         paused_for = 0.0
         step, smoothed_loss, smoothed_accuracy, tokens_seen = 0, None, None, 0
         stopped, epochs_completed, detail, since_best = "finished", 0, "", 0
+        no_better = f"no better validation BLEU in the last {options.patience} validations"
+
+        def done_fraction(elapsed: float) -> float:
+            """The share of the plan done: of the steps, or of the time budget if that is further along."""
+            fraction = step / planned_steps
+            return max(fraction, min(elapsed / budget, 1.0)) if budget is not None else fraction
+
         try:
             for epoch in range(1, options.epochs + 1):
                 if epoch > 1:
@@ -292,9 +299,7 @@ class Trainer:
                         break
                     threads = follower.update() if follower is not None else 0
                     step += 1
-                    fraction = step / planned_steps
-                    if budget is not None:
-                        fraction = max(fraction, min(elapsed / budget, 1.0))
+                    fraction = done_fraction(elapsed)
                     rate = learning_rate(step, config.d_model, options.warmup_steps, options.lr_factor,
                                          options.lr_decay, fraction)
                     self.optimizer.lr = rate
@@ -314,9 +319,7 @@ class Trainer:
                     smoothed_accuracy = (accuracy if smoothed_accuracy is None
                                          else 0.95 * smoothed_accuracy + 0.05 * accuracy)
                     elapsed = time.monotonic() - started - paused_for
-                    fraction = step / planned_steps
-                    if budget is not None:
-                        fraction = max(fraction, min(elapsed / budget, 1.0))
+                    fraction = done_fraction(elapsed)
                     eta = elapsed / fraction - elapsed if fraction > 0 else float("inf")
                     self.history["steps"].append([step, round(loss, 5), round(accuracy, 5), rate])
                     self.on_progress(Progress(step, epoch, smoothed_loss, smoothed_accuracy, rate,
@@ -325,8 +328,7 @@ class Trainer:
                     if options.valid_every and step % options.valid_every == 0:
                         since_best = 0 if self.validate(epoch, step).best else since_best + 1
                         if options.patience and since_best >= options.patience:
-                            stopped, detail = "early stop", (f"no better validation BLEU in the last "
-                                                             f"{options.patience} validations")
+                            stopped, detail = "early stop", no_better
                             break
                 if stopped == "finished":
                     epochs_completed = epoch
@@ -337,8 +339,7 @@ class Trainer:
                 if (not options.valid_every or last) and not validated and step > 0:
                     since_best = 0 if self.validate(epoch, step).best else since_best + 1
                     if options.patience and since_best >= options.patience and stopped == "finished":
-                        stopped, detail = "early stop", (f"no better validation BLEU in the last "
-                                                         f"{options.patience} validations")
+                        stopped, detail = "early stop", no_better
                 if stopped != "finished":
                     break
         except Interrupted:  # stopped by the user during a validation

@@ -94,15 +94,20 @@ def existing_file(tmp_path: Path) -> tuple[Path, bytes]:
 
 # --- 1. Ctrl-C before the first step ---------------------------------------------------------------
 
+def assert_nothing_written(result, why: str, out, before: bytes, folder) -> None:
+    """One line on stderr saying why and that nothing was written; the file and its folder as they were."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and why in lines[0] and "nothing was written" in lines[0], lines
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == [out.name]
+
+
 def test_ctrl_c_before_the_first_step_leaves_the_existing_file_untouched(tmp_path):
     out, before = existing_file(tmp_path)
     result = run_driver(CTRL_C_BEFORE_THE_FIRST_STEP, "train", "--corpus", "copy", "--out", str(out), *QUICK,
                         "--max-steps", "20")
     assert result.returncode == 130, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "before the first training step" in lines[0] and "nothing was written" in lines[0]
-    assert out.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    assert_nothing_written(result, "before the first training step", out, before, tmp_path)
 
 
 # --- 2. Ctrl-C during the final save ----------------------------------------------------------------
@@ -277,10 +282,7 @@ def test_cli_never_writes_nan_weights_over_a_good_file(tmp_path):
     result = run_driver(NAN_LOSS_FROM_STEP.format(step=1), "train", "--corpus", "copy", "--out", str(out), *QUICK,
                         "--max-steps", "10")
     assert result.returncode == 1, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "loss became nan at step 1" in lines[0] and "nothing was written" in lines[0]
-    assert out.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    assert_nothing_written(result, "loss became nan at step 1", out, before, tmp_path)
 
 
 def test_cli_saves_the_last_finite_step_when_the_loss_turns_nan(tmp_path):
