@@ -16,9 +16,9 @@ import argparse
 import torch
 from common import best_seconds, print_table, reference_module
 
-from model.corpora import CorpusSpec
-from model.pipeline import TokenizerOptions, prepare
-from model.stepper import DecodingOptions, Stepper
+from model.data.corpora import CorpusSpec
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.training.pipeline import TokenizerOptions, prepare
 
 LENGTHS = (16, 64, 128)
 SENTENCE = "The young teacher that the children love does not go to the old market."

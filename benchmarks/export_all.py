@@ -14,11 +14,11 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the project on the path)
 
-from model.corpora.symbolic import SYMBOLS
-from model.exporting import ExportRequest, _heads, export_all, file_stem
-from model.figures import focus_figure, save_figure
-from model.selection import KIND_NAMES, select
-from model.stepper import DecodingOptions, Stepper
+from model.data.corpora.symbolic import SYMBOLS
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.figures.attention import focus_figure, save_figure
+from model.figures.export import ExportRequest, _heads, export_all, file_stem
+from model.inspection.selection import KIND_NAMES, select
 
 TARGET_SECONDS = 10.0
 

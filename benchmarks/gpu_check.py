@@ -26,11 +26,11 @@ import torch  # noqa: E402
 
 
 def train_copy(device: torch.device, minutes: float):
-    from model.corpora import CorpusSpec
-    from model.evaluation import score
-    from model.pipeline import TokenizerOptions, prepare
-    from model.presets import builtin_preset
-    from model.training import Trainer, TrainingOptions
+    from model.data.corpora import CorpusSpec
+    from model.training.evaluation import score
+    from model.training.pipeline import TokenizerOptions, prepare
+    from model.training.presets import builtin_preset
+    from model.training.trainer import Trainer, TrainingOptions
 
     preset = builtin_preset("copy")
     bundle, splits = prepare(CorpusSpec("copy", size=preset.corpus_size), TokenizerOptions(**preset.tokenizer),
@@ -43,7 +43,7 @@ def train_copy(device: torch.device, minutes: float):
 
 
 def trace_on(bundle, device: torch.device, text: str, options):
-    from model.stepper import Stepper
+    from model.decoding.stepper import Stepper
 
     bundle.model.to(device)
     try:
@@ -59,9 +59,9 @@ def tokens_per_second(bundle, device: torch.device, steps: int = 30) -> float:
     import copy
     import random
 
-    from model.batching import collate, encode_pairs, length_batches
-    from model.corpora import generate_builtin
-    from model.training import make_optimizer, training_step
+    from model.data.batching import collate, encode_pairs, length_batches
+    from model.data.corpora import generate_builtin
+    from model.training.trainer import make_optimizer, training_step
 
     model = copy.deepcopy(bundle.model).to(device)
     optimizer = make_optimizer(model)
@@ -89,8 +89,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA GPU on this machine (or this PyTorch has no CUDA): nothing to check; exit 0")
         return 0
-    from model.exporting import ExportRequest, export_view
-    from model.stepper import DecodingOptions
+    from model.decoding.stepper import DecodingOptions
+    from model.figures.export import ExportRequest, export_view
 
     device = torch.device("cuda:0")
     print(f"GPU: {torch.cuda.get_device_name(device)}; torch {torch.__version__}")

@@ -20,15 +20,15 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import torch  # noqa: E402
 
-from model.checkpoint import ModelBundle  # noqa: E402
-from model.config import TransformerConfig  # noqa: E402
-from model.corpora import (
+from model.data.corpora import (
     CorpusSpec,  # noqa: E402
     load_corpus,  # noqa: E402
 )
-from model.corpora.symbolic import SYMBOLS  # noqa: E402
-from model.pipeline import TokenizerOptions, train_tokenizers  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
+from model.data.corpora.symbolic import SYMBOLS  # noqa: E402
+from model.io.checkpoint import ModelBundle  # noqa: E402
+from model.nn.config import TransformerConfig  # noqa: E402
+from model.nn.transformer import Transformer  # noqa: E402
+from model.training.pipeline import TokenizerOptions, train_tokenizers  # noqa: E402
 
 
 def make_bundle(layers: int, heads: int, d_model: int) -> ModelBundle:

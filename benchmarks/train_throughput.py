@@ -24,12 +24,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model.batching import collate, encode_pairs, length_batches
-from model.config import TransformerConfig
-from model.corpora import CorpusSpec, load_corpus
-from model.pipeline import TokenizerOptions, train_tokenizers
-from model.training import make_optimizer, training_step
-from model.transformer import Transformer, sinusoidal_table
+from model.data.batching import collate, encode_pairs, length_batches
+from model.data.corpora import CorpusSpec, load_corpus
+from model.nn.config import TransformerConfig
+from model.nn.transformer import Transformer, sinusoidal_table
+from model.training.pipeline import TokenizerOptions, train_tokenizers
+from model.training.trainer import make_optimizer, training_step
 
 
 class TorchTransformer(nn.Module):

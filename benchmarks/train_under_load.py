@@ -34,11 +34,11 @@ RUN = ["--corpus", "copy", "--lr-factor", "1.0",
 # Trains from the command line's own code path, reporting (seconds, step) of every step on stdout.
 CLI_PROBE = textwrap.dedent("""
     import json, sys, time
-    from model import train_command
-    from model.cli import build_parser
+    from model.cli import train as train_command
+    from model.cli.commands import build_parser
     args = build_parser().parse_args(["train", *sys.argv[2:], "--out", sys.argv[1], "--quiet",
                                       "--max-minutes", str(float(SECONDS) / 60)])
-    from model import training
+    from model.training import trainer as training
     original = training.Trainer.run
     def run(self):
         report = self.on_progress

@@ -20,7 +20,7 @@ def apply_palette_to_plots() -> None:
 
 
 def make_application(argv: list[str] | None = None) -> QApplication:
-    from .none_guard import protect_none
+    from explorer.none_guard import protect_none
 
     protect_none()
     # Every Python call the window makes (slots, pyqtgraph's paint methods) first takes the GIL from the training
@@ -36,7 +36,7 @@ def make_application(argv: list[str] | None = None) -> QApplication:
 def open_first_model(window, path: str | None) -> None:
     """The model named on the command line, else the shipped default; without one, the window says
     how to get a model (status bar and the Explore tab)."""
-    from model.shipped import shipped_models
+    from model.io.shipped import shipped_models
 
     if path:
         window.open_model(path)
@@ -47,7 +47,7 @@ def open_first_model(window, path: str | None) -> None:
 def run_app(argv: list[str]) -> int:
     """``transformer-explorer [MODEL]``: open the window; returns the exit code."""
     app = make_application()
-    from .main_window import MainWindow
+    from explorer.main_window import MainWindow
 
     window = MainWindow(QSettings(), build=False)  # the frame shows now; the tabs load PyTorch next
     window.show()

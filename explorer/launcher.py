@@ -26,7 +26,7 @@ def _window(argv: list[str]) -> int:
     if not has_display():
         print(NO_DISPLAY, file=sys.stderr)  # one line instead of Qt's abort
         return 1
-    from .app import run_app
+    from explorer.app import run_app
 
     return run_app(argv)
 
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     if not argv:  # the desktop app; the core (and torch) load after the window shows
         return _window([])
-    from model.cli import COMMANDS
-    from model.cli import main as core_main
+    from model.cli.commands import COMMANDS
+    from model.cli.commands import main as core_main
 
     if argv[0] in COMMANDS or argv[0] in ("-h", "--help"):
         return core_main(argv)

@@ -11,7 +11,7 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
-from .workers import start_task
+from explorer.workers import start_task
 
 EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB = 0, 1, 2  # positions in the tab bar
 
@@ -54,10 +54,9 @@ class MainWindow(QMainWindow):
             return
         self._early_quit.setEnabled(False)
         self._early_quit.deleteLater()
+        from explorer.session import Session
+        from explorer.tabs.explore_tab import ExploreTab
         from model.device import describe_device, resolve_device
-
-        from .explore_tab import ExploreTab
-        from .session import Session
 
         self.session = self.session or Session()
         self.tabs = QTabWidget()
@@ -88,12 +87,12 @@ class MainWindow(QMainWindow):
 
     # --- tabs -----------------------------------------------------------------------------------
     def _make_positional_tab(self):
-        from .positional_tab import PositionalTab
+        from explorer.tabs.positional_tab import PositionalTab
 
         return PositionalTab(self.session, self.settings)
 
     def _make_training_tab(self):
-        from .training_tab import TrainingTab
+        from explorer.tabs.training_tab import TrainingTab
 
         tab = TrainingTab(self.session, self.settings)
         tab.trained.connect(self._on_trained)
@@ -144,7 +143,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open model…", self._on_open_requested, QKeySequence.Open,
                      "Open a model file (.safetensors); you can also drop one onto the window")
-        from model.shipped import shipped_models
+        from model.io.shipped import shipped_models
 
         shipped = file_menu.addMenu("Open &shipped model")
         for name in shipped_models():
@@ -191,8 +190,8 @@ class MainWindow(QMainWindow):
 
     def open_model(self, path: str) -> None:
         """Load a checkpoint in the thread pool; on failure say why and keep the current model."""
-        from model import checkpoint
-        from model.shipped import resolve_model
+        from model.io import checkpoint
+        from model.io.shipped import resolve_model
 
         if not self.confirm_replacing_model():
             return
@@ -246,7 +245,7 @@ class MainWindow(QMainWindow):
         return bool(path) and self.save_model(path)
 
     def save_model(self, path: str) -> bool:
-        from model import checkpoint
+        from model.io import checkpoint
 
         try:
             saved = checkpoint.save(self.session.bundle, path)

@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QMessageBox
 
-    from .app import make_application
-    from .main_window import MainWindow
+    from explorer.app import make_application
+    from explorer.main_window import MainWindow
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

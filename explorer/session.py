@@ -11,13 +11,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from model.checkpoint import ModelBundle
-from model.corpora import CorpusError, generate_builtin
-from model.corpora.files import read_moses, read_tsv
+from model.data.corpora import CorpusError, generate_builtin
+from model.data.corpora.files import read_moses, read_tsv
+from model.data.tokenizer import UNK_ID
+from model.decoding.stepper import DecodingError, DecodingOptions, Stepper
+from model.decoding.trace import Trace
+from model.io.checkpoint import ModelBundle
 from model.runtime import set_cpu_threads
-from model.stepper import DecodingError, DecodingOptions, Stepper
-from model.tokenizer import UNK_ID
-from model.trace import Trace
 
 WORD_MARK = "▁"  # SentencePiece's word-start piece: a lone one says nothing about the words
 UNREADABLE_SHARE = 0.5  # a sentence more than half of whose pieces are unknown cannot be read by the model

@@ -18,9 +18,9 @@ from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slo
 
 # The core (and with it PyTorch) is imported where a worker needs it, so the window can show first.
 if TYPE_CHECKING:
-    from model.corpora import CorpusSpec
-    from model.pipeline import TokenizerOptions
-    from model.training import TrainingOptions
+    from model.data.corpora import CorpusSpec
+    from model.training.pipeline import TokenizerOptions
+    from model.training.trainer import TrainingOptions
 
 
 def describe_error(error: BaseException) -> str:
@@ -96,9 +96,9 @@ class TrainingRequest:
     """Everything the training tab collected: what a ``transformer-explorer train`` command line holds."""
 
     corpus: CorpusSpec  # model.corpora
-    tokenizer: TokenizerOptions  # model.pipeline
+    tokenizer: TokenizerOptions  # model.training.pipeline
     model_options: dict  # TransformerConfig fields other than the vocabulary sizes
-    training: TrainingOptions  # model.training
+    training: TrainingOptions  # model.training.trainer
     device: str = "auto"
 
 
@@ -107,13 +107,13 @@ class TrainingWorker(QObject):
 
     status = Signal(str)  # what it is doing now ("training tokenizers", ...)
     prepared = Signal(dict)  # sizes of the splits and the model's description
-    progress = Signal(dict)  # a model.training.Progress as a dict
+    progress = Signal(dict)  # a model.training.trainer.Progress as a dict
     validation = Signal(dict)  # epoch, step, scores and sample translations
     finished = Signal(object, str)  # the trained ModelBundle (on the CPU) or None, and why it stopped
     failed = Signal(str)
 
     def __init__(self, request: TrainingRequest):
-        from model.training import TrainingControl
+        from model.training.trainer import TrainingControl
 
         super().__init__()
         self.request = request
@@ -127,9 +127,9 @@ class TrainingWorker(QObject):
     @Slot()
     def run(self) -> None:
         from model.device import describe_device, resolve_device
-        from model.pipeline import prepare
         from model.runtime import set_cpu_threads
-        from model.training import Trainer
+        from model.training.pipeline import prepare
+        from model.training.trainer import Trainer
 
         request = self.request
         try:

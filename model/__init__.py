@@ -3,7 +3,7 @@
 Nothing under this package imports PySide6, pyqtgraph or the ``explorer`` GUI package.
 """
 
-from .runtime import apply_process_policies
+from model.runtime import apply_process_policies
 
 apply_process_policies()  # OpenMP's wait policy, before anything imports torch (see runtime.py)
 
@@ -13,11 +13,11 @@ __all__ = ["Transformer", "TransformerConfig"]
 def __getattr__(name: str):
     """Lazy: ``import model.shipped`` (or the app's window) does not pay for importing PyTorch."""
     if name == "Transformer":
-        from .transformer import Transformer
+        from model.nn.transformer import Transformer
 
         return Transformer
     if name == "TransformerConfig":
-        from .config import TransformerConfig
+        from model.nn.config import TransformerConfig
 
         return TransformerConfig
     raise AttributeError(f"module 'model' has no attribute {name!r}")

@@ -8,7 +8,7 @@ import sys
 
 def _run() -> int:
     try:
-        from .cli import main
+        from model.cli.commands import main
 
         return main()
     except KeyboardInterrupt:

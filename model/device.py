@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import torch
 
+from model.errors import UserError
 
-class DeviceError(ValueError):
+
+class DeviceError(UserError):
     """A device that was asked for but is not on this machine."""
 
 

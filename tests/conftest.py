@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The seeds' reference implementations: shared/ beside the checkout (as CI has it), or $TE_REFERENCE.
 REFERENCE = Path(os.environ.get("TE_REFERENCE", ROOT.parent / "shared" / "reference"))
 
-from model.corpora import CorpusSpec  # noqa: E402
-from model.pipeline import TokenizerOptions, prepare  # noqa: E402
-from model.training import Trainer, TrainingOptions  # noqa: E402
+from model.data.corpora import CorpusSpec  # noqa: E402
+from model.training.pipeline import TokenizerOptions, prepare  # noqa: E402
+from model.training.trainer import Trainer, TrainingOptions  # noqa: E402
 
 TINY_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0, max_len=64)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from model import checkpoint
+from model.io import checkpoint
 
 
 def make_window(qtbot, tmp_path, bundle=None):

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from model.alignment import cross_attention_aer
-from model.analysis import (
+from model.data.corpora import generate_builtin
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.inspection.alignment import cross_attention_aer
+from model.inspection.heads import (
     ALIGNMENT_ENTROPY,
     BROAD_ENTROPY,
     alignment_error_rate,
@@ -16,10 +18,7 @@ from model.analysis import (
     mean_over_heads,
     rollout,
 )
-from model.corpora import generate_builtin
-from model.stepper import DecodingOptions, Stepper
-
-from .conftest import tiny_bundle
+from tests.conftest import tiny_bundle
 
 N = 6
 
@@ -135,8 +134,8 @@ def test_shipped_model_layer_1_cross_heads_are_sharp_but_not_alignment_like():
     """The shipped default model: layer 1's cross heads are as sharp as layer 3's (normalised entropy 0.03-0.29)
     but align badly (AER 0.76-0.89): they keep peaking on the same few pieces (the verb, the subject, </s>), so
     they are focused or sinks, at most one of them alignment-like; every layer-3 head (AER 0.13-0.31) aligns."""
-    from model import checkpoint
-    from model.shipped import resolve_model
+    from model.io import checkpoint
+    from model.io.shipped import resolve_model
 
     bundle = checkpoint.load(resolve_model("default"))
     sentences = ["the black cat sees the small dog", "The black cat does not eat the apple.",

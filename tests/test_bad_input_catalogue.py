@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from model import checkpoint
-from model.cli import main
+from model.cli.commands import main
+from model.io import checkpoint
 
 TEXT = "a b c"
 

@@ -1,6 +1,6 @@
 """Bad options and inputs on the command line: one clear line, a non-zero exit, no traceback, no file.
 
-The table runs each case through ``model.cli.main`` in the test's process; arguments that are not valid
+The table runs each case through ``model.cli.commands`` in the test's process; arguments that are not valid
 UTF-8 and Ctrl-C during the imports need a real process and run as subprocesses.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from model.cli import main
-from model.corpora.files import read_moses, read_tsv
-from model.stepper import DecodingError, DecodingOptions, Stepper
+from model.cli.commands import main
+from model.data.corpora.files import read_moses, read_tsv
+from model.decoding.stepper import DecodingError, DecodingOptions, Stepper
 from tests.gui_helpers import saved_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +157,7 @@ def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
     def fail(args):
         raise error
 
-    monkeypatch.setattr("model.cli.run_translate", fail)
+    monkeypatch.setattr("model.cli.commands.run_translate", fail)
     assert main(["translate", "--model", "default", "hello"]) == 1
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
@@ -206,7 +206,7 @@ def test_every_line_ending_ends_a_line(tmp_path):
 
 
 def test_the_source_field_takes_long_text_and_says_when_it_is_full(qtbot):
-    from explorer.decode_controls import MAX_SOURCE_CHARS, DecodeControls
+    from explorer.tabs.decode_controls import MAX_SOURCE_CHARS, DecodeControls
 
     controls = DecodeControls()
     qtbot.addWidget(controls)

@@ -6,8 +6,8 @@ import pickle
 import pytest
 import torch
 
-from model import checkpoint
-from model.checkpoint import CheckpointError
+from model.io import checkpoint
+from model.io.checkpoint import CheckpointError
 
 
 def outputs(bundle):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from model import checkpoint
-from model.cli import main
+from model.cli.commands import main
+from model.io import checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--layers", "2", "--d-model", "32", "--heads", "4", "--d-ff", "64", "--vocab-size", "100", "--quiet"]

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from model.corpora import CorpusError, CorpusSpec, generate_builtin, load_corpus, split_pairs
-from model.corpora.files import read_moses, read_tsv
-from model.corpora.lexicon_fr import ADJECTIVE_LIST, NOUN_LIST, VERB_LIST
-from model.corpora.toy_fr import ToyFrenchGenerator, finish_french
+from model.data.corpora import CorpusError, CorpusSpec, generate_builtin, load_corpus, split_pairs
+from model.data.corpora.files import read_moses, read_tsv
+from model.data.corpora.lexicon_fr import ADJECTIVE_LIST, NOUN_LIST, VERB_LIST
+from model.data.corpora.toy_fr import ToyFrenchGenerator, finish_french
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@
 
 import torch
 
-from model.batching import collate
-from model.beam import beam_search
-from model.decoding import greedy_decode, length_penalty
+from model.data.batching import collate
+from model.decoding.beam import beam_search
+from model.decoding.greedy import greedy_decode, length_penalty
 
 
 def sources(bundle, texts):

@@ -13,12 +13,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from model.cli import main as cli_main
-from model.selection import SelectionError, parse_head, select
-from model.stepper import Stepper
-
-from .gui_helpers import close_window, make_window, saved_model
-from .test_figures import svg_texts
+from model.cli.commands import main as cli_main
+from model.decoding.stepper import Stepper
+from model.inspection.selection import SelectionError, parse_head, select
+from tests.gui_helpers import close_window, make_window, saved_model
+from tests.test_figures import svg_texts
 
 TEXT = "a b c d"
 

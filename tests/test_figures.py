@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from model.candidates import candidate_rows
-from model.exporting import ExportRequest, export_all, export_view, shown_trace, view_table
-from model.figure_layout import MIN_FONT_SIZE, FigureError, parse_width
-from model.figures import FigureOptions, focus_figure, grid_figure, save_figure
-from model.files import OutputError
-from model.labels import display_labels
-from model.selection import select
-from model.trace import Trace
+from model.decoding.candidates import candidate_rows
+from model.decoding.trace import Trace
+from model.figures.attention import FigureOptions, focus_figure, grid_figure, save_figure
+from model.figures.export import ExportRequest, export_all, export_view, shown_trace, view_table
+from model.figures.layout import MIN_FONT_SIZE, FigureError, parse_width
+from model.inspection.labels import display_labels
+from model.inspection.selection import select
+from model.io.files import OutputError
 
 RENDERERS = ("rsvg-convert", "pdftoppm", "pdftotext")
 DPI = 150
@@ -303,7 +303,7 @@ def test_a_short_heatmap_keeps_its_axis_names_and_colour_bar_label_inside_the_fi
 
 
 def test_the_lines_view_refuses_heads_the_model_does_not_have():
-    from model.figures import lines_figure
+    from model.figures.attention import lines_figure
 
     trace = synthetic_trace(5, heads=4)
     for heads, focused in (([0, 8], None), ([-1], None), ([0, 1], 2)):
@@ -324,7 +324,7 @@ def test_candidates_at_word_level_stay_pieces_printed_without_word_markers(tmp_p
 
 
 def test_rewriting_keeps_permissions_follows_links_and_refuses_read_only_files(tmp_path):
-    from model.files import atomic_output
+    from model.io.files import atomic_output
 
     trace = synthetic_trace(5)
     kept = tmp_path / "kept.csv"

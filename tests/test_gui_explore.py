@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.analysis import mean_over_heads, rollout
-from model.stepper import DecodingOptions, Stepper
-
-from .gui_helpers import close_window, explore_window, make_window
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.inspection.heads import mean_over_heads, rollout
+from tests.gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 

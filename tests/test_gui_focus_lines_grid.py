@@ -9,9 +9,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
-from model.labels import display_labels
-
-from .gui_helpers import close_window, make_window
+from model.inspection.labels import display_labels
+from tests.gui_helpers import close_window, make_window
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
 

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.candidates_view import CHOSEN_BRUSH, CandidatesView, format_probability
-from explorer.head_table import HeadTable
-from model import checkpoint
-from model.analysis import ALIGNMENT_ENTROPY, SPREAD_THRESHOLD
-from model.shipped import resolve_model
-
-from .gui_helpers import close_window, explore_window, make_window
+from explorer.widgets.candidates_view import CHOSEN_BRUSH, CandidatesView, format_probability
+from explorer.widgets.head_table import HeadTable
+from model.inspection.heads import ALIGNMENT_ENTROPY, SPREAD_THRESHOLD
+from model.io import checkpoint
+from model.io.shipped import resolve_model
+from tests.gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 FRENCH = "The black cat does not eat the apple."

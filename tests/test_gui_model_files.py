@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from model import checkpoint
-
-from .conftest import tiny_bundle
-from .gui_helpers import close_window, make_window
-from .test_model_files import CASES, crafted_files
+from model.io import checkpoint
+from tests.conftest import tiny_bundle
+from tests.gui_helpers import close_window, make_window
+from tests.test_model_files import CASES, crafted_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +62,7 @@ def test_closing_the_window_ends_the_process_while_a_load_still_runs(tmp_path):
         from PySide6.QtCore import QSettings, QTimer
         from explorer.app import make_application
         from explorer.main_window import MainWindow
-        from model import checkpoint
+        from model.io import checkpoint
 
         started = threading.Event()
         def never_ending_load(path, device="cpu"):  # as a read from a file that never ends would

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
-from explorer.explore_tab import EXAMPLE_SENTENCE
-from model import checkpoint
-from model.corpora import CorpusSpec, generate_builtin
-from model.pipeline import TokenizerOptions, prepare
-
-from .conftest import TINY_MODEL, tiny_bundle
-from .gui_helpers import close_window, make_window, saved_model
+from explorer.tabs.explore_tab import EXAMPLE_SENTENCE
+from model.data.corpora import CorpusSpec, generate_builtin
+from model.io import checkpoint
+from model.training.pipeline import TokenizerOptions, prepare
+from tests.conftest import TINY_MODEL, tiny_bundle
+from tests.gui_helpers import close_window, make_window, saved_model
 
 RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
 
@@ -45,7 +44,7 @@ def test_all_positive_similarity_gets_a_sequential_scale_and_the_table_a_divergi
     limit = float(np.abs(table).max())
     assert tab.table_view.color_bar.levels() == pytest.approx((-limit, limit))
     assert tab.table_view.color_bar.colorMap().name == "CET-D1"
-    from explorer.positional_tab import colour_scale
+    from explorer.tabs.positional_tab import colour_scale
 
     assert colour_scale(np.array([[-1.0, 3.0]])) == ((-3.0, 3.0), "CET-D1")
     assert colour_scale(np.array([[2.0, 3.0]])) == ((2.0, 3.0), "viridis")
@@ -107,7 +106,7 @@ def test_tick_steps_stay_the_same_when_positions_or_dimensions_change(positional
         assert labels[:3] == ["0", "10", "20"]
     assert seen[0][:5] == (10, 5, 10, 10, 0.5)
     assert all(entry == seen[0] for entry in seen)  # same steps, same value axis: only the curves change
-    from explorer.positional_tab import nice_step
+    from explorer.tabs.positional_tab import nice_step
 
     assert [nice_step(span) for span in (7, 30, 64, 130, 4095)] == [1, 5, 10, 20, 1000]
 
@@ -130,7 +129,7 @@ def test_invalid_dimensions_are_named_and_the_valid_ones_still_drawn(positional)
     tab.dimensions.editingFinished.emit()
     assert tab.curves.legend_names() == ["dim 3", "dim 4"]
     assert not tab.dimensions_error.isVisible() and tab.dimensions.styleSheet() == ""
-    from explorer.positional_tab import parse_dimensions
+    from explorer.tabs.positional_tab import parse_dimensions
 
     assert parse_dimensions("7, x", 8) == ([7], ["“x” is not a number"])
 

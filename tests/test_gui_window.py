@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gui_helpers import close_window, make_window, saved_model
+from tests.gui_helpers import close_window, make_window, saved_model
 
 
 def test_window_opens_empty_and_says_how_to_get_a_model(qtbot, tmp_path):
@@ -214,7 +214,7 @@ def test_collector_paused_freezes_what_was_built_and_always_turns_collection_bac
 
 
 def test_training_curves_draw_a_light_cached_grid(qtbot):
-    from explorer.training_curves import TrainingCurves
+    from explorer.widgets.training_curves import TrainingCurves
 
     curves = TrainingCurves()
     qtbot.addWidget(curves)
@@ -249,7 +249,7 @@ def test_positional_and_train_tabs_are_built_when_first_shown(qtbot, tmp_path, c
 def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
-    from explorer.training_form import TSV_CHOICE
+    from explorer.tabs.training_form import TSV_CHOICE
 
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"the cat {i}\tle chat {i}\n" for i in range(40)), encoding="utf-8")

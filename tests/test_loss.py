@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.loss import _SmoothedCrossEntropy, smoothed_cross_entropy
+from model.training.loss import _SmoothedCrossEntropy, smoothed_cross_entropy
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])

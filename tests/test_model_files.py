@@ -13,14 +13,13 @@ import time
 import pytest
 import torch
 
-from model import checkpoint
-from model.checkpoint import CheckpointError, ModelBundle
-from model.config import TransformerConfig
-from model.files import atomic_output
-from model.shipped import shipped_models
-from model.transformer import Transformer
-
-from .conftest import tiny_bundle
+from model.io import checkpoint
+from model.io.checkpoint import CheckpointError, ModelBundle
+from model.io.files import atomic_output
+from model.io.shipped import shipped_models
+from model.nn.config import TransformerConfig
+from model.nn.transformer import Transformer
+from tests.conftest import tiny_bundle
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,11 @@ import sys
 import pytest
 import torch
 
-from model import checkpoint
-from model.config import TransformerConfig
-from model.optimizer import FlatAdam
-from model.transformer import Transformer
-
-from .conftest import ROOT, TINY_MODEL
+from model.io import checkpoint
+from model.nn.config import TransformerConfig
+from model.nn.transformer import Transformer
+from model.training.optimizer import FlatAdam
+from tests.conftest import ROOT, TINY_MODEL
 
 
 def tiny_model(seed=0, **options):
@@ -110,8 +109,8 @@ def test_moving_the_model_afterwards_is_a_clear_error():
 def test_building_it_does_not_import_the_compiler():
     """torch.optim.Adam's first construction imports torch._dynamo (about 2 s): the first training of
     every session paid it."""
-    code = ("import sys, torch; from model.training import make_optimizer; from model.transformer import Transformer;"
-            "from model.config import TransformerConfig as C;"
+    code = ("import sys, torch; from model.training.trainer import make_optimizer; from model.nn.transformer import Transformer;"
+            "from model.nn.config import TransformerConfig as C;"
             "make_optimizer(Transformer(C(source_vocab_size=20, target_vocab_size=20, d_model=16, n_heads=2, d_ff=32)));"
             "print('torch._dynamo' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

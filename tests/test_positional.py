@@ -2,10 +2,9 @@
 
 import numpy as np
 
-from model.positional import frequencies, positional_report, rotate
-from model.transformer import sinusoidal_table
-
-from .conftest import tiny_bundle
+from model.inspection.positional import frequencies, positional_report, rotate
+from model.nn.transformer import sinusoidal_table
+from tests.conftest import tiny_bundle
 
 
 def test_rotating_each_sin_cos_pair_moves_every_position_by_k():

@@ -9,11 +9,12 @@ import random
 import pytest
 import torch
 
-from model.batching import length_batches
-from model.cli import build_parser
-from model.corpora import CorpusSpec, Pair, Splits
-from model.pipeline import TokenizerOptions, prepare
-from model.presets import (
+from model.cli.commands import build_parser
+from model.cli.train import settings_from
+from model.data.batching import length_batches
+from model.data.corpora import CorpusSpec, Pair, Splits
+from model.training.pipeline import TokenizerOptions, prepare
+from model.training.presets import (
     BUILTIN_PRESETS,
     NO_EPOCH_LIMIT,
     builtin_preset,
@@ -22,10 +23,8 @@ from model.presets import (
     measure_step_seconds,
     planned_steps,
 )
-from model.train_command import settings_from
-from model.training import Trainer, TrainingControl, TrainingOptions, WeightAverage, format_duration, learning_rate
-
-from .conftest import TINY_MODEL
+from model.training.trainer import Trainer, TrainingControl, TrainingOptions, WeightAverage, format_duration, learning_rate
+from tests.conftest import TINY_MODEL
 
 
 def _args(*options: str):

@@ -32,7 +32,7 @@ def test_importing_the_core_sets_a_short_openmp_spin_before_torch_loads():
 
 
 def test_every_entry_point_imports_the_core_first():
-    for module in ("model.cli", "model.train_command", "explorer.launcher", "explorer.app"):
+    for module in ("model.cli", "model.cli.train", "explorer.launcher", "explorer.app"):
         code = f"import os, {module}; print(os.environ.get('GOMP_SPINCOUNT'))"
         assert _fresh(code, QT_QPA_PLATFORM="offscreen") == SPIN_COUNT, module
 

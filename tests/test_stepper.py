@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.beam import beam_search
-from model.stepper import DecodingError, DecodingOptions, Stepper, full_pass_trace
-from model.trace import Trace, word_groups
-
-from .conftest import tiny_bundle
+from model.decoding.beam import beam_search
+from model.decoding.stepper import DecodingError, DecodingOptions, Stepper, full_pass_trace
+from model.decoding.trace import Trace, word_groups
+from tests.conftest import tiny_bundle
 
 SENTENCE = "The black cat does not eat the apple."
 

@@ -8,13 +8,12 @@ import time
 import pytest
 import torch
 
-from model.config import TransformerConfig
-from model.corpora import CorpusSpec
-from model.pipeline import TokenizerOptions, prepare
-from model.training import Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer, training_step
-from model.transformer import Transformer
-
-from .conftest import ROOT, TINY_MODEL
+from model.data.corpora import CorpusSpec
+from model.nn.config import TransformerConfig
+from model.nn.transformer import Transformer
+from model.training.pipeline import TokenizerOptions, prepare
+from model.training.trainer import Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer, training_step
+from tests.conftest import ROOT, TINY_MODEL
 
 
 def make_trainer(steps=60, epochs=50, **callbacks):

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import model.pipeline
-import model.training
-from model import checkpoint
-from model.cli import main
-from model.training import TrainingOptions, weights_are_finite
-
-from .test_cli import ROOT, TINY
-from .test_training import make_trainer
+import model.training.pipeline
+import model.training.trainer
+from model.cli.commands import main
+from model.io import checkpoint
+from model.training.trainer import TrainingOptions, TrainingOptionsError, weights_are_finite
+from tests.test_cli import ROOT, TINY
+from tests.test_training import make_trainer
 
 QUICK = [*TINY, "--corpus-size", "300", "--valid-decode", "5", "--batch-size", "16"]
 
@@ -25,7 +24,9 @@ QUICK = [*TINY, "--corpus-size", "300", "--valid-decode", "5", "--batch-size", "
 DRIVER = """
 import contextlib, os, signal, sys
 import torch
-from model import checkpoint, cli, training
+from model.io import checkpoint
+from model.cli import commands as cli
+from model.training import trainer as training
 
 def ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)
@@ -152,7 +153,7 @@ def nothing_slow(monkeypatch):
     def prepare(*args, **kwargs):
         raise AssertionError("prepare() ran: the error came after the slow part")
 
-    monkeypatch.setattr(model.pipeline, "prepare", prepare)
+    monkeypatch.setattr(model.training.pipeline, "prepare", prepare)
 
 
 def one_error_line(capsys) -> str:
@@ -234,7 +235,7 @@ def test_training_options_refuse_what_cannot_train():
     for bad, message in [(dict(lr_factor=float("nan")), "lr_factor"), (dict(lr_factor=0.0), "lr_factor"),
                          (dict(label_smoothing=1.0), "label_smoothing"), (dict(clip_norm=float("nan")), "clip_norm"),
                          (dict(clip_norm=-1.0), "clip_norm"), (dict(epochs=0), "epochs")]:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(TrainingOptionsError, match=message):
             TrainingOptions(**bad).validate()
     TrainingOptions(clip_norm=0.0, label_smoothing=0.0).validate()  # both off: fine
 
@@ -242,14 +243,14 @@ def test_training_options_refuse_what_cannot_train():
 # --- 8. a loss that turns NaN ------------------------------------------------------------------------
 
 def nan_from_call(monkeypatch, first_bad_call: int) -> None:
-    original, calls = model.training.smoothed_cross_entropy, []
+    original, calls = model.training.trainer.smoothed_cross_entropy, []
 
     def smoothed_cross_entropy(logits, gold, smoothing):
         loss, correct = original(logits, gold, smoothing)
         calls.append(1)
         return (loss * math.nan if len(calls) >= first_bad_call else loss), correct
 
-    monkeypatch.setattr(model.training, "smoothed_cross_entropy", smoothed_cross_entropy)
+    monkeypatch.setattr(model.training.trainer, "smoothed_cross_entropy", smoothed_cross_entropy)
 
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(monkeypatch):

@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.config import ConfigError, TransformerConfig
 from model.device import DeviceError, resolve_device
-from model.dropout import Dropout
-from model.packing import PackedRows
-from model.transformer import Transformer, sinusoidal_table
-
-from .conftest import import_reference
+from model.nn.config import ConfigError, TransformerConfig
+from model.nn.dropout import Dropout
+from model.nn.packing import PackedRows
+from model.nn.transformer import Transformer, sinusoidal_table
+from tests.conftest import import_reference
 
 VARIANTS = [(norm, positions) for norm in ("post", "pre") for positions in ("sinusoidal", "learned")]
 

@@ -1,0 +1,171 @@
+"""The Explore tab's exports: its Export menu, Ctrl+E (export the focus view) and Ctrl+Shift+C (copy
+it), each bound once. Figures are drawn by the core (``model.exporting``), from the trace the window
+shows and an ExportRequest built from the window's choices, so the ``export`` command with the same
+settings writes the same file. Errors are shown in the status bar; nothing is half-written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QImage, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMenu
+
+from model.inspection.selection import SelectionError
+from model.io.files import OutputError
+
+EXPORT_FILTER = ("PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;"
+                 "NumPy array (*.npy)")
+VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
+
+
+def export_errors() -> tuple[type[Exception], ...]:
+    """The errors an export reports to the user (a bad path, choice or figure setting)."""
+    from model.figures.layout import FigureError
+
+    return OutputError, SelectionError, FigureError
+
+
+class ExploreExports(QObject):
+    """Export actions of an ExploreTab (``tab``): it reads the tab's choices and the session's trace."""
+
+    def __init__(self, tab):
+        super().__init__(tab)
+        self.tab = tab
+        self._tasks = set()  # Export all runs, kept alive until they report
+        self.menu = QMenu(tab)
+        self.focus_action = self._action("Focus view…", lambda: self.export_dialog("focus"), "Ctrl+E")
+        for name in ("grid", "lines", "candidates"):
+            self._action(f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…",
+                         lambda checked=False, n=name: self.export_dialog(n))
+        self._action("Export all kinds × layers × heads…", self.export_all_dialog)
+        self.menu.addSeparator()
+        self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"),
+                                        "Ctrl+Shift+C")
+        self._action("Figure settings…", self.settings_dialog)
+
+    def _action(self, text: str, slot, shortcut: str | None = None) -> QAction:
+        action = QAction(text, self.tab)
+        action.triggered.connect(slot)
+        if shortcut:  # one binding: the action lives in the tab (so the key works there) and in the menu
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.tab.addAction(action)
+        self.menu.addAction(action)
+        return action
+
+    # --- what is exported -----------------------------------------------------------------------
+    def request(self, view: str):
+        """The ExportRequest (model.exporting) of a view as the window shows it."""
+        from explorer.widgets.figure_settings import figure_options
+        from model.figures.export import ExportRequest
+
+        tab = self.tab
+        bundle = tab.session.bundle
+        model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        options, dpi = figure_options(tab.settings, tab.colormap.currentText(), model_name)
+        head = tab.head
+        if head == "rollout" and tab.current_kind() == "cross":
+            head = "mean"  # what the focus view shows for cross-attention
+        heads = tab.lines.visible_heads() if view == "lines" and tab.lines.head_boxes else None
+        return ExportRequest(view=view, kind=tab.current_kind(), layer=tab.layer, head=head, step=None,
+                             word_level=tab.word_level.isChecked(), figure=options, dpi=dpi, heads=heads)
+
+    def trace(self):
+        trace = self.tab.session.trace
+        if trace is None:
+            raise OutputError("nothing to export yet: translate a sentence first")
+        return trace
+
+    def model_path(self) -> tuple:
+        bundle = self.tab.session.bundle
+        return (bundle.path,) if bundle is not None and bundle.path else ()
+
+    # --- doing it -------------------------------------------------------------------------------
+    def export_view(self, view: str, path: str | Path) -> Path:
+        from model.figures.export import export_view
+
+        return export_view(self.trace(), self.request(view), path, self.model_path())
+
+    def export_all_to(self, folder: str | Path) -> list[Path]:
+        from model.figures.export import export_all
+
+        return export_all(self.trace(), folder, self.request("focus"))
+
+    def figure_image(self, view: str) -> QImage:
+        from model.figures.attention import figure_png
+        from model.figures.export import draw, request_trace
+
+        request = self.request(view)
+        figure = draw(request_trace(self.trace(), request), request)
+        image = QImage()
+        image.loadFromData(figure_png(figure, min(request.dpi, 200)), "PNG")
+        return image
+
+    def copy_view(self, view: str) -> QImage | None:
+        try:
+            image = self.figure_image(view)
+        except export_errors() as error:
+            self.tab.session.message.emit(f"Copy failed: {error}")
+            return None
+        QGuiApplication.clipboard().setImage(image)
+        self.tab.session.message.emit(f"Copied the {VIEW_NAMES[view]} to the clipboard")
+        return image
+
+    # --- dialogs --------------------------------------------------------------------------------
+    def suggested_name(self, view: str) -> str:
+        tab = self.tab
+        head = tab.head if isinstance(tab.head, str) else f"H{tab.head + 1}"
+        return f"{view}_{tab.current_kind()}_L{tab.layer + 1}_{head}.png"
+
+    def export_dialog(self, view: str) -> None:
+        folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
+        path, _ = QFileDialog.getSaveFileName(self.tab, f"Export the {VIEW_NAMES[view]}",
+                                              str(folder / self.suggested_name(view)), EXPORT_FILTER)
+        if not path:
+            return
+        try:
+            written = self.export_view(view, path)
+        except export_errors() as error:
+            self.tab.session.message.emit(f"Export failed: {error}")
+            return
+        self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
+        self.tab.session.message.emit(f"Exported {written}")
+
+    def export_all_dialog(self) -> None:
+        """Export all into a chosen folder, in a worker thread (a few seconds for a large model): the window
+        stays responsive and the status bar says when the files are written."""
+        from explorer.workers import start_task
+        from model.figures.export import export_all
+
+        folder = QFileDialog.getExistingDirectory(self.tab, "Export every kind, layer and head into a folder",
+                                                  str(self.tab.settings.value("explore/export_folder",
+                                                                              str(Path.home()))))
+        if not folder:
+            return
+        try:
+            trace, request = self.trace(), self.request("focus")  # the trace is a snapshot: stepping on is safe
+        except export_errors() as error:
+            self.tab.session.message.emit(f"Export failed: {error}")
+            return
+        message = self.tab.session.message
+
+        def done(written) -> None:
+            self._tasks.discard(task)
+            message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
+
+        def failed(text: str) -> None:
+            self._tasks.discard(task)
+            message.emit(f"Export failed: {text}")
+
+        message.emit(f"Exporting every kind, layer and head to {folder}…")
+        task = start_task(lambda: export_all(trace, folder, request), done, failed)
+        self._tasks.add(task)
+
+    def settings_dialog(self):
+        from explorer.widgets.figure_settings import FigureSettingsDialog
+
+        dialog = FigureSettingsDialog(self.tab.settings, self.tab)
+        dialog.open()
+        return dialog

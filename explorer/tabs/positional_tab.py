@@ -1,0 +1,321 @@
+"""The positional-encoding tab for the active model: the encoding matrix (positions x dimensions),
+chosen dimensions as curves over positions, the similarity matrix between positions, and the
+relative-position property — PE(pos + k) is a fixed rotation of PE(pos) — as the measured error
+over k. For learned positions: the learned table and its similarity matrix.
+
+Matrices whose values are all ≥ 0 (the similarity of sinusoidal encodings) get a sequential colour
+map over (min, max); matrices with both signs a diverging map over a symmetric range. Axes are
+numbered at a step fixed by their range (1, 2 or 5 × 10ⁿ), so redrawing keeps the same step, and
+the legends sit in a line of their own below the plots, where they cover no data.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.widgets.heatmap import HeatmapView
+from explorer.widgets.lines_view import head_colour
+from explorer.widgets.plot_style import show_light_grid
+from model.figures.layout import FigureError
+from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, positional_report
+from model.inspection.positional import colour_scale as positional_colour_scale
+from model.io.files import OutputError
+
+MAX_DIMENSIONS = 12  # curves drawn at most
+TICK_TARGET = 8  # about this many numbered ticks along an axis
+ROTATION_TITLE = "Relative position: max |Rₖ·PE(pos) − PE(pos+k)| over pos"
+
+
+def nice_step(span: float, target: int = TICK_TARGET) -> float:
+    """The smallest step of 1, 2 or 5 × 10ⁿ that numbers ``span`` with at most ``target`` steps."""
+    if not span > 0:
+        return 1.0
+    raw = span / max(target, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+
+
+def index_step(count: int, target: int = TICK_TARGET) -> int:
+    """Step between numbered rows or columns (positions, dimensions, offsets): a whole number."""
+    return max(1, int(round(nice_step(count, target))))
+
+
+def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
+    """(levels, pyqtgraph colour map): the core's choice (model.positional.colour_scale) by name."""
+    levels, diverging = positional_colour_scale(values)
+    return levels, DIVERGING_MAP if diverging else SEQUENTIAL_MAP
+
+
+def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
+    """The dimensions to draw from a comma-separated list, and why each other entry was ignored."""
+    chosen, problems = [], []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            dimension = int(part)
+        except ValueError:
+            problems.append(f"“{part}” is not a number")
+            continue
+        if not 0 <= dimension < d_model:
+            problems.append(f"{dimension} is out of range 0..{d_model - 1}")
+        elif dimension in chosen:
+            problems.append(f"{dimension} is a duplicate")
+        elif len(chosen) >= MAX_DIMENSIONS:
+            problems.append(f"{dimension}: at most {MAX_DIMENSIONS} dimensions are drawn")
+        else:
+            chosen.append(dimension)
+    return chosen, problems
+
+
+class NumberedHeatmap(HeatmapView):
+    """A heatmap of numbered rows and columns (positions, dimensions), labelled at a fixed step."""
+
+    def _set_ticks(self) -> None:
+        for side, labels in (("left", self.query_labels), ("top", self.key_labels)):
+            axis = self.plot.getAxis(side)
+            if hasattr(axis, "set_tokens"):
+                axis.set_tokens(None)  # numbers, not tokens: a plain axis with the ticks below
+            step = index_step(len(labels))
+            axis.setTicks([[(index + 0.5, labels[index]) for index in range(0, len(labels), step)], []])
+
+
+class LegendPlot(QWidget):
+    """A line plot with its legend in a line of its own below the plot area, where it covers no curve.
+    Curves given a ``name`` are listed in the legend, in their colour and line style."""
+
+    def __init__(self, title: str, bottom_label: str):
+        super().__init__()
+        self.plot_widget = pg.PlotWidget(title=title)
+        self.plot_item = self.plot_widget.getPlotItem()
+        self.plot_item.setLabel("bottom", bottom_label)
+        self.plot_item.setMenuEnabled(False)
+        show_light_grid(self.plot_item)
+        self.entries: list[tuple[str, str, bool]] = []  # (name, colour, dashed)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setAlignment(Qt.AlignCenter)
+        self.legend.setToolTip("What each curve is")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.plot_widget, 1)
+        layout.addWidget(self.legend)
+
+    def getPlotItem(self) -> pg.PlotItem:  # noqa: N802 - the name PlotWidget uses
+        return self.plot_item
+
+    def plot(self, *args, name: str | None = None, **kwargs) -> pg.PlotDataItem:
+        item = self.plot_item.plot(*args, name=name, **kwargs)
+        if name is not None:
+            pen = pg.mkPen(kwargs.get("pen"))
+            self.entries.append((name, pen.color().name(), pen.style() != Qt.SolidLine))
+            self._show_legend()
+        return item
+
+    def clear(self) -> None:
+        self.plot_item.clear()
+        self.entries = []
+        self._show_legend()
+
+    def legend_names(self) -> list[str]:
+        return [name for name, _colour, _dashed in self.entries]
+
+    def _show_legend(self) -> None:
+        self.legend.setText("&nbsp;&nbsp; ".join(
+            f'<span style="color:{colour}; font-weight:bold">{"╍╍" if dashed else "━━"}</span>'
+            f"&nbsp;{html.escape(name)}" for name, colour, dashed in self.entries))
+        self.legend.setVisible(bool(self.entries))
+
+
+class PositionalTab(QWidget):
+    def __init__(self, session, settings: QSettings | None = None):
+        super().__init__()
+        self.session, self.settings = session, settings if settings is not None else QSettings()
+        self.report = None
+        self.dimension_problems: list[str] = []
+        self.positions = QSpinBox()
+        self.positions.setRange(2, 4096)
+        self.positions.setValue(64)
+        self.positions.setToolTip("How many positions to show")
+        self.dimensions = QLineEdit("0, 1, 8, 9, 32, 33")
+        self.dimensions.setToolTip(f"Dimensions drawn as curves over positions (comma-separated, at most "
+                                   f"{MAX_DIMENSIONS})")
+        self.dimensions_error = QLabel()
+        self.dimensions_error.setWordWrap(True)
+        self.dimensions_error.setStyleSheet("color: #d62728;")
+        self.dimensions_error.hide()
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.table_view = NumberedHeatmap(value_label="encoding value")
+        self.similarity_view = NumberedHeatmap(value_label="dot product")
+        self.curves = LegendPlot("Chosen dimensions over positions", "position")
+        self.rotation = LegendPlot(ROTATION_TITLE, "offset k")
+        self.rotation.plot_item.setLogMode(y=True)
+        self.rotation.plot_item.getAxis("left").setTickSpacing(levels=[(1, 0)])  # one tick a decade
+        for widget, tip in ((self.table_view, "The encoding added to each position's embedding"),
+                            (self.similarity_view, "Dot products between the encodings of two positions"),
+                            (self.curves, "Each dimension is a sine or cosine of its own wavelength"),
+                            (self.rotation, "After rotating each (sin, cos) pair by k·ω, PE(pos) lands on "
+                                            "PE(pos+k) for every pos: the error is at float precision")):
+            widget.setToolTip(tip)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Positions:"))
+        controls.addWidget(self.positions)
+        controls.addWidget(QLabel("Dimensions:"))
+        controls.addWidget(self.dimensions, 1)
+        export_button = QPushButton("Export…")
+        export_button.setToolTip("These four plots as a figure (PNG, SVG, PDF; the Explore tab's figure settings), "
+                                 "or the encoding table as CSV or NPY")
+        export_button.clicked.connect(self._on_export_requested)
+        controls.addWidget(export_button)
+        grid = QGridLayout()
+        grid.addWidget(self.table_view, 0, 0)
+        grid.addWidget(self.similarity_view, 0, 1)
+        grid.addWidget(self.curves, 1, 0)
+        grid.addWidget(self.rotation, 1, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.dimensions_error)
+        layout.addWidget(self.summary)
+        layout.addLayout(grid, 1)
+        self.positions.valueChanged.connect(self._on_options_changed)
+        self.dimensions.editingFinished.connect(self._on_options_changed)
+        session.model_changed.connect(self._on_model_changed)
+        self._on_model_changed(session.bundle)
+
+    def chosen_dimensions(self, d_model: int) -> list[int]:
+        return parse_dimensions(self.dimensions.text(), d_model)[0]
+
+    def _on_model_changed(self, bundle) -> None:
+        if bundle is None:
+            self.report = None
+            self.summary.setText("Open or train a model to see its positional encoding.")
+            return
+        self.positions.blockSignals(True)
+        self.positions.setMaximum(bundle.config.max_len)
+        self.positions.blockSignals(False)
+        self._on_options_changed()
+
+    def _show_dimension_problems(self, problems: list[str]) -> None:
+        self.dimension_problems = problems
+        if problems:
+            self.dimensions_error.setText("Ignored: " + "; ".join(problems) + ".")
+            self.dimensions.setStyleSheet("QLineEdit { border: 2px solid #d62728; }")
+        else:
+            self.dimensions_error.clear()
+            self.dimensions.setStyleSheet("")
+        self.dimensions_error.setVisible(bool(problems))
+
+    def _draw_matrix(self, view: NumberedHeatmap, values: np.ndarray, rows: list[str], columns: list[str],
+                     title: str, axes: tuple[str, str]) -> None:
+        levels, colours = colour_scale(values)
+        view.set_matrix(values, rows, columns, title, levels=levels)
+        view.color_bar.setColorMap(pg.colormap.get(colours))
+        view.plot.getAxis("left").setLabel(axes[0])
+        view.plot.getAxis("top").setLabel(axes[1])
+
+    def _on_options_changed(self, *_args) -> None:
+        bundle = self.session.bundle
+        if bundle is None:
+            return
+        self.report = report = positional_report(bundle, self.positions.value())
+        n_positions, d_model = report.table.shape
+        labels = [str(p) for p in range(n_positions)]
+        self._draw_matrix(self.table_view, report.table, labels, [str(d) for d in range(d_model)],
+                          f"{report.kind} encoding: positions × dimensions", ("position", "dimension"))
+        self._draw_matrix(self.similarity_view, report.similarity, labels, labels, "similarity PE(i)·PE(j)",
+                          ("position i", "position j"))
+        chosen, problems = parse_dimensions(self.dimensions.text(), d_model)
+        self._show_dimension_problems(problems)
+        self._draw_curves(report, chosen)
+        self._draw_rotation(report)
+        if report.kind == "sinusoidal":
+            self.summary.setText(
+                f"Sinusoidal encoding, d_model {d_model}. For every offset k a fixed rotation of each (sin, cos) pair "
+                f"maps PE(pos) to PE(pos+k) for all positions: the largest error over k ≤ {report.offsets[-1]} is "
+                f"{np.nanmax(report.rotation_error):.1e}, against {report.unrotated_error.max():.2f} without rotating.")
+        else:
+            self.summary.setText(f"Learned positional table, d_model {d_model}: no fixed rotation relates its "
+                                 "positions; the similarity matrix shows what it learned about nearness.")
+
+    def _draw_curves(self, report, chosen: list[int]) -> None:
+        """The chosen dimensions over positions, on axes fixed by the whole table (not by the dimensions
+        chosen), so that choosing others keeps the scale and the tick step."""
+        n_positions = report.table.shape[0]
+        self.curves.clear()
+        for index, dimension in enumerate(chosen):
+            self.curves.plot(np.arange(n_positions), report.table[:, dimension],
+                             pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}")
+        limit = float(np.abs(report.table).max()) or 1.0
+        plot = self.curves.plot_item
+        plot.setXRange(0, max(n_positions - 1, 1), padding=0)
+        plot.setYRange(-limit, limit, padding=0.05)
+        plot.getAxis("bottom").setTickSpacing(levels=[(index_step(n_positions - 1), 0)])
+        plot.getAxis("left").setTickSpacing(levels=[(nice_step(2 * limit, 4), 0)])
+
+    def _draw_rotation(self, report) -> None:
+        self.rotation.clear()
+        if report.kind == "sinusoidal":
+            self.rotation.plot(report.offsets, np.maximum(report.rotation_error, 1e-12),
+                               pen=pg.mkPen("#54a24b", width=2), symbol="o", symbolSize=5,
+                               name="after rotation Rₖ")
+        self.rotation.plot(report.offsets, np.maximum(report.unrotated_error, 1e-12),
+                           pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine), name="without rotation")
+        plot = self.rotation.plot_item
+        plot.setXRange(float(report.offsets[0]), float(report.offsets[-1]), padding=0.02)
+        plot.getAxis("bottom").setTickSpacing(levels=[(index_step(int(report.offsets[-1])), 0)])
+
+    # --- export ---------------------------------------------------------------------------------
+    def export_to(self, path: str | Path) -> Path:
+        """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
+        from explorer.widgets.figure_settings import figure_options
+        from model.figures.attention import save_figure
+        from model.figures.export import save_table
+        from model.figures.positional import positional_figure
+
+        if self.report is None:
+            raise OutputError("no model is open")
+        path = Path(path)
+        bundle = self.session.bundle
+        table = self.report.table  # [positions, d_model]
+        if path.suffix.lower() in (".csv", ".npy"):
+            return save_table(table, table, [str(p) for p in range(table.shape[0])],
+                              [str(d) for d in range(table.shape[1])], path, "position \\ dimension")
+        name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        options, dpi = figure_options(self.settings, "viridis", name)
+        figure = positional_figure(self.report, self.chosen_dimensions(table.shape[1]), options)
+        return save_figure(figure, path, dpi)
+
+    def _on_export_requested(self) -> None:
+        folder = Path(str(self.settings.value("explore/export_folder", str(Path.home()))))
+        path, _ = QFileDialog.getSaveFileName(self, "Export the positional encoding", str(folder / "positional.png"),
+                                              "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;"
+                                              "CSV table (*.csv);;NumPy array (*.npy)")
+        if not path:
+            return
+        try:
+            written = self.export_to(path)
+        except (OutputError, FigureError) as error:
+            self.session.message.emit(f"Export failed: {error}")
+            return
+        self.session.message.emit(f"Exported {written}")

@@ -1,0 +1,329 @@
+"""The Train tab: the settings form, Start / Pause / Resume / Stop & keep / Cancel, a progress bar
+with ETA and tokens/s, live curves and the sample translations of each validation.
+
+Training runs in a TrainingThread; this tab only reacts to its signals (slots ``_on_*``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.tabs.training_form import TrainingForm
+from explorer.widgets.training_curves import TrainingCurves
+from explorer.workers import TrainingThread, start_task
+from model.training.trainer import format_duration
+
+
+def _cores(progress: dict) -> str:
+    """" on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
+    threads, cores = progress.get("cpu_threads", 0), os.cpu_count() or 1
+    return f" on {threads} of {cores} cores (other programs are busy)" if 0 < threads < cores else ""
+
+
+def status_label(text: str = "") -> QLabel:
+    """A label for a status line that can grow long (progress, a corpus path, the model's description): it
+    wraps, and its width is what the layout gives it, so a long text never makes the window wider."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    policy = label.sizePolicy()
+    policy.setHorizontalPolicy(QSizePolicy.Ignored)  # keeps the height-for-width of a wrapping label
+    label.setSizePolicy(policy)
+    label.setMinimumWidth(1)
+    return label
+
+
+class TrainingTab(QWidget):
+    trained = Signal(object)  # the ModelBundle that training produced
+    failed = Signal(str)
+
+    def __init__(self, session, settings: QSettings):
+        super().__init__()
+        self.session, self.settings = session, settings
+        self.training: TrainingThread | None = None
+        self.last_progress: dict | None = None
+        self.validations: list[dict] = []
+
+        self.form = TrainingForm(settings)
+        self.form.corpus_error.connect(self.failed)
+        form_scroll = QScrollArea()
+        form_scroll.setWidget(self.form)
+        form_scroll.setWidgetResizable(True)
+        form_scroll.setMinimumWidth(440)
+
+        self.start_button = self._button("Start", "Start training with these settings (Ctrl+Return)", self._on_start)
+        self.pause_button = self._button("Pause", "Pause after the current step (Ctrl+P)", self._on_pause)
+        self.resume_button = self._button("Resume", "Go on training (Ctrl+P)", self._on_resume)
+        self.keep_button = self._button("Stop && keep", "Stop now and make what was learned the active model",
+                                        lambda: self._on_stop(keep=True))
+        self.cancel_button = self._button("Cancel", "Stop now and discard this training (Escape)",
+                                          lambda: self._on_stop(keep=False))
+        buttons = QHBoxLayout()
+        for button in (self.start_button, self.pause_button, self.resume_button, self.keep_button,
+                       self.cancel_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("%p%")
+        self.progress_bar.setToolTip("Share of the planned steps done")
+        self.expected_label = status_label()
+        self.expected_label.setToolTip("How long Start will train with these settings, measured on this machine")
+        self._step_seconds: dict[tuple, float] = {}  # measured seconds a step, by model shape and batch
+        self._probe = None
+        self._probe_key: tuple | None = None  # what the running measurement measures
+        self._expected_timer = QTimer(self)
+        self._expected_timer.setSingleShot(True)
+        self._expected_timer.setInterval(300)
+        self._expected_timer.timeout.connect(self._on_expected_requested)
+        self.form.settings_changed.connect(self._expected_timer.start)
+        self.progress_label = status_label("Choose a corpus and settings, then Start.")
+        self.progress_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.curves = TrainingCurves()
+        self.samples = QTableWidget(0, 3)
+        self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])
+        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.samples.verticalHeader().setVisible(False)
+        self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
+        self.samples_label = status_label("Sample translations appear at each validation.")
+
+        monitor = QWidget()
+        monitor_layout = QVBoxLayout(monitor)
+        monitor_layout.addLayout(buttons)
+        monitor_layout.addWidget(self.expected_label)
+        monitor_layout.addWidget(self.progress_bar)
+        monitor_layout.addWidget(self.progress_label)
+        self.monitor_splitter = QSplitter(Qt.Vertical)
+        self.monitor_splitter.addWidget(self.curves)
+        samples_box = QWidget()
+        samples_layout = QVBoxLayout(samples_box)
+        samples_layout.setContentsMargins(0, 0, 0, 0)
+        samples_layout.addWidget(self.samples_label)
+        samples_layout.addWidget(self.samples)
+        self.monitor_splitter.addWidget(samples_box)
+        self.monitor_splitter.setSizes([500, 200])
+        monitor_layout.addWidget(self.monitor_splitter, 1)
+
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(form_scroll)
+        self.splitter.addWidget(monitor)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([460, 900])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.splitter)
+        for splitter, key in ((self.splitter, "train/splitter"), (self.monitor_splitter, "train/monitor_splitter")):
+            state = settings.value(key)
+            if state is not None:
+                splitter.restoreState(state)
+
+        self._expected_timer.start()
+        QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
+        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False),
+                  context=Qt.WidgetWithChildrenShortcut)
+        self._update_buttons()
+
+    def _button(self, text, tip, slot) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        return button
+
+    # --- state ----------------------------------------------------------------------------------
+    def is_training(self) -> bool:
+        return self.training is not None and self.training.is_running()
+
+    def is_paused(self) -> bool:
+        return self.training is not None and self.training.worker.control.paused
+
+    def _update_buttons(self) -> None:
+        running = self.is_training()
+        self.start_button.setEnabled(not running)
+        self.pause_button.setEnabled(running and not self.is_paused())
+        self.resume_button.setEnabled(running and self.is_paused())
+        self.keep_button.setEnabled(running)
+        self.cancel_button.setEnabled(running)
+        self.form.setEnabled(not running)
+
+    # --- expected duration ----------------------------------------------------------------------
+    def _current_probe_key(self) -> tuple | None:
+        """What a step's time depends on: the model's shape, the vocabulary and the batch; None if unknown."""
+        form, figures = self.form, self.form.corpus_figures
+        if not figures:
+            return None
+        try:
+            model_options, training = form._model_and_training()
+        except ValueError:
+            return None
+        pieces = max(2, round(figures["mean_words"] * 1.3) + 1)
+        pairs = training.batch_size if not training.batch_tokens else max(1, min(training.batch_size,
+                                                                               training.batch_tokens // pieces))
+        shape = tuple(sorted((k, v) for k, v in model_options.items() if k != "dropout"))
+        return shape, form.vocab_size.value(), pairs, pieces
+
+    def _on_expected_requested(self) -> None:
+        from model.training.presets import expected_duration, measure_step_seconds
+
+        try:
+            training = self.form.training_options()
+        except ValueError as error:
+            self.expected_label.setText(str(error))
+            return
+        key = self._current_probe_key()
+        seconds = self._step_seconds.get(key)
+        pairs = (self.form.corpus_figures or {}).get("pairs", 0)
+        self.expected_label.setText(expected_duration(training, pairs, seconds))
+        if key is None or seconds is not None or self._probe is not None or self.is_training():
+            return
+        shape, vocab, batch_pairs, pieces = key
+        self._probe_key = key
+        # Bound slots of this tab: if the window closes first, the measurement reports to no one.
+        self._probe = start_task(lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces),
+                                 self._on_step_measured, self._on_step_probe_failed, daemon=True)
+
+    def _on_step_measured(self, seconds: float) -> None:
+        self._probe = None
+        self._step_seconds[self._probe_key] = seconds
+        self._on_expected_requested()
+
+    def _on_step_probe_failed(self, _text: str) -> None:
+        self._probe = None  # the line keeps what it can say without a measured step
+
+    # --- controls -------------------------------------------------------------------------------
+    def _on_start(self) -> None:
+        if self.is_training():
+            return
+        try:
+            request = self.form.request()
+        except ValueError as error:
+            self.failed.emit(str(error))
+            return
+        self.form.save_settings()
+        self.curves.clear_curves()
+        self.samples.setRowCount(0)
+        self.validations.clear()
+        self.last_progress = None
+        self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
+        self.progress_bar.setFormat("preparing…")
+        self.training = TrainingThread(request)
+        worker = self.training.worker
+        worker.status.connect(self._on_status)
+        worker.prepared.connect(self._on_prepared)
+        worker.progress.connect(self._on_progress)
+        worker.validation.connect(self._on_validation)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        self.training.thread.finished.connect(self._update_buttons)
+        self.training.start()
+        self._update_buttons()
+        if self.session.has_unsaved_training():  # not asked: nothing is replaced before training finishes
+            self.session.message.emit("The model trained before is not saved: it stays active until this training "
+                                      "finishes, then this one replaces it. File ▸ Save model as… keeps it.")
+
+    def _on_pause(self) -> None:
+        if self.is_training():
+            self.training.worker.control.pause()
+            self.progress_label.setText(self.progress_label.text() + " — paused")
+            self._update_buttons()
+
+    def _on_resume(self) -> None:
+        if self.is_training():
+            self.training.worker.control.resume()
+            self._update_buttons()
+
+    def _on_toggle_pause(self) -> None:
+        (self._on_resume if self.is_paused() else self._on_pause)()
+
+    def _on_stop(self, keep: bool) -> None:
+        if self.is_training():
+            self.training.worker.cancel(keep)
+            self.progress_label.setText("Stopping after the current step…")
+
+    def stop(self, keep: bool = False) -> None:
+        """Stop and join the worker thread (closing the window)."""
+        if self.training is not None:
+            self.training.stop(keep)
+            self._update_buttons()
+
+    # --- worker signals -------------------------------------------------------------------------
+    def _on_status(self, text: str) -> None:
+        self.progress_label.setText(text)
+
+    def _on_prepared(self, info: dict) -> None:
+        skipped = f", {info['skipped']} malformed lines skipped" if info["skipped"] else ""
+        self.samples_label.setText(f"{info['train']:,} training / {info['valid']:,} validation / {info['test']:,} "
+                                   f"test pairs{skipped}. Model: {info['model']}.")
+
+    def _on_progress(self, progress: dict) -> None:
+        self.last_progress = progress
+        if self.progress_bar.maximum() == 0:
+            self.progress_bar.setRange(0, 1000)
+        self.curves.add_progress(progress)
+        self.progress_bar.setValue(int(1000 * progress["fraction"]))
+        self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress['eta_seconds'])}")
+        paused = " — paused" if self.is_paused() else ""
+        self.progress_label.setText(
+            f"Epoch {progress['epoch']} · step {progress['step']:,} · loss {progress['train_loss']:.3f} · "
+            f"token accuracy {progress['token_accuracy']:.3f} · lr {progress['learning_rate']:.2e} · "
+            f"{progress['tokens_per_second']:,.0f} tokens/s{_cores(progress)} · "
+            f"{format_duration(progress['elapsed_seconds'])} elapsed, "
+            f"ETA {format_duration(progress['eta_seconds'])}{paused}")
+
+    def _on_validation(self, validation: dict) -> None:
+        self.validations.append(validation)
+        self.curves.add_validation(validation)
+        self.samples_label.setText(
+            f"Validation at step {validation['step']:,} (epoch {validation['epoch']}): loss "
+            f"{validation['loss']:.3f}, token accuracy {validation['token_accuracy']:.3f}, exact match "
+            f"{validation['exact_match']:.3f}, BLEU {validation['bleu']:.1f}"
+            + (" — the best so far: these weights are kept" if validation.get("best") else ""))
+        samples = validation["samples"]
+        self.samples.setRowCount(len(samples))
+        for row, (source, reference, hypothesis) in enumerate(samples):
+            mark = "✓ " if " ".join(hypothesis.split()) == " ".join(reference.split()) else "✗ "
+            for column, text in enumerate((source, reference, mark + hypothesis)):
+                self.samples.setItem(row, column, QTableWidgetItem(text))
+
+    def _on_finished(self, bundle, stopped: str) -> None:
+        self._update_buttons()
+        self.progress_bar.setRange(0, 1000)
+        steps = f"{self.last_progress['step']:,} steps" if self.last_progress else "no steps"
+        if bundle is None:
+            self.progress_label.setText(f"Training {stopped} after {steps}; nothing was kept.")
+            return
+        self.progress_bar.setValue(1000 if stopped != "cancelled" else self.progress_bar.value())
+        self.progress_bar.setFormat("%p%")
+        how = "stopped" if stopped == "cancelled" else stopped
+        self.progress_label.setText(f"Training {how} after {steps}. The model is now active in Explore; "
+                                    "File ▸ Save model as… (Ctrl+Shift+S) keeps it.")
+        self.trained.emit(bundle)
+
+    def _on_failed(self, text: str) -> None:
+        self._update_buttons()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("%p%")
+        self.progress_label.setText(f"Training failed: {text}")
+        self.failed.emit(text)
+
+    def save_settings(self) -> None:
+        self.form.save_settings()
+        self.settings.setValue("train/splitter", self.splitter.saveState())
+        self.settings.setValue("train/monitor_splitter", self.monitor_splitter.saveState())

@@ -1,0 +1,93 @@
+"""The candidates for the next token: a horizontal bar chart of the most likely tokens at the current
+step, the chosen token highlighted. Rows go down until they hold 99% of the probability (at most the k
+kept), then one "other (N tokens)" row holds the rest of the vocabulary's mass. Clicking a candidate
+forces that token (what-if); the "other" row is not clickable. At step 0 the panel shows the
+distribution step 1 will be chosen from, nothing marked as chosen.
+
+The attributes ``tokens`` (raw pieces), ``token_ids``, ``probabilities`` and ``step_index`` describe
+the candidate rows only (not the "other" row): exports read them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+
+from model.decoding.candidates import candidate_rows, format_probability
+from model.inspection.labels import display_candidate
+from model.training.trainer import TrainingOptions
+
+CHOSEN_BRUSH = pg.mkBrush("#f58518")
+OTHER_BRUSH = pg.mkBrush("#4c78a8")
+REST_BRUSH = pg.mkBrush("#b0b0b0")
+CHOSEN_MARK = "▶ "  # before the chosen token's label: its bar can be too thin to see
+LABEL_SMOOTHING = TrainingOptions.label_smoothing  # the training default: the spread the tooltip explains
+TOOLTIP = ("The most likely next tokens at this step (orange and ▶: chosen), until they hold 99% of the probability; "
+           "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there.\n"
+           f"A model trained with label smoothing (ε = {LABEL_SMOOTHING:g} by default) learns to spread about ε of "
+           "its probability over the whole vocabulary, so the best token rarely goes above about "
+           f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives.")
+
+
+class CandidatesView(pg.PlotWidget):
+    candidate_clicked = Signal(int, int)  # step index (0-based), token id
+
+    def __init__(self):
+        super().__init__()
+        self.setMenuEnabled(False)
+        self.setMouseEnabled(x=False, y=False)
+        self.invertY(True)
+        self.setLabel("bottom", "probability")
+        self.setXRange(0, 1, padding=0.02)
+        self.setToolTip(TOOLTIP)
+        self.step_index: int | None = None
+        self.chosen_id: int | None = None
+        self.token_ids = np.zeros(0, np.int64)
+        self.tokens: list[str] = []
+        self.probabilities = np.zeros(0, np.float32)
+        self.labels: list[str] = []  # the rows as shown: candidates, then the "other" row
+        self.other_probability = 0.0  # mass of every token not in a row
+        self.other_count = 0
+        self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
+        self.addItem(self.bars)
+        self.scene().sigMouseClicked.connect(self._on_clicked)
+
+    def set_candidates(self, step_index: int | None, token_ids, tokens: list[str], probabilities,
+                       chosen_id: int | None, vocabulary_size: int | None = None) -> None:
+        """The best-first candidates [k] of step ``step_index`` (0-based); ``chosen_id`` None when no token
+        was chosen yet (step 0). ``vocabulary_size`` counts the tokens of the "other" row."""
+        probabilities = np.asarray(probabilities, dtype=np.float32)  # [k]
+        n = candidate_rows(probabilities) if len(probabilities) else 0
+        self.step_index, self.chosen_id = step_index, chosen_id
+        self.token_ids = np.asarray(token_ids, dtype=np.int64)[:n]  # [n]
+        self.tokens = [str(t) for t in list(tokens)[:n]]
+        self.probabilities = probabilities[:n]  # [n]
+        self.other_probability = max(0.0, 1.0 - float(np.sum(self.probabilities, dtype=np.float64))) if n else 0.0
+        total = vocabulary_size if vocabulary_size is not None else len(probabilities)
+        self.other_count = max(total - n, 0) if n else 0
+        chosen = [chosen_id is not None and int(token) == chosen_id for token in self.token_ids]
+        self.labels = [f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
+                       for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)]
+        widths = list(self.probabilities)
+        brushes = [CHOSEN_BRUSH if is_chosen else OTHER_BRUSH for is_chosen in chosen]
+        if self.other_count:
+            self.labels.append(f"other ({self.other_count} tokens)  {format_probability(self.other_probability)}")
+            widths.append(self.other_probability)
+            brushes.append(REST_BRUSH)
+        rows = len(self.labels)
+        self.bars.setOpts(x0=np.zeros(rows), y=np.arange(rows), width=np.array(widths, dtype=np.float64),
+                          height=0.7, brushes=brushes)
+        self.getAxis("left").setTicks([list(enumerate(self.labels)), []])
+        self.setTitle(f"Candidates for step {step_index + 1}" if step_index is not None else "Candidates")
+        self.setYRange(-0.5, max(rows, 1) - 0.5, padding=0.02)
+
+    def click_candidate(self, index: int) -> None:
+        """Force the candidate of row ``index``; the "other" row and rows past it do nothing."""
+        if self.step_index is not None and 0 <= index < len(self.token_ids):
+            self.candidate_clicked.emit(self.step_index, int(self.token_ids[index]))
+
+    def _on_clicked(self, event) -> None:
+        point = self.getPlotItem().vb.mapSceneToView(event.scenePos())
+        if 0 <= point.x() <= 1.05:
+            self.click_candidate(int(round(point.y())))

@@ -1,0 +1,152 @@
+"""The head table: for every layer and head of the chosen kind, its role, entropy, mean distance and
+peakedness at the current step. It sorts by any column; clicking a row focuses that head, and the row
+of the focused head stays selected whatever the sort. Columns fit their headers and values after
+every update; the sort direction is an arrow in the sorted header's text (Qt's own indicator would
+reserve room for an arrow in every header and push the last columns out of view)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from model.inspection.heads import ROLE_SCORE_HELP, describe_role, heads_statistics
+
+COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance",
+           "Max\nweight")
+COLUMN_HELP = (
+    "Layer (from 1)",
+    "Head (from 1)",
+    "What the head mostly does at this step: a sink (<s>, </s>, punctuation), positional (self, previous, "
+    "next), broad, diffuse, alignment-like or focused (cross) or mixed (self)",
+    ROLE_SCORE_HELP,
+    "Mean over queries of the entropy of the attention row, in nats",
+    "Entropy divided by the log of the number of keys a query could see: 0 = all on one key, 1 = uniform",
+    "Mean distance between query and key weighted by attention (for cross-attention: from the diagonal)",
+    "Mean over queries of the largest weight of the row (peakedness)",
+)
+ANALYSIS_KIND = {"encoder": "self", "decoder": "decoder", "cross": "cross"}
+HEAD_ROLE = Qt.UserRole + 1  # (layer, head) on every item of a row
+COLUMN_PADDING = 6  # pixels beside the widest header or value
+SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight")
+
+
+class HeadTable(QTableWidget):
+    head_clicked = Signal(int, int)  # layer, head (0-based)
+
+    def __init__(self):
+        super().__init__(0, len(COLUMNS))
+        self.setHorizontalHeaderLabels(COLUMNS)
+        for column, text in enumerate(COLUMN_HELP):
+            self.horizontalHeaderItem(column).setToolTip(text)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.Interactive)  # fitted to contents after every update
+        header.setDefaultAlignment(Qt.AlignCenter)
+        header.setStretchLastSection(True)
+        header.setSectionsClickable(True)
+        header.sectionClicked.connect(self._on_header_clicked)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.sort_column, self.sort_order = -1, Qt.AscendingOrder  # rows are sorted here, not by Qt's items
+        self.setToolTip("What each head does at this step; click a header to sort, a row to focus the head")
+        self.cellClicked.connect(self._on_cell_clicked)
+        self.rows: list[dict] = []
+        self.focused: tuple[int, int] | None = None  # the head the focus view shows, if a single head
+
+    def set_weights(self, weights, key_tokens: list[str], kind: str) -> None:
+        """weights [layers, heads, queries, keys] of one kind."""
+        analysis_kind = ANALYSIS_KIND[kind]
+        self.rows = []
+        n_heads = weights.shape[1]
+        every_head = heads_statistics(weights, key_tokens, analysis_kind) if weights.shape[2] else []  # roles too
+        for index, stats in enumerate(every_head):
+            layer, head = divmod(index, n_heads)
+            self.rows.append({"layer": layer, "head": head, "role": stats.role, "role_score": stats.role_score,
+                              "entropy": stats.entropy, "normalised_entropy": stats.normalised_entropy,
+                              "distance": stats.distance, "max_weight": stats.max_weight})
+        self._fill()
+
+    def _fill(self) -> None:
+        """The rows in the chosen order; items are reused from the last step (only text and numbers change),
+        which keeps a step at 200 tokens within the window's redraw budget."""
+        if self.sort_column >= 0:
+            key = SORT_KEYS[self.sort_column]
+            self.rows.sort(key=lambda values: values[key], reverse=self.sort_order == Qt.DescendingOrder)
+        self.setUpdatesEnabled(False)
+        self.clearSelection()
+        if self.rowCount() != len(self.rows):
+            self.setRowCount(len(self.rows))
+        for row, values in enumerate(self.rows):
+            texts = [str(values["layer"] + 1), str(values["head"] + 1), values["role"]]
+            texts += [f"{values[key]:.3f}" for key in SORT_KEYS[3:]]
+            rule = f"{values['role']}: {describe_role(values['role'])}"
+            for column, text in enumerate(texts):
+                item = self.item(row, column)
+                if item is None:
+                    item = QTableWidgetItem()
+                    if column != 2:
+                        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    self.setItem(row, column, item)
+                item.setText(text)
+                item.setData(HEAD_ROLE, (values["layer"], values["head"]))
+                if column in (2, 3):
+                    item.setToolTip(rule)
+        self.fit_columns()
+        self.setUpdatesEnabled(True)
+        if self.focused is not None:
+            self.select_head(*self.focused)
+
+    def _on_header_clicked(self, column: int) -> None:
+        """Sort by a column; a second click on it reverses the order."""
+        reverse = column == self.sort_column and self.sort_order == Qt.AscendingOrder
+        self.sortByColumn(column, Qt.DescendingOrder if reverse else Qt.AscendingOrder)
+
+    def sortItems(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:  # noqa: N802 - Qt's name
+        self.sortByColumn(column, order)
+
+    def sortByColumn(self, column: int, order: Qt.SortOrder) -> None:  # noqa: N802 - Qt's name
+        """Sort by ``column`` in ``order`` (as a header click does)."""
+        self.sort_column, self.sort_order = column, order
+        for index, label in enumerate(COLUMNS):
+            arrow = (" ▲" if order == Qt.AscendingOrder else " ▼") if index == column else ""
+            self.horizontalHeaderItem(index).setText(label + arrow)
+        self._fill()
+
+    def fit_columns(self) -> None:
+        """Every column as wide as its header (sort arrow included) and its widest value."""
+        header = self.horizontalHeader()
+        for column in range(self.columnCount()):
+            width = max(self.sizeHintForColumn(column), header.sectionSizeHint(column)) + COLUMN_PADDING
+            header.resizeSection(column, width)
+
+    def head_at(self, row: int) -> tuple[int, int]:
+        return tuple(self.item(row, 0).data(HEAD_ROLE))
+
+    def row_of(self, layer: int, head: int) -> int | None:
+        """The row showing (layer, head) in the current sort, None if absent."""
+        for row in range(self.rowCount()):
+            item = self.item(row, 0)
+            if item is not None and tuple(item.data(HEAD_ROLE)) == (layer, head):
+                return row
+        return None
+
+    def select_head(self, layer: int | None, head: int | None) -> None:
+        """Select the row of the focused head whatever the sort; no row for the mean, max or rollout."""
+        self.focused = (layer, head) if layer is not None and head is not None else None
+        row = self.row_of(layer, head) if self.focused is not None else None
+        self.blockSignals(True)
+        if row is None:
+            self.clearSelection()
+        else:
+            self.selectRow(row)
+            self.scrollToItem(self.item(row, 0))
+        self.blockSignals(False)
+
+    def selected_head(self) -> tuple[int, int] | None:
+        """The (layer, head) of the selected row, if any."""
+        rows = self.selectionModel().selectedRows()
+        return self.head_at(rows[0].row()) if rows else None
+
+    def _on_cell_clicked(self, row: int, _column: int) -> None:
+        self.head_clicked.emit(*self.head_at(row))

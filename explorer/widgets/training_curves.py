@@ -1,0 +1,100 @@
+"""Live training curves: loss, token accuracy, learning rate and BLEU over steps (pyqtgraph).
+
+Points arrive with every step; the plots redraw once a second. A redraw runs pyqtgraph's Python paint
+code in the window's thread, which takes the interpreter lock away from the training thread: redrawing
+four times a second cost training about a fifth of its speed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+
+from explorer.widgets.plot_style import show_light_grid
+
+TRAIN_PEN = pg.mkPen("#4c78a8", width=2)
+VALID_PEN = pg.mkPen("#f58518", width=2)
+VALID_SYMBOL = dict(symbol="o", symbolSize=7, symbolBrush="#f58518", symbolPen=None)
+
+
+class TrainingCurves(pg.GraphicsLayoutWidget):
+    def __init__(self):
+        super().__init__()
+        self.setToolTip("Blue: training batches (smoothed); orange: validation (each epoch, or every N steps)")
+        self.setMinimumHeight(260)
+        self.train = {name: [] for name in ("step", "loss", "accuracy", "learning_rate")}
+        self.valid = {name: [] for name in ("step", "loss", "accuracy", "bleu", "exact_match")}
+        self.loss_plot = self._plot(0, 0, "Loss (cross-entropy per piece)")
+        self.accuracy_plot = self._plot(0, 1, "Token accuracy")
+        self.rate_plot = self._plot(1, 0, "Learning rate")
+        self.bleu_plot = self._plot(1, 1, "Validation BLEU / exact match ×100")
+        self.accuracy_plot.setYRange(0, 1, padding=0.02)
+        self.loss_plot.addLegend(offset=(-10, 10))
+        self.curves = {
+            "train_loss": self.loss_plot.plot(pen=TRAIN_PEN, name="train"),
+            "valid_loss": self.loss_plot.plot(pen=VALID_PEN, name="validation", **VALID_SYMBOL),
+            "train_accuracy": self.accuracy_plot.plot(pen=TRAIN_PEN),
+            "valid_accuracy": self.accuracy_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
+            "learning_rate": self.rate_plot.plot(pen=pg.mkPen("#54a24b", width=2)),
+            "bleu": self.bleu_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
+            "exact_match": self.bleu_plot.plot(pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.DashLine)),
+        }
+        self._dirty = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(1000)  # ms; validation points are drawn as soon as they arrive
+        self._timer.timeout.connect(self._on_redraw_due)
+        self._timer.start()
+
+    def _plot(self, row: int, column: int, title: str) -> pg.PlotItem:
+        plot = self.addPlot(row=row, col=column, title=title)
+        show_light_grid(plot)
+        plot.setLabel("bottom", "step")
+        plot.setMenuEnabled(False)
+        plot.setDownsampling(auto=True, mode="peak")  # a long run has more steps than the plot has pixels
+        plot.setClipToView(True)
+        return plot
+
+    def clear_curves(self) -> None:
+        for series in (*self.train.values(), *self.valid.values()):
+            series.clear()
+        self._dirty = True
+        self._on_redraw_due()
+
+    def add_progress(self, progress: dict) -> None:
+        self.train["step"].append(progress["step"])
+        self.train["loss"].append(progress["train_loss"])
+        self.train["accuracy"].append(progress["token_accuracy"])
+        self.train["learning_rate"].append(progress["learning_rate"])
+        self._dirty = True
+
+    def add_validation(self, validation: dict) -> None:
+        self.valid["step"].append(validation["step"])
+        self.valid["loss"].append(validation["loss"])
+        self.valid["accuracy"].append(validation["token_accuracy"])
+        self.valid["bleu"].append(validation["bleu"])
+        self.valid["exact_match"].append(100 * validation["exact_match"])
+        self._dirty = True
+        self._on_redraw_due()
+
+    def series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) a curve shows now; for tests and exports."""
+        return self.curves[name].getData()
+
+    def _on_redraw_due(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        train_steps = np.asarray(self.train["step"], dtype=float)
+        valid_steps = np.asarray(self.valid["step"], dtype=float)
+        self.curves["train_loss"].setData(train_steps, np.asarray(self.train["loss"], dtype=float))
+        self.curves["train_accuracy"].setData(train_steps, np.asarray(self.train["accuracy"], dtype=float))
+        self.curves["learning_rate"].setData(train_steps, np.asarray(self.train["learning_rate"], dtype=float))
+        for curve, key in (("valid_loss", "loss"), ("valid_accuracy", "accuracy"), ("bleu", "bleu"),
+                           ("exact_match", "exact_match")):
+            self.curves[curve].setData(valid_steps, np.asarray(self.valid[key], dtype=float))
+
+    def flush(self) -> None:
+        """Draw what has arrived now (tests call it instead of waiting for the timer)."""
+        self._dirty = True
+        self._on_redraw_due()

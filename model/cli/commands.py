@@ -1,0 +1,304 @@
+"""The command line of the core: train, translate, evaluate, trace. No Qt is imported here.
+
+``transformer-explorer`` (the GUI launcher in explorer/) hands these sub-commands to ``main``;
+``python -m model`` reaches them directly. Every error prints one line to stderr and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
+from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
+from model.device import resolve_device
+from model.errors import UserError
+from model.io import checkpoint
+from model.io.files import check_output
+from model.io.shipped import resolve_model
+
+COMMANDS = ("train", "translate", "evaluate", "trace", "export")
+
+
+def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--corpus", required=required, metavar="{toy-fr,copy,reverse,sort,PATH}",
+                        help="a built-in corpus, a TSV file (source TAB target), or the source file of a Moses pair")
+    parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
+    parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="transformer-explorer",
+        description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.",
+        epilog="With no arguments, or a model file, `transformer-explorer` opens the desktop app. "
+               "`transformer-explorer export ...` writes a figure (PNG, SVG, PDF) or data (CSV, NPY) without a window.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train a model and save it to one file")
+    _corpus_arguments(train)
+    train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
+    train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
+    train.add_argument("--corpus-seed", type=int, default=0, help="generation seed of a built-in corpus")
+    train.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    tokens = train.add_argument_group("tokenizer (unset options come from the corpus's preset)")
+    tokens.add_argument("--vocab-size", type=int)
+    tokens.add_argument("--target-vocab-size", type=int, help="with --separate-vocab")
+    tokens.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language")
+    tokens.add_argument("--tokenizer-type", default="auto", choices=["auto", "unigram", "bpe", "word", "char"])
+    model = train.add_argument_group("model (unset options come from the corpus's preset)")
+    model.add_argument("--layers", type=int, help="encoder and decoder layers (sets both)")
+    model.add_argument("--encoder-layers", type=int)
+    model.add_argument("--decoder-layers", type=int)
+    model.add_argument("--d-model", type=int)
+    model.add_argument("--heads", type=int)
+    model.add_argument("--d-ff", type=int)
+    model.add_argument("--dropout", type=float)
+    model.add_argument("--max-len", type=int, help="longest sequence in pieces")
+    model.add_argument("--norm", choices=["post", "pre"], default="post", help="post (the paper) or pre")
+    model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
+    model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
+    options = train.add_argument_group(
+        "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)")
+    options.add_argument("--epochs", type=int)
+    options.add_argument("--max-minutes", type=float, help="time budget; stops cleanly at a step boundary")
+    options.add_argument("--max-steps", type=int, help="stop after this many steps")
+    options.add_argument("--batch-size", type=int, help="pairs per batch (a cap with --batch-tokens)")
+    options.add_argument("--batch-tokens", type=int, help="pieces per batch instead of a pair count")
+    options.add_argument("--warmup", type=int, help="warm-up steps")
+    options.add_argument("--lr-factor", type=float, help="scales the learning rate")
+    options.add_argument("--lr-decay", choices=["rsqrt", "linear"],
+                         help="after warm-up: 1/sqrt(step) (the paper) or linear to 0 at the end")
+    options.add_argument("--average-steps", type=int, help="keep an average of the weights over ~N steps (0: off)")
+    options.add_argument("--valid-every", type=int, help="steps between validations (default: the preset's)")
+    options.add_argument("--patience", type=int, help="stop after N validations without a better BLEU")
+    options.add_argument("--no-keep-best", action="store_true",
+                         help="end with the last weights, not those of the best validation BLEU")
+    options.add_argument("--label-smoothing", type=float, default=0.1)
+    options.add_argument("--clip-norm", type=float, default=1.0)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--valid-decode", type=int, default=200, help="validation pairs decoded per validation")
+
+    translate = sub.add_parser("translate", help="translate a sentence")
+    translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
+    translate.add_argument("--device", default="cpu")
+    translate.add_argument("text", nargs="+", help="the sentence")
+
+    evaluate = sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set")
+    evaluate.add_argument("--model", required=True)
+    _corpus_arguments(evaluate)
+    evaluate.add_argument("--n", type=int, help="score N freshly generated pairs of a built-in corpus")
+    evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument("--device", default="cpu")
+    evaluate.add_argument("--aer-pairs", type=int, default=500, help="pairs scored for alignment error rate")
+
+    trace = sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)")
+    trace.add_argument("--model", required=True)
+    trace.add_argument("--text", required=True, help="the source sentence")
+    strategy = trace.add_mutually_exclusive_group()
+    strategy.add_argument("--beam", type=int, help="beam search of this width (the best hypothesis is traced)")
+    strategy.add_argument("--sample", action="store_true", help="sample instead of greedy")
+    trace.add_argument("--temperature", type=float, default=1.0)
+    trace.add_argument("--top-k", type=int, default=0)
+    trace.add_argument("--top-p", type=float, default=1.0)
+    trace.add_argument("--seed", type=int, default=0)
+    trace.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
+    trace.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
+                       help="what-if: make step STEP (1-based) produce TOKEN (a target piece or word); repeatable")
+    trace.add_argument("--max-steps", type=int, help="stop after this many target tokens")
+    trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
+    trace.add_argument("--out", required=True, metavar="FILE.npz")
+    trace.add_argument("--device", default="cpu")
+
+    from model.cli.export import add_arguments
+
+    add_arguments(sub.add_parser("export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data "
+                                                "(CSV, NPY), without a window"))
+    return parser
+
+
+def _load(name: str, device: str = "cpu"):
+    return checkpoint.load(resolve_model(name), resolve_device(device))
+
+
+def run_translate(args) -> int:
+    import torch
+
+    from model.data.batching import encode_source
+    from model.decoding.beam import beam_search
+    from model.decoding.greedy import greedy_decode
+
+    positive("beam", args.beam)
+    alpha(args.alpha)
+    bundle = _load(args.model, args.device)
+    text = " ".join(args.text)
+    if not text.strip():
+        raise CommandError("nothing to translate: the sentence is empty")
+    ids, n_pieces = encode_source(bundle.source_tokenizer, text, bundle.config)
+    if n_pieces > len(ids) - 1:
+        print(f"note: the sentence has {n_pieces} pieces; only the first {len(ids) - 1} fit this model",
+              file=sys.stderr)
+    source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
+    if args.beam > 1:
+        output = beam_search(bundle.model, source, args.beam, args.alpha).best
+    else:
+        output = greedy_decode(bundle.model, source)[0]
+    print(bundle.target_tokenizer.decode(output))
+    return 0
+
+
+def run_evaluate(args) -> int:
+    from model.training.evaluation import score
+
+    positive("n", args.n)
+    if args.aer_pairs < 0:
+        raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
+    bundle = _load(args.model, args.device)
+    if args.n is not None:
+        if args.target is not None or args.corpus not in BUILTIN_CORPORA:
+            raise CommandError("--n generates fresh pairs and needs a built-in corpus "
+                               f"({', '.join(BUILTIN_CORPORA)})")
+        pairs = generate_builtin(args.corpus, args.n, args.seed)
+        what = f"{args.n} fresh {args.corpus} pairs (seed {args.seed})"
+    else:
+        spec = corpus_spec(args)
+        trained_on = bundle.corpus
+        if spec.is_builtin and trained_on is not None and trained_on.is_builtin and trained_on.name == spec.name:
+            spec = trained_on  # the same generation settings, so the test split is the held-out one
+        pairs = load_corpus(spec).test
+        what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
+        if not pairs:
+            raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
+    scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs,
+                   next(bundle.model.parameters()).device)
+    result = {"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
+              "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}
+    aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
+    if aligned:
+        from model.inspection.alignment import cross_attention_aer
+
+        report = cross_attention_aer(bundle, aligned)
+        if report.n_pairs:
+            aer, layer, head, reading = report.best
+            result.update(aer=round(aer, 6), aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
+                          aer_layer_average=round(float(report.layer_aer.min()), 6), aer_pairs=report.n_pairs)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        line = (f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, "
+                f"token accuracy {scores.token_accuracy:.4f}")
+        if "aer" in result:
+            head = result["aer_head"]
+            line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
+        print(line)
+    return 0
+
+
+def run_trace(args) -> int:
+    import numpy as np
+
+    from model.decoding.stepper import DecodingOptions, Stepper
+    from model.inspection.heads import all_head_statistics
+
+    # Every option and the output are checked before the model loads and decoding starts.
+    positive("beam", args.beam)
+    positive("max-steps", args.max_steps)
+    alpha(args.alpha)
+    strategy = "beam" if args.beam is not None else "sample" if args.sample else "greedy"
+    options = DecodingOptions(strategy=strategy, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                              seed=args.seed, beam_width=args.beam or 4, length_penalty=args.alpha,
+                              max_steps=args.max_steps)
+    options.validate()  # its messages name the option: temperature, top-p, top-k, seed
+    forced = forces(args.force)
+    model_path = resolve_model(args.model)
+    if Path(args.out).suffix.lower() != ".npz" and str(args.out).strip() and not Path(args.out).is_dir():
+        raise CommandError(f"--out must end in .npz, not {Path(args.out).name!r}")
+    check_output(args.out, (model_path,))
+    bundle = _load(args.model, args.device)
+    stepper = Stepper(bundle, args.text, options)
+    for message in stepper.messages:
+        print(f"note: {message}", file=sys.stderr)
+    for step_number, token in forced:
+        stepper.force(step_number - 1, stepper.token_id(token))
+    stepper.run()
+    trace = stepper.trace()
+    extra = {}
+    for kind, table in all_head_statistics(trace).items():
+        extra[f"{kind}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
+        extra[f"{kind}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
+    if args.word_level:
+        words = trace.word_level()
+        for kind in ("encoder_self", "decoder_self", "cross"):
+            extra[f"word_{kind}"] = getattr(words, kind)
+        extra.update(word_source_tokens=np.array(words.source_tokens, dtype=str),
+                     word_target_tokens=np.array(words.target_tokens, dtype=str),
+                     word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str))
+    if stepper.beam is not None:
+        nodes = stepper.beam.nodes
+        extra.update(beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
+                     beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
+                     beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
+                     beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
+                     beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
+                     beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
+                     beam_score_note=np.array("score = log p / ((5 + length) / 6) ** alpha (GNMT length "
+                                              "normalisation); log p is the hypothesis' summed log probability"),
+                     beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64))
+    trace.save_npz(args.out, extra)
+    print(f"{trace.n_steps} steps: {stepper.translation()}")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
+        return int(exit_request.code or 0)
+    from model.cli.export import run_export
+    from model.cli.train import run_train
+
+    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace,
+               "export": run_export}
+    try:
+        code = runners[args.command](args)
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        print("transformer-explorer: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except (UserError, OSError) as error:  # OSError: the machine refused a file (disk full, permissions)
+        print(f"transformer-explorer {args.command}: error: {_describe(error)}", file=sys.stderr)
+        return 1
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, RuntimeError) and not _out_of_memory(error):
+            raise
+        print(f"transformer-explorer {args.command}: error: not enough memory for this {args.command} "
+              "(try a shorter sentence, a smaller model or fewer pairs); nothing was written", file=sys.stderr)
+        return 1
+
+
+def _out_of_memory(error: RuntimeError) -> bool:
+    """Whether PyTorch's allocator failed ("[enforce fail at alloc_cpu.cpp:...] ... can't allocate memory",
+    CUDA out of memory)."""
+    text = str(error)
+    return "alloc_cpu" in text or "can't allocate memory" in text or "out of memory" in text.lower()
+
+
+def _describe(error: BaseException) -> str:
+    """One line for a user error; an OSError about a hidden temporary file (.NAME.XXXX.partial, written
+    before the rename over NAME) names the file the user asked for instead."""
+    if isinstance(error, OSError) and not isinstance(error, CommandError) and error.filename:
+        path = Path(str(error.filename))
+        name = path.name
+        if name.startswith(".") and name.endswith(".partial") and name.count(".") >= 3:
+            path = path.with_name(name[1:].rsplit(".", 2)[0])
+        return f"{path}: {error.strerror or error}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

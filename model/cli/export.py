@@ -1,0 +1,163 @@
+"""``transformer-explorer export``: a view of a decoded sentence as a figure (PNG, SVG, PDF, by the
+suffix) or as data (CSV, NPY), or with ``--all`` every kind x layer x head into a folder, without
+a window. The same settings give the same files as the app's Export menu (both go through
+``model.exporting``).
+
+    transformer-explorer export --model default --text "the cat sleeps" --kind cross --layer 2 \\
+        --head mean --width column --out cross.pdf
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from model.cli.options import CommandError
+from model.figures.attention import FigureOptions
+from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view
+from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
+from model.io.files import check_output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    parser.add_argument("--text", help="the source sentence (every view but positional)")
+    parser.add_argument("--view", choices=[*VIEWS, "positional"], default="focus",
+                        help="focus: one heatmap; grid: every layer x head; lines: the paper's line view of a "
+                             "layer; candidates: the next-token probabilities; positional: the model's positional "
+                             "encoding (no sentence)")
+    parser.add_argument("--positions", type=int, default=64, help="positional view: positions shown")
+    parser.add_argument("--dimensions", help="positional view: dimensions drawn as curves (default 0,1,8,9,32,33)")
+    parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross")
+    parser.add_argument("--layer", type=int, default=1, help="layer, from 1")
+    parser.add_argument("--head", default="mean", help="head from 1, or mean, max, rollout (lines: the head in front)")
+    parser.add_argument("--heads", help="lines view: the heads drawn, e.g. 1,3 (default all)")
+    parser.add_argument("--step", type=int, help="decoding steps to show (default: the whole translation)")
+    parser.add_argument("--beam", type=int, help="decode with beam search of this width")
+    parser.add_argument("--word-level", action="store_true", help="words instead of sub-word pieces")
+    figure = parser.add_argument_group("figures (.png, .svg, .pdf)")
+    figure.add_argument("--width", default=str(DEFAULT_WIDTH),
+                        help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm")
+    figure.add_argument("--height", help="a size (default: from the content, square cells)")
+    figure.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
+    figure.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
+    figure.add_argument("--dpi", type=float, help="PNG resolution (default 300; 150 with --all)")
+    figure.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
+    figure.add_argument("--outline-step", action="store_true", help="outline the current step's row, as the window does")
+    parser.add_argument("--all", action="store_true",
+                        help="write every kind x layer x head and the aggregates (PNG, CSV, NPY) and index.csv "
+                             "into the folder --out")
+    parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)}), or a folder with --all")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-explorer export",
+                                     description="Export a view of a decoded sentence as a figure or data.")
+    add_arguments(parser)
+    return parser
+
+
+def request_from(args) -> ExportRequest:
+    from model.inspection.selection import parse_head
+
+    heads = None
+    if args.heads:
+        try:
+            heads = sorted({int(part) - 1 for part in args.heads.split(",") if part.strip()})
+        except ValueError:
+            raise CommandError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
+    height = parse_width(args.height, "height") if args.height else None
+    options = FigureOptions(width=parse_width(args.width), height=height, font_size=check_font_size(args.font_size),
+                            colormap=args.colormap, caption=not args.no_caption, outline_step=args.outline_step)
+    options.colours()  # an unknown colour map is reported before decoding
+    return ExportRequest(view=args.view, kind=args.kind, layer=args.layer - 1, head=parse_head(args.head),
+                         step=args.step, word_level=args.word_level, figure=options,
+                         dpi=args.dpi or (150 if args.all else 300), heads=heads)
+
+
+def run_export(args) -> int:
+    from model.decoding.stepper import DecodingOptions, Stepper
+    from model.io import checkpoint
+    from model.io.shipped import resolve_model
+
+    if args.view == "positional":
+        return run_positional(args)
+    if not args.text:
+        raise CommandError("--text is needed: the sentence to decode")
+    if args.beam is not None and args.beam < 1:
+        raise CommandError(f"--beam must be positive, got {args.beam}")
+    request = request_from(args)
+    request.validate()
+    model_path = resolve_model(args.model)
+    out = Path(args.out)
+    if args.all:
+        if out.exists() and not out.is_dir():
+            raise CommandError(f"{out}: --all writes into a folder, and this is a file")
+    else:
+        if out.suffix.lower() not in SUFFIXES:
+            raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
+        check_output(out, (model_path,))  # before the decoding, which can take a while
+    bundle = checkpoint.load(model_path)
+    request.figure.model_name = model_path.stem
+    options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
+    stepper = Stepper(bundle, args.text, options)
+    for message in stepper.messages:
+        print(f"note: {message}", file=sys.stderr)
+    stepper.run()
+    trace = stepper.trace()
+    if args.all:
+        written = export_all(trace, out, request)
+        print(f"wrote {len(written)} files into {out} (index.csv names them)")
+    else:
+        print(f"wrote {export_view(trace, request, out, (model_path,))}")
+    return 0
+
+
+def run_positional(args) -> int:
+    """The positional-encoding figure (PNG, SVG, PDF) or its table (CSV, NPY: positions x d_model)."""
+    from model.figures.attention import save_figure
+    from model.figures.export import save_table
+    from model.figures.positional import positional_figure
+    from model.inspection.positional import positional_report
+    from model.io import checkpoint
+    from model.io.shipped import resolve_model
+
+    model_path = resolve_model(args.model)
+    out = check_output(args.out, (model_path,))
+    if out.suffix.lower() not in SUFFIXES:
+        raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
+    options = request_from(args).figure
+    options.model_name = model_path.stem
+    bundle = checkpoint.load(model_path)
+    if not 2 <= args.positions <= bundle.config.max_len:
+        raise CommandError(f"--positions must be between 2 and {bundle.config.max_len} (the model's longest input)")
+    d_model = bundle.config.d_model
+    if args.dimensions is None:
+        dimensions = [d for d in (0, 1, 8, 9, 32, 33) if d < d_model]
+    else:
+        dimensions = _dimensions(args.dimensions)
+    if any(not 0 <= d < d_model for d in dimensions):
+        raise CommandError(f"--dimensions must be between 0 and {d_model - 1}")
+    report = positional_report(bundle, args.positions)
+    if out.suffix.lower() in (".csv", ".npy"):
+        save_table(report.table, report.table, [str(p) for p in range(len(report.table))],
+                   [str(d) for d in range(d_model)], out, "position \\ dimension")
+    else:
+        save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300)
+    print(f"wrote {out}")
+    return 0
+
+
+def _dimensions(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CommandError(f"--dimensions must be numbers such as 0,1,8, not {text!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The export command on its own (``transformer-explorer export`` goes through model.cli)."""
+    from model.cli.commands import main as cli_main
+
+    return cli_main(["export", *(argv or [])])

@@ -1,0 +1,47 @@
+"""What the commands share: the error they print as one line, and checks of options before anything slow."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from model.data.corpora import BUILTIN_CORPORA, CorpusSpec
+from model.errors import UserError
+
+
+class CommandError(UserError):
+    """An error to print as one line."""
+
+
+def corpus_spec(args, **extra) -> CorpusSpec:
+    if args.target is None and args.corpus not in BUILTIN_CORPORA:
+        if not Path(args.corpus).exists():
+            raise CommandError(f"{args.corpus}: no such file, and not a built-in corpus "
+                               f"({', '.join(BUILTIN_CORPORA)})")
+    return CorpusSpec(args.corpus, target_path=args.target, skip_malformed=args.skip_malformed, **extra)
+
+
+def positive(name: str, value) -> None:
+    if value is not None and value <= 0:
+        raise CommandError(f"--{name} must be positive, got {value}")
+
+
+def alpha(value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise CommandError(f"--alpha must be a number >= 0 (the beam length penalty), got {value}")
+
+
+def forces(items: list[str]) -> list[tuple[int, str]]:
+    """(step number from 1, token) of each --force STEP:TOKEN, checked before the model loads."""
+    forces: dict[int, str] = {}
+    for item in items:
+        step_text, separator, token = item.partition(":")
+        step_text = step_text.strip()
+        if not separator or not (step_text.isascii() and step_text.isdigit()) or int(step_text) < 1 or not token:
+            raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
+        step = int(step_text)
+        if step in forces:
+            raise CommandError(f"--force: step {step} is given twice ({forces[step]!r} and {token!r}); "
+                               "give one token per step")
+        forces[step] = token
+    return sorted(forces.items())

@@ -1,0 +1,166 @@
+"""``transformer-explorer train``: prepare a corpus and tokenizers, train, and save one model file.
+
+Nothing slow starts before the options and the output are checked; a run that learned nothing (or
+only NaN) writes nothing; the first Ctrl-C stops at the next step and saves what was learned, a
+second quits without writing, and once the save has begun it completes.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+
+from model.cli.options import CommandError, corpus_spec, positive
+from model.device import describe_device, resolve_device
+from model.io import checkpoint
+from model.io.files import check_output
+from model.training.pipeline import TokenizerOptions
+from model.training.presets import Preset, builtin_preset, file_preset
+from model.training.trainer import Trainer, TrainingControl, TrainingOptions, format_duration
+
+
+def _check_train_numbers(args) -> None:
+    """Refuse, before anything slow, numbers that cannot train: NaN, infinite, zero or negative sizes."""
+    for name in ("max_minutes", "lr_factor", "label_smoothing", "clip_norm", "dropout"):
+        if getattr(args, name) is not None and not math.isfinite(getattr(args, name)):
+            raise CommandError(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
+    for name in ("epochs", "batch_size", "warmup", "max_steps", "max_minutes", "corpus_size", "vocab_size",
+                 "target_vocab_size", "layers", "encoder_layers", "decoder_layers", "d_model", "heads", "d_ff",
+                 "max_len", "lr_factor", "batch_tokens", "valid_every", "patience"):
+        positive(name.replace("_", "-"), getattr(args, name))
+    if args.average_steps is not None and args.average_steps < 0:
+        raise CommandError(f"--average-steps must be 0 (no averaging) or positive, got {args.average_steps}")
+    if not 0 <= args.label_smoothing < 1:
+        raise CommandError(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
+    if args.clip_norm < 0:
+        raise CommandError(f"--clip-norm must be 0 (no clipping) or positive, got {args.clip_norm}")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
+
+
+def describe_length(training: TrainingOptions) -> str:
+    if training.max_minutes:
+        return f"for {training.max_minutes:g} min" + (f" or {training.max_steps} steps" if training.max_steps else "")
+    return f"{training.max_steps} steps" if training.max_steps else f"{training.epochs} epochs"
+
+
+def _given(values: dict) -> dict:
+    """The options the user gave (those left unset come from the preset)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, TrainingOptions]:
+    """The preset, with every option given on the command line in its place. --epochs or --max-steps
+    replace the preset's time budget (a run of that length was asked for)."""
+    layers = (args.layers, args.layers) if args.layers is not None else (args.encoder_layers, args.decoder_layers)
+    model_options = {**preset.model, **_given(dict(
+        n_encoder_layers=layers[0], n_decoder_layers=layers[1], d_model=args.d_model, n_heads=args.heads,
+        d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len)),
+        "norm_placement": args.norm, "positional_encoding": args.positions,
+        "tie_embeddings": not args.no_tie_embeddings}
+    tokenizer = {**preset.tokenizer, **_given(dict(vocab_size=args.vocab_size))}
+    tokenizer_options = TokenizerOptions(tokenizer["vocab_size"], args.target_vocab_size, not args.separate_vocab,
+                                         args.tokenizer_type)
+    training = dict(preset.training)
+    if args.epochs is not None or args.max_steps is not None:
+        training.pop("max_minutes", None)
+    training.update(_given(dict(
+        epochs=args.epochs, max_minutes=args.max_minutes, max_steps=args.max_steps, batch_size=args.batch_size,
+        batch_tokens=args.batch_tokens, warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay,
+        average_steps=args.average_steps, valid_every=args.valid_every, patience=args.patience)))
+    training.update(label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, seed=args.seed,
+                    valid_decode_limit=args.valid_decode, keep_best=not args.no_keep_best)
+    return model_options, tokenizer_options, TrainingOptions.from_dict(training)
+
+
+def run_train(args) -> int:
+    from model.data.corpora import load_corpus
+    from model.nn.config import TransformerConfig
+    from model.training.pipeline import prepare
+
+    _check_train_numbers(args)
+    device = resolve_device(args.device)
+    spec = corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
+    inputs = (None if spec.is_builtin else args.corpus, args.target)
+    check_output(args.out, inputs)  # before the corpus and tokenizers: a run must not be lost at its end
+    splits = None
+    if spec.is_builtin:
+        preset = builtin_preset(spec.name)
+        if spec.size is None:
+            spec.size = preset.corpus_size
+    else:
+        splits = load_corpus(spec)  # a file's preset is sized from what it holds
+        preset = file_preset(splits)
+    model_options, tokenizer_options, training = settings_from(args, preset)
+    training.validate()
+    TransformerConfig(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    bundle, splits = prepare(spec, tokenizer_options, model_options, seed=args.seed, splits=splits)
+    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
+    if splits.skipped_lines:
+        say(f"skipped {splits.skipped_lines} malformed lines")
+    say(f"preset {preset.name}: {preset.why}; training {describe_length(training)}")
+    say(f"{spec.describe()}: {len(splits.train)} training, {len(splits.valid)} validation, {len(splits.test)} test "
+        f"pairs; {bundle.describe()}; on {describe_device(device)}")
+    control = TrainingControl()
+    interrupts, saving = [], []
+
+    def on_interrupt(signum, frame):
+        interrupts.append(signum)
+        if saving:  # the save has begun: it completes (atomically), then the command ends
+            return
+        if len(interrupts) > 1:  # a second Ctrl-C before the save: quit without writing
+            raise KeyboardInterrupt
+        control.cancel()  # the first: stop at the next step and save what was learned
+
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
+
+    def on_progress(progress):
+        if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
+            bar.n = int(progress.fraction * 1000)
+            eta = progress.eta_seconds
+            bar.set_description_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
+                                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
+                                f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}")
+
+    def on_validation(validation):
+        s = validation.scores
+        line = (f"epoch {validation.epoch} step {validation.step}: valid loss {s.loss:.3f}, token accuracy "
+                f"{s.token_accuracy:.3f}, exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}"
+                + (" (best so far)" if validation.best else ""))
+        (bar.write if bar is not None else say)(line)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        try:
+            trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, training,
+                              device, on_progress, on_validation, control, bundle.history)
+            result = trainer.run()
+        finally:
+            if bar is not None:
+                bar.close()
+        if not result.usable:  # nothing learned (or only NaN): an existing file stays as it was
+            why = (f"{result.detail} (try a lower --lr-factor)" if result.detail
+                   else f"{result.stopped} before the first training step")
+            print(f"transformer-explorer train: {why}; nothing was written to {args.out}", file=sys.stderr)
+            return 130 if result.stopped == "cancelled" else 1
+        bundle.training = training.to_dict()
+        bundle.history["stopped"] = result.stopped
+        bundle.model.to("cpu")
+        saving.append(True)  # from here Ctrl-C is deferred: the finished model is not thrown away
+        checkpoint.save(bundle, args.out)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if result.stopped == "diverged":
+        print(f"transformer-explorer train: {result.detail} (try a lower --lr-factor); saved the model of step "
+              f"{result.steps}, the last with a finite loss, to {args.out}", file=sys.stderr)
+        return 1
+    what = "interrupted; saved the model trained so far" if result.stopped == "cancelled" else "saved"
+    if "kept_step" in result.history:
+        what += f" the weights of step {result.history['kept_step']} (the best validation BLEU)"
+    say(f"{result.stopped} after {result.steps} steps; {what} to {args.out}")
+    return 0

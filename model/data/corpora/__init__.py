@@ -1,0 +1,108 @@
+"""Corpora: the built-in generated ones (toy-fr, copy, reverse, sort) and users' files, with splits.
+
+``load_corpus(spec)`` turns a CorpusSpec (a built-in name or file paths) into pairs, and
+``split_pairs`` divides them into train/validation/test deterministically: duplicates are
+dropped and each distinct source goes to one split by a hash of its text, so no test sentence
+appears in training.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+from model.data.corpora import symbolic, toy_fr
+from model.data.corpora.files import CorpusError, read_moses, read_tsv
+from model.data.corpora.pairs import Pair
+
+BUILTIN_CORPORA = ("toy-fr", "copy", "reverse", "sort")
+DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000}
+
+__all__ = ["BUILTIN_CORPORA", "CorpusError", "CorpusSpec", "Pair", "Splits", "generate_builtin", "load_corpus",
+           "split_pairs"]
+
+
+@dataclass
+class CorpusSpec:
+    """Where pairs come from; saved in checkpoints so a model knows what it was trained on."""
+
+    name: str  # a built-in name, or a path (a TSV file, or the source side of a Moses pair)
+    target_path: str | None = None  # the target side of a Moses pair
+    size: int | None = None  # pairs to generate for a built-in corpus
+    seed: int = 0  # generation seed of a built-in corpus
+    skip_malformed: bool = False
+    valid_fraction: float = 0.05
+    test_fraction: float = 0.05
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.name in BUILTIN_CORPORA and self.target_path is None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CorpusSpec:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def describe(self) -> str:
+        if self.is_builtin:
+            return self.name
+        return f"{self.name} + {self.target_path}" if self.target_path else self.name
+
+
+@dataclass
+class Splits:
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    skipped_lines: int = 0
+
+
+def generate_builtin(name: str, n: int, seed: int) -> list[Pair]:
+    if name == "toy-fr":
+        return toy_fr.generate(n, seed)
+    if name in symbolic.TASKS:
+        return symbolic.generate(name, n, seed)
+    raise CorpusError(f"unknown built-in corpus {name!r}; choose one of {', '.join(BUILTIN_CORPORA)}")
+
+
+def _bucket(text: str) -> float:
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2 ** 64
+
+
+def split_pairs(pairs: list[Pair], valid_fraction: float = 0.05, test_fraction: float = 0.05) -> Splits:
+    """Deterministic split by hashed source text; the first occurrence of each source is kept."""
+    seen: set[str] = set()
+    splits = Splits([], [], [])
+    for pair in pairs:
+        if pair.source in seen:
+            continue
+        seen.add(pair.source)
+        position = _bucket(pair.source)
+        if position < test_fraction:
+            splits.test.append(pair)
+        elif position < test_fraction + valid_fraction:
+            splits.valid.append(pair)
+        else:
+            splits.train.append(pair)
+    return splits
+
+
+def load_corpus(spec: CorpusSpec) -> Splits:
+    if spec.is_builtin:
+        pairs = generate_builtin(spec.name, spec.size or DEFAULT_SIZES[spec.name], spec.seed)
+        skipped = 0
+    elif spec.target_path:
+        corpus = read_moses(spec.name, spec.target_path, spec.skip_malformed)
+        pairs, skipped = corpus.pairs, corpus.skipped_lines
+    else:
+        corpus = read_tsv(spec.name, spec.skip_malformed)
+        pairs, skipped = corpus.pairs, corpus.skipped_lines
+    splits = split_pairs(pairs, spec.valid_fraction, spec.test_fraction)
+    splits.skipped_lines = skipped
+    if not splits.train:
+        raise CorpusError(f"{spec.describe()}: too few distinct pairs to train on ({len(pairs)} read)")
+    return splits

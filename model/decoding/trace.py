@@ -1,0 +1,174 @@
+"""The decoding trace: every attention probability of every kind, layer, head and step, as NumPy.
+
+This is the one contract between the core and the GUI: views read a Trace, never the model.
+
+Axes: the source has S pieces (its </s> last). Decoding made T steps; step t consumed the decoder
+input token ``decoder_input_tokens[t]`` (<s> first) and produced ``target_tokens[t]``. So
+``decoder_self[l, h, t, j]`` is how much position t attended to position j <= t, and
+``cross[l, h, t, s]`` how much the step that produced target token t attended to source piece s.
+
+Before the first step (T = 0) the ``next_candidate_*`` fields hold the distribution the first token
+will be chosen from; they are empty once a step has been made, or when that is not known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
+
+
+def word_groups(pieces: list[str]) -> tuple[np.ndarray, list[str]]:
+    """SentencePiece pieces -> (word index of each piece, word texts). A piece starting with '▁'
+    starts a word; special pieces are words of their own."""
+    groups, words = [], []
+    for index, piece in enumerate(pieces):
+        special = piece in SPECIAL_PIECES
+        starts = special or index == 0 or piece.startswith("▁") or pieces[index - 1] in SPECIAL_PIECES
+        if starts:
+            words.append(piece if special else piece.replace("▁", ""))
+        else:
+            words[-1] += piece.replace("▁", " ")
+        groups.append(len(words) - 1)
+    return np.array(groups, dtype=np.int64), words
+
+
+def group_matrix(matrix: np.ndarray, query_groups: np.ndarray, key_groups: np.ndarray) -> np.ndarray:
+    """[..., Q, K] piece attention -> [..., Qw, Kw] word attention: sum over a word's key pieces,
+    mean over its query pieces (so rows still sum to 1)."""
+    n_query_words, n_key_words = int(query_groups.max()) + 1, int(key_groups.max()) + 1
+    key_sum = np.zeros(matrix.shape[:-1] + (n_key_words,), dtype=np.float64)
+    np.add.at(key_sum, (..., key_groups), matrix)
+    moved = np.moveaxis(key_sum, -2, 0)  # [Q, ..., Kw]
+    query_sum = np.zeros((n_query_words,) + moved.shape[1:], dtype=np.float64)
+    np.add.at(query_sum, query_groups, moved)
+    counts = np.bincount(query_groups, minlength=n_query_words).reshape((-1,) + (1,) * (moved.ndim - 1))
+    return np.moveaxis(query_sum / counts, 0, -2).astype(matrix.dtype)
+
+
+@dataclass
+class Trace:
+    encoder_self: np.ndarray  # [encoder layers, heads, S, S]
+    decoder_self: np.ndarray  # [decoder layers, heads, T, T]
+    cross: np.ndarray  # [decoder layers, heads, T, S]
+    source_tokens: list[str]  # S pieces (or words at word level)
+    target_tokens: list[str]  # T produced pieces
+    decoder_input_tokens: list[str]  # T pieces fed to the decoder: <s>, then target_tokens[:-1]
+    candidate_ids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # [T, k]
+    candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # [T, k]
+    candidate_tokens: list[list[str]] = field(default_factory=list)  # [T][k]
+    chosen_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [T]
+    log_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of the chosen
+    forced: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [T] what-if steps
+    next_candidate_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [k] at T = 0 only
+    next_candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [k]
+    next_candidate_tokens: list[str] = field(default_factory=list)  # [k] raw pieces
+    level: str = "piece"  # "piece" or "word"
+    source_text: str = ""
+    target_text: str = ""
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.target_tokens)
+
+    def source_words(self) -> tuple[np.ndarray, list[str]]:
+        return word_groups(self.source_tokens)
+
+    def target_words(self) -> tuple[np.ndarray, list[str]]:
+        return word_groups(self.target_tokens)
+
+    def decoder_input_words(self) -> tuple[np.ndarray, list[str]]:
+        return word_groups(self.decoder_input_tokens)
+
+    def matrix(self, kind: str) -> np.ndarray:
+        """'encoder', 'decoder' or 'cross' (or the full field names) -> [layers, heads, queries, keys]."""
+        return getattr(self, {"encoder": "encoder_self", "decoder": "decoder_self"}.get(kind, kind))
+
+    def axis_labels(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query labels, key labels) for a kind of attention."""
+        kind = {"encoder": "encoder_self", "decoder": "decoder_self"}.get(kind, kind)
+        if kind == "encoder_self":
+            return self.source_tokens, self.source_tokens
+        if kind == "decoder_self":
+            return self.decoder_input_tokens, self.decoder_input_tokens
+        return self.target_tokens, self.source_tokens
+
+    def at_step(self, step: int) -> Trace:
+        """The trace as it stood after ``step`` steps (rows of later steps dropped)."""
+        step = max(0, min(step, self.n_steps))
+        if step == self.n_steps:
+            upcoming = dict(next_candidate_ids=self.next_candidate_ids, next_candidate_probabilities=
+                            self.next_candidate_probabilities, next_candidate_tokens=self.next_candidate_tokens)
+        elif step == 0 and len(self.candidate_tokens):  # step 1's candidates are the next ones, as Stepper gives them
+            upcoming = dict(next_candidate_ids=self.candidate_ids[0], next_candidate_probabilities=
+                            self.candidate_probabilities[0], next_candidate_tokens=list(self.candidate_tokens[0]))
+        else:
+            upcoming = dict(next_candidate_ids=np.zeros(0, np.int64), next_candidate_probabilities=
+                            np.zeros(0, np.float32), next_candidate_tokens=[])
+        return replace(self, decoder_self=self.decoder_self[:, :, :step, :step], cross=self.cross[:, :, :step],
+                       target_tokens=self.target_tokens[:step], decoder_input_tokens=self.decoder_input_tokens[:step],
+                       candidate_ids=self.candidate_ids[:step], candidate_probabilities=self.candidate_probabilities[:step],
+                       candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
+                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step], **upcoming)
+
+    def word_level(self) -> Trace:
+        """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
+        if self.level == "word" or not self.target_tokens and not self.source_tokens:
+            return self
+        source_groups, source_words = self.source_words()
+        target_groups, target_words = self.target_words()
+        input_groups, input_words = self.decoder_input_words()
+        if self.n_steps:
+            decoder_self = group_matrix(self.decoder_self, input_groups, input_groups)
+            cross = group_matrix(self.cross, target_groups, source_groups)
+        else:
+            decoder_self, cross = self.decoder_self, self.cross
+        return replace(self, encoder_self=group_matrix(self.encoder_self, source_groups, source_groups),
+                       decoder_self=decoder_self, cross=cross, source_tokens=source_words,
+                       target_tokens=target_words, decoder_input_tokens=input_words, level="word")
+
+    # --- files ------------------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays (strings as fixed-width unicode) that numpy.load reads with allow_pickle=False."""
+        arrays = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "candidate_tokens":
+                width = max((len(row) for row in value), default=0)
+                value = np.array([row + [""] * (width - len(row)) for row in value], dtype=str).reshape(len(value), width)
+            elif isinstance(value, list):
+                value = np.array(value, dtype=str)
+            elif isinstance(value, str):
+                value = np.array(value)
+            arrays[item.name] = value
+        arrays["source_word_groups"], _ = self.source_words() if self.source_tokens else (np.zeros(0, np.int64), [])
+        arrays["target_word_groups"], _ = self.target_words() if self.target_tokens else (np.zeros(0, np.int64), [])
+        return arrays
+
+    def save_npz(self, path: str | Path, extra: dict[str, np.ndarray] | None = None) -> None:
+        """Every array into one .npz, written atomically (an error leaves an earlier file intact)."""
+        from model.io.files import atomic_output
+
+        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+            np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))
+
+    @classmethod
+    def load_npz(cls, path: str | Path) -> Trace:
+        with np.load(path, allow_pickle=False) as data:
+            values = {}
+            for item in fields(cls):
+                if item.name not in data.files:  # a file written before the field existed: its default
+                    continue
+                array = data[item.name]
+                if item.name == "candidate_tokens":
+                    values[item.name] = [[t for t in row if t] for row in array.tolist()]
+                elif item.type in ("list[str]",):
+                    values[item.name] = [str(t) for t in array.tolist()]
+                elif item.type == "str":
+                    values[item.name] = str(array)
+                else:
+                    values[item.name] = array
+        return cls(**values)

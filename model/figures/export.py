@@ -1,0 +1,289 @@
+"""What the app's Export menu and the ``export`` command write: one view of a Trace as a figure
+(PNG, SVG, PDF) or as data (CSV, NPY), and "Export all" — every kind x layer x head and the
+aggregates, figures and data, with an ``index.csv`` naming each file. No Qt here.
+
+An ``ExportRequest`` holds every setting (view, kind, layer, head, step, word level, figure size,
+fonts, colours, caption); the same request gives the same files from the window and the command line.
+"""
+
+from __future__ import annotations
+
+import csv
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+from model.decoding.candidates import candidate_rows
+from model.decoding.trace import Trace
+from model.figures.attention import (
+    FIGURE_SUFFIXES,
+    FigureOptions,
+    candidates_figure,
+    focus_figure,
+    grid_figure,
+    lines_figure,
+    save_figure,
+    trace_details,
+)
+from model.figures.layout import FIGURE_RC, Caption
+from model.inspection.selection import AGGREGATES, KIND_NAMES, AttentionMatrix, SelectionError, normalise_kind, select, write_csv
+from model.io.files import OutputError, atomic_output, check_output
+
+VIEWS = ("focus", "grid", "lines", "candidates")
+DATA_SUFFIXES = (".csv", ".npy")
+SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES
+
+
+@dataclass
+class ExportRequest:
+    view: str = "focus"  # focus, grid, lines or candidates
+    kind: str = "cross"  # encoder, decoder or cross
+    layer: int = 0  # 0-based
+    head: int | str = "mean"  # 0-based head, or mean, max, rollout
+    step: int | None = None  # the decoding as it stood after this many steps (None: all of it)
+    word_level: bool = False
+    figure: FigureOptions = field(default_factory=FigureOptions)
+    dpi: float = 300  # PNG only
+    heads: list[int] | None = None  # lines view: the heads drawn (None: all)
+
+    def validate(self) -> None:
+        if self.view not in VIEWS:
+            raise SelectionError(f"view must be one of {', '.join(VIEWS)}, not {self.view!r}")
+        self.kind = normalise_kind(self.kind)
+
+
+def shown_trace(trace: Trace, step: int | None, word_level: bool) -> Trace:
+    """The trace as a view shows it: cut to ``step`` steps first, then grouped into words (so rows of
+    later steps never leak into a word)."""
+    if step is not None:
+        if not 0 <= step <= trace.n_steps:
+            raise SelectionError(f"step must be between 0 and {trace.n_steps}, not {step}")
+        trace = trace.at_step(step)
+    return trace.word_level() if word_level else trace
+
+
+def request_trace(trace: Trace, request: ExportRequest) -> Trace:
+    """The trace a request's view shows: at its step, and at word level unless the view is the
+    candidates (next-token candidates are pieces, whatever the level)."""
+    return shown_trace(trace, request.step, request.word_level and request.view != "candidates")
+
+
+def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarray, int | None]:
+    """(step index, tokens, probabilities, ids, chosen row) of the distribution the view shows: the last
+    step's, or at step 0 the first step's (when the trace knows it)."""
+    if trace.n_steps:
+        ids = np.asarray(trace.candidate_ids[-1])
+        chosen = np.nonzero(ids == int(trace.chosen_ids[-1]))[0]
+        return (trace.n_steps - 1, list(trace.candidate_tokens[-1]), np.asarray(trace.candidate_probabilities[-1]),
+                ids, int(chosen[0]) if chosen.size else None)
+    ids = np.asarray(getattr(trace, "next_candidate_ids", np.zeros(0, np.int64)))
+    return (0, list(getattr(trace, "next_candidate_tokens", [])),
+            np.asarray(getattr(trace, "next_candidate_probabilities", np.zeros(0, np.float32))), ids, None)
+
+
+def view_table(trace: Trace, request: ExportRequest) -> tuple[np.ndarray, np.ndarray, list[str], list[str], str]:
+    """(NPY array, CSV table, row labels, column labels, corner) of a view; labels are the raw pieces."""
+    if request.view == "candidates":
+        _, tokens, probabilities, _, _ = step_candidates(trace)
+        return probabilities, probabilities[:, None], tokens, ["probability"], "token"
+    if request.view == "focus":
+        matrix = select(trace, request.kind, request.layer, request.head)
+        return matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, "query \\ key"
+    weights = trace.matrix(request.kind)  # [layers, heads, queries, keys]
+    queries, keys = trace.axis_labels(request.kind)
+    if request.view == "lines":
+        select(trace, request.kind, request.layer, 0)  # a clear error for a layer the trace lacks
+        weights = weights[request.layer]  # [heads, queries, keys]
+        rows = [f"head {h + 1} | {q}" for h in range(weights.shape[0]) for q in queries]
+        return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "head | query \\ key"
+    rows = [f"layer {layer + 1} head {h + 1} | {q}" for layer in range(weights.shape[0]) for h in range(weights.shape[1])
+            for q in queries]
+    return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "layer head | query \\ key"
+
+
+def draw(trace: Trace, request: ExportRequest):
+    """The matplotlib Figure of a view (``trace`` already cut to the step and level shown)."""
+    options = request.figure
+    if request.view == "focus":
+        return focus_figure(select(trace, request.kind, request.layer, request.head), trace, options)
+    if request.view == "grid":
+        return grid_figure(trace, request.kind, options)
+    if request.view == "lines":
+        select(trace, request.kind, request.layer, 0)
+        focused = request.head if isinstance(request.head, int) else None
+        return lines_figure(trace, request.kind, request.layer, options, request.heads, focused)
+    index, tokens, probabilities, _, chosen = step_candidates(trace)
+    if not tokens:
+        raise SelectionError("no candidates at this step: decoding has not started or has finished")
+    rows = candidate_rows(probabilities)
+    other = max(0.0, 1.0 - float(probabilities[:rows].sum()))
+    return candidates_figure(index, tokens[:rows], probabilities[:rows],
+                             chosen if chosen is not None and chosen < rows else None, trace, options, other)
+
+
+def save_table(values: np.ndarray, table: np.ndarray, row_labels: list[str], column_labels: list[str],
+               path: str | Path, corner: str = "") -> Path:
+    """NPY (the array exactly) or CSV (labels in the first row and column), written atomically."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    with atomic_output(path) as temporary:
+        if suffix == ".npy":
+            with open(temporary, "wb") as handle:
+                np.save(handle, np.asarray(values), allow_pickle=False)
+        elif suffix == ".csv":
+            write_csv(table, row_labels, column_labels, temporary, corner)
+        else:
+            raise OutputError(f"data is saved as .csv or .npy, not {suffix or 'no extension'}")
+    return path
+
+
+def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: tuple = ()) -> Path:
+    """One view of the full ``trace`` into ``path``: a figure or data by the suffix."""
+    request.validate()
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise OutputError(f"the output must end in {', '.join(SUFFIXES)}, not {path.name!r}")
+    check_output(path, inputs)
+    shown = request_trace(trace, request)
+    if suffix in DATA_SUFFIXES:
+        values, table, rows, columns, corner = view_table(shown, request)
+        return save_table(values, table, rows, columns, path, corner)
+    return save_figure(draw(shown, request), path, request.dpi)
+
+
+def _heads(n_heads: int, kind: str) -> list[int | str]:
+    return [*range(n_heads), *(a for a in AGGREGATES if not (a == "rollout" and kind == "cross"))]
+
+
+def file_stem(kind: str, layer: int, head: int | str) -> str:
+    return f"{kind}_L{layer + 1}_{'H' + str(head + 1) if isinstance(head, int) else head}"
+
+
+def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None = None,
+               formats: tuple[str, ...] = (".png", ".csv", ".npy")) -> list[Path]:
+    """Every kind x layer x head and aggregate (mean, max, rollout) of the trace at the request's step
+    and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file."""
+    request = request or ExportRequest()
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder}: is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{folder}: cannot be created ({error.strerror or error})") from None
+    shown = shown_trace(trace, request.step, request.word_level)
+    figures = [suffix for suffix in formats if suffix in FIGURE_SUFFIXES]
+    index: list[list[str]] = []
+    written: list[Path] = []
+    pending = []  # PNGs being written
+    for kind in KIND_NAMES:
+        weights = shown.matrix(kind)  # [layers, heads, queries, keys]
+        n_layers, n_heads = weights.shape[:2]
+        frames = None
+        for layer in range(n_layers):
+            for head in _heads(n_heads, kind):
+                matrix = select(shown, kind, layer, head)
+                stem = file_stem(kind, layer, head)
+                for suffix in formats:
+                    path = folder / f"{stem}{suffix}"
+                    if suffix == ".npy" or suffix == ".csv":
+                        save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path,
+                                   "query \\ key")
+                    elif matrix.values.size and suffix == ".png":
+                        if frames is None or frames.key != (kind, matrix.values.shape):
+                            frames = _FocusFrames(matrix, shown, request)
+                        pending.append(frames.save(matrix, path))
+                    elif matrix.values.size:  # SVG and PDF are drawn whole
+                        save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
+                    else:
+                        continue
+                    written.append(path)
+                    index.append([path.name, kind, str(layer + 1), _head_name(head), str(shown.n_steps), shown.level,
+                                  suffix[1:], matrix.title])
+        for suffix in figures:
+            if weights.shape[2]:
+                path = folder / f"{kind}_grid{suffix}"
+                save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
+                written.append(path)
+                index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:],
+                              f"{KIND_NAMES[kind]}: every layer and head"])
+    for job in pending:
+        job.result()  # an error writing any PNG is raised here
+    index_path = folder / "index.csv"
+    with atomic_output(index_path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["file", "kind", "layer", "head", "step", "level", "format", "description"])
+        writer.writerows(index)
+    return written + [index_path]
+
+
+def _head_name(head: int | str) -> str:
+    return str(head + 1) if isinstance(head, int) else head
+
+
+class _FocusFrames:
+    """Export all's PNGs: one focus figure per kind, its labels, colour bar and caption drawn once;
+    each head then writes only its cells (coloured through the same lookup table as matplotlib's
+    colour map) and its title over that background. A 6 x 8 model's ~200 figures take seconds."""
+
+    def __init__(self, matrix: AttentionMatrix, trace: Trace, request: ExportRequest):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        caption = Caption(_title(matrix), trace_details(trace, request.figure))
+        self.figure = focus_figure(matrix, trace, request.figure, caption=caption)
+        self.key = (matrix.kind, matrix.values.shape)
+        self.image, self.title = self.figure.heatmap_image, self.figure.caption_texts[0]
+        self.axes = self.image.axes
+        self.image.set_animated(True)  # left out of the background
+        self.title.set_animated(True)
+        self.figure.set_dpi(request.dpi)
+        self.figure.patch.set_facecolor("white")
+        self.canvas = FigureCanvasAgg(self.figure)
+        with matplotlib.rc_context(FIGURE_RC):
+            self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self.dpi = request.dpi
+        self.lookup = (self.image.cmap(np.linspace(0, 1, self.image.cmap.N)) * 255).round().astype(np.uint8)  # [N, 4]
+        n_queries, n_keys = matrix.values.shape
+        x0, y0, x1, y1 = self.axes.bbox.extents  # pixels, from the bottom left
+        height = self.canvas.get_width_height(physical=True)[1]
+        self.columns = np.round(np.linspace(x0, x1, n_keys + 1)).astype(int)  # [K + 1] pixel edges
+        self.rows = np.round(height - np.linspace(y1, y0, n_queries + 1)).astype(int)  # [Q + 1] from the top
+        self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
+
+    def save(self, matrix: AttentionMatrix, path: Path) -> None:
+        from PIL import Image
+
+        self.canvas.restore_region(self.background)
+        low, high = self.image.norm.vmin, self.image.norm.vmax
+        scaled = (np.asarray(matrix.values, dtype=np.float64) - low) / (high - low)  # [Q, K]
+        index = np.clip((scaled * self.image.cmap.N).astype(np.int64), 0, self.image.cmap.N - 1)
+        pixels = np.asarray(self.canvas.buffer_rgba())  # [height, width, 4], the canvas itself
+        cells = self.lookup[index]  # [Q, K, 4]
+        pixels[self.rows[0]:self.rows[-1], self.columns[0]:self.columns[-1]] = np.repeat(
+            np.repeat(cells, self.row_heights, axis=0), self.column_widths, axis=1)
+        self.title.set_text(_title(matrix))
+        with matplotlib.rc_context(FIGURE_RC):
+            for artist in [*self.axes.spines.values(), *self.axes.patches, self.title]:
+                self.figure.draw_artist(artist)
+        width, height = self.canvas.get_width_height(physical=True)
+        picture = Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        rgb = picture.convert("RGB")  # a copy: the canvas can be redrawn while it is written
+        return _WRITERS.submit(_write_png, rgb, path, self.dpi)
+
+
+def _write_png(picture, path: Path, dpi: float) -> None:
+    with atomic_output(path) as temporary:
+        picture.save(temporary, format="png", dpi=(dpi, dpi), compress_level=1)
+
+
+# PNG compression releases the GIL: two threads encode while the next figure is drawn.
+_WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="png-writer")
+
+
+def _title(matrix: AttentionMatrix) -> str:
+    return matrix.title[0].upper() + matrix.title[1:]

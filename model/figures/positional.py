@@ -1,0 +1,85 @@
+"""The positional-encoding figure: the encoding matrix (positions x dimensions), the similarity
+between positions, chosen dimensions as curves, and the relative-position property (PE(pos + k) is
+a fixed rotation Rₖ of PE(pos)) as the measured error over k — the four plots of the app's
+Positional tab, drawn with matplotlib for a paper (see ``model.figures`` for formats and saving).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from model.figures.attention import MARGIN, FigureOptions, head_colour
+from model.figures.layout import FIGURE_RC, LINE, POINTS_PER_INCH, Caption, draw_caption
+from model.inspection.positional import PositionalReport, colour_scale
+
+DIVERGING = "RdBu_r"  # matplotlib's diverging map for the signed encoding values
+
+
+def _matrix(figure: Figure, axes, values: np.ndarray, title: str, labels: tuple[str, str], size: float,
+            options: FigureOptions) -> None:
+    levels, diverging = colour_scale(values)
+    image = axes.imshow(values, cmap=DIVERGING if diverging else options.colours(), vmin=levels[0], vmax=levels[1],
+                        aspect="auto", interpolation="none")
+    axes.set_title(title, fontsize=size, pad=3)
+    axes.set_ylabel(labels[0], fontsize=size)
+    axes.set_xlabel(labels[1], fontsize=size)
+    axes.tick_params(labelsize=size * 0.9)
+    bar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
+    bar.ax.tick_params(labelsize=size * 0.9)
+    bar.outline.set_linewidth(0.5)
+
+
+def positional_figure(report: PositionalReport, dimensions: list[int], options: FigureOptions | None = None) -> Figure:
+    """Four panels in two rows (one column of four when narrower than 5 in); the line plots' legends
+    sit below them, where they cover no data."""
+    options = options or FigureOptions()
+    size = options.font_size
+    width = options.width * POINTS_PER_INCH
+    n_positions, d_model = report.table.shape
+    details = [f"{report.kind.capitalize()} encoding, d_model {d_model}, {n_positions} positions"]
+    if options.model_name:
+        details[0] = f"model {options.model_name} · " + details[0]
+    if report.kind == "sinusoidal":
+        details.append(f"Largest error after rotating, k ≤ {report.offsets[-1]}: "
+                       f"{np.nanmax(report.rotation_error):.1e} (without rotating: {report.unrotated_error.max():.2f})")
+    caption = Caption("Positional encoding", details)
+    caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
+    columns = 2 if options.width >= 5 else 1  # one column of four panels on a narrow figure
+    panel = (width - 2 * MARGIN) / columns
+    rows = 4 // columns
+    height = MARGIN + caption_height + rows * (panel * 0.8 + 3 * size * LINE) + MARGIN
+    with matplotlib.rc_context(FIGURE_RC):
+        figure = Figure(figsize=(width / POINTS_PER_INCH, height / POINTS_PER_INCH), layout="constrained")
+        top_share = 1 - (caption_height + MARGIN + 4) / height
+        figure.get_layout_engine().set(rect=(0, 0, 1, top_share), w_pad=4 / 72, h_pad=4 / 72)
+        draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
+        table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
+        _matrix(figure, table, report.table, "encoding: positions × dimensions", ("position", "dimension"), size,
+                options)
+        _matrix(figure, similarity, report.similarity, "similarity PE(i)·PE(j)", ("position i", "position j"), size,
+                options)
+        positions = np.arange(n_positions)
+        for index, dimension in enumerate(dimensions):
+            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1,
+                        label=f"dim {dimension}")
+        curves.set_title("chosen dimensions over positions", fontsize=size, pad=3)
+        curves.set_xlabel("position", fontsize=size)
+        curves.set_xlim(0, max(n_positions - 1, 1))
+        limit = float(np.abs(report.table).max()) or 1.0
+        curves.set_ylim(-limit * 1.05, limit * 1.05)
+        if report.kind == "sinusoidal":
+            rotation.semilogy(report.offsets, np.maximum(report.rotation_error, 1e-12), "o-", color="#54a24b",
+                              markersize=2.5, linewidth=1, label="after rotation Rₖ")
+        rotation.semilogy(report.offsets, np.maximum(report.unrotated_error, 1e-12), "--", color="#e45756",
+                          linewidth=1, label="without rotation")
+        rotation.set_title("max |Rₖ·PE(pos) − PE(pos+k)| over pos", fontsize=size, pad=3)
+        rotation.set_xlabel("offset k", fontsize=size)
+        for axes in (curves, rotation):
+            axes.tick_params(labelsize=size * 0.9)
+            axes.grid(alpha=0.25, linewidth=0.5)
+            if axes.get_legend_handles_labels()[0]:
+                axes.legend(fontsize=size * 0.85, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3,
+                            frameon=False)
+    return figure

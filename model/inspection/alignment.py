@@ -1,0 +1,95 @@
+"""Word alignments read from cross-attention, scored against a corpus's gold alignments (AER).
+
+Each gold pair is run teacher-forced through the inspection path; its piece-level cross-attention
+becomes word-level (keys summed over a word's pieces, queries averaged) and every target word is
+linked to the source word it attends to most. Two readings of the rows are scored: the step that
+*predicts* a word ("predicting") and the step where the word is the decoder's *input* ("input").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.data.batching import collate, encode_pairs
+from model.data.corpora import Pair
+from model.decoding.trace import group_matrix, word_groups
+from model.inspection.heads import alignment_links
+from model.io.checkpoint import ModelBundle
+
+READINGS = ("predicting", "input")
+
+
+@dataclass
+class AlignmentReport:
+    head_aer: np.ndarray  # [readings, layers, heads] corpus-level AER of each head
+    layer_aer: np.ndarray  # [readings, layers] of the mean over a layer's heads
+    average_aer: np.ndarray  # [readings] of the mean over all layers and heads
+    n_pairs: int
+
+    @property
+    def best(self) -> tuple[float, int, int, str]:
+        """(AER, layer, head, reading) of the best single head."""
+        reading, layer, head = np.unravel_index(int(np.argmin(self.head_aer)), self.head_aer.shape)
+        return float(self.head_aer[reading, layer, head]), int(layer), int(head), READINGS[reading]
+
+    def ranking(self, reading: str = "predicting") -> list[tuple[int, int, float]]:
+        """(layer, head, AER) from best to worst for one reading."""
+        table = self.head_aer[READINGS.index(reading)]
+        order = np.argsort(table, axis=None)
+        return [(int(i // table.shape[1]), int(i % table.shape[1]), float(table.flat[i])) for i in order]
+
+
+class _Counts:
+    def __init__(self, shape):
+        self.hits = np.zeros(shape)
+        self.predicted = np.zeros(shape)
+        self.gold = np.zeros(shape)
+
+    def add(self, index, links: set, gold: set) -> None:
+        self.hits[index] += len(links & gold)
+        self.predicted[index] += len(links)
+        self.gold[index] += len(gold)
+
+    def aer(self) -> np.ndarray:
+        return 1.0 - 2.0 * self.hits / np.maximum(self.predicted + self.gold, 1)
+
+
+@torch.inference_mode()
+def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int = 32) -> AlignmentReport:
+    model, config = bundle.model, bundle.config
+    model.eval()
+    device = next(model.parameters()).device
+    layers, heads = config.n_decoder_layers, config.n_heads
+    head_counts = _Counts((2, layers, heads))
+    layer_counts = _Counts((2, layers))
+    average_counts = _Counts((2,))
+    used = 0
+    pairs = [p for p in pairs if p.alignment]
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start:start + batch_size]
+        examples = encode_pairs(chunk, bundle.source_tokenizer, bundle.target_tokenizer, config)
+        encoded = [(source_ids[:-1], target_ids[1:-1]) for source_ids, target_ids in examples]  # pieces only
+        source, target = collate(examples, config.pad_id, device)
+        _, weights = model.inspect(source, target[:, :-1])
+        cross = torch.stack(weights.cross, dim=1).float().cpu().numpy()  # [B, layers, heads, T, S]
+        for row, (pair, (source_ids, target_ids)) in enumerate(zip(chunk, encoded)):
+            source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(source_ids))
+            target_groups, target_words = word_groups(bundle.target_tokenizer.pieces(target_ids))
+            if len(source_words) != len(pair.source.split()) or len(target_words) != len(pair.target.split()):
+                continue  # the tokenizer's words differ from whitespace words; gold indices would not match
+            used += 1
+            gold = set(pair.alignment)
+            n_source, n_target = len(source_ids), len(target_ids)
+            for reading, offset in enumerate((0, 1)):
+                pieces = cross[row, :, :, offset:offset + n_target, :n_source]  # [layers, heads, Tp, Sp]
+                words = group_matrix(pieces, target_groups, source_groups)  # [layers, heads, Tw, Sw]
+                for layer in range(layers):
+                    for head in range(heads):
+                        head_counts.add((reading, layer, head), alignment_links(words[layer, head]), gold)
+                    layer_counts.add((reading, layer), alignment_links(words[layer].mean(0)), gold)
+                average_counts.add(reading, alignment_links(words.mean((0, 1))), gold)
+    return AlignmentReport(head_counts.aer(), layer_counts.aer(), average_counts.aer(), used)
+

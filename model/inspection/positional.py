@@ -1,0 +1,73 @@
+"""Positional encodings of a model as plain arrays, and the relative-position property of the paper:
+for the sinusoidal encoding, PE(pos + k) is a fixed rotation of PE(pos) — each (sin, cos) pair of
+dimensions turns by the angle k * omega_i whatever pos is — so attention can learn relative offsets.
+
+Used by the app's positional-encoding tab and from Python; no Qt here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.io.checkpoint import ModelBundle
+
+
+@dataclass
+class PositionalReport:
+    kind: str  # "sinusoidal" or "learned"
+    table: np.ndarray  # [positions, d_model] the encoding added to the embeddings
+    similarity: np.ndarray  # [positions, positions] dot products PE(i) . PE(j)
+    offsets: np.ndarray  # [K] the k of PE(pos + k)
+    rotation_error: np.ndarray  # [K] max |R_k PE(pos) - PE(pos + k)| over pos (sinusoidal: the closed-form rotation)
+    unrotated_error: np.ndarray  # [K] max |PE(pos) - PE(pos + k)|: how far apart they are before rotating
+
+
+def frequencies(d_model: int) -> np.ndarray:
+    """omega_i = 10000^(-2i / d_model) for the d_model / 2 (sin, cos) pairs."""
+    return np.power(10000.0, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+
+
+def rotate(table: np.ndarray, k: int) -> np.ndarray:
+    """Apply the rotation R_k to each row of a sinusoidal table [positions, d_model]: the pair
+    (sin(p w), cos(p w)) becomes (sin((p + k) w), cos((p + k) w))."""
+    angle = k * frequencies(table.shape[1])  # [d_model / 2]
+    sin, cos = table[:, 0::2], table[:, 1::2]
+    rotated = np.empty_like(table, dtype=np.float64)
+    rotated[:, 0::2] = sin * np.cos(angle) + cos * np.sin(angle)
+    rotated[:, 1::2] = cos * np.cos(angle) - sin * np.sin(angle)
+    return rotated
+
+
+def positional_report(bundle: ModelBundle, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport:
+    model = bundle.model
+    table = model.positional_table.detach().float().cpu().numpy()  # [max_len, d_model]
+    if n_positions:
+        table = table[:n_positions]
+    table = np.ascontiguousarray(table, dtype=np.float32)
+    kind = bundle.config.positional_encoding
+    offsets = np.arange(1, max(2, min(max_offset, table.shape[0] // 2)) + 1)
+    table64 = table.astype(np.float64)
+    if kind == "sinusoidal":
+        rotation = np.array([np.abs(rotate(table64[:-k], k) - table64[k:]).max() for k in offsets])
+    else:
+        rotation = np.full(len(offsets), np.nan)  # a learned table has no such rotation
+    unrotated = np.array([np.abs(table64[:-k] - table64[k:]).max() for k in offsets])
+    return PositionalReport(kind, table, (table64 @ table64.T).astype(np.float32), offsets, rotation, unrotated)
+
+
+SEQUENTIAL_MAP, DIVERGING_MAP = "viridis", "CET-D1"  # pyqtgraph's name; figures use matplotlib's "RdBu_r"
+
+
+def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], bool]:
+    """(levels, diverging): a sequential map over (min, max) when no value is negative, else a
+    diverging one symmetric around 0, so that 0 is the map's neutral middle."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return (0.0, 1.0), False
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    if low >= 0:
+        return (low, high if high > low else low + 1.0), False
+    limit = max(abs(low), abs(high)) or 1.0
+    return (-limit, limit), True

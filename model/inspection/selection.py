@@ -1,0 +1,103 @@
+"""One attention matrix picked out of a Trace, exactly as a view shows it and an export writes it:
+a kind, a layer and a head (or the mean or max over heads, or rollout), with its axis labels.
+
+Shared by the app's views and the ``export`` command, so the NPY/CSV a user saves holds the
+numbers on the screen.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from model.decoding.trace import Trace
+from model.errors import UserError
+from model.inspection.heads import max_over_heads, mean_over_heads, rollout
+
+KIND_NAMES = {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
+              "cross": "cross-attention (encoder-decoder)"}
+AGGREGATES = ("mean", "max", "rollout")
+
+
+class SelectionError(UserError):
+    """A kind, layer, head or step that the trace does not have."""
+
+
+def write_csv(values: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path,
+              corner: str = "") -> None:
+    """A 2-D table with its labels in the first row and column; numbers written exactly (repr)."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([corner, *column_labels])
+        for label, row in zip(row_labels, np.asarray(values)):
+            writer.writerow([label, *(repr(float(v)) for v in row)])
+
+
+def normalise_kind(kind: str) -> str:
+    kind = {"encoder_self": "encoder", "decoder_self": "decoder", "enc": "encoder", "dec": "decoder"}.get(kind, kind)
+    if kind not in KIND_NAMES:
+        raise SelectionError(f"kind must be encoder, decoder or cross, not {kind!r}")
+    return kind
+
+
+def parse_head(text: str | int) -> int | str:
+    """'3' -> 2 (heads are numbered from 1 for people), 'mean'/'max'/'rollout' as they are."""
+    if isinstance(text, int):
+        return text
+    text = str(text).strip().lower()
+    if text in AGGREGATES:
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise SelectionError(f"head must be a number from 1, or one of {', '.join(AGGREGATES)}, not {text!r}")
+    return int(text) - 1
+
+
+@dataclass
+class AttentionMatrix:
+    values: np.ndarray  # [queries, keys], float32
+    query_labels: list[str]
+    key_labels: list[str]
+    kind: str
+    layer: int  # 0-based
+    head: int | str  # 0-based head, or an aggregate name
+    step: int  # decoding steps the trace held
+
+    @property
+    def title(self) -> str:
+        head = f"head {self.head + 1}" if isinstance(self.head, int) else {
+            "mean": "mean over heads", "max": "max over heads", "rollout": "rollout"}[self.head]
+        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {head}"
+
+
+def select(trace: Trace, kind: str, layer: int, head: int | str, step: int | None = None) -> AttentionMatrix:
+    """The matrix of ``kind`` at ``layer`` (0-based) for ``head`` (0-based, 'mean', 'max' or 'rollout'),
+    in the trace as it stood after ``step`` steps (all of them when None)."""
+    kind = normalise_kind(kind)
+    if step is not None:
+        if step < 0 or step > trace.n_steps:
+            raise SelectionError(f"step must be between 0 and {trace.n_steps}, not {step}")
+        trace = trace.at_step(step)
+    weights = trace.matrix(kind)  # [layers, heads, queries, keys]
+    n_layers, n_heads = weights.shape[:2]
+    if not 0 <= layer < n_layers:
+        raise SelectionError(f"layer must be between 1 and {n_layers}, not {layer + 1}")
+    if isinstance(head, int):
+        if not 0 <= head < n_heads:
+            raise SelectionError(f"head must be between 1 and {n_heads}, not {head + 1}")
+        values = weights[layer, head]
+    elif head == "mean":
+        values = mean_over_heads(weights)[layer]
+    elif head == "max":
+        values = max_over_heads(weights)[layer]
+    elif head == "rollout":
+        if kind == "cross":
+            raise SelectionError("rollout follows self-attention through the layers; choose encoder or decoder")
+        values = rollout(weights)[layer] if weights.shape[2] else weights[layer, 0]
+    else:
+        raise SelectionError(f"unknown head {head!r}")
+    queries, keys = trace.axis_labels(kind)
+    return AttentionMatrix(np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind,
+                           layer, head, trace.n_steps)

@@ -1,0 +1,1 @@
+"""Files: self-contained model checkpoints, the shipped models, and writing every file atomically."""

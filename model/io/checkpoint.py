@@ -1,0 +1,346 @@
+"""Self-contained model files: config, weights, tokenizers, corpus description and training history.
+
+The file is a safetensors file: a JSON header (with our metadata as strings) followed by raw
+tensor bytes. Loading parses that header and copies numbers; it never unpickles and so never
+executes anything from the file. Saving writes a temporary file beside the target, syncs it and
+renames it over the target, so an interrupted save leaves the previous file intact.
+
+A file is checked whole before its model is accepted: only regular files are opened; the header must
+describe exactly the file's size; the config must be within sane limits and fit the stored tensors'
+shapes (all before any weight is read or any model built); a SHA-256 of the tensors (stored on save;
+older files have none) must match; weights must be finite; tokenizers must fit the vocabulary; corpus,
+history and training records must have the right types. Each failure is one CheckpointError line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+
+from model.data.corpora import CorpusSpec
+from model.data.tokenizer import Tokenizer, TokenizerError
+from model.errors import UserError
+from model.io.files import OutputError, atomic_output, check_output
+from model.nn.config import ConfigError, TransformerConfig
+from model.nn.transformer import Transformer
+
+FORMAT = "transformer-explorer/1"
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+DIGEST_KEY = "tensor_sha256"  # SHA-256 of the tensors (_tensor_digest); files saved before it have none
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+# Far beyond any model this app trains or shows, far below what would exhaust memory before failing.
+LIMITS = {"n_encoder_layers": 64, "n_decoder_layers": 64, "d_model": 8192, "n_heads": 1024, "d_ff": 65536,
+          "max_len": 16384, "source_vocab_size": 1_000_000, "target_vocab_size": 1_000_000}
+MAX_POSITION_TABLE = 2 ** 24  # max_len x d_model of a sinusoidal table, which the file does not store
+
+
+class CheckpointError(UserError):
+    """A model file that cannot be read or written; the message says why."""
+
+
+@dataclass
+class ModelBundle:
+    """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
+
+    model: Transformer
+    source_tokenizer: Tokenizer
+    target_tokenizer: Tokenizer
+    corpus: CorpusSpec | None = None
+    history: dict = field(default_factory=dict)
+    training: dict = field(default_factory=dict)  # the TrainingOptions used, as a dict
+    path: str | None = None  # where it was loaded from or last saved to
+
+    @property
+    def config(self) -> TransformerConfig:
+        return self.model.config
+
+    def describe(self) -> str:
+        corpus = self.corpus.describe() if self.corpus else "unknown corpus"
+        return f"{corpus}: {self.config.describe()}, {self.model.parameter_count():,} parameters"
+
+
+def _metadata(bundle: ModelBundle) -> dict[str, str]:
+    joint = bundle.source_tokenizer is bundle.target_tokenizer or (
+        bundle.source_tokenizer.model_proto == bundle.target_tokenizer.model_proto)
+    return {
+        "format": FORMAT,
+        "config": json.dumps(bundle.config.to_dict()),
+        "corpus": json.dumps(bundle.corpus.to_dict() if bundle.corpus else None),
+        "history": json.dumps(bundle.history),
+        "training": json.dumps(bundle.training),
+        "joint_tokenizer": json.dumps(joint),
+    }
+
+
+def to_bytes(bundle: ModelBundle) -> bytes:
+    # Copies: the parameters of a model being trained are views into one buffer, which safetensors refuses.
+    tensors = {f"model.{name}": tensor.detach().to("cpu", copy=True).contiguous()
+               for name, tensor in bundle.model.state_dict().items()}
+    tensors["tokenizer.source"] = torch.frombuffer(bytearray(bundle.source_tokenizer.model_proto), dtype=torch.uint8)
+    metadata = _metadata(bundle)
+    if metadata["joint_tokenizer"] != "true":
+        tensors["tokenizer.target"] = torch.frombuffer(bytearray(bundle.target_tokenizer.model_proto),
+                                                       dtype=torch.uint8)
+    metadata[DIGEST_KEY] = _tensor_digest((key, tensor.reshape(-1).view(torch.uint8).numpy())
+                                          for key, tensor in tensors.items())
+    return save_tensors(tensors, metadata=metadata)
+
+
+def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
+    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was."""
+    try:
+        path = check_output(path)
+        data = to_bytes(bundle)
+        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+            handle.write(data)
+    except OutputError as error:
+        raise CheckpointError(str(error)) from None
+    bundle.path = str(path)
+    return path
+
+
+def _entries(header: dict, name: str) -> dict[str, dict]:
+    """The header's tensor entries, checked to be well formed (dtype, shape, data offsets)."""
+    entries = {}
+    for key, entry in header.items():
+        if key == "__metadata__":
+            continue
+        ok = (isinstance(entry, dict) and isinstance(entry.get("dtype"), str)
+              and isinstance(entry.get("shape"), list) and isinstance(entry.get("data_offsets"), list)
+              and len(entry["data_offsets"]) == 2
+              and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                      for n in entry["shape"] + entry["data_offsets"])
+              and entry["data_offsets"][0] <= entry["data_offsets"][1])
+        if not ok:
+            raise CheckpointError(f"{name}: damaged model file (the entry of tensor {key[:60]!r} is malformed)")
+        entries[key] = entry
+    return entries
+
+
+def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict], dict[str, str], int]:
+    """Tensor entries, our metadata and where the tensor data starts, from the first bytes of a file of
+    ``file_size`` bytes. The file must be exactly as long as its header says: nothing more is read."""
+    if file_size < 8 or len(head) < 8:
+        raise CheckpointError(f"{name}: not a Transformer Explorer model (file too short)")
+    (header_size,) = struct.unpack("<Q", head[:8])
+    if header_size > min(MAX_HEADER_BYTES, file_size - 8) or len(head) < 8 + header_size:
+        raise CheckpointError(f"{name}: not a Transformer Explorer model (or the file is truncated)")
+    try:
+        header = json.loads(head[8:8 + header_size].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise CheckpointError(f"{name}: not a Transformer Explorer model (unreadable header)") from None
+    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise CheckpointError(f"{name}: a safetensors file, but not a Transformer Explorer model")
+    if not all(isinstance(value, str) for value in metadata.values()):
+        raise CheckpointError(f"{name}: damaged model file (its metadata must be text)")
+    entries = _entries(header, name)
+    data_size = max((entry["data_offsets"][1] for entry in entries.values()), default=0)
+    expected = 8 + header_size + data_size
+    if file_size != expected:
+        what = "truncated" if file_size < expected else "longer than its header describes"
+        raise CheckpointError(f"{name}: damaged model file ({what}: {file_size:,} bytes, the header describes "
+                              f"{expected:,})")
+    return entries, metadata, 8 + header_size
+
+
+def _json_field(metadata: dict[str, str], key: str, default: str, name: str):
+    try:
+        return json.loads(metadata.get(key, default))
+    except (json.JSONDecodeError, RecursionError):
+        raise CheckpointError(f"{name}: damaged model file (its {key} is not valid JSON)") from None
+
+
+def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str) -> TransformerConfig:
+    """The config, within sane limits and fitting the stored tensors' shapes, before any model is built."""
+    if "config" not in metadata:
+        raise CheckpointError(f"{name}: damaged model file (it has no config)")
+    try:
+        config = TransformerConfig.from_dict(_json_field(metadata, "config", "null", name))
+    except (TypeError, ValueError, ConfigError) as error:
+        raise CheckpointError(f"{name}: damaged model file (config: {error})") from None
+    for field_name, limit in LIMITS.items():
+        if getattr(config, field_name) > limit:
+            raise CheckpointError(f"{name}: the config's {field_name} ({getattr(config, field_name):,}) is beyond "
+                                  f"what this app can load ({limit:,})")
+    if config.positional_encoding == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
+        raise CheckpointError(f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
+                              f"{config.d_model:,}) is beyond what this app can load")
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        expected = {key: tuple(t.shape) for key, t in Transformer(config).state_dict().items()}
+    stored = {key.removeprefix("model."): entry for key, entry in entries.items() if key.startswith("model.")}
+    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    wrong_shape = sorted(k for k in set(expected) & set(stored) if expected[k] != tuple(stored[k]["shape"]))
+    if missing or unexpected or wrong_shape:
+        details = "; ".join(f"{what}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
+                            for what, keys in (("missing", missing), ("unexpected", unexpected),
+                                               ("wrong shape", wrong_shape)) if keys)
+        raise CheckpointError(f"{name}: the weights do not fit the model's config, perhaps a file from another "
+                              f"version ({details})")
+    wrong_type = sorted(k for k, entry in stored.items() if entry["dtype"] not in FLOAT_DTYPES)
+    wrong_type += sorted(k for k, entry in entries.items() if k.startswith("tokenizer.") and
+                         (entry["dtype"] != "U8" or len(entry["shape"]) != 1))
+    if wrong_type or set(entries) - {f"model.{k}" for k in stored} - {"tokenizer.source", "tokenizer.target"}:
+        raise CheckpointError(f"{name}: damaged model file (unexpected tensors or types: "
+                              f"{', '.join(wrong_type[:3]) or ', '.join(sorted(entries)[:3])})")
+    return config
+
+
+def _tensor_digest(named_bytes) -> str:
+    """SHA-256 over every tensor's name and raw bytes, in name order: the same for the saved file and the
+    tensors it came from, whatever order safetensors lays them out in."""
+    digest = hashlib.sha256()
+    for key, raw in sorted(named_bytes, key=lambda item: item[0]):
+        digest.update(key.encode("utf-8") + b"\0")
+        digest.update(raw)
+    return digest.hexdigest()
+
+
+def _check_digest(data, entries: dict[str, dict], metadata: dict[str, str], data_start: int, name: str) -> None:
+    stored = metadata.get(DIGEST_KEY)
+    if stored is None:
+        return  # files saved before digests (the shipped ones among them) load as they are
+    view = memoryview(data)
+    actual = _tensor_digest((key, view[data_start + entry["data_offsets"][0]:data_start + entry["data_offsets"][1]])
+                            for key, entry in entries.items())
+    if stored != actual:
+        raise CheckpointError(f"{name}: the file is damaged (its contents do not match its checksum)")
+
+
+def _check_record(value, key: str, name: str) -> dict:
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{name}: damaged model file (its {key} must be a JSON object, "
+                              f"got {type(value).__name__})")
+    return value
+
+
+def _check_history(history, name: str) -> dict:
+    history = _check_record(history, "history", name)
+    steps = history.get("steps", [])
+    if not isinstance(steps, list) or not all(
+            isinstance(row, list) and all(isinstance(x, (int, float)) or x is None for x in row) for row in steps):
+        raise CheckpointError(f"{name}: damaged model file (its history's steps must be rows of numbers)")
+    validations = history.get("validations", [])
+    if not isinstance(validations, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("samples", []), list)
+            and all(isinstance(s, list) and all(isinstance(t, str) for t in s) for s in v.get("samples", []))
+            for v in validations):
+        raise CheckpointError(f"{name}: damaged model file (its history's validations must be records with "
+                              "sample translations as text)")
+    return history
+
+
+def _check_corpus(data, name: str) -> CorpusSpec | None:
+    if data is None:
+        return None
+    data = _check_record(data, "corpus", name)
+    types = {"name": (str,), "target_path": (str, type(None)), "size": (int, type(None)), "seed": (int,),
+             "skip_malformed": (bool,), "valid_fraction": (int, float), "test_fraction": (int, float),
+             "extra": (dict,)}
+    for key, allowed in types.items():
+        if key in data and not isinstance(data[key], allowed):
+            raise CheckpointError(f"{name}: damaged model file (its corpus's {key} has the wrong type: "
+                                  f"{type(data[key]).__name__})")
+    if "name" not in data:
+        raise CheckpointError(f"{name}: damaged model file (its corpus has no name)")
+    return CorpusSpec.from_dict(data)
+
+
+def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: TransformerConfig, name: str) -> None:
+    for side, tokenizer, size in (("source", source, config.source_vocab_size),
+                                  ("target", target, config.target_vocab_size)):
+        if tokenizer.vocab_size > size:
+            raise CheckpointError(f"{name}: damaged model file (its {side} tokenizer has {tokenizer.vocab_size:,} "
+                                  f"pieces, more than the model's vocabulary of {size:,})")
+
+
+def _check_finite(state: dict[str, torch.Tensor], name: str) -> None:
+    bad = sorted(key for key, tensor in state.items() if tensor.is_floating_point() and
+                 not bool(torch.isfinite(tensor).all()))
+    if bad:
+        raise CheckpointError(f"{name}: the model holds NaN or infinite weights ({', '.join(bad[:3])}"
+                              f"{' ...' if len(bad) > 3 else ''}); it cannot be used")
+
+
+def from_bytes(data: bytes, name: str = "model file", device: str | torch.device = "cpu") -> ModelBundle:
+    """A bundle from a whole file's bytes; every part is checked before the model is built."""
+    entries, metadata, data_start = _read_header(data, len(data), name)
+    config = _check_config(metadata, entries, name)
+    _check_digest(data, entries, metadata, data_start, name)
+    try:
+        tensors = load_tensors(bytes(data))
+    except Exception as error:  # safetensors raises its own error type on any inconsistency
+        raise CheckpointError(f"{name}: damaged or truncated model file ({error})") from None
+    corpus = _check_corpus(_json_field(metadata, "corpus", "null", name), name)
+    history = _check_history(_json_field(metadata, "history", "{}", name), name)
+    training = _check_record(_json_field(metadata, "training", "{}", name), "training", name)
+    try:
+        source_tokenizer = Tokenizer(tensors.pop("tokenizer.source").numpy().tobytes())
+        if "tokenizer.target" in tensors:
+            target_tokenizer = Tokenizer(tensors.pop("tokenizer.target").numpy().tobytes())
+        else:
+            target_tokenizer = source_tokenizer
+    except (KeyError, TypeError, ValueError, TokenizerError) as error:
+        raise CheckpointError(f"{name}: damaged model file ({error})") from None
+    _check_tokenizers(source_tokenizer, target_tokenizer, config, name)
+    state = {key.removeprefix("model."): tensor for key, tensor in tensors.items() if key.startswith("model.")}
+    _check_finite(state, name)
+    model = Transformer(config)
+    model.load_state_dict(state, strict=True)
+    model.to(device).eval()
+    return ModelBundle(model, source_tokenizer, target_tokenizer, corpus, history, training)
+
+
+def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> ModelBundle:
+    """Load a model file. Only a regular file is opened (a FIFO or device would block or never end), and its
+    header is checked (size, config, shapes) before the rest is read."""
+    path = Path(path)
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such file") from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise CheckpointError(f"{path}: is a folder, not a model file")
+    if not stat.S_ISREG(status.st_mode):
+        raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), not a model file")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if not stat.S_ISREG(status.st_mode):  # replaced between the two looks
+                raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), "
+                                      "not a model file")
+            head = handle.read(8)
+            if len(head) == 8:
+                (header_size,) = struct.unpack("<Q", head)
+                head += handle.read(min(header_size, MAX_HEADER_BYTES, max(status.st_size - 8, 0)))
+            entries, metadata, _ = _read_header(head, status.st_size, str(path))
+            _check_config(metadata, entries, str(path))  # before the weights are read, let alone built
+            handle.seek(0)
+            data = handle.read(status.st_size)  # exactly the size the header describes, in one piece
+            if len(data) != status.st_size:
+                raise CheckpointError(f"{path}: damaged model file (it changed while being read)")
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+    bundle = from_bytes(data, str(path), device)
+    bundle.path = str(path)
+    return bundle
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "not a plain file"

@@ -1,0 +1,146 @@
+"""Writing the user's files safely: every file the app writes goes through ``atomic_output``.
+
+The data is written to a hidden temporary file in the destination's folder, flushed to disk and then
+renamed over the destination in one step, so a failure (disk full, a size limit, a kill, an
+exception while drawing) leaves the earlier file exactly as it was and no half-written one.
+``check_output`` refuses, before any work is done, a destination that cannot be written or that is
+one of the command's inputs. A temporary file left behind by a killed writer is removed at the next
+write to the same name (``remove_stale_partials``); one that a live process is still writing never is.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from model.errors import UserError
+
+
+class OutputError(UserError):
+    """A destination that cannot or must not be written; the message says why."""
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        return first.exists() and second.exists() and os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None, ...] = ()) -> Path:
+    """The destination as a Path, after checking that it can be written and is none of ``inputs``."""
+    if not str(path).strip():
+        raise OutputError("the output path is empty")
+    path = Path(path)
+    for source in inputs:
+        if source is not None and str(source) and (_same_file(path, Path(source)) or
+                                                   path.resolve() == Path(source).resolve()):
+            raise OutputError(f"{path}: is an input of this command; choose another output file")
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; give a file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or not folder.stat().st_mode & 0o222:
+        raise OutputError(f"{path}: the folder {folder} is not writable")  # by its mode, even for root
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        raise OutputError(f"{path}: the file is read-only")  # by its mode, even for root
+    return path
+
+
+STALE_PARTIAL_SECONDS = 60  # an old-style partial file (no writer id in its name) this old is abandoned
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # another user's process (or a number too large to be a process)
+    return True
+
+
+def remove_stale_partials(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of earlier writes to ``path`` that were killed: ``.NAME.<pid>-<random>.partial``
+    whose writing process no longer runs, and older-style ``.NAME.<random>.partial`` untouched for a minute.
+    Never one a live process is writing. Returns what was removed; errors are ignored (this is tidying up)."""
+    path = Path(path)
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(?:(\d+)-)?[A-Za-z0-9_]{8}\.partial")
+    removed = []
+    try:
+        candidates = list(os.scandir(path.parent if str(path.parent) else "."))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in candidates:
+        match = pattern.fullmatch(entry.name)
+        if not match:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if match.group(1) is not None:
+                pid = int(match.group(1))
+                stale = pid != os.getpid() and not _process_runs(pid)
+            else:
+                stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_PARTIAL_SECONDS
+            if stale:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a temporary path to write; on success it replaces ``path``, on any error it is removed
+    and ``path`` is left untouched. OSErrors become OutputErrors that name the file."""
+    path = check_output(path)
+    if path.is_symlink():
+        path = path.resolve()  # write the file the link points to; the link stays a link
+    remove_stale_partials(path)
+    # The writer's process id in the name tells a later write whether this file is abandoned.
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial",
+                                                 dir=path.parent)
+        os.close(descriptor)
+    except OSError as error:  # named after the file the user asked for, not the temporary one
+        raise OutputError(f"{path}: cannot be written ({error.strerror or error})") from None
+    try:
+        yield Path(temporary)
+        if path.exists():
+            mode = path.stat().st_mode & 0o7777  # a file written again keeps its permissions
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes it private; a new file reads like any other
+        os.chmod(temporary, mode)
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException as error:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        if isinstance(error, OSError):
+            raise OutputError(f"{path}: cannot be written ({_reason(error)}); an earlier file is unchanged") from None
+        raise
+
+
+def _reason(error: OSError) -> str:
+    """Why a write failed, in words: a full disk says so whatever layer noticed it (numpy's own
+    "N requested and M written" included)."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in str(error):
+        return "the disk is full"
+    if error.errno == errno.EFBIG:
+        return "the file would be larger than this system allows"
+    return error.strerror or str(error)

@@ -1,0 +1,41 @@
+"""Models shipped with the app under resources/models/, found by name ("default", "copy", ...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from model.errors import UserError
+
+MODEL_SUFFIX = ".safetensors"
+
+
+class ModelNotFoundError(UserError):
+    """Neither a model file nor the name of a shipped model."""
+
+
+def models_folder() -> Path:
+    try:
+        from importlib.resources import files
+
+        return Path(str(files("resources") / "models"))
+    except (ModuleNotFoundError, TypeError):
+        return Path(__file__).resolve().parents[2] / "resources" / "models"
+
+
+def shipped_models() -> dict[str, Path]:
+    folder = models_folder()
+    if not folder.is_dir():
+        return {}
+    return {path.stem: path for path in sorted(folder.glob(f"*{MODEL_SUFFIX}"))}
+
+
+def resolve_model(name_or_path: str) -> Path:
+    """A path that exists wins; otherwise the name of a shipped model. Raises ModelNotFoundError."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    shipped = shipped_models()
+    if name_or_path in shipped:
+        return shipped[name_or_path]
+    names = ", ".join(shipped) or "none"
+    raise ModelNotFoundError(f"{name_or_path}: no such file, and no shipped model of that name (shipped: {names})")

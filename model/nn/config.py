@@ -1,0 +1,98 @@
+"""The one configuration of an encoder-decoder Transformer, with the reason for each field.
+
+A config is plain data: it is saved inside every checkpoint as JSON and rebuilt from it, so every
+field must be a JSON-friendly scalar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from model.errors import UserError
+
+NORM_PLACEMENTS = ("post", "pre")
+POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
+
+
+class ConfigError(UserError):
+    """A configuration that cannot describe a working model."""
+
+
+@dataclass
+class TransformerConfig:
+    source_vocab_size: int = 1000  # pieces of the source tokenizer (pad/unk/bos/eos included)
+    target_vocab_size: int = 1000  # pieces of the target tokenizer; equal to the source when joint
+    n_encoder_layers: int = 3  # the paper uses 6; small models train in minutes on a CPU
+    n_decoder_layers: int = 3
+    d_model: int = 128  # width of every residual stream and embedding
+    n_heads: int = 4  # d_model must split evenly into heads of d_k = d_model / n_heads
+    d_ff: int = 512  # inner width of the position-wise feed-forward network (paper: 4 x d_model)
+    dropout: float = 0.1  # on sublayer outputs and on embeddings + positions, as in the paper
+    max_len: int = 128  # longest sequence (in pieces, BOS/EOS included) the positions cover
+    norm_placement: str = "post"  # "post": LayerNorm(x + sublayer(x)) as in the paper; "pre": x + sublayer(LayerNorm(x))
+    positional_encoding: str = "sinusoidal"  # "sinusoidal" (fixed, the paper) or "learned" (a table)
+    tie_embeddings: bool = True  # share source, target and output matrices when the vocabulary is joint
+    joint_vocab: bool = True  # one tokenizer for both languages (needed to share the source embedding)
+    pad_id: int = 0  # padding piece: never attended to and never predicted
+    bos_id: int = 2  # begins every target sequence
+    eos_id: int = 3  # ends every sequence
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def d_k(self) -> int:
+        """Width of one attention head."""
+        return self.d_model // self.n_heads
+
+    def validate(self) -> None:
+        positive = ("source_vocab_size", "target_vocab_size", "n_encoder_layers", "n_decoder_layers",
+                    "d_model", "n_heads", "d_ff", "max_len")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        for name in ("tie_embeddings", "joint_vocab"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
+            raise ConfigError(f"dropout must be a number, got {self.dropout!r}")
+        vocabulary = min(self.source_vocab_size, self.target_vocab_size)
+        for name in ("pad_id", "bos_id", "eos_id"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
+                raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.positional_encoding == "sinusoidal" and self.d_model % 2:
+            raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.norm_placement not in NORM_PLACEMENTS:
+            raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
+        if self.positional_encoding not in POSITIONAL_ENCODINGS:
+            raise ConfigError(
+                f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.positional_encoding!r}")
+        if self.joint_vocab and self.source_vocab_size != self.target_vocab_size:
+            raise ConfigError("a joint vocabulary needs equal source and target vocabulary sizes")
+        if self.max_len < 2:
+            raise ConfigError("max_len must leave room for BOS and EOS")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TransformerConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown config fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def describe(self) -> str:
+        """One line for status bars and logs."""
+        return (f"{self.n_encoder_layers}+{self.n_decoder_layers} layers x {self.n_heads} heads, "
+                f"d_model {self.d_model}, d_ff {self.d_ff}, {self.norm_placement}-norm, "
+                f"{self.positional_encoding} positions")

@@ -1,0 +1,411 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", written for inspection.
+
+Every attention module has two paths through the same weights:
+
+* the fast path (``need_weights=False``) calls ``torch.nn.functional.scaled_dot_product_attention``
+  and is what training uses;
+* the inspection path (``need_weights=True``) computes softmax(QK^T / sqrt(d_k) + mask) by hand and
+  returns the probabilities of every head, exactly as they weighted the values.
+
+Decoding one token at a time (``decode_step``) reuses cached keys and values (``DecoderCache``), so
+a step costs attention over the prefix only. Masks are boolean with True meaning "may attend"; masked scores
+are -inf, so padded keys and future positions get probability exactly 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from model.nn.config import TransformerConfig
+from model.nn.dropout import Dropout
+from model.nn.packing import PackedRows
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
+    positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [max_len, 1]
+    frequencies = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [d_model/2]
+    angles = positions * frequencies  # [max_len, d_model/2]
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles)
+    return table.float()
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: self-attention projects Q, K, V from one input in a single matmul.
+
+    The projections are matrices without bias, as in the paper: head_i = Attention(Q W_i^Q, K W_i^K,
+    V W_i^V) and MultiHead = Concat(head_1..h) W^O.
+    """
+
+    def __init__(self, config: TransformerConfig, self_attention: bool):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.d_k = config.d_k
+        self.is_self_attention = self_attention
+        if self_attention:
+            self.qkv_projection = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        else:
+            self.q_projection = nn.Linear(config.d_model, config.d_model, bias=False)
+            self.kv_projection = nn.Linear(config.d_model, 2 * config.d_model, bias=False)
+        self.out_projection = nn.Linear(config.d_model, config.d_model, bias=False)
+
+    def _split_projection(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (no copies). Split on the parts axis
+        before moving heads forward: the backward pass then gathers the gradients of all parts straight into
+        the contiguous [B, L, parts * d_model] layout, one copy instead of two."""
+        batch, length, _ = projected.shape
+        split = projected.view(batch, length, parts, self.n_heads, self.d_k).unbind(2)  # parts x [B, L, H, d_k]
+        return tuple(part.transpose(1, 2) for part in split)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # [B, Q, d_model] queries (and keys/values for self-attention)
+        mask: torch.Tensor | None = None,  # bool [B or 1, 1, Q or 1, K], True = may attend
+        is_causal: bool = False,
+        keys_values: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention memory
+        need_weights: bool = False,
+        rows: PackedRows | None = None,  # x holds only these rows of the queries, as [N, d_model]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        spread = rows.unpack if rows is not None else (lambda t: t)
+        if self.is_self_attention:
+            q, k, v = self._split_projection(spread(self.qkv_projection(x)), 3)  # 3 x [B, H, Q, d_k]
+        else:
+            (q,) = self._split_projection(spread(self.q_projection(x)), 1)  # [B, H, Q, d_k]
+            k, v = keys_values  # [B, H, S, d_k]
+        batch, _, n_queries, _ = q.shape
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
+            if is_causal:
+                causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=x.device).tril()  # [Q, Q]
+                mask = causal if mask is None else mask & causal
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)  # [B, H, Q, K]
+            context = weights @ v  # [B, H, Q, d_k]
+        else:
+            weights = None
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
+        context = context.transpose(1, 2).reshape(batch, n_queries, -1)  # [B, Q, d_model]
+        if rows is not None:
+            context = rows.pack(context)  # [N, d_model]
+        return self.out_projection(context), weights
+
+    def step(self, x: torch.Tensor, cache: dict | None = None, keys_values=None, mask=None):
+        """One new query per row, for incremental decoding: x [B, d_model] -> (output [B, d_model],
+        probabilities [B, H, keys]). Self-attention appends its key/value to ``cache``; cross-attention
+        reads the memory's ``keys_values``. Functional calls only: this runs once per layer per token."""
+        batch = x.shape[0]
+        if self.is_self_attention:
+            qkv = F.linear(x, self.qkv_projection.weight).view(batch, 3, self.n_heads, 1, self.d_k)
+            q, k, v = qkv.unbind(1)  # 3 x [B, H, 1, d_k]
+            k, v = _append_to_cache(cache, k, v)  # [B, H, t, d_k]
+        else:
+            q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
+            k, v = keys_values  # [B, H, S, d_k]
+        scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(self.d_k))  # [B, H, 1, K]
+        if mask is not None:
+            scores = scores.masked_fill_(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)  # [B, H, 1, K]
+        context = torch.matmul(weights, v).view(batch, -1)  # [B, H * d_k]
+        return F.linear(context, self.out_projection.weight), weights[:, :, 0]
+
+
+def _append_to_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor):
+    """Write new keys/values [B, H, Q, d_k] after the cached ones, in preallocated buffers that
+    double when full, and return views of everything so far: [B, H, past + Q, d_k]."""
+    start = cache.get("length", 0)
+    end = start + keys.shape[2]
+    if "keys" not in cache or cache["keys"].shape[2] < end:
+        capacity = max(end, 2 * cache["keys"].shape[2] if "keys" in cache else 32)
+        for name, new in (("keys", keys), ("values", values)):
+            buffer = new.new_empty(new.shape[0], new.shape[1], capacity, new.shape[3])
+            if name in cache:
+                buffer[:, :, :start] = cache[name][:, :, :start]
+            cache[name] = buffer
+    cache["keys"][:, :, start:end] = keys
+    cache["values"][:, :, start:end] = values
+    cache["length"] = end
+    return cache["keys"][:, :, :end], cache["values"][:, :, :end]
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.expand = nn.Linear(config.d_model, config.d_ff)
+        self.contract = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.contract(self.dropout(F.relu(self.expand(x))))
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        """Inference only (no dropout), as plain functional calls."""
+        hidden = F.relu_(F.linear(x, self.expand.weight, self.expand.bias))
+        return F.linear(hidden, self.contract.weight, self.contract.bias)
+
+
+class _Sublayers(nn.Module):
+    """Residual connections around sublayers, with LayerNorm after (post) or before (pre)."""
+
+    def __init__(self, config: TransformerConfig, n_sublayers: int):
+        super().__init__()
+        self.pre_norm = config.norm_placement == "pre"
+        self.norms = nn.ModuleList(nn.LayerNorm(config.d_model) for _ in range(n_sublayers))
+        self.dropout = Dropout(config.dropout)
+
+    def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
+        """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
+        norm = self.norms[index]
+        def normalise(t):
+            return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        if self.pre_norm:
+            output, extra = sublayer(normalise(x))
+            return self.dropout.add_to(x, output), extra
+        output, extra = sublayer(x)
+        return normalise(self.dropout.add_to(x, output)), extra
+
+
+class EncoderLayer(_Sublayers):
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config, 2)
+        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.feed_forward = FeedForward(config)
+
+    def forward(self, x, padding_mask, need_weights=False):
+        x, weights = self.residual(0, x, lambda h: self.self_attention(h, mask=padding_mask, need_weights=need_weights))
+        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None))
+        return x, weights
+
+
+class DecoderLayer(_Sublayers):
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config, 3)
+        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.cross_attention = MultiHeadAttention(config, self_attention=False)
+        self.feed_forward = FeedForward(config)
+
+    def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False, rows=None):
+        """x [B, T, d_model], or [N, d_model] holding only ``rows`` (PackedRows) of the positions."""
+        # Causal masking: with no explicit mask, is_causal lets position p see keys 0..p.
+        is_causal = self_mask is None and (rows.length if rows is not None else x.shape[1]) > 1
+        x, self_weights = self.residual(0, x, lambda h: self.self_attention(
+            h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows))
+        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
+            h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows))
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
+        return x, self_weights, cross_weights
+
+    def step(self, x, cache: dict, memory_keys_values, memory_mask):
+        """One new position per row: x [B, d_model] -> (x, self weights [B, H, t], cross [B, H, S])."""
+        x, self_weights = self.residual(0, x, lambda h: self.self_attention.step(h, cache=cache))
+        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention.step(
+            h, keys_values=memory_keys_values, mask=memory_mask))
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward.step(h), None))
+        return x, self_weights, cross_weights
+
+
+@dataclass
+class AttentionWeights:
+    """Probabilities of every layer and head: lists over layers of [B, H, queries, keys]."""
+
+    encoder_self: list[torch.Tensor] = field(default_factory=list)
+    decoder_self: list[torch.Tensor] = field(default_factory=list)
+    cross: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps: the memory's keys/values and past keys/values."""
+
+    memory_keys_values: list[tuple[torch.Tensor, torch.Tensor]]  # per layer, 2 x [B, H, S, d_k]
+    memory_mask: torch.Tensor | None  # [B, 1, 1, S]
+    self_attention: list[dict]  # per layer {"keys": [B, H, capacity, d_k], "values": ..., "length": t}
+    length: int = 0  # target positions consumed so far
+
+    def select(self, rows: torch.Tensor) -> DecoderCache:
+        """Reorder/replicate batch rows (beam search): every tensor indexed by ``rows``."""
+        return DecoderCache(
+            memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],
+            memory_mask=None if self.memory_mask is None else self.memory_mask[rows],
+            self_attention=[{name: (t[rows] if torch.is_tensor(t) else t) for name, t in layer.items()}
+                            for layer in self.self_attention],
+            length=self.length,
+        )
+
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (stepping back)."""
+        for layer in self.self_attention:
+            layer["length"] = min(layer.get("length", 0), length)
+        self.length = min(self.length, length)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer; see TransformerConfig for every choice it makes."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        d_model = config.d_model
+        share_all = config.tie_embeddings and config.joint_vocab
+        if share_all:
+            self.embeddings = nn.ModuleDict({"shared": nn.Embedding(config.source_vocab_size, d_model)})
+        else:
+            self.embeddings = nn.ModuleDict({
+                "source": nn.Embedding(config.source_vocab_size, d_model),
+                "target": nn.Embedding(config.target_vocab_size, d_model),
+            })
+        self.output_projection = None if config.tie_embeddings else nn.Linear(d_model, config.target_vocab_size)
+        if config.positional_encoding == "sinusoidal":
+            self.register_buffer("positional_table", sinusoidal_table(config.max_len, d_model), persistent=False)
+        else:
+            self.positional_table = nn.Parameter(torch.empty(config.max_len, d_model))
+        self.embedding_dropout = Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        pre_norm = config.norm_placement == "pre"
+        self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                # Scaled by sqrt(d_model) on lookup, the embeddings start with unit variance.
+                nn.init.normal_(module.weight, std=self.config.d_model ** -0.5)
+        if isinstance(self.positional_table, nn.Parameter):
+            nn.init.normal_(self.positional_table, std=0.02)
+
+    @property
+    def source_embedding(self) -> nn.Embedding:
+        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["source"]
+
+    @property
+    def target_embedding(self) -> nn.Embedding:
+        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["target"]
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def positional_encodings(self) -> torch.Tensor:
+        """The table added to embeddings: [max_len, d_model]."""
+        return self.positional_table.detach()
+
+    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
+        length = ids.shape[1]
+        if length > self.config.max_len:
+            raise ValueError(f"sequence of {length} pieces exceeds max_len {self.config.max_len}")
+        x = embedding(ids) * math.sqrt(self.config.d_model)  # [B, L, d_model]
+        x = x + self.positional_table[:length]  # [B, L, d_model]
+        return self.embedding_dropout(x)
+
+    def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """[B, 1, 1, L] True where a key is a real piece; None when nothing is padded."""
+        real = ids != self.config.pad_id  # [B, L]
+        if bool(real.all()):
+            return None
+        return real[:, None, None, :]
+
+    def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
+        """source_ids [B, S] -> (memory [B, S, d_model], padding mask, per-layer weights or [])."""
+        mask = self.padding_mask(source_ids)
+        x = self._embed(source_ids, self.source_embedding)  # [B, S, d_model]
+        weights = []
+        for layer in self.encoder_layers:
+            x, layer_weights = layer(x, mask, need_weights=need_weights)
+            if need_weights:
+                weights.append(layer_weights)
+        return self.encoder_norm(x), mask, weights
+
+    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:
+        """Project the memory [B, S, d_model] into keys and values once for every decoder layer."""
+        # Every layer's key/value projection in one matmul: [B, S, layers * 2 * d_model].
+        weights = torch.cat([layer.cross_attention.kv_projection.weight for layer in self.decoder_layers])
+        projected = F.linear(memory, weights).chunk(len(self.decoder_layers), dim=-1)
+        return DecoderCache(
+            memory_keys_values=[layer.cross_attention._split_projection(layer_projection, 2)
+                                for layer, layer_projection in zip(self.decoder_layers, projected)],
+            memory_mask=memory_mask,
+            self_attention=[{} for _ in self.decoder_layers],
+        )
+
+    def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
+               need_weights: bool = False, rows: PackedRows | None = None):
+        """Teacher-forced decoder pass over target_ids [B, T] from position 0, against the memory held
+        in ``cache`` (its past keys/values are neither read nor changed).
+
+        Returns (hidden [B, T, d_model], self weights, cross weights) with per-layer weights when asked.
+        With ``rows``, hidden is [N, d_model]: only those positions are computed past attention.
+        """
+        x = self._embed(target_ids, self.target_embedding)  # [B, T, d_model]
+        if rows is not None:
+            x = rows.pack(x)  # [N, d_model]
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.decoder_layers):
+            x, layer_self, layer_cross = layer(x, cache.memory_keys_values[index], cache.memory_mask,
+                                               self_mask=target_mask, need_weights=need_weights, rows=rows)
+            if need_weights:
+                self_weights.append(layer_self)
+                cross_weights.append(layer_cross)
+        return self.decoder_norm(x), self_weights, cross_weights
+
+    def decode_step(self, token_ids: torch.Tensor, cache: DecoderCache):
+        """Incremental decoding: feed one token per row [B] at position ``cache.length``, through the
+        cached keys/values (inference only). Returns (hidden [B, d_model], per-layer self-attention
+        rows [B, H, length + 1], per-layer cross-attention rows [B, H, S])."""
+        if cache.length >= self.config.max_len:
+            raise ValueError(f"sequence of {cache.length + 1} pieces exceeds max_len {self.config.max_len}")
+        x = self.target_embedding(token_ids) * math.sqrt(self.config.d_model)  # [B, d_model]
+        x = x + self.positional_table[cache.length]
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.decoder_layers):
+            x, layer_self, layer_cross = layer.step(x, cache.self_attention[index], cache.memory_keys_values[index],
+                                                    cache.memory_mask)
+            self_weights.append(layer_self)
+            cross_weights.append(layer_cross)
+        cache.length += 1
+        return self.decoder_norm(x), self_weights, cross_weights
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden [..., d_model] -> unnormalised scores over the target vocabulary [..., V]."""
+        if self.output_projection is None:
+            return F.linear(hidden, self.target_embedding.weight)
+        return self.output_projection(hidden)
+
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor,
+                rows: PackedRows | None = None) -> torch.Tensor:
+        """Teacher-forced fast path: [B, S], [B, T] -> hidden states [B, T, d_model], or [N, d_model]
+        for only the target positions in ``rows`` (training passes the real ones).
+
+        Padded target keys only ever follow the real ones, so the causal mask alone hides them from
+        every real query; padded query rows are ignored by the loss.
+        """
+        # Packing the source as well was measured slower: it has little padding.
+        memory, memory_mask, _ = self.encode(source_ids)
+        cache = self.start_cache(memory, memory_mask)
+        hidden, _, _ = self.decode(target_input_ids, cache, rows=rows)
+        return hidden
+
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
+        """Teacher-forced inspection path: (logits [B, T, V], AttentionWeights of every layer and head)."""
+        memory, memory_mask, encoder_weights = self.encode(source_ids, need_weights=True)
+        cache = self.start_cache(memory, memory_mask)
+        length = target_input_ids.shape[1]
+        causal = torch.ones(length, length, dtype=torch.bool, device=target_input_ids.device).tril()  # [T, T]
+        target_real = self.padding_mask(target_input_ids)
+        target_mask = causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
+        hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask,
+                                                          need_weights=True)
+        return self.logits(hidden), AttentionWeights(encoder_weights, self_weights, cross_weights)

@@ -1,0 +1,102 @@
+"""Translation quality: exact match, corpus BLEU (sacrebleu), teacher-forced token accuracy and loss.
+
+Shared by the trainer's per-epoch validation and by the ``evaluate`` command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sacrebleu
+import torch
+
+from model.data.batching import collate, encode_pairs, encode_source
+from model.data.corpora import Pair
+from model.decoding.greedy import greedy_decode
+from model.training.loss import smoothed_cross_entropy
+
+
+@dataclass
+class Scores:
+    exact_match: float  # 0-1: share of hypotheses equal to the reference (whitespace-normalised)
+    bleu: float  # 0-100 corpus BLEU
+    token_accuracy: float  # 0-1: teacher-forced next-piece accuracy over real target pieces
+    loss: float  # teacher-forced cross-entropy per target piece (no smoothing)
+    n: int
+    samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+
+    def to_dict(self) -> dict:
+        return {"exact_match": self.exact_match, "bleu": self.bleu, "token_accuracy": self.token_accuracy,
+                "loss": self.loss, "n": self.n}
+
+
+class Interrupted(Exception):
+    """Scoring was stopped between two batches because ``stop()`` said so (the user stopped training)."""
+
+
+def _check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise Interrupted
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def bleu_score(hypotheses: list[str], references: list[str]) -> float:
+    if not hypotheses:
+        return 0.0
+    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
+
+
+@torch.inference_mode()
+def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple[float, float]:
+    """(mean loss, token accuracy) over encoded examples."""
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    for start in range(0, len(examples), batch_size):
+        _check(stop)
+        source, target = collate(examples[start:start + batch_size], model.config.pad_id, device)
+        hidden = model(source, target[:, :-1])  # [B, T, d_model]
+        gold = target[:, 1:]  # [B, T]
+        real = gold != model.config.pad_id
+        logits = model.logits(hidden[real])  # [N, V]
+        # The training step's loss and accuracy, unsmoothed: both report the same quantities.
+        loss, hits = smoothed_cross_entropy(logits, gold[real], smoothing=0.0)
+        total_loss += loss.item() * logits.shape[0]
+        correct += hits
+        count += logits.shape[0]
+    return total_loss / max(count, 1), correct / max(count, 1)
+
+
+@torch.inference_mode()
+def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str], device,
+                    batch_size: int = 64, stop=None) -> list[str]:
+    """Greedy translations, batched by similar length; ``stop()`` is asked before each batch."""
+    model.eval()
+    encoded = [(i, encode_source(source_tokenizer, t, model.config)[0]) for i, t in enumerate(texts)]
+    encoded.sort(key=lambda item: len(item[1]))
+    outputs = [""] * len(texts)
+    for start in range(0, len(encoded), batch_size):
+        _check(stop)
+        chunk = encoded[start:start + batch_size]
+        source, _ = collate([(ids, [0]) for _, ids in chunk], model.config.pad_id, device)
+        for (index, _), ids in zip(chunk, greedy_decode(model, source)):
+            outputs[index] = target_tokenizer.decode(ids)
+    return outputs
+
+
+def score(model, source_tokenizer, target_tokenizer, pairs: list[Pair], device, batch_size: int = 64,
+          decode_limit: int | None = None, n_samples: int = 3, stop: Callable[[], bool] | None = None) -> Scores:
+    """Teacher-forced loss and accuracy over ``pairs``; exact match and BLEU of greedy translations of the
+    first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True."""
+    examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
+    loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
+    decoded = pairs if decode_limit is None else pairs[:decode_limit]
+    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device,
+                                 batch_size, stop)
+    references = [p.target for p in decoded]
+    exact = sum(_normalise(h) == _normalise(r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
+    samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]
+    return Scores(exact, bleu_score(hypotheses, references), accuracy, loss, len(pairs), samples)
