@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from model.inspection.heads import ROLE_SCORE_HELP, describe_role, heads_statistics
+from model.kinds import AttentionKind
 
 COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance",
            "Max\nweight")
@@ -24,7 +25,6 @@ COLUMN_HELP = (
     "Mean distance between query and key weighted by attention (for cross-attention: from the diagonal)",
     "Mean over queries of the largest weight of the row (peakedness)",
 )
-ANALYSIS_KIND = {"encoder": "self", "decoder": "decoder", "cross": "cross"}
 HEAD_ROLE = Qt.UserRole + 1  # (layer, head) on every item of a row
 COLUMN_PADDING = 6  # pixels beside the widest header or value
 SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight")
@@ -54,12 +54,11 @@ class HeadTable(QTableWidget):
         self.rows: list[dict] = []
         self.focused: tuple[int, int] | None = None  # the head the focus view shows, if a single head
 
-    def set_weights(self, weights, key_tokens: list[str], kind: str) -> None:
+    def set_weights(self, weights, key_tokens: list[str], kind: AttentionKind) -> None:
         """weights [layers, heads, queries, keys] of one kind."""
-        analysis_kind = ANALYSIS_KIND[kind]
         self.rows = []
         n_heads = weights.shape[1]
-        every_head = heads_statistics(weights, key_tokens, analysis_kind) if weights.shape[2] else []  # roles too
+        every_head = heads_statistics(weights, key_tokens, kind) if weights.shape[2] else []  # roles too
         for index, stats in enumerate(every_head):
             layer, head = divmod(index, n_heads)
             self.rows.append({"layer": layer, "head": head, "role": stats.role, "role_score": stats.role_score,

@@ -19,13 +19,12 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 from PySide6.QtWidgets import QGraphicsRectItem, QToolTip
 
-from model.inspection.labels import display_labels
+from model.inspection.labels import HIGHLIGHT, display_labels
 
 COLORMAPS = ("viridis", "magma", "inferno", "plasma", "cividis")  # perceptually uniform
 MIN_POINT_SIZE = 7.0  # the smallest legible label
 LABEL_SPACE = 150.0  # px: longer labels are elided
 TEXT_GAP, TICK = 4.0, 3.0  # px between a label and its tick, and the tick's length
-HIGHLIGHT = "#ff2d55"  # the current step's row and label
 _widths: dict[tuple[str, float], float] = {}  # (text, point size) -> width in px, shared by every axis
 
 

@@ -19,6 +19,7 @@ from PySide6.QtCore import QRectF, Signal
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
+from model.inspection.labels import HIGHLIGHT
 
 GAP = 0.12  # space between cells, as a share of a cell
 EMPTY_TEXT = "Step 0: no target token yet — press Step ▶ (Alt+Right)"
@@ -161,7 +162,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             rects = [QRectF(index * step_columns, layer * step_rows, columns, rows) for index in heads]
         while len(self.frames) < len(rects):
             frame = QGraphicsRectItem()
-            frame.setPen(pg.mkPen("#ff2d55", width=3, cosmetic=True))
+            frame.setPen(pg.mkPen(HIGHLIGHT, width=3, cosmetic=True))
             frame.setZValue(10)
             self.plot.addItem(frame, ignoreBounds=True)
             self.frames.append(frame)

@@ -230,12 +230,12 @@ def run_trace(args) -> int:
     trace = stepper.trace()
     extra = {}
     for kind, table in all_head_statistics(trace).items():
-        extra[f"{kind}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
-        extra[f"{kind}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
+        extra[f"{kind.field}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
+        extra[f"{kind.field}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
     if args.word_level:
         words = trace.word_level()
-        for kind in ("encoder_self", "decoder_self", "cross"):
-            extra[f"word_{kind}"] = getattr(words, kind)
+        for kind in words.kinds:
+            extra[f"word_{kind.field}"] = words.matrix(kind)
         extra.update(word_source_tokens=np.array(words.source_tokens, dtype=str),
                      word_target_tokens=np.array(words.target_tokens, dtype=str),
                      word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str))

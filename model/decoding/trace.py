@@ -1,6 +1,9 @@
 """The decoding trace: every attention probability of every kind, layer, head and step, as NumPy.
 
-This is the one contract between the core and the GUI: views read a Trace, never the model.
+This is the one contract between the core and the GUI: views read a Trace, never the model. A
+trace holds the kinds of attention its model has (``kinds``): an encoder-decoder all three, an
+encoder-only model only encoder self-attention (no steps), a decoder-only model only decoder
+self-attention (no source). A kind the model lacks is None; views and exports show what there is.
 
 Axes: the source has S pieces (its </s> last). Decoding made T steps; step t consumed the decoder
 input token ``decoder_input_tokens[t]`` (<s> first) and produced ``target_tokens[t]``. So
@@ -18,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
+from model.inspection.labels import SPECIAL_PIECES
+from model.kinds import AttentionKind, SelectionError
 
 
 def word_groups(pieces: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -51,9 +55,9 @@ def group_matrix(matrix: np.ndarray, query_groups: np.ndarray, key_groups: np.nd
 
 @dataclass
 class Trace:
-    encoder_self: np.ndarray  # [encoder layers, heads, S, S]
-    decoder_self: np.ndarray  # [decoder layers, heads, T, T]
-    cross: np.ndarray  # [decoder layers, heads, T, S]
+    encoder_self: np.ndarray | None  # [encoder layers, heads, S, S]; None in a decoder-only model
+    decoder_self: np.ndarray | None  # [decoder layers, heads, T, T]; None in an encoder-only model
+    cross: np.ndarray | None  # [decoder layers, heads, T, S]; None unless the model is an encoder-decoder
     source_tokens: list[str]  # S pieces (or words at word level)
     target_tokens: list[str]  # T produced pieces
     decoder_input_tokens: list[str]  # T pieces fed to the decoder: <s>, then target_tokens[:-1]
@@ -83,16 +87,28 @@ class Trace:
     def decoder_input_words(self) -> tuple[np.ndarray, list[str]]:
         return word_groups(self.decoder_input_tokens)
 
-    def matrix(self, kind: str) -> np.ndarray:
-        """'encoder', 'decoder' or 'cross' (or the full field names) -> [layers, heads, queries, keys]."""
-        return getattr(self, {"encoder": "encoder_self", "decoder": "decoder_self"}.get(kind, kind))
+    @property
+    def kinds(self) -> tuple[AttentionKind, ...]:
+        """The kinds of attention this trace holds, in the order encoder, decoder, cross."""
+        return tuple(kind for kind in AttentionKind if getattr(self, kind.field) is not None)
 
-    def axis_labels(self, kind: str) -> tuple[list[str], list[str]]:
+    def has(self, kind: AttentionKind | str) -> bool:
+        return getattr(self, AttentionKind.parse(kind).field) is not None
+
+    def matrix(self, kind: AttentionKind | str) -> np.ndarray:
+        """[layers, heads, queries, keys] of a kind (or its Trace field name); SelectionError if the model has none."""
+        kind = AttentionKind.parse(kind)
+        weights = getattr(self, kind.field)
+        if weights is None:
+            raise SelectionError(f"this model has no {kind.title}")
+        return weights
+
+    def axis_labels(self, kind: AttentionKind | str) -> tuple[list[str], list[str]]:
         """(query labels, key labels) for a kind of attention."""
-        kind = {"encoder": "encoder_self", "decoder": "decoder_self"}.get(kind, kind)
-        if kind == "encoder_self":
+        kind = AttentionKind.parse(kind)
+        if kind is AttentionKind.ENCODER:
             return self.source_tokens, self.source_tokens
-        if kind == "decoder_self":
+        if kind is AttentionKind.DECODER:
             return self.decoder_input_tokens, self.decoder_input_tokens
         return self.target_tokens, self.source_tokens
 
@@ -108,7 +124,9 @@ class Trace:
         else:
             upcoming = dict(next_candidate_ids=np.zeros(0, np.int64), next_candidate_probabilities=
                             np.zeros(0, np.float32), next_candidate_tokens=[])
-        return replace(self, decoder_self=self.decoder_self[:, :, :step, :step], cross=self.cross[:, :, :step],
+        decoder_self = None if self.decoder_self is None else self.decoder_self[:, :, :step, :step]
+        cross = None if self.cross is None else self.cross[:, :, :step]
+        return replace(self, decoder_self=decoder_self, cross=cross,
                        target_tokens=self.target_tokens[:step], decoder_input_tokens=self.decoder_input_tokens[:step],
                        candidate_ids=self.candidate_ids[:step], candidate_probabilities=self.candidate_probabilities[:step],
                        candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
@@ -116,18 +134,20 @@ class Trace:
 
     def word_level(self) -> Trace:
         """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
-        if self.level == "word" or not self.target_tokens and not self.source_tokens:
+        if self.level == "word" or not (self.source_tokens or self.target_tokens or self.decoder_input_tokens):
             return self
-        source_groups, source_words = self.source_words()
-        target_groups, target_words = self.target_words()
-        input_groups, input_words = self.decoder_input_words()
-        if self.n_steps:
-            decoder_self = group_matrix(self.decoder_self, input_groups, input_groups)
-            cross = group_matrix(self.cross, target_groups, source_groups)
-        else:
-            decoder_self, cross = self.decoder_self, self.cross
-        return replace(self, encoder_self=group_matrix(self.encoder_self, source_groups, source_groups),
-                       decoder_self=decoder_self, cross=cross, source_tokens=source_words,
+        source_groups, source_words = self.source_words() if self.source_tokens else (None, [])
+        target_groups, target_words = self.target_words() if self.target_tokens else (None, [])
+        input_groups, input_words = self.decoder_input_words() if self.decoder_input_tokens else (None, [])
+
+        def grouped(weights: np.ndarray | None, queries: np.ndarray | None, keys: np.ndarray | None):
+            if weights is None or queries is None or keys is None or 0 in weights.shape[2:]:
+                return weights
+            return group_matrix(weights, queries, keys)
+
+        return replace(self, encoder_self=grouped(self.encoder_self, source_groups, source_groups),
+                       decoder_self=grouped(self.decoder_self, input_groups, input_groups),
+                       cross=grouped(self.cross, target_groups, source_groups), source_tokens=source_words,
                        target_tokens=target_words, decoder_input_tokens=input_words, level="word")
 
     # --- files ------------------------------------------------------------------------------------
@@ -136,6 +156,8 @@ class Trace:
         arrays = {}
         for item in fields(self):
             value = getattr(self, item.name)
+            if value is None:  # a kind of attention the model does not have: not in the file
+                continue
             if item.name == "candidate_tokens":
                 width = max((len(row) for row in value), default=0)
                 value = np.array([row + [""] * (width - len(row)) for row in value], dtype=str).reshape(len(value), width)
@@ -160,7 +182,9 @@ class Trace:
         with np.load(path, allow_pickle=False) as data:
             values = {}
             for item in fields(cls):
-                if item.name not in data.files:  # a file written before the field existed: its default
+                if item.name not in data.files:  # a kind the model lacks, or a field newer than the file
+                    if item.name in ("encoder_self", "decoder_self", "cross"):
+                        values[item.name] = None
                     continue
                 array = data[item.name]
                 if item.name == "candidate_tokens":

@@ -36,17 +36,14 @@ from model.figures.layout import (
     thinning_note,
     widest,
 )
-from model.inspection.labels import display_candidate, display_labels, pieces_text
-from model.inspection.selection import KIND_NAMES, AttentionMatrix
+from model.inspection.labels import HIGHLIGHT, display_candidate, display_labels, pieces_text
+from model.inspection.selection import AttentionMatrix
 from model.io.files import atomic_output
+from model.kinds import AttentionKind
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
-HIGHLIGHT = "#ff2d55"  # the current step's outline, as in the window
 HEAD_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
                 "#ff9da6", "#bab0ac", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
-AXIS_NAMES = {"encoder": ("query (source)", "key (source)"),
-              "decoder": ("query (target input)", "key (target input)"),
-              "cross": ("query (target)", "key (source)")}
 MARGIN = 4.0  # pt of white around everything
 
 
@@ -132,7 +129,7 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
     size = options.font_size
     width = options.width * POINTS_PER_INCH
     caption = caption or Caption(matrix.title[0].upper() + matrix.title[1:], trace_details(trace, options))
-    query_name, key_name = AXIS_NAMES[matrix.kind]
+    query_name, key_name = matrix.kind.axis_names
     # Columns: what is left of the width after the query labels and the colour bar, shared by the keys.
     rows = columns = None
     for _ in range(3):  # the label font decides the margins, which decide the cells, which decide the font
@@ -188,8 +185,8 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
     axes.set_yticks(np.arange(0, n_queries, rows.every) + 0.5, queries[::rows.every], fontsize=rows.font_size)
     axes.set_xlabel(key_name, fontsize=size, labelpad=3)
     axes.set_ylabel(query_name, fontsize=size, labelpad=3)
-    if options.outline_step and matrix.kind != "encoder" and n_queries:
-        axes.add_patch(Rectangle((0, n_queries - 1), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2,
+    if options.outline_step and matrix.current_row is not None:
+        axes.add_patch(Rectangle((0, matrix.current_row), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2,
                                  clip_on=False))
     _colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
     figure.label_fits = {"queries": rows, "keys": columns}  # for tests and the caller
@@ -215,16 +212,17 @@ def grid_mosaic(weights: np.ndarray) -> tuple[np.ndarray, int, int]:
     return mosaic, step_rows, step_columns
 
 
-def grid_figure(trace, kind: str, options: FigureOptions | None = None, title: str = "") -> Figure:
+def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None = None, title: str = "") -> Figure:
     """Every layer (rows) and head (columns) of one kind on one shared colour scale, one colour bar,
     drawn as one image (crisp cells in every format)."""
     options = options or FigureOptions()
+    kind = AttentionKind.parse(kind)
     weights = np.asarray(trace.matrix(kind), dtype=np.float32)  # [layers, heads, queries, keys]
     n_layers, n_heads, n_queries, n_keys = weights.shape
     size = options.font_size
     width = options.width * POINTS_PER_INCH
-    query_name, key_name = AXIS_NAMES[kind]
-    caption = Caption(title or f"{KIND_NAMES[kind][0].upper()}{KIND_NAMES[kind][1:]}: every layer and head",
+    query_name, key_name = kind.axis_names
+    caption = Caption(title or f"{kind.title[0].upper()}{kind.title[1:]}: every layer and head",
                       trace_details(trace, options, pieces_shown=False) + [f"Each cell: rows {query_name}, columns {key_name}; "
                                                        "one colour scale for all cells."])
     left = MARGIN + widest([f"layer {n_layers}"], size) + 6
@@ -261,12 +259,13 @@ def grid_figure(trace, kind: str, options: FigureOptions | None = None, title: s
 
 
 # --- the lines view ---------------------------------------------------------------------------------
-def lines_figure(trace, kind: str, layer: int, options: FigureOptions | None = None,
+def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOptions | None = None,
                  heads: list[int] | None = None, focused_head: int | None = None,
                  min_weight: float = 0.05) -> Figure:
     """Keys on the left, queries on the right, one line per pair whose opacity is the weight, a colour
     per head (the paper's figures); the focused head drawn on top, the others dimmed."""
     options = options or FigureOptions()
+    kind = AttentionKind.parse(kind)
     weights = np.asarray(trace.matrix(kind)[layer], dtype=np.float32)  # [heads, queries, keys]
     n_heads, n_queries, n_keys = weights.shape
     heads = list(range(n_heads)) if heads is None else heads
@@ -282,7 +281,7 @@ def lines_figure(trace, kind: str, layer: int, options: FigureOptions | None = N
     fit = fit_axis(queries + keys, MAX_CELL, size)  # one line of text per token row: never thinned
     row = fit.font_size * LINE * (1.5 if span <= 30 else 1.0)  # airy for a sentence, compact for a page
     head_text = f"head {focused_head + 1} in front" if focused_head is not None else "all heads"
-    caption = Caption(f"{KIND_NAMES[kind][0].upper()}{KIND_NAMES[kind][1:]}, layer {layer + 1} ({head_text})",
+    caption = Caption(f"{kind.title[0].upper()}{kind.title[1:]}, layer {layer + 1} ({head_text})",
                       trace_details(trace, options) + [f"Opacity = attention weight (lines under {min_weight:g} "
                                                        "left out); one colour per head."])
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
@@ -298,8 +297,8 @@ def lines_figure(trace, kind: str, layer: int, options: FigureOptions | None = N
     axes.set_ylim(span - 0.5, -0.5)
     axes.axis("off")
     key_y, query_y = _spread(n_keys, span), _spread(n_queries, span)
-    axes.set_title(AXIS_NAMES[kind][1], fontsize=size, loc="left", pad=2)
-    axes.set_title(AXIS_NAMES[kind][0], fontsize=size, loc="right", pad=2)
+    axes.set_title(kind.axis_names[1], fontsize=size, loc="left", pad=2)
+    axes.set_title(kind.axis_names[0], fontsize=size, loc="right", pad=2)
     for index, label in enumerate(keys):
         axes.text(-0.01, key_y[index], label, ha="right", va="center", fontsize=fit.font_size)
     for index, label in enumerate(queries):

@@ -29,8 +29,9 @@ from model.figures.attention import (
     trace_details,
 )
 from model.figures.layout import FIGURE_RC, Caption
-from model.inspection.selection import AGGREGATES, KIND_NAMES, AttentionMatrix, SelectionError, normalise_kind, select, write_csv
+from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, write_csv
 from model.io.files import OutputError, atomic_output, check_output
+from model.kinds import AttentionKind
 
 VIEWS = ("focus", "grid", "lines", "candidates")
 DATA_SUFFIXES = (".csv", ".npy")
@@ -40,7 +41,7 @@ SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES
 @dataclass
 class ExportRequest:
     view: str = "focus"  # focus, grid, lines or candidates
-    kind: str = "cross"  # encoder, decoder or cross
+    kind: AttentionKind = AttentionKind.CROSS
     layer: int = 0  # 0-based
     head: int | str = "mean"  # 0-based head, or mean, max, rollout
     step: int | None = None  # the decoding as it stood after this many steps (None: all of it)
@@ -52,7 +53,7 @@ class ExportRequest:
     def validate(self) -> None:
         if self.view not in VIEWS:
             raise SelectionError(f"view must be one of {', '.join(VIEWS)}, not {self.view!r}")
-        self.kind = normalise_kind(self.kind)
+        self.kind = AttentionKind.parse(self.kind)
 
 
 def shown_trace(trace: Trace, step: int | None, word_level: bool) -> Trace:
@@ -155,11 +156,7 @@ def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: 
     return save_figure(draw(shown, request), path, request.dpi)
 
 
-def _heads(n_heads: int, kind: str) -> list[int | str]:
-    return [*range(n_heads), *(a for a in AGGREGATES if not (a == "rollout" and kind == "cross"))]
-
-
-def file_stem(kind: str, layer: int, head: int | str) -> str:
+def file_stem(kind: AttentionKind, layer: int, head: int | str) -> str:
     return f"{kind}_L{layer + 1}_{'H' + str(head + 1) if isinstance(head, int) else head}"
 
 
@@ -180,12 +177,12 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
     index: list[list[str]] = []
     written: list[Path] = []
     pending = []  # PNGs being written
-    for kind in KIND_NAMES:
+    for kind in shown.kinds:
         weights = shown.matrix(kind)  # [layers, heads, queries, keys]
         n_layers, n_heads = weights.shape[:2]
         frames = None
         for layer in range(n_layers):
-            for head in _heads(n_heads, kind):
+            for head in heads_for(kind, n_heads):
                 matrix = select(shown, kind, layer, head)
                 stem = file_stem(kind, layer, head)
                 for suffix in formats:
@@ -210,7 +207,7 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
                 save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
                 written.append(path)
                 index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:],
-                              f"{KIND_NAMES[kind]}: every layer and head"])
+                              f"{kind.title}: every layer and head"])
     for job in pending:
         job.result()  # an error writing any PNG is raised here
     index_path = folder / "index.csv"

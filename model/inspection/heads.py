@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from model.kinds import AttentionKind
+
 PUNCTUATION = set(".,;:!?¡¿'\"()[]-–—…«»")
 ROLE_THRESHOLD = 0.5  # a positional or sink role needs at least this share of the attention
 BROAD_ENTROPY = 0.75  # normalised entropy at or above which a head is called broad (near uniform)
@@ -52,15 +54,17 @@ class HeadStatistics:
         return asdict(self)
 
 
-def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None, kind: str = "self") -> HeadStatistics:
-    """Statistics and role of one head's [queries, keys] matrix. ``kind``: 'self' (encoder),
-    'decoder' (causal self-attention) or 'cross'."""
+def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None,
+                    kind: AttentionKind = AttentionKind.ENCODER) -> HeadStatistics:
+    """Statistics and role of one head's [queries, keys] matrix of a kind of attention."""
     return heads_statistics(np.asarray(matrix)[None], key_tokens, kind)[0]
 
 
-def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None, kind: str = "self") -> list[HeadStatistics]:
+def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None,
+                     kind: AttentionKind = AttentionKind.ENCODER) -> list[HeadStatistics]:
     """Statistics and role of every head of [..., queries, keys] (e.g. [layers, heads, Q, K]), in the
     order of the leading axes flattened: one pass over all heads, which a step in the window needs."""
+    kind = AttentionKind.parse(kind)
     weights = np.asarray(weights, dtype=np.float32)  # float32 halves the work; the sums are taken in float64
     n_queries, n_keys = weights.shape[-2:]
     matrices = weights.reshape(-1, n_queries, n_keys)  # [heads, Q, K]
@@ -70,10 +74,10 @@ def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None, k
     keys = np.arange(n_keys)[None, :]
     logs = np.log(matrices, out=np.zeros_like(matrices), where=matrices > 0)  # [heads, Q, K], 0 log 0 = 0
     entropy_rows = -np.einsum("hqk,hqk->hq", matrices, logs, dtype=np.float64)  # [heads, Q]
-    visible = np.minimum(queries[:, 0] + 1, n_keys) if kind == "decoder" else np.full(n_queries, n_keys)
+    visible = np.minimum(queries[:, 0] + 1, n_keys) if kind.causal else np.full(n_queries, n_keys)
     normaliser = np.log(np.maximum(visible, 2))  # [Q]
     normalised = np.where(visible > 1, entropy_rows / normaliser, 0.0).mean(-1)  # [heads]
-    if kind == "cross":
+    if not kind.is_self_attention:
         offsets = np.abs(keys - queries * (n_keys - 1) / max(n_queries - 1, 1))  # [Q, K] from the diagonal
     else:
         offsets = np.abs(keys - queries)
@@ -88,9 +92,9 @@ def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None, k
 
     zeros = np.zeros(len(matrices))
     columns = dict(entropy=entropy_rows.mean(-1), normalised_entropy=normalised, distance=distance,
-                   self_share=diagonal(0) if kind != "cross" else zeros,
-                   previous_share=diagonal(-1) if kind != "cross" else zeros,
-                   next_share=diagonal(1) if kind == "self" else zeros,
+                   self_share=diagonal(0) if kind.is_self_attention else zeros,
+                   previous_share=diagonal(-1) if kind.is_self_attention else zeros,
+                   next_share=diagonal(1) if kind is AttentionKind.ENCODER else zeros,
                    first_share=matrices[:, :, 0].mean(-1, dtype=np.float64),
                    last_share=matrices[:, :, -1].mean(-1, dtype=np.float64),
                    punctuation_share=punctuation_share, max_weight=matrices.max(-1).mean(-1, dtype=np.float64),
@@ -113,14 +117,14 @@ def peak_spread(matrices: np.ndarray) -> np.ndarray:
     return distinct / max(min(n_queries, n_keys), 1)
 
 
-def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = None) -> tuple[str, float]:
+def head_role(stats: HeadStatistics, kind: AttentionKind, key_tokens: list[str] | None = None) -> tuple[str, float]:
     """A label for what the head mostly does, with the statistic that decided it: the share of attention
     on that key for a sink or positional role, the normalised entropy otherwise (see describe_role)."""
     first_name = "sink: <s>" if key_tokens and key_tokens[0] == "<s>" else "first token"
     last_name = "sink: </s>" if key_tokens and key_tokens[-1] == "</s>" else "last token"
     candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share),
                   (last_name, stats.last_share)]
-    if kind != "cross":
+    if kind.is_self_attention:
         candidates += [("positional: self", stats.self_share), ("positional: previous", stats.previous_share),
                        ("positional: next", stats.next_share)]
     name, share = max(candidates, key=lambda item: item[1])
@@ -129,7 +133,7 @@ def head_role(stats: HeadStatistics, kind: str, key_tokens: list[str] | None = N
     entropy = stats.normalised_entropy
     if entropy >= BROAD_ENTROPY:
         return "broad", entropy
-    if kind == "cross":
+    if kind is AttentionKind.CROSS:
         if entropy >= ALIGNMENT_ENTROPY:
             return "diffuse", entropy
         return ("alignment-like", entropy) if stats.peak_spread >= SPREAD_THRESHOLD else ("focused", stats.peak_spread)
@@ -162,16 +166,15 @@ ROLE_SCORE_HELP = (f"The statistic that decided the role. Sinks and positional r
                    f"Focused (cross): the spread of the rows' peaks over the source, below {SPREAD_THRESHOLD:.2f}.")
 
 
-def all_head_statistics(trace) -> dict[str, list[list[HeadStatistics]]]:
-    """Statistics of every head of every kind of a Trace: {kind: [layer][head]}."""
-    kinds = {"encoder_self": ("self", trace.source_tokens), "decoder_self": ("decoder", trace.decoder_input_tokens),
-             "cross": ("cross", trace.source_tokens)}
+def all_head_statistics(trace) -> dict[AttentionKind, list[list[HeadStatistics]]]:
+    """Statistics of every head of every kind a Trace holds: {kind: [layer][head]}."""
     result = {}
-    for field_name, (kind, key_tokens) in kinds.items():
-        weights = getattr(trace, field_name)  # [layers, heads, Q, K]
+    for kind in trace.kinds:
+        weights = trace.matrix(kind)  # [layers, heads, Q, K]
+        _, key_tokens = trace.axis_labels(kind)
         flat = heads_statistics(weights, key_tokens, kind)
         n_heads = weights.shape[1]
-        result[field_name] = [flat[layer * n_heads:(layer + 1) * n_heads] for layer in range(weights.shape[0])]
+        result[kind] = [flat[layer * n_heads:(layer + 1) * n_heads] for layer in range(weights.shape[0])]
     return result
 
 

@@ -21,6 +21,7 @@ SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[
 WORD_START = "▁"  # SentencePiece
 CONTINUATION_MARK = "·"
 SPACE_MARK = "␣"
+HIGHLIGHT = "#ff2d55"  # the current step: its token, row and outline, in the window and in figures
 
 
 def starts_word(pieces: list[str], index: int) -> bool:

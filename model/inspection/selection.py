@@ -14,16 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from model.decoding.trace import Trace
-from model.errors import UserError
 from model.inspection.heads import max_over_heads, mean_over_heads, rollout
+from model.kinds import AttentionKind, SelectionError, current_row
 
-KIND_NAMES = {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
-              "cross": "cross-attention (encoder-decoder)"}
-AGGREGATES = ("mean", "max", "rollout")
-
-
-class SelectionError(UserError):
-    """A kind, layer, head or step that the trace does not have."""
+AGGREGATES = ("mean", "max", "rollout")  # what a view can show instead of one head
+AGGREGATE_TITLES = {"mean": "mean over heads", "max": "max over heads", "rollout": "rollout"}
 
 
 def write_csv(values: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path,
@@ -34,13 +29,6 @@ def write_csv(values: np.ndarray, row_labels: list[str], column_labels: list[str
         writer.writerow([corner, *column_labels])
         for label, row in zip(row_labels, np.asarray(values)):
             writer.writerow([label, *(repr(float(v)) for v in row)])
-
-
-def normalise_kind(kind: str) -> str:
-    kind = {"encoder_self": "encoder", "decoder_self": "decoder", "enc": "encoder", "dec": "decoder"}.get(kind, kind)
-    if kind not in KIND_NAMES:
-        raise SelectionError(f"kind must be encoder, decoder or cross, not {kind!r}")
-    return kind
 
 
 def parse_head(text: str | int) -> int | str:
@@ -60,22 +48,37 @@ class AttentionMatrix:
     values: np.ndarray  # [queries, keys], float32
     query_labels: list[str]
     key_labels: list[str]
-    kind: str
+    kind: AttentionKind
     layer: int  # 0-based
     head: int | str  # 0-based head, or an aggregate name
     step: int  # decoding steps the trace held
 
     @property
     def title(self) -> str:
-        head = f"head {self.head + 1}" if isinstance(self.head, int) else {
-            "mean": "mean over heads", "max": "max over heads", "rollout": "rollout"}[self.head]
-        return f"{KIND_NAMES[self.kind]}, layer {self.layer + 1}, {head}"
+        return f"{self.kind.title}, layer {self.layer + 1}, {head_title(self.head)}"
+
+    @property
+    def current_row(self) -> int | None:
+        """The row of the step being decoded, outlined in every view; None for encoder self-attention."""
+        return current_row(self.kind, len(self.query_labels))
 
 
-def select(trace: Trace, kind: str, layer: int, head: int | str, step: int | None = None) -> AttentionMatrix:
+def head_title(head: int | str) -> str:
+    """'head 3' (from 1, for people) or the aggregate's name."""
+    return f"head {head + 1}" if isinstance(head, int) else AGGREGATE_TITLES[head]
+
+
+def heads_for(kind: AttentionKind, n_heads: int) -> list[int | str]:
+    """Every choice a view offers for a kind: each head, then the aggregates (no rollout for cross-attention,
+    which does not feed its own input)."""
+    kind = AttentionKind.parse(kind)
+    return [*range(n_heads), *(a for a in AGGREGATES if kind.is_self_attention or a != "rollout")]
+
+
+def select(trace: Trace, kind: AttentionKind | str, layer: int, head: int | str, step: int | None = None) -> AttentionMatrix:
     """The matrix of ``kind`` at ``layer`` (0-based) for ``head`` (0-based, 'mean', 'max' or 'rollout'),
     in the trace as it stood after ``step`` steps (all of them when None)."""
-    kind = normalise_kind(kind)
+    kind = AttentionKind.parse(kind)
     if step is not None:
         if step < 0 or step > trace.n_steps:
             raise SelectionError(f"step must be between 0 and {trace.n_steps}, not {step}")
@@ -93,7 +96,7 @@ def select(trace: Trace, kind: str, layer: int, head: int | str, step: int | Non
     elif head == "max":
         values = max_over_heads(weights)[layer]
     elif head == "rollout":
-        if kind == "cross":
+        if not kind.is_self_attention:
             raise SelectionError("rollout follows self-attention through the layers; choose encoder or decoder")
         values = rollout(weights)[layer] if weights.shape[2] else weights[layer, 0]
     else:
