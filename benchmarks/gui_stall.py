@@ -73,7 +73,7 @@ def main() -> None:
     QTimer.singleShot(int(args.seconds * 1000), app.quit)
     app.exec()
     timer.stop()
-    steps = tab.last_progress["step"] if tab.last_progress else 0
+    steps = tab.last_progress.step if tab.last_progress else 0
     window.close()
     imported = sorted({m.split(".")[0] for m in set(__import__("sys").modules) - modules_before})
     gaps_ms = np.array(gaps) * 1000  # the first gap holds the Start click

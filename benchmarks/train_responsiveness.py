@@ -51,7 +51,7 @@ def main() -> None:
 
     wait(lambda: window.session.bundle is not None)
     wait(lambda: False, 1.0)
-    step = lambda: tab.last_progress["step"] if tab.last_progress else 0  # noqa: E731
+    step = lambda: tab.last_progress.step if tab.last_progress else 0  # noqa: E731
     rows = []
 
     def start() -> float:

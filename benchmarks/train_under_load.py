@@ -81,7 +81,7 @@ TAB_PROBE = textwrap.dedent("""
         if not first:
             first.append(now)
             QTimer.singleShot(int(float(SECONDS) * 1000), app.quit)
-        print(json.dumps([now, progress["step"]]), flush=True)
+        print(json.dumps([now, progress.step]), flush=True)
     timer = QTimer()
     timer.timeout.connect(poll)
     timer.start(50)

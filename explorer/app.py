@@ -20,12 +20,9 @@ def apply_palette_to_plots() -> None:
 
 
 def make_application(argv: list[str] | None = None) -> QApplication:
-    from explorer.none_guard import protect_none
+    from explorer.runtime import apply_window_policies
 
-    protect_none()
-    # Every Python call the window makes (slots, pyqtgraph's paint methods) first takes the GIL from the training
-    # thread; at the default 5 ms hand-over interval a repaint needing dozens of them could stall for 100 ms.
-    sys.setswitchinterval(0.001)
+    apply_window_policies()  # the None guard and the GIL hand-over (explorer/runtime.py)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     QCoreApplication.setOrganizationName("TransformerExplorer")
     QCoreApplication.setApplicationName("Transformer Explorer")

@@ -8,6 +8,7 @@ without a display.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 NO_DISPLAY = ("transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
@@ -35,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     """The entry point: Ctrl-C at any moment (even while PyTorch or Qt is being imported) prints one line
     and exits with 130."""
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        code = _main(sys.argv[1:] if argv is None else argv)
+        if argv is None:  # the program itself: done, so a Ctrl-C during shutdown has nothing left to stop
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return code
     except KeyboardInterrupt:
         print("transformer-explorer: interrupted", file=sys.stderr)
         return 130
@@ -47,10 +51,8 @@ def _main(argv: list[str]) -> int:
     from model.cli.commands import COMMANDS
     from model.cli.commands import main as core_main
 
-    if argv[0] in COMMANDS or argv[0] in ("-h", "--help"):
-        return core_main(argv)
-    if len(argv) > 1 or (argv and argv[0].startswith("-")):
-        return core_main(argv)  # argparse explains what it did not understand
+    if argv[0] in COMMANDS or argv[0] in ("-h", "--help") or len(argv) > 1 or argv[0].startswith("-"):
+        return core_main(argv)  # a command, or argparse explains what it did not understand
     return _window(argv)
 
 

@@ -4,13 +4,13 @@ drag-and-drop of checkpoints, the status bar naming the model and device, and se
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
+from explorer.runtime import freeze_long_lived
 from explorer.workers import start_task
 
 EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB = 0, 1, 2  # positions in the tab bar
@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
         self._restore_settings()
         self._on_model_changed(self.session.bundle)
         self.built = True
-        gc.freeze()  # PyTorch's and Qt's modules live as long as the app: full collections need not scan them
+        freeze_long_lived()  # PyTorch's and Qt's modules live as long as the app (explorer/runtime.py)
 
     # --- tabs -----------------------------------------------------------------------------------
     def _make_positional_tab(self):
@@ -245,11 +245,12 @@ class MainWindow(QMainWindow):
         return bool(path) and self.save_model(path)
 
     def save_model(self, path: str) -> bool:
+        from model.errors import UserError
         from model.io import checkpoint
 
         try:
             saved = checkpoint.save(self.session.bundle, path)
-        except (OSError, ValueError) as error:
+        except UserError as error:
             self.show_error("Could not save the model", f"{path}\n\n{error}")
             return False
         self.session.bundle.path = str(saved)

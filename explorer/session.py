@@ -1,8 +1,10 @@
 """The one session object the views listen to: the active model and the decoding being explored.
 
-Views never reach into the model's modules; they read ``session.bundle`` metadata and the decoding
-``Trace`` that the session emits. Everything that changes what is shown goes through a method
-here, which emits a signal.
+It owns the sentence and the decoding options, and it alone decodes: when the model changes it decodes
+the sentence again through the new one (replacing a sentence the model cannot read by an example it
+can, and saying so). Views read the decoding ``Trace`` it emits (tokens, attention, candidates, the
+beam), never the model; everything that changes what is shown goes through a method here, which
+emits a signal.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from explorer.runtime import for_light_work
 from model.data.corpora import CorpusError, generate_builtin
 from model.data.corpora.files import read_moses, read_tsv
 from model.data.tokenizer import UNK_ID
-from model.decoding.stepper import DecodingError, DecodingOptions, Stepper
+from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
+from model.errors import UserError
 from model.io.checkpoint import ModelBundle
-from model.runtime import set_cpu_threads
 
 WORD_MARK = "▁"  # SentencePiece's word-start piece: a lone one says nothing about the words
 UNREADABLE_SHARE = 0.5  # a sentence more than half of whose pieces are unknown cannot be read by the model
@@ -30,6 +33,7 @@ class Session(QObject):
     model_changed = Signal(object)  # ModelBundle or None
     trace_changed = Signal(object)  # Trace or None
     message = Signal(str)  # something the user should read (truncation, a forced token, an error)
+    text_replaced = Signal(str, str)  # (the sentence decoded instead of the user's, why): the controls show it
 
     def __init__(self):
         super().__init__()
@@ -38,7 +42,6 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.text = ""
         self.options = DecodingOptions()
-        self.hypothesis_rank: int | None = None  # the beam hypothesis shown, when one was clicked
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
         self._trained: ModelBundle | None = None  # the last model trained in this session
 
@@ -48,14 +51,20 @@ class Session(QObject):
         if trained or bundle is not self._trained:
             self._trained = bundle if trained else None  # a model replaced is not kept alive here
         if bundle is not None:
-            set_cpu_threads(1)  # decoding here, in the window's thread, leaves the cores to training
+            for_light_work()  # decoding here, in the window's thread, leaves the cores to training
         self.bundle = bundle
         self.stepper = None
         self.trace = None
         self.trace_changed.emit(None)
         self.model_changed.emit(bundle)
-        if bundle is not None and self.text and self.stepper is None:
-            self.translate(self.text)  # the sentence being explored, through the new model
+        if bundle is not None and self.text.strip():
+            self.translate_readable(self.text)  # the sentence being explored, through the new model
+
+    def set_source(self, text: str, options: DecodingOptions | None = None) -> None:
+        """The sentence (and options) to decode once there is a model, without decoding now."""
+        self.text = text
+        if options is not None:
+            self.options = options
 
     def has_unsaved_training(self) -> bool:
         """Whether the active model was trained in this session and never saved (replacing it loses it)."""
@@ -105,15 +114,10 @@ class Session(QObject):
                          else read_tsv(corpus.name, skip_malformed=True)).pairs[:EXAMPLE_CANDIDATES]
             else:
                 return  # the corpus file has moved, or is too large to read for one example
-        except (CorpusError, OSError, ValueError):
+        except (CorpusError, OSError):  # the file moved or became unreadable: no example from it
             return
         for pair in pairs:
             yield pair.source, f"its corpus ({corpus.describe()})"
-
-    def describe_model(self) -> str:
-        if self.bundle is None:
-            return "No model"
-        return self.bundle.describe()
 
     # --- decoding -------------------------------------------------------------------------------
     def translate(self, text: str, options: DecodingOptions | None = None, run: bool = True) -> bool:
@@ -131,10 +135,9 @@ class Session(QObject):
             return False
         try:
             self.stepper = Stepper(self.bundle, text, self.options)
-        except (DecodingError, ValueError) as error:
+        except UserError as error:
             self.message.emit(str(error))
             return False
-        self.hypothesis_rank = 0 if self.stepper.beam is not None else None
         self.total_steps = 0
         for text_message in self.stepper.messages:
             self.message.emit(text_message[0].upper() + text_message[1:] + ".")
@@ -142,6 +145,25 @@ class Session(QObject):
             self.stepper.run()
         self._publish()
         return True
+
+    def translate_readable(self, text: str) -> None:
+        """Decode ``text``; one mostly unknown to the model's source tokenizer (a corpus of another language
+        or symbols) is replaced by an example the model can read, and ``text_replaced`` says why."""
+        if self.bundle is None or self.can_read(text):
+            self.translate(text)
+            return
+        share, example = self.unknown_share(text), self.example_sentence()
+        quoted = text if len(text) <= 60 else text[:57].rstrip() + "…"
+        unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
+        if example is None:
+            self.translate(text)
+            self.text_replaced.emit(text, f"{unknown}, and no example sentence was found for it: type a sentence "
+                                          "in the language (or symbols) it was trained on.")
+            return
+        sentence, origin = example
+        self.translate(sentence)
+        self.text_replaced.emit(sentence, f"{unknown}: showing “{sentence}”, from {origin}, instead.")
+        self.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
 
     def _publish(self) -> None:
         stepper = self.stepper
@@ -151,6 +173,11 @@ class Session(QObject):
             self.total_steps = len(stepper.steps)
         self.trace = stepper.trace()
         self.trace_changed.emit(self.trace)
+
+    @property
+    def hypothesis_rank(self) -> int | None:
+        """The beam hypothesis being shown (0 = best); None off the beam."""
+        return self.trace.hypothesis_rank if self.trace is not None else None
 
     @property
     def current_step(self) -> int:
@@ -196,11 +223,10 @@ class Session(QObject):
             return
         try:
             self.stepper.force(step_index, token_id)
-        except (DecodingError, ValueError) as error:
+        except UserError as error:
             self.message.emit(str(error))
             return
         self.stepper.run()
-        self.hypothesis_rank = None
         self.total_steps = 0
         token = self.bundle.target_tokenizer.piece(token_id)
         self.message.emit(f"Step {step_index + 1} forced to “{token}”; decoded on from there.")
@@ -212,10 +238,9 @@ class Session(QObject):
             return
         try:
             self.stepper.follow_hypothesis(rank)
-        except DecodingError as error:
+        except UserError as error:
             self.message.emit(str(error))
             return
-        self.hypothesis_rank = rank
         self.total_steps = 0
         self.stepper.run()
         self._publish()

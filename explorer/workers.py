@@ -7,20 +7,17 @@ the worker still uses them. Training checks its cancel flag before every step (T
 
 from __future__ import annotations
 
-import gc
 import threading
 import traceback
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QRunnable, QThread, QThreadPool, Signal, Slot
 
+from explorer.runtime import collector_paused, for_light_work, for_training
+
 # The core (and with it PyTorch) is imported where a worker needs it, so the window can show first.
 if TYPE_CHECKING:
-    from model.data.corpora import CorpusSpec
-    from model.training.pipeline import TokenizerOptions
-    from model.training.trainer import TrainingOptions
+    from model.training.run import TrainingRequest
 
 
 def describe_error(error: BaseException) -> str:
@@ -31,24 +28,6 @@ def describe_error(error: BaseException) -> str:
             return "The GPU ran out of memory: try a smaller batch size or model, or train on the CPU."
         return text.splitlines()[0] if isinstance(error, RuntimeError) else text
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
-@contextmanager
-def collector_paused():
-    """No full garbage-collector passes while a corpus, tokenizers, model and batches are built.
-
-    A full pass holds the GIL, and so freezes the window, for as long as it takes: 100-200 ms once a
-    20,000-pair corpus is in memory. What is built here lives until training ends, so afterwards it
-    is frozen (``gc.freeze``) and later passes skip it. Building creates no reference cycles to collect.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 class _TaskSignals(QObject):
@@ -66,9 +45,7 @@ class Task(QRunnable):
 
     def run(self) -> None:
         try:
-            from model.runtime import set_cpu_threads
-
-            set_cpu_threads(1)  # light work (loading, reading): the cores stay with a training run
+            for_light_work()  # loading, reading: the cores stay with a training run
             result = self.function()
         except Exception as error:  # noqa: BLE001 - every failure becomes a message in the window
             self.signals.failed.emit(describe_error(error))
@@ -91,25 +68,15 @@ def start_task(function, on_done, on_failed, daemon: bool = False) -> Task:
     return task
 
 
-@dataclass
-class TrainingRequest:
-    """Everything the training tab collected: what a ``transformer-explorer train`` command line holds."""
-
-    corpus: CorpusSpec  # model.corpora
-    tokenizer: TokenizerOptions  # model.training.pipeline
-    model_options: dict  # TransformerConfig fields other than the vocabulary sizes
-    training: TrainingOptions  # model.training.trainer
-    device: str = "auto"
-
-
 class TrainingWorker(QObject):
-    """Prepares corpus, tokenizers and model, then trains, reporting through signals."""
+    """The core's one training path (model.training.run.train) on a QThread: its callbacks become signals
+    carrying the core's typed objects."""
 
-    status = Signal(str)  # what it is doing now ("training tokenizers", ...)
-    prepared = Signal(dict)  # sizes of the splits and the model's description
-    progress = Signal(dict)  # a model.training.trainer.Progress as a dict
-    validation = Signal(dict)  # epoch, step, scores and sample translations
-    finished = Signal(object, str)  # the trained ModelBundle (on the CPU) or None, and why it stopped
+    status = Signal(str)  # what it is doing now ("Training the tokenizer…", ...)
+    prepared = Signal(object)  # a model.training.run.Prepared: split sizes, the model's description, the device
+    progress = Signal(object)  # a model.training.trainer.Progress, after every step
+    validation = Signal(object)  # a model.training.trainer.Validation
+    finished = Signal(object)  # a model.training.run.TrainingOutcome (its bundle None when nothing is kept)
     failed = Signal(str)
 
     def __init__(self, request: TrainingRequest):
@@ -126,44 +93,26 @@ class TrainingWorker(QObject):
 
     @Slot()
     def run(self) -> None:
-        from model.device import describe_device, resolve_device
-        from model.runtime import set_cpu_threads
-        from model.training.pipeline import prepare
-        from model.training.trainer import Trainer
+        from model.errors import UserError
+        from model.kinds import StopReason
+        from model.training.run import TrainingCallbacks, train
 
-        request = self.request
+        callbacks = TrainingCallbacks(on_stage=self.status.emit, on_prepared=self.prepared.emit,
+                                      on_progress=self.progress.emit, on_validation=self.validation.emit,
+                                      preparing=collector_paused)
         try:
-            set_cpu_threads()  # every core for this thread's team (the others run torch on one)
-            device = resolve_device(request.device)
-            with collector_paused():
-                bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options,
-                                         request.training.seed, report=self.status.emit)
-                if self.control.cancelled:
-                    self.finished.emit(None, "cancelled")
-                    return
-                self.prepared.emit({"train": len(splits.train), "valid": len(splits.valid), "test": len(splits.test),
-                                    "skipped": splits.skipped_lines, "model": bundle.describe(),
-                                    "device": describe_device(device)})
-                self.status.emit(f"Encoding {len(splits.train):,} training pairs…")
-                trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
-                                  request.training, device, on_progress=lambda p: self.progress.emit(asdict(p)),
-                                  on_validation=self._emit_validation, control=self.control, history=bundle.history)
-            self.status.emit(f"Training on {describe_device(device)}: the first step…")
-            result = trainer.run()
-            bundle.training = request.training.to_dict()
-            bundle.history["stopped"] = result.stopped
-            bundle.model.to("cpu").eval()
-            keep = result.stopped != "cancelled" or self.keep_on_cancel
-            why = f"{result.stopped} ({result.detail})" if result.detail else result.stopped
-            self.finished.emit(bundle if keep and result.usable else None, why)  # never NaN weights
-        except Exception as error:  # noqa: BLE001 - shown in the window; the app keeps running
+            for_training()  # every core for this thread's team (the others run torch on one)
+            outcome = train(self.request, callbacks, self.control)
+        except UserError as error:
+            self.failed.emit(str(error))
+            return
+        except Exception as error:  # noqa: BLE001 - a bug: shown in the window (and printed); the app keeps running
             traceback.print_exc()
             self.failed.emit(describe_error(error))
-
-    def _emit_validation(self, validation) -> None:
-        self.validation.emit({"epoch": validation.epoch, "step": validation.step, "best": validation.best,
-                              **validation.scores.to_dict(),
-                              "samples": [tuple(s) for s in validation.scores.samples]})
+            return
+        if outcome.stopped is StopReason.CANCELLED and not self.keep_on_cancel:
+            outcome.bundle = None
+        self.finished.emit(outcome)
 
 
 class TrainingThread:

@@ -3,6 +3,7 @@
 Ctrl-C at any moment, even while PyTorch is still being imported, ends with one line and exit code 130.
 """
 
+import signal
 import sys
 
 
@@ -10,10 +11,14 @@ def _run() -> int:
     try:
         from model.cli.commands import main
 
-        return main()
+        code = main()
     except KeyboardInterrupt:
         print("transformer-explorer: interrupted", file=sys.stderr)
         return 130
+    # The command has finished and said so: a Ctrl-C while the interpreter shuts down has nothing left to stop
+    # (and would print a traceback from an exit handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
 
 
 sys.exit(_run())

@@ -18,6 +18,7 @@ from model.inspection.heads import (
     mean_over_heads,
     rollout,
 )
+from model.kinds import AttentionKind
 from tests.conftest import tiny_bundle
 
 N = 6
@@ -116,7 +117,7 @@ def test_all_head_statistics_cover_every_kind_layer_and_head(toy_fr_bundle):
     stepper.run()
     table = all_head_statistics(stepper.trace())
     assert {k: (len(v), len(v[0])) for k, v in table.items()} == {
-        "encoder_self": (2, 4), "decoder_self": (2, 4), "cross": (2, 4)}
+        AttentionKind.ENCODER: (2, 4), AttentionKind.DECODER: (2, 4), AttentionKind.CROSS: (2, 4)}
     assert all(s.role for layer in table["cross"] for s in layer)
 
 

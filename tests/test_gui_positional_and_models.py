@@ -156,13 +156,15 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     settle(window)
     assert window.width() == width and "finished" in tab.progress_label.text()
     long_model = "/home/someone/corpora/" + "a-long-folder-name/" * 6 + "pairs.tsv: 6+6 layers x 8 heads, d_model 512"
-    tab._on_prepared({"train": 1234567, "valid": 65432, "test": 65432, "skipped": 12, "model": long_model,
-                      "device": "CPU"})
+    from model.training.run import Prepared
+    from model.training.trainer import Progress
+
+    tab._on_prepared(Prepared(train=1234567, valid=65432, test=65432, skipped_lines=12, model=long_model, device="CPU"))
     settle(window)
     assert window.width() == width and long_model in tab.samples_label.text()
-    tab._on_progress({"epoch": 123, "step": 12345678, "train_loss": 1.2345, "token_accuracy": 0.5,
-                      "learning_rate": 1.5e-4, "tokens_per_second": 12345678.0, "elapsed_seconds": 360000.0,
-                      "eta_seconds": 720000.0, "fraction": 0.3})
+    tab._on_progress(Progress(epoch=123, step=12345678, train_loss=1.2345, token_accuracy=0.5, learning_rate=1.5e-4,
+                              tokens_per_second=12345678.0, elapsed_seconds=360000.0, eta_seconds=720000.0,
+                              fraction=0.3))
     settle(window)
     assert window.width() == width and "12,345,678 tokens/s" in tab.progress_label.text()
     assert tab.progress_label.heightForWidth(300) > tab.progress_label.fontMetrics().height()  # it wraps

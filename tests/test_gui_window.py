@@ -88,22 +88,22 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
     assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
     tab.start_button.click()
     assert tab.is_training() and not tab.start_button.isEnabled() and not tab.form.isEnabled()
-    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress["step"] >= 5, timeout=60000)
+    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress.step >= 5, timeout=60000)
     tab.curves.flush()
     steps, losses = tab.curves.series("train_loss")
     assert len(steps) >= 5 and np.all(np.isfinite(losses)) and losses[0] > 0
     assert "tokens/s" in tab.progress_label.text() and "ETA" in tab.progress_bar.format()
-    assert 0 < tab.last_progress["fraction"] < 1
-    assert tab.progress_bar.value() == int(1000 * tab.last_progress["fraction"])
+    assert 0 < tab.last_progress.fraction < 1
+    assert tab.progress_bar.value() == int(1000 * tab.last_progress.fraction)
 
     tab.pause_button.click()
     assert tab.is_paused() and tab.resume_button.isEnabled()
     qtbot.wait(300)
-    paused_at = tab.last_progress["step"]
+    paused_at = tab.last_progress.step
     qtbot.wait(400)
-    assert tab.last_progress["step"] <= paused_at + 1  # within one step
+    assert tab.last_progress.step <= paused_at + 1  # within one step
     tab.resume_button.click()
-    qtbot.waitUntil(lambda: tab.last_progress["step"] > paused_at + 3, timeout=30000)
+    qtbot.waitUntil(lambda: tab.last_progress.step > paused_at + 3, timeout=30000)
     qtbot.waitUntil(lambda: len(tab.validations) >= 1, timeout=60000)
     tab.curves.flush()
     assert len(tab.curves.series("bleu")[1]) >= 1 and tab.samples.rowCount() > 0
@@ -131,7 +131,7 @@ def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, t
     qtbot.waitUntil(tab.start_button.isEnabled, timeout=10000)
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     tab.start_button.click()
-    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress["step"] >= 2, timeout=60000)
+    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress.step >= 2, timeout=60000)
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
     assert window.session.bundle is trained and "nothing was kept" in tab.progress_label.text()
@@ -182,7 +182,7 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot, tmp_path):
 
     from PySide6.QtGui import QColor
 
-    from explorer.none_guard import protect_none
+    from explorer.runtime import protect_none
 
     window = make_window(qtbot, tmp_path)
     active = protect_none()
@@ -199,7 +199,7 @@ def test_collector_paused_freezes_what_was_built_and_always_turns_collection_bac
 
     import pytest
 
-    from explorer.workers import collector_paused
+    from explorer.runtime import collector_paused
 
     assert gc.isenabled()
     before = gc.get_freeze_count()
@@ -223,7 +223,10 @@ def test_training_curves_draw_a_light_cached_grid(qtbot):
             axis = plot.getAxis(side)
             assert axis.grid and axis.style["maxTickLevel"] == 1
             assert axis.cacheMode() == axis.CacheMode.DeviceCoordinateCache
-    curves.add_progress({"step": 1, "train_loss": 5.0, "token_accuracy": 0.1, "learning_rate": 1e-4})
+    from model.training.trainer import Progress
+
+    curves.add_progress(Progress(step=1, epoch=1, train_loss=5.0, token_accuracy=0.1, learning_rate=1e-4,
+                                 tokens_per_second=0.0, eta_seconds=0.0, fraction=0.0, elapsed_seconds=0.0))
     curves.flush()
     x, y = curves.series("train_loss")
     assert list(x) == [1.0] and list(y) == [5.0]

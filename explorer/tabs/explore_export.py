@@ -65,12 +65,9 @@ class ExploreExports(QObject):
         bundle = tab.session.bundle
         model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
         options, dpi = figure_options(tab.settings, tab.colormap.currentText(), model_name)
-        head = tab.head
-        if head == "rollout" and tab.current_kind() == "cross":
-            head = "mean"  # what the focus view shows for cross-attention
         heads = tab.lines.visible_heads() if view == "lines" and tab.lines.head_boxes else None
-        return ExportRequest(view=view, kind=tab.current_kind(), layer=tab.layer, head=head, step=None,
-                             word_level=tab.word_level.isChecked(), figure=options, dpi=dpi, heads=heads)
+        state = tab.shown_state  # fitted to the trace at the last refresh: what the views show
+        return ExportRequest(**vars(state), view=view, figure=options, dpi=dpi, heads=heads)
 
     def trace(self):
         trace = self.tab.session.trace

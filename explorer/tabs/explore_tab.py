@@ -3,10 +3,13 @@
 It reads only the session's Trace: the model grid (layers x heads), the focus heatmap (a head, the
 mean or max over heads, or rollout), the lines view, the head table, the tokens, the next-token
 candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, PDF, CSV, NPY).
+What the views show (kind, layer, head, level) is one ``ExploreView`` (model/inspection/view.py), fitted
+to the kinds, layers and heads the trace has: a kind the model lacks is not offered.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +36,11 @@ from explorer.widgets.heatmap import COLORMAPS, HeatmapView
 from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.tokens_view import TokensView
-from model.inspection.selection import KIND_NAMES, SelectionError, select
+from model.inspection.selection import AGGREGATES, SelectionError, head_title
+from model.inspection.view import ExploreView
+from model.kinds import AttentionKind
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
-HEAD_CHOICES = ("mean", "max", "rollout")
 
 
 class ExploreTab(QWidget):
@@ -45,7 +49,10 @@ class ExploreTab(QWidget):
         self.session, self.settings = session, settings
         self.shown = None  # the trace as displayed (word level when chosen)
         self.focus_matrix = None  # the AttentionMatrix in the focus view
-        self.layer, self.head = 0, "mean"
+        # What the user chose, and that choice fitted to the trace (what the views and exports show).
+        self.state = ExploreView(kind=AttentionKind.parse(str(settings.value("explore/kind", "cross"))),
+                                 word_level=settings.value("explore/word_level", False) in (True, "true"))
+        self.shown_state = self.state
 
         self.controls = DecodeControls()
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
@@ -53,9 +60,7 @@ class ExploreTab(QWidget):
         self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step "
                                         "(✎ = forced by you)")
         self.kind = QComboBox()
-        for kind, name in KIND_NAMES.items():
-            self.kind.addItem(name, kind)
-        self.kind.setCurrentIndex(max(0, self.kind.findData(settings.value("explore/kind", "cross"))))
+        self._set_kinds(tuple(AttentionKind))
         self.kind.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
         self.layer_box = QSpinBox()
         self.layer_box.setPrefix("layer ")
@@ -66,7 +71,7 @@ class ExploreTab(QWidget):
         self.head_box.setToolTip("A head, the mean or max over heads, or attention rollout through the layers")
         self.word_level = QCheckBox("Words")
         self.word_level.setToolTip("Merge sub-word pieces into words (keys summed, queries averaged)")
-        self.word_level.setChecked(settings.value("explore/word_level", False) in (True, "true"))
+        self.word_level.setChecked(self.state.word_level)
         self.colormap = QComboBox()
         self.colormap.addItems(COLORMAPS)
         self.colormap.setCurrentText(str(settings.value("explore/colormap", "viridis")))
@@ -140,7 +145,45 @@ class ExploreTab(QWidget):
         self.colormap.currentTextChanged.connect(self._on_colormap_changed)
         session.model_changed.connect(self._on_model_changed)
         session.trace_changed.connect(self._on_trace_changed)
+        session.text_replaced.connect(self._on_text_replaced)
+        session.set_source(self.controls.source.text(), self.controls.options())
         self._on_model_changed(session.bundle)
+
+    # --- the view's state -----------------------------------------------------------------------
+    @property
+    def layer(self) -> int:
+        return self.shown_state.layer
+
+    @property
+    def head(self) -> int | str:
+        return self.state.head
+
+    def _set_kinds(self, kinds: tuple[AttentionKind, ...]) -> None:
+        """Offer the kinds the trace has, keeping the chosen one when it is among them."""
+        if [self.kind.itemData(i) for i in range(self.kind.count())] == list(kinds):
+            return
+        self.kind.blockSignals(True)
+        self.kind.clear()
+        for kind in kinds:
+            self.kind.addItem(kind.title, kind)
+        self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))
+        self.kind.blockSignals(False)
+
+    def _set_choices(self, trace) -> None:
+        """The layer and head boxes for the kind shown: its layers, its heads and the aggregates it allows."""
+        n_layers, n_heads = trace.matrix(self.state.kind).shape[:2]
+        choices = [*range(n_heads), *AGGREGATES]  # rollout of cross-attention shows the mean, with a note
+        for box in (self.layer_box, self.head_box):
+            box.blockSignals(True)
+        self.layer_box.setRange(1, n_layers)
+        self.layer_box.setValue(self.shown_state.layer + 1)
+        if [self.head_box.itemData(i) for i in range(self.head_box.count())] != choices:
+            self.head_box.clear()
+            for choice in choices:
+                self.head_box.addItem(head_title(choice), choice)
+        self.head_box.setCurrentIndex(max(0, self.head_box.findData(self.state.head)))
+        for box in (self.layer_box, self.head_box):
+            box.blockSignals(False)
 
     # --- session signals ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
@@ -149,41 +192,13 @@ class ExploreTab(QWidget):
                               "or train one in the Train tab.")
             self.hint.show()
             return
-        config = bundle.config
-        self.layer_box.blockSignals(True)
-        self.layer_box.setRange(1, max(config.n_encoder_layers, config.n_decoder_layers))
-        self.layer_box.blockSignals(False)
-        self.head_box.blockSignals(True)
-        self.head_box.clear()
-        self.head_box.addItems([f"head {h + 1}" for h in range(config.n_heads)] +
-                               ["mean over heads", "max over heads", "rollout"])
-        self.head_box.setCurrentIndex(config.n_heads)
-        self.head_box.blockSignals(False)
-        self.layer, self.head = 0, "mean"
+        self.state = replace(self.state, layer=0, head="mean", hypothesis=None)
         self.hint.hide()
-        if self.session.stepper is None and self.controls.source.text().strip():
-            self._translate_readable(self.controls.source.text())
 
-    def _translate_readable(self, text: str) -> None:
-        """Decode the sentence through a new model; one mostly unknown to its source tokenizer (a corpus
-        of another language or symbols) is replaced by an example the model can read, and the hint says so."""
-        session = self.session
-        if session.can_read(text):
-            session.translate(text, self.controls.options())
-            return
-        share, example = session.unknown_share(text), session.example_sentence()
-        quoted = text if len(text) <= 60 else text[:57].rstrip() + "…"
-        unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
-        if example is None:
-            session.translate(text, self.controls.options())
-            self.hint.setText(f"{unknown}, and no example sentence was found for it: type a sentence in the "
-                              "language (or symbols) it was trained on.")
-        else:
-            sentence, origin = example
-            self.controls.source.setText(sentence)
-            session.translate(sentence, self.controls.options())
-            self.hint.setText(f"{unknown}: showing “{sentence}”, from {origin}, instead.")
-            session.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
+    def _on_text_replaced(self, text: str, why: str) -> None:
+        """The session decoded another sentence than the one typed (the model cannot read it): show both."""
+        self.controls.source.setText(text)
+        self.hint.setText(why)
         self.hint.show()
 
     def _on_translate_requested(self, text: str) -> None:
@@ -196,10 +211,13 @@ class ExploreTab(QWidget):
         self.refresh()
 
     # --- view options ---------------------------------------------------------------------------
-    def current_kind(self) -> str:
-        return self.kind.currentData()
+    def current_kind(self) -> AttentionKind:
+        return self.state.kind
 
     def _on_view_option_changed(self, *_args) -> None:
+        kind = self.kind.currentData()
+        self.state = replace(self.state, kind=kind if kind is not None else self.state.kind,
+                             word_level=self.word_level.isChecked())
         self.refresh()
 
     def _on_colormap_changed(self, name: str) -> None:
@@ -208,21 +226,18 @@ class ExploreTab(QWidget):
         self.settings.setValue("explore/colormap", name)
 
     def _on_layer_changed(self, value: int) -> None:
-        self.layer = value - 1
+        self.state = replace(self.state, layer=value - 1)
         self.refresh()
 
     def _on_head_box_changed(self, index: int) -> None:
-        n_heads = self.session.bundle.config.n_heads if self.session.bundle else 0
-        self.head = index if index < n_heads else HEAD_CHOICES[index - n_heads]
-        self.refresh()
+        choice = self.head_box.itemData(index)
+        if choice is not None:
+            self.state = replace(self.state, head=choice)
+            self.refresh()
 
     def _on_head_chosen(self, layer: int, head: int) -> None:
         """A grid cell or a head-table row: focus that head."""
-        self.layer, self.head = layer, head
-        for box, value in ((self.layer_box, layer + 1), (self.head_box, head)):
-            box.blockSignals(True)
-            (box.setValue if box is self.layer_box else box.setCurrentIndex)(value)
-            box.blockSignals(False)
+        self.state = replace(self.state, layer=layer, head=head)
         self.refresh()
 
     # --- drawing --------------------------------------------------------------------------------
@@ -236,48 +251,47 @@ class ExploreTab(QWidget):
             self.lines.set_weights(np.zeros((0, 0, 0), np.float32), [], [])
             self.candidates.set_candidates(None, [], [], [], None)
             self.head_table.setRowCount(0)
-            self.beam_tree.set_tree(None, None, None)
+            self.beam_tree.set_tree(None, None)
             self.beam_tree.hide()
             return
         self._show_decoding(trace)  # tokens, candidates, beam: they never depend on the focus choice
-        self.shown = trace.word_level() if self.word_level.isChecked() else trace
-        kind = self.current_kind()
-        weights = self.shown.matrix(kind)  # [layers, heads, queries, keys]
-        layer = min(self.layer, weights.shape[0] - 1)
-        head = self.head
-        if head == "rollout" and kind == "cross":
-            head = "mean"
-            self.hint.setText("Rollout follows self-attention through the layers: showing the mean for cross.")
-            self.hint.show()
-        else:
-            self.hint.hide()
-        queries, keys = self.shown.axis_labels(kind)
-        current_row = len(queries) - 1 if kind != "encoder" and queries else None
+        self._set_kinds(trace.kinds)
+        if not trace.kinds:
+            return
+        self.shown_state, note = self.state.fitted(trace)
+        self._set_choices(trace)
+        self.hint.setText(note)  # a note replaces the last hint; a replaced sentence's is set after this refresh
+        self.hint.setVisible(bool(note))
+        self.shown = self.shown_state.shown_trace(trace)
+        state, shown = self.shown_state, self.shown
+        weights = shown.matrix(state.kind)  # [layers, heads, queries, keys]
+        queries, keys = shown.axis_labels(state.kind)
         try:
-            self.focus_matrix = select(self.shown, kind, layer, head)
+            self.focus_matrix = state.matrix(shown)
         except SelectionError as error:
             self.session.message.emit(str(error))
             return
+        current_row = self.focus_matrix.current_row
         self.focus.set_matrix(self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row,
-                              token_level=self.shown.level)
+                              token_level=shown.level)
+        single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
         if shown_view is self.grid:
             self.grid.set_weights(weights)
-            self.grid.select(layer, head if isinstance(head, int) else None)
+            self.grid.select(state.layer, single_head)
         elif shown_view is self.lines:
-            self.lines.set_weights(weights[layer], queries, keys, current_row,
-                                   focused_head=head if isinstance(head, int) else None, token_level=self.shown.level)
+            self.lines.set_weights(weights[state.layer], queries, keys, current_row, focused_head=single_head,
+                                   token_level=shown.level)
         else:
-            self.head_table.set_weights(weights, keys, kind)
-            self.head_table.select_head(layer, head if isinstance(head, int) else None)
+            self.head_table.set_weights(weights, keys, state.kind)
+            self.head_table.select_head(state.layer, single_head)
 
     def _show_decoding(self, trace) -> None:
         """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam."""
         self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
-        bundle, stepper = self.session.bundle, self.session.stepper
-        vocabulary = bundle.config.target_vocab_size if bundle is not None else None
+        vocabulary = trace.target_vocab_size or None
         if n:
             self.candidates.set_candidates(n - 1, trace.candidate_ids[-1], trace.candidate_tokens[-1],
                                            trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]), vocabulary)
@@ -286,10 +300,9 @@ class ExploreTab(QWidget):
                                            trace.next_candidate_probabilities, None, vocabulary)
         else:
             self.candidates.set_candidates(None, [], [], [], None)
-        beam = stepper.beam if stepper is not None else None
+        beam = trace.beam
         appearing = beam is not None and self.beam_tree.isHidden()
-        self.beam_tree.set_tree(beam, bundle.target_tokenizer if bundle is not None else None,
-                                self.session.hypothesis_rank, stepper.options.length_penalty if beam else 0.6)
+        self.beam_tree.set_tree(beam, trace.hypothesis_rank)
         self.beam_tree.setVisible(beam is not None)
         total = sum(self.side.sizes())
         if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
@@ -313,7 +326,7 @@ class ExploreTab(QWidget):
         return self.exports.copy_view(name)
 
     def save_settings(self) -> None:
-        self.settings.setValue("explore/kind", self.current_kind())
+        self.settings.setValue("explore/kind", str(self.current_kind()))
         self.settings.setValue("explore/word_level", self.word_level.isChecked())
         self.settings.setValue("explore/splitter", self.main_splitter.saveState())
         self.settings.setValue("explore/top_splitter", self.top_splitter.saveState())

@@ -30,11 +30,14 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.tabs.form_values import PRESET_FIELDS, get_value, preset_value, set_value
-from explorer.workers import TrainingRequest, start_task
+from explorer.workers import start_task
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, generate_builtin, load_corpus
 from model.device import available_devices
+from model.errors import UserError
+from model.nn.config import check_heads
 from model.training.pipeline import TokenizerOptions
 from model.training.presets import NO_EPOCH_LIMIT, Preset, corpus_figures, file_preset, preset_for
+from model.training.run import TrainingRequest
 from model.training.trainer import TrainingOptions
 
 TSV_CHOICE, MOSES_CHOICE = "TSV file…", "Moses pair…"
@@ -275,7 +278,7 @@ class TrainingForm(QWidget):
         self.corpus_seed.setEnabled(builtin)
         try:
             spec = self.corpus_spec()
-        except ValueError as error:
+        except UserError as error:
             self._show_preview_error(str(error))
             return
         if builtin:  # a handful generated at once: the full corpus is generated when training starts
@@ -326,9 +329,7 @@ class TrainingForm(QWidget):
 
     # --- the request ----------------------------------------------------------------------------
     def _model_and_training(self) -> tuple[dict, TrainingOptions]:
-        if self.d_model.value() % self.heads.value():
-            raise ValueError(f"d_model ({self.d_model.value()}) must be a multiple of the number of heads "
-                             f"({self.heads.value()})")
+        check_heads(self.d_model.value(), self.heads.value())
         model_options = dict(n_encoder_layers=self.encoder_layers.value(), n_decoder_layers=self.decoder_layers.value(),
                              d_model=self.d_model.value(), n_heads=self.heads.value(), d_ff=self.d_ff.value(),
                              dropout=self.dropout.value(), norm_placement=self.norm.currentText(),
@@ -350,7 +351,7 @@ class TrainingForm(QWidget):
             label_smoothing=self.label_smoothing.value(), seed=self.seed.value())
 
     def request(self) -> TrainingRequest:
-        """What to train; ValueError with a readable reason when a choice cannot work."""
+        """What to train; a UserError with a readable reason when a choice cannot work."""
         model_options, training = self._model_and_training()
         tokenizer = TokenizerOptions(vocab_size=self.vocab_size.value(), joint=self.joint_vocab.isChecked())
         return TrainingRequest(self.corpus_spec(), tokenizer, model_options, training, self.device.currentText())

@@ -29,12 +29,16 @@ from PySide6.QtWidgets import (
 from explorer.tabs.training_form import TrainingForm
 from explorer.widgets.training_curves import TrainingCurves
 from explorer.workers import TrainingThread, start_task
-from model.training.trainer import format_duration
+from model.errors import UserError
+from model.kinds import StopReason
+from model.training.evaluation import same_translation
+from model.training.run import Prepared, TrainingOutcome
+from model.training.trainer import Progress, Validation, format_duration
 
 
-def _cores(progress: dict) -> str:
+def _cores(progress: Progress) -> str:
     """" on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
-    threads, cores = progress.get("cpu_threads", 0), os.cpu_count() or 1
+    threads, cores = progress.cpu_threads, os.cpu_count() or 1
     return f" on {threads} of {cores} cores (other programs are busy)" if 0 < threads < cores else ""
 
 
@@ -58,8 +62,8 @@ class TrainingTab(QWidget):
         super().__init__()
         self.session, self.settings = session, settings
         self.training: TrainingThread | None = None
-        self.last_progress: dict | None = None
-        self.validations: list[dict] = []
+        self.last_progress: Progress | None = None
+        self.validations: list[Validation] = []
 
         self.form = TrainingForm(settings)
         self.form.corpus_error.connect(self.failed)
@@ -171,7 +175,7 @@ class TrainingTab(QWidget):
             return None
         try:
             model_options, training = form._model_and_training()
-        except ValueError:
+        except UserError:
             return None
         pieces = max(2, round(figures["mean_words"] * 1.3) + 1)
         pairs = training.batch_size if not training.batch_tokens else max(1, min(training.batch_size,
@@ -184,7 +188,7 @@ class TrainingTab(QWidget):
 
         try:
             training = self.form.training_options()
-        except ValueError as error:
+        except UserError as error:
             self.expected_label.setText(str(error))
             return
         key = self._current_probe_key()
@@ -213,7 +217,7 @@ class TrainingTab(QWidget):
             return
         try:
             request = self.form.request()
-        except ValueError as error:
+        except UserError as error:
             self.failed.emit(str(error))
             return
         self.form.save_settings()
@@ -267,51 +271,53 @@ class TrainingTab(QWidget):
     def _on_status(self, text: str) -> None:
         self.progress_label.setText(text)
 
-    def _on_prepared(self, info: dict) -> None:
-        skipped = f", {info['skipped']} malformed lines skipped" if info["skipped"] else ""
-        self.samples_label.setText(f"{info['train']:,} training / {info['valid']:,} validation / {info['test']:,} "
-                                   f"test pairs{skipped}. Model: {info['model']}.")
+    def _on_prepared(self, info: Prepared) -> None:
+        skipped = f", {info.skipped_lines} malformed lines skipped" if info.skipped_lines else ""
+        self.samples_label.setText(f"{info.train:,} training / {info.valid:,} validation / {info.test:,} "
+                                   f"test pairs{skipped}. Model: {info.model}.")
 
-    def _on_progress(self, progress: dict) -> None:
+    def _on_progress(self, progress: Progress) -> None:
         self.last_progress = progress
         if self.progress_bar.maximum() == 0:
             self.progress_bar.setRange(0, 1000)
         self.curves.add_progress(progress)
-        self.progress_bar.setValue(int(1000 * progress["fraction"]))
-        self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress['eta_seconds'])}")
+        self.progress_bar.setValue(int(1000 * progress.fraction))
+        self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress.eta_seconds)}")
         paused = " — paused" if self.is_paused() else ""
         self.progress_label.setText(
-            f"Epoch {progress['epoch']} · step {progress['step']:,} · loss {progress['train_loss']:.3f} · "
-            f"token accuracy {progress['token_accuracy']:.3f} · lr {progress['learning_rate']:.2e} · "
-            f"{progress['tokens_per_second']:,.0f} tokens/s{_cores(progress)} · "
-            f"{format_duration(progress['elapsed_seconds'])} elapsed, "
-            f"ETA {format_duration(progress['eta_seconds'])}{paused}")
+            f"Epoch {progress.epoch} · step {progress.step:,} · loss {progress.train_loss:.3f} · "
+            f"token accuracy {progress.token_accuracy:.3f} · lr {progress.learning_rate:.2e} · "
+            f"{progress.tokens_per_second:,.0f} tokens/s{_cores(progress)} · "
+            f"{format_duration(progress.elapsed_seconds)} elapsed, "
+            f"ETA {format_duration(progress.eta_seconds)}{paused}")
 
-    def _on_validation(self, validation: dict) -> None:
+    def _on_validation(self, validation: Validation) -> None:
         self.validations.append(validation)
         self.curves.add_validation(validation)
+        scores = validation.scores
         self.samples_label.setText(
-            f"Validation at step {validation['step']:,} (epoch {validation['epoch']}): loss "
-            f"{validation['loss']:.3f}, token accuracy {validation['token_accuracy']:.3f}, exact match "
-            f"{validation['exact_match']:.3f}, BLEU {validation['bleu']:.1f}"
-            + (" — the best so far: these weights are kept" if validation.get("best") else ""))
-        samples = validation["samples"]
+            f"Validation at step {validation.step:,} (epoch {validation.epoch}): loss "
+            f"{scores.loss:.3f}, token accuracy {scores.token_accuracy:.3f}, exact match "
+            f"{scores.exact_match:.3f}, BLEU {scores.bleu:.1f}"
+            + (" — the best so far: these weights are kept" if validation.best else ""))
+        samples = scores.samples
         self.samples.setRowCount(len(samples))
         for row, (source, reference, hypothesis) in enumerate(samples):
-            mark = "✓ " if " ".join(hypothesis.split()) == " ".join(reference.split()) else "✗ "
+            mark = "✓ " if same_translation(hypothesis, reference) else "✗ "
             for column, text in enumerate((source, reference, mark + hypothesis)):
                 self.samples.setItem(row, column, QTableWidgetItem(text))
 
-    def _on_finished(self, bundle, stopped: str) -> None:
+    def _on_finished(self, outcome: TrainingOutcome) -> None:
         self._update_buttons()
         self.progress_bar.setRange(0, 1000)
-        steps = f"{self.last_progress['step']:,} steps" if self.last_progress else "no steps"
+        steps = f"{self.last_progress.step:,} steps" if self.last_progress else "no steps"
+        bundle, cancelled = outcome.bundle, outcome.stopped is StopReason.CANCELLED
         if bundle is None:
-            self.progress_label.setText(f"Training {stopped} after {steps}; nothing was kept.")
+            self.progress_label.setText(f"Training {outcome.why} after {steps}; nothing was kept.")
             return
-        self.progress_bar.setValue(1000 if stopped != "cancelled" else self.progress_bar.value())
+        self.progress_bar.setValue(1000 if not cancelled else self.progress_bar.value())
         self.progress_bar.setFormat("%p%")
-        how = "stopped" if stopped == "cancelled" else stopped
+        how = "stopped" if cancelled else outcome.why
         self.progress_label.setText(f"Training {how} after {steps}. The model is now active in Explore; "
                                     "File ▸ Save model as… (Ctrl+Shift+S) keeps it.")
         self.trained.emit(bundle)

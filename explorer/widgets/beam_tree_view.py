@@ -99,9 +99,10 @@ class BeamTreeView(QWidget):
                 view.headerItem().setToolTip(column, text)
 
     # --- drawing --------------------------------------------------------------------------------------
-    def set_tree(self, tree, tokenizer, shown_rank: int | None, alpha: float = 0.6) -> None:
-        """tree: a model.beam.BeamTree (nodes with token_id, parent, log_probability, score, finished);
-        ``shown_rank`` the hypothesis on screen; ``alpha`` the length penalty it was searched with."""
+    def set_tree(self, tree, shown_rank: int | None) -> None:
+        """tree: a model.decoding.beam.BeamTree (nodes with their pieces, parents, log probabilities and scores,
+        and the length penalty alpha it was searched with); ``shown_rank`` the hypothesis on screen."""
+        alpha = tree.length_penalty if tree is not None else 0.6
         if self._shown is not None and self._shown[0] is tree and self._shown[2] == alpha:
             self._mark_shown(shown_rank)  # same tree: only the highlight moves
             return
@@ -114,8 +115,8 @@ class BeamTreeView(QWidget):
         if tree is None:
             return
         nodes = tree.nodes
-        paths = {index: tree.token_ids(index) for index in range(len(nodes))}
-        labels = {index: display_labels(tokenizer.pieces(ids)) for index, ids in paths.items()}
+        labels = {index: display_labels([tree.pieces[node] for node in tree.node_path(index)])
+                  for index in range(len(nodes))}
         self.ranks = {node: rank for rank, node in enumerate(tree.hypotheses)}
         for rank, end in enumerate(tree.hypotheses):
             index = end

@@ -61,19 +61,22 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self._dirty = True
         self._on_redraw_due()
 
-    def add_progress(self, progress: dict) -> None:
-        self.train["step"].append(progress["step"])
-        self.train["loss"].append(progress["train_loss"])
-        self.train["accuracy"].append(progress["token_accuracy"])
-        self.train["learning_rate"].append(progress["learning_rate"])
+    def add_progress(self, progress) -> None:
+        """A model.training.trainer.Progress."""
+        self.train["step"].append(progress.step)
+        self.train["loss"].append(progress.train_loss)
+        self.train["accuracy"].append(progress.token_accuracy)
+        self.train["learning_rate"].append(progress.learning_rate)
         self._dirty = True
 
-    def add_validation(self, validation: dict) -> None:
-        self.valid["step"].append(validation["step"])
-        self.valid["loss"].append(validation["loss"])
-        self.valid["accuracy"].append(validation["token_accuracy"])
-        self.valid["bleu"].append(validation["bleu"])
-        self.valid["exact_match"].append(100 * validation["exact_match"])
+    def add_validation(self, validation) -> None:
+        """A model.training.trainer.Validation."""
+        scores = validation.scores
+        self.valid["step"].append(validation.step)
+        self.valid["loss"].append(scores.loss)
+        self.valid["accuracy"].append(scores.token_accuracy)
+        self.valid["bleu"].append(scores.bleu)
+        self.valid["exact_match"].append(100 * scores.exact_match)
         self._dirty = True
         self._on_redraw_due()
 

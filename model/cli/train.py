@@ -12,12 +12,14 @@ import signal
 import sys
 
 from model.cli.options import CommandError, corpus_spec, positive
-from model.device import describe_device, resolve_device
+from model.device import resolve_device
 from model.io import checkpoint
 from model.io.files import check_output
+from model.kinds import StopReason
 from model.training.pipeline import TokenizerOptions
 from model.training.presets import Preset, builtin_preset, file_preset
-from model.training.trainer import Trainer, TrainingControl, TrainingOptions, format_duration
+from model.training.run import Prepared, TrainingCallbacks, TrainingRequest, train
+from model.training.trainer import Progress, TrainingControl, TrainingOptions, Validation, format_duration
 
 
 def _check_train_numbers(args) -> None:
@@ -77,10 +79,9 @@ def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, Trainin
 def run_train(args) -> int:
     from model.data.corpora import load_corpus
     from model.nn.config import TransformerConfig
-    from model.training.pipeline import prepare
 
     _check_train_numbers(args)
-    device = resolve_device(args.device)
+    resolve_device(args.device)  # a missing device is refused before anything slow
     spec = corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
     inputs = (None if spec.is_builtin else args.corpus, args.target)
     check_output(args.out, inputs)  # before the corpus and tokenizers: a run must not be lost at its end
@@ -95,15 +96,18 @@ def run_train(args) -> int:
     model_options, tokenizer_options, training = settings_from(args, preset)
     training.validate()
     TransformerConfig(**model_options)  # its ConfigError (heads, even d_model) before anything slow
-    bundle, splits = prepare(spec, tokenizer_options, model_options, seed=args.seed, splits=splits)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    if splits.skipped_lines:
-        say(f"skipped {splits.skipped_lines} malformed lines")
     say(f"preset {preset.name}: {preset.why}; training {describe_length(training)}")
-    say(f"{spec.describe()}: {len(splits.train)} training, {len(splits.valid)} validation, {len(splits.test)} test "
-        f"pairs; {bundle.describe()}; on {describe_device(device)}")
+
+    def on_prepared(prepared: Prepared) -> None:
+        if prepared.skipped_lines:
+            say(f"skipped {prepared.skipped_lines} malformed lines")
+        say(f"{spec.describe()}: {prepared.train} training, {prepared.valid} validation, {prepared.test} test "
+            f"pairs; {prepared.model}; on {prepared.device}")
+
     control = TrainingControl()
-    interrupts, saving = [], []
+    interrupts: list[int] = []
+    saving: list[bool] = []
 
     def on_interrupt(signum, frame):
         interrupts.append(signum)
@@ -119,48 +123,46 @@ def run_train(args) -> int:
 
         bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
 
-    def on_progress(progress):
+    def on_progress(progress: Progress) -> None:
         if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
             bar.n = int(progress.fraction * 1000)
             eta = progress.eta_seconds
             bar.set_description_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
-                                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
-                                f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}")
+                                    f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
+                                    f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}")
 
-    def on_validation(validation):
+    def on_validation(validation: Validation) -> None:
         s = validation.scores
         line = (f"epoch {validation.epoch} step {validation.step}: valid loss {s.loss:.3f}, token accuracy "
                 f"{s.token_accuracy:.3f}, exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}"
                 + (" (best so far)" if validation.best else ""))
         (bar.write if bar is not None else say)(line)
 
+    request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits)
+    callbacks = TrainingCallbacks(on_prepared=on_prepared, on_progress=on_progress, on_validation=on_validation)
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         try:
-            trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, training,
-                              device, on_progress, on_validation, control, bundle.history)
-            result = trainer.run()
+            outcome = train(request, callbacks, control)
         finally:
             if bar is not None:
                 bar.close()
-        if not result.usable:  # nothing learned (or only NaN): an existing file stays as it was
-            why = (f"{result.detail} (try a lower --lr-factor)" if result.detail
-                   else f"{result.stopped} before the first training step")
+        bundle = outcome.bundle
+        if bundle is None:  # nothing learned (or only NaN): an existing file stays as it was
+            why = (f"{outcome.detail} (try a lower --lr-factor)" if outcome.detail
+                   else f"{outcome.stopped} before the first training step")
             print(f"transformer-explorer train: {why}; nothing was written to {args.out}", file=sys.stderr)
-            return 130 if result.stopped == "cancelled" else 1
-        bundle.training = training.to_dict()
-        bundle.history["stopped"] = result.stopped
-        bundle.model.to("cpu")
+            return 130 if outcome.stopped is StopReason.CANCELLED else 1
         saving.append(True)  # from here Ctrl-C is deferred: the finished model is not thrown away
         checkpoint.save(bundle, args.out)
     finally:
         signal.signal(signal.SIGINT, previous)
-    if result.stopped == "diverged":
-        print(f"transformer-explorer train: {result.detail} (try a lower --lr-factor); saved the model of step "
-              f"{result.steps}, the last with a finite loss, to {args.out}", file=sys.stderr)
+    if outcome.stopped is StopReason.DIVERGED:
+        print(f"transformer-explorer train: {outcome.detail} (try a lower --lr-factor); saved the model of step "
+              f"{outcome.steps}, the last with a finite loss, to {args.out}", file=sys.stderr)
         return 1
-    what = "interrupted; saved the model trained so far" if result.stopped == "cancelled" else "saved"
-    if "kept_step" in result.history:
-        what += f" the weights of step {result.history['kept_step']} (the best validation BLEU)"
-    say(f"{result.stopped} after {result.steps} steps; {what} to {args.out}")
+    what = "interrupted; saved the model trained so far" if outcome.stopped is StopReason.CANCELLED else "saved"
+    if "kept_step" in bundle.history:
+        what += f" the weights of step {bundle.history['kept_step']} (the best validation BLEU)"
+    say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}")
     return 0

@@ -26,15 +26,20 @@ class BeamNode:
 class BeamTree:
     nodes: list[BeamNode] = field(default_factory=list)
     hypotheses: list[int] = field(default_factory=list)  # nodes ending a hypothesis, best first
+    pieces: list[str] = field(default_factory=list)  # the token piece of each node (set by whoever has the tokenizer)
+    length_penalty: float = 0.6  # the GNMT alpha the search scored with
+
+    def node_path(self, node_index: int) -> list[int]:
+        """The nodes from the first step to this one."""
+        path = []
+        while node_index >= 0:
+            path.append(node_index)
+            node_index = self.nodes[node_index].parent
+        return path[::-1]
 
     def token_ids(self, node_index: int) -> list[int]:
         """The tokens from the first step to this node (EOS included when it ends one)."""
-        ids = []
-        while node_index >= 0:
-            node = self.nodes[node_index]
-            ids.append(node.token_id)
-            node_index = node.parent
-        return ids[::-1]
+        return [self.nodes[index].token_id for index in self.node_path(node_index)]
 
     def steps(self) -> list[list[int]]:
         """Node indices grouped by step."""
@@ -61,7 +66,7 @@ def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 
     max_target = max_target or default_max_target(source_ids.shape[1], config.max_len)
     memory, memory_mask, _ = model.encode(source_ids)
     cache = model.start_cache(memory, memory_mask)
-    tree = BeamTree()
+    tree = BeamTree(length_penalty=alpha)
     alive_nodes = [-1]
     alive_scores = torch.zeros(1, device=device)  # [beams] summed log probabilities
     current = torch.full((1,), config.bos_id, dtype=torch.long, device=device)

@@ -123,9 +123,11 @@ class Stepper:
         self.generator = torch.Generator().manual_seed(self.options.seed)
         self.beam: BeamTree | None = None
         self.hypothesis: list[int] | None = None  # tokens the steps follow (beam search)
+        self.hypothesis_rank: int | None = None  # which of the beam's hypotheses (0 = best)
         if self.options.strategy == "beam":
             self.beam = beam_search(self.model, self.source, self.options.beam_width, self.options.length_penalty,
                                     self.max_steps + 1)
+            self.beam.pieces = bundle.target_tokenizer.pieces([node.token_id for node in self.beam.nodes])
             self.follow_hypothesis(0)
 
     # --- state ----------------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class Stepper:
         self.jump(step_index)  # back, or forward by the model's own choices
         if len(self.steps) != step_index:
             raise DecodingError(f"decoding ended after {len(self.steps)} steps, before step {step_index + 1}")
-        self.hypothesis = None  # leaving the beam's hypothesis: carry on by the model's own choices
+        self.hypothesis, self.hypothesis_rank = None, None  # off the beam: on by the model's own choices
         step = self.step(force=token_id)
         if step is None:
             raise DecodingError(f"decoding ended before step {step_index + 1}")
@@ -253,6 +255,7 @@ class Stepper:
             raise DecodingError("no such beam hypothesis")
         self.reset()
         self.hypothesis = self.beam.token_ids(self.beam.hypotheses[rank])
+        self.hypothesis_rank = rank
 
     # --- the trace --------------------------------------------------------------------------------
     def upcoming_candidates(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -291,7 +294,8 @@ class Stepper:
                                        dtype=np.float32),
             forced=np.array([s.forced for s in self.steps], dtype=bool),
             next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
-            next_candidate_tokens=next_tokens,
+            next_candidate_tokens=next_tokens, target_vocab_size=self.config.target_vocab_size,
+            beam=self.beam, hypothesis_rank=self.hypothesis_rank,
             source_text=self.text, target_text=self.translation())
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.decoding.beam import BeamTree
 from model.inspection.labels import SPECIAL_PIECES
 from model.kinds import AttentionKind, SelectionError
 
@@ -53,6 +54,9 @@ def group_matrix(matrix: np.ndarray, query_groups: np.ndarray, key_groups: np.nd
     return np.moveaxis(query_sum / counts, 0, -2).astype(matrix.dtype)
 
 
+NOT_ARRAYS = ("beam", "hypothesis_rank")  # fields the trace command writes as beam_* arrays instead
+
+
 @dataclass
 class Trace:
     encoder_self: np.ndarray | None  # [encoder layers, heads, S, S]; None in a decoder-only model
@@ -70,6 +74,9 @@ class Trace:
     next_candidate_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [k] at T = 0 only
     next_candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [k]
     next_candidate_tokens: list[str] = field(default_factory=list)  # [k] raw pieces
+    target_vocab_size: int = 0  # the model's target vocabulary (candidates show what share they cover); 0: unknown
+    beam: BeamTree | None = None  # the whole beam search, when decoding searched one (its pieces filled in)
+    hypothesis_rank: int | None = None  # the beam hypothesis these steps follow (0 = best); None off the beam
     level: str = "piece"  # "piece" or "word"
     source_text: str = ""
     target_text: str = ""
@@ -156,7 +163,7 @@ class Trace:
         arrays = {}
         for item in fields(self):
             value = getattr(self, item.name)
-            if value is None:  # a kind of attention the model does not have: not in the file
+            if value is None or item.name in NOT_ARRAYS:  # a kind the model lacks; the beam (its own arrays)
                 continue
             if item.name == "candidate_tokens":
                 width = max((len(row) for row in value), default=0)
@@ -191,6 +198,8 @@ class Trace:
                     values[item.name] = [[t for t in row if t] for row in array.tolist()]
                 elif item.type in ("list[str]",):
                     values[item.name] = [str(t) for t in array.tolist()]
+                elif item.type == "int":
+                    values[item.name] = int(array)
                 elif item.type == "str":
                     values[item.name] = str(array)
                 else:

@@ -30,6 +30,7 @@ from model.figures.attention import (
 )
 from model.figures.layout import FIGURE_RC, Caption
 from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, write_csv
+from model.inspection.view import ExploreView, shown_trace
 from model.io.files import OutputError, atomic_output, check_output
 from model.kinds import AttentionKind
 
@@ -39,13 +40,10 @@ SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES
 
 
 @dataclass
-class ExportRequest:
+class ExportRequest(ExploreView):
+    """What the Explore view shows (kind, layer, head, step, level), and how to draw or write it."""
+
     view: str = "focus"  # focus, grid, lines or candidates
-    kind: AttentionKind = AttentionKind.CROSS
-    layer: int = 0  # 0-based
-    head: int | str = "mean"  # 0-based head, or mean, max, rollout
-    step: int | None = None  # the decoding as it stood after this many steps (None: all of it)
-    word_level: bool = False
     figure: FigureOptions = field(default_factory=FigureOptions)
     dpi: float = 300  # PNG only
     heads: list[int] | None = None  # lines view: the heads drawn (None: all)
@@ -54,16 +52,6 @@ class ExportRequest:
         if self.view not in VIEWS:
             raise SelectionError(f"view must be one of {', '.join(VIEWS)}, not {self.view!r}")
         self.kind = AttentionKind.parse(self.kind)
-
-
-def shown_trace(trace: Trace, step: int | None, word_level: bool) -> Trace:
-    """The trace as a view shows it: cut to ``step`` steps first, then grouped into words (so rows of
-    later steps never leak into a word)."""
-    if step is not None:
-        if not 0 <= step <= trace.n_steps:
-            raise SelectionError(f"step must be between 0 and {trace.n_steps}, not {step}")
-        trace = trace.at_step(step)
-    return trace.word_level() if word_level else trace
 
 
 def request_trace(trace: Trace, request: ExportRequest) -> Trace:

@@ -18,6 +18,12 @@ class ConfigError(UserError):
     """A configuration that cannot describe a working model."""
 
 
+def check_heads(d_model: int, n_heads: int) -> None:
+    """Each head gets d_model / n_heads dimensions, so the heads must divide d_model."""
+    if d_model % n_heads:
+        raise ConfigError(f"d_model ({d_model}) must be divisible by the number of heads ({n_heads}): a multiple of it")
+
+
 @dataclass
 class TransformerConfig:
     source_vocab_size: int = 1000  # pieces of the source tokenizer (pad/unk/bos/eos included)
@@ -62,8 +68,7 @@ class TransformerConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
                 raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
-        if self.d_model % self.n_heads:
-            raise ConfigError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        check_heads(self.d_model, self.n_heads)
         if self.positional_encoding == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         if not 0.0 <= self.dropout < 1.0:

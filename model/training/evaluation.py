@@ -40,8 +40,9 @@ def _check(stop: Callable[[], bool] | None) -> None:
         raise Interrupted
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
+def same_translation(hypothesis: str, reference: str) -> bool:
+    """Whether a translation matches its reference exactly, whitespace aside (what exact match counts)."""
+    return " ".join(hypothesis.split()) == " ".join(reference.split())
 
 
 def bleu_score(hypotheses: list[str], references: list[str]) -> float:
@@ -97,6 +98,6 @@ def score(model, source_tokenizer, target_tokenizer, pairs: list[Pair], device, 
     hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device,
                                  batch_size, stop)
     references = [p.target for p in decoded]
-    exact = sum(_normalise(h) == _normalise(r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
+    exact = sum(same_translation(h, r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
     samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]
     return Scores(exact, bleu_score(hypotheses, references), accuracy, loss, len(pairs), samples)

@@ -22,6 +22,7 @@ import torch
 
 from model.data.batching import collate, encode_pairs, length_batches
 from model.errors import UserError
+from model.kinds import StopReason
 from model.nn.packing import PackedRows
 from model.nn.transformer import Transformer
 from model.runtime import CoreFollower
@@ -109,7 +110,7 @@ class Validation:
 
 @dataclass
 class TrainingResult:
-    stopped: str  # "finished", "cancelled", "time budget", "max steps", "early stop" or "diverged"
+    stopped: StopReason
     steps: int  # optimizer steps taken (a step whose loss was not finite is not taken, nor counted)
     epochs_completed: int
     history: dict = field(default_factory=dict)
@@ -255,11 +256,11 @@ class Trainer:
         self._paused_in_validation += self.control.wait_while_paused()
         return self.control.cancelled
 
-    def _finish_weights(self, stopped: str) -> None:
+    def _finish_weights(self, stopped: StopReason) -> None:
         """The weights the model ends with: the best validated ones (keep_best), else the averaged ones."""
-        if stopped == "diverged":
+        if stopped == StopReason.DIVERGED:
             return  # the last finite step's weights, as documented
-        if self.options.keep_best and self.best is not None and stopped != "cancelled":
+        if self.options.keep_best and self.best is not None and stopped != StopReason.CANCELLED:
             self.optimizer.flat_parameters.data.copy_(self.best[2])
             self.history["kept_step"] = self.best[1]
         else:
@@ -278,7 +279,7 @@ class Trainer:
         started = time.monotonic()
         paused_for = 0.0
         step, smoothed_loss, smoothed_accuracy, tokens_seen = 0, None, None, 0
-        stopped, epochs_completed, detail, since_best = "finished", 0, "", 0
+        stopped, epochs_completed, detail, since_best = StopReason.FINISHED, 0, "", 0
         no_better = f"no better validation BLEU in the last {options.patience} validations"
 
         def done_fraction(elapsed: float) -> float:
@@ -295,12 +296,12 @@ class Trainer:
                     self._paused_in_validation = 0.0
                     elapsed = time.monotonic() - started - paused_for
                     if self.control.cancelled:
-                        stopped = "cancelled"
+                        stopped = StopReason.CANCELLED
                     elif budget is not None and elapsed >= budget:
-                        stopped = "time budget"
+                        stopped = StopReason.TIME_BUDGET
                     elif options.max_steps and step >= options.max_steps:
-                        stopped = "max steps"
-                    if stopped != "finished":
+                        stopped = StopReason.MAX_STEPS
+                    if stopped != StopReason.FINISHED:
                         break
                     threads = follower.update() if follower is not None else 0
                     step += 1
@@ -315,7 +316,7 @@ class Trainer:
                                                          self.autocast_dtype)
                     if not math.isfinite(loss):  # no step was taken: the weights are those of the last good step
                         step -= 1
-                        stopped, detail = "diverged", f"the training loss became {loss} at step {step + 1}"
+                        stopped, detail = StopReason.DIVERGED, f"the training loss became {loss} at step {step + 1}"
                         break
                     self.average.update(step)
                     tokens_seen += count + int((source != config.pad_id).sum())
@@ -333,25 +334,25 @@ class Trainer:
                     if options.valid_every and step % options.valid_every == 0:
                         since_best = 0 if self.validate(epoch, step).best else since_best + 1
                         if options.patience and since_best >= options.patience:
-                            stopped, detail = "early stop", no_better
+                            stopped, detail = StopReason.EARLY_STOP, no_better
                             break
-                if stopped == "finished":
+                if stopped == StopReason.FINISHED:
                     epochs_completed = epoch
-                if stopped in ("cancelled", "diverged", "early stop"):
+                if stopped in (StopReason.CANCELLED, StopReason.DIVERGED, StopReason.EARLY_STOP):
                     break
-                last = epoch == options.epochs or stopped != "finished"
+                last = epoch == options.epochs or stopped != StopReason.FINISHED
                 validated = bool(self.history["validations"]) and self.history["validations"][-1]["step"] == step
                 if (not options.valid_every or last) and not validated and step > 0:
                     since_best = 0 if self.validate(epoch, step).best else since_best + 1
-                    if options.patience and since_best >= options.patience and stopped == "finished":
-                        stopped, detail = "early stop", no_better
-                if stopped != "finished":
+                    if options.patience and since_best >= options.patience and stopped == StopReason.FINISHED:
+                        stopped, detail = StopReason.EARLY_STOP, no_better
+                if stopped != StopReason.FINISHED:
                     break
         except Interrupted:  # stopped by the user during a validation
-            stopped = "cancelled"
+            stopped = StopReason.CANCELLED
         self._finish_weights(stopped)
         self.model.eval()
-        finite = stopped != "diverged" or weights_are_finite(self.model)  # one pass, only after a divergence
+        finite = stopped != StopReason.DIVERGED or weights_are_finite(self.model)  # one pass, only after a divergence
         return TrainingResult(stopped, step, epochs_completed, self.history, detail, finite)
 
 

@@ -1,0 +1,101 @@
+"""Every process-wide policy of the window, in one place (the core's own, OpenMP's wait and the CPU
+threads of a thread, are in ``model/runtime.py``):
+
+- **GIL hand-over**: every Python call the window makes (slots, pyqtgraph's paint methods) first takes
+  the GIL from the training thread; at Python's default 5 ms interval a repaint needing dozens of them
+  could stall for 100 ms, so the interval is 1 ms (``apply_window_policies``).
+- **Garbage collector**: what lives as long as the app (PyTorch's and Qt's modules, a training run's
+  corpus and model) is frozen, so full collections (which hold the GIL) need not scan it
+  (``freeze_long_lived``, ``collector_paused``).
+- **CPU threads**: work in the window's thread and short tasks run PyTorch on one core, a training
+  thread on the cores other programs leave free (``for_light_work``, ``for_training``).
+- **The None guard**: a PySide6 6.12 reference-count bug on Python before 3.12. There, each call of a
+  Qt method that returns nothing (``setText``, ``QPainterPath.moveTo``, ...) gives up one reference to
+  ``None`` that it never took, and some calls through Python overrides do the same to ``True`` and
+  ``False``. From Python 3.12 these objects are immortal and nothing happens; on 3.11 their counts
+  reach zero after some thousands of calls and the interpreter aborts ("Fatal Python error:
+  none_dealloc" or "bool_dealloc"). The guard measures the leak once and, only where it exists, adds a
+  large reserve to the counts of None, True, False and the cached small integers (objects that are
+  never freed, so the reserve is safe).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import platform
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+GIL_SWITCH_INTERVAL = 0.001  # seconds; Python's default is 0.005
+
+
+def apply_window_policies() -> None:
+    """Before the QApplication: the None guard and the GIL hand-over interval."""
+    protect_none()
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+
+
+def freeze_long_lived() -> None:
+    """Once the window and PyTorch are loaded: full collections need not scan them again."""
+    gc.freeze()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No full garbage-collector passes while a corpus, tokenizers, model and batches are built.
+
+    A full pass holds the GIL, and so freezes the window, for as long as it takes: 100-200 ms once a
+    20,000-pair corpus is in memory. What is built here lives until training ends, so afterwards it
+    is frozen (``gc.freeze``) and later passes skip it. Building creates no reference cycles to collect.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def for_light_work() -> None:
+    """This thread (the window's, or a short task's) runs PyTorch on one core: the rest stay with training."""
+    from model.runtime import set_cpu_threads
+
+    set_cpu_threads(1)
+
+
+def for_training() -> None:
+    """This thread trains: every core for its team (the window and tasks run PyTorch on one)."""
+    from model.runtime import set_cpu_threads
+
+    set_cpu_threads()
+
+
+RESERVE = 1 << 40  # about 10^12 leaked references before it runs out: years of clicking
+LOW_WATER = 1 << 39
+
+
+def leaks_none() -> bool:
+    from PySide6.QtGui import QColor
+
+    colour = QColor(0, 0, 0)
+    before = sys.getrefcount(None)
+    for _ in range(100):
+        colour.setAlphaF(0.5)
+    return sys.getrefcount(None) < before - 50
+
+
+def protect_none() -> bool:
+    """Top up None's reference count where the bug is present; True when the guard is active."""
+    if sys.version_info >= (3, 12) or platform.python_implementation() != "CPython":
+        return False
+    if sys.getrefcount(None) > LOW_WATER:
+        return True
+    if not leaks_none():
+        return False
+    for immortal in (None, True, False, *range(-5, 257)):
+        ctypes.c_ssize_t.from_address(id(immortal)).value += RESERVE  # ob_refcnt is the first field
+    return True

@@ -1,0 +1,104 @@
+"""The one training path: a ``TrainingRequest`` in, a trained ``ModelBundle`` out.
+
+``train(request, callbacks, control)`` resolves the device, prepares the corpus, tokenizers and model
+(``pipeline.prepare``), trains (``Trainer``) and finishes the bundle (its settings and why it stopped in
+the history, the weights on the CPU). The command line (``model/cli/train.py``) and the window's
+training worker (``explorer/workers.py``) are thin adapters: they build the request, listen through
+``TrainingCallbacks`` (typed objects: ``Prepared``, ``Progress``, ``Validation``) and pause or cancel
+through the ``TrainingControl``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+
+from model.data.corpora import CorpusSpec, Splits
+from model.device import describe_device, resolve_device
+from model.io.checkpoint import ModelBundle
+from model.kinds import StopReason
+from model.training.pipeline import TokenizerOptions, prepare
+from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions, TrainingResult, Validation
+
+
+@dataclass
+class TrainingRequest:
+    """Everything a run needs: what ``transformer-explorer train`` and the Train tab collect."""
+
+    corpus: CorpusSpec
+    tokenizer: TokenizerOptions
+    model_options: dict  # TransformerConfig fields other than the vocabulary sizes
+    training: TrainingOptions
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    splits: Splits | None = None  # the corpus already read and split (a file's preset is sized from it)
+
+
+@dataclass
+class Prepared:
+    """What was built before the first step: split sizes, the model's description, the device."""
+
+    train: int
+    valid: int
+    test: int
+    skipped_lines: int  # malformed lines of a user's file that were skipped
+    model: str
+    device: str
+
+
+def _ignore(_value: object) -> None:
+    return None
+
+
+@dataclass
+class TrainingCallbacks:
+    """Who hears what, and when. Every callback runs on the training thread."""
+
+    on_stage: Callable[[str], None] = _ignore  # "Training the tokenizer…": each stage of preparing, as it begins
+    on_prepared: Callable[[Prepared], None] = _ignore
+    on_progress: Callable[[Progress], None] = _ignore  # after every step
+    on_validation: Callable[[Validation], None] = _ignore
+    # Around preparing (building a corpus, tokenizers and a model): the window pauses the garbage collector here.
+    preparing: Callable[[], AbstractContextManager] = field(default=nullcontext)
+
+
+@dataclass
+class TrainingOutcome:
+    stopped: StopReason
+    bundle: ModelBundle | None  # trained (on the CPU, ready to save); None when nothing usable was learned
+    result: TrainingResult | None = None  # None when cancelled before the first step
+    detail: str = ""  # why, when it diverged (the non-finite loss and its step)
+
+    @property
+    def why(self) -> str:
+        return f"{self.stopped} ({self.detail})" if self.detail else str(self.stopped)
+
+    @property
+    def steps(self) -> int:
+        return self.result.steps if self.result is not None else 0
+
+
+def train(request: TrainingRequest, callbacks: TrainingCallbacks | None = None,
+          control: TrainingControl | None = None) -> TrainingOutcome:
+    """Prepare and train; the outcome's bundle holds the trained model unless nothing usable was learned
+    (no step taken, or NaN weights), which is never handed back. Raises a UserError for a bad request."""
+    callbacks = callbacks or TrainingCallbacks()
+    control = control or TrainingControl()
+    request.training.validate()
+    device = resolve_device(request.device)
+    with callbacks.preparing():
+        bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options, request.training.seed,
+                                 splits=request.splits, report=callbacks.on_stage)
+        if control.cancelled:
+            return TrainingOutcome(StopReason.CANCELLED, None)
+        callbacks.on_prepared(Prepared(len(splits.train), len(splits.valid), len(splits.test), splits.skipped_lines,
+                                       bundle.describe(), describe_device(device)))
+        callbacks.on_stage(f"Encoding {len(splits.train):,} training pairs…")
+        trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, request.training,
+                          device, callbacks.on_progress, callbacks.on_validation, control, bundle.history)
+    callbacks.on_stage(f"Training on {describe_device(device)}: the first step…")
+    result = trainer.run()
+    bundle.training = request.training.to_dict()
+    bundle.history["stopped"] = str(result.stopped)
+    bundle.model.to("cpu").eval()
+    return TrainingOutcome(result.stopped, bundle if result.usable else None, result, result.detail)
