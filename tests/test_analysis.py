@@ -5,12 +5,10 @@ import pytest
 
 from model.data.corpora import generate_builtin
 from model.decoding.stepper import DecodingOptions, Stepper
-from model.inspection.alignment import cross_attention_aer
+from model.inspection.alignment import alignment_error_rate, alignment_links, cross_attention_aer
 from model.inspection.heads import (
     ALIGNMENT_ENTROPY,
     BROAD_ENTROPY,
-    alignment_error_rate,
-    alignment_links,
     all_head_statistics,
     describe_role,
     head_statistics,

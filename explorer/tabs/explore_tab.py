@@ -166,12 +166,12 @@ class ExploreTab(QWidget):
         self.kind.clear()
         for kind in kinds:
             self.kind.addItem(kind.title, kind)
-        self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))
+        self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))  # the wish, when it is offered
         self.kind.blockSignals(False)
 
     def _set_choices(self, trace) -> None:
         """The layer and head boxes for the kind shown: its layers, its heads and the aggregates it allows."""
-        n_layers, n_heads = trace.matrix(self.state.kind).shape[:2]
+        n_layers, n_heads = trace.matrix(self.shown_state.kind).shape[:2]
         choices = [*range(n_heads), *AGGREGATES]  # rollout of cross-attention shows the mean, with a note
         for box in (self.layer_box, self.head_box):
             box.blockSignals(True)
@@ -212,11 +212,12 @@ class ExploreTab(QWidget):
 
     # --- view options ---------------------------------------------------------------------------
     def current_kind(self) -> AttentionKind:
-        return self.state.kind
+        """The kind the views show (the one chosen, unless the model lacks it)."""
+        return self.shown_state.kind
 
     def _on_view_option_changed(self, *_args) -> None:
-        kind = self.kind.currentData()
-        self.state = replace(self.state, kind=kind if kind is not None else self.state.kind,
+        kind = self.kind.currentData()  # Qt hands the kind back as its text
+        self.state = replace(self.state, kind=AttentionKind.parse(kind) if kind is not None else self.state.kind,
                              word_level=self.word_level.isChecked())
         self.refresh()
 
@@ -292,7 +293,7 @@ class ExploreTab(QWidget):
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
         vocabulary = trace.target_vocab_size or None
-        if n:
+        if n and len(trace.candidate_ids) == n:  # a trace may hold no candidates (a teacher-forced pass)
             self.candidates.set_candidates(n - 1, trace.candidate_ids[-1], trace.candidate_tokens[-1],
                                            trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]), vocabulary)
         elif len(trace.next_candidate_ids):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QCheckBox, QGraphicsPathItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -32,7 +31,6 @@ def head_colour(head: int) -> str:
 
 
 class LinesView(QWidget):
-    heads_changed = Signal()
 
     def __init__(self):
         super().__init__()
@@ -130,7 +128,6 @@ class LinesView(QWidget):
 
     def _on_head_toggled(self, _checked: bool) -> None:
         self._redraw()
-        self.heads_changed.emit()
 
     def _redraw(self) -> None:
         _, n_queries, n_keys = self.weights.shape  # [heads, queries, keys]

@@ -63,14 +63,15 @@ def request_trace(trace: Trace, request: ExportRequest) -> Trace:
 def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarray, int | None]:
     """(step index, tokens, probabilities, ids, chosen row) of the distribution the view shows: the last
     step's, or at step 0 the first step's (when the trace knows it)."""
+    if trace.n_steps and len(trace.candidate_ids) != trace.n_steps:  # a pass that kept no candidates
+        return trace.n_steps - 1, [], np.zeros(0, np.float32), np.zeros(0, np.int64), None
     if trace.n_steps:
         ids = np.asarray(trace.candidate_ids[-1])
         chosen = np.nonzero(ids == int(trace.chosen_ids[-1]))[0]
         return (trace.n_steps - 1, list(trace.candidate_tokens[-1]), np.asarray(trace.candidate_probabilities[-1]),
                 ids, int(chosen[0]) if chosen.size else None)
-    ids = np.asarray(getattr(trace, "next_candidate_ids", np.zeros(0, np.int64)))
-    return (0, list(getattr(trace, "next_candidate_tokens", [])),
-            np.asarray(getattr(trace, "next_candidate_probabilities", np.zeros(0, np.float32))), ids, None)
+    return (0, list(trace.next_candidate_tokens), np.asarray(trace.next_candidate_probabilities),
+            np.asarray(trace.next_candidate_ids), None)
 
 
 def view_table(trace: Trace, request: ExportRequest) -> tuple[np.ndarray, np.ndarray, list[str], list[str], str]:

@@ -16,7 +16,6 @@ import torch
 from model.data.batching import collate, encode_pairs
 from model.data.corpora import Pair
 from model.decoding.trace import group_matrix, word_groups
-from model.inspection.heads import alignment_links
 from model.io.checkpoint import ModelBundle
 
 READINGS = ("predicting", "input")
@@ -42,19 +41,43 @@ class AlignmentReport:
         return [(int(i // table.shape[1]), int(i % table.shape[1]), float(table.flat[i])) for i in order]
 
 
-class _Counts:
-    def __init__(self, shape):
-        self.hits = np.zeros(shape)
+def alignment_links(matrix: np.ndarray) -> set[tuple[int, int]]:
+    """Word attention [target words, source words] -> {(source, target)}: each target word links to
+    the source word it attends to most."""
+    if matrix.size == 0:
+        return set()
+    return {(int(source), target) for target, source in enumerate(matrix.argmax(axis=-1))}
+
+
+class AlignmentCounts:
+    """Link counts summed over sentences, for the AER (Och & Ney 2003) of any array of readings:
+    AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|), with A the predicted links, S the sure gold links and
+    P the possible ones (P includes S; P = S when a corpus gives no possible links)."""
+
+    def __init__(self, shape: tuple[int, ...] = ()):
+        self.sure_hits = np.zeros(shape)
+        self.possible_hits = np.zeros(shape)
         self.predicted = np.zeros(shape)
         self.gold = np.zeros(shape)
 
-    def add(self, index, links: set, gold: set) -> None:
-        self.hits[index] += len(links & gold)
+    def add(self, index, links: set, gold: set, possible: set | None = None) -> None:
+        possible = gold if possible is None else possible | gold
+        self.sure_hits[index] += len(links & gold)
+        self.possible_hits[index] += len(links & possible)
         self.predicted[index] += len(links)
         self.gold[index] += len(gold)
 
     def aer(self) -> np.ndarray:
-        return 1.0 - 2.0 * self.hits / np.maximum(self.predicted + self.gold, 1)
+        """The AER of each reading; 0 where there was nothing to link and nothing linked."""
+        total = self.predicted + self.gold
+        return np.where(total > 0, 1.0 - (self.sure_hits + self.possible_hits) / np.maximum(total, 1), 0.0)
+
+
+def alignment_error_rate(predicted: set, gold: set, possible: set | None = None) -> float:
+    """AER of one sentence's links (the same computation as a corpus's, over one sentence)."""
+    counts = AlignmentCounts()
+    counts.add((), predicted, gold, possible)
+    return float(counts.aer())
 
 
 @torch.inference_mode()
@@ -63,9 +86,9 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
     model.eval()
     device = next(model.parameters()).device
     layers, heads = config.n_decoder_layers, config.n_heads
-    head_counts = _Counts((2, layers, heads))
-    layer_counts = _Counts((2, layers))
-    average_counts = _Counts((2,))
+    head_counts = AlignmentCounts((2, layers, heads))
+    layer_counts = AlignmentCounts((2, layers))
+    average_counts = AlignmentCounts((2,))
     used = 0
     pairs = [p for p in pairs if p.alignment]
     for start in range(0, len(pairs), batch_size):

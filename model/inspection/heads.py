@@ -1,4 +1,4 @@
-"""What heads do, in NumPy, on any trace: statistics, roles, aggregation, rollout, alignment.
+"""What heads do, in NumPy, on any trace: statistics, roles, aggregation, rollout.
 
 All functions take attention as [..., queries, keys] arrays whose rows sum to 1.
 """
@@ -202,20 +202,3 @@ def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
         total = mixed @ total
         result.append(total)
     return np.array(result, dtype=np.float32) if result else np.zeros((0, n, n), np.float32)
-
-
-# --- alignment ---------------------------------------------------------------------------------------
-def alignment_links(matrix: np.ndarray) -> set[tuple[int, int]]:
-    """Word attention [target words, source words] -> {(source, target)}: each target word links to
-    the source word it attends to most."""
-    if matrix.size == 0:
-        return set()
-    return {(int(source), target) for target, source in enumerate(matrix.argmax(axis=-1))}
-
-
-def alignment_error_rate(predicted: set, gold: set, possible: set | None = None) -> float:
-    """AER (Och & Ney 2003) = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|); P defaults to S."""
-    possible = gold if possible is None else possible | gold
-    if not predicted and not gold:
-        return 0.0
-    return 1.0 - (len(predicted & gold) + len(predicted & possible)) / (len(predicted) + len(gold))

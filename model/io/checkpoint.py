@@ -29,6 +29,7 @@ from safetensors.torch import save as save_tensors
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
+from model.family import FAMILIES
 from model.io.files import OutputError, atomic_output, check_output
 from model.nn.config import ConfigError, TransformerConfig
 from model.nn.transformer import Transformer
@@ -51,7 +52,7 @@ class CheckpointError(UserError):
 class ModelBundle:
     """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
 
-    model: Transformer
+    model: Transformer  # the family's network (model/family.py): the Transformer is the only one yet
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
     corpus: CorpusSpec | None = None
@@ -73,6 +74,7 @@ def _metadata(bundle: ModelBundle) -> dict[str, str]:
         bundle.source_tokenizer.model_proto == bundle.target_tokenizer.model_proto)
     return {
         "format": FORMAT,
+        "family": bundle.model.family,
         "config": json.dumps(bundle.config.to_dict()),
         "corpus": json.dumps(bundle.corpus.to_dict() if bundle.corpus else None),
         "history": json.dumps(bundle.history),
@@ -143,6 +145,10 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
         raise CheckpointError(f"{name}: a safetensors file, but not a Transformer Explorer model")
     if not all(isinstance(value, str) for value in metadata.values()):
         raise CheckpointError(f"{name}: damaged model file (its metadata must be text)")
+    family = metadata.get("family", "transformer")  # files written before families were named
+    if family not in FAMILIES:
+        raise CheckpointError(f"{name}: a model of the family {family!r}, which this version cannot open "
+                              f"(it opens: {', '.join(FAMILIES)})")
     entries = _entries(header, name)
     data_size = max((entry["data_offsets"][1] for entry in entries.values()), default=0)
     expected = 8 + header_size + data_size

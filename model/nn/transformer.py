@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model.kinds import AttentionKind
 from model.nn.config import TransformerConfig
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
@@ -249,7 +251,11 @@ class DecoderCache:
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer; see TransformerConfig for every choice it makes."""
+    """Encoder-decoder Transformer; see TransformerConfig for every choice it makes. The first model family
+    (model/family.py): it has all three kinds of attention."""
+
+    family: ClassVar[str] = "transformer"
+    kinds: ClassVar[tuple[AttentionKind, ...]] = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -298,10 +304,6 @@ class Transformer(nn.Module):
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-    def positional_encodings(self) -> torch.Tensor:
-        """The table added to embeddings: [max_len, d_model]."""
-        return self.positional_table.detach()
 
     def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
         length = ids.shape[1]

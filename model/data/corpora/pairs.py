@@ -11,6 +11,3 @@ class Pair:
     target: str
     alignment: tuple[tuple[int, int], ...] = ()  # (source word, target word), words split on whitespace
 
-    def alignment_text(self) -> str:
-        """Pharaoh format, 'i-j i-j ...', as word-alignment tools write it."""
-        return " ".join(f"{i}-{j}" for i, j in self.alignment)
