@@ -38,7 +38,7 @@ class AttentionKind(str, Enum):
         return {"encoder": "encoder_self", "decoder": "decoder_self", "cross": "cross"}[self.value]
 
     @property
-    def title(self) -> str:
+    def label(self) -> str:
         """What a person calls it, in menus, figure titles and captions."""
         return {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
                 "cross": "cross-attention (encoder-decoder)"}[self.value]

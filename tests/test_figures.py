@@ -1,4 +1,4 @@
-"""Publication figures (model/figures.py, model/exporting.py), checked with independent renderers:
+"""Publication figures (model/figures/attention.py, model/figures/export.py), checked with independent renderers:
 SVG through librsvg (rsvg-convert), PDF through poppler (pdftoppm, pdftotext), each compared with
 the PNG that matplotlib draws of the same figure; every token labelled as text, labels that never
 overlap, no raw word markers, and files that are written whole or not at all."""

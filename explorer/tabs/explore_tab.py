@@ -165,7 +165,7 @@ class ExploreTab(QWidget):
         self.kind.blockSignals(True)
         self.kind.clear()
         for kind in kinds:
-            self.kind.addItem(kind.title, kind)
+            self.kind.addItem(kind.label, kind)
         self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))  # the wish, when it is offered
         self.kind.blockSignals(False)
 
@@ -315,7 +315,7 @@ class ExploreTab(QWidget):
         self.session.show_hypothesis(rank)
         self.session.go_to_step(n_steps)
 
-    # --- export (explorer/export.py) ---------------------------------------------------------------
+    # --- export (explorer/tabs/explore_export.py) ---------------------------------------------------------------
     def export_view(self, name: str, path: str | Path) -> Path:
         """The view ``name`` (focus, grid, lines, candidates) as a figure or data, by the suffix."""
         return self.exports.export_view(name, path)

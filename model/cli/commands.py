@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
 from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
@@ -177,7 +178,7 @@ def run_evaluate(args) -> int:
             raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
     scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs,
                    next(bundle.model.parameters()).device)
-    result = {"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
+    result: dict[str, Any] = {"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
               "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}
     aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
     if aligned:

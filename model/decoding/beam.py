@@ -79,7 +79,10 @@ def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 
         totals = (alive_scores[:, None] + log_probs).view(-1)  # [beams * V]
         top_scores, top_index = totals.topk(min(2 * beam_width, totals.numel()))
         vocab = log_probs.shape[1]
-        keep_rows, keep_tokens, keep_scores, keep_nodes = [], [], [], []
+        keep_rows: list[int] = []
+        keep_tokens: list[int] = []
+        keep_scores: list[float] = []
+        keep_nodes: list[int] = []
         for total, index in zip(top_scores.tolist(), top_index.tolist()):
             if total == float("-inf"):
                 break

@@ -262,7 +262,7 @@ class Stepper:
         """Before the first step: (ids [k], probabilities [k], pieces) of the distribution the first token will be
         chosen from; empty once a step was made or when decoding has finished. Made by one step and a
         step back, which restore the decoder cache, the sampler's RNG and the beam hypothesis followed."""
-        empty = np.zeros(0, np.int64), np.zeros(0, np.float32), []
+        empty: tuple[np.ndarray, np.ndarray, list[str]] = np.zeros(0, np.int64), np.zeros(0, np.float32), []
         if self.steps or self.finished:
             return empty
         step = self.step()

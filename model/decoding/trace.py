@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def group_matrix(matrix: np.ndarray, query_groups: np.ndarray, key_groups: np.nd
     mean over its query pieces (so rows still sum to 1)."""
     n_query_words, n_key_words = int(query_groups.max()) + 1, int(key_groups.max()) + 1
     key_sum = np.zeros(matrix.shape[:-1] + (n_key_words,), dtype=np.float64)
-    np.add.at(key_sum, (..., key_groups), matrix)
+    np.add.at(key_sum, (..., key_groups), matrix)  # type: ignore[arg-type]  # numpy's stubs omit Ellipsis
     moved = np.moveaxis(key_sum, -2, 0)  # [Q, ..., Kw]
     query_sum = np.zeros((n_query_words,) + moved.shape[1:], dtype=np.float64)
     np.add.at(query_sum, query_groups, moved)
@@ -107,7 +108,7 @@ class Trace:
         kind = AttentionKind.parse(kind)
         weights = getattr(self, kind.field)
         if weights is None:
-            raise SelectionError(f"this model has no {kind.title}")
+            raise SelectionError(f"this model has no {kind.label}")
         return weights
 
     def axis_labels(self, kind: AttentionKind | str) -> tuple[list[str], list[str]]:
@@ -122,22 +123,22 @@ class Trace:
     def at_step(self, step: int) -> Trace:
         """The trace as it stood after ``step`` steps (rows of later steps dropped)."""
         step = max(0, min(step, self.n_steps))
-        if step == self.n_steps:
-            upcoming = dict(next_candidate_ids=self.next_candidate_ids, next_candidate_probabilities=
-                            self.next_candidate_probabilities, next_candidate_tokens=self.next_candidate_tokens)
-        elif step == 0 and len(self.candidate_tokens):  # step 1's candidates are the next ones, as Stepper gives them
-            upcoming = dict(next_candidate_ids=self.candidate_ids[0], next_candidate_probabilities=
-                            self.candidate_probabilities[0], next_candidate_tokens=list(self.candidate_tokens[0]))
-        else:
-            upcoming = dict(next_candidate_ids=np.zeros(0, np.int64), next_candidate_probabilities=
-                            np.zeros(0, np.float32), next_candidate_tokens=[])
+        next_ids, next_probabilities, next_tokens = self.next_candidate_ids, self.next_candidate_probabilities, \
+            self.next_candidate_tokens
+        if step == 0 and step < self.n_steps and len(self.candidate_tokens):  # step 1's candidates come next
+            next_ids, next_probabilities = self.candidate_ids[0], self.candidate_probabilities[0]
+            next_tokens = list(self.candidate_tokens[0])
+        elif step < self.n_steps:
+            next_ids, next_probabilities, next_tokens = np.zeros(0, np.int64), np.zeros(0, np.float32), []
         decoder_self = None if self.decoder_self is None else self.decoder_self[:, :, :step, :step]
         cross = None if self.cross is None else self.cross[:, :, :step]
         return replace(self, decoder_self=decoder_self, cross=cross,
                        target_tokens=self.target_tokens[:step], decoder_input_tokens=self.decoder_input_tokens[:step],
                        candidate_ids=self.candidate_ids[:step], candidate_probabilities=self.candidate_probabilities[:step],
                        candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
-                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step], **upcoming)
+                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step],
+                       next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
+                       next_candidate_tokens=next_tokens)
 
     def word_level(self) -> Trace:
         """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
@@ -182,12 +183,12 @@ class Trace:
         from model.io.files import atomic_output
 
         with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-            np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))
+            np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))  # type: ignore[arg-type]
 
     @classmethod
     def load_npz(cls, path: str | Path) -> Trace:
         with np.load(path, allow_pickle=False) as data:
-            values = {}
+            values: dict[str, Any] = {}
             for item in fields(cls):
                 if item.name not in data.files:  # a kind the model lacks, or a field newer than the file
                     if item.name in ("encoder_self", "decoder_self", "cross"):

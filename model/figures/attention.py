@@ -222,7 +222,7 @@ def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None 
     size = options.font_size
     width = options.width * POINTS_PER_INCH
     query_name, key_name = kind.axis_names
-    caption = Caption(title or f"{kind.title[0].upper()}{kind.title[1:]}: every layer and head",
+    caption = Caption(title or f"{kind.label[0].upper()}{kind.label[1:]}: every layer and head",
                       trace_details(trace, options, pieces_shown=False) + [f"Each cell: rows {query_name}, columns {key_name}; "
                                                        "one colour scale for all cells."])
     left = MARGIN + widest([f"layer {n_layers}"], size) + 6
@@ -281,7 +281,7 @@ def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOp
     fit = fit_axis(queries + keys, MAX_CELL, size)  # one line of text per token row: never thinned
     row = fit.font_size * LINE * (1.5 if span <= 30 else 1.0)  # airy for a sentence, compact for a page
     head_text = f"head {focused_head + 1} in front" if focused_head is not None else "all heads"
-    caption = Caption(f"{kind.title[0].upper()}{kind.title[1:]}, layer {layer + 1} ({head_text})",
+    caption = Caption(f"{kind.label[0].upper()}{kind.label[1:]}, layer {layer + 1} ({head_text})",
                       trace_details(trace, options) + [f"Opacity = attention weight (lines under {min_weight:g} "
                                                        "left out); one colour per head."])
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)

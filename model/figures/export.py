@@ -196,7 +196,7 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
                 save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
                 written.append(path)
                 index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:],
-                              f"{kind.title}: every layer and head"])
+                              f"{kind.label}: every layer and head"])
     for job in pending:
         job.result()  # an error writing any PNG is raised here
     index_path = folder / "index.csv"

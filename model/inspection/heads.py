@@ -54,6 +54,10 @@ class HeadStatistics:
         return asdict(self)
 
 
+STATISTIC_NAMES = ("entropy", "normalised_entropy", "distance", "self_share", "previous_share", "next_share",
+                   "first_share", "last_share", "punctuation_share", "max_weight", "peak_spread")
+
+
 def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None,
                     kind: AttentionKind = AttentionKind.ENCODER) -> HeadStatistics:
     """Statistics and role of one head's [queries, keys] matrix of a kind of attention."""
@@ -69,7 +73,8 @@ def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None,
     n_queries, n_keys = weights.shape[-2:]
     matrices = weights.reshape(-1, n_queries, n_keys)  # [heads, Q, K]
     if n_queries == 0 or n_keys == 0:
-        return [HeadStatistics(*([0.0] * 11), role="empty", role_score=0.0) for _ in range(len(matrices))]
+        empty = dict.fromkeys(STATISTIC_NAMES, 0.0)
+        return [HeadStatistics(**empty, role="empty", role_score=0.0) for _ in range(len(matrices))]
     queries = np.arange(n_queries)[:, None]
     keys = np.arange(n_keys)[None, :]
     logs = np.log(matrices, out=np.zeros_like(matrices), where=matrices > 0)  # [heads, Q, K], 0 log 0 = 0
@@ -101,7 +106,7 @@ def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None,
                    peak_spread=peak_spread(matrices))
     result = []
     for index in range(len(matrices)):
-        stats = HeadStatistics(**{name: float(values[index]) for name, values in columns.items()})
+        stats = HeadStatistics(**{name: float(values[index]) for name, values in columns.items()})  # type: ignore[arg-type]
         stats.role, stats.role_score = head_role(stats, kind, key_tokens)
         result.append(stats)
     return result

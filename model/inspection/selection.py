@@ -55,7 +55,7 @@ class AttentionMatrix:
 
     @property
     def title(self) -> str:
-        return f"{self.kind.title}, layer {self.layer + 1}, {head_title(self.head)}"
+        return f"{self.kind.label}, layer {self.layer + 1}, {head_title(self.head)}"
 
     @property
     def current_row(self) -> int | None:

@@ -42,7 +42,7 @@ class ExploreView:
         kind = AttentionKind.parse(self.kind)
         note = ""
         if kind not in kinds:
-            note = f"this model has no {kind.title}: showing its {kinds[0].title}"
+            note = f"this model has no {kind.label}: showing its {kinds[0].label}"
             kind = kinds[0]
         n_layers, n_heads = trace.matrix(kind).shape[:2]
         layer = min(max(self.layer, 0), n_layers - 1)
