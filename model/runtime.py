@@ -28,22 +28,22 @@ import functools
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
 SPIN_COUNT = "1000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000)
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
-def apply_process_policies(environ: dict | None = None) -> bool:
+def apply_process_policies(environ: MutableMapping[str, str] | None = None) -> bool:
     """Set the OpenMP wait policy for this process unless the user chose one; True when it takes effect.
 
     It takes effect only before torch (and with it libgomp) is loaded; afterwards it is too late and
     this returns False. Child processes (the benchmarks' probes, the tests) inherit it."""
-    environ = os.environ if environ is None else environ
-    if any(name in environ for name in OPENMP_WAIT_VARIABLES):
+    variables: MutableMapping[str, str] = os.environ if environ is None else environ
+    if any(name in variables for name in OPENMP_WAIT_VARIABLES):
         return False  # the user's own choice stands
-    environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    variables["GOMP_SPINCOUNT"] = SPIN_COUNT
     return "torch" not in sys.modules
 
 

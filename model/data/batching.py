@@ -46,7 +46,8 @@ def length_batches(examples, batch_size: int, rng: random.Random, batch_tokens: 
         if batch_tokens is None:
             batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
             continue
-        batch, longest = [], 0
+        batch: list[int] = []
+        longest = 0
         for index in chunk:
             length = max(len(examples[index][0]), len(examples[index][1]))
             if batch and (max(longest, length) * (len(batch) + 1) > batch_tokens or len(batch) >= batch_size):

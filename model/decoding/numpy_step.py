@@ -10,11 +10,13 @@ equal the torch inspection pass over the same sequence.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from model.nn.transformer import DecoderCache, Transformer
+from model.nn.transformer import DecoderCache, DecoderLayer, Transformer
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
@@ -29,6 +31,31 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
 def _softmax(scores: np.ndarray) -> np.ndarray:
     exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+Norm = tuple[np.ndarray, np.ndarray, float]  # LayerNorm's (weight [d_model], bias [d_model], eps)
+
+
+@dataclass
+class NumpyLayer:
+    """One decoder layer's weights as arrays, the memory's keys and values, and its past keys and values."""
+
+    qkv: np.ndarray  # [3 * d_model, d_model] self-attention's query, key and value projections
+    self_out: np.ndarray  # [d_model, d_model]
+    q: np.ndarray  # [d_model, d_model] cross-attention's query projection
+    cross_out: np.ndarray  # [d_model, d_model]
+    expand: tuple[np.ndarray, np.ndarray]  # [d_ff, d_model], [d_ff]
+    contract: tuple[np.ndarray, np.ndarray]  # [d_model, d_ff], [d_model]
+    norms: list[Norm]  # after (or before, pre-norm) self-attention, cross-attention, feed-forward
+    memory_keys: np.ndarray  # [H, S, d_k]
+    memory_values: np.ndarray  # [H, S, d_k]
+    keys: np.ndarray  # [H, max_len, d_k] past keys (the first `length` positions are valid)
+    values: np.ndarray  # [H, max_len, d_k]
+
+
+def _norm(module: torch.nn.Module) -> Norm:
+    assert isinstance(module, torch.nn.LayerNorm)
+    return _array(module.weight), _array(module.bias), module.eps
 
 
 class NumpyDecoder:
@@ -46,64 +73,64 @@ class NumpyDecoder:
         output = model.output_projection
         self.output_weight = self.embedding if output is None else _array(output.weight)
         self.output_bias = None if output is None else _array(output.bias)
-        final = model.decoder_norm
-        self.final_norm = (_array(final.weight), _array(final.bias), final.eps) if self.pre_norm else None
+        self.final_norm = _norm(model.decoder_norm) if self.pre_norm else None
         memory_mask = cache.memory_mask
         self.memory_blocked = None if memory_mask is None else ~_array(memory_mask[0, 0, 0].float()).astype(bool)
-        self.layers = []
+        self.layers: list[NumpyLayer] = []
         for layer, (memory_keys, memory_values) in zip(model.decoder_layers, cache.memory_keys_values):
-            self.layers.append({
-                "qkv": _array(layer.self_attention.qkv_projection.weight),
-                "self_out": _array(layer.self_attention.out_projection.weight),
-                "q": _array(layer.cross_attention.q_projection.weight),
-                "cross_out": _array(layer.cross_attention.out_projection.weight),
-                "expand": (_array(layer.feed_forward.expand.weight), _array(layer.feed_forward.expand.bias)),
-                "contract": (_array(layer.feed_forward.contract.weight), _array(layer.feed_forward.contract.bias)),
-                "norms": [(_array(n.weight), _array(n.bias), n.eps) for n in layer.norms],
-                "memory_keys": _array(memory_keys[0]),  # [H, S, d_k]
-                "memory_values": _array(memory_values[0]),
-                "keys": np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
-                "values": np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
-            })
+            assert isinstance(layer, DecoderLayer)
+            feed_forward = layer.feed_forward
+            self.layers.append(NumpyLayer(
+                qkv=_array(layer.self_attention.qkv_projection.weight),
+                self_out=_array(layer.self_attention.out_projection.weight),
+                q=_array(layer.cross_attention.q_projection.weight),
+                cross_out=_array(layer.cross_attention.out_projection.weight),
+                expand=(_array(feed_forward.expand.weight), _array(feed_forward.expand.bias)),
+                contract=(_array(feed_forward.contract.weight), _array(feed_forward.contract.bias)),
+                norms=[_norm(norm) for norm in layer.norms],
+                memory_keys=_array(memory_keys[0]), memory_values=_array(memory_values[0]),
+                keys=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
+                values=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32)))
         self.length = 0
 
-    def _residual(self, x: np.ndarray, norm, sublayer):
+    def _residual(self, x: np.ndarray, norm: Norm, sublayer) -> tuple[np.ndarray, Any]:
         if self.pre_norm:
             output, extra = sublayer(_layer_norm(x, *norm))
             return x + output, extra
         output, extra = sublayer(x)
         return _layer_norm(x + output, *norm), extra
 
-    def step(self, token_id: int):
+    def step(self, token_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.length >= self.max_len:
             raise ValueError(f"sequence of {self.length + 1} pieces exceeds max_len {self.max_len}")
         t = self.length
         x = self.embedding[token_id] * self.embedding_scale + self.positions[t]  # [d_model]
-        self_rows, cross_rows = [], []
+        self_rows: list[np.ndarray] = []
+        cross_rows: list[np.ndarray] = []
         for layer in self.layers:
             def self_attention(h, layer=layer):
-                q, k, v = (layer["qkv"] @ h).reshape(3, self.n_heads, self.d_k)  # 3 x [H, d_k]
-                layer["keys"][:, t], layer["values"][:, t] = k, v
-                weights = _softmax(np.einsum("hd,htd->ht", q, layer["keys"][:, :t + 1]) * self.scale)  # [H, t+1]
-                context = np.einsum("ht,htd->hd", weights, layer["values"][:, :t + 1]).reshape(-1)  # [d_model]
-                return layer["self_out"] @ context, weights
+                q, k, v = (layer.qkv @ h).reshape(3, self.n_heads, self.d_k)  # 3 x [H, d_k]
+                layer.keys[:, t], layer.values[:, t] = k, v
+                weights = _softmax(np.einsum("hd,htd->ht", q, layer.keys[:, :t + 1]) * self.scale)  # [H, t+1]
+                context = np.einsum("ht,htd->hd", weights, layer.values[:, :t + 1]).reshape(-1)  # [d_model]
+                return layer.self_out @ context, weights
 
             def cross_attention(h, layer=layer):
-                q = (layer["q"] @ h).reshape(self.n_heads, self.d_k)  # [H, d_k]
-                scores = np.einsum("hd,hsd->hs", q, layer["memory_keys"]) * self.scale  # [H, S]
+                q = (layer.q @ h).reshape(self.n_heads, self.d_k)  # [H, d_k]
+                scores = np.einsum("hd,hsd->hs", q, layer.memory_keys) * self.scale  # [H, S]
                 if self.memory_blocked is not None:
                     scores[:, self.memory_blocked] = -np.inf
                 weights = _softmax(scores)
-                context = np.einsum("hs,hsd->hd", weights, layer["memory_values"]).reshape(-1)
-                return layer["cross_out"] @ context, weights
+                context = np.einsum("hs,hsd->hd", weights, layer.memory_values).reshape(-1)
+                return layer.cross_out @ context, weights
 
             def feed_forward(h, layer=layer):
-                (w1, b1), (w2, b2) = layer["expand"], layer["contract"]
+                (w1, b1), (w2, b2) = layer.expand, layer.contract
                 return w2 @ np.maximum(w1 @ h + b1, 0.0) + b2, None
 
-            x, self_weights = self._residual(x, layer["norms"][0], self_attention)
-            x, cross_weights = self._residual(x, layer["norms"][1], cross_attention)
-            x, _ = self._residual(x, layer["norms"][2], feed_forward)
+            x, self_weights = self._residual(x, layer.norms[0], self_attention)
+            x, cross_weights = self._residual(x, layer.norms[1], cross_attention)
+            x, _ = self._residual(x, layer.norms[2], feed_forward)
             self_rows.append(self_weights)
             cross_rows.append(cross_weights)
         if self.final_norm is not None:

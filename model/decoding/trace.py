@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from model.decoding.beam import BeamTree
 from model.inspection.labels import SPECIAL_PIECES
 from model.kinds import AttentionKind, SelectionError
+
+if TYPE_CHECKING:  # the trace itself needs only NumPy
+    from model.decoding.beam import BeamTree
 
 
 def word_groups(pieces: list[str]) -> tuple[np.ndarray, list[str]]:

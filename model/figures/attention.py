@@ -18,7 +18,9 @@ import matplotlib
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
+from matplotlib.text import Text
 
 from model.decoding.candidates import format_probability
 from model.figures.layout import (
@@ -28,6 +30,7 @@ from model.figures.layout import (
     MAX_CELL,
     MIN_FONT_SIZE,
     POINTS_PER_INCH,
+    AxisFit,
     Caption,
     FigureError,
     draw_caption,
@@ -91,9 +94,18 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     return lines
 
 
-def _figure(width_pt: float, height_pt: float) -> Figure:
+class AttentionFigure(Figure):
+    """A Figure that keeps what its callers need: the caption's text artists, how each axis's labels were
+    fitted (for tests), and the heatmap's image (Export all redraws one figure with each head's values)."""
+
+    caption_texts: list[Text]
+    label_fits: dict[str, AxisFit]
+    heatmap_image: AxesImage | None = None
+
+
+def _figure(width_pt: float, height_pt: float) -> AttentionFigure:
     with matplotlib.rc_context(FIGURE_RC):
-        return Figure(figsize=(width_pt / POINTS_PER_INCH, height_pt / POINTS_PER_INCH))
+        return AttentionFigure(figsize=(width_pt / POINTS_PER_INCH, height_pt / POINTS_PER_INCH))
 
 
 def _axes(figure: Figure, left: float, bottom: float, width: float, height: float):
@@ -120,7 +132,7 @@ def _colour_bar_width(font_size: float) -> float:
 
 # --- the focus heatmap ---------------------------------------------------------------------------------
 def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None = None,
-                 levels: tuple[float, float] = (0.0, 1.0), caption: Caption | None = None) -> Figure:
+                 levels: tuple[float, float] = (0.0, 1.0), caption: Caption | None = None) -> AttentionFigure:
     """One attention matrix [queries, keys] with every token labelled, a colour bar and a caption."""
     options = options or FigureOptions()
     values = np.asarray(matrix.values, dtype=np.float32)  # [queries, keys]
@@ -149,6 +161,7 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
         if options.height:
             row_cell = None  # decided once the top margin is known
         rows = fit_axis(queries, row_cell or cell, size)
+    assert rows is not None and columns is not None  # the loop ran
     key_height = (widest(keys[::columns.every], columns.font_size) if columns.rotated else columns.font_size * LINE) + 4
     notes = [thinning_note(name, fit, count) for name, fit, count in
              (("key", columns, n_keys), ("query", rows, n_queries)) if fit.thinned]
@@ -311,8 +324,9 @@ def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOp
         dim = 1.0 if focused_head is None or head == focused_head else 0.25
         colours = np.tile(matplotlib.colors.to_rgba(head_colour(head)), (key_index.size, 1))  # [lines, 4]
         colours[:, 3] = np.clip(weights[head][query_index, key_index], 0, 1) * dim
-        axes.add_collection(LineCollection(segments, colors=colours, linewidths=1.2 if head == focused_head else 0.9,
-                                           zorder=3 if head == focused_head else 2))
+        lines = LineCollection(segments, colors=colours,  # type: ignore[arg-type]  # segments: [lines, 2, 2]
+                               linewidths=1.2 if head == focused_head else 0.9, zorder=3 if head == focused_head else 2)
+        axes.add_collection(lines)
     handles = [matplotlib.lines.Line2D([], [], color=head_colour(h), linewidth=1.5) for h in heads]
     figure.legend(handles, [f"head {h + 1}" for h in heads], loc="lower center", ncols=min(8, max(len(heads), 1)),
                   fontsize=size, frameon=False, bbox_to_anchor=(0.5, MARGIN / height), handlelength=1.5,
@@ -373,8 +387,9 @@ def save_figure(figure: Figure, path: str | Path, dpi: float = 300) -> Path:
         raise FigureError(f"figures are saved as {', '.join(FIGURE_SUFFIXES)}, not {suffix or 'no extension'}")
     if not 50 <= dpi <= 1200:
         raise FigureError(f"dpi must be between 50 and 1200, not {dpi:g}")
-    metadata = {"Creator": "Transformer Explorer"} if suffix != ".svg" else {"Creator": "Transformer Explorer",
-                                                                          "Date": None}
+    metadata: dict[str, str | None] = {"Creator": "Transformer Explorer"}
+    if suffix == ".svg":
+        metadata["Date"] = None
     if suffix == ".pdf":
         metadata["CreationDate"] = None  # the same figure gives the same file
     with matplotlib.rc_context(FIGURE_RC), atomic_output(path) as temporary, _sharp_cells(figure, suffix):
@@ -394,6 +409,7 @@ def _sharp_cells(figure: Figure, suffix: str):
     images = [image for axes in figure.axes for image in axes.get_images()] if suffix == ".svg" else []
     originals = [image.get_array() for image in images]
     for image, data in zip(images, originals):
+        assert data is not None  # every heatmap has its values
         repeat = max(1, min(SVG_CELL_PIXELS, 4096 // max(data.shape[:2])))
         image.set_data(np.repeat(np.repeat(data, repeat, axis=0), repeat, axis=1))
     try:

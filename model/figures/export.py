@@ -9,7 +9,7 @@ fonts, colours, caption); the same request gives the same files from the window 
 from __future__ import annotations
 
 import csv
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,7 +165,7 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
     figures = [suffix for suffix in formats if suffix in FIGURE_SUFFIXES]
     index: list[list[str]] = []
     written: list[Path] = []
-    pending = []  # PNGs being written
+    pending: list[Future] = []  # PNGs being written
     for kind in shown.kinds:
         weights = shown.matrix(kind)  # [layers, heads, queries, keys]
         n_layers, n_heads = weights.shape[:2]
@@ -222,8 +222,9 @@ class _FocusFrames:
         caption = Caption(_title(matrix), trace_details(trace, request.figure))
         self.figure = focus_figure(matrix, trace, request.figure, caption=caption)
         self.key = (matrix.kind, matrix.values.shape)
-        self.image, self.title = self.figure.heatmap_image, self.figure.caption_texts[0]
-        self.axes = self.image.axes
+        image = self.figure.heatmap_image
+        assert image is not None and image.axes is not None  # a focus figure always has its heatmap
+        self.image, self.title, self.axes = image, self.figure.caption_texts[0], image.axes
         self.image.set_animated(True)  # left out of the background
         self.title.set_animated(True)
         self.figure.set_dpi(request.dpi)
@@ -241,11 +242,11 @@ class _FocusFrames:
         self.rows = np.round(height - np.linspace(y1, y0, n_queries + 1)).astype(int)  # [Q + 1] from the top
         self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
 
-    def save(self, matrix: AttentionMatrix, path: Path) -> None:
+    def save(self, matrix: AttentionMatrix, path: Path) -> Future:
         from PIL import Image
 
         self.canvas.restore_region(self.background)
-        low, high = self.image.norm.vmin, self.image.norm.vmax
+        low, high = self.image.get_clim()  # the colour scale the figure was drawn with
         scaled = (np.asarray(matrix.values, dtype=np.float64) - low) / (high - low)  # [Q, K]
         index = np.clip((scaled * self.image.cmap.N).astype(np.int64), 0, self.image.cmap.N - 1)
         pixels = np.asarray(self.canvas.buffer_rgba())  # [height, width, 4], the canvas itself

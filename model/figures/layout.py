@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
+from matplotlib.typing import RcKeyType
 
 from model.errors import UserError
 
@@ -21,7 +23,7 @@ DEFAULT_WIDTH = 6.9  # two columns: room for 80 labelled tokens
 MIN_FONT_SIZE = 4.0  # pt: the smallest label we print; 80 tokens fit across a two-column figure at this size
 LINE = 1.25  # a label needs this many times its font size across its row or column (glyphs plus a gap)
 MAX_CELL = 26.0  # pt: cells of short sentences stop growing here (about 0.36 in)
-FIGURE_RC = {
+FIGURE_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # SVG text stays text (searchable, editable), in a sans-serif font list
     "pdf.fonttype": 42,  # PDF embeds TrueType fonts: vector text that pdftotext reads
     "font.family": "sans-serif",

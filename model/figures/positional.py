@@ -9,6 +9,7 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from model.figures.attention import MARGIN, FigureOptions, head_colour
 from model.figures.layout import FIGURE_RC, LINE, POINTS_PER_INCH, Caption, draw_caption
@@ -53,7 +54,9 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
     with matplotlib.rc_context(FIGURE_RC):
         figure = Figure(figsize=(width / POINTS_PER_INCH, height / POINTS_PER_INCH), layout="constrained")
         top_share = 1 - (caption_height + MARGIN + 4) / height
-        figure.get_layout_engine().set(rect=(0, 0, 1, top_share), w_pad=4 / 72, h_pad=4 / 72)
+        engine = figure.get_layout_engine()
+        assert isinstance(engine, ConstrainedLayoutEngine)
+        engine.set(rect=(0, 0, 1, top_share), w_pad=4 / 72, h_pad=4 / 72)
         draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
         table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
         _matrix(figure, table, report.table, "encoding: positions × dimensions", ("position", "dimension"), size,

@@ -73,7 +73,7 @@ def remove_stale_partials(path: str | os.PathLike) -> list[Path]:
     Never one a live process is writing. Returns what was removed; errors are ignored (this is tidying up)."""
     path = Path(path)
     pattern = re.compile(re.escape(f".{path.name}.") + r"(?:(\d+)-)?[A-Za-z0-9_]{8}\.partial")
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(os.scandir(path.parent if str(path.parent) else "."))
     except OSError:

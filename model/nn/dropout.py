@@ -22,7 +22,7 @@ class Dropout(nn.Module):
         self.p = p
         self._threshold = round(p * 256)  # bytes below it are dropped
         self._scale = 1.0 / (1.0 - self._threshold / 256) if self._threshold < 256 else 0.0
-        self._bits = None
+        self._bits: np.random.SFC64 | None = None  # drawn once, from torch's seed, on first use
 
     def keep_mask(self, x: torch.Tensor) -> torch.Tensor:
         """1 where x is kept, 0 where dropped; x's shape, float32 (the 1/(1-p) scale is the caller's)."""

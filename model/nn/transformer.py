@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import torch
 import torch.nn as nn
@@ -80,6 +80,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self._split_projection(spread(self.qkv_projection(x)), 3)  # 3 x [B, H, Q, d_k]
         else:
             (q,) = self._split_projection(spread(self.q_projection(x)), 1)  # [B, H, Q, d_k]
+            assert keys_values is not None, "cross-attention reads the memory's keys and values"
             k, v = keys_values  # [B, H, S, d_k]
         batch, _, n_queries, _ = q.shape
         if need_weights:
@@ -99,7 +100,7 @@ class MultiHeadAttention(nn.Module):
             context = rows.pack(context)  # [N, d_model]
         return self.out_projection(context), weights
 
-    def step(self, x: torch.Tensor, cache: dict | None = None, keys_values=None, mask=None):
+    def step(self, x: torch.Tensor, cache: LayerCache | None = None, keys_values=None, mask=None):
         """One new query per row, for incremental decoding: x [B, d_model] -> (output [B, d_model],
         probabilities [B, H, keys]). Self-attention appends its key/value to ``cache``; cross-attention
         reads the memory's ``keys_values``. Functional calls only: this runs once per layer per token."""
@@ -107,7 +108,8 @@ class MultiHeadAttention(nn.Module):
         if self.is_self_attention:
             qkv = F.linear(x, self.qkv_projection.weight).view(batch, 3, self.n_heads, 1, self.d_k)
             q, k, v = qkv.unbind(1)  # 3 x [B, H, 1, d_k]
-            k, v = _append_to_cache(cache, k, v)  # [B, H, t, d_k]
+            assert cache is not None, "self-attention steps through a cache"
+            k, v = cache.append(k, v)  # [B, H, t, d_k]
         else:
             q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
             k, v = keys_values  # [B, H, S, d_k]
@@ -119,22 +121,35 @@ class MultiHeadAttention(nn.Module):
         return F.linear(context, self.out_projection.weight), weights[:, :, 0]
 
 
-def _append_to_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor):
-    """Write new keys/values [B, H, Q, d_k] after the cached ones, in preallocated buffers that
-    double when full, and return views of everything so far: [B, H, past + Q, d_k]."""
-    start = cache.get("length", 0)
-    end = start + keys.shape[2]
-    if "keys" not in cache or cache["keys"].shape[2] < end:
-        capacity = max(end, 2 * cache["keys"].shape[2] if "keys" in cache else 32)
-        for name, new in (("keys", keys), ("values", values)):
-            buffer = new.new_empty(new.shape[0], new.shape[1], capacity, new.shape[3])
-            if name in cache:
-                buffer[:, :, :start] = cache[name][:, :, :start]
-            cache[name] = buffer
-    cache["keys"][:, :, start:end] = keys
-    cache["values"][:, :, start:end] = values
-    cache["length"] = end
-    return cache["keys"][:, :, :end], cache["values"][:, :, :end]
+@dataclass
+class LayerCache:
+    """One decoder layer's past keys and values for incremental decoding, in buffers that double when full."""
+
+    keys: torch.Tensor | None = None  # [B, H, capacity, d_k]; the first ``length`` positions are valid
+    values: torch.Tensor | None = None  # [B, H, capacity, d_k]
+    length: int = 0
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write new keys/values [B, H, Q, d_k] after the cached ones and return views of everything so
+        far: [B, H, past + Q, d_k]."""
+        start, end = self.length, self.length + keys.shape[2]
+        if self.keys is None or self.values is None or self.keys.shape[2] < end:
+            capacity = max(end, 2 * self.keys.shape[2] if self.keys is not None else 32)
+            grown_keys = keys.new_empty(keys.shape[0], keys.shape[1], capacity, keys.shape[3])
+            grown_values = values.new_empty(values.shape[0], values.shape[1], capacity, values.shape[3])
+            if self.keys is not None and self.values is not None:
+                grown_keys[:, :, :start] = self.keys[:, :, :start]
+                grown_values[:, :, :start] = self.values[:, :, :start]
+            self.keys, self.values = grown_keys, grown_values
+        self.keys[:, :, start:end] = keys
+        self.values[:, :, start:end] = values
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def select(self, rows: torch.Tensor) -> LayerCache:
+        """Batch rows reordered or replicated (beam search)."""
+        return LayerCache(None if self.keys is None else self.keys[rows],
+                          None if self.values is None else self.values[rows], self.length)
 
 
 class FeedForward(nn.Module):
@@ -206,7 +221,7 @@ class DecoderLayer(_Sublayers):
         x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
         return x, self_weights, cross_weights
 
-    def step(self, x, cache: dict, memory_keys_values, memory_mask):
+    def step(self, x, cache: LayerCache, memory_keys_values, memory_mask):
         """One new position per row: x [B, d_model] -> (x, self weights [B, H, t], cross [B, H, S])."""
         x, self_weights = self.residual(0, x, lambda h: self.self_attention.step(h, cache=cache))
         x, cross_weights = self.residual(1, x, lambda h: self.cross_attention.step(
@@ -230,7 +245,7 @@ class DecoderCache:
 
     memory_keys_values: list[tuple[torch.Tensor, torch.Tensor]]  # per layer, 2 x [B, H, S, d_k]
     memory_mask: torch.Tensor | None  # [B, 1, 1, S]
-    self_attention: list[dict]  # per layer {"keys": [B, H, capacity, d_k], "values": ..., "length": t}
+    self_attention: list[LayerCache]  # per layer: past keys and values
     length: int = 0  # target positions consumed so far
 
     def select(self, rows: torch.Tensor) -> DecoderCache:
@@ -238,15 +253,14 @@ class DecoderCache:
         return DecoderCache(
             memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],
             memory_mask=None if self.memory_mask is None else self.memory_mask[rows],
-            self_attention=[{name: (t[rows] if torch.is_tensor(t) else t) for name, t in layer.items()}
-                            for layer in self.self_attention],
+            self_attention=[layer.select(rows) for layer in self.self_attention],
             length=self.length,
         )
 
     def truncate(self, length: int) -> None:
         """Forget every position from ``length`` on (stepping back)."""
         for layer in self.self_attention:
-            layer["length"] = min(layer.get("length", 0), length)
+            layer.length = min(layer.length, length)
         self.length = min(self.length, length)
 
 
@@ -254,6 +268,7 @@ class Transformer(nn.Module):
     """Encoder-decoder Transformer; see TransformerConfig for every choice it makes. The first model family
     (model/family.py): it has all three kinds of attention."""
 
+    positional_table: torch.Tensor  # [max_len, d_model]: a buffer (sinusoidal) or a parameter (learned)
     family: ClassVar[str] = "transformer"
     kinds: ClassVar[tuple[AttentionKind, ...]] = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
 
@@ -296,11 +311,16 @@ class Transformer(nn.Module):
 
     @property
     def source_embedding(self) -> nn.Embedding:
-        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["source"]
+        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "source"])
 
     @property
     def target_embedding(self) -> nn.Embedding:
-        return self.embeddings["shared"] if "shared" in self.embeddings else self.embeddings["target"]
+        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "target"])
+
+    @property
+    def decoder_stack(self) -> list[DecoderLayer]:
+        """The decoder layers, typed (an nn.ModuleList yields plain Modules to a type checker)."""
+        return cast("list[DecoderLayer]", list(self.decoder_layers))
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -334,13 +354,16 @@ class Transformer(nn.Module):
     def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:
         """Project the memory [B, S, d_model] into keys and values once for every decoder layer."""
         # Every layer's key/value projection in one matmul: [B, S, layers * 2 * d_model].
-        weights = torch.cat([layer.cross_attention.kv_projection.weight for layer in self.decoder_layers])
+        weights = torch.cat([layer.cross_attention.kv_projection.weight for layer in self.decoder_stack])
         projected = F.linear(memory, weights).chunk(len(self.decoder_layers), dim=-1)
+        memory_keys_values = []
+        for layer, layer_projection in zip(self.decoder_stack, projected):
+            keys, values = layer.cross_attention._split_projection(layer_projection, 2)  # 2 x [B, H, S, d_k]
+            memory_keys_values.append((keys, values))
         return DecoderCache(
-            memory_keys_values=[layer.cross_attention._split_projection(layer_projection, 2)
-                                for layer, layer_projection in zip(self.decoder_layers, projected)],
+            memory_keys_values=memory_keys_values,
             memory_mask=memory_mask,
-            self_attention=[{} for _ in self.decoder_layers],
+            self_attention=[LayerCache() for _ in self.decoder_layers],
         )
 
     def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
@@ -372,7 +395,7 @@ class Transformer(nn.Module):
         x = self.target_embedding(token_ids) * math.sqrt(self.config.d_model)  # [B, d_model]
         x = x + self.positional_table[cache.length]
         self_weights, cross_weights = [], []
-        for index, layer in enumerate(self.decoder_layers):
+        for index, layer in enumerate(self.decoder_stack):
             x, layer_self, layer_cross = layer.step(x, cache.self_attention[index], cache.memory_keys_values[index],
                                                     cache.memory_mask)
             self_weights.append(layer_self)

@@ -163,8 +163,8 @@ class ToyFrenchGenerator:
             return [(english, subject_id)], [(french, subject_id)], person, gender, plural
         noun = self.noun(wanted)
         plural = self.rng.random() < 0.3
-        english, french = self.noun_phrase(noun, self.random_determiner(), plural)
-        return english, french, 5 if plural else 2, noun.gender, plural
+        english_phrase, french_phrase = self.noun_phrase(noun, self.random_determiner(), plural)
+        return english_phrase, french_phrase, 5 if plural else 2, noun.gender, plural
 
     def verb_words(self, verb: Verb, person: int, negated: bool, verb_id, negation_id) -> list[Token]:
         """English verb group: 'eats', 'does not eat', 'is not', 'listens to'."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from model.io import checkpoint
-from tests.test_cli import ROOT
+from tests.cli.test_cli import ROOT
 
 RUNS = 50  # in total, over two files trained side by side
 TINY = ["--layers", "1", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--vocab-size", "40",

@@ -16,9 +16,9 @@ import pytest
 from model.cli.commands import main
 from model.data.corpora.files import read_moses, read_tsv
 from model.decoding.stepper import DecodingError, DecodingOptions, Stepper
-from tests.gui_helpers import saved_model
+from tests.explorer.gui_helpers import saved_model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from model.cli.commands import main as cli_main
 from model.decoding.stepper import Stepper
 from model.inspection.selection import SelectionError, parse_head, select
-from tests.gui_helpers import close_window, make_window, saved_model
-from tests.test_figures import svg_texts
+from tests.explorer.gui_helpers import close_window, make_window, saved_model
+from tests.model.figures.test_figures import svg_texts
 
 TEXT = "a b c d"
 

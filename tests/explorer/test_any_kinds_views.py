@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from model.kinds import AttentionKind, SelectionError
-from tests.test_any_kinds_core import decoder_only_trace, encoder_only_trace
+from tests.model.test_kinds_and_families import decoder_only_trace, encoder_only_trace
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from explorer.widgets.head_table import HeadTable
 from model.inspection.heads import ALIGNMENT_ENTROPY, SPREAD_THRESHOLD
 from model.io import checkpoint
 from model.io.shipped import resolve_model
-from tests.gui_helpers import close_window, explore_window, make_window
+from tests.explorer.gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 FRENCH = "The black cat does not eat the apple."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.gui_helpers import close_window, make_window, saved_model
+from tests.explorer.gui_helpers import close_window, make_window, saved_model
 
 
 def test_window_opens_empty_and_says_how_to_get_a_model(qtbot, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Qt
 
 from model.training.presets import builtin_preset
-from tests.gui_helpers import close_window, make_window
+from tests.explorer.gui_helpers import close_window, make_window
 
 
 def test_each_corpus_fills_the_form_with_its_preset(qtbot, tmp_path):

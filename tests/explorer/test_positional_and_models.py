@@ -13,7 +13,7 @@ from model.data.corpora import CorpusSpec, generate_builtin
 from model.io import checkpoint
 from model.training.pipeline import TokenizerOptions, prepare
 from tests.conftest import TINY_MODEL, tiny_bundle
-from tests.gui_helpers import close_window, make_window, saved_model
+from tests.explorer.gui_helpers import close_window, make_window, saved_model
 
 RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
 

@@ -10,7 +10,7 @@ from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
 from model.inspection.labels import display_labels
-from tests.gui_helpers import close_window, make_window
+from tests.explorer.gui_helpers import close_window, make_window
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
 

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -175,7 +176,7 @@ def test_the_command_line_refuses_a_fifo_and_exits(tmp_path):
     os.mkfifo(fifo)
     result = subprocess.run([sys.executable, "-m", "model", "translate", "--model", str(fifo), "a b"],
                             capture_output=True, text=True, timeout=300,
-                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                            cwd=str(Path(__file__).resolve().parents[3]))
     assert result.returncode != 0
     assert "is not a regular file (a FIFO)" in result.stderr and "Traceback" not in result.stderr
 

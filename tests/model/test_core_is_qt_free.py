@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 FORBIDDEN = ("PySide6", "pyqtgraph", "explorer", "PyQt5", "PyQt6", "shiboken6")
-MODEL = Path(__file__).resolve().parent.parent / "model"
+MODEL = Path(__file__).resolve().parents[2] / "model"
 
 
 def imported_modules(path: Path) -> set[str]:

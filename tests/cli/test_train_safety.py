@@ -14,8 +14,8 @@ import model.training.trainer
 from model.cli.commands import main
 from model.io import checkpoint
 from model.training.trainer import TrainingOptions, TrainingOptionsError, weights_are_finite
-from tests.test_cli import ROOT, TINY
-from tests.test_training import make_trainer
+from tests.cli.test_cli import ROOT, TINY
+from tests.model.training.test_trainer import make_trainer
 
 QUICK = [*TINY, "--corpus-size", "300", "--valid-decode", "5", "--batch-size", "16"]
 

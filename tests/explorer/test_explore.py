@@ -8,7 +8,7 @@ import pytest
 
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.inspection.heads import mean_over_heads, rollout
-from tests.gui_helpers import close_window, explore_window, make_window
+from tests.explorer.gui_helpers import close_window, explore_window, make_window
 
 SENTENCE = "a b c d e"
 

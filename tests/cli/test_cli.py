@@ -13,7 +13,7 @@ import pytest
 from model.cli.commands import main
 from model.io import checkpoint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--layers", "2", "--d-model", "32", "--heads", "4", "--d-ff", "64", "--vocab-size", "100", "--quiet"]
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from model.io import checkpoint
 from tests.conftest import tiny_bundle
-from tests.gui_helpers import close_window, make_window
-from tests.test_model_files import CASES, crafted_files
+from tests.explorer.gui_helpers import close_window, make_window
+from tests.model.io.test_model_files import CASES, crafted_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
