@@ -34,15 +34,25 @@ def main() -> None:
     parser.add_argument("--reference", help="folder holding seed_postnorm.py and seed_annotated.py")
     args = parser.parse_args()
     torch.manual_seed(0)
-    bundle, _ = prepare(CorpusSpec("toy-fr", size=3000, seed=0), TokenizerOptions(vocab_size=2000),
-                        dict(n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_model=args.d_model,
-                             n_heads=args.heads, d_ff=args.d_ff, max_len=max(LENGTHS) + 8))
+    bundle, _ = prepare(
+        CorpusSpec("toy-fr", size=3000, seed=0),
+        TokenizerOptions(vocab_size=2000),
+        dict(
+            n_encoder_layers=args.layers,
+            n_decoder_layers=args.layers,
+            d_model=args.d_model,
+            n_heads=args.heads,
+            d_ff=args.d_ff,
+            max_len=max(LENGTHS) + 8,
+        ),
+    )
     bundle.model.eval()
     vocab = bundle.config.target_vocab_size
     postnorm = reference_module("seed_postnorm", args.reference)
     annotated = reference_module("seed_annotated", args.reference)
-    seed_post = postnorm.Transformer(vocab, vocab, args.d_model, args.heads, args.layers, args.layers, args.d_ff,
-                                     max_seq_len=512, dropout=0.1).eval()
+    seed_post = postnorm.Transformer(
+        vocab, vocab, args.d_model, args.heads, args.layers, args.layers, args.d_ff, max_seq_len=512, dropout=0.1
+    ).eval()
     seed_pre = annotated.make_model(vocab, vocab, args.layers, args.d_model, args.d_ff, args.heads, 0.1).eval()
     source_ids = bundle.source_tokenizer.encode(SENTENCE) + [bundle.config.eos_id]
     source = torch.tensor([source_ids])
@@ -83,33 +93,55 @@ def main() -> None:
         def one_step():
             stepper.step()
             stepper.back()
+
         return one_step
 
     step_rows, mean_rows = [], []
     for length in LENGTHS:
         prefix = torch.randint(4, vocab, (1, length))
         prefix[0, 0] = 2
-        at = {"ours": best_seconds(our_step_at(length), 5 * args.repeats),
-              "post": best_seconds(lambda prefix=prefix: seed_post_step(prefix), 5 * args.repeats),
-              "pre": best_seconds(lambda prefix=prefix: seed_pre_step(prefix), 5 * args.repeats)}
-        mean = {name: best_seconds(lambda run=run, length=length: run(length), args.repeats) / length
-                for name, run in (("ours", ours), ("post", seed_post_loop), ("pre", seed_pre_loop))}
+        at = {
+            "ours": best_seconds(our_step_at(length), 5 * args.repeats),
+            "post": best_seconds(lambda prefix=prefix: seed_post_step(prefix), 5 * args.repeats),
+            "pre": best_seconds(lambda prefix=prefix: seed_pre_step(prefix), 5 * args.repeats),
+        }
+        mean = {
+            name: best_seconds(lambda run=run, length=length: run(length), args.repeats) / length
+            for name, run in (("ours", ours), ("post", seed_post_loop), ("pre", seed_pre_loop))
+        }
         for rows, seconds in ((step_rows, at), (mean_rows, mean)):
-            rows.append([length, f"{seconds['ours'] * 1e3:.2f}", f"{seconds['post'] * 1e3:.2f}",
-                         f"{seconds['pre'] * 1e3:.2f}", f"{seconds['post'] / seconds['ours']:.1f}x",
-                         f"{seconds['pre'] / seconds['ours']:.1f}x"])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; d_model {args.d_model}, "
-          f"{args.heads} heads, d_ff {args.d_ff}, {args.layers}+{args.layers} layers, vocab {vocab}, "
-          f"source {len(source_ids)} pieces; best of repeated runs; ms")
-    headers = ["target length", "Stepper (all attention captured)", "seed post-norm loop", "seed annotated loop",
-               "speed-up vs post-norm", "speed-up vs annotated"]
+            rows.append(
+                [
+                    length,
+                    f"{seconds['ours'] * 1e3:.2f}",
+                    f"{seconds['post'] * 1e3:.2f}",
+                    f"{seconds['pre'] * 1e3:.2f}",
+                    f"{seconds['post'] / seconds['ours']:.1f}x",
+                    f"{seconds['pre'] / seconds['ours']:.1f}x",
+                ]
+            )
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; d_model {args.d_model}, "
+        f"{args.heads} heads, d_ff {args.d_ff}, {args.layers}+{args.layers} layers, vocab {vocab}, "
+        f"source {len(source_ids)} pieces; best of repeated runs; ms"
+    )
+    headers = [
+        "target length",
+        "Stepper (all attention captured)",
+        "seed post-norm loop",
+        "seed annotated loop",
+        "speed-up vs post-norm",
+        "speed-up vs annotated",
+    ]
     print("\nOne step at length L (the step that produces token L):")
     print_table(headers, step_rows)
     print("\nMean per step over a whole decode of L tokens (encoding and trace assembly included for the Stepper):")
     print_table(headers, mean_rows)
     at_64, mean_64 = (next(r for r in rows if r[0] == 64) for rows in (step_rows, mean_rows))
-    print(f"\nat 64 tokens, one step: {at_64[4]} faster than the seed post-norm loop, {at_64[5]} than the annotated "
-          f"one (target >= 5x); mean over the decode: {mean_64[4]} and {mean_64[5]}")
+    print(
+        f"\nat 64 tokens, one step: {at_64[4]} faster than the seed post-norm loop, {at_64[5]} than the annotated "
+        f"one (target >= 5x); mean over the decode: {mean_64[4]} and {mean_64[5]}"
+    )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ import common  # noqa: F401  (puts the project on the path)
 
 from model.data.corpora.symbolic import SYMBOLS
 from model.decoding.stepper import DecodingOptions, Stepper
-from model.figures.attention import focus_figure, save_figure
+from model.figures.attention import focus_figure
 from model.figures.export import ExportRequest, _heads, export_all, file_stem
+from model.figures.saving import save_figure
 from model.inspection.selection import KIND_NAMES, select
 
 TARGET_SECONDS = 10.0
@@ -43,8 +44,9 @@ def whole_figures(trace, folder: Path, request: ExportRequest, limit: int) -> tu
                 if count == limit:
                     return (time.perf_counter() - started) / count, count
                 matrix = select(trace, kind, layer, head)
-                save_figure(focus_figure(matrix, trace, request.figure), folder / f"{file_stem(kind, layer, head)}.png",
-                            request.dpi)
+                save_figure(
+                    focus_figure(matrix, trace, request.figure), folder / f"{file_stem(kind, layer, head)}.png", request.dpi
+                )
                 count += 1
     return (time.perf_counter() - started) / max(count, 1), count
 
@@ -59,8 +61,10 @@ def main() -> None:
     args = parser.parse_args()
     trace = decoded_trace(args.tokens, args.layers, args.heads)
     request = ExportRequest(dpi=args.dpi)
-    print(f"{args.layers} layers x {args.heads} heads, {len(trace.source_tokens)} source and {trace.n_steps} target "
-          f"tokens, PNG at {args.dpi:g} dpi")
+    print(
+        f"{args.layers} layers x {args.heads} heads, {len(trace.source_tokens)} source and {trace.n_steps} target "
+        f"tokens, PNG at {args.dpi:g} dpi"
+    )
     times = []
     for repeat in range(args.repeats):
         with tempfile.TemporaryDirectory() as folder:
@@ -68,15 +72,20 @@ def main() -> None:
             written = export_all(trace, folder, request)
             times.append(time.perf_counter() - started)
         print(f"  run {repeat + 1}: {len(written)} files in {times[-1]:.2f} s")
-    figures = sum(1 for kind in KIND_NAMES for _ in range(trace.matrix(kind).shape[0])
-                  for _ in _heads(trace.matrix(kind).shape[1], kind))
+    figures = sum(
+        1 for kind in KIND_NAMES for _ in range(trace.matrix(kind).shape[0]) for _ in _heads(trace.matrix(kind).shape[1], kind)
+    )
     with tempfile.TemporaryDirectory() as folder:
         per_figure, sampled = whole_figures(trace, Path(folder), request, 12)
     best = min(times)
-    print(f"Export all: best {best:.2f} s, worst {max(times):.2f} s (target {TARGET_SECONDS:g} s: "
-          f"{'met' if max(times) <= TARGET_SECONDS else 'NOT met'}; best/target {best / TARGET_SECONDS:.2f})")
-    print(f"Each of the {figures} figures drawn whole instead: {per_figure * 1000:.0f} ms each over {sampled}, "
-          f"about {per_figure * figures:.1f} s for the figures alone ({per_figure * figures / best:.1f}x Export all)")
+    print(
+        f"Export all: best {best:.2f} s, worst {max(times):.2f} s (target {TARGET_SECONDS:g} s: "
+        f"{'met' if max(times) <= TARGET_SECONDS else 'NOT met'}; best/target {best / TARGET_SECONDS:.2f})"
+    )
+    print(
+        f"Each of the {figures} figures drawn whole instead: {per_figure * 1000:.0f} ms each over {sampled}, "
+        f"about {per_figure * figures:.1f} s for the figures alone ({per_figure * figures / best:.1f}x Export all)"
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def train_copy(device: torch.device, minutes: float):
     from model.training.trainer import Trainer, TrainingOptions
 
     preset = builtin_preset("copy")
-    bundle, splits = prepare(CorpusSpec("copy", size=preset.corpus_size), TokenizerOptions(**preset.tokenizer),
-                             dict(preset.model), seed=0)
+    bundle, splits = prepare(
+        CorpusSpec("copy", size=preset.corpus_size), TokenizerOptions(**preset.tokenizer), dict(preset.model), seed=0
+    )
     options = TrainingOptions.from_dict(dict(preset.training, max_minutes=minutes))
     result = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, options, device).run()
     scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits.test, device)
@@ -65,8 +66,9 @@ def tokens_per_second(bundle, device: torch.device, steps: int = 30) -> float:
 
     model = copy.deepcopy(bundle.model).to(device)
     optimizer = make_optimizer(model)
-    examples = encode_pairs(generate_builtin("copy", 64 * (steps + 5), 1), bundle.source_tokenizer,
-                            bundle.target_tokenizer, model.config)
+    examples = encode_pairs(
+        generate_builtin("copy", 64 * (steps + 5), 1), bundle.source_tokenizer, bundle.target_tokenizer, model.config
+    )
     batches = [collate([examples[i] for i in b], 0, device) for b in length_batches(examples, 64, random.Random(0))]
     dtype = torch.bfloat16 if device.type == "cuda" else None
     for source, target in batches[:5]:
@@ -74,7 +76,7 @@ def tokens_per_second(bundle, device: torch.device, steps: int = 30) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     started, pieces = time.perf_counter(), 0
-    for source, target in batches[5:5 + steps]:
+    for source, target in batches[5 : 5 + steps]:
         training_step(model, optimizer, source, target, 0.1, 1.0, dtype)
         pieces += int((source != 0).sum() + (target != 0).sum())
     if device.type == "cuda":
@@ -99,33 +101,42 @@ def main() -> int:
     bundle, result, scores = train_copy(device, args.minutes)
     ok = scores.exact_match >= 0.99
     failures += [] if ok else ["training"]
-    print(f"1. bf16 training of copy on the GPU: {result.steps} steps ({result.stopped}); test exact match "
-          f"{scores.exact_match:.4f}, BLEU {scores.bleu:.2f} -> {'ok' if ok else 'FAILED (< 0.99)'}")
+    print(
+        f"1. bf16 training of copy on the GPU: {result.steps} steps ({result.stopped}); test exact match "
+        f"{scores.exact_match:.4f}, BLEU {scores.bleu:.2f} -> {'ok' if ok else 'FAILED (< 0.99)'}"
+    )
 
     text = "a b c d e f g h i j"
     greedy = DecodingOptions()
     cpu, cuda = trace_on(bundle, torch.device("cpu"), text, greedy), trace_on(bundle, device, text, greedy)
-    worst = max(float(np.abs(getattr(cpu, kind) - getattr(cuda, kind)).max())
-                for kind in ("encoder_self", "decoder_self", "cross", "candidate_probabilities"))
+    worst = max(
+        float(np.abs(getattr(cpu, kind) - getattr(cuda, kind)).max())
+        for kind in ("encoder_self", "decoder_self", "cross", "candidate_probabilities")
+    )
     same = cpu.target_tokens == cuda.target_tokens and worst <= 1e-4
     failures += [] if same else ["trace"]
-    print(f"2. trace on CUDA against the CPU: largest difference {worst:.2e}, same output "
-          f"{cpu.target_tokens == cuda.target_tokens} -> {'ok' if same else 'FAILED'}")
+    print(
+        f"2. trace on CUDA against the CPU: largest difference {worst:.2e}, same output "
+        f"{cpu.target_tokens == cuda.target_tokens} -> {'ok' if same else 'FAILED'}"
+    )
 
     beam = DecodingOptions(strategy="beam", beam_width=4)
     cpu_beam, cuda_beam = trace_on(bundle, torch.device("cpu"), text, beam), trace_on(bundle, device, text, beam)
     with tempfile.TemporaryDirectory() as folder:
-        written = [export_view(cuda_beam, ExportRequest(kind="cross", head="mean", dpi=100), Path(folder) / name)
-                   for name in ("cross.png", "cross.npy")]
+        written = [
+            export_view(cuda_beam, ExportRequest(kind="cross", head="mean", dpi=100), Path(folder) / name)
+            for name in ("cross.png", "cross.npy")
+        ]
         exported = all(path.stat().st_size > 0 for path in written)
     beam_ok = cpu_beam.target_tokens == cuda_beam.target_tokens and exported
     failures += [] if beam_ok else ["beam/export"]
-    print(f"3. beam search on CUDA: {' '.join(cuda_beam.target_tokens)!r} (CPU: {' '.join(cpu_beam.target_tokens)!r}); "
-          f"export PNG and NPY {'written' if exported else 'FAILED'} -> {'ok' if beam_ok else 'FAILED'}")
+    print(
+        f"3. beam search on CUDA: {' '.join(cuda_beam.target_tokens)!r} (CPU: {' '.join(cpu_beam.target_tokens)!r}); "
+        f"export PNG and NPY {'written' if exported else 'FAILED'} -> {'ok' if beam_ok else 'FAILED'}"
+    )
 
     gpu_rate, cpu_rate = tokens_per_second(bundle, device), tokens_per_second(bundle, torch.device("cpu"))
-    print(f"4. training throughput: GPU {gpu_rate:,.0f} tokens/s, CPU {cpu_rate:,.0f} tokens/s "
-          f"({gpu_rate / cpu_rate:.1f}x)")
+    print(f"4. training throughput: GPU {gpu_rate:,.0f} tokens/s, CPU {cpu_rate:,.0f} tokens/s ({gpu_rate / cpu_rate:.1f}x)")
     print("all GPU checks passed" if not failures else f"FAILED: {', '.join(failures)}")
     return 1 if failures else 0
 

@@ -36,9 +36,16 @@ def make_bundle(layers: int, heads: int, d_model: int) -> ModelBundle:
     spec = CorpusSpec("copy", size=2000, seed=0)
     splits = load_corpus(spec)
     tokenizer, _ = train_tokenizers(splits, TokenizerOptions(vocab_size=200), spec)
-    config = TransformerConfig(source_vocab_size=tokenizer.vocab_size, target_vocab_size=tokenizer.vocab_size,
-                               n_encoder_layers=layers, n_decoder_layers=layers, d_model=d_model, n_heads=heads,
-                               d_ff=4 * d_model, max_len=512)
+    config = TransformerConfig(
+        source_vocab_size=tokenizer.vocab_size,
+        target_vocab_size=tokenizer.vocab_size,
+        n_encoder_layers=layers,
+        n_decoder_layers=layers,
+        d_model=d_model,
+        n_heads=heads,
+        d_ff=4 * d_model,
+        max_len=512,
+    )
     torch.manual_seed(0)
     return ModelBundle(Transformer(config).eval(), tokenizer, tokenizer, spec)
 
@@ -83,16 +90,21 @@ def main() -> None:
     window.show()
     window.session.set_model(make_bundle(args.layers, args.heads, args.d_model))
     app.processEvents()
-    print(f"{args.layers} layers x {args.heads} heads, d_model {args.d_model}, window 1600x1000, "
-          f"{torch.get_num_threads()} threads; ms per step, decode + trace + all visible views + paint")
-    print(f"{'tokens':>6} {'view':>6} {'median fwd':>11} {'worst fwd':>10} {'median back':>12} {'worst back':>11} "
-          f"{'median cpu':>11}")
+    print(
+        f"{args.layers} layers x {args.heads} heads, d_model {args.d_model}, window 1600x1000, "
+        f"{torch.get_num_threads()} threads; ms per step, decode + trace + all visible views + paint"
+    )
+    print(
+        f"{'tokens':>6} {'view':>6} {'median fwd':>11} {'worst fwd':>10} {'median back':>12} {'worst back':>11} {'median cpu':>11}"
+    )
     for tokens in args.tokens:
         for view in ("grid", "lines", "heads"):
             times = measure(window, app, tokens, args.steps, view)
-            print(f"{tokens:>6} {view:>6} {statistics.median(times['forward']):>11.1f} "
-                  f"{max(times['forward']):>10.1f} {statistics.median(times['back']):>12.1f} "
-                  f"{max(times['back']):>11.1f} {statistics.median(times['cpu']):>11.1f}")
+            print(
+                f"{tokens:>6} {view:>6} {statistics.median(times['forward']):>11.1f} "
+                f"{max(times['forward']):>10.1f} {statistics.median(times['back']):>12.1f} "
+                f"{max(times['back']):>11.1f} {statistics.median(times['cpu']):>11.1f}"
+            )
     print("target: median <= 50 ms at 40 and 200 tokens")
     window.close()
 

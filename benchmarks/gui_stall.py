@@ -77,10 +77,14 @@ def main() -> None:
     window.close()
     imported = sorted({m.split(".")[0] for m in set(__import__("sys").modules) - modules_before})
     gaps_ms = np.array(gaps) * 1000  # the first gap holds the Start click
-    print(f"{args.seconds:.0f} s of training {args.corpus} ({args.corpus_size} pairs) from the Train tab: "
-          f"{steps} steps, {len(gaps_ms)} timer ticks of 5 ms")
-    print(f"longest event-loop stall: {gaps_ms.max():.1f} ms (target <= 100 ms); 99th percentile "
-          f"{np.percentile(gaps_ms, 99):.1f} ms; median {np.median(gaps_ms):.1f} ms; wall {time.perf_counter() - started:.0f} s")
+    print(
+        f"{args.seconds:.0f} s of training {args.corpus} ({args.corpus_size} pairs) from the Train tab: "
+        f"{steps} steps, {len(gaps_ms)} timer ticks of 5 ms"
+    )
+    print(
+        f"longest event-loop stall: {gaps_ms.max():.1f} ms (target <= 100 ms); 99th percentile "
+        f"{np.percentile(gaps_ms, 99):.1f} ms; median {np.median(gaps_ms):.1f} ms; wall {time.perf_counter() - started:.0f} s"
+    )
     print(f"packages first imported after Start: {', '.join(imported) or 'none'}")
     for at, stall, doing in stalls[:10]:
         print(f"  stall of {stall:.0f} ms at {at:.1f} s ({doing})")

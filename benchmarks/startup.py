@@ -54,14 +54,15 @@ def main() -> None:
     shown, decoded = [], []
     for _ in range(args.runs):
         started = time.time()
-        output = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
-                                timeout=120).stdout
+        output = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120).stdout
         marks = dict(line.split() for line in output.splitlines() if line.startswith(("shown", "decoded")))
         shown.append(float(marks["shown"]) - started)
         decoded.append(float(marks["decoded"]) - started)
-    print(f"platform {env['QT_QPA_PLATFORM']}, best of {args.runs}: window shown after {min(shown):.2f} s "
-          f"(target < 1 s), default model decoded after {min(decoded):.2f} s (target <= 3 s); "
-          f"all runs: shown {', '.join(f'{s:.2f}' for s in shown)}; decoded {', '.join(f'{s:.2f}' for s in decoded)}")
+    print(
+        f"platform {env['QT_QPA_PLATFORM']}, best of {args.runs}: window shown after {min(shown):.2f} s "
+        f"(target < 1 s), default model decoded after {min(decoded):.2f} s (target <= 3 s); "
+        f"all runs: shown {', '.join(f'{s:.2f}' for s in shown)}; decoded {', '.join(f'{s:.2f}' for s in decoded)}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,7 @@ class TorchTransformer(nn.Module):
         self.d_model = d_model
         self.embedding = nn.Embedding(vocab, d_model)
         self.register_buffer("positions", sinusoidal_table(512, d_model))
-        self.core = nn.Transformer(d_model, heads, layers, layers, d_ff, dropout, batch_first=True,
-                                   norm_first=pre_norm)
+        self.core = nn.Transformer(d_model, heads, layers, layers, d_ff, dropout, batch_first=True, norm_first=pre_norm)
         self.output = nn.Linear(d_model, vocab)
         self.dropout = nn.Dropout(dropout)
 
@@ -51,9 +50,15 @@ class TorchTransformer(nn.Module):
     def forward(self, source, target_input):
         causal = nn.Transformer.generate_square_subsequent_mask(target_input.shape[1], device=source.device)
         source_pad = source == 0
-        hidden = self.core(self.embed(source), self.embed(target_input), tgt_mask=causal, tgt_is_causal=True,
-                           src_key_padding_mask=source_pad, memory_key_padding_mask=source_pad,
-                           tgt_key_padding_mask=target_input == 0)
+        hidden = self.core(
+            self.embed(source),
+            self.embed(target_input),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=source_pad,
+            memory_key_padding_mask=source_pad,
+            tgt_key_padding_mask=target_input == 0,
+        )
         return self.output(hidden)
 
 
@@ -62,8 +67,9 @@ def full_logits_step(forward, optimizer, model, source, target, smoothing, clip)
     model.train()
     optimizer.zero_grad(set_to_none=True)
     logits = forward(source, target[:, :-1])  # [B, T, V]
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target[:, 1:].reshape(-1), ignore_index=0,
-                           label_smoothing=smoothing)
+    loss = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target[:, 1:].reshape(-1), ignore_index=0, label_smoothing=smoothing
+    )
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
@@ -89,28 +95,36 @@ def main() -> None:
     splits = load_corpus(CorpusSpec("toy-fr", size=8000, seed=0))
     tokenizer, _ = train_tokenizers(splits, TokenizerOptions(vocab_size=2000))
     vocab = tokenizer.vocab_size
-    config = TransformerConfig(source_vocab_size=vocab, target_vocab_size=vocab, n_encoder_layers=args.layers,
-                               n_decoder_layers=args.layers, d_model=args.d_model, n_heads=args.heads,
-                               d_ff=args.d_ff, dropout=0.1, max_len=128)
+    config = TransformerConfig(
+        source_vocab_size=vocab,
+        target_vocab_size=vocab,
+        n_encoder_layers=args.layers,
+        n_decoder_layers=args.layers,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        d_ff=args.d_ff,
+        dropout=0.1,
+        max_len=128,
+    )
     examples = encode_pairs(splits.train, tokenizer, tokenizer, config)
     order = length_batches(examples, args.batch_size, random.Random(0))
     n_batches = args.warmup + args.steps
     batches = [collate([examples[i] for i in order[k % len(order)]], 0, device) for k in range(n_batches)]
-    tokens = sum(int((s != 0).sum() + (t != 0).sum()) for s, t in batches[args.warmup:])
+    tokens = sum(int((s != 0).sum() + (t != 0).sum()) for s, t in batches[args.warmup :])
 
     postnorm = reference_module("seed_postnorm", args.reference)
     annotated = reference_module("seed_annotated", args.reference)
 
     ours = Transformer(config).to(device)
-    seed_post = postnorm.Transformer(vocab, vocab, args.d_model, args.heads, args.layers, args.layers, args.d_ff,
-                                     max_seq_len=512, dropout=0.1).to(device)
+    seed_post = postnorm.Transformer(
+        vocab, vocab, args.d_model, args.heads, args.layers, args.layers, args.d_ff, max_seq_len=512, dropout=0.1
+    ).to(device)
     seed_pre = annotated.make_model(vocab, vocab, args.layers, args.d_model, args.d_ff, args.heads, 0.1).to(device)
     torch_model = TorchTransformer(vocab, args.d_model, args.heads, args.layers, args.d_ff, 0.1).to(device)
 
     def seed_post_forward(source, target_input):
         source_mask = seed_post.create_padding_mask(source)
-        target_mask = seed_post.create_causal_mask(target_input.shape[1]).to(device) & \
-            seed_post.create_padding_mask(target_input)
+        target_mask = seed_post.create_causal_mask(target_input.shape[1]).to(device) & seed_post.create_padding_mask(target_input)
         return seed_post(source, target_input, source_mask, target_mask)
 
     def seed_pre_forward(source, target_input):
@@ -120,16 +134,22 @@ def main() -> None:
 
     steppers = {
         "this project (post-norm)": (ours, lambda opt, s, t: training_step(ours, opt, s, t, 0.1, 1.0)),
-        "seed post-norm (seed 002)": (seed_post, lambda opt, s, t: full_logits_step(
-            seed_post_forward, opt, seed_post, s, t, 0.1, 1.0)),
-        "seed annotated (pre-norm)": (seed_pre, lambda opt, s, t: full_logits_step(
-            seed_pre_forward, opt, seed_pre, s, t, 0.1, 1.0)),
-        "torch.nn.Transformer": (torch_model, lambda opt, s, t: full_logits_step(
-            torch_model, opt, torch_model, s, t, 0.1, 1.0)),
+        "seed post-norm (seed 002)": (
+            seed_post,
+            lambda opt, s, t: full_logits_step(seed_post_forward, opt, seed_post, s, t, 0.1, 1.0),
+        ),
+        "seed annotated (pre-norm)": (
+            seed_pre,
+            lambda opt, s, t: full_logits_step(seed_pre_forward, opt, seed_pre, s, t, 0.1, 1.0),
+        ),
+        "torch.nn.Transformer": (torch_model, lambda opt, s, t: full_logits_step(torch_model, opt, torch_model, s, t, 0.1, 1.0)),
     }
-    optimizers = {name: make_optimizer(model) if name.startswith("this") else
-                  torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-                  for name, (model, _) in steppers.items()}
+    optimizers = {
+        name: make_optimizer(model)
+        if name.startswith("this")
+        else torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+        for name, (model, _) in steppers.items()
+    }
     for optimizer in optimizers.values():
         if hasattr(optimizer, "param_groups"):
             for group in optimizer.param_groups:
@@ -144,7 +164,7 @@ def main() -> None:
     seconds = {name: [] for name in steppers}
     for _ in range(args.rounds):
         spent = dict.fromkeys(steppers, 0.0)
-        for source, target in batches[args.warmup:]:
+        for source, target in batches[args.warmup :]:
             for name, (_model, step) in steppers.items():
                 if device.type == "cuda":
                     torch.cuda.synchronize()
@@ -156,14 +176,18 @@ def main() -> None:
         for name, value in spent.items():
             seconds[name].append(value)
 
-    print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; d_model {args.d_model}, "
-          f"{args.heads} heads, d_ff {args.d_ff}, {args.layers}+{args.layers} layers, vocab {vocab}, "
-          f"batch {args.batch_size} pairs, {args.steps} timed steps x {args.rounds} rounds "
-          "(interleaved per step, best round kept)")
+    print(
+        f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; d_model {args.d_model}, "
+        f"{args.heads} heads, d_ff {args.d_ff}, {args.layers}+{args.layers} layers, vocab {vocab}, "
+        f"batch {args.batch_size} pairs, {args.steps} timed steps x {args.rounds} rounds "
+        "(interleaved per step, best round kept)"
+    )
     rate = {name: tokens / min(times) for name, times in seconds.items()}
     ours_rate = rate["this project (post-norm)"]
-    print_table(["implementation", "tokens/s", "this project is"],
-                [[name, f"{r:,.0f}", "-" if r == ours_rate else f"{ours_rate / r:.2f}x"] for name, r in rate.items()])
+    print_table(
+        ["implementation", "tokens/s", "this project is"],
+        [[name, f"{r:,.0f}", "-" if r == ours_rate else f"{ours_rate / r:.2f}x"] for name, r in rate.items()],
+    )
     print(f"ratio vs seed post-norm: {ours_rate / rate['seed post-norm (seed 002)']:.2f}x (target >= 1.5)")
     print(f"ratio vs torch.nn.Transformer: {ours_rate / rate['torch.nn.Transformer']:.2f}x (target >= 1.0)")
 

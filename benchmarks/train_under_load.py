@@ -26,10 +26,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = dict(corpus_size=20000, encoder_layers=3, decoder_layers=3, d_model=128, heads=4, d_ff=512,
-                batch_size=64, epochs=1000, vocab_size=2000, warmup=400)  # the same run from both entry points
-RUN = ["--corpus", "copy", "--lr-factor", "1.0",
-       *(item for name, value in SETTINGS.items() for item in (f"--{name.replace('_', '-')}", str(value)))]
+SETTINGS = dict(
+    corpus_size=20000,
+    encoder_layers=3,
+    decoder_layers=3,
+    d_model=128,
+    heads=4,
+    d_ff=512,
+    batch_size=64,
+    epochs=1000,
+    vocab_size=2000,
+    warmup=400,
+)  # the same run from both entry points
+RUN = [
+    "--corpus",
+    "copy",
+    "--lr-factor",
+    "1.0",
+    *(item for name, value in SETTINGS.items() for item in (f"--{name.replace('_', '-')}", str(value))),
+]
 
 # Trains from the command line's own code path, reporting (seconds, step) of every step on stdout.
 CLI_PROBE = textwrap.dedent("""
@@ -118,14 +133,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
     parser.add_argument("--only", choices=["cli", "tab"], help="one entry point only")
     parser.add_argument("--busy", type=int, nargs="+", default=[1, 2], help="busy-process counts to test")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="environment for the training process (e.g. OMP_WAIT_POLICY=PASSIVE)")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment for the training process (e.g. OMP_WAIT_POLICY=PASSIVE)",
+    )
     args = parser.parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
     kinds = [args.only] if args.only else ["cli", "tab"]
     targets = {1: 0.40, 2: 0.25}
-    print(f"{os.cpu_count()} cores; run: {' '.join(RUN)}; {args.seconds:.0f} s per run"
-          + (f"; env {extra_env}" if extra_env else ""))
+    print(
+        f"{os.cpu_count()} cores; run: {' '.join(RUN)}; {args.seconds:.0f} s per run" + (f"; env {extra_env}" if extra_env else "")
+    )
     failed = False
     for kind in kinds:
         quiet = max(measure(kind, args.seconds, extra_env)[0] for _ in range(args.quiet_runs))
@@ -145,9 +166,15 @@ def main() -> None:
             target = targets.get(count, 0.0)
             ok = min(ratios) >= target
             failed |= not ok
-            print(f"{kind}: beside {count} busy: " + ", ".join(f"{r:.2f}" for r in rates) + " steps/s; ratio to quiet "
-                  + ", ".join(f"{r:.0%}" for r in ratios) + f"; worst {min(ratios):.0%} (target >= {target:.0%}) "
-                  + ("ok" if ok else "MISSED"), flush=True)
+            print(
+                f"{kind}: beside {count} busy: "
+                + ", ".join(f"{r:.2f}" for r in rates)
+                + " steps/s; ratio to quiet "
+                + ", ".join(f"{r:.0%}" for r in ratios)
+                + f"; worst {min(ratios):.0%} (target >= {target:.0%}) "
+                + ("ok" if ok else "MISSED"),
+                flush=True,
+            )
     print("all targets met" if not failed else "some targets missed")
 
 

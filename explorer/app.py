@@ -15,8 +15,9 @@ def apply_palette_to_plots() -> None:
     import pyqtgraph as pg
 
     palette = QGuiApplication.palette()
-    pg.setConfigOptions(antialias=True, imageAxisOrder="row-major",
-                        background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text))
+    pg.setConfigOptions(
+        antialias=True, imageAxisOrder="row-major", background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text)
+    )
 
 
 def make_application(argv: list[str] | None = None) -> QApplication:

@@ -11,9 +11,11 @@ import os
 import signal
 import sys
 
-NO_DISPLAY = ("transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
-              "Run it in a desktop session, under `xvfb-run`, or with QT_QPA_PLATFORM=offscreen; "
-              "`transformer-explorer --help` lists the commands that need no window.")
+NO_DISPLAY = (
+    "transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
+    "Run it in a desktop session, under `xvfb-run`, or with QT_QPA_PLATFORM=offscreen; "
+    "`transformer-explorer --help` lists the commands that need no window."
+)
 
 
 def has_display() -> bool:

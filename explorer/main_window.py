@@ -68,9 +68,13 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.explore_tab, "&Explore")
         self.tabs.addTab(QWidget(), "&Positional encoding")
         self.tabs.addTab(QWidget(), "&Train")
-        for index, tip in enumerate(("Type a sentence, step through decoding and inspect every attention head",
-                                     "The model's positional encodings and their relative-position property",
-                                     "Train a new model on a built-in corpus or your own file")):
+        for index, tip in enumerate(
+            (
+                "Type a sentence, step through decoding and inspect every attention head",
+                "The model's positional encodings and their relative-position property",
+                "Train a new model on a built-in corpus or your own file",
+            )
+        ):
             self.tabs.setTabToolTip(index, tip)
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.setCentralWidget(self.tabs)
@@ -141,29 +145,54 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        self._action(file_menu, "&Open model…", self._on_open_requested, QKeySequence.Open,
-                     "Open a model file (.safetensors); you can also drop one onto the window")
+        self._action(
+            file_menu,
+            "&Open model…",
+            self._on_open_requested,
+            QKeySequence.Open,
+            "Open a model file (.safetensors); you can also drop one onto the window",
+        )
         from model.io.shipped import shipped_models
 
         shipped = file_menu.addMenu("Open &shipped model")
         for name in shipped_models():
-            self._action(shipped, name, lambda checked=False, n=name: self.open_model(str(shipped_models()[n])),
-                         tip=f"The {name} model that comes with the app")
+            self._action(
+                shipped,
+                name,
+                lambda checked=False, n=name: self.open_model(str(shipped_models()[n])),
+                tip=f"The {name} model that comes with the app",
+            )
         shipped.setEnabled(bool(shipped_models()))
         self.recent_menu = file_menu.addMenu("&Recent models")
-        self.save_action = self._action(file_menu, "&Save model as…", self._on_save_requested, QKeySequence.SaveAs,
-                                        "Save the active model, its tokenizers and training history to one file")
+        self.save_action = self._action(
+            file_menu,
+            "&Save model as…",
+            self._on_save_requested,
+            QKeySequence.SaveAs,
+            "Save the active model, its tokenizers and training history to one file",
+        )
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, "Ctrl+Q", "Quit Transformer Explorer")
         view_menu = self.menuBar().addMenu("&View")
         for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3")):
-            self._action(view_menu, self.tabs.tabText(index).replace("&", ""),
-                         lambda checked=False, i=index: self.tabs.setCurrentIndex(i), key)
+            self._action(
+                view_menu,
+                self.tabs.tabText(index).replace("&", ""),
+                lambda checked=False, i=index: self.tabs.setCurrentIndex(i),
+                key,
+            )
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Keyboard shortcuts", self._on_shortcuts_requested, "F1")
-        self._action(help_menu, "&About", lambda: QMessageBox.about(
-            self, "Transformer Explorer", "See inside the Transformer of “Attention Is All You Need”: train a small "
-            "encoder-decoder, step through decoding and inspect every layer's and head's attention."))
+        self._action(
+            help_menu,
+            "&About",
+            lambda: QMessageBox.about(
+                self,
+                "Transformer Explorer",
+                "See inside the Transformer of “Attention Is All You Need”: train a small "
+                "encoder-decoder, step through decoding and inspect every layer's and head's attention.",
+            ),
+        )
         self._update_recent_menu()
 
     def _update_recent_menu(self) -> None:
@@ -229,18 +258,22 @@ class MainWindow(QMainWindow):
     def ask_to_keep_trained_model(self, what_happens: str = "Opening another model replaces it."):
         """Asked before an unsaved trained model is lost (tests replace it): Save, Discard or Cancel."""
         return QMessageBox.question(
-            self, "Save the trained model?",
+            self,
+            "Save the trained model?",
             f"The model trained in this session has not been saved. {what_happens}\n\n"
             "Save it first, discard it, or cancel and keep it open?",
-            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
+            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel,
+            QMessageBox.Save,
+        )
 
     def _on_save_requested(self) -> bool:
         """The save dialog; True when the model was saved."""
         if self.session.bundle is None:
             self.show_error("Nothing to save", "Open or train a model first.")
             return False
-        start = self.session.bundle.path or str(Path(self.settings.value("last_model_folder", str(Path.home())))
-                                                 / "model.safetensors")
+        start = self.session.bundle.path or str(
+            Path(self.settings.value("last_model_folder", str(Path.home()))) / "model.safetensors"
+        )
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
         return bool(path) and self.save_model(path)
 
@@ -283,12 +316,19 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Transformer Explorer{where}")
 
     def _on_shortcuts_requested(self) -> None:
-        QMessageBox.information(self, "Keyboard shortcuts", "\n".join([
-            "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
-            "Ctrl+1/2/3  Explore / Positional encoding / Train",
-            "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
-            "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
-            "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel"]))
+        QMessageBox.information(
+            self,
+            "Keyboard shortcuts",
+            "\n".join(
+                [
+                    "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
+                    "Ctrl+1/2/3  Explore / Positional encoding / Train",
+                    "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
+                    "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
+                    "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel",
+                ]
+            ),
+        )
 
     # --- drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -333,9 +373,12 @@ class MainWindow(QMainWindow):
 
     def ask_to_stop_training(self):
         """Asked on close while training runs (tests replace it)."""
-        return QMessageBox.question(self, "Training is running",
-                                    "Training is still running. Stop it and quit? What it learned will be lost "
-                                    "unless you stop with “Stop & keep” and save first.")
+        return QMessageBox.question(
+            self,
+            "Training is running",
+            "Training is still running. Stop it and quit? What it learned will be lost "
+            "unless you stop with “Stop & keep” and save first.",
+        )
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

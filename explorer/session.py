@@ -92,8 +92,7 @@ class Session(QObject):
             return None
         for text, origin in self._example_candidates(bundle):
             text = " ".join(str(text).split())
-            if text and len(bundle.source_tokenizer.encode(text)) <= MAX_EXAMPLE_PIECES and \
-                    self.unknown_share(text) == 0.0:
+            if text and len(bundle.source_tokenizer.encode(text)) <= MAX_EXAMPLE_PIECES and self.unknown_share(text) == 0.0:
                 return text, origin
         return None
 
@@ -110,8 +109,11 @@ class Session(QObject):
             if corpus.is_builtin:
                 pairs = generate_builtin(corpus.name, EXAMPLE_CANDIDATES, corpus.seed)
             elif Path(corpus.name).is_file() and Path(corpus.name).stat().st_size <= MAX_CORPUS_FILE_BYTES:
-                pairs = (read_moses(corpus.name, corpus.target_path, skip_malformed=True) if corpus.target_path
-                         else read_tsv(corpus.name, skip_malformed=True)).pairs[:EXAMPLE_CANDIDATES]
+                pairs = (
+                    read_moses(corpus.name, corpus.target_path, skip_malformed=True)
+                    if corpus.target_path
+                    else read_tsv(corpus.name, skip_malformed=True)
+                ).pairs[:EXAMPLE_CANDIDATES]
             else:
                 return  # the corpus file has moved, or is too large to read for one example
         except (CorpusError, OSError):  # the file moved or became unreadable: no example from it
@@ -157,8 +159,11 @@ class Session(QObject):
         unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
         if example is None:
             self.translate(text)
-            self.text_replaced.emit(text, f"{unknown}, and no example sentence was found for it: type a sentence "
-                                          "in the language (or symbols) it was trained on.")
+            self.text_replaced.emit(
+                text,
+                f"{unknown}, and no example sentence was found for it: type a sentence "
+                "in the language (or symbols) it was trained on.",
+            )
             return
         sentence, origin = example
         self.translate(sentence)

@@ -97,9 +97,13 @@ class TrainingWorker(QObject):
         from model.kinds import StopReason
         from model.training.run import TrainingCallbacks, train
 
-        callbacks = TrainingCallbacks(on_stage=self.status.emit, on_prepared=self.prepared.emit,
-                                      on_progress=self.progress.emit, on_validation=self.validation.emit,
-                                      preparing=collector_paused)
+        callbacks = TrainingCallbacks(
+            on_stage=self.status.emit,
+            on_prepared=self.prepared.emit,
+            on_progress=self.progress.emit,
+            on_validation=self.validation.emit,
+            preparing=collector_paused,
+        )
         try:
             for_training()  # every core for this thread's team (the others run torch on one)
             outcome = train(self.request, callbacks, self.control)

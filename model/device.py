@@ -35,8 +35,10 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise DeviceError(f"device {name!r} was asked for, but this machine has no CUDA GPU "
-                              "(or this PyTorch build has no CUDA support); use --device cpu")
+            raise DeviceError(
+                f"device {name!r} was asked for, but this machine has no CUDA GPU "
+                "(or this PyTorch build has no CUDA support); use --device cpu"
+            )
         index_text = name.partition(":")[2] or "0"
         if not index_text.isdigit() or int(index_text) >= torch.cuda.device_count():
             raise DeviceError(f"device {name!r} does not exist; found {torch.cuda.device_count()} CUDA device(s)")

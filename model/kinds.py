@@ -40,14 +40,20 @@ class AttentionKind(str, Enum):
     @property
     def label(self) -> str:
         """What a person calls it, in menus, figure titles and captions."""
-        return {"encoder": "encoder self-attention", "decoder": "decoder masked self-attention",
-                "cross": "cross-attention (encoder-decoder)"}[self.value]
+        return {
+            "encoder": "encoder self-attention",
+            "decoder": "decoder masked self-attention",
+            "cross": "cross-attention (encoder-decoder)",
+        }[self.value]
 
     @property
     def axis_names(self) -> tuple[str, str]:
         """(query axis, key axis) as figures label them."""
-        return {"encoder": ("query (source)", "key (source)"), "decoder": ("query (target input)", "key (target input)"),
-                "cross": ("query (target)", "key (source)")}[self.value]
+        return {
+            "encoder": ("query (source)", "key (source)"),
+            "decoder": ("query (target input)", "key (target input)"),
+            "cross": ("query (target)", "key (source)"),
+        }[self.value]
 
     @property
     def causal(self) -> bool:
@@ -68,8 +74,7 @@ class AttentionKind(str, Enum):
         """'encoder', 'decoder', 'cross', the Trace's field names, or the short 'enc'/'dec'."""
         if isinstance(text, AttentionKind):
             return text
-        name = {"encoder_self": "encoder", "decoder_self": "decoder", "enc": "encoder", "dec": "decoder"}.get(
-            str(text), str(text))
+        name = {"encoder_self": "encoder", "decoder_self": "decoder", "enc": "encoder", "dec": "decoder"}.get(str(text), str(text))
         try:
             return cls(name)
         except ValueError:

@@ -119,8 +119,7 @@ class CoreFollower:
     once per ``interval`` seconds (about 20 microseconds) and changes the count only when it should.
     """
 
-    def __init__(self, most: int | None = None, interval: float = 1.0,
-                 sample: Callable[[], CpuSample | None] = read_cpu_sample):
+    def __init__(self, most: int | None = None, interval: float = 1.0, sample: Callable[[], CpuSample | None] = read_cpu_sample):
         self.most = most or default_cpu_threads()
         self.interval = interval
         self._sample = sample

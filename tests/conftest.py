@@ -22,12 +22,17 @@ TINY_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=32, n_heads=4,
 def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, **model_options):
     """An untrained (or briefly trained) tiny model with tokenizers for a built-in corpus."""
     options = {**TINY_MODEL, **model_options}
-    bundle, splits = prepare(CorpusSpec(corpus, size=size, seed=1), TokenizerOptions(vocab_size=200), options,
-                             seed=0)
+    bundle, splits = prepare(CorpusSpec(corpus, size=size, seed=1), TokenizerOptions(vocab_size=200), options, seed=0)
     if steps:
-        Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
-                TrainingOptions(epochs=100, max_steps=steps, batch_size=32, warmup_steps=300, valid_decode_limit=20),
-                torch.device("cpu"), history=bundle.history).run()
+        Trainer(
+            bundle.model,
+            bundle.source_tokenizer,
+            bundle.target_tokenizer,
+            splits,
+            TrainingOptions(epochs=100, max_steps=steps, batch_size=32, warmup_steps=300, valid_decode_limit=20),
+            torch.device("cpu"),
+            history=bundle.history,
+        ).run()
     bundle.model.eval()
     return bundle, splits
 
@@ -57,8 +62,10 @@ def import_reference(name: str):
     import importlib.util
 
     if not (REFERENCE / f"{name}.py").exists():
-        message = (f"{name}.py (the seeds' reference implementation) not found in {REFERENCE}: put shared/ beside "
-                   "the checkout or set TE_REFERENCE")
+        message = (
+            f"{name}.py (the seeds' reference implementation) not found in {REFERENCE}: put shared/ beside "
+            "the checkout or set TE_REFERENCE"
+        )
         if os.environ.get("TE_REQUIRE_REFERENCE"):  # CI: the comparison must run
             pytest.fail(message)
         pytest.skip(message)
@@ -67,4 +74,3 @@ def import_reference(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-

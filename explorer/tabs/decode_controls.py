@@ -53,12 +53,14 @@ class DecodeControls(QWidget):
         self.source.textChanged.connect(self._on_source_changed)
         self.source.setClearButtonEnabled(True)
         self.source.returnPressed.connect(lambda: self.translate_requested.emit(self.source.text()))
-        self.translate_button = self._button("Translate", "Translate the sentence (Enter)",
-                                             lambda: self.translate_requested.emit(self.source.text()))
+        self.translate_button = self._button(
+            "Translate", "Translate the sentence (Enter)", lambda: self.translate_requested.emit(self.source.text())
+        )
         self.strategy = QComboBox()
         self.strategy.addItems(["greedy", "beam", "sample"])
-        self.strategy.setToolTip("Greedy takes the most likely token; beam keeps several hypotheses; "
-                                 "sample draws from the distribution")
+        self.strategy.setToolTip(
+            "Greedy takes the most likely token; beam keeps several hypotheses; sample draws from the distribution"
+        )
         self.beam_width = _spin(QSpinBox(), 1, 16, 4, "Beam width: hypotheses kept at each step")
         self.temperature = _spin(QDoubleSpinBox(), 0.05, 5.0, 1.0, "Sampling temperature (<1 sharper)", 0.1)
         self.top_k = _spin(QSpinBox(), 0, 1000, 0, "Sample among the k most likely tokens only (0 = all)")
@@ -69,11 +71,9 @@ class DecodeControls(QWidget):
             box.valueChanged.connect(self._on_options_changed)
 
         self.back_button = self._button("◀ Back", "Step back one token (Alt+Left)", self.step_back.emit, "Alt+Left")
-        self.forward_button = self._button("Step ▶", "Decode one more token (Alt+Right)", self.step_forward.emit,
-                                           "Alt+Right")
+        self.forward_button = self._button("Step ▶", "Decode one more token (Alt+Right)", self.step_forward.emit, "Alt+Right")
         self.run_button = self._button("Run ▶▶", "Decode to the end (Alt+End)", self.run_to_end.emit, "Alt+End")
-        self.reset_button = self._button("⟲ Reset", "Back to the start of decoding (Alt+Home)", self.reset.emit,
-                                         "Alt+Home")
+        self.reset_button = self._button("⟲ Reset", "Back to the start of decoding (Alt+Home)", self.reset.emit, "Alt+Home")
         self.slider = QSlider(Qt.Horizontal)
         self.slider.setToolTip("Scrub through the decoding steps")
         self.slider.setRange(0, 0)
@@ -86,9 +86,20 @@ class DecodeControls(QWidget):
         first.addWidget(self.source, 1)
         first.addWidget(self.translate_button)
         second = QHBoxLayout()
-        for widget in (QLabel("Strategy:"), self.strategy, QLabel("width"), self.beam_width, QLabel("T"),
-                       self.temperature, QLabel("top-k"), self.top_k, QLabel("top-p"), self.top_p, QLabel("seed"),
-                       self.seed):
+        for widget in (
+            QLabel("Strategy:"),
+            self.strategy,
+            QLabel("width"),
+            self.beam_width,
+            QLabel("T"),
+            self.temperature,
+            QLabel("top-k"),
+            self.top_k,
+            QLabel("top-p"),
+            self.top_p,
+            QLabel("seed"),
+            self.seed,
+        ):
             second.addWidget(widget)
         second.addSpacing(16)
         for widget in (self.reset_button, self.back_button, self.forward_button, self.run_button):
@@ -112,8 +123,9 @@ class DecodeControls(QWidget):
     def _on_source_changed(self, text: str) -> None:
         """Say so when the text fills the field: whatever was typed or pasted beyond it was left out."""
         if len(text) >= MAX_SOURCE_CHARS:
-            self.source.setToolTip(f"The source holds at most {MAX_SOURCE_CHARS:,} characters: the rest of the "
-                                   "text was left out. Enter translates it")
+            self.source.setToolTip(
+                f"The source holds at most {MAX_SOURCE_CHARS:,} characters: the rest of the text was left out. Enter translates it"
+            )
         else:
             self.source.setToolTip(SOURCE_TIP)
 
@@ -129,9 +141,14 @@ class DecodeControls(QWidget):
             self.translate_requested.emit(self.source.text())
 
     def options(self) -> DecodingOptions:
-        return DecodingOptions(strategy=self.strategy.currentText(), temperature=self.temperature.value(),
-                               top_k=self.top_k.value(), top_p=self.top_p.value(), seed=self.seed.value(),
-                               beam_width=self.beam_width.value())
+        return DecodingOptions(
+            strategy=self.strategy.currentText(),
+            temperature=self.temperature.value(),
+            top_k=self.top_k.value(),
+            top_p=self.top_p.value(),
+            seed=self.seed.value(),
+            beam_width=self.beam_width.value(),
+        )
 
     def set_steps(self, current: int, total: int, finished: bool) -> None:
         """Show ``current`` of ``total`` steps without emitting step_chosen."""

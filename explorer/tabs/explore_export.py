@@ -15,8 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu
 from model.inspection.selection import SelectionError
 from model.io.files import OutputError
 
-EXPORT_FILTER = ("PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;"
-                 "NumPy array (*.npy)")
+EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;NumPy array (*.npy)"
 VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
 
 
@@ -37,12 +36,12 @@ class ExploreExports(QObject):
         self.menu = QMenu(tab)
         self.focus_action = self._action("Focus view…", lambda: self.export_dialog("focus"), "Ctrl+E")
         for name in ("grid", "lines", "candidates"):
-            self._action(f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…",
-                         lambda checked=False, n=name: self.export_dialog(n))
+            self._action(
+                f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…", lambda checked=False, n=name: self.export_dialog(n)
+            )
         self._action("Export all kinds × layers × heads…", self.export_all_dialog)
         self.menu.addSeparator()
-        self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"),
-                                        "Ctrl+Shift+C")
+        self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"), "Ctrl+Shift+C")
         self._action("Figure settings…", self.settings_dialog)
 
     def _action(self, text: str, slot, shortcut: str | None = None) -> QAction:
@@ -91,8 +90,8 @@ class ExploreExports(QObject):
         return export_all(self.trace(), folder, self.request("focus"))
 
     def figure_image(self, view: str) -> QImage:
-        from model.figures.attention import figure_png
         from model.figures.export import draw, request_trace
+        from model.figures.saving import figure_png
 
         request = self.request(view)
         figure = draw(request_trace(self.trace(), request), request)
@@ -118,8 +117,9 @@ class ExploreExports(QObject):
 
     def export_dialog(self, view: str) -> None:
         folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
-        path, _ = QFileDialog.getSaveFileName(self.tab, f"Export the {VIEW_NAMES[view]}",
-                                              str(folder / self.suggested_name(view)), EXPORT_FILTER)
+        path, _ = QFileDialog.getSaveFileName(
+            self.tab, f"Export the {VIEW_NAMES[view]}", str(folder / self.suggested_name(view)), EXPORT_FILTER
+        )
         if not path:
             return
         try:
@@ -136,9 +136,11 @@ class ExploreExports(QObject):
         from explorer.workers import start_task
         from model.figures.export import export_all
 
-        folder = QFileDialog.getExistingDirectory(self.tab, "Export every kind, layer and head into a folder",
-                                                  str(self.tab.settings.value("explore/export_folder",
-                                                                              str(Path.home()))))
+        folder = QFileDialog.getExistingDirectory(
+            self.tab,
+            "Export every kind, layer and head into a folder",
+            str(self.tab.settings.value("explore/export_folder", str(Path.home()))),
+        )
         if not folder:
             return
         try:

@@ -50,15 +50,16 @@ class ExploreTab(QWidget):
         self.shown = None  # the trace as displayed (word level when chosen)
         self.focus_matrix = None  # the AttentionMatrix in the focus view
         # What the user chose, and that choice fitted to the trace (what the views and exports show).
-        self.state = ExploreView(kind=AttentionKind.parse(str(settings.value("explore/kind", "cross"))),
-                                 word_level=settings.value("explore/word_level", False) in (True, "true"))
+        self.state = ExploreView(
+            kind=AttentionKind.parse(str(settings.value("explore/kind", "cross"))),
+            word_level=settings.value("explore/word_level", False) in (True, "true"),
+        )
         self.shown_state = self.state
 
         self.controls = DecodeControls()
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
         self.source_tokens = TokensView("Source pieces:", "How the tokenizer split the sentence")
-        self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step "
-                                        "(✎ = forced by you)")
+        self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step (✎ = forced by you)")
         self.kind = QComboBox()
         self._set_kinds(tuple(AttentionKind))
         self.kind.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
@@ -78,12 +79,22 @@ class ExploreTab(QWidget):
         self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
         self.exports = ExploreExports(self)  # the Export menu, Ctrl+E and Ctrl+Shift+C
         export_button = QPushButton("Export ▾")
-        export_button.setToolTip("A view as a figure (PNG, SVG, PDF) or data (CSV, NPY), everything at this step, "
-                                 "a copy (Ctrl+Shift+C), or the figure settings (width, font, caption)")
+        export_button.setToolTip(
+            "A view as a figure (PNG, SVG, PDF) or data (CSV, NPY), everything at this step, "
+            "a copy (Ctrl+Shift+C), or the figure settings (width, font, caption)"
+        )
         export_button.setMenu(self.exports.menu)
         view_row = QHBoxLayout()
-        for widget in (QLabel("Attention:"), self.kind, self.layer_box, self.head_box, self.word_level,
-                       QLabel("Colours:"), self.colormap, export_button):
+        for widget in (
+            QLabel("Attention:"),
+            self.kind,
+            self.layer_box,
+            self.head_box,
+            self.word_level,
+            QLabel("Colours:"),
+            self.colormap,
+            export_button,
+        ):
             view_row.addWidget(widget)
         view_row.addStretch(1)
 
@@ -188,8 +199,9 @@ class ExploreTab(QWidget):
     # --- session signals ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
         if bundle is None:
-            self.hint.setText("No model is open. File ▸ Open model… (Ctrl+O), drop a .safetensors file here, "
-                              "or train one in the Train tab.")
+            self.hint.setText(
+                "No model is open. File ▸ Open model… (Ctrl+O), drop a .safetensors file here, or train one in the Train tab."
+            )
             self.hint.show()
             return
         self.state = replace(self.state, layer=0, head="mean", hypothesis=None)
@@ -217,8 +229,11 @@ class ExploreTab(QWidget):
 
     def _on_view_option_changed(self, *_args) -> None:
         kind = self.kind.currentData()  # Qt hands the kind back as its text
-        self.state = replace(self.state, kind=AttentionKind.parse(kind) if kind is not None else self.state.kind,
-                             word_level=self.word_level.isChecked())
+        self.state = replace(
+            self.state,
+            kind=AttentionKind.parse(kind) if kind is not None else self.state.kind,
+            word_level=self.word_level.isChecked(),
+        )
         self.refresh()
 
     def _on_colormap_changed(self, name: str) -> None:
@@ -273,16 +288,18 @@ class ExploreTab(QWidget):
             self.session.message.emit(str(error))
             return
         current_row = self.focus_matrix.current_row
-        self.focus.set_matrix(self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row,
-                              token_level=shown.level)
+        self.focus.set_matrix(
+            self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row, token_level=shown.level
+        )
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
         if shown_view is self.grid:
             self.grid.set_weights(weights)
             self.grid.select(state.layer, single_head)
         elif shown_view is self.lines:
-            self.lines.set_weights(weights[state.layer], queries, keys, current_row, focused_head=single_head,
-                                   token_level=shown.level)
+            self.lines.set_weights(
+                weights[state.layer], queries, keys, current_row, focused_head=single_head, token_level=shown.level
+            )
         else:
             self.head_table.set_weights(weights, keys, state.kind)
             self.head_table.select_head(state.layer, single_head)
@@ -294,11 +311,18 @@ class ExploreTab(QWidget):
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
         vocabulary = trace.target_vocab_size or None
         if n and len(trace.candidate_ids) == n:  # a trace may hold no candidates (a teacher-forced pass)
-            self.candidates.set_candidates(n - 1, trace.candidate_ids[-1], trace.candidate_tokens[-1],
-                                           trace.candidate_probabilities[-1], int(trace.chosen_ids[-1]), vocabulary)
+            self.candidates.set_candidates(
+                n - 1,
+                trace.candidate_ids[-1],
+                trace.candidate_tokens[-1],
+                trace.candidate_probabilities[-1],
+                int(trace.chosen_ids[-1]),
+                vocabulary,
+            )
         elif len(trace.next_candidate_ids):
-            self.candidates.set_candidates(0, trace.next_candidate_ids, trace.next_candidate_tokens,
-                                           trace.next_candidate_probabilities, None, vocabulary)
+            self.candidates.set_candidates(
+                0, trace.next_candidate_ids, trace.next_candidate_tokens, trace.next_candidate_probabilities, None, vocabulary
+            )
         else:
             self.candidates.set_candidates(None, [], [], [], None)
         beam = trace.beam

@@ -9,16 +9,25 @@ from model.training.presets import NO_EPOCH_LIMIT, Preset
 
 # Form field -> (preset group, preset key).
 PRESET_FIELDS = {
-    "encoder_layers": ("model", "n_encoder_layers"), "decoder_layers": ("model", "n_decoder_layers"),
-    "d_model": ("model", "d_model"), "heads": ("model", "n_heads"), "d_ff": ("model", "d_ff"),
-    "dropout": ("model", "dropout"), "vocab_size": ("tokenizer", "vocab_size"),
-    "max_minutes": ("training", "max_minutes"), "batch_size": ("training", "batch_size"),
-    "batch_tokens": ("training", "batch_tokens"), "warmup": ("training", "warmup_steps"),
-    "lr_factor": ("training", "lr_factor"), "lr_decay": ("training", "lr_decay"),
-    "average_steps": ("training", "average_steps"), "valid_every": ("training", "valid_every"),
-    "patience": ("training", "patience"), "epochs": ("training", "epochs"), "max_steps": ("training", "max_steps"),
+    "encoder_layers": ("model", "n_encoder_layers"),
+    "decoder_layers": ("model", "n_decoder_layers"),
+    "d_model": ("model", "d_model"),
+    "heads": ("model", "n_heads"),
+    "d_ff": ("model", "d_ff"),
+    "dropout": ("model", "dropout"),
+    "vocab_size": ("tokenizer", "vocab_size"),
+    "max_minutes": ("training", "max_minutes"),
+    "batch_size": ("training", "batch_size"),
+    "batch_tokens": ("training", "batch_tokens"),
+    "warmup": ("training", "warmup_steps"),
+    "lr_factor": ("training", "lr_factor"),
+    "lr_decay": ("training", "lr_decay"),
+    "average_steps": ("training", "average_steps"),
+    "valid_every": ("training", "valid_every"),
+    "patience": ("training", "patience"),
+    "epochs": ("training", "epochs"),
+    "max_steps": ("training", "max_steps"),
 }
-
 
 
 def preset_value(preset: Preset, name: str):

@@ -18,17 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QGridLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.lines_view import head_colour
@@ -141,9 +131,12 @@ class LegendPlot(QWidget):
         return [name for name, _colour, _dashed in self.entries]
 
     def _show_legend(self) -> None:
-        self.legend.setText("&nbsp;&nbsp; ".join(
-            f'<span style="color:{colour}; font-weight:bold">{"╍╍" if dashed else "━━"}</span>'
-            f"&nbsp;{html.escape(name)}" for name, colour, dashed in self.entries))
+        self.legend.setText(
+            "&nbsp;&nbsp; ".join(
+                f'<span style="color:{colour}; font-weight:bold">{"╍╍" if dashed else "━━"}</span>&nbsp;{html.escape(name)}'
+                for name, colour, dashed in self.entries
+            )
+        )
         self.legend.setVisible(bool(self.entries))
 
 
@@ -158,8 +151,7 @@ class PositionalTab(QWidget):
         self.positions.setValue(64)
         self.positions.setToolTip("How many positions to show")
         self.dimensions = QLineEdit("0, 1, 8, 9, 32, 33")
-        self.dimensions.setToolTip(f"Dimensions drawn as curves over positions (comma-separated, at most "
-                                   f"{MAX_DIMENSIONS})")
+        self.dimensions.setToolTip(f"Dimensions drawn as curves over positions (comma-separated, at most {MAX_DIMENSIONS})")
         self.dimensions_error = QLabel()
         self.dimensions_error.setWordWrap(True)
         self.dimensions_error.setStyleSheet("color: #d62728;")
@@ -172,11 +164,16 @@ class PositionalTab(QWidget):
         self.rotation = LegendPlot(ROTATION_TITLE, "offset k")
         self.rotation.plot_item.setLogMode(y=True)
         self.rotation.plot_item.getAxis("left").setTickSpacing(levels=[(1, 0)])  # one tick a decade
-        for widget, tip in ((self.table_view, "The encoding added to each position's embedding"),
-                            (self.similarity_view, "Dot products between the encodings of two positions"),
-                            (self.curves, "Each dimension is a sine or cosine of its own wavelength"),
-                            (self.rotation, "After rotating each (sin, cos) pair by k·ω, PE(pos) lands on "
-                                            "PE(pos+k) for every pos: the error is at float precision")):
+        for widget, tip in (
+            (self.table_view, "The encoding added to each position's embedding"),
+            (self.similarity_view, "Dot products between the encodings of two positions"),
+            (self.curves, "Each dimension is a sine or cosine of its own wavelength"),
+            (
+                self.rotation,
+                "After rotating each (sin, cos) pair by k·ω, PE(pos) lands on "
+                "PE(pos+k) for every pos: the error is at float precision",
+            ),
+        ):
             widget.setToolTip(tip)
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Positions:"))
@@ -184,8 +181,9 @@ class PositionalTab(QWidget):
         controls.addWidget(QLabel("Dimensions:"))
         controls.addWidget(self.dimensions, 1)
         export_button = QPushButton("Export…")
-        export_button.setToolTip("These four plots as a figure (PNG, SVG, PDF; the Explore tab's figure settings), "
-                                 "or the encoding table as CSV or NPY")
+        export_button.setToolTip(
+            "These four plots as a figure (PNG, SVG, PDF; the Explore tab's figure settings), or the encoding table as CSV or NPY"
+        )
         export_button.clicked.connect(self._on_export_requested)
         controls.addWidget(export_button)
         grid = QGridLayout()
@@ -226,8 +224,9 @@ class PositionalTab(QWidget):
             self.dimensions.setStyleSheet("")
         self.dimensions_error.setVisible(bool(problems))
 
-    def _draw_matrix(self, view: NumberedHeatmap, values: np.ndarray, rows: list[str], columns: list[str],
-                     title: str, axes: tuple[str, str]) -> None:
+    def _draw_matrix(
+        self, view: NumberedHeatmap, values: np.ndarray, rows: list[str], columns: list[str], title: str, axes: tuple[str, str]
+    ) -> None:
         levels, colours = colour_scale(values)
         view.set_matrix(values, rows, columns, title, levels=levels)
         view.color_bar.setColorMap(pg.colormap.get(colours))
@@ -241,10 +240,17 @@ class PositionalTab(QWidget):
         self.report = report = positional_report(bundle, self.positions.value())
         n_positions, d_model = report.table.shape
         labels = [str(p) for p in range(n_positions)]
-        self._draw_matrix(self.table_view, report.table, labels, [str(d) for d in range(d_model)],
-                          f"{report.kind} encoding: positions × dimensions", ("position", "dimension"))
-        self._draw_matrix(self.similarity_view, report.similarity, labels, labels, "similarity PE(i)·PE(j)",
-                          ("position i", "position j"))
+        self._draw_matrix(
+            self.table_view,
+            report.table,
+            labels,
+            [str(d) for d in range(d_model)],
+            f"{report.kind} encoding: positions × dimensions",
+            ("position", "dimension"),
+        )
+        self._draw_matrix(
+            self.similarity_view, report.similarity, labels, labels, "similarity PE(i)·PE(j)", ("position i", "position j")
+        )
         chosen, problems = parse_dimensions(self.dimensions.text(), d_model)
         self._show_dimension_problems(problems)
         self._draw_curves(report, chosen)
@@ -253,10 +259,13 @@ class PositionalTab(QWidget):
             self.summary.setText(
                 f"Sinusoidal encoding, d_model {d_model}. For every offset k a fixed rotation of each (sin, cos) pair "
                 f"maps PE(pos) to PE(pos+k) for all positions: the largest error over k ≤ {report.offsets[-1]} is "
-                f"{np.nanmax(report.rotation_error):.1e}, against {report.unrotated_error.max():.2f} without rotating.")
+                f"{np.nanmax(report.rotation_error):.1e}, against {report.unrotated_error.max():.2f} without rotating."
+            )
         else:
-            self.summary.setText(f"Learned positional table, d_model {d_model}: no fixed rotation relates its "
-                                 "positions; the similarity matrix shows what it learned about nearness.")
+            self.summary.setText(
+                f"Learned positional table, d_model {d_model}: no fixed rotation relates its "
+                "positions; the similarity matrix shows what it learned about nearness."
+            )
 
     def _draw_curves(self, report, chosen: list[int]) -> None:
         """The chosen dimensions over positions, on axes fixed by the whole table (not by the dimensions
@@ -264,8 +273,12 @@ class PositionalTab(QWidget):
         n_positions = report.table.shape[0]
         self.curves.clear()
         for index, dimension in enumerate(chosen):
-            self.curves.plot(np.arange(n_positions), report.table[:, dimension],
-                             pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}")
+            self.curves.plot(
+                np.arange(n_positions),
+                report.table[:, dimension],
+                pen=pg.mkPen(head_colour(index), width=2),
+                name=f"dim {dimension}",
+            )
         limit = float(np.abs(report.table).max()) or 1.0
         plot = self.curves.plot_item
         plot.setXRange(0, max(n_positions - 1, 1), padding=0)
@@ -276,11 +289,20 @@ class PositionalTab(QWidget):
     def _draw_rotation(self, report) -> None:
         self.rotation.clear()
         if report.kind == "sinusoidal":
-            self.rotation.plot(report.offsets, np.maximum(report.rotation_error, 1e-12),
-                               pen=pg.mkPen("#54a24b", width=2), symbol="o", symbolSize=5,
-                               name="after rotation Rₖ")
-        self.rotation.plot(report.offsets, np.maximum(report.unrotated_error, 1e-12),
-                           pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine), name="without rotation")
+            self.rotation.plot(
+                report.offsets,
+                np.maximum(report.rotation_error, 1e-12),
+                pen=pg.mkPen("#54a24b", width=2),
+                symbol="o",
+                symbolSize=5,
+                name="after rotation Rₖ",
+            )
+        self.rotation.plot(
+            report.offsets,
+            np.maximum(report.unrotated_error, 1e-12),
+            pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine),
+            name="without rotation",
+        )
         plot = self.rotation.plot_item
         plot.setXRange(float(report.offsets[0]), float(report.offsets[-1]), padding=0.02)
         plot.getAxis("bottom").setTickSpacing(levels=[(index_step(int(report.offsets[-1])), 0)])
@@ -289,9 +311,9 @@ class PositionalTab(QWidget):
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
         from explorer.widgets.figure_settings import figure_options
-        from model.figures.attention import save_figure
         from model.figures.export import save_table
         from model.figures.positional import positional_figure
+        from model.figures.saving import save_figure
 
         if self.report is None:
             raise OutputError("no model is open")
@@ -299,8 +321,14 @@ class PositionalTab(QWidget):
         bundle = self.session.bundle
         table = self.report.table  # [positions, d_model]
         if path.suffix.lower() in (".csv", ".npy"):
-            return save_table(table, table, [str(p) for p in range(table.shape[0])],
-                              [str(d) for d in range(table.shape[1])], path, "position \\ dimension")
+            return save_table(
+                table,
+                table,
+                [str(p) for p in range(table.shape[0])],
+                [str(d) for d in range(table.shape[1])],
+                path,
+                "position \\ dimension",
+            )
         name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
         options, dpi = figure_options(self.settings, "viridis", name)
         figure = positional_figure(self.report, self.chosen_dimensions(table.shape[1]), options)
@@ -308,9 +336,12 @@ class PositionalTab(QWidget):
 
     def _on_export_requested(self) -> None:
         folder = Path(str(self.settings.value("explore/export_folder", str(Path.home()))))
-        path, _ = QFileDialog.getSaveFileName(self, "Export the positional encoding", str(folder / "positional.png"),
-                                              "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;"
-                                              "CSV table (*.csv);;NumPy array (*.npy)")
+        path, _ = QFileDialog.getSaveFileName(
+            self,
+            "Export the positional encoding",
+            str(folder / "positional.png"),
+            "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;NumPy array (*.npy)",
+        )
         if not path:
             return
         try:

@@ -121,10 +121,18 @@ class TrainingForm(QWidget):
         self.joint_vocab = QCheckBox("Joint vocabulary, tied embeddings")
         self.joint_vocab.setChecked(True)
         self.joint_vocab.setToolTip("One tokenizer for both languages; source, target and output share one matrix")
-        for label, widget in (("Encoder layers", self.encoder_layers), ("Decoder layers", self.decoder_layers),
-                              ("d_model", self.d_model), ("Heads", self.heads), ("d_ff", self.d_ff),
-                              ("Dropout", self.dropout), ("Norm", self.norm), ("Positions", self.positions),
-                              ("Vocabulary", self.vocab_size), ("", self.joint_vocab)):
+        for label, widget in (
+            ("Encoder layers", self.encoder_layers),
+            ("Decoder layers", self.decoder_layers),
+            ("d_model", self.d_model),
+            ("Heads", self.heads),
+            ("d_ff", self.d_ff),
+            ("Dropout", self.dropout),
+            ("Norm", self.norm),
+            ("Positions", self.positions),
+            ("Vocabulary", self.vocab_size),
+            ("", self.joint_vocab),
+        ):
             model_form.addRow(label, widget)
         row.addWidget(model_box)
 
@@ -135,25 +143,33 @@ class TrainingForm(QWidget):
         self.preset_button = QPushButton("Use the preset")
         self.preset_button.setToolTip("Put back every value of this corpus's preset")
         self.preset_button.clicked.connect(self._on_preset_requested)
-        self.max_minutes = _spin(0.0, 10000.0, 2.0, "Time budget in minutes (0 = none): training stops at the "
-                                 "first step past it, validates and keeps the best weights", 1.0, 1)
-        self.epochs = _spin(0, NO_EPOCH_LIMIT, 0, "Passes over the training pairs (0 = no limit: the time budget "
-                            "or max steps end the run)")
+        self.max_minutes = _spin(
+            0.0,
+            10000.0,
+            2.0,
+            "Time budget in minutes (0 = none): training stops at the first step past it, validates and keeps the best weights",
+            1.0,
+            1,
+        )
+        self.epochs = _spin(
+            0, NO_EPOCH_LIMIT, 0, "Passes over the training pairs (0 = no limit: the time budget or max steps end the run)"
+        )
         self.epochs.setSpecialValueText("no limit")
         self.max_steps = _spin(0, 10_000_000, 0, "Stop after this many steps (0 = no limit)", 100)
         self.max_steps.setSpecialValueText("no limit")
         self.batch_size = _spin(1, 4096, 64, "Sentence pairs per step (a cap when batching by pieces)", 8)
-        self.batch_tokens = _spin(0, 1_000_000, 0, "Pieces per step (0 = batch by pairs): short pairs come in "
-                                  "large batches, long ones in small", 500)
+        self.batch_tokens = _spin(
+            0, 1_000_000, 0, "Pieces per step (0 = batch by pairs): short pairs come in large batches, long ones in small", 500
+        )
         self.batch_tokens.setSpecialValueText("by pairs")
         self.warmup = _spin(1, 100000, 400, "Warm-up steps of the learning-rate schedule", 100)
-        self.lr_factor = _spin(0.01, 10.0, 1.0, "Scales the learning rate (the paper's peak d_model^-0.5 x "
-                               "warmup^-0.5)", 0.1, 2)
+        self.lr_factor = _spin(0.01, 10.0, 1.0, "Scales the learning rate (the paper's peak d_model^-0.5 x warmup^-0.5)", 0.1, 2)
         self.lr_decay = QComboBox()
         self.lr_decay.addItems(["linear", "rsqrt"])
         self.lr_decay.setToolTip("After warm-up: linear to 0 at the end of the budget, or 1/sqrt(step) as in the paper")
-        self.average_steps = _spin(0, 100000, 400, "Validate and keep an average of the weights over about this "
-                                   "many steps (0 = none)", 100)
+        self.average_steps = _spin(
+            0, 100000, 400, "Validate and keep an average of the weights over about this many steps (0 = none)", 100
+        )
         self.valid_every = _spin(0, 1_000_000, 0, "Steps between validations (0 = after each epoch)", 100)
         self.valid_every.setSpecialValueText("each epoch")
         self.patience = _spin(0, 1000, 0, "Stop after this many validations without a better BLEU (0 = never)")
@@ -169,21 +185,36 @@ class TrainingForm(QWidget):
         self.device.setToolTip("Train on the CPU or a CUDA GPU (bf16 autocast there)")
         options_form.addRow(self.preset_info)
         options_form.addRow(self.preset_button)
-        for label, widget in (("Time budget (min)", self.max_minutes), ("Epochs", self.epochs),
-                              ("Max steps", self.max_steps), ("Batch size", self.batch_size),
-                              ("Batch pieces", self.batch_tokens), ("Warm-up", self.warmup),
-                              ("Learning rate ×", self.lr_factor), ("Schedule", self.lr_decay),
-                              ("Averaging (steps)", self.average_steps), ("Validate every", self.valid_every),
-                              ("Early stop after", self.patience), ("", self.keep_best),
-                              ("Label smoothing", self.label_smoothing), ("Seed", self.seed), ("Device", self.device)):
+        for label, widget in (
+            ("Time budget (min)", self.max_minutes),
+            ("Epochs", self.epochs),
+            ("Max steps", self.max_steps),
+            ("Batch size", self.batch_size),
+            ("Batch pieces", self.batch_tokens),
+            ("Warm-up", self.warmup),
+            ("Learning rate ×", self.lr_factor),
+            ("Schedule", self.lr_decay),
+            ("Averaging (steps)", self.average_steps),
+            ("Validate every", self.valid_every),
+            ("Early stop after", self.patience),
+            ("", self.keep_best),
+            ("Label smoothing", self.label_smoothing),
+            ("Seed", self.seed),
+            ("Device", self.device),
+        ):
             options_form.addRow(label, widget)
         row.addWidget(options_box)
         layout.addLayout(row)
 
         self._restore()
         for name, widget in self._fields().items():
-            signal = (widget.toggled if isinstance(widget, QCheckBox) else widget.currentTextChanged
-                      if isinstance(widget, QComboBox) else widget.valueChanged)
+            signal = (
+                widget.toggled
+                if isinstance(widget, QCheckBox)
+                else widget.currentTextChanged
+                if isinstance(widget, QComboBox)
+                else widget.valueChanged
+            )
             signal.connect(lambda _value=None, name=name: self._on_field_edited(name))
         self.corpus.activated.connect(self._on_corpus_chosen)
         self.corpus.currentTextChanged.connect(self._on_corpus_changed)
@@ -199,8 +230,9 @@ class TrainingForm(QWidget):
         if choice not in (TSV_CHOICE, MOSES_CHOICE):
             return
         folder = self.settings.value("train/corpus_folder", str(Path.home()))
-        source, _ = QFileDialog.getOpenFileName(self, "Corpus file" if choice == TSV_CHOICE else
-                                                "Source side of a Moses pair", folder)
+        source, _ = QFileDialog.getOpenFileName(
+            self, "Corpus file" if choice == TSV_CHOICE else "Source side of a Moses pair", folder
+        )
         target = None
         if source and choice == MOSES_CHOICE:
             target, _ = QFileDialog.getOpenFileName(self, "Target side of the Moses pair", str(Path(source).parent))
@@ -284,8 +316,11 @@ class TrainingForm(QWidget):
         if builtin:  # a handful generated at once: the full corpus is generated when training starts
             sample = generate_builtin(spec.name, 200, spec.seed)
             self.corpus_figures = dict(corpus_figures(sample), pairs=int(spec.size * 0.9))  # lengths from a sample
-            self._show_preview(generate_builtin(spec.name, 6, spec.seed), f"{spec.size:,} pairs, generated from "
-                               f"seed {spec.seed}: 90% training, 5% validation, 5% test. {CORPUS_TIPS[spec.name]}.")
+            self._show_preview(
+                generate_builtin(spec.name, 6, spec.seed),
+                f"{spec.size:,} pairs, generated from "
+                f"seed {spec.seed}: 90% training, 5% validation, 5% test. {CORPUS_TIPS[spec.name]}.",
+            )
             return
         self.corpus_info.setText("Reading the corpus…")
         self._preview_generation += 1
@@ -303,8 +338,11 @@ class TrainingForm(QWidget):
             skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
             self.corpus_figures = corpus_figures(splits.train)
             self.apply_preset(file_preset(splits))
-            self._show_preview(splits.train[:6], f"{total:,} pairs: {len(splits.train):,} training, "
-                               f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.")
+            self._show_preview(
+                splits.train[:6],
+                f"{total:,} pairs: {len(splits.train):,} training, "
+                f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.",
+            )
 
         def failed(text):
             self._tasks.discard(task)
@@ -330,11 +368,17 @@ class TrainingForm(QWidget):
     # --- the request ----------------------------------------------------------------------------
     def _model_and_training(self) -> tuple[dict, TrainingOptions]:
         check_heads(self.d_model.value(), self.heads.value())
-        model_options = dict(n_encoder_layers=self.encoder_layers.value(), n_decoder_layers=self.decoder_layers.value(),
-                             d_model=self.d_model.value(), n_heads=self.heads.value(), d_ff=self.d_ff.value(),
-                             dropout=self.dropout.value(), norm_placement=self.norm.currentText(),
-                             positional_encoding=self.positions.currentText(),
-                             tie_embeddings=self.joint_vocab.isChecked())
+        model_options = dict(
+            n_encoder_layers=self.encoder_layers.value(),
+            n_decoder_layers=self.decoder_layers.value(),
+            d_model=self.d_model.value(),
+            n_heads=self.heads.value(),
+            d_ff=self.d_ff.value(),
+            dropout=self.dropout.value(),
+            norm_placement=self.norm.currentText(),
+            positional_encoding=self.positions.currentText(),
+            tie_embeddings=self.joint_vocab.isChecked(),
+        )
         if self.preset is not None and "max_len" in self.preset.model:
             model_options["max_len"] = self.preset.model["max_len"]
         return model_options, self.training_options()
@@ -342,13 +386,21 @@ class TrainingForm(QWidget):
     def training_options(self) -> TrainingOptions:
         """The Training group as TrainingOptions (0 in a box that allows it means "none")."""
         return TrainingOptions(
-            epochs=self.epochs.value() or NO_EPOCH_LIMIT, max_minutes=self.max_minutes.value() or None,
-            max_steps=self.max_steps.value() or None, batch_size=self.batch_size.value(),
-            batch_tokens=self.batch_tokens.value() or None, warmup_steps=self.warmup.value(),
-            lr_factor=self.lr_factor.value(), lr_decay=self.lr_decay.currentText(),
-            average_steps=self.average_steps.value(), valid_every=self.valid_every.value() or None,
-            patience=self.patience.value() or None, keep_best=self.keep_best.isChecked(),
-            label_smoothing=self.label_smoothing.value(), seed=self.seed.value())
+            epochs=self.epochs.value() or NO_EPOCH_LIMIT,
+            max_minutes=self.max_minutes.value() or None,
+            max_steps=self.max_steps.value() or None,
+            batch_size=self.batch_size.value(),
+            batch_tokens=self.batch_tokens.value() or None,
+            warmup_steps=self.warmup.value(),
+            lr_factor=self.lr_factor.value(),
+            lr_decay=self.lr_decay.currentText(),
+            average_steps=self.average_steps.value(),
+            valid_every=self.valid_every.value() or None,
+            patience=self.patience.value() or None,
+            keep_best=self.keep_best.isChecked(),
+            label_smoothing=self.label_smoothing.value(),
+            seed=self.seed.value(),
+        )
 
     def request(self) -> TrainingRequest:
         """What to train; a UserError with a readable reason when a choice cannot work."""
@@ -358,8 +410,11 @@ class TrainingForm(QWidget):
 
     # --- settings -------------------------------------------------------------------------------
     def _fields(self) -> dict:
-        return {name: widget for name, widget in vars(self).items()
-                if isinstance(widget, (QSpinBox, QDoubleSpinBox, QComboBox, QCheckBox)) and name != "corpus"}
+        return {
+            name: widget
+            for name, widget in vars(self).items()
+            if isinstance(widget, (QSpinBox, QDoubleSpinBox, QComboBox, QCheckBox)) and name != "corpus"
+        }
 
     def save_settings(self) -> None:
         """The corpus, and the fields the user changed from its preset (the rest follows the preset)."""

@@ -37,7 +37,7 @@ from model.training.trainer import Progress, Validation, format_duration
 
 
 def _cores(progress: Progress) -> str:
-    """" on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
+    """ " on 1 of 2 cores (others are busy)" when training gave cores to other programs."""
     threads, cores = progress.cpu_threads, os.cpu_count() or 1
     return f" on {threads} of {cores} cores (other programs are busy)" if 0 < threads < cores else ""
 
@@ -75,13 +75,14 @@ class TrainingTab(QWidget):
         self.start_button = self._button("Start", "Start training with these settings (Ctrl+Return)", self._on_start)
         self.pause_button = self._button("Pause", "Pause after the current step (Ctrl+P)", self._on_pause)
         self.resume_button = self._button("Resume", "Go on training (Ctrl+P)", self._on_resume)
-        self.keep_button = self._button("Stop && keep", "Stop now and make what was learned the active model",
-                                        lambda: self._on_stop(keep=True))
-        self.cancel_button = self._button("Cancel", "Stop now and discard this training (Escape)",
-                                          lambda: self._on_stop(keep=False))
+        self.keep_button = self._button(
+            "Stop && keep", "Stop now and make what was learned the active model", lambda: self._on_stop(keep=True)
+        )
+        self.cancel_button = self._button(
+            "Cancel", "Stop now and discard this training (Escape)", lambda: self._on_stop(keep=False)
+        )
         buttons = QHBoxLayout()
-        for button in (self.start_button, self.pause_button, self.resume_button, self.keep_button,
-                       self.cancel_button):
+        for button in (self.start_button, self.pause_button, self.resume_button, self.keep_button, self.cancel_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         self.progress_bar = QProgressBar()
@@ -141,8 +142,7 @@ class TrainingTab(QWidget):
         self._expected_timer.start()
         QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
         QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.WidgetWithChildrenShortcut)
-        QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False),
-                  context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False), context=Qt.WidgetWithChildrenShortcut)
         self._update_buttons()
 
     def _button(self, text, tip, slot) -> QPushButton:
@@ -178,8 +178,9 @@ class TrainingTab(QWidget):
         except UserError:
             return None
         pieces = max(2, round(figures["mean_words"] * 1.3) + 1)
-        pairs = training.batch_size if not training.batch_tokens else max(1, min(training.batch_size,
-                                                                               training.batch_tokens // pieces))
+        pairs = (
+            training.batch_size if not training.batch_tokens else max(1, min(training.batch_size, training.batch_tokens // pieces))
+        )
         shape = tuple(sorted((k, v) for k, v in model_options.items() if k != "dropout"))
         return shape, form.vocab_size.value(), pairs, pieces
 
@@ -200,8 +201,12 @@ class TrainingTab(QWidget):
         shape, vocab, batch_pairs, pieces = key
         self._probe_key = key
         # Bound slots of this tab: if the window closes first, the measurement reports to no one.
-        self._probe = start_task(lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces),
-                                 self._on_step_measured, self._on_step_probe_failed, daemon=True)
+        self._probe = start_task(
+            lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces),
+            self._on_step_measured,
+            self._on_step_probe_failed,
+            daemon=True,
+        )
 
     def _on_step_measured(self, seconds: float) -> None:
         self._probe = None
@@ -239,8 +244,10 @@ class TrainingTab(QWidget):
         self.training.start()
         self._update_buttons()
         if self.session.has_unsaved_training():  # not asked: nothing is replaced before training finishes
-            self.session.message.emit("The model trained before is not saved: it stays active until this training "
-                                      "finishes, then this one replaces it. File ▸ Save model as… keeps it.")
+            self.session.message.emit(
+                "The model trained before is not saved: it stays active until this training "
+                "finishes, then this one replaces it. File ▸ Save model as… keeps it."
+            )
 
     def _on_pause(self) -> None:
         if self.is_training():
@@ -273,8 +280,9 @@ class TrainingTab(QWidget):
 
     def _on_prepared(self, info: Prepared) -> None:
         skipped = f", {info.skipped_lines} malformed lines skipped" if info.skipped_lines else ""
-        self.samples_label.setText(f"{info.train:,} training / {info.valid:,} validation / {info.test:,} "
-                                   f"test pairs{skipped}. Model: {info.model}.")
+        self.samples_label.setText(
+            f"{info.train:,} training / {info.valid:,} validation / {info.test:,} test pairs{skipped}. Model: {info.model}."
+        )
 
     def _on_progress(self, progress: Progress) -> None:
         self.last_progress = progress
@@ -289,7 +297,8 @@ class TrainingTab(QWidget):
             f"token accuracy {progress.token_accuracy:.3f} · lr {progress.learning_rate:.2e} · "
             f"{progress.tokens_per_second:,.0f} tokens/s{_cores(progress)} · "
             f"{format_duration(progress.elapsed_seconds)} elapsed, "
-            f"ETA {format_duration(progress.eta_seconds)}{paused}")
+            f"ETA {format_duration(progress.eta_seconds)}{paused}"
+        )
 
     def _on_validation(self, validation: Validation) -> None:
         self.validations.append(validation)
@@ -299,7 +308,8 @@ class TrainingTab(QWidget):
             f"Validation at step {validation.step:,} (epoch {validation.epoch}): loss "
             f"{scores.loss:.3f}, token accuracy {scores.token_accuracy:.3f}, exact match "
             f"{scores.exact_match:.3f}, BLEU {scores.bleu:.1f}"
-            + (" — the best so far: these weights are kept" if validation.best else ""))
+            + (" — the best so far: these weights are kept" if validation.best else "")
+        )
         samples = scores.samples
         self.samples.setRowCount(len(samples))
         for row, (source, reference, hypothesis) in enumerate(samples):
@@ -318,8 +328,9 @@ class TrainingTab(QWidget):
         self.progress_bar.setValue(1000 if not cancelled else self.progress_bar.value())
         self.progress_bar.setFormat("%p%")
         how = "stopped" if cancelled else outcome.why
-        self.progress_label.setText(f"Training {how} after {steps}. The model is now active in Explore; "
-                                    "File ▸ Save model as… (Ctrl+Shift+S) keeps it.")
+        self.progress_label.setText(
+            f"Training {how} after {steps}. The model is now active in Explore; File ▸ Save model as… (Ctrl+Shift+S) keeps it."
+        )
         self.trained.emit(bundle)
 
     def _on_failed(self, text: str) -> None:

@@ -11,16 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QHeaderView,
-    QLabel,
-    QSplitter,
-    QTreeWidget,
-    QTreeWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from model.inspection.labels import CONTINUATION_MARK, display_labels
 
@@ -33,15 +24,17 @@ def sentence(labels: list[str]) -> str:
     words: list[str] = []
     for label in labels:
         if label.startswith(CONTINUATION_MARK) and words:
-            words[-1] += label[len(CONTINUATION_MARK):]
+            words[-1] += label[len(CONTINUATION_MARK) :]
         else:
             words.append(label)
     return " ".join(words)
 
 
 def score_help(alpha: float) -> str:
-    return (f"Score = log p / length penalty, the GNMT penalty ((5 + length) / 6)^α with α = {alpha:g}: "
-            "longer hypotheses are not punished for their extra tokens. Beam search ranks by it.")
+    return (
+        f"Score = log p / length penalty, the GNMT penalty ((5 + length) / 6)^α with α = {alpha:g}: "
+        "longer hypotheses are not punished for their extra tokens. Beam search ranks by it."
+    )
 
 
 class BeamTreeView(QWidget):
@@ -89,12 +82,24 @@ class BeamTreeView(QWidget):
 
     def _set_help(self) -> None:
         help_text = score_help(self.alpha)
-        self.setToolTip("Beam search. Click a ranked hypothesis to step through it and see its attention; click a "
-                        "row of the tree to see the step where its first token was chosen.\n" + help_text)
-        for view, columns in ((self.ranked, {1: help_text, 2: "log p: summed log probability of the tokens",
-                                             0: "Rank by score, 1 = the translation beam search returns"}),
-                              (self.tree, {2: help_text, 1: "log p of the prefix up to the row's last token",
-                                           3: "Rank of the hypothesis the row ends"})):
+        self.setToolTip(
+            "Beam search. Click a ranked hypothesis to step through it and see its attention; click a "
+            "row of the tree to see the step where its first token was chosen.\n" + help_text
+        )
+        for view, columns in (
+            (
+                self.ranked,
+                {
+                    1: help_text,
+                    2: "log p: summed log probability of the tokens",
+                    0: "Rank by score, 1 = the translation beam search returns",
+                },
+            ),
+            (
+                self.tree,
+                {2: help_text, 1: "log p of the prefix up to the row's last token", 3: "Rank of the hypothesis the row ends"},
+            ),
+        ):
             for column, text in columns.items():
                 view.headerItem().setToolTip(column, text)
 
@@ -115,8 +120,7 @@ class BeamTreeView(QWidget):
         if tree is None:
             return
         nodes = tree.nodes
-        labels = {index: display_labels([tree.pieces[node] for node in tree.node_path(index)])
-                  for index in range(len(nodes))}
+        labels = {index: display_labels([tree.pieces[node] for node in tree.node_path(index)]) for index in range(len(nodes))}
         self.ranks = {node: rank for rank, node in enumerate(tree.hypotheses)}
         for rank, end in enumerate(tree.hypotheses):
             index = end
@@ -124,8 +128,7 @@ class BeamTreeView(QWidget):
                 self.best_rank.setdefault(index, rank)
                 index = nodes[index].parent
             node = nodes[end]
-            item = QTreeWidgetItem([f"#{rank + 1}", f"{node.score:.3f}", f"{node.log_probability:.3f}",
-                                    sentence(labels[end])])
+            item = QTreeWidgetItem([f"#{rank + 1}", f"{node.score:.3f}", f"{node.log_probability:.3f}", sentence(labels[end])])
             for column in (0, 1, 2):
                 item.setTextAlignment(column, Qt.AlignRight | Qt.AlignVCenter)
             item.setData(0, Qt.UserRole, rank)
@@ -149,8 +152,14 @@ class BeamTreeView(QWidget):
             node = nodes[last]
             length = nodes[last].step - nodes[first].step + 1
             rank = self.ranks.get(last)
-            item = QTreeWidgetItem([" ".join(labels[last][-length:]), f"{node.log_probability:.3f}",
-                                    f"{node.score:.3f}", f"#{rank + 1}" if rank is not None else ""])
+            item = QTreeWidgetItem(
+                [
+                    " ".join(labels[last][-length:]),
+                    f"{node.log_probability:.3f}",
+                    f"{node.score:.3f}",
+                    f"#{rank + 1}" if rank is not None else "",
+                ]
+            )
             item.setData(0, NODE, (first, last))
             for column in (1, 2, 3):
                 item.setTextAlignment(column, Qt.AlignRight | Qt.AlignVCenter)
@@ -190,8 +199,7 @@ class BeamTreeView(QWidget):
         """Width that shows every column of both lists unclipped (plus frame and scroll bar)."""
         widths = []
         for view in (self.ranked, self.tree):
-            columns = sum(max(view.sizeHintForColumn(c), view.header().sectionSizeHint(c))
-                          for c in range(view.columnCount()))
+            columns = sum(max(view.sizeHintForColumn(c), view.header().sectionSizeHint(c)) for c in range(view.columnCount()))
             widths.append(columns + 2 * view.frameWidth() + view.verticalScrollBar().sizeHint().width() + 4)
         return max(widths)
 

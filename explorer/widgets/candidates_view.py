@@ -23,11 +23,13 @@ OTHER_BRUSH = pg.mkBrush("#4c78a8")
 REST_BRUSH = pg.mkBrush("#b0b0b0")
 CHOSEN_MARK = "▶ "  # before the chosen token's label: its bar can be too thin to see
 LABEL_SMOOTHING = TrainingOptions.label_smoothing  # the training default: the spread the tooltip explains
-TOOLTIP = ("The most likely next tokens at this step (orange and ▶: chosen), until they hold 99% of the probability; "
-           "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there.\n"
-           f"A model trained with label smoothing (ε = {LABEL_SMOOTHING:g} by default) learns to spread about ε of "
-           "its probability over the whole vocabulary, so the best token rarely goes above about "
-           f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives.")
+TOOLTIP = (
+    "The most likely next tokens at this step (orange and ▶: chosen), until they hold 99% of the probability; "
+    "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there.\n"
+    f"A model trained with label smoothing (ε = {LABEL_SMOOTHING:g} by default) learns to spread about ε of "
+    "its probability over the whole vocabulary, so the best token rarely goes above about "
+    f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives."
+)
 
 
 class CandidatesView(pg.PlotWidget):
@@ -53,8 +55,15 @@ class CandidatesView(pg.PlotWidget):
         self.addItem(self.bars)
         self.scene().sigMouseClicked.connect(self._on_clicked)
 
-    def set_candidates(self, step_index: int | None, token_ids, tokens: list[str], probabilities,
-                       chosen_id: int | None, vocabulary_size: int | None = None) -> None:
+    def set_candidates(
+        self,
+        step_index: int | None,
+        token_ids,
+        tokens: list[str],
+        probabilities,
+        chosen_id: int | None,
+        vocabulary_size: int | None = None,
+    ) -> None:
         """The best-first candidates [k] of step ``step_index`` (0-based); ``chosen_id`` None when no token
         was chosen yet (step 0). ``vocabulary_size`` counts the tokens of the "other" row."""
         probabilities = np.asarray(probabilities, dtype=np.float32)  # [k]
@@ -67,8 +76,10 @@ class CandidatesView(pg.PlotWidget):
         total = vocabulary_size if vocabulary_size is not None else len(probabilities)
         self.other_count = max(total - n, 0) if n else 0
         chosen = [chosen_id is not None and int(token) == chosen_id for token in self.token_ids]
-        self.labels = [f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
-                       for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)]
+        self.labels = [
+            f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
+            for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)
+        ]
         widths = list(self.probabilities)
         brushes = [CHOSEN_BRUSH if is_chosen else OTHER_BRUSH for is_chosen in chosen]
         if self.other_count:
@@ -76,8 +87,9 @@ class CandidatesView(pg.PlotWidget):
             widths.append(self.other_probability)
             brushes.append(REST_BRUSH)
         rows = len(self.labels)
-        self.bars.setOpts(x0=np.zeros(rows), y=np.arange(rows), width=np.array(widths, dtype=np.float64),
-                          height=0.7, brushes=brushes)
+        self.bars.setOpts(
+            x0=np.zeros(rows), y=np.arange(rows), width=np.array(widths, dtype=np.float64), height=0.7, brushes=brushes
+        )
         self.getAxis("left").setTicks([list(enumerate(self.labels)), []])
         self.setTitle(f"Candidates for step {step_index + 1}" if step_index is not None else "Candidates")
         self.setYRange(-0.5, max(rows, 1) - 0.5, padding=0.02)

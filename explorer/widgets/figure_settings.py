@@ -11,8 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QDialogButtonBox, Q
 from model.figures.attention import FigureOptions
 from model.figures.layout import MIN_FONT_SIZE, WIDTH_PRESETS
 
-WIDTHS = (("One column (3.3 in)", WIDTH_PRESETS["column"]), ("Two columns (6.9 in)", WIDTH_PRESETS["page"]),
-          ("Custom", None))
+WIDTHS = (("One column (3.3 in)", WIDTH_PRESETS["column"]), ("Two columns (6.9 in)", WIDTH_PRESETS["page"]), ("Custom", None))
 
 
 def _flag(value, default: bool) -> bool:
@@ -83,8 +82,12 @@ class FigureSettingsDialog(QDialog):
 
 def figure_options(settings: QSettings, colormap: str, model_name: str) -> tuple[FigureOptions, float]:
     """The saved settings as the core's FigureOptions, and the PNG dpi."""
-    options = FigureOptions(width=float(settings.value("export/width", WIDTH_PRESETS["page"])),
-                            font_size=float(settings.value("export/font_size", 8.0)), colormap=colormap,
-                            caption=_flag(settings.value("export/caption"), True),
-                            outline_step=_flag(settings.value("export/outline_step"), False), model_name=model_name)
+    options = FigureOptions(
+        width=float(settings.value("export/width", WIDTH_PRESETS["page"])),
+        font_size=float(settings.value("export/font_size", 8.0)),
+        colormap=colormap,
+        caption=_flag(settings.value("export/caption"), True),
+        outline_step=_flag(settings.value("export/outline_step"), False),
+        model_name=model_name,
+    )
     return options, float(settings.value("export/dpi", 300))

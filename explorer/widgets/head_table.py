@@ -12,8 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 from model.inspection.heads import ROLE_SCORE_HELP, describe_role, heads_statistics
 from model.kinds import AttentionKind
 
-COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance",
-           "Max\nweight")
+COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance", "Max\nweight")
 COLUMN_HELP = (
     "Layer (from 1)",
     "Head (from 1)",
@@ -61,9 +60,18 @@ class HeadTable(QTableWidget):
         every_head = heads_statistics(weights, key_tokens, kind) if weights.shape[2] else []  # roles too
         for index, stats in enumerate(every_head):
             layer, head = divmod(index, n_heads)
-            self.rows.append({"layer": layer, "head": head, "role": stats.role, "role_score": stats.role_score,
-                              "entropy": stats.entropy, "normalised_entropy": stats.normalised_entropy,
-                              "distance": stats.distance, "max_weight": stats.max_weight})
+            self.rows.append(
+                {
+                    "layer": layer,
+                    "head": head,
+                    "role": stats.role,
+                    "role_score": stats.role_score,
+                    "entropy": stats.entropy,
+                    "normalised_entropy": stats.normalised_entropy,
+                    "distance": stats.distance,
+                    "max_weight": stats.max_weight,
+                }
+            )
         self._fill()
 
     def _fill(self) -> None:

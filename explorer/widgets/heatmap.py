@@ -103,8 +103,7 @@ class TokenAxis(pg.AxisItem):
         self._all_widths: dict[float, np.ndarray] = {}  # point size -> [tokens] widths
         self._layout = None
 
-    def set_tokens(self, tokens: list[str] | None, cell: float = 1.0, offset: float = 0.0,
-                   highlighted: int | None = None) -> None:
+    def set_tokens(self, tokens: list[str] | None, cell: float = 1.0, offset: float = 0.0, highlighted: int | None = None) -> None:
         tokens = list(tokens) if tokens is not None else None
         if (tokens, cell, offset, highlighted) == (self.tokens, self.cell, self.offset, self.highlighted):
             return
@@ -144,7 +143,7 @@ class TokenAxis(pg.AxisItem):
         sizes, vertical = point_sizes(), self.orientation in ("left", "right")
         if not vertical:
             for size in sizes:
-                if first <= last and self._widths_at(size)[first:last + 1].max() + 2 <= cell_px:
+                if first <= last and self._widths_at(size)[first : last + 1].max() + 2 <= cell_px:
                     return size, False, 1
         for size in sizes:
             if line_height(size) <= cell_px:
@@ -171,8 +170,7 @@ class TokenAxis(pg.AxisItem):
             label = label if self.orientation == "left" else 0.0
             self.setWidth(math.ceil(extent + TEXT_GAP + TICK + label))
         else:
-            extent = (float(self._widths_at(self.point_size).max()) if self.rotated and self.tokens
-                      else line_height(self.point_size))
+            extent = float(self._widths_at(self.point_size).max()) if self.rotated and self.tokens else line_height(self.point_size)
             self.setHeight(math.ceil(extent + TEXT_GAP + TICK + label))
         self.picture = None
         self.update()
@@ -211,8 +209,7 @@ class TokenAxis(pg.AxisItem):
         first, last = self._visible(low, high)
         indices = list(range(first + (-first) % self.every, last + 1, self.every))  # stay put while panning
         if self.highlighted is not None and first <= self.highlighted <= last:
-            indices = sorted({index for index in indices if abs(index - self.highlighted) >= self.every}
-                             | {self.highlighted})
+            indices = sorted({index for index in indices if abs(index - self.highlighted) >= self.every} | {self.highlighted})
         height = line_height(self.point_size)
         text_end = edge - TICK - TEXT_GAP
         tick_pen, ticks, texts = self.pen(), [], []
@@ -221,8 +218,7 @@ class TokenAxis(pg.AxisItem):
             position = origin + ((high - value) if flipped else (value - low)) * px_per_unit
             text = self.tokens[index]
             if right:
-                rect = QRectF(edge + TICK + TEXT_GAP, position - height / 2, bounds.right() - edge - TICK - TEXT_GAP,
-                              height)
+                rect = QRectF(edge + TICK + TEXT_GAP, position - height / 2, bounds.right() - edge - TICK - TEXT_GAP, height)
                 ticks.append((tick_pen, QPointF(edge, position), QPointF(edge + TICK, position)))
                 flags = Qt.AlignLeft | Qt.AlignVCenter
             elif vertical:
@@ -282,8 +278,9 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.display_key_labels: list[str] = []
         self.highlighted_row: int | None = None
         self._title, self._levels, self._token_level = None, None, None
-        self.plot = self.addPlot(row=0, col=0, viewBox=TokenViewBox(),
-                                 axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")})
+        self.plot = self.addPlot(
+            row=0, col=0, viewBox=TokenViewBox(), axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")}
+        )
         self.plot.setMenuEnabled(False)
         self.plot.invertY(True)
         self.plot.setAspectLocked(False)
@@ -296,8 +293,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
             self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
-        self.color_bar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(colormap_name), interactive=False,
-                                         label=value_label)
+        self.color_bar = pg.ColorBarItem(values=(0, 1), colorMap=colormap(colormap_name), interactive=False, label=value_label)
         self.color_bar.setImageItem(self.image)
         self.color_bar.axis.setCacheMode(self.color_bar.axis.CacheMode.DeviceCoordinateCache)
         self.addItem(self.color_bar, row=0, col=1)
@@ -308,9 +304,16 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.plot.addItem(self.outline, ignoreBounds=True)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
-    def set_matrix(self, values: np.ndarray, query_labels: list[str], key_labels: list[str], title: str = "",
-                   highlighted_row: int | None = None, levels: tuple[float, float] = (0.0, 1.0),
-                   token_level: str | None = None) -> None:
+    def set_matrix(
+        self,
+        values: np.ndarray,
+        query_labels: list[str],
+        key_labels: list[str],
+        title: str = "",
+        highlighted_row: int | None = None,
+        levels: tuple[float, float] = (0.0, 1.0),
+        token_level: str | None = None,
+    ) -> None:
         """values [queries, keys]; labels are raw pieces (or words: ``token_level`` "word")."""
         self.values = np.asarray(values, dtype=np.float32)  # [queries, keys]
         query_labels, key_labels = list(query_labels), list(key_labels)
@@ -373,8 +376,10 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         return None
 
     def describe_cell(self, query: int, key: int) -> str:
-        return (f"query {self.display_query_labels[query]!r} (#{query + 1}) → key "
-                f"{self.display_key_labels[key]!r} (#{key + 1}): {self.values[query, key]:.4f}")
+        return (
+            f"query {self.display_query_labels[query]!r} (#{query + 1}) → key "
+            f"{self.display_key_labels[key]!r} (#{key + 1}): {self.values[query, key]:.4f}"
+        )
 
     def _on_mouse_moved(self, scene_position) -> None:
         cell = self.cell_at(scene_position)

@@ -18,8 +18,24 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsPathItem, QHBoxLayout, QLabel,
 
 from explorer.widgets.heatmap import TokenAxis, shown_labels
 
-HEAD_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
-                "#ff9da6", "#bab0ac", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
+HEAD_COLOURS = (
+    "#4c78a8",
+    "#f58518",
+    "#54a24b",
+    "#e45756",
+    "#72b7b2",
+    "#b279a2",
+    "#eeca3b",
+    "#9d755d",
+    "#ff9da6",
+    "#bab0ac",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#17becf",
+)
 BANDS = 8  # opacity levels
 MIN_WEIGHT = 0.05  # lighter lines are nearly invisible and are not drawn
 DIMMED = 0.2  # opacity factor of the other heads' lines while one head is focused
@@ -31,7 +47,6 @@ def head_colour(head: int) -> str:
 
 
 class LinesView(QWidget):
-
     def __init__(self):
         super().__init__()
         self.weights = np.zeros((0, 0, 0), np.float32)  # [heads, queries, keys] of one layer
@@ -55,8 +70,7 @@ class LinesView(QWidget):
         self.plot.invertY(True)
         self.plot.setMouseEnabled(x=False, y=True)
         self.plot.getPlotItem().vb.setDefaultPadding(0.0)
-        self.plot.setToolTip("One line per query-key pair (keys left, queries right); darker = more attention. "
-                             "Scroll to zoom.")
+        self.plot.setToolTip("One line per query-key pair (keys left, queries right); darker = more attention. Scroll to zoom.")
         self.heads_row = QHBoxLayout()
         self.heads_row.addWidget(QLabel("Heads:"))
         self.heads_row.addStretch(1)
@@ -105,9 +119,15 @@ class LinesView(QWidget):
             self._style_head_boxes()
             self._redraw()
 
-    def set_weights(self, weights: np.ndarray, query_labels: list[str], key_labels: list[str],
-                    highlighted_row: int | None = None, focused_head: int | None = None,
-                    token_level: str | None = None) -> None:
+    def set_weights(
+        self,
+        weights: np.ndarray,
+        query_labels: list[str],
+        key_labels: list[str],
+        highlighted_row: int | None = None,
+        focused_head: int | None = None,
+        token_level: str | None = None,
+    ) -> None:
         """weights [heads, queries, keys] of one layer; keys on the left, queries on the right; labels
         are raw pieces (or words: ``token_level`` "word")."""
         self.weights = np.asarray(weights, dtype=np.float32)  # [heads, queries, keys]

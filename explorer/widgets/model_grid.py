@@ -48,8 +48,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
 
     def __init__(self, colormap_name: str = "viridis"):
         super().__init__()
-        self.setToolTip("Every layer (rows) and head (columns) at the current step, on one colour scale; "
-                        "click a cell to focus it")
+        self.setToolTip("Every layer (rows) and head (columns) at the current step, on one colour scale; click a cell to focus it")
         self.weights = np.zeros((0, 0, 0, 0), np.float32)  # [layers, heads, queries, keys] shown now
         self.levels = (0.0, 1.0)
         self.selected: tuple[int, int] | None = None
@@ -78,8 +77,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._drawn = None  # (ticks, range) last set, so an unchanged grid is not laid out again
         self.scene().sigMouseClicked.connect(self._on_clicked)
 
-    def set_weights(self, weights: np.ndarray, levels: tuple[float, float] = (0.0, 1.0),
-                    empty_text: str = EMPTY_TEXT) -> None:
+    def set_weights(self, weights: np.ndarray, levels: tuple[float, float] = (0.0, 1.0), empty_text: str = EMPTY_TEXT) -> None:
         """weights [layers, heads, queries, keys] for one kind at the current step."""
         self.weights = np.asarray(weights, dtype=np.float32)  # [layers, heads, queries, keys]
         self.levels = levels

@@ -49,8 +49,9 @@ class TokensView(QWidget):
         self.setSizePolicy(policy)
         self.set_tokens([])
 
-    def set_tokens(self, tokens: list[str], current: int | None = None, forced: list[bool] | None = None,
-                   token_level: str | None = None) -> None:
+    def set_tokens(
+        self, tokens: list[str], current: int | None = None, forced: list[bool] | None = None, token_level: str | None = None
+    ) -> None:
         """Raw pieces (or words: ``token_level`` "word"), the current one highlighted, forced ones marked."""
         forced = list(forced) if forced is not None else [False] * len(tokens)
         shown = (list(tokens), current, forced, token_level)
@@ -160,8 +161,10 @@ class TokensView(QWidget):
             italic = QFont(regular)
             italic.setItalic(True)
             painter.setFont(italic)
-            painter.drawText(QPointF(MARGIN + self._text_width(self.caption, True) + SPACING,
-                                     MARGIN + PAD_Y + QFontMetricsF(italic).ascent()), "—")
+            painter.drawText(
+                QPointF(MARGIN + self._text_width(self.caption, True) + SPACING, MARGIN + PAD_Y + QFontMetricsF(italic).ascent()),
+                "—",
+            )
         border, link, base = palette.color(QPalette.Mid), palette.color(QPalette.Link), palette.color(QPalette.Base)
         highlight, white = QColor(HIGHLIGHT), QColor("white")
         for index, rect in enumerate(self.chip_rects):
@@ -172,8 +175,7 @@ class TokensView(QWidget):
             painter.setFont(bold if current else regular)
             painter.setPen(white if current else link)
             static = self._static(self.display_tokens[index], current)
-            painter.drawStaticText(QPointF(rect.left() + PAD_X, rect.top() + (rect.height() - text_height) / 2),
-                                   static)
+            painter.drawStaticText(QPointF(rect.left() + PAD_X, rect.top() + (rect.height() - text_height) / 2), static)
             if self.forced[index]:
                 painter.setFont(regular)
                 painter.setPen(palette.color(QPalette.WindowText))

@@ -93,8 +93,12 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.curves["train_loss"].setData(train_steps, np.asarray(self.train["loss"], dtype=float))
         self.curves["train_accuracy"].setData(train_steps, np.asarray(self.train["accuracy"], dtype=float))
         self.curves["learning_rate"].setData(train_steps, np.asarray(self.train["learning_rate"], dtype=float))
-        for curve, key in (("valid_loss", "loss"), ("valid_accuracy", "accuracy"), ("bleu", "bleu"),
-                           ("exact_match", "exact_match")):
+        for curve, key in (
+            ("valid_loss", "loss"),
+            ("valid_accuracy", "accuracy"),
+            ("bleu", "bleu"),
+            ("exact_match", "exact_match"),
+        ):
             self.curves[curve].setData(valid_steps, np.asarray(self.valid[key], dtype=float))
 
     def flush(self) -> None:

@@ -24,8 +24,12 @@ COMMANDS = ("train", "translate", "evaluate", "trace", "export")
 
 
 def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument("--corpus", required=required, metavar="{toy-fr,copy,reverse,sort,PATH}",
-                        help="a built-in corpus, a TSV file (source TAB target), or the source file of a Moses pair")
+    parser.add_argument(
+        "--corpus",
+        required=required,
+        metavar="{toy-fr,copy,reverse,sort,PATH}",
+        help="a built-in corpus, a TSV file (source TAB target), or the source file of a Moses pair",
+    )
     parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
     parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
 
@@ -35,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="transformer-explorer",
         description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.",
         epilog="With no arguments, or a model file, `transformer-explorer` opens the desktop app. "
-               "`transformer-explorer export ...` writes a figure (PNG, SVG, PDF) or data (CSV, NPY) without a window.")
+        "`transformer-explorer export ...` writes a figure (PNG, SVG, PDF) or data (CSV, NPY) without a window.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model and save it to one file")
@@ -63,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
     model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
     options = train.add_argument_group(
-        "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)")
+        "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)"
+    )
     options.add_argument("--epochs", type=int)
     options.add_argument("--max-minutes", type=float, help="time budget; stops cleanly at a step boundary")
     options.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -71,13 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_argument("--batch-tokens", type=int, help="pieces per batch instead of a pair count")
     options.add_argument("--warmup", type=int, help="warm-up steps")
     options.add_argument("--lr-factor", type=float, help="scales the learning rate")
-    options.add_argument("--lr-decay", choices=["rsqrt", "linear"],
-                         help="after warm-up: 1/sqrt(step) (the paper) or linear to 0 at the end")
+    options.add_argument(
+        "--lr-decay", choices=["rsqrt", "linear"], help="after warm-up: 1/sqrt(step) (the paper) or linear to 0 at the end"
+    )
     options.add_argument("--average-steps", type=int, help="keep an average of the weights over ~N steps (0: off)")
     options.add_argument("--valid-every", type=int, help="steps between validations (default: the preset's)")
     options.add_argument("--patience", type=int, help="stop after N validations without a better BLEU")
-    options.add_argument("--no-keep-best", action="store_true",
-                         help="end with the last weights, not those of the best validation BLEU")
+    options.add_argument(
+        "--no-keep-best", action="store_true", help="end with the last weights, not those of the best validation BLEU"
+    )
     options.add_argument("--label-smoothing", type=float, default=0.1)
     options.add_argument("--clip-norm", type=float, default=1.0)
     options.add_argument("--seed", type=int, default=0)
@@ -110,8 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--top-p", type=float, default=1.0)
     trace.add_argument("--seed", type=int, default=0)
     trace.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
-    trace.add_argument("--force", action="append", default=[], metavar="STEP:TOKEN",
-                       help="what-if: make step STEP (1-based) produce TOKEN (a target piece or word); repeatable")
+    trace.add_argument(
+        "--force",
+        action="append",
+        default=[],
+        metavar="STEP:TOKEN",
+        help="what-if: make step STEP (1-based) produce TOKEN (a target piece or word); repeatable",
+    )
     trace.add_argument("--max-steps", type=int, help="stop after this many target tokens")
     trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
     trace.add_argument("--out", required=True, metavar="FILE.npz")
@@ -119,8 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from model.cli.export import add_arguments
 
-    add_arguments(sub.add_parser("export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data "
-                                                "(CSV, NPY), without a window"))
+    add_arguments(
+        sub.add_parser(
+            "export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data (CSV, NPY), without a window"
+        )
+    )
     return parser
 
 
@@ -143,8 +159,7 @@ def run_translate(args) -> int:
         raise CommandError("nothing to translate: the sentence is empty")
     ids, n_pieces = encode_source(bundle.source_tokenizer, text, bundle.config)
     if n_pieces > len(ids) - 1:
-        print(f"note: the sentence has {n_pieces} pieces; only the first {len(ids) - 1} fit this model",
-              file=sys.stderr)
+        print(f"note: the sentence has {n_pieces} pieces; only the first {len(ids) - 1} fit this model", file=sys.stderr)
     source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
     if args.beam > 1:
         output = beam_search(bundle.model, source, args.beam, args.alpha).best
@@ -163,8 +178,7 @@ def run_evaluate(args) -> int:
     bundle = _load(args.model, args.device)
     if args.n is not None:
         if args.target is not None or args.corpus not in BUILTIN_CORPORA:
-            raise CommandError("--n generates fresh pairs and needs a built-in corpus "
-                               f"({', '.join(BUILTIN_CORPORA)})")
+            raise CommandError(f"--n generates fresh pairs and needs a built-in corpus ({', '.join(BUILTIN_CORPORA)})")
         pairs = generate_builtin(args.corpus, args.n, args.seed)
         what = f"{args.n} fresh {args.corpus} pairs (seed {args.seed})"
     else:
@@ -176,10 +190,13 @@ def run_evaluate(args) -> int:
         what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
         if not pairs:
             raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
-    scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs,
-                   next(bundle.model.parameters()).device)
-    result: dict[str, Any] = {"exact_match": round(scores.exact_match, 6), "bleu": round(scores.bleu, 4),
-              "token_accuracy": round(scores.token_accuracy, 6), "n": scores.n}
+    scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs, next(bundle.model.parameters()).device)
+    result: dict[str, Any] = {
+        "exact_match": round(scores.exact_match, 6),
+        "bleu": round(scores.bleu, 4),
+        "token_accuracy": round(scores.token_accuracy, 6),
+        "n": scores.n,
+    }
     aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
     if aligned:
         from model.inspection.alignment import cross_attention_aer
@@ -187,13 +204,16 @@ def run_evaluate(args) -> int:
         report = cross_attention_aer(bundle, aligned)
         if report.n_pairs:
             aer, layer, head, reading = report.best
-            result.update(aer=round(aer, 6), aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
-                          aer_layer_average=round(float(report.layer_aer.min()), 6), aer_pairs=report.n_pairs)
+            result.update(
+                aer=round(aer, 6),
+                aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
+                aer_layer_average=round(float(report.layer_aer.min()), 6),
+                aer_pairs=report.n_pairs,
+            )
     if args.json:
         print(json.dumps(result))
     else:
-        line = (f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, "
-                f"token accuracy {scores.token_accuracy:.4f}")
+        line = f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, token accuracy {scores.token_accuracy:.4f}"
         if "aer" in result:
             head = result["aer_head"]
             line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
@@ -212,9 +232,16 @@ def run_trace(args) -> int:
     positive("max-steps", args.max_steps)
     alpha(args.alpha)
     strategy = "beam" if args.beam is not None else "sample" if args.sample else "greedy"
-    options = DecodingOptions(strategy=strategy, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                              seed=args.seed, beam_width=args.beam or 4, length_penalty=args.alpha,
-                              max_steps=args.max_steps)
+    options = DecodingOptions(
+        strategy=strategy,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        beam_width=args.beam or 4,
+        length_penalty=args.alpha,
+        max_steps=args.max_steps,
+    )
     options.validate()  # its messages name the option: temperature, top-p, top-k, seed
     forced = forces(args.force)
     model_path = resolve_model(args.model)
@@ -237,20 +264,26 @@ def run_trace(args) -> int:
         words = trace.word_level()
         for kind in words.kinds:
             extra[f"word_{kind.field}"] = words.matrix(kind)
-        extra.update(word_source_tokens=np.array(words.source_tokens, dtype=str),
-                     word_target_tokens=np.array(words.target_tokens, dtype=str),
-                     word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str))
+        extra.update(
+            word_source_tokens=np.array(words.source_tokens, dtype=str),
+            word_target_tokens=np.array(words.target_tokens, dtype=str),
+            word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str),
+        )
     if stepper.beam is not None:
         nodes = stepper.beam.nodes
-        extra.update(beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
-                     beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
-                     beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
-                     beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
-                     beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
-                     beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
-                     beam_score_note=np.array("score = log p / ((5 + length) / 6) ** alpha (GNMT length "
-                                              "normalisation); log p is the hypothesis' summed log probability"),
-                     beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64))
+        extra.update(
+            beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
+            beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
+            beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
+            beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
+            beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
+            beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
+            beam_score_note=np.array(
+                "score = log p / ((5 + length) / 6) ** alpha (GNMT length "
+                "normalisation); log p is the hypothesis' summed log probability"
+            ),
+            beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64),
+        )
     trace.save_npz(args.out, extra)
     print(f"{trace.n_steps} steps: {stepper.translation()}")
     print(f"wrote {args.out}", file=sys.stderr)
@@ -266,8 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     from model.cli.export import run_export
     from model.cli.train import run_train
 
-    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace,
-               "export": run_export}
+    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace, "export": run_export}
     try:
         code = runners[args.command](args)
         sys.stdout.flush()
@@ -281,8 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     except (MemoryError, RuntimeError) as error:
         if isinstance(error, RuntimeError) and not _out_of_memory(error):
             raise
-        print(f"transformer-explorer {args.command}: error: not enough memory for this {args.command} "
-              "(try a shorter sentence, a smaller model or fewer pairs); nothing was written", file=sys.stderr)
+        print(
+            f"transformer-explorer {args.command}: error: not enough memory for this {args.command} "
+            "(try a shorter sentence, a smaller model or fewer pairs); nothing was written",
+            file=sys.stderr,
+        )
         return 1
 
 

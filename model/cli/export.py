@@ -23,10 +23,14 @@ from model.io.files import check_output
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
     parser.add_argument("--text", help="the source sentence (every view but positional)")
-    parser.add_argument("--view", choices=[*VIEWS, "positional"], default="focus",
-                        help="focus: one heatmap; grid: every layer x head; lines: the paper's line view of a "
-                             "layer; candidates: the next-token probabilities; positional: the model's positional "
-                             "encoding (no sentence)")
+    parser.add_argument(
+        "--view",
+        choices=[*VIEWS, "positional"],
+        default="focus",
+        help="focus: one heatmap; grid: every layer x head; lines: the paper's line view of a "
+        "layer; candidates: the next-token probabilities; positional: the model's positional "
+        "encoding (no sentence)",
+    )
     parser.add_argument("--positions", type=int, default=64, help="positional view: positions shown")
     parser.add_argument("--dimensions", help="positional view: dimensions drawn as curves (default 0,1,8,9,32,33)")
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross")
@@ -37,23 +41,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beam", type=int, help="decode with beam search of this width")
     parser.add_argument("--word-level", action="store_true", help="words instead of sub-word pieces")
     figure = parser.add_argument_group("figures (.png, .svg, .pdf)")
-    figure.add_argument("--width", default=str(DEFAULT_WIDTH),
-                        help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm")
+    figure.add_argument(
+        "--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm"
+    )
     figure.add_argument("--height", help="a size (default: from the content, square cells)")
     figure.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
     figure.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
     figure.add_argument("--dpi", type=float, help="PNG resolution (default 300; 150 with --all)")
     figure.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
     figure.add_argument("--outline-step", action="store_true", help="outline the current step's row, as the window does")
-    parser.add_argument("--all", action="store_true",
-                        help="write every kind x layer x head and the aggregates (PNG, CSV, NPY) and index.csv "
-                             "into the folder --out")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="write every kind x layer x head and the aggregates (PNG, CSV, NPY) and index.csv into the folder --out",
+    )
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)}), or a folder with --all")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="transformer-explorer export",
-                                     description="Export a view of a decoded sentence as a figure or data.")
+    parser = argparse.ArgumentParser(
+        prog="transformer-explorer export", description="Export a view of a decoded sentence as a figure or data."
+    )
     add_arguments(parser)
     return parser
 
@@ -68,12 +76,26 @@ def request_from(args) -> ExportRequest:
         except ValueError:
             raise CommandError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
     height = parse_width(args.height, "height") if args.height else None
-    options = FigureOptions(width=parse_width(args.width), height=height, font_size=check_font_size(args.font_size),
-                            colormap=args.colormap, caption=not args.no_caption, outline_step=args.outline_step)
+    options = FigureOptions(
+        width=parse_width(args.width),
+        height=height,
+        font_size=check_font_size(args.font_size),
+        colormap=args.colormap,
+        caption=not args.no_caption,
+        outline_step=args.outline_step,
+    )
     options.colours()  # an unknown colour map is reported before decoding
-    return ExportRequest(view=args.view, kind=args.kind, layer=args.layer - 1, head=parse_head(args.head),
-                         step=args.step, word_level=args.word_level, figure=options,
-                         dpi=args.dpi or (150 if args.all else 300), heads=heads)
+    return ExportRequest(
+        view=args.view,
+        kind=args.kind,
+        layer=args.layer - 1,
+        head=parse_head(args.head),
+        step=args.step,
+        word_level=args.word_level,
+        figure=options,
+        dpi=args.dpi or (150 if args.all else 300),
+        heads=heads,
+    )
 
 
 def run_export(args) -> int:
@@ -116,9 +138,9 @@ def run_export(args) -> int:
 
 def run_positional(args) -> int:
     """The positional-encoding figure (PNG, SVG, PDF) or its table (CSV, NPY: positions x d_model)."""
-    from model.figures.attention import save_figure
     from model.figures.export import save_table
     from model.figures.positional import positional_figure
+    from model.figures.saving import save_figure
     from model.inspection.positional import positional_report
     from model.io import checkpoint
     from model.io.shipped import resolve_model
@@ -141,8 +163,14 @@ def run_positional(args) -> int:
         raise CommandError(f"--dimensions must be between 0 and {d_model - 1}")
     report = positional_report(bundle, args.positions)
     if out.suffix.lower() in (".csv", ".npy"):
-        save_table(report.table, report.table, [str(p) for p in range(len(report.table))],
-                   [str(d) for d in range(d_model)], out, "position \\ dimension")
+        save_table(
+            report.table,
+            report.table,
+            [str(p) for p in range(len(report.table))],
+            [str(d) for d in range(d_model)],
+            out,
+            "position \\ dimension",
+        )
     else:
         save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300)
     print(f"wrote {out}")

@@ -16,8 +16,7 @@ class CommandError(UserError):
 def corpus_spec(args, **extra) -> CorpusSpec:
     if args.target is None and args.corpus not in BUILTIN_CORPORA:
         if not Path(args.corpus).exists():
-            raise CommandError(f"{args.corpus}: no such file, and not a built-in corpus "
-                               f"({', '.join(BUILTIN_CORPORA)})")
+            raise CommandError(f"{args.corpus}: no such file, and not a built-in corpus ({', '.join(BUILTIN_CORPORA)})")
     return CorpusSpec(args.corpus, target_path=args.target, skip_malformed=args.skip_malformed, **extra)
 
 
@@ -41,7 +40,6 @@ def forces(items: list[str]) -> list[tuple[int, str]]:
             raise CommandError(f"--force {item!r}: expected STEP:TOKEN with STEP a step number from 1")
         step = int(step_text)
         if step in forces:
-            raise CommandError(f"--force: step {step} is given twice ({forces[step]!r} and {token!r}); "
-                               "give one token per step")
+            raise CommandError(f"--force: step {step} is given twice ({forces[step]!r} and {token!r}); give one token per step")
         forces[step] = token
     return sorted(forces.items())

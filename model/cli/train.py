@@ -27,9 +27,27 @@ def _check_train_numbers(args) -> None:
     for name in ("max_minutes", "lr_factor", "label_smoothing", "clip_norm", "dropout"):
         if getattr(args, name) is not None and not math.isfinite(getattr(args, name)):
             raise CommandError(f"--{name.replace('_', '-')} must be a finite number, got {getattr(args, name)}")
-    for name in ("epochs", "batch_size", "warmup", "max_steps", "max_minutes", "corpus_size", "vocab_size",
-                 "target_vocab_size", "layers", "encoder_layers", "decoder_layers", "d_model", "heads", "d_ff",
-                 "max_len", "lr_factor", "batch_tokens", "valid_every", "patience"):
+    for name in (
+        "epochs",
+        "batch_size",
+        "warmup",
+        "max_steps",
+        "max_minutes",
+        "corpus_size",
+        "vocab_size",
+        "target_vocab_size",
+        "layers",
+        "encoder_layers",
+        "decoder_layers",
+        "d_model",
+        "heads",
+        "d_ff",
+        "max_len",
+        "lr_factor",
+        "batch_tokens",
+        "valid_every",
+        "patience",
+    ):
         positive(name.replace("_", "-"), getattr(args, name))
     if args.average_steps is not None and args.average_steps < 0:
         raise CommandError(f"--average-steps must be 0 (no averaging) or positive, got {args.average_steps}")
@@ -56,23 +74,54 @@ def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, Trainin
     """The preset, with every option given on the command line in its place. --epochs or --max-steps
     replace the preset's time budget (a run of that length was asked for)."""
     layers = (args.layers, args.layers) if args.layers is not None else (args.encoder_layers, args.decoder_layers)
-    model_options = {**preset.model, **_given(dict(
-        n_encoder_layers=layers[0], n_decoder_layers=layers[1], d_model=args.d_model, n_heads=args.heads,
-        d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len)),
-        "norm_placement": args.norm, "positional_encoding": args.positions,
-        "tie_embeddings": not args.no_tie_embeddings}
+    model_options = {
+        **preset.model,
+        **_given(
+            dict(
+                n_encoder_layers=layers[0],
+                n_decoder_layers=layers[1],
+                d_model=args.d_model,
+                n_heads=args.heads,
+                d_ff=args.d_ff,
+                dropout=args.dropout,
+                max_len=args.max_len,
+            )
+        ),
+        "norm_placement": args.norm,
+        "positional_encoding": args.positions,
+        "tie_embeddings": not args.no_tie_embeddings,
+    }
     tokenizer = {**preset.tokenizer, **_given(dict(vocab_size=args.vocab_size))}
-    tokenizer_options = TokenizerOptions(tokenizer["vocab_size"], args.target_vocab_size, not args.separate_vocab,
-                                         args.tokenizer_type)
+    tokenizer_options = TokenizerOptions(
+        tokenizer["vocab_size"], args.target_vocab_size, not args.separate_vocab, args.tokenizer_type
+    )
     training = dict(preset.training)
     if args.epochs is not None or args.max_steps is not None:
         training.pop("max_minutes", None)
-    training.update(_given(dict(
-        epochs=args.epochs, max_minutes=args.max_minutes, max_steps=args.max_steps, batch_size=args.batch_size,
-        batch_tokens=args.batch_tokens, warmup_steps=args.warmup, lr_factor=args.lr_factor, lr_decay=args.lr_decay,
-        average_steps=args.average_steps, valid_every=args.valid_every, patience=args.patience)))
-    training.update(label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, seed=args.seed,
-                    valid_decode_limit=args.valid_decode, keep_best=not args.no_keep_best)
+    training.update(
+        _given(
+            dict(
+                epochs=args.epochs,
+                max_minutes=args.max_minutes,
+                max_steps=args.max_steps,
+                batch_size=args.batch_size,
+                batch_tokens=args.batch_tokens,
+                warmup_steps=args.warmup,
+                lr_factor=args.lr_factor,
+                lr_decay=args.lr_decay,
+                average_steps=args.average_steps,
+                valid_every=args.valid_every,
+                patience=args.patience,
+            )
+        )
+    )
+    training.update(
+        label_smoothing=args.label_smoothing,
+        clip_norm=args.clip_norm,
+        seed=args.seed,
+        valid_decode_limit=args.valid_decode,
+        keep_best=not args.no_keep_best,
+    )
     return model_options, tokenizer_options, TrainingOptions.from_dict(training)
 
 
@@ -102,8 +151,10 @@ def run_train(args) -> int:
     def on_prepared(prepared: Prepared) -> None:
         if prepared.skipped_lines:
             say(f"skipped {prepared.skipped_lines} malformed lines")
-        say(f"{spec.describe()}: {prepared.train} training, {prepared.valid} validation, {prepared.test} test "
-            f"pairs; {prepared.model}; on {prepared.device}")
+        say(
+            f"{spec.describe()}: {prepared.train} training, {prepared.valid} validation, {prepared.test} test "
+            f"pairs; {prepared.model}; on {prepared.device}"
+        )
 
     control = TrainingControl()
     interrupts: list[int] = []
@@ -127,15 +178,19 @@ def run_train(args) -> int:
         if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
             bar.n = int(progress.fraction * 1000)
             eta = progress.eta_seconds
-            bar.set_description_str(f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
-                                    f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
-                                    f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}")
+            bar.set_description_str(
+                f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
+                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
+                f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
+            )
 
     def on_validation(validation: Validation) -> None:
         s = validation.scores
-        line = (f"epoch {validation.epoch} step {validation.step}: valid loss {s.loss:.3f}, token accuracy "
-                f"{s.token_accuracy:.3f}, exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}"
-                + (" (best so far)" if validation.best else ""))
+        line = (
+            f"epoch {validation.epoch} step {validation.step}: valid loss {s.loss:.3f}, token accuracy "
+            f"{s.token_accuracy:.3f}, exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}"
+            + (" (best so far)" if validation.best else "")
+        )
         (bar.write if bar is not None else say)(line)
 
     request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits)
@@ -149,8 +204,11 @@ def run_train(args) -> int:
                 bar.close()
         bundle = outcome.bundle
         if bundle is None:  # nothing learned (or only NaN): an existing file stays as it was
-            why = (f"{outcome.detail} (try a lower --lr-factor)" if outcome.detail
-                   else f"{outcome.stopped} before the first training step")
+            why = (
+                f"{outcome.detail} (try a lower --lr-factor)"
+                if outcome.detail
+                else f"{outcome.stopped} before the first training step"
+            )
             print(f"transformer-explorer train: {why}; nothing was written to {args.out}", file=sys.stderr)
             return 130 if outcome.stopped is StopReason.CANCELLED else 1
         saving.append(True)  # from here Ctrl-C is deferred: the finished model is not thrown away
@@ -158,8 +216,11 @@ def run_train(args) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     if outcome.stopped is StopReason.DIVERGED:
-        print(f"transformer-explorer train: {outcome.detail} (try a lower --lr-factor); saved the model of step "
-              f"{outcome.steps}, the last with a finite loss, to {args.out}", file=sys.stderr)
+        print(
+            f"transformer-explorer train: {outcome.detail} (try a lower --lr-factor); saved the model of step "
+            f"{outcome.steps}, the last with a finite loss, to {args.out}",
+            file=sys.stderr,
+        )
         return 1
     what = "interrupted; saved the model trained so far" if outcome.stopped is StopReason.CANCELLED else "saved"
     if "kept_step" in bundle.history:

@@ -27,8 +27,10 @@ def encode_target(tokenizer, text: str, config: TransformerConfig) -> list[int]:
 
 def encode_pairs(pairs, source_tokenizer, target_tokenizer, config: TransformerConfig):
     """[(source ids, target ids)] as encode_source and encode_target make them."""
-    return [(encode_source(source_tokenizer, pair.source, config)[0],
-             encode_target(target_tokenizer, pair.target, config)) for pair in pairs]
+    return [
+        (encode_source(source_tokenizer, pair.source, config)[0], encode_target(target_tokenizer, pair.target, config))
+        for pair in pairs
+    ]
 
 
 def length_batches(examples, batch_size: int, rng: random.Random, batch_tokens: int | None = None) -> list[list[int]]:
@@ -42,9 +44,9 @@ def length_batches(examples, batch_size: int, rng: random.Random, batch_tokens: 
     pool = batch_size * 50
     batches = []
     for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lambda i: (len(examples[i][0]), len(examples[i][1])))
+        chunk = sorted(order[start : start + pool], key=lambda i: (len(examples[i][0]), len(examples[i][1])))
         if batch_tokens is None:
-            batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+            batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
             continue
         batch: list[int] = []
         longest = 0
@@ -71,6 +73,6 @@ def collate(examples, pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     source = np.full((len(examples), source_length), pad_id, dtype=np.int64)
     target = np.full((len(examples), target_length), pad_id, dtype=np.int64)
     for row, (s, t) in enumerate(examples):
-        source[row, :len(s)] = s
-        target[row, :len(t)] = t
+        source[row, : len(s)] = s
+        target[row, : len(t)] = t
     return torch.from_numpy(source).to(device), torch.from_numpy(target).to(device)

@@ -27,10 +27,8 @@ def check_text(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
         character = text[error.start]
-        what = (f"byte 0x{ord(character) - 0xDC00:02x}" if 0xDC80 <= ord(character) <= 0xDCFF
-                else f"U+{ord(character):04X}")
-        raise TokenizerError(f"the text is not valid UTF-8 ({what} at character {error.start + 1}); "
-                             "give it in UTF-8") from None
+        what = f"byte 0x{ord(character) - 0xDC00:02x}" if 0xDC80 <= ord(character) <= 0xDCFF else f"U+{ord(character):04X}"
+        raise TokenizerError(f"the text is not valid UTF-8 ({what} at character {error.start + 1}); give it in UTF-8") from None
     return text
 
 
@@ -57,9 +55,19 @@ class Tokenizer:
         buffer = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, model_type=model_type,
-                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, character_coverage=1.0,
-                hard_vocab_limit=False, minloglevel=2, num_threads=2, max_sentence_length=16384,
+                sentence_iterator=iter(texts),
+                model_writer=buffer,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                pad_id=PAD_ID,
+                unk_id=UNK_ID,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                character_coverage=1.0,
+                hard_vocab_limit=False,
+                minloglevel=2,
+                num_threads=2,
+                max_sentence_length=16384,
             )
         except RuntimeError as error:
             raise TokenizerError(f"SentencePiece could not train: {error}") from None

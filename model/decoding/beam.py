@@ -56,8 +56,9 @@ class BeamTree:
 
 
 @torch.inference_mode()
-def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6,
-                max_target: int | None = None) -> BeamTree:
+def beam_search(
+    model: Transformer, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6, max_target: int | None = None
+) -> BeamTree:
     """Beam search for one source [1, S]; finished hypotheses (or, if none finished, the alive ones) best first."""
     if beam_width < 1:
         raise ValueError("beam width must be at least 1")
@@ -90,8 +91,7 @@ def beam_search(model: Transformer, source_ids: torch.Tensor, beam_width: int = 
             is_eos = token == config.eos_id
             if not is_eos and len(keep_rows) >= beam_width:
                 continue
-            tree.nodes.append(BeamNode(step, token, alive_nodes[row], total, total / length_penalty(step + 1, alpha),
-                                       is_eos))
+            tree.nodes.append(BeamNode(step, token, alive_nodes[row], total, total / length_penalty(step + 1, alpha), is_eos))
             if is_eos:
                 finished.append(len(tree.nodes) - 1)
             else:

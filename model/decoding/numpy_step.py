@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.nn.transformer import DecoderCache, DecoderLayer, Transformer
+from model.nn.caches import DecoderCache
+from model.nn.transformer import DecoderLayer, Transformer
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
@@ -80,17 +81,21 @@ class NumpyDecoder:
         for layer, (memory_keys, memory_values) in zip(model.decoder_layers, cache.memory_keys_values):
             assert isinstance(layer, DecoderLayer)
             feed_forward = layer.feed_forward
-            self.layers.append(NumpyLayer(
-                qkv=_array(layer.self_attention.qkv_projection.weight),
-                self_out=_array(layer.self_attention.out_projection.weight),
-                q=_array(layer.cross_attention.q_projection.weight),
-                cross_out=_array(layer.cross_attention.out_projection.weight),
-                expand=(_array(feed_forward.expand.weight), _array(feed_forward.expand.bias)),
-                contract=(_array(feed_forward.contract.weight), _array(feed_forward.contract.bias)),
-                norms=[_norm(norm) for norm in layer.norms],
-                memory_keys=_array(memory_keys[0]), memory_values=_array(memory_values[0]),
-                keys=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
-                values=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32)))
+            self.layers.append(
+                NumpyLayer(
+                    qkv=_array(layer.self_attention.qkv_projection.weight),
+                    self_out=_array(layer.self_attention.out_projection.weight),
+                    q=_array(layer.cross_attention.q_projection.weight),
+                    cross_out=_array(layer.cross_attention.out_projection.weight),
+                    expand=(_array(feed_forward.expand.weight), _array(feed_forward.expand.bias)),
+                    contract=(_array(feed_forward.contract.weight), _array(feed_forward.contract.bias)),
+                    norms=[_norm(norm) for norm in layer.norms],
+                    memory_keys=_array(memory_keys[0]),
+                    memory_values=_array(memory_values[0]),
+                    keys=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
+                    values=np.zeros((self.n_heads, config.max_len, self.d_k), np.float32),
+                )
+            )
         self.length = 0
 
     def _residual(self, x: np.ndarray, norm: Norm, sublayer) -> tuple[np.ndarray, Any]:
@@ -108,11 +113,12 @@ class NumpyDecoder:
         self_rows: list[np.ndarray] = []
         cross_rows: list[np.ndarray] = []
         for layer in self.layers:
+
             def self_attention(h, layer=layer):
                 q, k, v = (layer.qkv @ h).reshape(3, self.n_heads, self.d_k)  # 3 x [H, d_k]
                 layer.keys[:, t], layer.values[:, t] = k, v
-                weights = _softmax(np.einsum("hd,htd->ht", q, layer.keys[:, :t + 1]) * self.scale)  # [H, t+1]
-                context = np.einsum("ht,htd->hd", weights, layer.values[:, :t + 1]).reshape(-1)  # [d_model]
+                weights = _softmax(np.einsum("hd,htd->ht", q, layer.keys[:, : t + 1]) * self.scale)  # [H, t+1]
+                context = np.einsum("ht,htd->hd", weights, layer.values[:, : t + 1]).reshape(-1)  # [d_model]
                 return layer.self_out @ context, weights
 
             def cross_attention(h, layer=layer):

@@ -52,8 +52,9 @@ class DecodingOptions:
         if self.strategy not in STRATEGIES:
             raise DecodingError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if not (math.isfinite(self.temperature) and TEMPERATURE_RANGE[0] <= self.temperature <= TEMPERATURE_RANGE[1]):
-            raise DecodingError(f"temperature must be between {TEMPERATURE_RANGE[0]} and {TEMPERATURE_RANGE[1]}, "
-                                f"got {self.temperature}")
+            raise DecodingError(
+                f"temperature must be between {TEMPERATURE_RANGE[0]} and {TEMPERATURE_RANGE[1]}, got {self.temperature}"
+            )
         if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
             raise DecodingError(f"top-p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
@@ -99,8 +100,9 @@ class Stepper:
             raise DecodingError("the source sentence has nothing the tokenizer can read")
         if n_pieces > len(self.source_ids) - 1:
             kept = len(self.source_ids) - 1
-            self.messages.append(f"the sentence has {n_pieces} pieces; this model reads at most {kept}, "
-                                 f"so it was cut after piece {kept}")
+            self.messages.append(
+                f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
+            )
         self.device = next(self.model.parameters()).device
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
@@ -116,17 +118,20 @@ class Stepper:
         heads = self.encoder_self.shape[1]
         # Every step's new attention rows, kept in place so that trace() copies slices instead of
         # assembling 6 x 8 x T x T arrays from T pieces at every step (np.zeros leaves untouched pages free).
-        self._decoder_rows = np.zeros((self.config.n_decoder_layers, heads, self.max_steps, self.max_steps),
-                                      np.float32)  # [layers, heads, step, key]
-        self._cross_rows = np.zeros((self.config.n_decoder_layers, heads, self.max_steps, len(self.source_ids)),
-                                    np.float32)  # [layers, heads, step, source]
+        self._decoder_rows = np.zeros(
+            (self.config.n_decoder_layers, heads, self.max_steps, self.max_steps), np.float32
+        )  # [layers, heads, step, key]
+        self._cross_rows = np.zeros(
+            (self.config.n_decoder_layers, heads, self.max_steps, len(self.source_ids)), np.float32
+        )  # [layers, heads, step, source]
         self.generator = torch.Generator().manual_seed(self.options.seed)
         self.beam: BeamTree | None = None
         self.hypothesis: list[int] | None = None  # tokens the steps follow (beam search)
         self.hypothesis_rank: int | None = None  # which of the beam's hypotheses (0 = best)
         if self.options.strategy == "beam":
-            self.beam = beam_search(self.model, self.source, self.options.beam_width, self.options.length_penalty,
-                                    self.max_steps + 1)
+            self.beam = beam_search(
+                self.model, self.source, self.options.beam_width, self.options.length_penalty, self.max_steps + 1
+            )
             self.beam.pieces = bundle.target_tokenizer.pieces([node.token_id for node in self.beam.nodes])
             self.follow_hypothesis(0)
 
@@ -162,8 +167,7 @@ class Stepper:
             logits_array, self_rows, cross_rows = self.numpy_decoder.step(previous)
             logits = torch.from_numpy(logits_array)  # [V]
         else:
-            hidden, self_weights, cross_weights = self.model.decode_step(
-                torch.tensor([previous], device=self.device), self.cache)
+            hidden, self_weights, cross_weights = self.model.decode_step(torch.tensor([previous], device=self.device), self.cache)
             logits = self.model.logits(hidden[0]).float().cpu()  # [V]
             self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy()  # [layers, heads, t + 1]
             cross_rows = torch.stack(cross_weights)[:, 0].float().cpu().numpy()  # [layers, heads, S]
@@ -174,8 +178,17 @@ class Stepper:
             force = self.hypothesis[len(self.steps)]
         chosen = int(force) if force is not None else self._choose(logits, probabilities)
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
-        step = Step(chosen, probabilities.numpy(), top.indices.numpy(), top.values.numpy(), self_rows, cross_rows,
-                    forced_by_caller, rng_state, self.bundle.target_tokenizer.pieces(top.indices.tolist()))
+        step = Step(
+            chosen,
+            probabilities.numpy(),
+            top.indices.numpy(),
+            top.values.numpy(),
+            self_rows,
+            cross_rows,
+            forced_by_caller,
+            rng_state,
+            self.bundle.target_tokenizer.pieces(top.indices.tolist()),
+        )
         t = len(self.steps)
         self._decoder_rows[:, :, t, : t + 1] = self_rows
         self._cross_rows[:, :, t] = cross_rows
@@ -197,8 +210,10 @@ class Stepper:
             scores[order[drop]] = float("-inf")
         distribution = torch.softmax(scores, dim=-1).cpu()
         if not bool(torch.isfinite(distribution).all()) or float(distribution.sum()) <= 0:
-            raise DecodingError("the sampling distribution is not a valid probability distribution "
-                                "(the temperature is too extreme for this model); choose a temperature nearer 1")
+            raise DecodingError(
+                "the sampling distribution is not a valid probability distribution "
+                "(the temperature is too extreme for this model); choose a temperature nearer 1"
+            )
         return int(torch.multinomial(distribution, 1, generator=self.generator))
 
     def back(self) -> bool:
@@ -269,8 +284,7 @@ class Stepper:
         if step is None:
             return empty
         self.back()
-        return (step.candidate_ids.astype(np.int64), step.candidate_probabilities.astype(np.float32),
-                list(step.candidate_tokens))
+        return (step.candidate_ids.astype(np.int64), step.candidate_probabilities.astype(np.float32), list(step.candidate_tokens))
 
     def trace(self) -> Trace:
         tokenizer = self.bundle.target_tokenizer
@@ -283,20 +297,29 @@ class Stepper:
         width = min(self.options.n_candidates, self.config.target_vocab_size)
         candidate_ids = np.array([s.candidate_ids for s in self.steps], dtype=np.int64).reshape(n, width)
         return Trace(
-            encoder_self=self.encoder_self, decoder_self=decoder_self, cross=cross,
-            source_tokens=self.source_tokens, target_tokens=tokenizer.pieces(targets),
-            decoder_input_tokens=tokenizer.pieces(inputs), candidate_ids=candidate_ids,
-            candidate_probabilities=np.array([s.candidate_probabilities for s in self.steps],
-                                             dtype=np.float32).reshape(n, width),
+            encoder_self=self.encoder_self,
+            decoder_self=decoder_self,
+            cross=cross,
+            source_tokens=self.source_tokens,
+            target_tokens=tokenizer.pieces(targets),
+            decoder_input_tokens=tokenizer.pieces(inputs),
+            candidate_ids=candidate_ids,
+            candidate_probabilities=np.array([s.candidate_probabilities for s in self.steps], dtype=np.float32).reshape(n, width),
             candidate_tokens=[list(s.candidate_tokens) for s in self.steps],
             chosen_ids=np.array(targets, dtype=np.int64),
-            log_probabilities=np.array([np.log(max(float(s.probabilities[s.token_id]), 1e-45)) for s in self.steps],
-                                       dtype=np.float32),
+            log_probabilities=np.array(
+                [np.log(max(float(s.probabilities[s.token_id]), 1e-45)) for s in self.steps], dtype=np.float32
+            ),
             forced=np.array([s.forced for s in self.steps], dtype=bool),
-            next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
-            next_candidate_tokens=next_tokens, target_vocab_size=self.config.target_vocab_size,
-            beam=self.beam, hypothesis_rank=self.hypothesis_rank,
-            source_text=self.text, target_text=self.translation())
+            next_candidate_ids=next_ids,
+            next_candidate_probabilities=next_probabilities,
+            next_candidate_tokens=next_tokens,
+            target_vocab_size=self.config.target_vocab_size,
+            beam=self.beam,
+            hypothesis_rank=self.hypothesis_rank,
+            source_text=self.text,
+            target_text=self.translation(),
+        )
 
 
 @torch.inference_mode()
@@ -306,8 +329,15 @@ def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list
     device = next(model.parameters()).device
     inputs = [config.bos_id] + target_ids[:-1]
     _, weights = model.inspect(torch.tensor([source_ids], device=device), torch.tensor([inputs], device=device))
+
     def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]
         return torch.stack(layers)[:, 0].float().cpu().numpy()
-    return Trace(as_numpy(weights.encoder_self), as_numpy(weights.decoder_self), as_numpy(weights.cross),
-                 bundle.source_tokenizer.pieces(source_ids), bundle.target_tokenizer.pieces(target_ids),
-                 bundle.target_tokenizer.pieces(inputs))
+
+    return Trace(
+        as_numpy(weights.encoder_self),
+        as_numpy(weights.decoder_self),
+        as_numpy(weights.cross),
+        bundle.source_tokenizer.pieces(source_ids),
+        bundle.target_tokenizer.pieces(target_ids),
+        bundle.target_tokenizer.pieces(inputs),
+    )

@@ -125,8 +125,11 @@ class Trace:
     def at_step(self, step: int) -> Trace:
         """The trace as it stood after ``step`` steps (rows of later steps dropped)."""
         step = max(0, min(step, self.n_steps))
-        next_ids, next_probabilities, next_tokens = self.next_candidate_ids, self.next_candidate_probabilities, \
-            self.next_candidate_tokens
+        next_ids, next_probabilities, next_tokens = (
+            self.next_candidate_ids,
+            self.next_candidate_probabilities,
+            self.next_candidate_tokens,
+        )
         if step == 0 and step < self.n_steps and len(self.candidate_tokens):  # step 1's candidates come next
             next_ids, next_probabilities = self.candidate_ids[0], self.candidate_probabilities[0]
             next_tokens = list(self.candidate_tokens[0])
@@ -134,13 +137,22 @@ class Trace:
             next_ids, next_probabilities, next_tokens = np.zeros(0, np.int64), np.zeros(0, np.float32), []
         decoder_self = None if self.decoder_self is None else self.decoder_self[:, :, :step, :step]
         cross = None if self.cross is None else self.cross[:, :, :step]
-        return replace(self, decoder_self=decoder_self, cross=cross,
-                       target_tokens=self.target_tokens[:step], decoder_input_tokens=self.decoder_input_tokens[:step],
-                       candidate_ids=self.candidate_ids[:step], candidate_probabilities=self.candidate_probabilities[:step],
-                       candidate_tokens=self.candidate_tokens[:step], chosen_ids=self.chosen_ids[:step],
-                       log_probabilities=self.log_probabilities[:step], forced=self.forced[:step],
-                       next_candidate_ids=next_ids, next_candidate_probabilities=next_probabilities,
-                       next_candidate_tokens=next_tokens)
+        return replace(
+            self,
+            decoder_self=decoder_self,
+            cross=cross,
+            target_tokens=self.target_tokens[:step],
+            decoder_input_tokens=self.decoder_input_tokens[:step],
+            candidate_ids=self.candidate_ids[:step],
+            candidate_probabilities=self.candidate_probabilities[:step],
+            candidate_tokens=self.candidate_tokens[:step],
+            chosen_ids=self.chosen_ids[:step],
+            log_probabilities=self.log_probabilities[:step],
+            forced=self.forced[:step],
+            next_candidate_ids=next_ids,
+            next_candidate_probabilities=next_probabilities,
+            next_candidate_tokens=next_tokens,
+        )
 
     def word_level(self) -> Trace:
         """Words instead of pieces: keys summed over a word's pieces, queries averaged."""
@@ -155,10 +167,16 @@ class Trace:
                 return weights
             return group_matrix(weights, queries, keys)
 
-        return replace(self, encoder_self=grouped(self.encoder_self, source_groups, source_groups),
-                       decoder_self=grouped(self.decoder_self, input_groups, input_groups),
-                       cross=grouped(self.cross, target_groups, source_groups), source_tokens=source_words,
-                       target_tokens=target_words, decoder_input_tokens=input_words, level="word")
+        return replace(
+            self,
+            encoder_self=grouped(self.encoder_self, source_groups, source_groups),
+            decoder_self=grouped(self.decoder_self, input_groups, input_groups),
+            cross=grouped(self.cross, target_groups, source_groups),
+            source_tokens=source_words,
+            target_tokens=target_words,
+            decoder_input_tokens=input_words,
+            level="word",
+        )
 
     # --- files ------------------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:

@@ -1,18 +1,16 @@
 """Figures for papers and slides, drawn from a Trace with matplotlib (no Qt, no pyplot state).
 
 One function per exportable view — the focus heatmap (a head, mean, max, rollout), the layer x head
-grid, the paper-style lines view, the next-token candidates and the positional encoding — each
-returning a matplotlib Figure laid out in points so that every token is labelled and no text
-overlaps (see ``model.figure_layout``). ``save_figure`` writes PNG, SVG (text as text, one crisp
-rectangle per cell) or PDF (vector, fonts embedded), atomically. The app's Export menu and the
+grid and the paper-style lines view (the candidates are in ``candidates.py``, the positional encoding in
+``positional.py``) — each returning a matplotlib Figure laid out in points so that every token is
+labelled and no text overlaps (see ``layout.py``). ``saving.save_figure`` writes PNG, SVG (text as text,
+one crisp rectangle per cell) or PDF (vector, fonts embedded), atomically. The app's Export menu and the
 ``export`` command both draw through here, so the same settings give the same figure.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -22,13 +20,11 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from model.decoding.candidates import format_probability
 from model.figures.layout import (
     DEFAULT_WIDTH,
     FIGURE_RC,
     LINE,
     MAX_CELL,
-    MIN_FONT_SIZE,
     POINTS_PER_INCH,
     AxisFit,
     Caption,
@@ -39,14 +35,28 @@ from model.figures.layout import (
     thinning_note,
     widest,
 )
-from model.inspection.labels import HIGHLIGHT, display_candidate, display_labels, pieces_text
+from model.inspection.labels import HIGHLIGHT, display_labels, pieces_text
 from model.inspection.selection import AttentionMatrix
-from model.io.files import atomic_output
 from model.kinds import AttentionKind
 
-FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
-HEAD_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
-                "#ff9da6", "#bab0ac", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
+HEAD_COLOURS = (
+    "#4c78a8",
+    "#f58518",
+    "#54a24b",
+    "#e45756",
+    "#72b7b2",
+    "#b279a2",
+    "#eeca3b",
+    "#9d755d",
+    "#ff9da6",
+    "#bab0ac",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#17becf",
+)
 MARGIN = 4.0  # pt of white around everything
 
 
@@ -85,10 +95,8 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     steps = len(trace.chosen_ids) if len(trace.chosen_ids) else trace.n_steps  # pieces, also at word level
     where.append(f"step {steps}")
     if trace.level == "word":
-        where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries "
-                     "averaged)")
-    elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens +
-                                                                              trace.target_tokens)):
+        where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries averaged)")
+    elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens + trace.target_tokens)):
         where.append("·x: a piece continuing the word before it")
     lines.append(" · ".join(where))
     return lines
@@ -103,21 +111,20 @@ class AttentionFigure(Figure):
     heatmap_image: AxesImage | None = None
 
 
-def _figure(width_pt: float, height_pt: float) -> AttentionFigure:
+def new_figure(width_pt: float, height_pt: float) -> AttentionFigure:
     with matplotlib.rc_context(FIGURE_RC):
         return AttentionFigure(figsize=(width_pt / POINTS_PER_INCH, height_pt / POINTS_PER_INCH))
 
 
-def _axes(figure: Figure, left: float, bottom: float, width: float, height: float):
+def place_axes(figure: Figure, left: float, bottom: float, width: float, height: float):
     """Axes placed in points from the figure's bottom-left corner."""
     figure_width, figure_height = figure.get_figwidth() * POINTS_PER_INCH, figure.get_figheight() * POINTS_PER_INCH
     with matplotlib.rc_context(FIGURE_RC):
-        return figure.add_axes((left / figure_width, bottom / figure_height, width / figure_width,
-                                height / figure_height))
+        return figure.add_axes((left / figure_width, bottom / figure_height, width / figure_width, height / figure_height))
 
 
 def _colour_bar(figure: Figure, image, left: float, bottom: float, height: float, font_size: float, label: str):
-    axes = _axes(figure, left, bottom, 7.0, height)
+    axes = place_axes(figure, left, bottom, 7.0, height)
     with matplotlib.rc_context(FIGURE_RC):
         bar = figure.colorbar(image, cax=axes)
     bar.ax.tick_params(labelsize=font_size, length=2, width=0.5, pad=1.5)
@@ -131,8 +138,13 @@ def _colour_bar_width(font_size: float) -> float:
 
 
 # --- the focus heatmap ---------------------------------------------------------------------------------
-def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None = None,
-                 levels: tuple[float, float] = (0.0, 1.0), caption: Caption | None = None) -> AttentionFigure:
+def focus_figure(
+    matrix: AttentionMatrix,
+    trace,
+    options: FigureOptions | None = None,
+    levels: tuple[float, float] = (0.0, 1.0),
+    caption: Caption | None = None,
+) -> AttentionFigure:
     """One attention matrix [queries, keys] with every token labelled, a colour bar and a caption."""
     options = options or FigureOptions()
     values = np.asarray(matrix.values, dtype=np.float32)  # [queries, keys]
@@ -162,9 +174,12 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
             row_cell = None  # decided once the top margin is known
         rows = fit_axis(queries, row_cell or cell, size)
     assert rows is not None and columns is not None  # the loop ran
-    key_height = (widest(keys[::columns.every], columns.font_size) if columns.rotated else columns.font_size * LINE) + 4
-    notes = [thinning_note(name, fit, count) for name, fit, count in
-             (("key", columns, n_keys), ("query", rows, n_queries)) if fit.thinned]
+    key_height = (widest(keys[:: columns.every], columns.font_size) if columns.rotated else columns.font_size * LINE) + 4
+    notes = [
+        thinning_note(name, fit, count)
+        for name, fit, count in (("key", columns, n_keys), ("query", rows, n_queries))
+        if fit.thinned
+    ]
     caption.notes = notes
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     top = MARGIN + caption_height + 4 + size * LINE + key_height
@@ -173,34 +188,45 @@ def focus_figure(matrix: AttentionMatrix, trace, options: FigureOptions | None =
         if row_cell <= 0:
             raise FigureError(f"a {options.height:g} in high figure has no room for the heatmap; make it higher")
         rows = fit_axis(queries, row_cell, size)
-        caption.notes = [thinning_note(name, fit, count) for name, fit, count in
-                         (("key", columns, n_keys), ("query", rows, n_queries)) if fit.thinned]
+        caption.notes = [
+            thinning_note(name, fit, count)
+            for name, fit, count in (("key", columns, n_keys), ("query", rows, n_queries))
+            if fit.thinned
+        ]
     heat_width, heat_height = cell * max(n_keys, 1), row_cell * max(n_queries, 1)
     height = options.height * POINTS_PER_INCH if options.height else top + heat_height + MARGIN
     left += max(0.0, (width - left - heat_width - right) / 2)  # a narrow heatmap sits in the middle
-    figure = _figure(width, height)
-    figure.caption_texts = draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN,
-                                        options.caption)
+    figure = new_figure(width, height)
+    figure.caption_texts = draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
     bottom = height - top - heat_height
-    axes = _axes(figure, left, bottom, heat_width, heat_height)
-    image = axes.imshow(values if values.size else np.zeros((1, 1)), cmap=options.colours(), vmin=levels[0],
-                        vmax=levels[1], aspect="auto", interpolation="none",
-                        extent=(0, max(n_keys, 1), max(n_queries, 1), 0))
+    axes = place_axes(figure, left, bottom, heat_width, heat_height)
+    image = axes.imshow(
+        values if values.size else np.zeros((1, 1)),
+        cmap=options.colours(),
+        vmin=levels[0],
+        vmax=levels[1],
+        aspect="auto",
+        interpolation="none",
+        extent=(0, max(n_keys, 1), max(n_queries, 1), 0),
+    )
     if not values.size:
         image.set_visible(False)
-        axes.text(0.5, 0.5, "no rows yet (step 0)", ha="center", va="center", transform=axes.transAxes,
-                  fontsize=size)
+        axes.text(0.5, 0.5, "no rows yet (step 0)", ha="center", va="center", transform=axes.transAxes, fontsize=size)
     axes.xaxis.tick_top()
     axes.xaxis.set_label_position("top")
-    axes.set_xticks(np.arange(0, n_keys, columns.every) + 0.5,
-                    keys[::columns.every], fontsize=columns.font_size, rotation=90 if columns.rotated else 0,
-                    ha="center", va="bottom")
-    axes.set_yticks(np.arange(0, n_queries, rows.every) + 0.5, queries[::rows.every], fontsize=rows.font_size)
+    axes.set_xticks(
+        np.arange(0, n_keys, columns.every) + 0.5,
+        keys[:: columns.every],
+        fontsize=columns.font_size,
+        rotation=90 if columns.rotated else 0,
+        ha="center",
+        va="bottom",
+    )
+    axes.set_yticks(np.arange(0, n_queries, rows.every) + 0.5, queries[:: rows.every], fontsize=rows.font_size)
     axes.set_xlabel(key_name, fontsize=size, labelpad=3)
     axes.set_ylabel(query_name, fontsize=size, labelpad=3)
     if options.outline_step and matrix.current_row is not None:
-        axes.add_patch(Rectangle((0, matrix.current_row), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2,
-                                 clip_on=False))
+        axes.add_patch(Rectangle((0, matrix.current_row), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2, clip_on=False))
     _colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
     figure.label_fits = {"queries": rows, "keys": columns}  # for tests and the caller
     figure.heatmap_image = image  # Export all redraws one figure with each head's values
@@ -220,8 +246,9 @@ def grid_mosaic(weights: np.ndarray) -> tuple[np.ndarray, int, int]:
     mosaic = np.full((n_layers * step_rows - gap_rows, n_heads * step_columns - gap_columns), np.nan, np.float32)
     for layer in range(n_layers):
         for head in range(n_heads):
-            mosaic[layer * step_rows:layer * step_rows + n_queries,
-                   head * step_columns:head * step_columns + n_keys] = weights[layer, head]
+            mosaic[layer * step_rows : layer * step_rows + n_queries, head * step_columns : head * step_columns + n_keys] = weights[
+                layer, head
+            ]
     return mosaic, step_rows, step_columns
 
 
@@ -235,9 +262,11 @@ def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None 
     size = options.font_size
     width = options.width * POINTS_PER_INCH
     query_name, key_name = kind.axis_names
-    caption = Caption(title or f"{kind.label[0].upper()}{kind.label[1:]}: every layer and head",
-                      trace_details(trace, options, pieces_shown=False) + [f"Each cell: rows {query_name}, columns {key_name}; "
-                                                       "one colour scale for all cells."])
+    caption = Caption(
+        title or f"{kind.label[0].upper()}{kind.label[1:]}: every layer and head",
+        trace_details(trace, options, pieces_shown=False)
+        + [f"Each cell: rows {query_name}, columns {key_name}; one colour scale for all cells."],
+    )
     left = MARGIN + widest([f"layer {n_layers}"], size) + 6
     right = _colour_bar_width(size) + MARGIN
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
@@ -251,30 +280,40 @@ def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None 
     if empty:
         grid_height = size * LINE * 3
     height = top + grid_height + MARGIN
-    figure = _figure(width, height)
+    figure = new_figure(width, height)
     draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
-    axes = _axes(figure, left, MARGIN, grid_width, grid_height)
+    axes = place_axes(figure, left, MARGIN, grid_width, grid_height)
     axes.axis("off")
     if empty:
-        axes.text(0.5, 0.5, "Step 0: no target token yet.", ha="center", va="center", fontsize=size,
-                  transform=axes.transAxes)
+        axes.text(0.5, 0.5, "Step 0: no target token yet.", ha="center", va="center", fontsize=size, transform=axes.transAxes)
         return figure
-    image = axes.imshow(mosaic, cmap=options.colours(), vmin=0, vmax=1, aspect="auto", interpolation="none",
-                        extent=(0, mosaic.shape[1], mosaic.shape[0], 0))
+    image = axes.imshow(
+        mosaic,
+        cmap=options.colours(),
+        vmin=0,
+        vmax=1,
+        aspect="auto",
+        interpolation="none",
+        extent=(0, mosaic.shape[1], mosaic.shape[0], 0),
+    )
     for head in range(n_heads):
-        axes.text(head * step_columns + n_keys / 2, -0.3, f"head {head + 1}", ha="center", va="bottom",
-                  fontsize=size)
+        axes.text(head * step_columns + n_keys / 2, -0.3, f"head {head + 1}", ha="center", va="bottom", fontsize=size)
     for layer in range(n_layers):
-        axes.text(-0.6, layer * step_rows + n_queries / 2, f"layer {layer + 1}", ha="right", va="center",
-                  fontsize=size)
+        axes.text(-0.6, layer * step_rows + n_queries / 2, f"layer {layer + 1}", ha="right", va="center", fontsize=size)
     _colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, "attention weight")
     return figure
 
 
 # --- the lines view ---------------------------------------------------------------------------------
-def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOptions | None = None,
-                 heads: list[int] | None = None, focused_head: int | None = None,
-                 min_weight: float = 0.05) -> Figure:
+def lines_figure(
+    trace,
+    kind: AttentionKind | str,
+    layer: int,
+    options: FigureOptions | None = None,
+    heads: list[int] | None = None,
+    focused_head: int | None = None,
+    min_weight: float = 0.05,
+) -> Figure:
     """Keys on the left, queries on the right, one line per pair whose opacity is the weight, a colour
     per head (the paper's figures); the focused head drawn on top, the others dimmed."""
     options = options or FigureOptions()
@@ -294,18 +333,20 @@ def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOp
     fit = fit_axis(queries + keys, MAX_CELL, size)  # one line of text per token row: never thinned
     row = fit.font_size * LINE * (1.5 if span <= 30 else 1.0)  # airy for a sentence, compact for a page
     head_text = f"head {focused_head + 1} in front" if focused_head is not None else "all heads"
-    caption = Caption(f"{kind.label[0].upper()}{kind.label[1:]}, layer {layer + 1} ({head_text})",
-                      trace_details(trace, options) + [f"Opacity = attention weight (lines under {min_weight:g} "
-                                                       "left out); one colour per head."])
+    caption = Caption(
+        f"{kind.label[0].upper()}{kind.label[1:]}, layer {layer + 1} ({head_text})",
+        trace_details(trace, options) + [f"Opacity = attention weight (lines under {min_weight:g} left out); one colour per head."],
+    )
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     legend_height = size * LINE * (1 + (len(heads) - 1) // 8) + 4
     top = MARGIN + caption_height + 4 + size * LINE
     height = top + span * row + legend_height + MARGIN
-    figure = _figure(width, height)
+    figure = new_figure(width, height)
     draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
     left_text, right_text = widest(keys, fit.font_size) + 6, widest(queries, fit.font_size) + 6
-    axes = _axes(figure, MARGIN + left_text, height - top - span * row, width - 2 * MARGIN - left_text - right_text,
-                 span * row)
+    axes = place_axes(
+        figure, MARGIN + left_text, height - top - span * row, width - 2 * MARGIN - left_text - right_text, span * row
+    )
     axes.set_xlim(0, 1)
     axes.set_ylim(span - 0.5, -0.5)
     axes.axis("off")
@@ -319,115 +360,38 @@ def lines_figure(trace, kind: AttentionKind | str, layer: int, options: FigureOp
     order = [h for h in heads if h != focused_head] + ([focused_head] if focused_head in heads else [])
     for head in order:
         query_index, key_index = np.nonzero(weights[head] >= min_weight)
-        segments = np.stack([np.column_stack([np.zeros(key_index.size), key_y[key_index]]),
-                             np.column_stack([np.ones(query_index.size), query_y[query_index]])], axis=1)
+        segments = np.stack(
+            [
+                np.column_stack([np.zeros(key_index.size), key_y[key_index]]),
+                np.column_stack([np.ones(query_index.size), query_y[query_index]]),
+            ],
+            axis=1,
+        )
         dim = 1.0 if focused_head is None or head == focused_head else 0.25
         colours = np.tile(matplotlib.colors.to_rgba(head_colour(head)), (key_index.size, 1))  # [lines, 4]
         colours[:, 3] = np.clip(weights[head][query_index, key_index], 0, 1) * dim
-        lines = LineCollection(segments, colors=colours,  # type: ignore[arg-type]  # segments: [lines, 2, 2]
-                               linewidths=1.2 if head == focused_head else 0.9, zorder=3 if head == focused_head else 2)
+        lines = LineCollection(
+            list(segments),  # [lines] of [2, 2]: (x, y) of the key end and of the query end
+            colors=colours,
+            linewidths=1.2 if head == focused_head else 0.9,
+            zorder=3 if head == focused_head else 2,
+        )
         axes.add_collection(lines)
     handles = [matplotlib.lines.Line2D([], [], color=head_colour(h), linewidth=1.5) for h in heads]
-    figure.legend(handles, [f"head {h + 1}" for h in heads], loc="lower center", ncols=min(8, max(len(heads), 1)),
-                  fontsize=size, frameon=False, bbox_to_anchor=(0.5, MARGIN / height), handlelength=1.5,
-                  columnspacing=1.0)
+    figure.legend(
+        handles,
+        [f"head {h + 1}" for h in heads],
+        loc="lower center",
+        ncols=min(8, max(len(heads), 1)),
+        fontsize=size,
+        frameon=False,
+        bbox_to_anchor=(0.5, MARGIN / height),
+        handlelength=1.5,
+        columnspacing=1.0,
+    )
     return figure
 
 
 def _spread(count: int, span: int) -> np.ndarray:
     """Both columns over the same height, so a short and a long side line up."""
     return (np.arange(count) + 0.5) * (span / max(count, 1)) - 0.5
-
-
-# --- next-token candidates --------------------------------------------------------------------------
-def candidates_figure(step_index: int, tokens: list[str], probabilities, chosen: int | None, trace,
-                      options: FigureOptions | None = None, other: float | None = None) -> Figure:
-    """A bar per candidate (the chosen one orange), its probability printed, and ``other``: the mass
-    of every token not listed (grey)."""
-    options = options or FigureOptions()
-    probabilities = np.asarray(probabilities, dtype=np.float64)  # [k]
-    labels = [display_candidate(token) for token in tokens]  # candidates are pieces, also at word level
-    if other is not None:
-        labels.append("all other tokens")
-        probabilities = np.append(probabilities, other)
-    size = options.font_size
-    width = options.width * POINTS_PER_INCH
-    caption = Caption(f"Candidates for step {step_index + 1}", trace_details(trace, options, pieces_shown=False))
-    caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
-    row = size * LINE * 1.3
-    top = MARGIN + caption_height + 6
-    bottom_axis = size * LINE * 2 + 4
-    height = top + row * max(len(labels), 1) + bottom_axis + MARGIN
-    figure = _figure(width, height)
-    draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
-    left = MARGIN + widest(labels, size) + 6
-    axes = _axes(figure, left, MARGIN + bottom_axis, width - left - MARGIN - text_width("0.0000e-00", size) - 6,
-                 row * max(len(labels), 1))
-    colours = [HEAD_COLOURS[1] if i == chosen else "#bab0ac" if other is not None and i == len(labels) - 1 else HEAD_COLOURS[0]
-               for i in range(len(labels))]
-    axes.barh(np.arange(len(labels)), probabilities, height=0.7, color=colours)
-    axes.set_yticks(np.arange(len(labels)), labels, fontsize=size)
-    axes.set_ylim(len(labels) - 0.5, -0.5)
-    axes.set_xlim(0, 1)
-    axes.set_xlabel("probability", fontsize=size)
-    axes.tick_params(labelsize=size)
-    for index, value in enumerate(probabilities):
-        axes.text(value + 0.01, index, format_probability(value), va="center", fontsize=size * 0.9)
-    for side in ("top", "right"):
-        axes.spines[side].set_visible(False)
-    return figure
-
-
-# --- writing ------------------------------------------------------------------------------------------
-def save_figure(figure: Figure, path: str | Path, dpi: float = 300) -> Path:
-    """PNG (at ``dpi``), SVG or PDF by the suffix, written atomically."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in FIGURE_SUFFIXES:
-        raise FigureError(f"figures are saved as {', '.join(FIGURE_SUFFIXES)}, not {suffix or 'no extension'}")
-    if not 50 <= dpi <= 1200:
-        raise FigureError(f"dpi must be between 50 and 1200, not {dpi:g}")
-    metadata: dict[str, str | None] = {"Creator": "Transformer Explorer"}
-    if suffix == ".svg":
-        metadata["Date"] = None
-    if suffix == ".pdf":
-        metadata["CreationDate"] = None  # the same figure gives the same file
-    with matplotlib.rc_context(FIGURE_RC), atomic_output(path) as temporary, _sharp_cells(figure, suffix):
-        figure.savefig(temporary, format=suffix[1:], dpi=dpi, facecolor="white", metadata=metadata)
-    return path
-
-
-SVG_CELL_PIXELS = 16  # pixels per cell in an SVG's embedded heatmap (fewer when the image would pass 4096)
-
-
-@contextmanager
-def _sharp_cells(figure: Figure, suffix: str):
-    """SVG viewers smooth embedded images when they scale them up (librsvg, and so ImageMagick, ignore
-    ``image-rendering: pixelated``), which blurs a heatmap's cells into blobs. For SVG each cell is
-    embedded as a block of identical pixels, so smoothing can only touch a sliver at its edges; the
-    image keeps its place and size. PNG and PDF draw cells crisp as they are."""
-    images = [image for axes in figure.axes for image in axes.get_images()] if suffix == ".svg" else []
-    originals = [image.get_array() for image in images]
-    for image, data in zip(images, originals):
-        assert data is not None  # every heatmap has its values
-        repeat = max(1, min(SVG_CELL_PIXELS, 4096 // max(data.shape[:2])))
-        image.set_data(np.repeat(np.repeat(data, repeat, axis=0), repeat, axis=1))
-    try:
-        yield
-    finally:
-        for image, data in zip(images, originals):
-            image.set_data(data)
-
-
-def figure_png(figure: Figure, dpi: float = 150) -> bytes:
-    """The figure as PNG bytes (the clipboard's copy)."""
-    import io
-
-    buffer = io.BytesIO()
-    with matplotlib.rc_context(FIGURE_RC):
-        figure.savefig(buffer, format="png", dpi=dpi, facecolor="white")
-    return buffer.getvalue()
-
-
-__all__ = ["FigureOptions", "FigureError", "focus_figure", "grid_figure", "lines_figure", "candidates_figure",
-           "save_figure", "figure_png", "format_probability", "MIN_FONT_SIZE"]

@@ -18,17 +18,10 @@ import numpy as np
 
 from model.decoding.candidates import candidate_rows
 from model.decoding.trace import Trace
-from model.figures.attention import (
-    FIGURE_SUFFIXES,
-    FigureOptions,
-    candidates_figure,
-    focus_figure,
-    grid_figure,
-    lines_figure,
-    save_figure,
-    trace_details,
-)
+from model.figures.attention import FigureOptions, focus_figure, grid_figure, lines_figure, trace_details
+from model.figures.candidates import candidates_figure
 from model.figures.layout import FIGURE_RC, Caption
+from model.figures.saving import FIGURE_SUFFIXES, save_figure
 from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, write_csv
 from model.inspection.view import ExploreView, shown_trace
 from model.io.files import OutputError, atomic_output, check_output
@@ -68,10 +61,20 @@ def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarra
     if trace.n_steps:
         ids = np.asarray(trace.candidate_ids[-1])
         chosen = np.nonzero(ids == int(trace.chosen_ids[-1]))[0]
-        return (trace.n_steps - 1, list(trace.candidate_tokens[-1]), np.asarray(trace.candidate_probabilities[-1]),
-                ids, int(chosen[0]) if chosen.size else None)
-    return (0, list(trace.next_candidate_tokens), np.asarray(trace.next_candidate_probabilities),
-            np.asarray(trace.next_candidate_ids), None)
+        return (
+            trace.n_steps - 1,
+            list(trace.candidate_tokens[-1]),
+            np.asarray(trace.candidate_probabilities[-1]),
+            ids,
+            int(chosen[0]) if chosen.size else None,
+        )
+    return (
+        0,
+        list(trace.next_candidate_tokens),
+        np.asarray(trace.next_candidate_probabilities),
+        np.asarray(trace.next_candidate_ids),
+        None,
+    )
 
 
 def view_table(trace: Trace, request: ExportRequest) -> tuple[np.ndarray, np.ndarray, list[str], list[str], str]:
@@ -89,8 +92,12 @@ def view_table(trace: Trace, request: ExportRequest) -> tuple[np.ndarray, np.nda
         weights = weights[request.layer]  # [heads, queries, keys]
         rows = [f"head {h + 1} | {q}" for h in range(weights.shape[0]) for q in queries]
         return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "head | query \\ key"
-    rows = [f"layer {layer + 1} head {h + 1} | {q}" for layer in range(weights.shape[0]) for h in range(weights.shape[1])
-            for q in queries]
+    rows = [
+        f"layer {layer + 1} head {h + 1} | {q}"
+        for layer in range(weights.shape[0])
+        for h in range(weights.shape[1])
+        for q in queries
+    ]
     return weights, weights.reshape(-1, weights.shape[-1]), rows, list(keys), "layer head | query \\ key"
 
 
@@ -110,12 +117,14 @@ def draw(trace: Trace, request: ExportRequest):
         raise SelectionError("no candidates at this step: decoding has not started or has finished")
     rows = candidate_rows(probabilities)
     other = max(0.0, 1.0 - float(probabilities[:rows].sum()))
-    return candidates_figure(index, tokens[:rows], probabilities[:rows],
-                             chosen if chosen is not None and chosen < rows else None, trace, options, other)
+    return candidates_figure(
+        index, tokens[:rows], probabilities[:rows], chosen if chosen is not None and chosen < rows else None, trace, options, other
+    )
 
 
-def save_table(values: np.ndarray, table: np.ndarray, row_labels: list[str], column_labels: list[str],
-               path: str | Path, corner: str = "") -> Path:
+def save_table(
+    values: np.ndarray, table: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path, corner: str = ""
+) -> Path:
     """NPY (the array exactly) or CSV (labels in the first row and column), written atomically."""
     path = Path(path)
     suffix = path.suffix.lower()
@@ -149,8 +158,9 @@ def file_stem(kind: AttentionKind, layer: int, head: int | str) -> str:
     return f"{kind}_L{layer + 1}_{'H' + str(head + 1) if isinstance(head, int) else head}"
 
 
-def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None = None,
-               formats: tuple[str, ...] = (".png", ".csv", ".npy")) -> list[Path]:
+def export_all(
+    trace: Trace, folder: str | Path, request: ExportRequest | None = None, formats: tuple[str, ...] = (".png", ".csv", ".npy")
+) -> list[Path]:
     """Every kind x layer x head and aggregate (mean, max, rollout) of the trace at the request's step
     and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file."""
     request = request or ExportRequest()
@@ -177,8 +187,7 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
                 for suffix in formats:
                     path = folder / f"{stem}{suffix}"
                     if suffix == ".npy" or suffix == ".csv":
-                        save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path,
-                                   "query \\ key")
+                        save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
                     elif matrix.values.size and suffix == ".png":
                         if frames is None or frames.key != (kind, matrix.values.shape):
                             frames = _FocusFrames(matrix, shown, request)
@@ -188,15 +197,35 @@ def export_all(trace: Trace, folder: str | Path, request: ExportRequest | None =
                     else:
                         continue
                     written.append(path)
-                    index.append([path.name, kind, str(layer + 1), _head_name(head), str(shown.n_steps), shown.level,
-                                  suffix[1:], matrix.title])
+                    index.append(
+                        [
+                            path.name,
+                            kind,
+                            str(layer + 1),
+                            _head_name(head),
+                            str(shown.n_steps),
+                            shown.level,
+                            suffix[1:],
+                            matrix.title,
+                        ]
+                    )
         for suffix in figures:
             if weights.shape[2]:
                 path = folder / f"{kind}_grid{suffix}"
                 save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
                 written.append(path)
-                index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:],
-                              f"{kind.label}: every layer and head"])
+                index.append(
+                    [
+                        path.name,
+                        kind,
+                        "all",
+                        "all",
+                        str(shown.n_steps),
+                        shown.level,
+                        suffix[1:],
+                        f"{kind.label}: every layer and head",
+                    ]
+                )
     for job in pending:
         job.result()  # an error writing any PNG is raised here
     index_path = folder / "index.csv"
@@ -251,8 +280,9 @@ class _FocusFrames:
         index = np.clip((scaled * self.image.cmap.N).astype(np.int64), 0, self.image.cmap.N - 1)
         pixels = np.asarray(self.canvas.buffer_rgba())  # [height, width, 4], the canvas itself
         cells = self.lookup[index]  # [Q, K, 4]
-        pixels[self.rows[0]:self.rows[-1], self.columns[0]:self.columns[-1]] = np.repeat(
-            np.repeat(cells, self.row_heights, axis=0), self.column_widths, axis=1)
+        pixels[self.rows[0] : self.rows[-1], self.columns[0] : self.columns[-1]] = np.repeat(
+            np.repeat(cells, self.row_heights, axis=0), self.column_widths, axis=1
+        )
         self.title.set_text(_title(matrix))
         with matplotlib.rc_context(FIGURE_RC):
             for artist in [*self.axes.spines.values(), *self.axes.patches, self.title]:

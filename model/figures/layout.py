@@ -60,8 +60,9 @@ def parse_width(text: str | float | None, name: str = "width") -> float:
         try:
             inches = float(number) * scale
         except ValueError:
-            raise FigureError(f"{name} must be column (3.3 in), page (6.9 in) or a size such as 5in or 12cm, "
-                              f"not {text!r}") from None
+            raise FigureError(
+                f"{name} must be column (3.3 in), page (6.9 in) or a size such as 5in or 12cm, not {text!r}"
+            ) from None
     if not math.isfinite(inches) or not 1.0 <= inches <= 40.0:
         raise FigureError(f"{name} must be between 1 and 40 inches, not {text!r}")
     return inches
@@ -79,7 +80,8 @@ def text_width(text: str, size: float, bold: bool = False) -> float:
     if not text:
         return 0.0
     width, _height, _descent = _measurer.get_text_width_height_descent(
-        text, FontProperties(family="sans-serif", size=size, weight="bold" if bold else "normal"), ismath=False)
+        text, FontProperties(family="sans-serif", size=size, weight="bold" if bold else "normal"), ismath=False
+    )
     return float(width) * 1.04  # renderers hint glyphs a little wider than the outline metrics
 
 
@@ -106,6 +108,7 @@ def wrap(text: str, size: float, width: float, bold: bool = False) -> list[str]:
 @dataclass
 class AxisFit:
     """How the labels of one axis are drawn: their font size, every how many are shown, rotated or not."""
+
     font_size: float
     every: int = 1
     rotated: bool = False
@@ -135,6 +138,7 @@ def fit_axis(labels: list[str], cell: float, font_size: float, across: bool = Fa
 @dataclass
 class Caption:
     """The text above a figure: a title line, then details (sentence, model, step), wrapped to the width."""
+
     title: str
     details: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # always printed (e.g. "every 2nd label shown")
@@ -151,8 +155,7 @@ class Caption:
         return sum(size * LINE for _text, size, _bold in self.lines(font_size, width, with_details))
 
 
-def draw_caption(figure, caption: Caption, font_size: float, left: float, top: float, width: float,
-                 with_details: bool) -> list:
+def draw_caption(figure, caption: Caption, font_size: float, left: float, top: float, width: float, with_details: bool) -> list:
     """Caption lines from ``top`` (points from the figure's bottom) downwards, starting at ``left``;
     returns the Text objects (the first is the title's first line)."""
     height = figure.get_figheight() * POINTS_PER_INCH
@@ -161,8 +164,17 @@ def draw_caption(figure, caption: Caption, font_size: float, left: float, top: f
     texts = []
     for text, size, bold in caption.lines(font_size, width, with_details):
         y -= size * LINE
-        texts.append(figure.text(left / figure_width, (y + size * 0.25) / height, text, fontsize=size,
-                                 fontweight="bold" if bold else "normal", ha="left", va="baseline"))
+        texts.append(
+            figure.text(
+                left / figure_width,
+                (y + size * 0.25) / height,
+                text,
+                fontsize=size,
+                fontweight="bold" if bold else "normal",
+                ha="left",
+                va="baseline",
+            )
+        )
     return texts
 
 
@@ -172,5 +184,7 @@ def ordinal(n: int) -> str:
 
 
 def thinning_note(axis_name: str, fit: AxisFit, count: int) -> str:
-    return (f"Only every {ordinal(fit.every)} {axis_name} label is shown ({count} tokens do not fit at "
-            f"{MIN_FONT_SIZE:g} pt); widen the figure to label them all.")
+    return (
+        f"Only every {ordinal(fit.every)} {axis_name} label is shown ({count} tokens do not fit at "
+        f"{MIN_FONT_SIZE:g} pt); widen the figure to label them all."
+    )

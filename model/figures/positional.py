@@ -18,11 +18,18 @@ from model.inspection.positional import PositionalReport, colour_scale
 DIVERGING = "RdBu_r"  # matplotlib's diverging map for the signed encoding values
 
 
-def _matrix(figure: Figure, axes, values: np.ndarray, title: str, labels: tuple[str, str], size: float,
-            options: FigureOptions) -> None:
+def _matrix(
+    figure: Figure, axes, values: np.ndarray, title: str, labels: tuple[str, str], size: float, options: FigureOptions
+) -> None:
     levels, diverging = colour_scale(values)
-    image = axes.imshow(values, cmap=DIVERGING if diverging else options.colours(), vmin=levels[0], vmax=levels[1],
-                        aspect="auto", interpolation="none")
+    image = axes.imshow(
+        values,
+        cmap=DIVERGING if diverging else options.colours(),
+        vmin=levels[0],
+        vmax=levels[1],
+        aspect="auto",
+        interpolation="none",
+    )
     axes.set_title(title, fontsize=size, pad=3)
     axes.set_ylabel(labels[0], fontsize=size)
     axes.set_xlabel(labels[1], fontsize=size)
@@ -43,8 +50,10 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
     if options.model_name:
         details[0] = f"model {options.model_name} · " + details[0]
     if report.kind == "sinusoidal":
-        details.append(f"Largest error after rotating, k ≤ {report.offsets[-1]}: "
-                       f"{np.nanmax(report.rotation_error):.1e} (without rotating: {report.unrotated_error.max():.2f})")
+        details.append(
+            f"Largest error after rotating, k ≤ {report.offsets[-1]}: "
+            f"{np.nanmax(report.rotation_error):.1e} (without rotating: {report.unrotated_error.max():.2f})"
+        )
     caption = Caption("Positional encoding", details)
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     columns = 2 if options.width >= 5 else 1  # one column of four panels on a narrow figure
@@ -59,30 +68,34 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         engine.set(rect=(0, 0, 1, top_share), w_pad=4 / 72, h_pad=4 / 72)
         draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
         table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
-        _matrix(figure, table, report.table, "encoding: positions × dimensions", ("position", "dimension"), size,
-                options)
-        _matrix(figure, similarity, report.similarity, "similarity PE(i)·PE(j)", ("position i", "position j"), size,
-                options)
+        _matrix(figure, table, report.table, "encoding: positions × dimensions", ("position", "dimension"), size, options)
+        _matrix(figure, similarity, report.similarity, "similarity PE(i)·PE(j)", ("position i", "position j"), size, options)
         positions = np.arange(n_positions)
         for index, dimension in enumerate(dimensions):
-            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1,
-                        label=f"dim {dimension}")
+            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1, label=f"dim {dimension}")
         curves.set_title("chosen dimensions over positions", fontsize=size, pad=3)
         curves.set_xlabel("position", fontsize=size)
         curves.set_xlim(0, max(n_positions - 1, 1))
         limit = float(np.abs(report.table).max()) or 1.0
         curves.set_ylim(-limit * 1.05, limit * 1.05)
         if report.kind == "sinusoidal":
-            rotation.semilogy(report.offsets, np.maximum(report.rotation_error, 1e-12), "o-", color="#54a24b",
-                              markersize=2.5, linewidth=1, label="after rotation Rₖ")
-        rotation.semilogy(report.offsets, np.maximum(report.unrotated_error, 1e-12), "--", color="#e45756",
-                          linewidth=1, label="without rotation")
+            rotation.semilogy(
+                report.offsets,
+                np.maximum(report.rotation_error, 1e-12),
+                "o-",
+                color="#54a24b",
+                markersize=2.5,
+                linewidth=1,
+                label="after rotation Rₖ",
+            )
+        rotation.semilogy(
+            report.offsets, np.maximum(report.unrotated_error, 1e-12), "--", color="#e45756", linewidth=1, label="without rotation"
+        )
         rotation.set_title("max |Rₖ·PE(pos) − PE(pos+k)| over pos", fontsize=size, pad=3)
         rotation.set_xlabel("offset k", fontsize=size)
         for axes in (curves, rotation):
             axes.tick_params(labelsize=size * 0.9)
             axes.grid(alpha=0.25, linewidth=0.5)
             if axes.get_legend_handles_labels()[0]:
-                axes.legend(fontsize=size * 0.85, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3,
-                            frameon=False)
+                axes.legend(fontsize=size * 0.85, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, frameon=False)
     return figure

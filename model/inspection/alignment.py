@@ -92,7 +92,7 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
     used = 0
     pairs = [p for p in pairs if p.alignment]
     for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
+        chunk = pairs[start : start + batch_size]
         examples = encode_pairs(chunk, bundle.source_tokenizer, bundle.target_tokenizer, config)
         encoded = [(source_ids[:-1], target_ids[1:-1]) for source_ids, target_ids in examples]  # pieces only
         source, target = collate(examples, config.pad_id, device)
@@ -107,7 +107,7 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
             gold = set(pair.alignment)
             n_source, n_target = len(source_ids), len(target_ids)
             for reading, offset in enumerate((0, 1)):
-                pieces = cross[row, :, :, offset:offset + n_target, :n_source]  # [layers, heads, Tp, Sp]
+                pieces = cross[row, :, :, offset : offset + n_target, :n_source]  # [layers, heads, Tp, Sp]
                 words = group_matrix(pieces, target_groups, source_groups)  # [layers, heads, Tw, Sw]
                 for layer in range(layers):
                     for head in range(heads):
@@ -115,4 +115,3 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
                     layer_counts.add((reading, layer), alignment_links(words[layer].mean(0)), gold)
                 average_counts.add(reading, alignment_links(words.mean((0, 1))), gold)
     return AlignmentReport(head_counts.aer(), layer_counts.aer(), average_counts.aer(), used)
-

@@ -54,18 +54,31 @@ class HeadStatistics:
         return asdict(self)
 
 
-STATISTIC_NAMES = ("entropy", "normalised_entropy", "distance", "self_share", "previous_share", "next_share",
-                   "first_share", "last_share", "punctuation_share", "max_weight", "peak_spread")
+STATISTIC_NAMES = (
+    "entropy",
+    "normalised_entropy",
+    "distance",
+    "self_share",
+    "previous_share",
+    "next_share",
+    "first_share",
+    "last_share",
+    "punctuation_share",
+    "max_weight",
+    "peak_spread",
+)
 
 
-def head_statistics(matrix: np.ndarray, key_tokens: list[str] | None = None,
-                    kind: AttentionKind = AttentionKind.ENCODER) -> HeadStatistics:
+def head_statistics(
+    matrix: np.ndarray, key_tokens: list[str] | None = None, kind: AttentionKind = AttentionKind.ENCODER
+) -> HeadStatistics:
     """Statistics and role of one head's [queries, keys] matrix of a kind of attention."""
     return heads_statistics(np.asarray(matrix)[None], key_tokens, kind)[0]
 
 
-def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None,
-                     kind: AttentionKind = AttentionKind.ENCODER) -> list[HeadStatistics]:
+def heads_statistics(
+    weights: np.ndarray, key_tokens: list[str] | None = None, kind: AttentionKind = AttentionKind.ENCODER
+) -> list[HeadStatistics]:
     """Statistics and role of every head of [..., queries, keys] (e.g. [layers, heads, Q, K]), in the
     order of the leading axes flattened: one pass over all heads, which a step in the window needs."""
     kind = AttentionKind.parse(kind)
@@ -88,22 +101,28 @@ def heads_statistics(weights: np.ndarray, key_tokens: list[str] | None = None,
         offsets = np.abs(keys - queries)
     distance = np.einsum("hqk,qk->h", matrices, offsets.astype(np.float32), dtype=np.float64) / n_queries  # [heads]
     punctuation = np.array([is_punctuation(t) for t in key_tokens]) if key_tokens else np.zeros(n_keys, bool)
-    punctuation_share = (matrices[:, :, punctuation].sum(-1, dtype=np.float64).mean(-1) if punctuation.any()
-                         else np.zeros(len(matrices)))
+    punctuation_share = (
+        matrices[:, :, punctuation].sum(-1, dtype=np.float64).mean(-1) if punctuation.any() else np.zeros(len(matrices))
+    )
 
     def diagonal(offset: int) -> np.ndarray:  # [heads]: mean over the queries that have such a key
         values = np.diagonal(matrices, offset=offset, axis1=1, axis2=2)
         return values.mean(-1, dtype=np.float64) if values.shape[-1] else np.zeros(len(matrices))
 
     zeros = np.zeros(len(matrices))
-    columns = dict(entropy=entropy_rows.mean(-1), normalised_entropy=normalised, distance=distance,
-                   self_share=diagonal(0) if kind.is_self_attention else zeros,
-                   previous_share=diagonal(-1) if kind.is_self_attention else zeros,
-                   next_share=diagonal(1) if kind is AttentionKind.ENCODER else zeros,
-                   first_share=matrices[:, :, 0].mean(-1, dtype=np.float64),
-                   last_share=matrices[:, :, -1].mean(-1, dtype=np.float64),
-                   punctuation_share=punctuation_share, max_weight=matrices.max(-1).mean(-1, dtype=np.float64),
-                   peak_spread=peak_spread(matrices))
+    columns = dict(
+        entropy=entropy_rows.mean(-1),
+        normalised_entropy=normalised,
+        distance=distance,
+        self_share=diagonal(0) if kind.is_self_attention else zeros,
+        previous_share=diagonal(-1) if kind.is_self_attention else zeros,
+        next_share=diagonal(1) if kind is AttentionKind.ENCODER else zeros,
+        first_share=matrices[:, :, 0].mean(-1, dtype=np.float64),
+        last_share=matrices[:, :, -1].mean(-1, dtype=np.float64),
+        punctuation_share=punctuation_share,
+        max_weight=matrices.max(-1).mean(-1, dtype=np.float64),
+        peak_spread=peak_spread(matrices),
+    )
     result = []
     for index in range(len(matrices)):
         stats = HeadStatistics(**{name: float(values[index]) for name, values in columns.items()})  # type: ignore[arg-type]
@@ -127,11 +146,13 @@ def head_role(stats: HeadStatistics, kind: AttentionKind, key_tokens: list[str] 
     on that key for a sink or positional role, the normalised entropy otherwise (see describe_role)."""
     first_name = "sink: <s>" if key_tokens and key_tokens[0] == "<s>" else "first token"
     last_name = "sink: </s>" if key_tokens and key_tokens[-1] == "</s>" else "last token"
-    candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share),
-                  (last_name, stats.last_share)]
+    candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share), (last_name, stats.last_share)]
     if kind.is_self_attention:
-        candidates += [("positional: self", stats.self_share), ("positional: previous", stats.previous_share),
-                       ("positional: next", stats.next_share)]
+        candidates += [
+            ("positional: self", stats.self_share),
+            ("positional: previous", stats.previous_share),
+            ("positional: next", stats.next_share),
+        ]
     name, share = max(candidates, key=lambda item: item[1])
     if share >= ROLE_THRESHOLD:
         return name, share
@@ -152,23 +173,29 @@ def describe_role(role: str) -> str:
     if role == "broad":
         return f"role score = normalised entropy (≥ {BROAD_ENTROPY:.2f}: attention spread almost evenly)"
     if role == "diffuse":
-        return (f"role score = normalised entropy ({ALIGNMENT_ENTROPY:.2f} to {BROAD_ENTROPY:.2f}: spread over "
-                f"several source pieces, too wide to align words)")
+        return (
+            f"role score = normalised entropy ({ALIGNMENT_ENTROPY:.2f} to {BROAD_ENTROPY:.2f}: spread over "
+            f"several source pieces, too wide to align words)"
+        )
     if role == "alignment-like":
         return f"role score = normalised entropy (< {ALIGNMENT_ENTROPY:.2f}: each row peaks on few source pieces)"
     if role == "focused":
-        return (f"role score = spread of the rows' peaks (< {SPREAD_THRESHOLD:.2f}: sharp, but on the same few "
-                "source pieces at every step)")
+        return (
+            f"role score = spread of the rows' peaks (< {SPREAD_THRESHOLD:.2f}: sharp, but on the same few "
+            "source pieces at every step)"
+        )
     if role == "mixed":
         return f"role score = normalised entropy (< {BROAD_ENTROPY:.2f}, no key gets {ROLE_THRESHOLD:.2f} of it)"
     return "role score: none"
 
 
-ROLE_SCORE_HELP = (f"The statistic that decided the role. Sinks and positional roles: the share of attention on "
-                   f"that key, at least {ROLE_THRESHOLD:.2f}. Otherwise the normalised entropy (0 = one key, "
-                   f"1 = uniform): broad ≥ {BROAD_ENTROPY:.2f}; cross-attention alignment-like < "
-                   f"{ALIGNMENT_ENTROPY:.2f}, diffuse in between; self-attention mixed below {BROAD_ENTROPY:.2f}. "
-                   f"Focused (cross): the spread of the rows' peaks over the source, below {SPREAD_THRESHOLD:.2f}.")
+ROLE_SCORE_HELP = (
+    f"The statistic that decided the role. Sinks and positional roles: the share of attention on "
+    f"that key, at least {ROLE_THRESHOLD:.2f}. Otherwise the normalised entropy (0 = one key, "
+    f"1 = uniform): broad ≥ {BROAD_ENTROPY:.2f}; cross-attention alignment-like < "
+    f"{ALIGNMENT_ENTROPY:.2f}, diffuse in between; self-attention mixed below {BROAD_ENTROPY:.2f}. "
+    f"Focused (cross): the spread of the rows' peaks over the source, below {SPREAD_THRESHOLD:.2f}."
+)
 
 
 def all_head_statistics(trace) -> dict[AttentionKind, list[list[HeadStatistics]]]:
@@ -179,7 +206,7 @@ def all_head_statistics(trace) -> dict[AttentionKind, list[list[HeadStatistics]]
         _, key_tokens = trace.axis_labels(kind)
         flat = heads_statistics(weights, key_tokens, kind)
         n_heads = weights.shape[1]
-        result[kind] = [flat[layer * n_heads:(layer + 1) * n_heads] for layer in range(weights.shape[0])]
+        result[kind] = [flat[layer * n_heads : (layer + 1) * n_heads] for layer in range(weights.shape[0])]
     return result
 
 

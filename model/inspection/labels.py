@@ -65,5 +65,6 @@ def pieces_text(pieces: list[str], level: str = "piece") -> str:
     kept = [str(piece) for piece in pieces if piece not in SPECIAL_PIECES]
     if level == "word":
         return " ".join(kept)
-    return "".join(piece[2:] if piece.startswith("##") else piece for piece in kept).replace(
-        WORD_START, " ").replace("Ġ", " ").strip()
+    return (
+        "".join(piece[2:] if piece.startswith("##") else piece for piece in kept).replace(WORD_START, " ").replace("Ġ", " ").strip()
+    )

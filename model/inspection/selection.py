@@ -21,8 +21,7 @@ AGGREGATES = ("mean", "max", "rollout")  # what a view can show instead of one h
 AGGREGATE_TITLES = {"mean": "mean over heads", "max": "max over heads", "rollout": "rollout"}
 
 
-def write_csv(values: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path,
-              corner: str = "") -> None:
+def write_csv(values: np.ndarray, row_labels: list[str], column_labels: list[str], path: str | Path, corner: str = "") -> None:
     """A 2-D table with its labels in the first row and column; numbers written exactly (repr)."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -102,5 +101,6 @@ def select(trace: Trace, kind: AttentionKind | str, layer: int, head: int | str,
     else:
         raise SelectionError(f"unknown head {head!r}")
     queries, keys = trace.axis_labels(kind)
-    return AttentionMatrix(np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind,
-                           layer, head, trace.n_steps)
+    return AttentionMatrix(
+        np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind, layer, head, trace.n_steps
+    )

@@ -39,9 +39,17 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024
 DIGEST_KEY = "tensor_sha256"  # SHA-256 of the tensors (_tensor_digest); files saved before it have none
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 # Far beyond any model this app trains or shows, far below what would exhaust memory before failing.
-LIMITS = {"n_encoder_layers": 64, "n_decoder_layers": 64, "d_model": 8192, "n_heads": 1024, "d_ff": 65536,
-          "max_len": 16384, "source_vocab_size": 1_000_000, "target_vocab_size": 1_000_000}
-MAX_POSITION_TABLE = 2 ** 24  # max_len x d_model of a sinusoidal table, which the file does not store
+LIMITS = {
+    "n_encoder_layers": 64,
+    "n_decoder_layers": 64,
+    "d_model": 8192,
+    "n_heads": 1024,
+    "d_ff": 65536,
+    "max_len": 16384,
+    "source_vocab_size": 1_000_000,
+    "target_vocab_size": 1_000_000,
+}
+MAX_POSITION_TABLE = 2**24  # max_len x d_model of a sinusoidal table, which the file does not store
 
 
 class CheckpointError(UserError):
@@ -71,7 +79,8 @@ class ModelBundle:
 
 def _metadata(bundle: ModelBundle) -> dict[str, str]:
     joint = bundle.source_tokenizer is bundle.target_tokenizer or (
-        bundle.source_tokenizer.model_proto == bundle.target_tokenizer.model_proto)
+        bundle.source_tokenizer.model_proto == bundle.target_tokenizer.model_proto
+    )
     return {
         "format": FORMAT,
         "family": bundle.model.family,
@@ -85,15 +94,14 @@ def _metadata(bundle: ModelBundle) -> dict[str, str]:
 
 def to_bytes(bundle: ModelBundle) -> bytes:
     # Copies: the parameters of a model being trained are views into one buffer, which safetensors refuses.
-    tensors = {f"model.{name}": tensor.detach().to("cpu", copy=True).contiguous()
-               for name, tensor in bundle.model.state_dict().items()}
+    tensors = {
+        f"model.{name}": tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in bundle.model.state_dict().items()
+    }
     tensors["tokenizer.source"] = torch.frombuffer(bytearray(bundle.source_tokenizer.model_proto), dtype=torch.uint8)
     metadata = _metadata(bundle)
     if metadata["joint_tokenizer"] != "true":
-        tensors["tokenizer.target"] = torch.frombuffer(bytearray(bundle.target_tokenizer.model_proto),
-                                                       dtype=torch.uint8)
-    metadata[DIGEST_KEY] = _tensor_digest((key, tensor.reshape(-1).view(torch.uint8).numpy())
-                                          for key, tensor in tensors.items())
+        tensors["tokenizer.target"] = torch.frombuffer(bytearray(bundle.target_tokenizer.model_proto), dtype=torch.uint8)
+    metadata[DIGEST_KEY] = _tensor_digest((key, tensor.reshape(-1).view(torch.uint8).numpy()) for key, tensor in tensors.items())
     return save_tensors(tensors, metadata=metadata)
 
 
@@ -116,12 +124,15 @@ def _entries(header: dict, name: str) -> dict[str, dict]:
     for key, entry in header.items():
         if key == "__metadata__":
             continue
-        ok = (isinstance(entry, dict) and isinstance(entry.get("dtype"), str)
-              and isinstance(entry.get("shape"), list) and isinstance(entry.get("data_offsets"), list)
-              and len(entry["data_offsets"]) == 2
-              and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                      for n in entry["shape"] + entry["data_offsets"])
-              and entry["data_offsets"][0] <= entry["data_offsets"][1])
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("dtype"), str)
+            and isinstance(entry.get("shape"), list)
+            and isinstance(entry.get("data_offsets"), list)
+            and len(entry["data_offsets"]) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry["shape"] + entry["data_offsets"])
+            and entry["data_offsets"][0] <= entry["data_offsets"][1]
+        )
         if not ok:
             raise CheckpointError(f"{name}: damaged model file (the entry of tensor {key[:60]!r} is malformed)")
         entries[key] = entry
@@ -137,7 +148,7 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
     if header_size > min(MAX_HEADER_BYTES, file_size - 8) or len(head) < 8 + header_size:
         raise CheckpointError(f"{name}: not a Transformer Explorer model (or the file is truncated)")
     try:
-        header = json.loads(head[8:8 + header_size].decode("utf-8"))
+        header = json.loads(head[8 : 8 + header_size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise CheckpointError(f"{name}: not a Transformer Explorer model (unreadable header)") from None
     metadata = header.get("__metadata__") if isinstance(header, dict) else None
@@ -147,15 +158,15 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
         raise CheckpointError(f"{name}: damaged model file (its metadata must be text)")
     family = metadata.get("family", "transformer")  # files written before families were named
     if family not in FAMILIES:
-        raise CheckpointError(f"{name}: a model of the family {family!r}, which this version cannot open "
-                              f"(it opens: {', '.join(FAMILIES)})")
+        raise CheckpointError(
+            f"{name}: a model of the family {family!r}, which this version cannot open (it opens: {', '.join(FAMILIES)})"
+        )
     entries = _entries(header, name)
     data_size = max((entry["data_offsets"][1] for entry in entries.values()), default=0)
     expected = 8 + header_size + data_size
     if file_size != expected:
         what = "truncated" if file_size < expected else "longer than its header describes"
-        raise CheckpointError(f"{name}: damaged model file ({what}: {file_size:,} bytes, the header describes "
-                              f"{expected:,})")
+        raise CheckpointError(f"{name}: damaged model file ({what}: {file_size:,} bytes, the header describes {expected:,})")
     return entries, metadata, 8 + header_size
 
 
@@ -176,28 +187,35 @@ def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str)
         raise CheckpointError(f"{name}: damaged model file (config: {error})") from None
     for field_name, limit in LIMITS.items():
         if getattr(config, field_name) > limit:
-            raise CheckpointError(f"{name}: the config's {field_name} ({getattr(config, field_name):,}) is beyond "
-                                  f"what this app can load ({limit:,})")
+            raise CheckpointError(
+                f"{name}: the config's {field_name} ({getattr(config, field_name):,}) is beyond what this app can load ({limit:,})"
+            )
     if config.positional_encoding == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
-        raise CheckpointError(f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
-                              f"{config.d_model:,}) is beyond what this app can load")
+        raise CheckpointError(
+            f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
+            f"{config.d_model:,}) is beyond what this app can load"
+        )
     with torch.device("meta"):  # shapes only: nothing is allocated
         expected = {key: tuple(t.shape) for key, t in Transformer(config).state_dict().items()}
     stored = {key.removeprefix("model."): entry for key, entry in entries.items() if key.startswith("model.")}
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     wrong_shape = sorted(k for k in set(expected) & set(stored) if expected[k] != tuple(stored[k]["shape"]))
     if missing or unexpected or wrong_shape:
-        details = "; ".join(f"{what}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
-                            for what, keys in (("missing", missing), ("unexpected", unexpected),
-                                               ("wrong shape", wrong_shape)) if keys)
-        raise CheckpointError(f"{name}: the weights do not fit the model's config, perhaps a file from another "
-                              f"version ({details})")
+        details = "; ".join(
+            f"{what}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
+            for what, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong_shape))
+            if keys
+        )
+        raise CheckpointError(f"{name}: the weights do not fit the model's config, perhaps a file from another version ({details})")
     wrong_type = sorted(k for k, entry in stored.items() if entry["dtype"] not in FLOAT_DTYPES)
-    wrong_type += sorted(k for k, entry in entries.items() if k.startswith("tokenizer.") and
-                         (entry["dtype"] != "U8" or len(entry["shape"]) != 1))
+    wrong_type += sorted(
+        k for k, entry in entries.items() if k.startswith("tokenizer.") and (entry["dtype"] != "U8" or len(entry["shape"]) != 1)
+    )
     if wrong_type or set(entries) - {f"model.{k}" for k in stored} - {"tokenizer.source", "tokenizer.target"}:
-        raise CheckpointError(f"{name}: damaged model file (unexpected tensors or types: "
-                              f"{', '.join(wrong_type[:3]) or ', '.join(sorted(entries)[:3])})")
+        raise CheckpointError(
+            f"{name}: damaged model file (unexpected tensors or types: "
+            f"{', '.join(wrong_type[:3]) or ', '.join(sorted(entries)[:3])})"
+        )
     return config
 
 
@@ -216,16 +234,16 @@ def _check_digest(data, entries: dict[str, dict], metadata: dict[str, str], data
     if stored is None:
         return  # files saved before digests (the shipped ones among them) load as they are
     view = memoryview(data)
-    actual = _tensor_digest((key, view[data_start + entry["data_offsets"][0]:data_start + entry["data_offsets"][1]])
-                            for key, entry in entries.items())
+    actual = _tensor_digest(
+        (key, view[data_start + entry["data_offsets"][0] : data_start + entry["data_offsets"][1]]) for key, entry in entries.items()
+    )
     if stored != actual:
         raise CheckpointError(f"{name}: the file is damaged (its contents do not match its checksum)")
 
 
 def _check_record(value, key: str, name: str) -> dict:
     if not isinstance(value, dict):
-        raise CheckpointError(f"{name}: damaged model file (its {key} must be a JSON object, "
-                              f"got {type(value).__name__})")
+        raise CheckpointError(f"{name}: damaged model file (its {key} must be a JSON object, got {type(value).__name__})")
     return value
 
 
@@ -233,15 +251,19 @@ def _check_history(history, name: str) -> dict:
     history = _check_record(history, "history", name)
     steps = history.get("steps", [])
     if not isinstance(steps, list) or not all(
-            isinstance(row, list) and all(isinstance(x, (int, float)) or x is None for x in row) for row in steps):
+        isinstance(row, list) and all(isinstance(x, (int, float)) or x is None for x in row) for row in steps
+    ):
         raise CheckpointError(f"{name}: damaged model file (its history's steps must be rows of numbers)")
     validations = history.get("validations", [])
     if not isinstance(validations, list) or not all(
-            isinstance(v, dict) and isinstance(v.get("samples", []), list)
-            and all(isinstance(s, list) and all(isinstance(t, str) for t in s) for s in v.get("samples", []))
-            for v in validations):
-        raise CheckpointError(f"{name}: damaged model file (its history's validations must be records with "
-                              "sample translations as text)")
+        isinstance(v, dict)
+        and isinstance(v.get("samples", []), list)
+        and all(isinstance(s, list) and all(isinstance(t, str) for t in s) for s in v.get("samples", []))
+        for v in validations
+    ):
+        raise CheckpointError(
+            f"{name}: damaged model file (its history's validations must be records with sample translations as text)"
+        )
     return history
 
 
@@ -249,32 +271,40 @@ def _check_corpus(data, name: str) -> CorpusSpec | None:
     if data is None:
         return None
     data = _check_record(data, "corpus", name)
-    types = {"name": (str,), "target_path": (str, type(None)), "size": (int, type(None)), "seed": (int,),
-             "skip_malformed": (bool,), "valid_fraction": (int, float), "test_fraction": (int, float),
-             "extra": (dict,)}
+    types = {
+        "name": (str,),
+        "target_path": (str, type(None)),
+        "size": (int, type(None)),
+        "seed": (int,),
+        "skip_malformed": (bool,),
+        "valid_fraction": (int, float),
+        "test_fraction": (int, float),
+        "extra": (dict,),
+    }
     for key, allowed in types.items():
         if key in data and not isinstance(data[key], allowed):
-            raise CheckpointError(f"{name}: damaged model file (its corpus's {key} has the wrong type: "
-                                  f"{type(data[key]).__name__})")
+            raise CheckpointError(f"{name}: damaged model file (its corpus's {key} has the wrong type: {type(data[key]).__name__})")
     if "name" not in data:
         raise CheckpointError(f"{name}: damaged model file (its corpus has no name)")
     return CorpusSpec.from_dict(data)
 
 
 def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: TransformerConfig, name: str) -> None:
-    for side, tokenizer, size in (("source", source, config.source_vocab_size),
-                                  ("target", target, config.target_vocab_size)):
+    for side, tokenizer, size in (("source", source, config.source_vocab_size), ("target", target, config.target_vocab_size)):
         if tokenizer.vocab_size > size:
-            raise CheckpointError(f"{name}: damaged model file (its {side} tokenizer has {tokenizer.vocab_size:,} "
-                                  f"pieces, more than the model's vocabulary of {size:,})")
+            raise CheckpointError(
+                f"{name}: damaged model file (its {side} tokenizer has {tokenizer.vocab_size:,} "
+                f"pieces, more than the model's vocabulary of {size:,})"
+            )
 
 
 def _check_finite(state: dict[str, torch.Tensor], name: str) -> None:
-    bad = sorted(key for key, tensor in state.items() if tensor.is_floating_point() and
-                 not bool(torch.isfinite(tensor).all()))
+    bad = sorted(key for key, tensor in state.items() if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()))
     if bad:
-        raise CheckpointError(f"{name}: the model holds NaN or infinite weights ({', '.join(bad[:3])}"
-                              f"{' ...' if len(bad) > 3 else ''}); it cannot be used")
+        raise CheckpointError(
+            f"{name}: the model holds NaN or infinite weights ({', '.join(bad[:3])}"
+            f"{' ...' if len(bad) > 3 else ''}); it cannot be used"
+        )
 
 
 def from_bytes(data: bytes, name: str = "model file", device: str | torch.device = "cpu") -> ModelBundle:
@@ -325,8 +355,7 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> ModelBu
         with os.fdopen(descriptor, "rb") as handle:
             status = os.fstat(handle.fileno())
             if not stat.S_ISREG(status.st_mode):  # replaced between the two looks
-                raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), "
-                                      "not a model file")
+                raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), not a model file")
             head = handle.read(8)
             if len(head) == 8:
                 (header_size,) = struct.unpack("<Q", head)
@@ -345,8 +374,12 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> ModelBu
 
 
 def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return kind
     return "not a plain file"

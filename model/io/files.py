@@ -39,8 +39,7 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
         raise OutputError("the output path is empty")
     path = Path(path)
     for source in inputs:
-        if source is not None and str(source) and (_same_file(path, Path(source)) or
-                                                   path.resolve() == Path(source).resolve()):
+        if source is not None and str(source) and (_same_file(path, Path(source)) or path.resolve() == Path(source).resolve()):
             raise OutputError(f"{path}: is an input of this command; choose another output file")
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name")
@@ -109,8 +108,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     remove_stale_partials(path)
     # The writer's process id in the name tells a later write whether this file is abandoned.
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial",
-                                                 dir=path.parent)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial", dir=path.parent)
         os.close(descriptor)
     except OSError as error:  # named after the file the user asked for, not the temporary one
         raise OutputError(f"{path}: cannot be written ({error.strerror or error})") from None

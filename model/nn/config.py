@@ -52,8 +52,16 @@ class TransformerConfig:
         return self.d_model // self.n_heads
 
     def validate(self) -> None:
-        positive = ("source_vocab_size", "target_vocab_size", "n_encoder_layers", "n_decoder_layers",
-                    "d_model", "n_heads", "d_ff", "max_len")
+        positive = (
+            "source_vocab_size",
+            "target_vocab_size",
+            "n_encoder_layers",
+            "n_decoder_layers",
+            "d_model",
+            "n_heads",
+            "d_ff",
+            "max_len",
+        )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -76,8 +84,7 @@ class TransformerConfig:
         if self.norm_placement not in NORM_PLACEMENTS:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
         if self.positional_encoding not in POSITIONAL_ENCODINGS:
-            raise ConfigError(
-                f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.positional_encoding!r}")
+            raise ConfigError(f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.positional_encoding!r}")
         if self.joint_vocab and self.source_vocab_size != self.target_vocab_size:
             raise ConfigError("a joint vocabulary needs equal source and target vocabulary sizes")
         if self.max_len < 2:
@@ -98,6 +105,8 @@ class TransformerConfig:
 
     def describe(self) -> str:
         """One line for status bars and logs."""
-        return (f"{self.n_encoder_layers}+{self.n_decoder_layers} layers x {self.n_heads} heads, "
-                f"d_model {self.d_model}, d_ff {self.d_ff}, {self.norm_placement}-norm, "
-                f"{self.positional_encoding} positions")
+        return (
+            f"{self.n_encoder_layers}+{self.n_decoder_layers} layers x {self.n_heads} heads, "
+            f"d_model {self.d_model}, d_ff {self.d_ff}, {self.norm_placement}-norm, "
+            f"{self.positional_encoding} positions"
+        )

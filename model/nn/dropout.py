@@ -27,7 +27,7 @@ class Dropout(nn.Module):
     def keep_mask(self, x: torch.Tensor) -> torch.Tensor:
         """1 where x is kept, 0 where dropped; x's shape, float32 (the 1/(1-p) scale is the caller's)."""
         if self._bits is None:
-            self._bits = np.random.SFC64(int(torch.randint(2 ** 62, ())))
+            self._bits = np.random.SFC64(int(torch.randint(2**62, ())))
         count = x.numel()
         draws = self._bits.random_raw((count + 7) // 8).view(np.uint8)[:count]  # [count] random bytes
         return torch.from_numpy(np.greater_equal(draws, self._threshold).astype(np.float32)).view(x.shape)

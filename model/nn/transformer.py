@@ -23,6 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from model.kinds import AttentionKind
+from model.nn.caches import DecoderCache, LayerCache
 from model.nn.config import TransformerConfig
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
@@ -121,37 +122,6 @@ class MultiHeadAttention(nn.Module):
         return F.linear(context, self.out_projection.weight), weights[:, :, 0]
 
 
-@dataclass
-class LayerCache:
-    """One decoder layer's past keys and values for incremental decoding, in buffers that double when full."""
-
-    keys: torch.Tensor | None = None  # [B, H, capacity, d_k]; the first ``length`` positions are valid
-    values: torch.Tensor | None = None  # [B, H, capacity, d_k]
-    length: int = 0
-
-    def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write new keys/values [B, H, Q, d_k] after the cached ones and return views of everything so
-        far: [B, H, past + Q, d_k]."""
-        start, end = self.length, self.length + keys.shape[2]
-        if self.keys is None or self.values is None or self.keys.shape[2] < end:
-            capacity = max(end, 2 * self.keys.shape[2] if self.keys is not None else 32)
-            grown_keys = keys.new_empty(keys.shape[0], keys.shape[1], capacity, keys.shape[3])
-            grown_values = values.new_empty(values.shape[0], values.shape[1], capacity, values.shape[3])
-            if self.keys is not None and self.values is not None:
-                grown_keys[:, :, :start] = self.keys[:, :, :start]
-                grown_values[:, :, :start] = self.values[:, :, :start]
-            self.keys, self.values = grown_keys, grown_values
-        self.keys[:, :, start:end] = keys
-        self.values[:, :, start:end] = values
-        self.length = end
-        return self.keys[:, :, :end], self.values[:, :, :end]
-
-    def select(self, rows: torch.Tensor) -> LayerCache:
-        """Batch rows reordered or replicated (beam search)."""
-        return LayerCache(None if self.keys is None else self.keys[rows],
-                          None if self.values is None else self.values[rows], self.length)
-
-
 class FeedForward(nn.Module):
     """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2."""
 
@@ -182,8 +152,10 @@ class _Sublayers(nn.Module):
     def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
         """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
         norm = self.norms[index]
+
         def normalise(t):
             return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
         if self.pre_norm:
             output, extra = sublayer(normalise(x))
             return self.dropout.add_to(x, output), extra
@@ -214,18 +186,25 @@ class DecoderLayer(_Sublayers):
         """x [B, T, d_model], or [N, d_model] holding only ``rows`` (PackedRows) of the positions."""
         # Causal masking: with no explicit mask, is_causal lets position p see keys 0..p.
         is_causal = self_mask is None and (rows.length if rows is not None else x.shape[1]) > 1
-        x, self_weights = self.residual(0, x, lambda h: self.self_attention(
-            h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows))
-        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention(
-            h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows))
+        x, self_weights = self.residual(
+            0, x, lambda h: self.self_attention(h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows)
+        )
+        x, cross_weights = self.residual(
+            1,
+            x,
+            lambda h: self.cross_attention(
+                h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows
+            ),
+        )
         x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
         return x, self_weights, cross_weights
 
     def step(self, x, cache: LayerCache, memory_keys_values, memory_mask):
         """One new position per row: x [B, d_model] -> (x, self weights [B, H, t], cross [B, H, S])."""
         x, self_weights = self.residual(0, x, lambda h: self.self_attention.step(h, cache=cache))
-        x, cross_weights = self.residual(1, x, lambda h: self.cross_attention.step(
-            h, keys_values=memory_keys_values, mask=memory_mask))
+        x, cross_weights = self.residual(
+            1, x, lambda h: self.cross_attention.step(h, keys_values=memory_keys_values, mask=memory_mask)
+        )
         x, _ = self.residual(2, x, lambda h: (self.feed_forward.step(h), None))
         return x, self_weights, cross_weights
 
@@ -237,31 +216,6 @@ class AttentionWeights:
     encoder_self: list[torch.Tensor] = field(default_factory=list)
     decoder_self: list[torch.Tensor] = field(default_factory=list)
     cross: list[torch.Tensor] = field(default_factory=list)
-
-
-@dataclass
-class DecoderCache:
-    """What incremental decoding keeps between steps: the memory's keys/values and past keys/values."""
-
-    memory_keys_values: list[tuple[torch.Tensor, torch.Tensor]]  # per layer, 2 x [B, H, S, d_k]
-    memory_mask: torch.Tensor | None  # [B, 1, 1, S]
-    self_attention: list[LayerCache]  # per layer: past keys and values
-    length: int = 0  # target positions consumed so far
-
-    def select(self, rows: torch.Tensor) -> DecoderCache:
-        """Reorder/replicate batch rows (beam search): every tensor indexed by ``rows``."""
-        return DecoderCache(
-            memory_keys_values=[(k[rows], v[rows]) for k, v in self.memory_keys_values],
-            memory_mask=None if self.memory_mask is None else self.memory_mask[rows],
-            self_attention=[layer.select(rows) for layer in self.self_attention],
-            length=self.length,
-        )
-
-    def truncate(self, length: int) -> None:
-        """Forget every position from ``length`` on (stepping back)."""
-        for layer in self.self_attention:
-            layer.length = min(layer.length, length)
-        self.length = min(self.length, length)
 
 
 class Transformer(nn.Module):
@@ -280,10 +234,12 @@ class Transformer(nn.Module):
         if share_all:
             self.embeddings = nn.ModuleDict({"shared": nn.Embedding(config.source_vocab_size, d_model)})
         else:
-            self.embeddings = nn.ModuleDict({
-                "source": nn.Embedding(config.source_vocab_size, d_model),
-                "target": nn.Embedding(config.target_vocab_size, d_model),
-            })
+            self.embeddings = nn.ModuleDict(
+                {
+                    "source": nn.Embedding(config.source_vocab_size, d_model),
+                    "target": nn.Embedding(config.target_vocab_size, d_model),
+                }
+            )
         self.output_projection = None if config.tie_embeddings else nn.Linear(d_model, config.target_vocab_size)
         if config.positional_encoding == "sinusoidal":
             self.register_buffer("positional_table", sinusoidal_table(config.max_len, d_model), persistent=False)
@@ -305,7 +261,7 @@ class Transformer(nn.Module):
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.Embedding):
                 # Scaled by sqrt(d_model) on lookup, the embeddings start with unit variance.
-                nn.init.normal_(module.weight, std=self.config.d_model ** -0.5)
+                nn.init.normal_(module.weight, std=self.config.d_model**-0.5)
         if isinstance(self.positional_table, nn.Parameter):
             nn.init.normal_(self.positional_table, std=0.02)
 
@@ -366,8 +322,14 @@ class Transformer(nn.Module):
             self_attention=[LayerCache() for _ in self.decoder_layers],
         )
 
-    def decode(self, target_ids: torch.Tensor, cache: DecoderCache, target_mask: torch.Tensor | None = None,
-               need_weights: bool = False, rows: PackedRows | None = None):
+    def decode(
+        self,
+        target_ids: torch.Tensor,
+        cache: DecoderCache,
+        target_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        rows: PackedRows | None = None,
+    ):
         """Teacher-forced decoder pass over target_ids [B, T] from position 0, against the memory held
         in ``cache`` (its past keys/values are neither read nor changed).
 
@@ -379,8 +341,9 @@ class Transformer(nn.Module):
             x = rows.pack(x)  # [N, d_model]
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.decoder_layers):
-            x, layer_self, layer_cross = layer(x, cache.memory_keys_values[index], cache.memory_mask,
-                                               self_mask=target_mask, need_weights=need_weights, rows=rows)
+            x, layer_self, layer_cross = layer(
+                x, cache.memory_keys_values[index], cache.memory_mask, self_mask=target_mask, need_weights=need_weights, rows=rows
+            )
             if need_weights:
                 self_weights.append(layer_self)
                 cross_weights.append(layer_cross)
@@ -396,8 +359,9 @@ class Transformer(nn.Module):
         x = x + self.positional_table[cache.length]
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.decoder_stack):
-            x, layer_self, layer_cross = layer.step(x, cache.self_attention[index], cache.memory_keys_values[index],
-                                                    cache.memory_mask)
+            x, layer_self, layer_cross = layer.step(
+                x, cache.self_attention[index], cache.memory_keys_values[index], cache.memory_mask
+            )
             self_weights.append(layer_self)
             cross_weights.append(layer_cross)
         cache.length += 1
@@ -409,8 +373,7 @@ class Transformer(nn.Module):
             return F.linear(hidden, self.target_embedding.weight)
         return self.output_projection(hidden)
 
-    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor,
-                rows: PackedRows | None = None) -> torch.Tensor:
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: PackedRows | None = None) -> torch.Tensor:
         """Teacher-forced fast path: [B, S], [B, T] -> hidden states [B, T, d_model], or [N, d_model]
         for only the target positions in ``rows`` (training passes the real ones).
 
@@ -431,6 +394,5 @@ class Transformer(nn.Module):
         causal = torch.ones(length, length, dtype=torch.bool, device=target_input_ids.device).tril()  # [T, T]
         target_real = self.padding_mask(target_input_ids)
         target_mask = causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
-        hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask,
-                                                          need_weights=True)
+        hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask, need_weights=True)
         return self.logits(hidden), AttentionWeights(encoder_weights, self_weights, cross_weights)

@@ -27,8 +27,13 @@ class Scores:
     samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
 
     def to_dict(self) -> dict:
-        return {"exact_match": self.exact_match, "bleu": self.bleu, "token_accuracy": self.token_accuracy,
-                "loss": self.loss, "n": self.n}
+        return {
+            "exact_match": self.exact_match,
+            "bleu": self.bleu,
+            "token_accuracy": self.token_accuracy,
+            "loss": self.loss,
+            "n": self.n,
+        }
 
 
 class Interrupted(Exception):
@@ -58,7 +63,7 @@ def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple
     total_loss, correct, count = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
         _check(stop)
-        source, target = collate(examples[start:start + batch_size], model.config.pad_id, device)
+        source, target = collate(examples[start : start + batch_size], model.config.pad_id, device)
         hidden = model(source, target[:, :-1])  # [B, T, d_model]
         gold = target[:, 1:]  # [B, T]
         real = gold != model.config.pad_id
@@ -72,8 +77,9 @@ def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple
 
 
 @torch.inference_mode()
-def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str], device,
-                    batch_size: int = 64, stop=None) -> list[str]:
+def translate_batch(
+    model, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None
+) -> list[str]:
     """Greedy translations, batched by similar length; ``stop()`` is asked before each batch."""
     model.eval()
     encoded = [(i, encode_source(source_tokenizer, t, model.config)[0]) for i, t in enumerate(texts)]
@@ -81,22 +87,30 @@ def translate_batch(model, source_tokenizer, target_tokenizer, texts: list[str],
     outputs = [""] * len(texts)
     for start in range(0, len(encoded), batch_size):
         _check(stop)
-        chunk = encoded[start:start + batch_size]
+        chunk = encoded[start : start + batch_size]
         source, _ = collate([(ids, [0]) for _, ids in chunk], model.config.pad_id, device)
         for (index, _), ids in zip(chunk, greedy_decode(model, source)):
             outputs[index] = target_tokenizer.decode(ids)
     return outputs
 
 
-def score(model, source_tokenizer, target_tokenizer, pairs: list[Pair], device, batch_size: int = 64,
-          decode_limit: int | None = None, n_samples: int = 3, stop: Callable[[], bool] | None = None) -> Scores:
+def score(
+    model,
+    source_tokenizer,
+    target_tokenizer,
+    pairs: list[Pair],
+    device,
+    batch_size: int = 64,
+    decode_limit: int | None = None,
+    n_samples: int = 3,
+    stop: Callable[[], bool] | None = None,
+) -> Scores:
     """Teacher-forced loss and accuracy over ``pairs``; exact match and BLEU of greedy translations of the
     first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True."""
     examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
     loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
     decoded = pairs if decode_limit is None else pairs[:decode_limit]
-    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device,
-                                 batch_size, stop)
+    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device, batch_size, stop)
     references = [p.target for p in decoded]
     exact = sum(same_translation(h, r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
     samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]

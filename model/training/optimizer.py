@@ -23,8 +23,7 @@ class FlatAdam:
     become views into ``flat_parameters``: move the model to its device before building this.
     """
 
-    def __init__(self, model: nn.Module, lr: float = 0.0, betas: tuple[float, float] = (0.9, 0.98),
-                 eps: float = 1e-9):
+    def __init__(self, model: nn.Module, lr: float = 0.0, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9):
         self._params = [p for p in model.parameters() if p.requires_grad]
         if not self._params:
             raise ValueError("the model has no trainable parameters")
@@ -80,15 +79,29 @@ class FlatAdam:
         self.steps += 1
         beta1, beta2 = self.betas
         if self.fused:
-            torch._fused_adam_([self.flat_parameters], [gradient], [self.exp_avg], [self.exp_avg_sq], [], [self.steps],
-                               lr=self.lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=self.eps, amsgrad=False,
-                               maximize=False, grad_scale=divisor, found_inf=None)
+            torch._fused_adam_(
+                [self.flat_parameters],
+                [gradient],
+                [self.exp_avg],
+                [self.exp_avg_sq],
+                [],
+                [self.steps],
+                lr=self.lr,
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=0.0,
+                eps=self.eps,
+                amsgrad=False,
+                maximize=False,
+                grad_scale=divisor,
+                found_inf=None,
+            )
             return norm
         if divisor is not None:
             gradient.div_(divisor)
         step = float(self.steps)
         self.exp_avg.lerp_(gradient, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
-        denominator = (self.exp_avg_sq / (1 - beta2 ** step)).sqrt_().add_(self.eps)  # [P]
-        self.flat_parameters.addcdiv_(self.exp_avg, denominator, value=-self.lr / (1 - beta1 ** step))
+        denominator = (self.exp_avg_sq / (1 - beta2**step)).sqrt_().add_(self.eps)  # [P]
+        self.flat_parameters.addcdiv_(self.exp_avg, denominator, value=-self.lr / (1 - beta1**step))
         return norm

@@ -36,12 +36,20 @@ def train_tokenizers(splits: Splits, options: TokenizerOptions, corpus: CorpusSp
     if options.joint:
         tokenizer = Tokenizer.train(sources + targets, options.vocab_size, model_type)
         return tokenizer, tokenizer
-    return (Tokenizer.train(sources, options.vocab_size, model_type),
-            Tokenizer.train(targets, options.target_vocab_size or options.vocab_size, model_type))
+    return (
+        Tokenizer.train(sources, options.vocab_size, model_type),
+        Tokenizer.train(targets, options.target_vocab_size or options.vocab_size, model_type),
+    )
 
 
-def prepare(corpus: CorpusSpec, tokenizer_options: TokenizerOptions, model_options: dict,
-            seed: int = 0, splits: Splits | None = None, report=None) -> tuple[ModelBundle, Splits]:
+def prepare(
+    corpus: CorpusSpec,
+    tokenizer_options: TokenizerOptions,
+    model_options: dict,
+    seed: int = 0,
+    splits: Splits | None = None,
+    report=None,
+) -> tuple[ModelBundle, Splits]:
     """Load and split the corpus (unless ``splits`` holds it already), train tokenizers, and build an
     untrained model. ``model_options`` holds TransformerConfig fields other than the vocabulary sizes.
     ``report(text)`` hears each stage as it begins (the Train tab shows them).
@@ -53,15 +61,22 @@ def prepare(corpus: CorpusSpec, tokenizer_options: TokenizerOptions, model_optio
         size = f"{corpus.size:,} " if corpus.is_builtin and corpus.size else ""
         report(f"{'Generating' if corpus.is_builtin else 'Reading'} {size}{corpus.describe()} pairs…")
         splits = load_corpus(corpus)
-    report(f"Training the tokenizer ({tokenizer_options.vocab_size:,} pieces at most) on {len(splits.train):,} "
-           "pairs…")
+    report(f"Training the tokenizer ({tokenizer_options.vocab_size:,} pieces at most) on {len(splits.train):,} pairs…")
     source_tokenizer, target_tokenizer = train_tokenizers(splits, tokenizer_options, corpus)
     report("Building the model…")
-    config = TransformerConfig(source_vocab_size=source_tokenizer.vocab_size,
-                               target_vocab_size=target_tokenizer.vocab_size,
-                               joint_vocab=tokenizer_options.joint, **model_options)
+    config = TransformerConfig(
+        source_vocab_size=source_tokenizer.vocab_size,
+        target_vocab_size=target_tokenizer.vocab_size,
+        joint_vocab=tokenizer_options.joint,
+        **model_options,
+    )
     torch.manual_seed(seed)
     model = Transformer(config)
-    bundle = ModelBundle(model, source_tokenizer, target_tokenizer, corpus,
-                         history={"steps": [], "validations": [], "tokenizer": tokenizer_options.to_dict()})
+    bundle = ModelBundle(
+        model,
+        source_tokenizer,
+        target_tokenizer,
+        corpus,
+        history={"steps": [], "validations": [], "tokenizer": tokenizer_options.to_dict()},
+    )
     return bundle, splits

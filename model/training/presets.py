@@ -40,27 +40,50 @@ class Preset:
 
     def describe(self) -> str:
         model = self.model
-        return (f"{model['n_encoder_layers']}+{model['n_decoder_layers']} layers, d_model {model['d_model']}, "
-                f"{model['n_heads']} heads, d_ff {model['d_ff']}; {self.minutes:g} min budget")
+        return (
+            f"{model['n_encoder_layers']}+{model['n_decoder_layers']} layers, d_model {model['d_model']}, "
+            f"{model['n_heads']} heads, d_ff {model['d_ff']}; {self.minutes:g} min budget"
+        )
 
 
 _SYMBOLS_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=128, n_heads=8, d_ff=256, dropout=0.1)
-_SYMBOLS_TRAINING = dict(COMMON_TRAINING, batch_size=64, warmup_steps=300, lr_factor=0.7, average_steps=200,
-                         valid_every=500)
+_SYMBOLS_TRAINING = dict(COMMON_TRAINING, batch_size=64, warmup_steps=300, lr_factor=0.7, average_steps=200, valid_every=500)
 
 BUILTIN_PRESETS = {
-    "copy": Preset("copy", _SYMBOLS_MODEL, dict(vocab_size=2000), dict(_SYMBOLS_TRAINING, max_minutes=2.0),
-                   DEFAULT_SIZES["copy"], "learns to copy in about 2 minutes"),
-    "reverse": Preset("reverse", _SYMBOLS_MODEL, dict(vocab_size=2000), dict(_SYMBOLS_TRAINING, max_minutes=2.0),
-                      DEFAULT_SIZES["reverse"], "learns to reverse in about 2 minutes"),
-    "sort": Preset("sort", _SYMBOLS_MODEL, dict(vocab_size=2000), dict(_SYMBOLS_TRAINING, max_minutes=3.0),
-                   DEFAULT_SIZES["sort"], "3 minutes: sorting is learnt more slowly than copying"),
-    "toy-fr": Preset("toy-fr", dict(n_encoder_layers=3, n_decoder_layers=3, d_model=128, n_heads=4, d_ff=512,
-                                    dropout=0.1),
-                     dict(vocab_size=2000),
-                     dict(COMMON_TRAINING, batch_size=64, warmup_steps=400, lr_factor=1.0, average_steps=400,
-                          valid_every=1000, max_minutes=10.0),
-                     DEFAULT_SIZES["toy-fr"], "the shipped default model's recipe: 10 minutes"),
+    "copy": Preset(
+        "copy",
+        _SYMBOLS_MODEL,
+        dict(vocab_size=2000),
+        dict(_SYMBOLS_TRAINING, max_minutes=2.0),
+        DEFAULT_SIZES["copy"],
+        "learns to copy in about 2 minutes",
+    ),
+    "reverse": Preset(
+        "reverse",
+        _SYMBOLS_MODEL,
+        dict(vocab_size=2000),
+        dict(_SYMBOLS_TRAINING, max_minutes=2.0),
+        DEFAULT_SIZES["reverse"],
+        "learns to reverse in about 2 minutes",
+    ),
+    "sort": Preset(
+        "sort",
+        _SYMBOLS_MODEL,
+        dict(vocab_size=2000),
+        dict(_SYMBOLS_TRAINING, max_minutes=3.0),
+        DEFAULT_SIZES["sort"],
+        "3 minutes: sorting is learnt more slowly than copying",
+    ),
+    "toy-fr": Preset(
+        "toy-fr",
+        dict(n_encoder_layers=3, n_decoder_layers=3, d_model=128, n_heads=4, d_ff=512, dropout=0.1),
+        dict(vocab_size=2000),
+        dict(
+            COMMON_TRAINING, batch_size=64, warmup_steps=400, lr_factor=1.0, average_steps=400, valid_every=1000, max_minutes=10.0
+        ),
+        DEFAULT_SIZES["toy-fr"],
+        "the shipped default model's recipe: 10 minutes",
+    ),
 }
 
 
@@ -75,11 +98,14 @@ def corpus_figures(pairs: list[Pair]) -> dict:
     distinct words."""
     source_lengths = [len(pair.source.split()) for pair in pairs]
     target_lengths = [len(pair.target.split()) for pair in pairs]
-    words = {word for pair in pairs for word in pair.source.split()} | {word for pair in pairs
-                                                                       for word in pair.target.split()}
+    words = {word for pair in pairs for word in pair.source.split()} | {word for pair in pairs for word in pair.target.split()}
     n = max(len(pairs), 1)
-    return {"pairs": len(pairs), "mean_words": round((sum(source_lengths) + sum(target_lengths)) / (2 * n), 1),
-            "longest_words": max(source_lengths + target_lengths, default=0), "distinct_words": len(words)}
+    return {
+        "pairs": len(pairs),
+        "mean_words": round((sum(source_lengths) + sum(target_lengths)) / (2 * n), 1),
+        "longest_words": max(source_lengths + target_lengths, default=0),
+        "distinct_words": len(words),
+    }
 
 
 def file_preset(splits: Splits) -> Preset:
@@ -96,14 +122,31 @@ def file_preset(splits: Splits) -> Preset:
     vocab = int(min(8000, max(500, round(figures["distinct_words"] / 3, -2))))
     large = figures["pairs"] >= 50_000
     d_model = 256 if large else 128
-    model = dict(n_encoder_layers=3, n_decoder_layers=3, d_model=d_model, n_heads=8 if large else 4,
-                 d_ff=4 * d_model, dropout=0.1,
-                 max_len=int(min(256, max(64, math.ceil(figures["longest_words"] * 1.5) + 2))))
+    model = dict(
+        n_encoder_layers=3,
+        n_decoder_layers=3,
+        d_model=d_model,
+        n_heads=8 if large else 4,
+        d_ff=4 * d_model,
+        dropout=0.1,
+        max_len=int(min(256, max(64, math.ceil(figures["longest_words"] * 1.5) + 2))),
+    )
     minutes = float(min(60, 10 + figures["pairs"] // 10_000))
-    training = dict(COMMON_TRAINING, batch_size=128, batch_tokens=3000, warmup_steps=800 if large else 400,
-                    lr_factor=1.0, average_steps=400, valid_every=500, patience=5, max_minutes=minutes)
-    why = (f"sized from the corpus: {figures['pairs']:,} pairs, {figures['mean_words']:g} words a sentence, "
-           f"{figures['distinct_words']:,} distinct words")
+    training = dict(
+        COMMON_TRAINING,
+        batch_size=128,
+        batch_tokens=3000,
+        warmup_steps=800 if large else 400,
+        lr_factor=1.0,
+        average_steps=400,
+        valid_every=500,
+        patience=5,
+        max_minutes=minutes,
+    )
+    why = (
+        f"sized from the corpus: {figures['pairs']:,} pairs, {figures['mean_words']:g} words a sentence, "
+        f"{figures['distinct_words']:,} distinct words"
+    )
     return Preset("file", model, dict(vocab_size=vocab), training, None, why, figures)
 
 
@@ -136,21 +179,27 @@ def expected_duration(training, train_pairs: int, seconds_per_step: float | None
     if training.max_minutes:
         seconds = training.max_minutes * 60
         if steps and seconds_per_step and steps * seconds_per_step < seconds:
-            return (f"Expected duration: about {format_duration(steps * seconds_per_step)} ({steps:,} steps at "
-                    f"{1000 * seconds_per_step:.0f} ms a step on this machine){early}")
-        rate = f"; about {seconds / seconds_per_step:,.0f} steps at {1000 * seconds_per_step:.0f} ms a step" \
-            if seconds_per_step else ""
+            return (
+                f"Expected duration: about {format_duration(steps * seconds_per_step)} ({steps:,} steps at "
+                f"{1000 * seconds_per_step:.0f} ms a step on this machine){early}"
+            )
+        rate = (
+            f"; about {seconds / seconds_per_step:,.0f} steps at {1000 * seconds_per_step:.0f} ms a step"
+            if seconds_per_step
+            else ""
+        )
         return f"Expected duration: {format_duration(seconds)} (the time budget{rate}){early}"
     if steps is None:
         return "No time budget, epoch or step limit: training runs until you stop it"
     if not seconds_per_step:
         return f"Expected duration: {steps:,} steps (measuring this machine's speed…)"
-    return (f"Expected duration: about {format_duration(steps * seconds_per_step)} ({steps:,} steps at "
-            f"{1000 * seconds_per_step:.0f} ms a step on this machine){early}")
+    return (
+        f"Expected duration: about {format_duration(steps * seconds_per_step)} ({steps:,} steps at "
+        f"{1000 * seconds_per_step:.0f} ms a step on this machine){early}"
+    )
 
 
-def measure_step_seconds(model_options: dict, vocab_size: int, batch_pairs: int, pieces: int,
-                         steps: int = 3) -> float:
+def measure_step_seconds(model_options: dict, vocab_size: int, batch_pairs: int, pieces: int, steps: int = 3) -> float:
     """Seconds one training step of this model takes here, now: a few steps on a made-up batch of
     ``batch_pairs`` pairs of ``pieces`` pieces each, on every core (a fraction of a second)."""
     import time
@@ -163,8 +212,9 @@ def measure_step_seconds(model_options: dict, vocab_size: int, batch_pairs: int,
     from model.training.trainer import make_optimizer, training_step
 
     set_cpu_threads()
-    config = TransformerConfig(source_vocab_size=vocab_size, target_vocab_size=vocab_size,
-                               **{k: v for k, v in model_options.items() if k != "max_len"})
+    config = TransformerConfig(
+        source_vocab_size=vocab_size, target_vocab_size=vocab_size, **{k: v for k, v in model_options.items() if k != "max_len"}
+    )
     model = Transformer(config)
     optimizer = make_optimizer(model)
     generator = torch.Generator().manual_seed(0)

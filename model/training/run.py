@@ -78,8 +78,9 @@ class TrainingOutcome:
         return self.result.steps if self.result is not None else 0
 
 
-def train(request: TrainingRequest, callbacks: TrainingCallbacks | None = None,
-          control: TrainingControl | None = None) -> TrainingOutcome:
+def train(
+    request: TrainingRequest, callbacks: TrainingCallbacks | None = None, control: TrainingControl | None = None
+) -> TrainingOutcome:
     """Prepare and train; the outcome's bundle holds the trained model unless nothing usable was learned
     (no step taken, or NaN weights), which is never handed back. Raises a UserError for a bad request."""
     callbacks = callbacks or TrainingCallbacks()
@@ -87,15 +88,39 @@ def train(request: TrainingRequest, callbacks: TrainingCallbacks | None = None,
     request.training.validate()
     device = resolve_device(request.device)
     with callbacks.preparing():
-        bundle, splits = prepare(request.corpus, request.tokenizer, request.model_options, request.training.seed,
-                                 splits=request.splits, report=callbacks.on_stage)
+        bundle, splits = prepare(
+            request.corpus,
+            request.tokenizer,
+            request.model_options,
+            request.training.seed,
+            splits=request.splits,
+            report=callbacks.on_stage,
+        )
         if control.cancelled:
             return TrainingOutcome(StopReason.CANCELLED, None)
-        callbacks.on_prepared(Prepared(len(splits.train), len(splits.valid), len(splits.test), splits.skipped_lines,
-                                       bundle.describe(), describe_device(device)))
+        callbacks.on_prepared(
+            Prepared(
+                len(splits.train),
+                len(splits.valid),
+                len(splits.test),
+                splits.skipped_lines,
+                bundle.describe(),
+                describe_device(device),
+            )
+        )
         callbacks.on_stage(f"Encoding {len(splits.train):,} training pairs…")
-        trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, request.training,
-                          device, callbacks.on_progress, callbacks.on_validation, control, bundle.history)
+        trainer = Trainer(
+            bundle.model,
+            bundle.source_tokenizer,
+            bundle.target_tokenizer,
+            splits,
+            request.training,
+            device,
+            callbacks.on_progress,
+            callbacks.on_validation,
+            control,
+            bundle.history,
+        )
     callbacks.on_stage(f"Training on {describe_device(device)}: the first step…")
     result = trainer.run()
     bundle.training = request.training.to_dict()

@@ -67,8 +67,7 @@ class TrainingOptions:
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise TrainingOptionsError(f"{name} must be a finite number, got {value}")
-        for name in ("epochs", "batch_size", "lr_factor", "max_steps", "max_minutes", "batch_tokens", "valid_every",
-                     "patience"):
+        for name in ("epochs", "batch_size", "lr_factor", "max_steps", "max_minutes", "batch_tokens", "valid_every", "patience"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise TrainingOptionsError(f"{name} must be positive, got {value}")
@@ -167,20 +166,20 @@ def format_duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def learning_rate(step: int, d_model: int, warmup_steps: int, factor: float = 1.0, decay: str = "rsqrt",
-                  fraction: float = 0.0) -> float:
+def learning_rate(
+    step: int, d_model: int, warmup_steps: int, factor: float = 1.0, decay: str = "rsqrt", fraction: float = 0.0
+) -> float:
     """The rate of ``step`` (from 1): a linear warm-up to the paper's peak, then 1/sqrt(step) ("rsqrt", the
     paper) or a straight line to 0 at the end of the plan ("linear"; ``fraction`` is the share done)."""
     step, warmup = max(step, 1), max(warmup_steps, 1)
     if decay == "linear":
-        return factor * d_model ** -0.5 * warmup ** -0.5 * min(step / warmup, 1.0) * max(1.0 - fraction, 0.0)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        return factor * d_model**-0.5 * warmup**-0.5 * min(step / warmup, 1.0) * max(1.0 - fraction, 0.0)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 def weights_are_finite(model: torch.nn.Module) -> bool:
     """Whether every parameter and buffer of the model is finite (no NaN, no infinity)."""
-    return all(bool(torch.isfinite(tensor).all()) for tensor in model.state_dict().values()
-               if tensor.is_floating_point())
+    return all(bool(torch.isfinite(tensor).all()) for tensor in model.state_dict().values() if tensor.is_floating_point())
 
 
 def make_optimizer(model: Transformer) -> FlatAdam:
@@ -188,8 +187,9 @@ def make_optimizer(model: Transformer) -> FlatAdam:
     return FlatAdam(model, lr=0.0, betas=(0.9, 0.98), eps=1e-9)
 
 
-def training_step(model, optimizer, source, target, label_smoothing: float, clip_norm: float,
-                  autocast_dtype=None) -> tuple[float, int, int]:
+def training_step(
+    model, optimizer, source, target, label_smoothing: float, clip_norm: float, autocast_dtype=None
+) -> tuple[float, int, int]:
     """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces).
 
     A non-finite loss (NaN or infinite) takes no step: the weights stay as they were and the caller
@@ -212,9 +212,19 @@ def training_step(model, optimizer, source, target, label_smoothing: float, clip
 
 
 class Trainer:
-    def __init__(self, model: Transformer, source_tokenizer, target_tokenizer, splits, options: TrainingOptions,
-                 device: torch.device, on_progress=None, on_validation=None, control: TrainingControl | None = None,
-                 history: dict | None = None):
+    def __init__(
+        self,
+        model: Transformer,
+        source_tokenizer,
+        target_tokenizer,
+        splits,
+        options: TrainingOptions,
+        device: torch.device,
+        on_progress=None,
+        on_validation=None,
+        control: TrainingControl | None = None,
+        history: dict | None = None,
+    ):
         self.model = model.to(device)
         self.source_tokenizer, self.target_tokenizer = source_tokenizer, target_tokenizer
         self.splits = splits
@@ -236,18 +246,26 @@ class Trainer:
         """Score the (averaged) weights on the validation pairs; remember them when their BLEU is the best yet.
         Raises Interrupted when the user stops training meanwhile."""
         pairs = self.splits.valid or self.splits.train[:200]
-        pairs = pairs[:max(VALID_TEACHER_FORCED, self.options.valid_decode_limit)]
+        pairs = pairs[: max(VALID_TEACHER_FORCED, self.options.valid_decode_limit)]
         with self.average.applied():
-            scores = score(self.model, self.source_tokenizer, self.target_tokenizer, pairs, self.device,
-                           decode_limit=self.options.valid_decode_limit, n_samples=self.options.n_samples,
-                           stop=self._stop_requested)
+            scores = score(
+                self.model,
+                self.source_tokenizer,
+                self.target_tokenizer,
+                pairs,
+                self.device,
+                decode_limit=self.options.valid_decode_limit,
+                n_samples=self.options.n_samples,
+                stop=self._stop_requested,
+            )
             quality = (round(scores.bleu, 2), scores.exact_match, -scores.loss)  # BLEU first; ties by the others
             best = self.best is None or quality > self.best[0]
             if best:
                 self.best = (quality, step, self.optimizer.flat_parameters.detach().clone())
         validation = Validation(epoch, step, scores, best)
-        self.history["validations"].append({"epoch": epoch, "step": step, **scores.to_dict(), "best": best,
-                                            "samples": [list(s) for s in scores.samples]})
+        self.history["validations"].append(
+            {"epoch": epoch, "step": step, **scores.to_dict(), "best": best, "samples": [list(s) for s in scores.samples]}
+        )
         self.on_validation(validation)
         return validation
 
@@ -306,14 +324,12 @@ class Trainer:
                     threads = follower.update() if follower is not None else 0
                     step += 1
                     fraction = done_fraction(elapsed)
-                    rate = learning_rate(step, config.d_model, options.warmup_steps, options.lr_factor,
-                                         options.lr_decay, fraction)
+                    rate = learning_rate(step, config.d_model, options.warmup_steps, options.lr_factor, options.lr_decay, fraction)
                     self.optimizer.lr = rate
-                    source, target = collate([self.train_examples[i] for i in batch_indices], config.pad_id,
-                                             self.device)
-                    loss, correct, count = training_step(self.model, self.optimizer, source, target,
-                                                         options.label_smoothing, options.clip_norm,
-                                                         self.autocast_dtype)
+                    source, target = collate([self.train_examples[i] for i in batch_indices], config.pad_id, self.device)
+                    loss, correct, count = training_step(
+                        self.model, self.optimizer, source, target, options.label_smoothing, options.clip_norm, self.autocast_dtype
+                    )
                     if not math.isfinite(loss):  # no step was taken: the weights are those of the last good step
                         step -= 1
                         stopped, detail = StopReason.DIVERGED, f"the training loss became {loss} at step {step + 1}"
@@ -322,15 +338,25 @@ class Trainer:
                     tokens_seen += count + int((source != config.pad_id).sum())
                     accuracy = correct / max(count, 1)
                     smoothed_loss = loss if smoothed_loss is None else 0.95 * smoothed_loss + 0.05 * loss
-                    smoothed_accuracy = (accuracy if smoothed_accuracy is None
-                                         else 0.95 * smoothed_accuracy + 0.05 * accuracy)
+                    smoothed_accuracy = accuracy if smoothed_accuracy is None else 0.95 * smoothed_accuracy + 0.05 * accuracy
                     elapsed = time.monotonic() - started - paused_for
                     fraction = done_fraction(elapsed)
                     eta = elapsed / fraction - elapsed if fraction > 0 else float("inf")
                     self.history["steps"].append([step, round(loss, 5), round(accuracy, 5), rate])
-                    self.on_progress(Progress(step, epoch, smoothed_loss, smoothed_accuracy, rate,
-                                              tokens_seen / max(elapsed, 1e-9), eta, min(fraction, 1.0), elapsed,
-                                              threads))
+                    self.on_progress(
+                        Progress(
+                            step,
+                            epoch,
+                            smoothed_loss,
+                            smoothed_accuracy,
+                            rate,
+                            tokens_seen / max(elapsed, 1e-9),
+                            eta,
+                            min(fraction, 1.0),
+                            elapsed,
+                            threads,
+                        )
+                    )
                     if options.valid_every and step % options.valid_every == 0:
                         since_best = 0 if self.validate(epoch, step).best else since_best + 1
                         if options.patience and since_best >= options.patience:

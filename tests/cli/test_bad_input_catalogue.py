@@ -21,13 +21,13 @@ TEXT = "a b c"
 
 def _header(data: bytes) -> tuple[dict, int]:
     (size,) = struct.unpack("<Q", data[:8])
-    return json.loads(data[8:8 + size]), size
+    return json.loads(data[8 : 8 + size]), size
 
 
 def _with_header(data: bytes, header: dict) -> bytes:
     _, size = _header(data)
     encoded = json.dumps(header).encode()
-    return struct.pack("<Q", len(encoded)) + encoded + data[8 + size:]
+    return struct.pack("<Q", len(encoded)) + encoded + data[8 + size :]
 
 
 def _metadata_edit(data: bytes, **changes) -> bytes:
@@ -48,12 +48,14 @@ def _nan_weights(data: bytes) -> bytes:
     """The same file with NaN in one float32 weight and the checksum dropped (as an older file)."""
     header, size = _header(data)
     header["__metadata__"].pop("tensor_sha256", None)
-    body = bytearray(data[8 + size:])
-    name = max((key for key in header if key != "__metadata__" and header[key]["dtype"] == "F32"),
-               key=lambda key: header[key]["data_offsets"][1])
+    body = bytearray(data[8 + size :])
+    name = max(
+        (key for key in header if key != "__metadata__" and header[key]["dtype"] == "F32"),
+        key=lambda key: header[key]["data_offsets"][1],
+    )
     end = header[name]["data_offsets"][1]
-    body[end - 4:end] = struct.pack("<f", float("nan"))
-    return _with_header(data[:8 + size], header) + bytes(body)
+    body[end - 4 : end] = struct.pack("<f", float("nan"))
+    return _with_header(data[: 8 + size], header) + bytes(body)
 
 
 def crafted_models(good: bytes) -> dict[str, tuple[bytes | None, str]]:
@@ -68,7 +70,7 @@ def crafted_models(good: bytes) -> dict[str, tuple[bytes | None, str]]:
         "json": (json.dumps({"config": {}}).encode() * 5, "not a Transformer Explorer model"),
         "pickle": (b"\x80\x04\x95" + os.urandom(200), "not a Transformer Explorer model"),
         "random": (os.urandom(4096), "not a Transformer Explorer model"),
-        "huge-header-size": (struct.pack("<Q", 2 ** 60) + good[8:], "not a Transformer Explorer model"),
+        "huge-header-size": (struct.pack("<Q", 2**60) + good[8:], "not a Transformer Explorer model"),
         "header-not-json": (struct.pack("<Q", 20) + b"{not json at all!!!}" + good[28:], "unreadable header"),
         "truncated-half": (good[: len(good) // 2], "truncated"),
         "truncated-header": (good[: 8 + size // 2], "truncated"),
@@ -82,7 +84,7 @@ def crafted_models(good: bytes) -> dict[str, tuple[bytes | None, str]]:
         "nan-weights": (_nan_weights(good), "NaN or infinite"),
         "absurd-d-model": (_config_edit(good, d_model=16384), "config"),
         "million-layers": (_config_edit(good, n_encoder_layers=1_000_000), "config"),
-        "eos-outside": (_config_edit(good, eos_id=10 ** 6), "eos"),
+        "eos-outside": (_config_edit(good, eos_id=10**6), "eos"),
         "corpus-a-list": (_metadata_edit(good, corpus=json.dumps([1, 2])), "corpus"),
         "folder": (None, "folder"),
     }
@@ -119,18 +121,45 @@ def workspace(tmp_path_factory, copy_bundle):
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
-            for path in sorted(folder.rglob("*"))}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        for path in sorted(folder.rglob("*"))
+    }
 
 
 def _model_case_list() -> list[tuple[list[str], str]]:
-    names = ["empty", "four-bytes", "text", "json", "pickle", "random", "huge-header-size", "header-not-json",
-             "truncated-half", "truncated-header", "foreign-safetensors", "wrong-format", "config-not-json",
-             "config-missing-field", "heads-not-dividing", "layers-mismatch", "flipped-byte", "nan-weights",
-             "absurd-d-model", "million-layers", "eos-outside", "corpus-a-list", "folder", "missing"]
-    commands = [["translate", "--model", "{m}", TEXT], ["trace", "--model", "{m}", "--text", TEXT, "--out", "t.npz"],
-                ["export", "--model", "{m}", "--text", TEXT, "--out", "x.png"],
-                ["evaluate", "--model", "{m}", "--corpus", "copy", "--n", "5"]]
+    names = [
+        "empty",
+        "four-bytes",
+        "text",
+        "json",
+        "pickle",
+        "random",
+        "huge-header-size",
+        "header-not-json",
+        "truncated-half",
+        "truncated-header",
+        "foreign-safetensors",
+        "wrong-format",
+        "config-not-json",
+        "config-missing-field",
+        "heads-not-dividing",
+        "layers-mismatch",
+        "flipped-byte",
+        "nan-weights",
+        "absurd-d-model",
+        "million-layers",
+        "eos-outside",
+        "corpus-a-list",
+        "folder",
+        "missing",
+    ]
+    commands = [
+        ["translate", "--model", "{m}", TEXT],
+        ["trace", "--model", "{m}", "--text", TEXT, "--out", "t.npz"],
+        ["export", "--model", "{m}", "--text", TEXT, "--out", "x.png"],
+        ["evaluate", "--model", "{m}", "--corpus", "copy", "--n", "5"],
+    ]
     cases = []
     for name in names:
         for command in commands:
@@ -154,20 +183,14 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["trace", "--model", "model.safetensors", "--text", "", "--out", "t.npz"], "empty"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "x"], "STEP:TOKEN"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "0:a"], "STEP:TOKEN"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "1:nosuchpiece"],
-     "not a single piece"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "1:nosuchpiece"], "not a single piece"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "99:a"], "ended"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "0"],
-     "temperature"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "-1"],
-     "temperature"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "0"], "temperature"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "-1"], "temperature"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--top-p", "0"], "top-p"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--top-p", "1.5"],
-     "top-p"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--top-k", "-2"],
-     "top-k"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--beam", "2", "--sample"],
-     "not allowed"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--top-p", "1.5"], "top-p"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--top-k", "-2"], "top-k"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--beam", "2", "--sample"], "not allowed"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "model.safetensors"], "--out"),
     (["trace", "--model", "model.npz", "--text", TEXT, "--out", "model.npz"], "input"),
     (["export", "--model", "model.png", "--text", TEXT, "--out", "model.png"], "input"),
@@ -186,10 +209,8 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["evaluate", "--model", "model.safetensors", "--corpus", "latin1.tsv"], "UTF-8"),
     (["evaluate", "--model", "model.safetensors", "--corpus", "binary.tsv"], "binary.tsv"),
     (["evaluate", "--model", "model.safetensors", "--corpus", "a-folder"], "folder"),
-    (["evaluate", "--model", "model.safetensors", "--corpus", "source.txt", "--target", "target-short.txt"],
-     "lines"),
-    (["evaluate", "--model", "model.safetensors", "--corpus", "source.txt", "--target", "nowhere.txt"],
-     "no such file"),
+    (["evaluate", "--model", "model.safetensors", "--corpus", "source.txt", "--target", "target-short.txt"], "lines"),
+    (["evaluate", "--model", "model.safetensors", "--corpus", "source.txt", "--target", "nowhere.txt"], "no such file"),
     # export
     (["export", "--model", "model.safetensors", "--text", TEXT, "--out", "x.bmp"], "--out must end in"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--out", "x"], "--out must end in"),
@@ -212,29 +233,38 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["export", "--model", "model.safetensors", "--text", TEXT, "--font-size", "nan", "--out", "x.png"], "font size"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--dpi", "5", "--out", "x.png"], "dpi"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--dpi", "99999", "--out", "x.png"], "dpi"),
-    (["export", "--model", "model.safetensors", "--text", TEXT, "--colormap", "nope", "--out", "x.png"],
-     "colour map"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--colormap", "nope", "--out", "x.png"], "colour map"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--beam", "0", "--out", "x.png"], "--beam"),
-    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--heads", "9",
-      "--out", "x.png"], "heads"),
-    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--heads", "a,b",
-      "--out", "x.png"], "--heads"),
-    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--head", "2", "--heads", "1",
-      "--out", "x.png"], "heads drawn"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--heads", "9", "--out", "x.png"], "heads"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--heads", "a,b", "--out", "x.png"], "--heads"),
+    (
+        [
+            "export",
+            "--model",
+            "model.safetensors",
+            "--text",
+            TEXT,
+            "--view",
+            "lines",
+            "--head",
+            "2",
+            "--heads",
+            "1",
+            "--out",
+            "x.png",
+        ],
+        "heads drawn",
+    ),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "nope", "--out", "x.png"], "--view"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--kind", "nope", "--out", "x.png"], "--kind"),
     (["export", "--model", "model.safetensors", "--out", "x.png"], "--text"),
     (["export", "--model", "model.safetensors", "--text", "   ", "--out", "x.png"], "empty"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--out", "model.safetensors"], "--out must end in"),
     (["export", "--model", "model.safetensors", "--text", TEXT, "--all", "--out", "earlier.png"], "folder"),
-    (["export", "--model", "model.safetensors", "--view", "positional", "--positions", "1", "--out", "p.png"],
-     "--positions"),
-    (["export", "--model", "model.safetensors", "--view", "positional", "--positions", "9999", "--out", "p.png"],
-     "--positions"),
-    (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "999", "--out", "p.png"],
-     "--dimensions"),
-    (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "x", "--out", "p.png"],
-     "--dimensions"),
+    (["export", "--model", "model.safetensors", "--view", "positional", "--positions", "1", "--out", "p.png"], "--positions"),
+    (["export", "--model", "model.safetensors", "--view", "positional", "--positions", "9999", "--out", "p.png"], "--positions"),
+    (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "999", "--out", "p.png"], "--dimensions"),
+    (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "x", "--out", "p.png"], "--dimensions"),
     # train: refused before anything slow
     (["train", "--corpus", "nowhere.tsv", "--out", "new.safetensors"], "not a built-in corpus"),
     (["train", "--corpus", "empty.tsv", "--out", "new.safetensors"], "empty"),
@@ -254,8 +284,7 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["train", "--corpus", "copy", "--out", "new.safetensors", "--device", "cuda:7"], "cuda"),
     (["train", "--corpus", "copy", "--out", "new.safetensors", "--norm", "middle"], "--norm"),
     (["train", "--corpus", "copy", "--out", "new.safetensors", "--positions", "rotary"], "--positions"),
-    (["train", "--corpus", "copy", "--out", "new.safetensors", "--tokenizer-type", "sentencepiece"],
-     "--tokenizer-type"),
+    (["train", "--corpus", "copy", "--out", "new.safetensors", "--tokenizer-type", "sentencepiece"], "--tokenizer-type"),
     (["train", "--corpus", "copy"], "--out"),
     (["train", "--out", "new.safetensors"], "--corpus"),
     (["train", "--corpus", "copy", "--out", "new.safetensors", "--layers", "0"], "--layers"),
@@ -276,14 +305,17 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--beam", "0"], "beam"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--max-steps", "0"], "max"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--alpha", "nan"], "alpha"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--seed", str(2 ** 70)], "seed"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--seed", str(2**70)], "seed"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "²:a"], "STEP"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "1:a", "--force",
-      "1:b"], "step 1"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "nan"],
-     "temperature"),
-    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature",
-      "1e-45"], "temperature"),
+    (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--force", "1:a", "--force", "1:b"], "step 1"),
+    (
+        ["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "nan"],
+        "temperature",
+    ),
+    (
+        ["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.npz", "--sample", "--temperature", "1e-45"],
+        "temperature",
+    ),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", "t.txt"], ".npz"),
     (["trace", "--model", "model.safetensors", "--text", TEXT, "--out", ""], "empty"),
     (["translate", "--model", "model.safetensors", "--alpha", "nan", TEXT], "alpha"),
@@ -302,14 +334,14 @@ def _case_id(case) -> str:
     return " ".join(args)[:80]
 
 
-@pytest.mark.parametrize("args,expected", _model_case_list() + OPTION_CASES,
-                         ids=[_case_id(c) for c in _model_case_list() + OPTION_CASES])
+@pytest.mark.parametrize(
+    "args,expected", _model_case_list() + OPTION_CASES, ids=[_case_id(c) for c in _model_case_list() + OPTION_CASES]
+)
 def test_every_bad_input_is_one_clear_message_and_nothing_changes(workspace, monkeypatch, capsys, args, expected):
     monkeypatch.chdir(workspace)
     if expected.startswith("MODEL:"):
         name = expected.removeprefix("MODEL:")
-        expected = "no such file" if name == "missing" else crafted_models(
-            (workspace / "model.safetensors").read_bytes())[name][1]
+        expected = "no such file" if name == "missing" else crafted_models((workspace / "model.safetensors").read_bytes())[name][1]
     before = snapshot(workspace)
     code = main(list(args))
     captured = capsys.readouterr()

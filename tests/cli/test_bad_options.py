@@ -96,17 +96,29 @@ def test_a_bad_option_is_one_clear_line(args, message, model_file, tmp_path, cap
 
 # --- subprocesses: bytes that are not UTF-8, Ctrl-C during the imports -----------------------------------------
 
-@pytest.mark.parametrize("args", [
-    [b"translate", b"--model", b"MODEL", b"caf\xe9"],
-    [b"trace", b"--model", b"MODEL", b"--text", b"caf\xe9", b"--out", b"OUT.npz"],
-    [b"export", b"--model", b"MODEL", b"--text", b"caf\xe9 au lait", b"--out", b"OUT.png"],
-])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [b"translate", b"--model", b"MODEL", b"caf\xe9"],
+        [b"trace", b"--model", b"MODEL", b"--text", b"caf\xe9", b"--out", b"OUT.npz"],
+        [b"export", b"--model", b"MODEL", b"--text", b"caf\xe9 au lait", b"--out", b"OUT.png"],
+    ],
+)
 def test_arguments_that_are_not_utf8_are_one_line(args, model_file, tmp_path):
-    names = {b"MODEL": os.fsencode(model_file), b"OUT.npz": os.fsencode(tmp_path / "t.npz"),
-             b"OUT.png": os.fsencode(tmp_path / "t.png")}
+    names = {
+        b"MODEL": os.fsencode(model_file),
+        b"OUT.npz": os.fsencode(tmp_path / "t.npz"),
+        b"OUT.png": os.fsencode(tmp_path / "t.png"),
+    }
     env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "1"}
-    result = subprocess.run([os.fsencode(sys.executable), b"-m", b"model", *[names.get(a, a) for a in args]],
-                            capture_output=True, cwd=ROOT, env=env, timeout=120)
+    result = subprocess.run(
+        [os.fsencode(sys.executable), b"-m", b"model", *[names.get(a, a) for a in args]],
+        capture_output=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 1, stderr
     assert "the text is not valid UTF-8 (byte 0xe9 at character 4)" in stderr
@@ -146,13 +158,21 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(entry):
 
 # --- library messages in plain words ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("error,message", [
-    (MemoryError(), "not enough memory for this translate"),
-    (RuntimeError("[enforce fail at alloc_cpu.cpp:127] data. DefaultCPUAllocator: not enough memory: you tried "
-                  "to allocate 1099511627776 bytes."), "not enough memory for this translate"),
-    (PermissionError(13, "Permission denied", "/somewhere/.t.npz.k2j4l1.partial"),
-     "/somewhere/t.npz: Permission denied"),
-])
+
+@pytest.mark.parametrize(
+    "error,message",
+    [
+        (MemoryError(), "not enough memory for this translate"),
+        (
+            RuntimeError(
+                "[enforce fail at alloc_cpu.cpp:127] data. DefaultCPUAllocator: not enough memory: you tried "
+                "to allocate 1099511627776 bytes."
+            ),
+            "not enough memory for this translate",
+        ),
+        (PermissionError(13, "Permission denied", "/somewhere/.t.npz.k2j4l1.partial"), "/somewhere/t.npz: Permission denied"),
+    ],
+)
 def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
     def fail(args):
         raise error
@@ -166,8 +186,16 @@ def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
 
 def test_decoding_options_name_the_option_at_fault():
     messages = {}
-    for field, value in [("beam_width", -2), ("top_k", -1), ("n_candidates", 0), ("length_penalty", float("nan")),
-                         ("max_steps", 0), ("seed", 2**70), ("temperature", 1e-45), ("top_p", float("nan"))]:
+    for field, value in [
+        ("beam_width", -2),
+        ("top_k", -1),
+        ("n_candidates", 0),
+        ("length_penalty", float("nan")),
+        ("max_steps", 0),
+        ("seed", 2**70),
+        ("temperature", 1e-45),
+        ("top_p", float("nan")),
+    ]:
         with pytest.raises(DecodingError) as caught:
             DecodingOptions(**{field: value}).validate()
         messages[field] = str(caught.value)
@@ -191,11 +219,15 @@ def test_a_broken_sampling_distribution_is_a_decoding_error(copy_bundle):
 
 # --- corpus files and the Source field ---------------------------------------------------------------------------
 
+
 def test_every_line_ending_ends_a_line(tmp_path):
     old_mac = tmp_path / "mac.tsv"
     old_mac.write_bytes(b"one two\tun deux\rthree\ttrois\rfour\tquatre\r")
     assert [(p.source, p.target) for p in read_tsv(old_mac).pairs] == [
-        ("one two", "un deux"), ("three", "trois"), ("four", "quatre")]
+        ("one two", "un deux"),
+        ("three", "trois"),
+        ("four", "quatre"),
+    ]
     mixed = tmp_path / "mixed.tsv"
     mixed.write_bytes(b"a\tb\r\nc\td\re\tf\n\ng\th")
     assert [(p.source, p.target) for p in read_tsv(mixed).pairs] == [("a", "b"), ("c", "d"), ("e", "f"), ("g", "h")]

@@ -18,24 +18,51 @@ TINY = ["--layers", "2", "--d-model", "32", "--heads", "4", "--d-ff", "64", "--v
 
 
 def run_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "model", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "model", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def copy_model(tmp_path_factory):
     """A copy model trained by the CLI until it copies fresh sequences (about a minute on 2 cores)."""
     path = tmp_path_factory.mktemp("models") / "copy.safetensors"
-    code = main(["train", "--corpus", "copy", "--out", str(path), "--layers", "2", "--d-model", "128", "--heads", "8",
-                 "--d-ff", "256", "--lr-factor", "0.5", "--epochs", "50", "--max-steps", "1500", "--warmup", "400", "--corpus-size",
-                 "10000", "--valid-decode", "50", "--quiet", "--seed", "0"])
+    code = main(
+        [
+            "train",
+            "--corpus",
+            "copy",
+            "--out",
+            str(path),
+            "--layers",
+            "2",
+            "--d-model",
+            "128",
+            "--heads",
+            "8",
+            "--d-ff",
+            "256",
+            "--lr-factor",
+            "0.5",
+            "--epochs",
+            "50",
+            "--max-steps",
+            "1500",
+            "--warmup",
+            "400",
+            "--corpus-size",
+            "10000",
+            "--valid-decode",
+            "50",
+            "--quiet",
+            "--seed",
+            "0",
+        ]
+    )
     assert code == 0
     return path
 
 
 def test_a_cli_trained_copy_model_copies_fresh_sequences(copy_model, capsys):
-    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "1000", "--seed", "4242",
-                 "--json"]) == 0
+    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "1000", "--seed", "4242", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert set(scores) >= {"exact_match", "bleu", "token_accuracy"}
     assert scores["exact_match"] >= 0.99 and scores["bleu"] >= 99 and scores["token_accuracy"] >= 0.99
@@ -56,11 +83,44 @@ def test_evaluate_on_the_test_split_reports_plain_text(copy_model, capsys):
 
 def test_train_writes_a_loadable_model_with_every_option(tmp_path):
     path = tmp_path / "custom name.bin"
-    result = run_cli("train", "--corpus", "reverse", "--out", str(path), *TINY, "--max-steps", "5",
-                     "--norm", "pre", "--positions", "learned", "--dropout", "0.2", "--max-len", "40",
-                     "--no-tie-embeddings", "--separate-vocab", "--batch-size", "16", "--warmup", "10",
-                     "--lr-factor", "0.5", "--label-smoothing", "0.2", "--clip-norm", "0.5", "--seed", "3",
-                     "--corpus-size", "300", "--device", "cpu", "--encoder-layers", "1")
+    result = run_cli(
+        "train",
+        "--corpus",
+        "reverse",
+        "--out",
+        str(path),
+        *TINY,
+        "--max-steps",
+        "5",
+        "--norm",
+        "pre",
+        "--positions",
+        "learned",
+        "--dropout",
+        "0.2",
+        "--max-len",
+        "40",
+        "--no-tie-embeddings",
+        "--separate-vocab",
+        "--batch-size",
+        "16",
+        "--warmup",
+        "10",
+        "--lr-factor",
+        "0.5",
+        "--label-smoothing",
+        "0.2",
+        "--clip-norm",
+        "0.5",
+        "--seed",
+        "3",
+        "--corpus-size",
+        "300",
+        "--device",
+        "cpu",
+        "--encoder-layers",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     bundle = checkpoint.load(path)
     config = bundle.config
@@ -80,14 +140,17 @@ def test_user_tsv_corpus_trains_and_evaluates(tmp_path):
     assert 0 <= json.loads(result.stdout)["exact_match"] <= 1
 
 
-@pytest.mark.parametrize("args,message", [
-    (["translate", "--model", "no-such-model", "hello"], "no such file"),
-    (["train", "--corpus", "nowhere.tsv", "--out", "x"], "not a built-in corpus"),
-    (["train", "--corpus", "copy", "--out", "x", "--d-model", "30", "--heads", "4"], "divisible"),
-    (["train", "--corpus", "copy", "--out", "x", "--device", "cuda:7"], "cuda"),
-    (["train", "--corpus", "copy", "--out", "x", "--epochs", "0"], "positive"),
-    (["evaluate", "--model", "MODEL", "--corpus", "some.tsv", "--n", "5"], "built-in corpus"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["translate", "--model", "no-such-model", "hello"], "no such file"),
+        (["train", "--corpus", "nowhere.tsv", "--out", "x"], "not a built-in corpus"),
+        (["train", "--corpus", "copy", "--out", "x", "--d-model", "30", "--heads", "4"], "divisible"),
+        (["train", "--corpus", "copy", "--out", "x", "--device", "cuda:7"], "cuda"),
+        (["train", "--corpus", "copy", "--out", "x", "--epochs", "0"], "positive"),
+        (["evaluate", "--model", "MODEL", "--corpus", "some.tsv", "--n", "5"], "built-in corpus"),
+    ],
+)
 def test_errors_are_one_line_without_traceback(args, message, copy_model):
     args = [str(copy_model) if a == "MODEL" else a for a in args]
     result = run_cli(*args)
@@ -106,8 +169,9 @@ def test_bad_files_are_clear_errors(tmp_path):
     bad_corpus.write_text("fine\tbien\nbroken line\n")
     result = run_cli("train", "--corpus", str(bad_corpus), "--out", str(tmp_path / "m"), *TINY)
     assert result.returncode == 1 and "bad.tsv:2" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("train", "--corpus", str(bad_corpus), "--out", str(tmp_path / "m"), *TINY, "--skip-malformed",
-                     "--max-steps", "2")
+    result = run_cli(
+        "train", "--corpus", str(bad_corpus), "--out", str(tmp_path / "m"), *TINY, "--skip-malformed", "--max-steps", "2"
+    )
     assert "too few distinct pairs" in result.stderr or result.returncode == 0
 
 
@@ -119,8 +183,12 @@ def test_empty_sentence_is_refused(copy_model):
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery as on a terminal")
 def test_ctrl_c_leaves_no_half_written_file(tmp_path):
     out = tmp_path / "interrupted.safetensors"
-    process = subprocess.Popen([sys.executable, "-m", "model", "train", "--corpus", "copy", "--out", str(out),
-                                *TINY[:-1], "--epochs", "1000"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model", "train", "--corpus", "copy", "--out", str(out), *TINY[:-1], "--epochs", "1000"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(6)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
@@ -131,8 +199,7 @@ def test_ctrl_c_leaves_no_half_written_file(tmp_path):
 
 
 def test_evaluate_json_reports_the_alignment_error_rate(copy_model, capsys):
-    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "100", "--seed", "5",
-                 "--json"]) == 0
+    assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "100", "--seed", "5", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert 0 <= scores["aer"] <= 1 and scores["aer_pairs"] == 100
     assert scores["aer"] < 0.2  # a trained copy model has a diagonal cross-attention head
@@ -143,8 +210,9 @@ def test_trace_writes_every_array_and_honours_forcing(copy_model, tmp_path):
     import numpy as np
 
     out = tmp_path / "trace.npz"
-    assert main(["trace", "--model", str(copy_model), "--text", "a b c d", "--out", str(out),
-                 "--force", "2:q", "--word-level"]) == 0
+    assert (
+        main(["trace", "--model", str(copy_model), "--text", "a b c d", "--out", str(out), "--force", "2:q", "--word-level"]) == 0
+    )
     with np.load(out, allow_pickle=False) as data:
         layers, heads = 2, 8
         assert data["encoder_self"].shape == (layers, heads, 5, 5)
@@ -162,12 +230,15 @@ def test_trace_writes_every_array_and_honours_forcing(copy_model, tmp_path):
         assert [t for t in data["target_tokens"] if t != "</s>"] == ["▁a", "▁b", "▁c"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--text", "  "], "empty"),
-    (["--text", "a b", "--force", "x:q"], "STEP:TOKEN"),
-    (["--text", "a b", "--force", "1:zzzz-not-a-piece"], "not a single piece"),
-    (["--text", "a b", "--sample", "--temperature", "0"], "temperature"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--text", "  "], "empty"),
+        (["--text", "a b", "--force", "x:q"], "STEP:TOKEN"),
+        (["--text", "a b", "--force", "1:zzzz-not-a-piece"], "not a single piece"),
+        (["--text", "a b", "--sample", "--temperature", "0"], "temperature"),
+    ],
+)
 def test_trace_errors_are_one_line(copy_model, tmp_path, args, message):
     result = run_cli("trace", "--model", str(copy_model), "--out", str(tmp_path / "t.npz"), *args)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr

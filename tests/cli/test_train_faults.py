@@ -20,14 +20,35 @@ from model.io import checkpoint
 from tests.cli.test_cli import ROOT
 
 RUNS = 50  # in total, over two files trained side by side
-TINY = ["--layers", "1", "--d-model", "16", "--heads", "2", "--d-ff", "32", "--vocab-size", "40",
-        "--corpus-size", "300", "--max-steps", "60", "--valid-decode", "5", "--quiet"]
+TINY = [
+    "--layers",
+    "1",
+    "--d-model",
+    "16",
+    "--heads",
+    "2",
+    "--d-ff",
+    "32",
+    "--vocab-size",
+    "40",
+    "--corpus-size",
+    "300",
+    "--max-steps",
+    "60",
+    "--valid-decode",
+    "5",
+    "--quiet",
+]
 
 
 def run_and_interrupt(out: Path, seed: int, delay: float, how: int) -> tuple[int, str]:
-    process = subprocess.Popen([sys.executable, "-m", "model", "train", "--corpus", "copy", "--out", str(out),
-                                "--seed", str(seed), *TINY], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "model", "train", "--corpus", "copy", "--out", str(out), "--seed", str(seed), *TINY],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     if process.poll() is None:
         process.send_signal(how)
@@ -57,8 +78,10 @@ def test_kills_and_interrupts_never_lose_the_model(tmp_path, copy_bundle):
     for out in outs:
         out.parent.mkdir()
         checkpoint.save(copy_bundle[0], out)
-    plans = [(outs[i % 2], i, rng.uniform(0.2, 6.0), signal.SIGKILL if i % 2 == rng.randint(0, 1) else signal.SIGINT)
-             for i in range(RUNS)]
+    plans = [
+        (outs[i % 2], i, rng.uniform(0.2, 6.0), signal.SIGKILL if i % 2 == rng.randint(0, 1) else signal.SIGINT)
+        for i in range(RUNS)
+    ]
 
     def worker(index: int) -> list[str]:
         results = []
@@ -71,8 +94,7 @@ def test_kills_and_interrupts_never_lose_the_model(tmp_path, copy_bundle):
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = [result for results in pool.map(worker, range(2)) for result in results]
     assert len(outcomes) == RUNS
-    print(f"{RUNS} runs: the old model kept {outcomes.count('old')} times, a complete new one "
-          f"{outcomes.count('new')} times")
+    print(f"{RUNS} runs: the old model kept {outcomes.count('old')} times, a complete new one {outcomes.count('new')} times")
     assert "old" in outcomes and "new" in outcomes  # stopped before learning, and after (or finished)
     for out in outs:
         checkpoint.save(copy_bundle[0], out)  # the next save to the folder tidies what kills left

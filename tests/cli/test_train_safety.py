@@ -83,8 +83,9 @@ training.smoothed_cross_entropy = smoothed_cross_entropy
 
 
 def run_driver(patch: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", DRIVER.format(patch=patch), *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER.format(patch=patch), *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
 
 
 def existing_file(tmp_path: Path) -> tuple[Path, bytes]:
@@ -94,6 +95,7 @@ def existing_file(tmp_path: Path) -> tuple[Path, bytes]:
 
 
 # --- 1. Ctrl-C before the first step ---------------------------------------------------------------
+
 
 def assert_nothing_written(result, why: str, out, before: bytes, folder) -> None:
     """One line on stderr saying why and that nothing was written; the file and its folder as they were."""
@@ -105,19 +107,20 @@ def assert_nothing_written(result, why: str, out, before: bytes, folder) -> None
 
 def test_ctrl_c_before_the_first_step_leaves_the_existing_file_untouched(tmp_path):
     out, before = existing_file(tmp_path)
-    result = run_driver(CTRL_C_BEFORE_THE_FIRST_STEP, "train", "--corpus", "copy", "--out", str(out), *QUICK,
-                        "--max-steps", "20")
+    result = run_driver(CTRL_C_BEFORE_THE_FIRST_STEP, "train", "--corpus", "copy", "--out", str(out), *QUICK, "--max-steps", "20")
     assert result.returncode == 130, result.stderr
     assert_nothing_written(result, "before the first training step", out, before, tmp_path)
 
 
 # --- 2. Ctrl-C during the final save ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_during_the_save_lets_the_save_complete(tmp_path, presses):
     out, before = existing_file(tmp_path)
-    result = run_driver(CTRL_C_DURING_THE_SAVE.format(presses=presses), "train", "--corpus", "copy", "--out",
-                        str(out), *QUICK, "--max-steps", "4")
+    result = run_driver(
+        CTRL_C_DURING_THE_SAVE.format(presses=presses), "train", "--corpus", "copy", "--out", str(out), *QUICK, "--max-steps", "4"
+    )
     assert result.returncode == 0, result.stderr
     assert "nothing was written" not in result.stderr
     bundle = checkpoint.load(out)
@@ -137,8 +140,9 @@ def test_first_ctrl_c_stops_and_saves_even_when_a_second_lands_in_the_save(tmp_p
 
 def test_a_second_ctrl_c_before_the_save_quits_without_writing(tmp_path):
     out, before = existing_file(tmp_path)
-    result = run_driver(CTRL_C_AT_STEP_2.format(after="ctrl_c()"), "train", "--corpus", "copy", "--out", str(out),
-                        *QUICK, "--max-steps", "50")
+    result = run_driver(
+        CTRL_C_AT_STEP_2.format(after="ctrl_c()"), "train", "--corpus", "copy", "--out", str(out), *QUICK, "--max-steps", "50"
+    )
     assert result.returncode == 130, result.stderr
     assert "interrupted; nothing was written" in result.stderr and "Traceback" not in result.stderr
     assert out.read_bytes() == before
@@ -147,9 +151,11 @@ def test_a_second_ctrl_c_before_the_save_quits_without_writing(tmp_path):
 
 # --- 3, 4 and 8: refused before anything slow ---------------------------------------------------------
 
+
 @pytest.fixture
 def nothing_slow(monkeypatch):
     """Corpus preparation (splitting, tokenizer training) must not start: the command refuses first."""
+
     def prepare(*args, **kwargs):
         raise AssertionError("prepare() ran: the error came after the slow part")
 
@@ -163,11 +169,7 @@ def one_error_line(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("where,message", [
-    ("missing/model.safetensors", "does not exist"),
-    (".", "is a folder"),
-    ("", "empty"),
-])
+@pytest.mark.parametrize("where,message", [("missing/model.safetensors", "does not exist"), (".", "is a folder"), ("", "empty")])
 def test_an_unwritable_out_is_refused_before_training(tmp_path, capsys, nothing_slow, where, message):
     out = "" if where == "" else str(tmp_path / where)
     assert main(["train", "--corpus", "copy", "--out", out, *QUICK]) == 1
@@ -202,28 +204,31 @@ def test_an_out_that_is_an_input_is_refused_and_the_input_kept(tmp_path, capsys,
     assert source.read_text(encoding="utf-8").splitlines()[:2] == ["w0", "w1"]
 
 
-@pytest.mark.parametrize("option,value,message", [
-    ("--lr-factor", "nan", "--lr-factor must be a finite number"),
-    ("--lr-factor", "inf", "--lr-factor must be a finite number"),
-    ("--lr-factor", "0", "--lr-factor must be positive"),
-    ("--lr-factor", "-1", "--lr-factor must be positive"),
-    ("--label-smoothing", "1", "--label-smoothing must be in [0, 1)"),
-    ("--label-smoothing", "-0.1", "--label-smoothing must be in [0, 1)"),
-    ("--label-smoothing", "nan", "--label-smoothing must be a finite number"),
-    ("--clip-norm", "nan", "--clip-norm must be a finite number"),
-    ("--clip-norm", "-1", "--clip-norm must be 0"),
-    ("--dropout", "1", "--dropout must be in [0, 1)"),
-    ("--max-minutes", "nan", "--max-minutes must be a finite number"),
-    ("--layers", "0", "--layers must be positive"),
-    ("--encoder-layers", "0", "--encoder-layers must be positive"),
-    ("--decoder-layers", "-2", "--decoder-layers must be positive"),
-    ("--d-model", "0", "--d-model must be positive"),
-    ("--heads", "0", "--heads must be positive"),
-    ("--d-ff", "0", "--d-ff must be positive"),
-    ("--max-len", "0", "--max-len must be positive"),
-    ("--target-vocab-size", "0", "--target-vocab-size must be positive"),
-    ("--heads", "3", "divisible"),  # the model's own check, also before the slow part now
-])
+@pytest.mark.parametrize(
+    "option,value,message",
+    [
+        ("--lr-factor", "nan", "--lr-factor must be a finite number"),
+        ("--lr-factor", "inf", "--lr-factor must be a finite number"),
+        ("--lr-factor", "0", "--lr-factor must be positive"),
+        ("--lr-factor", "-1", "--lr-factor must be positive"),
+        ("--label-smoothing", "1", "--label-smoothing must be in [0, 1)"),
+        ("--label-smoothing", "-0.1", "--label-smoothing must be in [0, 1)"),
+        ("--label-smoothing", "nan", "--label-smoothing must be a finite number"),
+        ("--clip-norm", "nan", "--clip-norm must be a finite number"),
+        ("--clip-norm", "-1", "--clip-norm must be 0"),
+        ("--dropout", "1", "--dropout must be in [0, 1)"),
+        ("--max-minutes", "nan", "--max-minutes must be a finite number"),
+        ("--layers", "0", "--layers must be positive"),
+        ("--encoder-layers", "0", "--encoder-layers must be positive"),
+        ("--decoder-layers", "-2", "--decoder-layers must be positive"),
+        ("--d-model", "0", "--d-model must be positive"),
+        ("--heads", "0", "--heads must be positive"),
+        ("--d-ff", "0", "--d-ff must be positive"),
+        ("--max-len", "0", "--max-len must be positive"),
+        ("--target-vocab-size", "0", "--target-vocab-size must be positive"),
+        ("--heads", "3", "divisible"),  # the model's own check, also before the slow part now
+    ],
+)
 def test_bad_numbers_are_refused_before_training(tmp_path, capsys, nothing_slow, option, value, message):
     out = tmp_path / "m.safetensors"
     assert main(["train", "--corpus", "copy", "--out", str(out), *QUICK, option, value]) == 1  # the last one wins
@@ -232,15 +237,21 @@ def test_bad_numbers_are_refused_before_training(tmp_path, capsys, nothing_slow,
 
 
 def test_training_options_refuse_what_cannot_train():
-    for bad, message in [(dict(lr_factor=float("nan")), "lr_factor"), (dict(lr_factor=0.0), "lr_factor"),
-                         (dict(label_smoothing=1.0), "label_smoothing"), (dict(clip_norm=float("nan")), "clip_norm"),
-                         (dict(clip_norm=-1.0), "clip_norm"), (dict(epochs=0), "epochs")]:
+    for bad, message in [
+        (dict(lr_factor=float("nan")), "lr_factor"),
+        (dict(lr_factor=0.0), "lr_factor"),
+        (dict(label_smoothing=1.0), "label_smoothing"),
+        (dict(clip_norm=float("nan")), "clip_norm"),
+        (dict(clip_norm=-1.0), "clip_norm"),
+        (dict(epochs=0), "epochs"),
+    ]:
         with pytest.raises(TrainingOptionsError, match=message):
             TrainingOptions(**bad).validate()
     TrainingOptions(clip_norm=0.0, label_smoothing=0.0).validate()  # both off: fine
 
 
 # --- 8. a loss that turns NaN ------------------------------------------------------------------------
+
 
 def nan_from_call(monkeypatch, first_bad_call: int) -> None:
     original, calls = model.training.trainer.smoothed_cross_entropy, []
@@ -255,8 +266,9 @@ def nan_from_call(monkeypatch, first_bad_call: int) -> None:
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(monkeypatch):
     snapshots = {}
-    trainer = make_trainer(steps=20, on_progress=lambda p: snapshots.__setitem__(p.step, [
-        t.detach().clone() for t in trainer.model.parameters()]))
+    trainer = make_trainer(
+        steps=20, on_progress=lambda p: snapshots.__setitem__(p.step, [t.detach().clone() for t in trainer.model.parameters()])
+    )
     nan_from_call(monkeypatch, 4)
     result = trainer.run()
     assert (result.stopped, result.steps) == ("diverged", 3)
@@ -280,16 +292,18 @@ def test_a_nan_loss_on_the_first_step_leaves_nothing_usable(monkeypatch):
 
 def test_cli_never_writes_nan_weights_over_a_good_file(tmp_path):
     out, before = existing_file(tmp_path)
-    result = run_driver(NAN_LOSS_FROM_STEP.format(step=1), "train", "--corpus", "copy", "--out", str(out), *QUICK,
-                        "--max-steps", "10")
+    result = run_driver(
+        NAN_LOSS_FROM_STEP.format(step=1), "train", "--corpus", "copy", "--out", str(out), *QUICK, "--max-steps", "10"
+    )
     assert result.returncode == 1, result.stderr
     assert_nothing_written(result, "loss became nan at step 1", out, before, tmp_path)
 
 
 def test_cli_saves_the_last_finite_step_when_the_loss_turns_nan(tmp_path):
     out = tmp_path / "m.safetensors"
-    result = run_driver(NAN_LOSS_FROM_STEP.format(step=3), "train", "--corpus", "copy", "--out", str(out), *QUICK,
-                        "--max-steps", "10")
+    result = run_driver(
+        NAN_LOSS_FROM_STEP.format(step=3), "train", "--corpus", "copy", "--out", str(out), *QUICK, "--max-steps", "10"
+    )
     assert result.returncode == 1, result.stderr
     assert "loss became nan at step 3" in result.stderr and "saved the model of step 2" in result.stderr
     bundle = checkpoint.load(out)

@@ -30,8 +30,7 @@ def explore_tab(qtbot, tmp_path):
     tab.close()
 
 
-@pytest.mark.parametrize("make, kind", [(encoder_only_trace, AttentionKind.ENCODER),
-                                        (decoder_only_trace, AttentionKind.DECODER)])
+@pytest.mark.parametrize("make, kind", [(encoder_only_trace, AttentionKind.ENCODER), (decoder_only_trace, AttentionKind.DECODER)])
 def test_views_show_what_a_trace_has_and_hide_what_it_lacks(explore_tab, qtbot, tmp_path, make, kind):
     session, tab = explore_tab
     trace = make()
@@ -60,5 +59,6 @@ def test_views_show_what_a_trace_has_and_hide_what_it_lacks(explore_tab, qtbot, 
     with pytest.raises(SelectionError, match="no candidates at this step"):  # these traces hold none
         tab.export_view("candidates", tmp_path / "candidates.png")
     written = tab.export_all_to(tmp_path / "all")
-    assert written and not any(path.name.startswith(("cross", "encoder" if kind is AttentionKind.DECODER
-                                                      else "decoder")) for path in written)
+    assert written and not any(
+        path.name.startswith(("cross", "encoder" if kind is AttentionKind.DECODER else "decoder")) for path in written
+    )

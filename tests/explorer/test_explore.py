@@ -166,8 +166,7 @@ def test_sampling_is_repeatable_with_its_seed(explore):
     assert list(window.session.trace.chosen_ids) == first
 
 
-@pytest.mark.parametrize("text", ["", "   ", "a b " * 600, "a b 🙂 \u0000 ∑ 漢字 c"],
-                         ids=["empty", "blank", "too-long", "unicode"])
+@pytest.mark.parametrize("text", ["", "   ", "a b " * 600, "a b 🙂 \u0000 ∑ 漢字 c"], ids=["empty", "blank", "too-long", "unicode"])
 def test_bad_input_gives_messages_not_crashes(explore, text):
     window, tab = explore
     messages = []
@@ -188,7 +187,8 @@ def test_switching_the_model_mid_decode(explore, toy_fr_bundle):
     window.session.set_model(toy_fr_bundle[0])
     trace = window.session.trace
     assert trace is not None and trace.source_tokens == toy_fr_bundle[0].source_tokenizer.pieces(
-        toy_fr_bundle[0].source_tokenizer.encode(SENTENCE) + [3])
+        toy_fr_bundle[0].source_tokenizer.encode(SENTENCE) + [3]
+    )
     assert tab.head_box.count() == 4 + 3 and tab.focus.values.shape == trace.cross[0, 0].shape
 
 

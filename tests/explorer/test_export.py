@@ -54,9 +54,32 @@ def test_the_window_and_the_command_write_the_same_data_and_the_same_figure(expl
     settings.setValue("export/dpi", 120)
     for suffix in (".png", ".csv", ".pdf", ".svg"):
         tab.export_view("focus", tmp_path / f"window{suffix}")
-        assert cli_main(["export", "--model", str(model), "--text", TEXT, "--kind", "cross", "--layer", "2", "--head",
-                         "3", "--width", "column", "--font-size", "7", "--dpi", "120",
-                         "--out", str(tmp_path / f"command{suffix}")]) == 0
+        assert (
+            cli_main(
+                [
+                    "export",
+                    "--model",
+                    str(model),
+                    "--text",
+                    TEXT,
+                    "--kind",
+                    "cross",
+                    "--layer",
+                    "2",
+                    "--head",
+                    "3",
+                    "--width",
+                    "column",
+                    "--font-size",
+                    "7",
+                    "--dpi",
+                    "120",
+                    "--out",
+                    str(tmp_path / f"command{suffix}"),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "window.csv").read_bytes() == (tmp_path / "command.csv").read_bytes()
     np.testing.assert_array_equal(pixels(tmp_path / "window.png"), pixels(tmp_path / "command.png"))
     assert (tmp_path / "window.svg").read_bytes() == (tmp_path / "command.svg").read_bytes()
@@ -75,8 +98,12 @@ def test_every_view_exports_as_a_figure_and_as_data(explore, tmp_path, view):
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 10
     trace = window.session.trace
     values = np.load(tab.export_view(view, tmp_path / f"{view}.npy"))
-    expected = {"focus": select(trace, "cross", 0, "mean").values, "grid": trace.cross, "lines": trace.cross[0],
-                "candidates": trace.candidate_probabilities[-1]}[view]
+    expected = {
+        "focus": select(trace, "cross", 0, "mean").values,
+        "grid": trace.cross,
+        "lines": trace.cross[0],
+        "candidates": trace.candidate_probabilities[-1],
+    }[view]
     np.testing.assert_allclose(values, expected, atol=1e-7)
 
 
@@ -130,20 +157,20 @@ def test_a_failed_export_says_why_and_keeps_the_earlier_file(explore, tmp_path, 
 def test_the_export_command_errors_are_one_line_and_write_nothing(tmp_path, copy_bundle, capsys):
     model = saved_model(copy_bundle[0], tmp_path)
     base = ["export", "--model", str(model), "--text", "a b c", "--kind", "cross"]
-    for bad, message in ((["--layer", "9", "--out", str(tmp_path / "x.npy")], "layer must be between 1 and 2"),
-                         (["--head", "9", "--out", str(tmp_path / "x.npy")], "head must be between 1 and 4"),
-                         (["--out", str(tmp_path / "m.txt")], "--out must end in"),
-                         (["--step", "40", "--out", str(tmp_path / "x.npy")], "step must be"),
-                         (["--out", str(tmp_path / "missing" / "x.svg")], "does not exist"),
-                         (["--width", "wide", "--out", str(tmp_path / "x.png")], "width must be"),
-                         (["--font-size", "2", "--out", str(tmp_path / "x.png")], "font size must be"),
-                         (["--colormap", "rainbowish", "--out", str(tmp_path / "x.png")], "unknown colour map"),
-                         (["--height", "0.2in", "--out", str(tmp_path / "x.png")], "height must be"),
-                         (["--beam", "0", "--out", str(tmp_path / "x.png")], "--beam must be positive"),
-                         (["--view", "lines", "--heads", "1,9", "--out", str(tmp_path / "x.png")],
-                          "heads must be numbers between 1 and 4"),
-                         (["--view", "lines", "--head", "3", "--heads", "1,2", "--out", str(tmp_path / "x.png")],
-                          "must be one of the heads drawn")):
+    for bad, message in (
+        (["--layer", "9", "--out", str(tmp_path / "x.npy")], "layer must be between 1 and 2"),
+        (["--head", "9", "--out", str(tmp_path / "x.npy")], "head must be between 1 and 4"),
+        (["--out", str(tmp_path / "m.txt")], "--out must end in"),
+        (["--step", "40", "--out", str(tmp_path / "x.npy")], "step must be"),
+        (["--out", str(tmp_path / "missing" / "x.svg")], "does not exist"),
+        (["--width", "wide", "--out", str(tmp_path / "x.png")], "width must be"),
+        (["--font-size", "2", "--out", str(tmp_path / "x.png")], "font size must be"),
+        (["--colormap", "rainbowish", "--out", str(tmp_path / "x.png")], "unknown colour map"),
+        (["--height", "0.2in", "--out", str(tmp_path / "x.png")], "height must be"),
+        (["--beam", "0", "--out", str(tmp_path / "x.png")], "--beam must be positive"),
+        (["--view", "lines", "--heads", "1,9", "--out", str(tmp_path / "x.png")], "heads must be numbers between 1 and 4"),
+        (["--view", "lines", "--head", "3", "--heads", "1,2", "--out", str(tmp_path / "x.png")], "must be one of the heads drawn"),
+    ):
         assert cli_main(base + bad) != 0
         captured = capsys.readouterr()
         assert message in captured.err and "Traceback" not in captured.err and "wrote" not in captured.out
@@ -157,8 +184,7 @@ def test_the_export_command_errors_are_one_line_and_write_nothing(tmp_path, copy
 def test_trace_npz_holds_word_level_decoder_input_labels_and_the_beam_score_rule(tmp_path, copy_bundle):
     model = saved_model(copy_bundle[0], tmp_path)
     out = tmp_path / "t.npz"
-    assert cli_main(["trace", "--model", str(model), "--text", "a b c", "--beam", "2", "--word-level",
-                     "--out", str(out)]) == 0
+    assert cli_main(["trace", "--model", str(model), "--text", "a b c", "--beam", "2", "--word-level", "--out", str(out)]) == 0
     with np.load(out, allow_pickle=False) as data:
         assert data["word_decoder_self"].shape[-1] == len(data["word_decoder_input_tokens"])
         assert "length" in str(data["beam_score_note"]) and float(data["beam_length_penalty_alpha"]) == 0.6
@@ -186,8 +212,22 @@ def test_the_positional_tab_and_the_command_export_the_positional_figure_and_tab
     texts = " ".join(svg_texts(tab.export_to(tmp_path / "positional.svg")))
     assert "Rₖ" in texts and "similarity PE(i)·PE(j)" in texts and "R_k" not in texts
     np.testing.assert_array_equal(np.load(tab.export_to(tmp_path / "table.npy")), tab.report.table)
-    assert cli_main(["export", "--model", str(model), "--view", "positional", "--positions",
-                     str(tab.report.table.shape[0]), "--out", str(tmp_path / "command.npy")]) == 0
+    assert (
+        cli_main(
+            [
+                "export",
+                "--model",
+                str(model),
+                "--view",
+                "positional",
+                "--positions",
+                str(tab.report.table.shape[0]),
+                "--out",
+                str(tmp_path / "command.npy"),
+            ]
+        )
+        == 0
+    )
     np.testing.assert_array_equal(np.load(tmp_path / "command.npy"), tab.report.table)
 
 

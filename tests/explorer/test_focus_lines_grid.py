@@ -44,8 +44,16 @@ def assert_readable(drawn, horizontal: bool) -> None:
 def wheel(view, modifiers) -> None:
     viewport = view.viewport()
     centre = QPointF(viewport.width() / 2, viewport.height() / 2)
-    event = QWheelEvent(centre, QPointF(viewport.mapToGlobal(centre.toPoint())), QPoint(0, 0), QPoint(0, 240),
-                        Qt.NoButton, modifiers, Qt.NoScrollPhase, False)
+    event = QWheelEvent(
+        centre,
+        QPointF(viewport.mapToGlobal(centre.toPoint())),
+        QPoint(0, 0),
+        QPoint(0, 240),
+        Qt.NoButton,
+        modifiers,
+        Qt.NoScrollPhase,
+        False,
+    )
     QApplication.sendEvent(viewport, event)
 
 
@@ -76,8 +84,7 @@ def test_every_key_and_query_of_a_13_piece_sentence_is_labelled(explore):
     tab.word_level.setChecked(True)
     drawn = painted(tab.focus)
     words = trace.word_level().source_tokens
-    assert [text for _, text, _ in drawn["top"]] == words == ["the", "black", "cat", "sees", "the", "small", "dog",
-                                                               "</s>"]
+    assert [text for _, text, _ in drawn["top"]] == words == ["the", "black", "cat", "sees", "the", "small", "dog", "</s>"]
     assert tab.focus.key_labels == words  # the data (what exports write) keeps the trace's labels
     cell = tab.focus.describe_cell(0, 2)
     assert "'cat'" in cell and "▁" not in cell

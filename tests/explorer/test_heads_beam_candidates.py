@@ -121,8 +121,7 @@ def test_shipped_model_layer_1_cross_heads_are_not_alignment_like_and_layer_3_al
     window, tab = shipped
     table = tab.head_table
     tab.views.setCurrentWidget(table)
-    roles = {table.head_at(row): (table.item(row, 2).text(), float(table.item(row, 3).text()))
-             for row in range(table.rowCount())}
+    roles = {table.head_at(row): (table.item(row, 2).text(), float(table.item(row, 3).text())) for row in range(table.rowCount())}
     assert len(roles) == 12
     layer_1 = [roles[(0, head)] for head in range(4)]  # AER 0.76-0.89 against the gold alignments
     assert all(role != "alignment-like" for role, _ in layer_1), layer_1
@@ -197,10 +196,10 @@ def test_clicking_a_hypothesis_in_the_list_or_the_tree_updates_the_candidates(sh
     tab.beam_tree.click_node(node)
     trace = session.trace
     assert session.hypothesis_rank == 1 and trace.n_steps == parting + 1
-    assert list(trace.chosen_ids) == second[:parting + 1]
+    assert list(trace.chosen_ids) == second[: parting + 1]
     assert_candidates_match(tab, trace)
     assert tab.candidates.chosen_id == second[parting] and tab.candidates.token_ids[0] == best[parting]
-    assert not np.allclose(tab.candidates.probabilities[:len(before)], before[:len(tab.candidates.probabilities)])
+    assert not np.allclose(tab.candidates.probabilities[: len(before)], before[: len(tab.candidates.probabilities)])
     assert tab.beam_tree.rank_items[1].isSelected() and not tab.beam_tree.rank_items[0].isSelected()
     tab.beam_tree.ranked.itemClicked.emit(tab.beam_tree.rank_items[2], 0)
     assert session.hypothesis_rank == 2 and list(session.trace.chosen_ids) == tree.token_ids(tree.hypotheses[2])
@@ -214,8 +213,7 @@ def test_candidates_list_until_99_percent_then_the_rest_in_one_row(qtbot):
     clicks = []
     panel.candidate_clicked.connect(lambda step, token: clicks.append((step, token)))
     probabilities = np.array([0.95, 0.035, 0.008, 0.004, 0.002, 0.001], np.float32)
-    panel.set_candidates(4, [7, 8, 9, 10, 11, 12], ["▁La", "s", "</s>", "▁le", "x", "y"], probabilities, 8,
-                         vocabulary_size=200)
+    panel.set_candidates(4, [7, 8, 9, 10, 11, 12], ["▁La", "s", "</s>", "▁le", "x", "y"], probabilities, 8, vocabulary_size=200)
     assert panel.tokens == ["▁La", "s", "</s>"] and list(panel.token_ids) == [7, 8, 9]  # 0.993 >= 0.99
     np.testing.assert_allclose(panel.probabilities, probabilities[:3])
     assert panel.other_count == 197 and panel.other_probability == pytest.approx(0.007, abs=1e-6)

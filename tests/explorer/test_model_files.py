@@ -84,7 +84,8 @@ def test_closing_the_window_ends_the_process_while_a_load_still_runs(tmp_path):
         print("window closed")
     """)
     environment = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True,
-                            text=True, timeout=300)  # a hang guard: before the fix it never exits
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+    )  # a hang guard: before the fix it never exits
     assert "window closed" in result.stdout, result.stderr[-2000:]
     assert result.returncode == 0, result.stderr[-2000:]

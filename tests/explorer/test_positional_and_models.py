@@ -64,8 +64,10 @@ def test_learned_positions_with_both_signs_keep_the_diverging_scale(qtbot, tmp_p
 
 def test_legends_sit_below_the_plots_and_name_rk_with_a_subscript(positional):
     _window, tab = positional
-    for plot, names in ((tab.curves, ["dim 0", "dim 1", "dim 8", "dim 9"]),
-                        (tab.rotation, ["after rotation Rₖ", "without rotation"])):
+    for plot, names in (
+        (tab.curves, ["dim 0", "dim 1", "dim 8", "dim 9"]),
+        (tab.rotation, ["after rotation Rₖ", "without rotation"]),
+    ):
         assert plot.getPlotItem().legend is None  # nothing floats over the curves
         assert plot.legend_names() == names and plot.legend.isVisible()
         for name in names:
@@ -98,10 +100,16 @@ def test_tick_steps_stay_the_same_when_positions_or_dimensions_change(positional
         tab.dimensions.editingFinished.emit()
         settle(tab)
         x_range, y_range = plot.viewRange()
-        seen.append((_heatmap_step(tab.table_view, "left"), _heatmap_step(tab.table_view, "top"),
-                     _heatmap_step(tab.similarity_view, "top"),
-                     _major_spacing(plot.getAxis("bottom"), x_range), _major_spacing(plot.getAxis("left"), y_range),
-                     tuple(np.round(y_range, 6))))
+        seen.append(
+            (
+                _heatmap_step(tab.table_view, "left"),
+                _heatmap_step(tab.table_view, "top"),
+                _heatmap_step(tab.similarity_view, "top"),
+                _major_spacing(plot.getAxis("bottom"), x_range),
+                _major_spacing(plot.getAxis("left"), y_range),
+                tuple(np.round(y_range, 6)),
+            )
+        )
         labels = [label for _, label in tab.table_view.plot.getAxis("left")._tickLevels[0]]
         assert labels[:3] == ["0", "10", "20"]
     assert seen[0][:5] == (10, 5, 10, 10, 0.5)
@@ -138,9 +146,20 @@ def test_invalid_dimensions_are_named_and_the_valid_ones_still_drawn(positional)
 def _tiny_training(form) -> None:
     form.corpus.setCurrentText("copy")
     form.corpus_size.setValue(400)
-    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
-                       (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, 1), (form.batch_size, 16),
-                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0), (form.valid_every, 0)):
+    for box, value in (
+        (form.encoder_layers, 1),
+        (form.decoder_layers, 1),
+        (form.d_model, 32),
+        (form.heads, 2),
+        (form.d_ff, 64),
+        (form.vocab_size, 100),
+        (form.epochs, 1),
+        (form.batch_size, 16),
+        (form.warmup, 50),
+        (form.max_steps, 0),
+        (form.max_minutes, 0),
+        (form.valid_every, 0),
+    ):
         box.setValue(value)
 
 
@@ -162,9 +181,19 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     tab._on_prepared(Prepared(train=1234567, valid=65432, test=65432, skipped_lines=12, model=long_model, device="CPU"))
     settle(window)
     assert window.width() == width and long_model in tab.samples_label.text()
-    tab._on_progress(Progress(epoch=123, step=12345678, train_loss=1.2345, token_accuracy=0.5, learning_rate=1.5e-4,
-                              tokens_per_second=12345678.0, elapsed_seconds=360000.0, eta_seconds=720000.0,
-                              fraction=0.3))
+    tab._on_progress(
+        Progress(
+            epoch=123,
+            step=12345678,
+            train_loss=1.2345,
+            token_accuracy=0.5,
+            learning_rate=1.5e-4,
+            tokens_per_second=12345678.0,
+            elapsed_seconds=360000.0,
+            eta_seconds=720000.0,
+            fraction=0.3,
+        )
+    )
     settle(window)
     assert window.width() == width and "12,345,678 tokens/s" in tab.progress_label.text()
     assert tab.progress_label.heightForWidth(300) > tab.progress_label.fontMetrics().height()  # it wraps
@@ -240,8 +269,7 @@ def test_with_nothing_to_read_a_clear_hint_and_no_crash(qtbot, tmp_path, russian
     close_window(window)
 
 
-def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence_stays(qtbot, tmp_path,
-                                                                                       toy_fr_bundle):
+def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence_stays(qtbot, tmp_path, toy_fr_bundle):
     bundle, _ = tiny_bundle("copy", size=200)
     window, tab = _explore_with(qtbot, tmp_path, bundle)
     expected = generate_builtin("copy", 20, bundle.corpus.seed)[0].source

@@ -52,8 +52,16 @@ def test_preparation_is_shown_in_stages(qtbot, tmp_path):
     form = tab.form
     form.corpus.setCurrentText("copy")
     form.corpus_size.setValue(400)
-    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
-                       (form.d_ff, 64), (form.vocab_size, 100), (form.max_minutes, 0), (form.max_steps, 3)):
+    for box, value in (
+        (form.encoder_layers, 1),
+        (form.decoder_layers, 1),
+        (form.d_model, 32),
+        (form.heads, 2),
+        (form.d_ff, 64),
+        (form.vocab_size, 100),
+        (form.max_minutes, 0),
+        (form.max_steps, 3),
+    ):
         box.setValue(value)
     stages = []
     tab.start_button.click()

@@ -75,9 +75,20 @@ def _tiny_training(form, epochs=2, corpus_size=400):
     form.corpus.setCurrentText("copy")  # from code: the preview follows
     assert "Copy a sequence of symbols" in form.corpus_info.text()
     form.corpus_size.setValue(corpus_size)
-    for box, value in ((form.encoder_layers, 1), (form.decoder_layers, 1), (form.d_model, 32), (form.heads, 2),
-                       (form.d_ff, 64), (form.vocab_size, 100), (form.epochs, epochs), (form.batch_size, 16),
-                       (form.warmup, 50), (form.max_steps, 0), (form.max_minutes, 0), (form.valid_every, 0)):
+    for box, value in (
+        (form.encoder_layers, 1),
+        (form.decoder_layers, 1),
+        (form.d_model, 32),
+        (form.heads, 2),
+        (form.d_ff, 64),
+        (form.vocab_size, 100),
+        (form.epochs, epochs),
+        (form.batch_size, 16),
+        (form.warmup, 50),
+        (form.max_steps, 0),
+        (form.max_minutes, 0),
+        (form.valid_every, 0),
+    ):
         box.setValue(value)
 
 
@@ -225,8 +236,19 @@ def test_training_curves_draw_a_light_cached_grid(qtbot):
             assert axis.cacheMode() == axis.CacheMode.DeviceCoordinateCache
     from model.training.trainer import Progress
 
-    curves.add_progress(Progress(step=1, epoch=1, train_loss=5.0, token_accuracy=0.1, learning_rate=1e-4,
-                                 tokens_per_second=0.0, eta_seconds=0.0, fraction=0.0, elapsed_seconds=0.0))
+    curves.add_progress(
+        Progress(
+            step=1,
+            epoch=1,
+            train_loss=5.0,
+            token_accuracy=0.1,
+            learning_rate=1e-4,
+            tokens_per_second=0.0,
+            eta_seconds=0.0,
+            fraction=0.0,
+            elapsed_seconds=0.0,
+        )
+    )
     curves.flush()
     x, y = curves.series("train_loss")
     assert list(x) == [1.0] and list(y) == [5.0]

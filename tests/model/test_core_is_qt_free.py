@@ -28,11 +28,15 @@ def test_no_module_under_model_imports_qt_or_the_gui():
 
 
 def test_importing_the_whole_core_loads_no_qt():
-    modules = [f"model.{p.relative_to(MODEL).with_suffix('').as_posix().replace('/', '.')}"
-               for p in MODEL.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
-    code = ("import importlib, sys\n"
-            f"for name in {modules!r}: importlib.import_module(name)\n"
-            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}))")
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=MODEL.parent).stdout
+    modules = [
+        f"model.{p.relative_to(MODEL).with_suffix('').as_posix().replace('/', '.')}"
+        for p in MODEL.rglob("*.py")
+        if p.name not in ("__init__.py", "__main__.py")
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=MODEL.parent).stdout
     assert output.strip() == "[]"

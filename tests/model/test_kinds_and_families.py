@@ -30,22 +30,36 @@ def _rows(rng: np.random.Generator, shape: tuple[int, ...], causal: bool = False
 def encoder_only_trace() -> Trace:
     """What an encoder-only model (a BERT-like classifier) gives: encoder self-attention, nothing decoded."""
     tokens = ["▁the", "▁black", "▁c", "at", "▁sleeps", "</s>"]
-    return Trace(encoder_self=_rows(np.random.default_rng(0), (2, 3, 6, 6)), decoder_self=None, cross=None,
-                 source_tokens=tokens, target_tokens=[], decoder_input_tokens=[], source_text="the black cat sleeps")
+    return Trace(
+        encoder_self=_rows(np.random.default_rng(0), (2, 3, 6, 6)),
+        decoder_self=None,
+        cross=None,
+        source_tokens=tokens,
+        target_tokens=[],
+        decoder_input_tokens=[],
+        source_text="the black cat sleeps",
+    )
 
 
 def decoder_only_trace() -> Trace:
     """What a decoder-only model (a GPT-2-like generator) gives: causal self-attention over its tokens."""
     inputs = ["<s>", "▁once", "▁up", "on", "▁a"]
     produced = ["▁once", "▁up", "on", "▁a", "▁time"]
-    return Trace(encoder_self=None, decoder_self=_rows(np.random.default_rng(1), (3, 2, 5, 5), causal=True),
-                 cross=None, source_tokens=[], target_tokens=produced, decoder_input_tokens=inputs,
-                 chosen_ids=np.arange(5, dtype=np.int64), forced=np.zeros(5, bool),
-                 log_probabilities=np.full(5, -0.5, np.float32), target_text="once upon a time")
+    return Trace(
+        encoder_self=None,
+        decoder_self=_rows(np.random.default_rng(1), (3, 2, 5, 5), causal=True),
+        cross=None,
+        source_tokens=[],
+        target_tokens=produced,
+        decoder_input_tokens=inputs,
+        chosen_ids=np.arange(5, dtype=np.int64),
+        forced=np.zeros(5, bool),
+        log_probabilities=np.full(5, -0.5, np.float32),
+        target_text="once upon a time",
+    )
 
 
-@pytest.mark.parametrize("make, kind", [(encoder_only_trace, AttentionKind.ENCODER),
-                                        (decoder_only_trace, AttentionKind.DECODER)])
+@pytest.mark.parametrize("make, kind", [(encoder_only_trace, AttentionKind.ENCODER), (decoder_only_trace, AttentionKind.DECODER)])
 def test_a_trace_with_one_kind_shows_it_and_refuses_the_others(make, kind, tmp_path):
     trace = make()
     assert trace.kinds == (kind,) and trace.has(kind) and not trace.has(AttentionKind.CROSS)
@@ -82,8 +96,12 @@ def test_a_trace_with_one_kind_shows_it_and_refuses_the_others(make, kind, tmp_p
 
 
 def test_attention_kind_is_one_vocabulary():
-    for text, kind in (("encoder", AttentionKind.ENCODER), ("encoder_self", AttentionKind.ENCODER),
-                       ("dec", AttentionKind.DECODER), ("cross", AttentionKind.CROSS)):
+    for text, kind in (
+        ("encoder", AttentionKind.ENCODER),
+        ("encoder_self", AttentionKind.ENCODER),
+        ("dec", AttentionKind.DECODER),
+        ("cross", AttentionKind.CROSS),
+    ):
         assert AttentionKind.parse(text) is kind
         assert AttentionKind.parse(kind) is kind
     assert [kind.field for kind in AttentionKind] == ["encoder_self", "decoder_self", "cross"]
@@ -109,9 +127,9 @@ def test_a_checkpoint_of_an_unknown_family_is_refused(copy_bundle, tmp_path):
     path = checkpoint.save(copy_bundle[0], tmp_path / "m.safetensors")
     data = path.read_bytes()
     size = struct.unpack("<Q", data[:8])[0]
-    header = data[8:8 + size].replace(b'"family":"transformer"', b'"family":"encoder-rnn"')
+    header = data[8 : 8 + size].replace(b'"family":"transformer"', b'"family":"encoder-rnn"')
     assert len(header) == size  # same length: only the family's name differs
-    (tmp_path / "other.safetensors").write_bytes(data[:8] + header + data[8 + size:])
+    (tmp_path / "other.safetensors").write_bytes(data[:8] + header + data[8 + size :])
     with pytest.raises(checkpoint.CheckpointError, match="family 'encoder-rnn'"):
         checkpoint.load(tmp_path / "other.safetensors")
 
@@ -129,6 +147,19 @@ def test_every_error_a_user_can_cause_is_a_user_error_and_not_a_value_error():
     from model.nn.config import ConfigError
     from model.training.trainer import TrainingOptionsError
 
-    for error in (CommandError, CorpusError, TokenizerError, DecodingError, DeviceError, FigureError, CheckpointError,
-                  OutputError, ModelNotFoundError, ConfigError, TrainingOptionsError, SelectionError, KindError):
+    for error in (
+        CommandError,
+        CorpusError,
+        TokenizerError,
+        DecodingError,
+        DeviceError,
+        FigureError,
+        CheckpointError,
+        OutputError,
+        ModelNotFoundError,
+        ConfigError,
+        TrainingOptionsError,
+        SelectionError,
+        KindError,
+    ):
         assert issubclass(error, UserError) and not issubclass(error, ValueError), error

@@ -20,14 +20,15 @@ from model.runtime import SPIN_COUNT, CoreFollower, CpuSample, apply_process_pol
 def _fresh(code: str, **env) -> str:
     environment = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     environment.update(env)
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
-                               check=True)
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
     return completed.stdout.strip()
 
 
 def test_importing_the_core_sets_a_short_openmp_spin_before_torch_loads():
-    code = ("import sys, os; import model; print('torch' in sys.modules, os.environ.get('GOMP_SPINCOUNT')); "
-            "import torch; print(torch.get_num_threads() >= 1)")
+    code = (
+        "import sys, os; import model; print('torch' in sys.modules, os.environ.get('GOMP_SPINCOUNT')); "
+        "import torch; print(torch.get_num_threads() >= 1)"
+    )
     assert _fresh(code).split() == ["False", SPIN_COUNT, "True"]
 
 
@@ -38,8 +39,12 @@ def test_every_entry_point_imports_the_core_first():
 
 
 def test_a_users_own_openmp_wait_policy_is_kept():
-    assert _fresh("import os, model; print(os.environ.get('GOMP_SPINCOUNT'), os.environ['OMP_WAIT_POLICY'])",
-                  OMP_WAIT_POLICY="PASSIVE") == "None PASSIVE"
+    assert (
+        _fresh(
+            "import os, model; print(os.environ.get('GOMP_SPINCOUNT'), os.environ['OMP_WAIT_POLICY'])", OMP_WAIT_POLICY="PASSIVE"
+        )
+        == "None PASSIVE"
+    )
     environ = {"GOMP_SPINCOUNT": "5"}
     assert apply_process_policies(environ) is False and environ == {"GOMP_SPINCOUNT": "5"}
     environ = {}
@@ -63,13 +68,15 @@ def test_thread_count_from_free_cores():
 
 def test_a_training_thread_follows_the_cores_others_leave_free():
     """Quiet -> all cores; two other busy programs -> one; quiet again -> all, for the calling thread only."""
-    timeline = iter([
-        CpuSample(0.0, 0.0, 0.0, 2),
-        CpuSample(1.0, 1.9, 1.9, 2),   # quiet: every busy second was ours
-        CpuSample(2.0, 3.9, 2.6, 2),   # others used 1.3 cores
-        CpuSample(3.0, 5.9, 3.6, 2),   # others used 1.0 core (we ran on one)
-        CpuSample(4.0, 7.8, 5.5, 2),   # quiet again
-    ])
+    timeline = iter(
+        [
+            CpuSample(0.0, 0.0, 0.0, 2),
+            CpuSample(1.0, 1.9, 1.9, 2),  # quiet: every busy second was ours
+            CpuSample(2.0, 3.9, 2.6, 2),  # others used 1.3 cores
+            CpuSample(3.0, 5.9, 3.6, 2),  # others used 1.0 core (we ran on one)
+            CpuSample(4.0, 7.8, 5.5, 2),  # quiet again
+        ]
+    )
     seen = []
 
     def train():

@@ -18,8 +18,7 @@ from model.data.corpora.pairs import Pair
 BUILTIN_CORPORA = ("toy-fr", "copy", "reverse", "sort")
 DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000}
 
-__all__ = ["BUILTIN_CORPORA", "CorpusError", "CorpusSpec", "Pair", "Splits", "generate_builtin", "load_corpus",
-           "split_pairs"]
+__all__ = ["BUILTIN_CORPORA", "CorpusError", "CorpusSpec", "Pair", "Splits", "generate_builtin", "load_corpus", "split_pairs"]
 
 
 @dataclass
@@ -70,7 +69,7 @@ def generate_builtin(name: str, n: int, seed: int) -> list[Pair]:
 
 def _bucket(text: str) -> float:
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2 ** 64
+    return int.from_bytes(digest, "big") / 2**64
 
 
 def split_pairs(pairs: list[Pair], valid_fraction: float = 0.05, test_fraction: float = 0.05) -> Splits:

@@ -44,8 +44,10 @@ def _read_lines(path: Path) -> list[str]:
         try:
             decoded.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
-            raise CorpusError(f"{path}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
-                              f"{error.start + 1}); save the file as UTF-8") from None
+            raise CorpusError(
+                f"{path}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
+                f"{error.start + 1}); save the file as UTF-8"
+            ) from None
     return decoded
 
 
@@ -76,8 +78,9 @@ def read_moses(source_path: str | Path, target_path: str | Path, skip_malformed:
     source_path, target_path = Path(source_path), Path(target_path)
     sources, targets = _read_lines(source_path), _read_lines(target_path)
     if len(sources) != len(targets):
-        raise CorpusError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
-                          "the two files must be line-aligned")
+        raise CorpusError(
+            f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; the two files must be line-aligned"
+        )
     pairs, skipped = [], 0
     for number, (source, target) in enumerate(zip(sources, targets), start=1):
         if not source.strip() or not target.strip():

@@ -247,8 +247,9 @@ def parse_adjectives() -> list[Adjective]:
     adjectives = []
     for entry in _entries(ADJECTIVES):
         english, m_sg, f_sg, m_pl, f_pl, position, tags, *before_vowel = entry.split()
-        adjectives.append(Adjective(english, (m_sg, f_sg, m_pl, f_pl), position == "before", tags,
-                                    before_vowel[0] if before_vowel else m_sg))
+        adjectives.append(
+            Adjective(english, (m_sg, f_sg, m_pl, f_pl), position == "before", tags, before_vowel[0] if before_vowel else m_sg)
+        )
     return adjectives
 
 

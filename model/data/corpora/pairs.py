@@ -10,4 +10,3 @@ class Pair:
     source: str
     target: str
     alignment: tuple[tuple[int, int], ...] = ()  # (source word, target word), words split on whitespace
-

@@ -22,13 +22,32 @@ from model.data.corpora.pairs import Pair
 Token = tuple[str, frozenset]
 
 # (english, french, person index into the verb forms, gender, plural)
-SUBJECT_PRONOUNS = [("I", "je", 0, "m", False), ("you", "vous", 4, "m", True), ("he", "il", 2, "m", False),
-                    ("she", "elle", 2, "f", False), ("we", "nous", 3, "m", True), ("they", "ils", 5, "m", True)]
+SUBJECT_PRONOUNS = [
+    ("I", "je", 0, "m", False),
+    ("you", "vous", 4, "m", True),
+    ("he", "il", 2, "m", False),
+    ("she", "elle", 2, "f", False),
+    ("we", "nous", 3, "m", True),
+    ("they", "ils", 5, "m", True),
+]
 # (english, french, person, needs a person/animal object)
-OBJECT_PRONOUNS = [("me", "me", 0, True), ("you", "vous", 4, True), ("him", "le", 2, True), ("her", "la", 2, True),
-                   ("it", "le", 2, False), ("us", "nous", 3, True), ("them", "les", 5, False)]
-POSSESSIVES = {"my": ("mon", "ma", "mes"), "your": ("votre", "votre", "vos"), "his": ("son", "sa", "ses"),
-               "her": ("son", "sa", "ses"), "our": ("notre", "notre", "nos"), "their": ("leur", "leur", "leurs")}
+OBJECT_PRONOUNS = [
+    ("me", "me", 0, True),
+    ("you", "vous", 4, True),
+    ("him", "le", 2, True),
+    ("her", "la", 2, True),
+    ("it", "le", 2, False),
+    ("us", "nous", 3, True),
+    ("them", "les", 5, False),
+]
+POSSESSIVES = {
+    "my": ("mon", "ma", "mes"),
+    "your": ("votre", "votre", "vos"),
+    "his": ("son", "sa", "ses"),
+    "her": ("son", "sa", "ses"),
+    "our": ("notre", "notre", "nos"),
+    "their": ("leur", "leur", "leurs"),
+}
 ELIDABLE = {"le", "la", "je", "me", "ne", "de", "que"}
 ANIMATE = "pa"
 
@@ -79,8 +98,9 @@ class ToyFrenchGenerator:
     def noun(self, wanted: str) -> Noun:
         return self.rng.choice(_nouns_fitting(wanted))
 
-    def noun_phrase(self, noun: Noun, determiner: str, plural: bool, negated: bool = False,
-                    modifiers: bool = True, depth: int = 0) -> tuple[list[Token], list[Token]]:
+    def noun_phrase(
+        self, noun: Noun, determiner: str, plural: bool, negated: bool = False, modifiers: bool = True, depth: int = 0
+    ) -> tuple[list[Token], list[Token]]:
         """English and French tokens of [det] [adjectives] noun [of the N] [that ...]."""
         rng, concepts = self.rng, self.concepts
         if noun.is_mass:
@@ -125,8 +145,9 @@ class ToyFrenchGenerator:
             french += fr_rel
         return english, french
 
-    def _determiner(self, kind: str, gender: str, plural: bool, negated: bool, next_french: str,
-                    preposed_adjective: bool) -> tuple[list[str], list[str]]:
+    def _determiner(
+        self, kind: str, gender: str, plural: bool, negated: bool, next_french: str, preposed_adjective: bool
+    ) -> tuple[list[str], list[str]]:
         feminine = gender == "f"
         if kind in ("a", "partitive") and negated:
             english = [] if kind == "partitive" else (["any"] if plural else ["a"])
@@ -193,15 +214,15 @@ class ToyFrenchGenerator:
             adjective = self.rng.choice([a for a in ADJECTIVE_LIST if _fits(head.tags, a.tags)])
             adj_id = self.concepts.new()
             english = [("that", rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
-            french = [("qui", rel_id), (verb.forms[head_person], verb_id),
-                      (adjective.form(head.gender, plural), adj_id)]
+            french = [("qui", rel_id), (verb.forms[head_person], verb_id), (adjective.form(head.gender, plural), adj_id)]
             return english + [(adjective.english, adj_id)], french
         verb = self.rng.choice([v for v in VERB_LIST if v.objects not in ("be", "go")])  # the cat that sleeps -> qui
         english = [("that", rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
         french = [("qui", rel_id), (verb.forms[head_person], verb_id)]
         if verb.objects != "-":
-            obj_en, obj_fr = self.noun_phrase(self.noun(verb.objects), self.random_determiner(),
-                                              self.rng.random() < 0.3, modifiers=False, depth=1)
+            obj_en, obj_fr = self.noun_phrase(
+                self.noun(verb.objects), self.random_determiner(), self.rng.random() < 0.3, modifiers=False, depth=1
+            )
             english, french = english + obj_en, french + obj_fr
         return english, french
 
@@ -235,8 +256,9 @@ class ToyFrenchGenerator:
         else:
             french = subject_fr + ne + french_verb + pas
         if kind == "transitive":
-            obj_en, obj_fr = self.noun_phrase(self.noun(verb.objects), self.random_determiner(),
-                                              rng.random() < 0.3, negated=negated)
+            obj_en, obj_fr = self.noun_phrase(
+                self.noun(verb.objects), self.random_determiner(), rng.random() < 0.3, negated=negated
+            )
             english, french = english + obj_en, french + obj_fr
         elif kind == "be":
             wanted = "p" if len(subject_en) == 1 else "".join({t for t in "pa" if t in _subject_tags(subject_en)})
@@ -261,8 +283,7 @@ class ToyFrenchGenerator:
             english, french = self.sentence()
             if 3 <= len(english) <= 25:
                 break
-        return assemble(english, finish_french(french), capitalize=self.rng.random() < 0.7,
-                        period=self.rng.random() < 0.7)
+        return assemble(english, finish_french(french), capitalize=self.rng.random() < 0.7, period=self.rng.random() < 0.7)
 
 
 def _subject_tags(subject_en: list[Token]) -> str:
@@ -300,8 +321,10 @@ def finish_french(tokens: list[Token]) -> list[Token]:
 
 
 def _english_articles(tokens: list[Token]) -> list[Token]:
-    return [("an" if word == "a" and index + 1 < len(tokens) and tokens[index + 1][0][0] in "aeiou" else word, ids)
-            for index, (word, ids) in enumerate(tokens)]
+    return [
+        ("an" if word == "a" and index + 1 < len(tokens) and tokens[index + 1][0][0] in "aeiou" else word, ids)
+        for index, (word, ids) in enumerate(tokens)
+    ]
 
 
 def assemble(english: list[Token], french: list[Token], capitalize: bool, period: bool) -> Pair:

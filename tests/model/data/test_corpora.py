@@ -55,7 +55,7 @@ FORBIDDEN_FRENCH = {
     "ma/ta/sa before a vowel": r"\b(ma|sa) [aeiouéèêh]",
     "indefinite after negation": r"\bpas (un|une|des) ",
     "des before a preposed adjective": r"\bdes (petits|petites|grands|grandes|bons|bonnes|beaux|belles|jeunes|vieux"
-                                       r"|vieilles|nouveaux|nouvelles|jolis|jolies|mauvais|mauvaises|longs|longues) ",
+    r"|vieilles|nouveaux|nouvelles|jolis|jolies|mauvais|mauvaises|longs|longues) ",
     "ne without pas": r"\bne (?!.*\bpas\b)",
     "beau/vieux/nouveau before a singular vowel": r"\b(un|le|mon|son|votre|notre|leur) (beau|vieux|nouveau) [aeiouéh]",
 }
@@ -71,8 +71,28 @@ def test_generated_french_obeys_the_rules(toy_pairs):
 
 def test_every_grammar_feature_appears(toy_pairs):
     french = " ".join(p.target.lower() for p in toy_pairs)
-    for feature in ["l'", " au ", " aux ", " du ", " qui ", " que ", "qu'", " ne ", " pas", "n'", "j'", "mon ",
-                    "votre ", "leurs ", " de la ", "d'", " les ", "bel ", "vieil ", "nouvel "]:
+    for feature in [
+        "l'",
+        " au ",
+        " aux ",
+        " du ",
+        " qui ",
+        " que ",
+        "qu'",
+        " ne ",
+        " pas",
+        "n'",
+        "j'",
+        "mon ",
+        "votre ",
+        "leurs ",
+        " de la ",
+        "d'",
+        " les ",
+        "bel ",
+        "vieil ",
+        "nouvel ",
+    ]:
         assert feature in f" {french} ", feature
     english = " ".join(p.source.lower() for p in toy_pairs)
     for feature in [" does not ", " do not ", " it", " them", " that ", " of the ", " to the ", " an "]:
@@ -150,8 +170,7 @@ def test_splits_are_deterministic_and_test_pairs_never_train():
 
 def test_tsv_reads_the_tatoeba_layout(tmp_path):
     path = tmp_path / "eng-fra.txt"
-    path.write_text("Go.\tVa !\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272\nHi.\tSalut !\n\n",
-                    encoding="utf-8")
+    path.write_text("Go.\tVa !\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272\nHi.\tSalut !\n\n", encoding="utf-8")
     corpus = read_tsv(path)
     assert [(p.source, p.target) for p in corpus.pairs] == [("Go.", "Va !"), ("Hi.", "Salut !")]
 

@@ -15,8 +15,11 @@ from tests.conftest import tiny_bundle
 SENTENCE = "The black cat does not eat the apple."
 
 
-@pytest.fixture(scope="module", params=[("post", "sinusoidal"), ("pre", "learned"), ("post", "learned"),
-                                        ("pre", "sinusoidal")], ids=lambda p: "-".join(p))
+@pytest.fixture(
+    scope="module",
+    params=[("post", "sinusoidal"), ("pre", "learned"), ("post", "learned"), ("pre", "sinusoidal")],
+    ids=lambda p: "-".join(p),
+)
 def variant_bundle(request):
     norm, positions = request.param
     bundle, _ = tiny_bundle("toy-fr", size=500, steps=30, norm_placement=norm, positional_encoding=positions)
@@ -99,16 +102,16 @@ def test_sampling_filters_and_seed(copy_bundle):
     bundle, _ = copy_bundle
     runs = []
     for seed in (1, 1, 2):
-        stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=5.0, seed=seed,
-                                                            max_steps=8, stop_at_eos=False))
+        stepper = Stepper(
+            bundle, "a b c", DecodingOptions(strategy="sample", temperature=5.0, seed=seed, max_steps=8, stop_at_eos=False)
+        )
         stepper.run()
         runs.append(stepper.target_ids())
     assert runs[0] == runs[1] and runs[0] != runs[2]
     stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=5.0, top_k=1, max_steps=8))
     stepper.run()
     assert all(s.token_id == s.candidate_ids[0] for s in stepper.steps)  # top-1 sampling is greedy
-    stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=3.0, top_p=0.3, seed=9,
-                                                       max_steps=8))
+    stepper = Stepper(bundle, "a b c", DecodingOptions(strategy="sample", temperature=3.0, top_p=0.3, seed=9, max_steps=8))
     for step in iter(stepper.step, None):
         tempered = step.probabilities.astype(np.float64) ** (1 / 3.0)  # top-p applies after temperature
         tempered /= tempered.sum()
@@ -134,8 +137,11 @@ def test_beam_search_equals_exhaustive_search_on_a_tiny_model():
         # beam search never proposes pad or bos: renormalisation is not applied, so compare raw scores
         return float(sum(log_probs[i, t] for i, t in enumerate(tokens)))
 
-    candidates = [list(prefix) + [config.eos_id] for length in range(0, max_tokens)
-                  for prefix in itertools.product([v for v in vocab if v != config.eos_id], repeat=length)]
+    candidates = [
+        list(prefix) + [config.eos_id]
+        for length in range(0, max_tokens)
+        for prefix in itertools.product([v for v in vocab if v != config.eos_id], repeat=length)
+    ]
     best = max(candidates, key=log_probability)
     tree = beam_search(model, source, beam_width=len(vocab) ** max_tokens, alpha=0.0, max_target=max_tokens + 1)
     assert tree.best == best
@@ -181,8 +187,10 @@ def test_bad_inputs_are_clear(toy_fr_bundle):
 
 def test_both_engines_give_the_same_steps_with_padding_free_and_untied_models():
     bundle, _ = tiny_bundle("reverse", size=300, steps=20, tie_embeddings=False, norm_placement="pre")
-    steppers = [Stepper(bundle, "a b c d e f", DecodingOptions(max_steps=9, stop_at_eos=False, engine=engine))
-                for engine in ("numpy", "torch")]
+    steppers = [
+        Stepper(bundle, "a b c d e f", DecodingOptions(max_steps=9, stop_at_eos=False, engine=engine))
+        for engine in ("numpy", "torch")
+    ]
     for stepper in steppers:
         stepper.run()
     numpy_trace, torch_trace = (s.trace() for s in steppers)
@@ -195,8 +203,14 @@ def test_word_groups_and_word_level_view():
     groups, words = word_groups(["▁The", "▁bl", "ack", "▁cat", ".", "</s>"])
     assert groups.tolist() == [0, 1, 1, 2, 2, 3] and words == ["The", "black", "cat.", "</s>"]
     pieces = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]])
-    trace = Trace(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), pieces[None, None],
-                  ["▁a", "▁b", "c", "</s>"], ["▁x", "y", "▁z"], ["<s>", "▁x", "y"])
+    trace = Trace(
+        np.zeros((1, 1, 4, 4)),
+        np.zeros((1, 1, 3, 3)),
+        pieces[None, None],
+        ["▁a", "▁b", "c", "</s>"],
+        ["▁x", "y", "▁z"],
+        ["<s>", "▁x", "y"],
+    )
     words = trace.word_level()
     assert words.source_tokens == ["a", "bc", "</s>"] and words.target_tokens == ["xy", "z"]
     expected = np.array([[(0.1 + 0.25) / 2, (0.5 + 0.5) / 2, (0.4 + 0.25) / 2], [1.0, 0.0, 0.0]])
@@ -216,14 +230,15 @@ def test_trace_npz_round_trip_without_pickle(toy_fr_bundle, tmp_path):
     assert again.candidate_tokens == trace.candidate_tokens and again.source_text == SENTENCE
 
 
-@pytest.mark.parametrize("strategy,engine", [("greedy", "numpy"), ("sample", "numpy"), ("sample", "torch"),
-                                             ("beam", "numpy"), ("beam", "torch")])
-def test_step_zero_trace_holds_the_distribution_of_step_1_without_disturbing_decoding(toy_fr_bundle, strategy,
-                                                                                       engine):
+@pytest.mark.parametrize(
+    "strategy,engine", [("greedy", "numpy"), ("sample", "numpy"), ("sample", "torch"), ("beam", "numpy"), ("beam", "torch")]
+)
+def test_step_zero_trace_holds_the_distribution_of_step_1_without_disturbing_decoding(toy_fr_bundle, strategy, engine):
     bundle, _ = toy_fr_bundle
+
     def options():
-        return DecodingOptions(strategy=strategy, temperature=3.0, seed=5, beam_width=3, max_steps=8,
-                               n_candidates=6, engine=engine)
+        return DecodingOptions(strategy=strategy, temperature=3.0, seed=5, beam_width=3, max_steps=8, n_candidates=6, engine=engine)
+
     untouched = Stepper(bundle, SENTENCE, options())
     previewed = Stepper(bundle, SENTENCE, options())
     if strategy == "beam" and len(previewed.beam.hypotheses) > 1:

@@ -18,9 +18,10 @@ from PIL import Image
 
 from model.decoding.candidates import candidate_rows
 from model.decoding.trace import Trace
-from model.figures.attention import FigureOptions, focus_figure, grid_figure, save_figure
+from model.figures.attention import FigureOptions, focus_figure, grid_figure
 from model.figures.export import ExportRequest, export_all, export_view, shown_trace, view_table
 from model.figures.layout import MIN_FONT_SIZE, FigureError, parse_width
+from model.figures.saving import save_figure
 from model.inspection.labels import display_labels
 from model.inspection.selection import select
 from model.io.files import OutputError
@@ -58,8 +59,16 @@ def synthetic_trace(n_pieces: int, layers: int = 2, heads: int = 2, seed: int = 
     source, target = pieces("wordy"), pieces("mot")
     decoder = np.tril(attention(n_pieces, n_pieces))
     decoder /= decoder.sum(-1, keepdims=True)
-    return Trace(attention(n_pieces, n_pieces), decoder, attention(n_pieces, n_pieces), source, target,
-                 ["<s>"] + target[:-1], source_text="a synthetic sentence", target_text="une phrase")
+    return Trace(
+        attention(n_pieces, n_pieces),
+        decoder,
+        attention(n_pieces, n_pieces),
+        source,
+        target,
+        ["<s>"] + target[:-1],
+        source_text="a synthetic sentence",
+        target_text="une phrase",
+    )
 
 
 def rendered(path: Path, tmp_path: Path) -> np.ndarray:
@@ -67,11 +76,13 @@ def rendered(path: Path, tmp_path: Path) -> np.ndarray:
     suffix = path.suffix
     out = tmp_path / f"{path.stem}-{suffix[1:]}.png"
     if suffix == ".svg":
-        subprocess.run([renderer("rsvg-convert"), "-d", str(DPI), "-p", str(DPI), "-b", "white", str(path), "-o",
-                        str(out)], check=True)
+        subprocess.run(
+            [renderer("rsvg-convert"), "-d", str(DPI), "-p", str(DPI), "-b", "white", str(path), "-o", str(out)], check=True
+        )
     elif suffix == ".pdf":
-        subprocess.run([renderer("pdftoppm"), "-r", str(DPI), "-png", "-singlefile", str(path),
-                        str(out.with_suffix(""))], check=True)
+        subprocess.run(
+            [renderer("pdftoppm"), "-r", str(DPI), "-png", "-singlefile", str(path), str(out.with_suffix(""))], check=True
+        )
     else:
         out = path
     return np.asarray(Image.open(out).convert("RGB"), dtype=np.float64)
@@ -135,8 +146,9 @@ def test_every_format_renders_alike_and_holds_every_label_as_text(tmp_path, n_pi
     texts = svg_texts(paths[".svg"])
     missing = [label for label in set(labels) if label not in texts]
     assert not missing
-    pdf_words = subprocess.run([renderer("pdftotext"), "-raw", str(paths[".pdf"]), "-"], capture_output=True,
-                               text=True, check=True).stdout.split()
+    pdf_words = subprocess.run(
+        [renderer("pdftotext"), "-raw", str(paths[".pdf"]), "-"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert not [label for label in set(labels) if label not in pdf_words]
 
 
@@ -151,8 +163,9 @@ def test_eighty_labels_do_not_overlap_and_the_title_clears_the_axis_label(tmp_pa
     renderer_ = canvas.get_renderer()
     axes = figure.heatmap_image.axes
     for labels, along in ((axes.get_xticklabels(), 0), (axes.get_yticklabels(), 1)):
-        boxes = sorted((label.get_window_extent(renderer_) for label in labels if label.get_text()),
-                       key=lambda box: (box.x0, box.y0)[along])
+        boxes = sorted(
+            (label.get_window_extent(renderer_) for label in labels if label.get_text()), key=lambda box: (box.x0, box.y0)[along]
+        )
         assert len(boxes) == 80
         for first, second in zip(boxes, boxes[1:]):
             assert not first.overlaps(second), (first, second)
@@ -168,8 +181,7 @@ def test_labels_are_thinned_only_past_the_minimum_font_and_the_caption_says_so(t
     assert figure.label_fits["keys"].every > 1
     assert figure.label_fits["keys"].font_size == MIN_FONT_SIZE
     assert any("Only every" in text.get_text() for text in figure.caption_texts)
-    figure = focus_figure(select(trace, "cross", 0, 0), trace, FigureOptions(width=parse_width("column"),
-                                                                            caption=False))
+    figure = focus_figure(select(trace, "cross", 0, 0), trace, FigureOptions(width=parse_width("column"), caption=False))
     assert any("Only every" in text.get_text() for text in figure.caption_texts)  # printed even without caption
 
 
@@ -198,8 +210,7 @@ def test_svg_text_uses_a_sans_serif_font_list_ending_in_the_generic_family(tmp_p
     path = save_figure(focus_figure(select(trace, "cross", 0, 0), trace), tmp_path / "f.svg")
     text = path.read_text()
     families = set(re.findall(r"font-family: ([^;\"]*)", text))
-    assert families and all(family.startswith("'DejaVu Sans'") and family.endswith(", sans-serif")
-                            for family in families)
+    assert families and all(family.startswith("'DejaVu Sans'") and family.endswith(", sans-serif") for family in families)
     assert 'font-family="Sans Serif"' not in text  # what Qt's SVG generator wrote, a serif in Chromium
 
 
@@ -274,8 +285,7 @@ def test_export_all_writes_every_kind_layer_head_and_aggregate_with_an_index(tmp
     np.testing.assert_array_equal(np.load(tmp_path / "all" / "cross_L2_H3.npy"), trace.cross[1, 2])
     np.testing.assert_allclose(np.load(tmp_path / "all" / "encoder_L1_max.npy"), trace.encoder_self[0].max(0))
     fast = rendered(tmp_path / "all" / "cross_L2_H3.png", tmp_path)
-    whole = rendered(save_figure(focus_figure(select(trace, "cross", 1, 2), trace), tmp_path / "w.png", dpi=60),
-                     tmp_path)
+    whole = rendered(save_figure(focus_figure(select(trace, "cross", 1, 2), trace), tmp_path / "w.png", dpi=60), tmp_path)
     assert fast.shape == whole.shape and difference(fast, whole) < 1.0  # the blitted PNG is the same figure
 
 

@@ -79,7 +79,7 @@ def test_cross_attention_peaked_off_the_sinks_is_alignment_like():
 def test_cross_attention_spread_over_a_few_keys_is_diffuse_not_alignment_like():
     cross = np.zeros((4, 6))
     for i in range(4):
-        cross[i, i:i + 3] = [0.5, 0.3, 0.2]  # peaked, but over three pieces: normalised entropy 0.57
+        cross[i, i : i + 3] = [0.5, 0.3, 0.2]  # peaked, but over three pieces: normalised entropy 0.57
     stats = head_statistics(cross, ["a", "b", "c", "d", "e", "</s>"], "cross")
     expected = -(0.5 * np.log(0.5) + 0.3 * np.log(0.3) + 0.2 * np.log(0.2)) / np.log(6)
     assert ALIGNMENT_ENTROPY < expected < BROAD_ENTROPY
@@ -115,7 +115,10 @@ def test_all_head_statistics_cover_every_kind_layer_and_head(toy_fr_bundle):
     stepper.run()
     table = all_head_statistics(stepper.trace())
     assert {k: (len(v), len(v[0])) for k, v in table.items()} == {
-        AttentionKind.ENCODER: (2, 4), AttentionKind.DECODER: (2, 4), AttentionKind.CROSS: (2, 4)}
+        AttentionKind.ENCODER: (2, 4),
+        AttentionKind.DECODER: (2, 4),
+        AttentionKind.CROSS: (2, 4),
+    }
     assert all(s.role for layer in table["cross"] for s in layer)
 
 
@@ -137,8 +140,12 @@ def test_shipped_model_layer_1_cross_heads_are_sharp_but_not_alignment_like():
     from model.io.shipped import resolve_model
 
     bundle = checkpoint.load(resolve_model("default"))
-    sentences = ["the black cat sees the small dog", "The black cat does not eat the apple.",
-                 "She hears their hungry baby", "They go to the pretty church."]
+    sentences = [
+        "the black cat sees the small dog",
+        "The black cat does not eat the apple.",
+        "She hears their hungry baby",
+        "They go to the pretty church.",
+    ]
     for text in sentences:
         stepper = Stepper(bundle, text)
         stepper.run()
@@ -146,6 +153,8 @@ def test_shipped_model_layer_1_cross_heads_are_sharp_but_not_alignment_like():
         roles = [s.role for s in cross[0]]
         assert roles[2] == "sink: </s>" and roles.count("alignment-like") <= 1, (text, roles)
         focused = [s for s in cross[0] if s.role == "focused"]
-        assert focused and all(s.normalised_entropy < ALIGNMENT_ENTROPY and s.role_score == s.peak_spread < 0.5
-                               for s in focused), (text, focused)
+        assert focused and all(s.normalised_entropy < ALIGNMENT_ENTROPY and s.role_score == s.peak_spread < 0.5 for s in focused), (
+            text,
+            focused,
+        )
         assert all(s.role == "alignment-like" and s.role_score < ALIGNMENT_ENTROPY for s in cross[2]), (text, cross[2])

@@ -32,7 +32,7 @@ def small():
 
 def split(data: bytes) -> tuple[dict, bytes]:
     (size,) = struct.unpack("<Q", data[:8])
-    return json.loads(data[8:8 + size]), data[8 + size:]
+    return json.loads(data[8 : 8 + size]), data[8 + size :]
 
 
 def join(header: dict, body: bytes) -> bytes:
@@ -69,27 +69,42 @@ def crafted_files(data: bytes) -> dict[str, tuple[bytes, str]]:
         "flipped byte": (bytes(flipped), "the file is damaged (its contents do not match its checksum)"),
         "eos outside": (with_config(data, eos_id=vocab + 5), "eos_id must be a piece id"),
         "bos outside": (with_config(data, bos_id=-1), "bos_id must be a piece id"),
-        "pad outside": (with_config(data, pad_id=10 ** 9), "pad_id must be a piece id"),
+        "pad outside": (with_config(data, pad_id=10**9), "pad_id must be a piece id"),
         "corpus list": (with_metadata(data, corpus=["copy"]), "corpus must be a JSON object, got list"),
         "corpus string": (with_metadata(data, corpus='"copy"'), "corpus must be a JSON object, got str"),
         "corpus field": (with_metadata(data, corpus={"name": "copy", "seed": "one"}), "corpus's seed"),
         "history list": (with_metadata(data, history=[1, 2]), "history must be a JSON object, got list"),
         "history steps": (with_metadata(data, history={"steps": "many"}), "steps must be rows of numbers"),
-        "history samples": (with_metadata(data, history={"validations": [{"samples": [[1, 2]]}]}),
-                            "sample translations as text"),
+        "history samples": (with_metadata(data, history={"validations": [{"samples": [[1, 2]]}]}), "sample translations as text"),
         "training string": (with_metadata(data, training='"fast"'), "training must be a JSON object, got str"),
         "config list": (with_metadata(data, config=[1]), "config must be a JSON object"),
         "wide model": (with_config(data, d_model=16384), "d_model (16,384) is beyond"),
         "wider model": (with_config(data, d_model=4096), "do not fit the model's config"),
-        "million layers": (with_config(data, n_encoder_layers=10 ** 6), "n_encoder_layers (1,000,000) is beyond"),
-        "huge d_ff": (with_config(data, d_ff=10 ** 12), "d_ff (1,000,000,000,000) is beyond"),
-        "huge max_len": (with_config(data, max_len=10 ** 9), "max_len (1,000,000,000) is beyond"),
+        "million layers": (with_config(data, n_encoder_layers=10**6), "n_encoder_layers (1,000,000) is beyond"),
+        "huge d_ff": (with_config(data, d_ff=10**12), "d_ff (1,000,000,000,000) is beyond"),
+        "huge max_len": (with_config(data, max_len=10**9), "max_len (1,000,000,000) is beyond"),
     }
 
 
-CASES = ["flipped byte", "eos outside", "bos outside", "pad outside", "corpus list", "corpus string", "corpus field",
-         "history list", "history steps", "history samples", "training string", "config list", "wide model", "wider model",
-         "million layers", "huge d_ff", "huge max_len"]
+CASES = [
+    "flipped byte",
+    "eos outside",
+    "bos outside",
+    "pad outside",
+    "corpus list",
+    "corpus string",
+    "corpus field",
+    "history list",
+    "history steps",
+    "history samples",
+    "training string",
+    "config list",
+    "wide model",
+    "wider model",
+    "million layers",
+    "huge d_ff",
+    "huge max_len",
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -113,8 +128,9 @@ def test_saved_files_carry_a_digest_and_older_ones_without_it_still_load(small, 
     older = tmp_path / "older.safetensors"
     older.write_bytes(with_metadata(data, **{checkpoint.DIGEST_KEY: None}))
     loaded = checkpoint.load(older)
-    assert torch.equal(loaded.model.encoder_layers[0].feed_forward.expand.weight,
-                       bundle.model.encoder_layers[0].feed_forward.expand.weight)
+    assert torch.equal(
+        loaded.model.encoder_layers[0].feed_forward.expand.weight, bundle.model.encoder_layers[0].feed_forward.expand.weight
+    )
     for name, path in shipped_models().items():  # re-trained with their presets: saved with a digest that holds
         assert len(split(path.read_bytes())[0]["__metadata__"][checkpoint.DIGEST_KEY]) == 64, name
         assert checkpoint.load(path).corpus.name in ("toy-fr", "copy", "reverse"), name
@@ -141,20 +157,20 @@ def test_a_model_with_non_finite_weights_is_refused(small, tmp_path, value):
 def test_a_tokenizer_larger_than_the_vocabulary_is_refused(small, tmp_path):
     bundle, _ = small
     pieces = bundle.source_tokenizer.vocab_size
-    config = TransformerConfig(**{**bundle.config.to_dict(), "source_vocab_size": pieces - 4,
-                                  "target_vocab_size": pieces - 4})
+    config = TransformerConfig(**{**bundle.config.to_dict(), "source_vocab_size": pieces - 4, "target_vocab_size": pieces - 4})
     mismatched = ModelBundle(Transformer(config), bundle.source_tokenizer, bundle.target_tokenizer, bundle.corpus)
     path = tmp_path / "mismatch.safetensors"
     checkpoint.save(mismatched, path)
-    with pytest.raises(CheckpointError, match=f"source tokenizer has {pieces} pieces, more than the model's "
-                                              f"vocabulary of {pieces - 4}"):
+    with pytest.raises(
+        CheckpointError, match=f"source tokenizer has {pieces} pieces, more than the model's vocabulary of {pieces - 4}"
+    ):
         checkpoint.load(path)
 
 
 def test_a_file_longer_or_shorter_than_its_header_is_refused_before_reading_it(small, tmp_path):
     path = tmp_path / "padded.safetensors"
     path.write_bytes(small[1])
-    os.truncate(path, 50 * 2 ** 30)  # 50 GiB (sparse): reading it whole would exhaust memory
+    os.truncate(path, 50 * 2**30)  # 50 GiB (sparse): reading it whole would exhaust memory
     with pytest.raises(CheckpointError, match="longer than its header describes: 53,687,091,200 bytes"):
         checkpoint.load(path)
     os.truncate(path, len(small[1]) - 1)
@@ -174,9 +190,13 @@ def test_non_regular_files_are_refused_without_opening_them(tmp_path):
 def test_the_command_line_refuses_a_fifo_and_exits(tmp_path):
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)
-    result = subprocess.run([sys.executable, "-m", "model", "translate", "--model", str(fifo), "a b"],
-                            capture_output=True, text=True, timeout=300,
-                            cwd=str(Path(__file__).resolve().parents[3]))
+    result = subprocess.run(
+        [sys.executable, "-m", "model", "translate", "--model", str(fifo), "a b"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(Path(__file__).resolve().parents[3]),
+    )
     assert result.returncode != 0
     assert "is not a regular file (a FIFO)" in result.stderr and "Traceback" not in result.stderr
 
@@ -199,5 +219,4 @@ def test_abandoned_partial_files_are_removed_at_the_next_write(tmp_path):
         assert temporary.name.startswith(f".model.safetensors.{os.getpid()}-")
         temporary.write_bytes(b"the model")
     assert target.read_bytes() == b"the model"
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [fresh.name, live.name, other.name, target.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, live.name, other.name, target.name])

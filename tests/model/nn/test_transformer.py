@@ -18,9 +18,20 @@ VARIANTS = [(norm, positions) for norm in ("post", "pre") for positions in ("sin
 
 def make_model(norm="post", positions="sinusoidal", vocab=40, **extra):
     torch.manual_seed(0)
-    config = TransformerConfig(source_vocab_size=vocab, target_vocab_size=vocab, n_encoder_layers=2,
-                               n_decoder_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.1, max_len=32,
-                               norm_placement=norm, positional_encoding=positions, **extra)
+    config = TransformerConfig(
+        source_vocab_size=vocab,
+        target_vocab_size=vocab,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        dropout=0.1,
+        max_len=32,
+        norm_placement=norm,
+        positional_encoding=positions,
+        **extra,
+    )
     return Transformer(config).eval()
 
 
@@ -68,15 +79,18 @@ def test_packed_real_rows_give_the_padded_outputs_and_gradients(norm, positions)
         if ours is not None:
             assert torch.allclose(ours, theirs, atol=1e-4)
 
+
 @pytest.mark.parametrize("norm,positions", VARIANTS)
 def test_probabilities_equal_an_independent_softmax(norm, positions):
     """Capture each attention module's inputs with hooks and recompute its probabilities in NumPy."""
     model = make_model(norm, positions)
     source, target = padded_batch()
     captured = []
-    hooks = [module.register_forward_pre_hook(lambda m, args, kwargs: captured.append((m, args[0], kwargs)),
-                                              with_kwargs=True)
-             for module in model.modules() if type(module).__name__ == "MultiHeadAttention"]
+    hooks = [
+        module.register_forward_pre_hook(lambda m, args, kwargs: captured.append((m, args[0], kwargs)), with_kwargs=True)
+        for module in model.modules()
+        if type(module).__name__ == "MultiHeadAttention"
+    ]
     with torch.no_grad():
         memory, _, _ = model.encode(source)
         _, weights = model.inspect(source, target)
@@ -97,8 +111,10 @@ def test_probabilities_equal_an_independent_softmax(norm, positions):
         else:
             q = x @ module.q_projection.weight.detach().numpy().astype(np.float64).T
             k = memory @ module.kv_projection.weight.detach().numpy().astype(np.float64)[:32].T
+
         def split(t, heads=heads, d_k=d_k):  # [B, N, d_model] -> [B, heads, N, d_k]
             return t.reshape(t.shape[0], t.shape[1], heads, d_k).transpose(0, 2, 1, 3)
+
         scores = split(q) @ split(k).transpose(0, 1, 3, 2) / math.sqrt(d_k)
         if kind == "decoder_self":
             allowed = np.tril(np.ones((7, 7), dtype=bool))[None, None] & target_real[:, None, None, :]
@@ -119,8 +135,9 @@ def test_attention_matches_the_seed_post_norm_implementation_with_copied_weights
     """The paper's post-norm model, built by the seed's code with our weights, attends identically."""
     seed = import_reference("seed_postnorm")
     model = make_model("post", "sinusoidal")
-    reference = seed.Transformer(40, 40, d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
-                                 d_ff=64, max_seq_len=32, dropout=0.1).eval()
+    reference = seed.Transformer(
+        40, 40, d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, max_seq_len=32, dropout=0.1
+    ).eval()
     with torch.no_grad():
         shared = model.embeddings["shared"].weight
         reference.src_embedding.weight.copy_(shared)
@@ -218,14 +235,17 @@ def test_dropout_drops_the_asked_share_and_keeps_the_expectation():
     assert torch.equal(Dropout(0.1).train()(x), first)  # repeatable from torch's seed
 
 
-@pytest.mark.parametrize("bad,message", [
-    (dict(d_model=30, n_heads=4), "divisible"),
-    (dict(dropout=1.5), "dropout"),
-    (dict(norm_placement="middle"), "norm_placement"),
-    (dict(positional_encoding="rotary"), "positional_encoding"),
-    (dict(n_encoder_layers=0), "n_encoder_layers"),
-    (dict(source_vocab_size=10, target_vocab_size=20), "joint"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        (dict(d_model=30, n_heads=4), "divisible"),
+        (dict(dropout=1.5), "dropout"),
+        (dict(norm_placement="middle"), "norm_placement"),
+        (dict(positional_encoding="rotary"), "positional_encoding"),
+        (dict(n_encoder_layers=0), "n_encoder_layers"),
+        (dict(source_vocab_size=10, target_vocab_size=20), "joint"),
+    ],
+)
 def test_bad_configs_are_refused_with_a_reason(bad, message):
     options = dict(source_vocab_size=20, target_vocab_size=20, d_model=32, n_heads=4)
     options.update(bad)

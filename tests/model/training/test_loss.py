@@ -28,8 +28,7 @@ def test_correct_counts_rows_whose_gold_scores_highest():
     logits = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.0, 0.5], [0.0, 0.0, 9.0], [1.0, 1.5, 0.2]])
     loss, correct = smoothed_cross_entropy(logits, torch.tensor([1, 0, 1, 0]), 0.1)
     assert correct == 2
-    assert loss.item() == pytest.approx(F.cross_entropy(logits, torch.tensor([1, 0, 1, 0]),
-                                                        label_smoothing=0.1).item(), rel=1e-6)
+    assert loss.item() == pytest.approx(F.cross_entropy(logits, torch.tensor([1, 0, 1, 0]), label_smoothing=0.1).item(), rel=1e-6)
 
 
 def test_gradient_is_exact_in_double_precision():

@@ -56,8 +56,7 @@ def test_parameters_are_views_of_one_buffer_and_the_model_still_saves(copy_bundl
     model.load_state_dict(bundle.model.state_dict())
     optimizer = FlatAdam(model)
     assert optimizer.flat_parameters.numel() == model.parameter_count()
-    assert all(p.untyped_storage().data_ptr() == optimizer.flat_parameters.untyped_storage().data_ptr()
-               for p in model.parameters())
+    assert all(p.untyped_storage().data_ptr() == optimizer.flat_parameters.untyped_storage().data_ptr() for p in model.parameters())
     with torch.no_grad():
         optimizer.flat_parameters.add_(1.0)  # the model sees the change
     assert torch.equal(model.source_embedding.weight, bundle.model.source_embedding.weight + 1.0)
@@ -109,9 +108,11 @@ def test_moving_the_model_afterwards_is_a_clear_error():
 def test_building_it_does_not_import_the_compiler():
     """torch.optim.Adam's first construction imports torch._dynamo (about 2 s): the first training of
     every session paid it."""
-    code = ("import sys, torch; from model.training.trainer import make_optimizer; from model.nn.transformer import Transformer;"
-            "from model.nn.config import TransformerConfig as C;"
-            "make_optimizer(Transformer(C(source_vocab_size=20, target_vocab_size=20, d_model=16, n_heads=2, d_ff=32)));"
-            "print('torch._dynamo' in sys.modules)")
+    code = (
+        "import sys, torch; from model.training.trainer import make_optimizer; from model.nn.transformer import Transformer;"
+        "from model.nn.config import TransformerConfig as C;"
+        "make_optimizer(Transformer(C(source_vocab_size=20, target_vocab_size=20, d_model=16, n_heads=2, d_ff=32)));"
+        "print('torch._dynamo' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "False", result.stderr

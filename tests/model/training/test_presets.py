@@ -61,8 +61,10 @@ def test_every_builtin_corpus_has_a_preset_of_minutes():
 def _splits(n_pairs: int, words: int, distinct: int) -> Splits:
     rng = random.Random(0)
     vocabulary = [f"w{i}" for i in range(distinct)]
-    pairs = [Pair(" ".join(rng.choice(vocabulary) for _ in range(words)),
-                  " ".join(rng.choice(vocabulary) for _ in range(words))) for _ in range(n_pairs)]
+    pairs = [
+        Pair(" ".join(rng.choice(vocabulary) for _ in range(words)), " ".join(rng.choice(vocabulary) for _ in range(words)))
+        for _ in range(n_pairs)
+    ]
     return Splits(pairs, [], [])
 
 
@@ -94,8 +96,9 @@ def test_the_expected_duration_is_said_before_start():
     assert text.startswith("Expected duration: 2m00s (the time budget; about 2,400 steps at 50 ms a step")
     epochs = TrainingOptions(epochs=10, batch_size=64)
     assert planned_steps(epochs, 6_400) == 1_000
-    assert expected_duration(epochs, 6_400, 0.2) == ("Expected duration: about 3m20s (1,000 steps at 200 ms a step "
-                                                      "on this machine)")
+    assert expected_duration(epochs, 6_400, 0.2) == (
+        "Expected duration: about 3m20s (1,000 steps at 200 ms a step on this machine)"
+    )
     endless = TrainingOptions(epochs=NO_EPOCH_LIMIT)
     assert "until you stop it" in expected_duration(endless, 6_400, 0.1)
     early = TrainingOptions(epochs=NO_EPOCH_LIMIT, max_minutes=5, patience=3)
@@ -108,7 +111,7 @@ def test_a_step_is_timed_on_this_machine():
 
 
 def test_linear_schedule_warms_up_then_falls_to_zero_at_the_end():
-    peak = 128 ** -0.5 * 100 ** -0.5
+    peak = 128**-0.5 * 100**-0.5
     assert learning_rate(50, 128, 100, decay="linear", fraction=0.1) == pytest.approx(peak * 0.5 * 0.9)
     assert learning_rate(100, 128, 100, decay="linear", fraction=0.5) == pytest.approx(peak * 0.5)
     assert learning_rate(500, 128, 100, decay="linear", fraction=1.0) == 0.0
@@ -127,8 +130,14 @@ def test_batches_by_pieces_hold_what_fits():
 def _trainer(**options):
     bundle, splits = prepare(CorpusSpec("copy", size=500, seed=1), TokenizerOptions(vocab_size=100), TINY_MODEL)
     defaults = dict(epochs=50, batch_size=32, warmup_steps=30, valid_decode_limit=10)
-    trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits,
-                      TrainingOptions(**{**defaults, **options}), torch.device("cpu"))
+    trainer = Trainer(
+        bundle.model,
+        bundle.source_tokenizer,
+        bundle.target_tokenizer,
+        splits,
+        TrainingOptions(**{**defaults, **options}),
+        torch.device("cpu"),
+    )
     return trainer, bundle
 
 

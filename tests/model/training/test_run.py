@@ -15,16 +15,17 @@ from tests.conftest import TINY_MODEL
 
 
 def _request(**training) -> TrainingRequest:
-    options = TrainingOptions(**{"epochs": 100, "max_steps": 6, "batch_size": 16, "valid_decode_limit": 5,
-                                 **training})
-    return TrainingRequest(CorpusSpec("copy", size=200, seed=3), TokenizerOptions(vocab_size=40), dict(TINY_MODEL),
-                           options, device="cpu")
+    options = TrainingOptions(**{"epochs": 100, "max_steps": 6, "batch_size": 16, "valid_decode_limit": 5, **training})
+    return TrainingRequest(
+        CorpusSpec("copy", size=200, seed=3), TokenizerOptions(vocab_size=40), dict(TINY_MODEL), options, device="cpu"
+    )
 
 
 def test_train_reports_typed_objects_and_finishes_the_bundle():
     heard: list[object] = []
-    callbacks = TrainingCallbacks(on_stage=heard.append, on_prepared=heard.append, on_progress=heard.append,
-                                  on_validation=heard.append)
+    callbacks = TrainingCallbacks(
+        on_stage=heard.append, on_prepared=heard.append, on_progress=heard.append, on_validation=heard.append
+    )
     outcome = train(_request(), callbacks)
     stages = [item for item in heard if isinstance(item, str)]
     assert stages[0].startswith("Generating") and stages[-1].startswith("Training on")

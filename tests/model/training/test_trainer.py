@@ -19,14 +19,15 @@ from tests.conftest import ROOT, TINY_MODEL
 def make_trainer(steps=60, epochs=50, **callbacks):
     bundle, splits = prepare(CorpusSpec("copy", size=500, seed=1), TokenizerOptions(vocab_size=100), TINY_MODEL)
     options = TrainingOptions(epochs=epochs, max_steps=steps, batch_size=32, warmup_steps=30, valid_decode_limit=10)
-    return Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, options,
-                   torch.device("cpu"), **callbacks)
+    return Trainer(
+        bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, options, torch.device("cpu"), **callbacks
+    )
 
 
 def test_learning_rate_warms_up_then_decays():
     rates = [learning_rate(step, 512, 4000) for step in (1, 2000, 4000, 8000, 16000)]
     assert rates[0] < rates[1] < rates[2] > rates[3] > rates[4]
-    assert rates[2] == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert rates[2] == pytest.approx(512**-0.5 * 4000**-0.5)
     assert rates[4] == pytest.approx(rates[2] / 2)
 
 
@@ -120,12 +121,14 @@ def test_a_training_step_under_bfloat16_autocast_learns():
 def test_cpu_threads_are_set_for_the_calling_thread_only():
     """The window's thread runs torch on one core while a training thread keeps every core (see
     model.runtime.set_cpu_threads); run in a fresh interpreter so this process keeps its own setting."""
-    code = ("import threading, torch; from model.runtime import set_cpu_threads;"
-            "default = torch.get_num_threads(); assert set_cpu_threads(1) == 1;"
-            "seen = [];"
-            "worker = threading.Thread(target=lambda: seen.append((set_cpu_threads(), torch.get_num_threads())));"
-            "worker.start(); worker.join();"
-            "print(default, seen[0][0], seen[0][1], torch.get_num_threads())")
+    code = (
+        "import threading, torch; from model.runtime import set_cpu_threads;"
+        "default = torch.get_num_threads(); assert set_cpu_threads(1) == 1;"
+        "seen = [];"
+        "worker = threading.Thread(target=lambda: seen.append((set_cpu_threads(), torch.get_num_threads())));"
+        "worker.start(); worker.join();"
+        "print(default, seen[0][0], seen[0][1], torch.get_num_threads())"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     default, set_in_thread, in_thread, in_main = map(int, result.stdout.split())
     assert set_in_thread == in_thread == default  # the training thread: torch's default, every core
