@@ -50,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     if not argv:  # the desktop app; the core (and torch) load after the window shows
         return _window([])
+    from model.runtime import COMMAND_IMPORTS, import_shielded
+
+    if import_shielded(*COMMAND_IMPORTS):  # Ctrl-C while the libraries loaded: stop now, cleanly
+        raise KeyboardInterrupt
     from model.cli.commands import COMMANDS
     from model.cli.commands import main as core_main
 

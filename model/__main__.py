@@ -9,6 +9,10 @@ import sys
 
 def _run() -> int:
     try:
+        from model.runtime import COMMAND_IMPORTS, import_shielded
+
+        if import_shielded(*COMMAND_IMPORTS):  # Ctrl-C while the libraries loaded: stop now, cleanly
+            raise KeyboardInterrupt
         from model.cli.commands import main
 
         code = main()

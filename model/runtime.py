@@ -25,14 +25,41 @@ Why this matters (measured on 2 cores, training ``copy``; benchmarks/train_under
 from __future__ import annotations
 
 import functools
+import importlib
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
 SPIN_COUNT = "1000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000)
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+def import_shielded(*names: str) -> bool:
+    """Import modules with Ctrl-C held back until they are in; True when it was pressed meanwhile.
+
+    A KeyboardInterrupt raised inside a library's own import can leave it half-built (numpy without
+    ``np.subtract``) while an importer that catches errors carries on, so a command stopped at that moment
+    failed later with a traceback instead of one line. The commands import what they all need this way
+    first (a second or two), then honour the Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        for name in names:
+            importlib.import_module(name)
+        return False
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return bool(pressed)
+
+
+COMMAND_IMPORTS = ("numpy", "torch", "matplotlib", "model.cli.commands")  # what every command needs
 
 
 def apply_process_policies(environ: MutableMapping[str, str] | None = None) -> bool:
