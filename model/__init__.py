@@ -11,7 +11,7 @@ __all__ = ["Transformer", "TransformerConfig"]
 
 
 def __getattr__(name: str):
-    """Lazy: ``import model.shipped`` (or the app's window) does not pay for importing PyTorch."""
+    """Lazy: ``import model.io.shipped`` (or the app's window) does not pay for importing PyTorch."""
     if name == "Transformer":
         from model.nn.transformer import Transformer
 

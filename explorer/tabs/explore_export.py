@@ -1,5 +1,5 @@
 """The Explore tab's exports: its Export menu, Ctrl+E (export the focus view) and Ctrl+Shift+C (copy
-it), each bound once. Figures are drawn by the core (``model.exporting``), from the trace the window
+it), each bound once. Figures are drawn by the core (``model.figures.export``), from the trace the window
 shows and an ExportRequest built from the window's choices, so the ``export`` command with the same
 settings writes the same file. Errors are shown in the status bar; nothing is half-written.
 """
@@ -56,7 +56,7 @@ class ExploreExports(QObject):
 
     # --- what is exported -----------------------------------------------------------------------
     def request(self, view: str):
-        """The ExportRequest (model.exporting) of a view as the window shows it."""
+        """The ExportRequest (model.figures.export) of a view as the window shows it."""
         from explorer.widgets.figure_settings import figure_options
         from model.figures.export import ExportRequest
 

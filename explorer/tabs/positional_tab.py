@@ -48,7 +48,7 @@ def index_step(count: int, target: int = TICK_TARGET) -> int:
 
 
 def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
-    """(levels, pyqtgraph colour map): the core's choice (model.positional.colour_scale) by name."""
+    """(levels, pyqtgraph colour map): the core's choice (model.inspection.positional.colour_scale) by name."""
     levels, diverging = positional_colour_scale(values)
     return levels, DIVERGING_MAP if diverging else SEQUENTIAL_MAP
 

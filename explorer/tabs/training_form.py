@@ -1,7 +1,7 @@
 """The training settings form: corpus (with its size and sample pairs), tokenizer, model config,
 training options and device. It builds a TrainingRequest and remembers the last choices.
 
-Every corpus comes with a preset (model.presets): choosing a built-in corpus, or reading a file, fills the
+Every corpus comes with a preset (model.training.presets): choosing a built-in corpus, or reading a file, fills the
 form with it, so Start with no change trains for minutes, not hours. What the user changes is theirs: it
 is remembered, marked in the preset line, and "Use the preset" puts the preset's values back.
 """

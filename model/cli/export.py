@@ -1,7 +1,7 @@
 """``transformer-explorer export``: a view of a decoded sentence as a figure (PNG, SVG, PDF, by the
 suffix) or as data (CSV, NPY), or with ``--all`` every kind x layer x head into a folder, without
 a window. The same settings give the same files as the app's Export menu (both go through
-``model.exporting``).
+``model.figures.export``).
 
     transformer-explorer export --model default --text "the cat sleeps" --kind cross --layer 2 \\
         --head mean --width column --out cross.pdf

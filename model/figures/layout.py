@@ -1,7 +1,7 @@
 """Sizes, fonts and text for publication figures: how large each part of a figure must be so that
 every label fits without overlapping, measured from the font itself rather than guessed.
 
-Everything here is in points (1/72 inch) unless a name says inches. Used by ``model.figures``.
+Everything here is in points (1/72 inch) unless a name says inches. Used by every module of ``model.figures``.
 """
 
 from __future__ import annotations

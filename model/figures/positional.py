@@ -1,7 +1,7 @@
 """The positional-encoding figure: the encoding matrix (positions x dimensions), the similarity
 between positions, chosen dimensions as curves, and the relative-position property (PE(pos + k) is
 a fixed rotation Rₖ of PE(pos)) as the measured error over k — the four plots of the app's
-Positional tab, drawn with matplotlib for a paper (see ``model.figures`` for formats and saving).
+Positional tab, drawn with matplotlib for a paper (see ``model.figures.saving`` for formats and saving).
 """
 
 from __future__ import annotations

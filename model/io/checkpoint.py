@@ -106,7 +106,7 @@ def to_bytes(bundle: ModelBundle) -> bytes:
 
 
 def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
-    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was."""
+    """Write atomically (model.io.files.atomic_output): a failure leaves an earlier file as it was."""
     try:
         path = check_output(path)
         data = to_bytes(bundle)
