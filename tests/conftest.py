@@ -58,19 +58,38 @@ def toy_fr_bundle():
     return tiny_bundle("toy-fr", size=600, steps=20)
 
 
+def reference_required() -> bool:
+    """CI sets TE_REQUIRE_REFERENCE=1: what needs the seeds' reference code (or the renderers) must then run,
+    and fails where it would skip."""
+    return os.environ.get("TE_REQUIRE_REFERENCE", "").strip().lower() in ("1", "true", "yes")
+
+
 def import_reference(name: str):
+    """The seeds' reference module ``name`` (shared/reference/NAME.py beside the checkout, or in $TE_REFERENCE).
+
+    When it is absent the calling test is skipped with the reason, or fails under TE_REQUIRE_REFERENCE=1."""
     import importlib.util
 
-    if not (REFERENCE / f"{name}.py").exists():
+    path = REFERENCE / f"{name}.py"
+    if not path.is_file():
+        where = str(REFERENCE) if "TE_REFERENCE" in os.environ else "../shared/reference"
         message = (
-            f"{name}.py (the seeds' reference implementation) not found in {REFERENCE}: put shared/ beside "
-            "the checkout or set TE_REFERENCE"
+            f"the seeds' reference code is not at {where} ({path} not found: put shared/ beside the checkout or set TE_REFERENCE)"
         )
-        if os.environ.get("TE_REQUIRE_REFERENCE"):  # CI: the comparison must run
-            pytest.fail(message)
+        if reference_required():  # CI: the comparison must run
+            pytest.fail(message, pytrace=False)
         pytest.skip(message)
 
-    spec = importlib.util.spec_from_file_location(name, REFERENCE / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def saved_model(bundle, folder: Path, name: str = "model.safetensors") -> Path:
+    """``bundle`` saved as ``folder/name`` (a model file for the command line or the window to open)."""
+    from model.io import checkpoint
+
+    path = folder / name
+    checkpoint.save(bundle, path)
+    return path

@@ -1,4 +1,5 @@
 """Bad options and inputs on the command line: one clear line, a non-zero exit, no traceback, no file.
+(The core's own refusals of decoding options are in tests/model/decoding/test_decoding_options.py.)
 
 The table runs each case through ``model.cli.commands`` in the test's process; arguments that are not valid
 UTF-8 and Ctrl-C during the imports need a real process and run as subprocesses.
@@ -14,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from model.cli.commands import main
-from model.data.corpora.files import read_moses, read_tsv
-from model.decoding.stepper import DecodingError, DecodingOptions, Stepper
-from tests.explorer.gui_helpers import saved_model
+from tests.conftest import saved_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -182,69 +181,3 @@ def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert "enforce fail" not in err and ".partial" not in err and "Traceback" not in err
-
-
-def test_decoding_options_name_the_option_at_fault():
-    messages = {}
-    for field, value in [
-        ("beam_width", -2),
-        ("top_k", -1),
-        ("n_candidates", 0),
-        ("length_penalty", float("nan")),
-        ("max_steps", 0),
-        ("seed", 2**70),
-        ("temperature", 1e-45),
-        ("top_p", float("nan")),
-    ]:
-        with pytest.raises(DecodingError) as caught:
-            DecodingOptions(**{field: value}).validate()
-        messages[field] = str(caught.value)
-    assert messages["beam_width"] == "beam width must be at least 1, got -2"
-    assert messages["top_k"] == "top-k must be 0 (every token) or more, got -1"
-    assert messages["n_candidates"] == "candidates must be at least 1, got 0"
-    assert messages["max_steps"] == "max steps must be at least 1, got 0"
-    assert messages["temperature"] == "temperature must be between 0.01 and 100.0, got 1e-45"
-    assert messages["top_p"] == "top-p must be in (0, 1], got nan"
-    assert "alpha" in messages["length_penalty"] and "2**63" not in messages["seed"]
-    DecodingOptions(strategy="sample", temperature=0.01, top_p=1.0, seed=2**63 - 1).validate()  # the limits pass
-
-
-def test_a_broken_sampling_distribution_is_a_decoding_error(copy_bundle):
-    stepper = Stepper(copy_bundle[0], "a b c", DecodingOptions(strategy="sample"))
-    stepper.options.temperature = 1e-45  # past validation, as a caller changing the options later could
-    with pytest.raises(DecodingError, match="not a valid probability distribution"):
-        stepper.step()
-    assert stepper.steps == []
-
-
-# --- corpus files and the Source field ---------------------------------------------------------------------------
-
-
-def test_every_line_ending_ends_a_line(tmp_path):
-    old_mac = tmp_path / "mac.tsv"
-    old_mac.write_bytes(b"one two\tun deux\rthree\ttrois\rfour\tquatre\r")
-    assert [(p.source, p.target) for p in read_tsv(old_mac).pairs] == [
-        ("one two", "un deux"),
-        ("three", "trois"),
-        ("four", "quatre"),
-    ]
-    mixed = tmp_path / "mixed.tsv"
-    mixed.write_bytes(b"a\tb\r\nc\td\re\tf\n\ng\th")
-    assert [(p.source, p.target) for p in read_tsv(mixed).pairs] == [("a", "b"), ("c", "d"), ("e", "f"), ("g", "h")]
-    source, target = tmp_path / "s.txt", tmp_path / "t.txt"
-    source.write_bytes(b"x\ry\rz\r")
-    target.write_bytes(b"X\nY\r\nZ")
-    assert [(p.source, p.target) for p in read_moses(source, target).pairs] == [("x", "X"), ("y", "Y"), ("z", "Z")]
-
-
-def test_the_source_field_takes_long_text_and_says_when_it_is_full(qtbot):
-    from explorer.tabs.decode_controls import MAX_SOURCE_CHARS, DecodeControls
-
-    controls = DecodeControls()
-    qtbot.addWidget(controls)
-    controls.source.setText("a " * 20_000)  # 40,000 characters: more than QLineEdit's default 32,767
-    assert len(controls.source.text()) == 40_000
-    assert "at most" not in controls.source.toolTip()
-    controls.source.setText("b" * (MAX_SOURCE_CHARS + 10))
-    assert len(controls.source.text()) == MAX_SOURCE_CHARS
-    assert f"at most {MAX_SOURCE_CHARS:,} characters" in controls.source.toolTip()

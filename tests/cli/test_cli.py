@@ -175,6 +175,20 @@ def test_bad_files_are_clear_errors(tmp_path):
     assert "too few distinct pairs" in result.stderr or result.returncode == 0
 
 
+def test_the_command_line_refuses_a_fifo_and_exits(tmp_path):
+    fifo = tmp_path / "model.fifo"
+    os.mkfifo(fifo)
+    result = subprocess.run(
+        [sys.executable, "-m", "model", "translate", "--model", str(fifo), "a b"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(ROOT),
+    )
+    assert result.returncode != 0
+    assert "is not a regular file (a FIFO)" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_empty_sentence_is_refused(copy_model):
     result = run_cli("translate", "--model", str(copy_model), "   ")
     assert result.returncode == 1 and "empty" in result.stderr

@@ -8,16 +8,14 @@ import pytest
 
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.inspection.heads import mean_over_heads, rollout
-from tests.explorer.gui_helpers import close_window, explore_window, make_window
+from tests.explorer.gui_helpers import explore_window
 
 SENTENCE = "a b c d e"
 
 
 @pytest.fixture
-def explore(qtbot, tmp_path, copy_bundle):
-    window, tab = explore_window(qtbot, tmp_path, copy_bundle[0], SENTENCE)
-    yield window, tab
-    close_window(window)
+def explore(open_window, copy_bundle):
+    return explore_window(open_window, copy_bundle[0], SENTENCE)
 
 
 def reference_trace(bundle, text=SENTENCE, **options):
@@ -192,8 +190,8 @@ def test_switching_the_model_mid_decode(explore, toy_fr_bundle):
     assert tab.head_box.count() == 4 + 3 and tab.focus.values.shape == trace.cross[0, 0].shape
 
 
-def test_positional_tab_shows_table_similarity_curves_and_rotation(qtbot, tmp_path, copy_bundle):
-    window = make_window(qtbot, tmp_path, copy_bundle[0])
+def test_positional_tab_shows_table_similarity_curves_and_rotation(open_window, copy_bundle):
+    window = open_window(copy_bundle[0])
     tab = window.positional_tab
     report = tab.report
     table = copy_bundle[0].model.positional_table[:64].numpy()
@@ -204,4 +202,3 @@ def test_positional_tab_shows_table_similarity_curves_and_rotation(qtbot, tmp_pa
     assert "rotation" in tab.summary.text()
     tab.positions.setValue(20)
     assert tab.table_view.values.shape == (20, 32)
-    close_window(window)

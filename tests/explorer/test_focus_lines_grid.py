@@ -10,20 +10,18 @@ from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
 from model.inspection.labels import display_labels
-from tests.explorer.gui_helpers import close_window, make_window
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
 
 
 @pytest.fixture
-def explore(qtbot, tmp_path, toy_fr_bundle):
-    window = make_window(qtbot, tmp_path, toy_fr_bundle[0])
+def explore(open_window, toy_fr_bundle):
+    window = open_window(toy_fr_bundle[0])
     tab = window.explore_tab
     tab.controls.source.setText(SENTENCE)
     tab.controls.source.returnPressed.emit()
     QApplication.processEvents()
-    yield window, tab
-    close_window(window)
+    return window, tab
 
 
 def painted(view) -> dict[str, list[tuple[int, str, object]]]:

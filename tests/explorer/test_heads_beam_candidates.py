@@ -14,7 +14,7 @@ from explorer.widgets.head_table import HeadTable
 from model.inspection.heads import ALIGNMENT_ENTROPY, SPREAD_THRESHOLD
 from model.io import checkpoint
 from model.io.shipped import resolve_model
-from tests.explorer.gui_helpers import close_window, explore_window, make_window
+from tests.explorer.gui_helpers import explore_window
 
 SENTENCE = "a b c d e"
 FRENCH = "The black cat does not eat the apple."
@@ -26,20 +26,17 @@ def shipped_bundle():
 
 
 @pytest.fixture
-def explore(qtbot, tmp_path, copy_bundle):
-    window, tab = explore_window(qtbot, tmp_path, copy_bundle[0], SENTENCE)
-    yield window, tab
-    close_window(window)
+def explore(open_window, copy_bundle):
+    return explore_window(open_window, copy_bundle[0], SENTENCE)
 
 
 @pytest.fixture
-def shipped(qtbot, tmp_path, shipped_bundle):
-    window = make_window(qtbot, tmp_path, shipped_bundle)
+def shipped(open_window, shipped_bundle):
+    window = open_window(shipped_bundle)
     tab = window.explore_tab
     tab.controls.source.setText(FRENCH)
     tab.controls.translate_button.click()
-    yield window, tab
-    close_window(window)
+    return window, tab
 
 
 def selected_heads(table) -> list[tuple[int, int]]:

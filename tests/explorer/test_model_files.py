@@ -13,7 +13,6 @@ import pytest
 
 from model.io import checkpoint
 from tests.conftest import tiny_bundle
-from tests.explorer.gui_helpers import close_window, make_window
 from tests.model.io.test_model_files import CASES, crafted_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,9 +33,9 @@ def refused(qtbot, window, path) -> str:
     return text
 
 
-def test_crafted_files_and_a_fifo_never_become_the_active_model(qtbot, tmp_path, small):
+def test_crafted_files_and_a_fifo_never_become_the_active_model(qtbot, tmp_path, open_window, small):
     bundle, data = small
-    window = make_window(qtbot, tmp_path, bundle)
+    window = open_window(bundle)
     for case, (content, expected) in crafted_files(data).items():
         path = tmp_path / f"{case}.safetensors"
         path.write_bytes(content)
@@ -53,7 +52,6 @@ def test_crafted_files_and_a_fifo_never_become_the_active_model(qtbot, tmp_path,
     window.open_model(str(good))  # the window still opens a sound file afterwards
     qtbot.waitUntil(lambda: window.session.bundle is not bundle, timeout=20000)
     assert window.session.bundle.path == str(good)
-    close_window(window)
 
 
 def test_closing_the_window_ends_the_process_while_a_load_still_runs(tmp_path):

@@ -12,8 +12,7 @@ from explorer.tabs.explore_tab import EXAMPLE_SENTENCE
 from model.data.corpora import CorpusSpec, generate_builtin
 from model.io import checkpoint
 from model.training.pipeline import TokenizerOptions, prepare
-from tests.conftest import TINY_MODEL, tiny_bundle
-from tests.explorer.gui_helpers import close_window, make_window, saved_model
+from tests.conftest import TINY_MODEL, saved_model, tiny_bundle
 
 RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
 
@@ -25,12 +24,11 @@ def settle(window, rounds: int = 5) -> None:
 
 # --- 1. the positional-encoding tab ---------------------------------------------------------------
 @pytest.fixture
-def positional(qtbot, tmp_path, copy_bundle):
-    window = make_window(qtbot, tmp_path, copy_bundle[0])
+def positional(open_window, copy_bundle):
+    window = open_window(copy_bundle[0])
     window.tabs.setCurrentIndex(1)
     settle(window)
-    yield window, window.positional_tab
-    close_window(window)
+    return window, window.positional_tab
 
 
 def test_all_positive_similarity_gets_a_sequential_scale_and_the_table_a_diverging_one(positional):
@@ -50,16 +48,15 @@ def test_all_positive_similarity_gets_a_sequential_scale_and_the_table_a_divergi
     assert colour_scale(np.array([[2.0, 3.0]])) == ((2.0, 3.0), "viridis")
 
 
-def test_learned_positions_with_both_signs_keep_the_diverging_scale(qtbot, tmp_path):
+def test_learned_positions_with_both_signs_keep_the_diverging_scale(open_window):
     bundle, _ = tiny_bundle("copy", size=200, positional_encoding="learned")
-    window = make_window(qtbot, tmp_path, bundle)
+    window = open_window(bundle)
     tab = window.positional_tab
     similarity = tab.report.similarity
     assert tab.report.kind == "learned" and similarity.min() < 0 < similarity.max()
     limit = float(np.abs(similarity).max())
     assert tab.similarity_view.color_bar.levels() == pytest.approx((-limit, limit))
     assert tab.similarity_view.color_bar.colorMap().name == "CET-D1"
-    close_window(window)
 
 
 def test_legends_sit_below_the_plots_and_name_rk_with_a_subscript(positional):
@@ -163,8 +160,7 @@ def _tiny_training(form) -> None:
         box.setValue(value)
 
 
-def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(qtbot, window):
     window.tabs.setCurrentIndex(2)
     tab = window.training_tab
     settle(window)
@@ -209,7 +205,6 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
     window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard  # quitting asks (tested below)
-    close_window(window)
 
 
 # --- 3. a sentence the new model cannot read -------------------------------------------------------
@@ -227,17 +222,17 @@ def russian_bundle(tmp_path):
     return bundle, corpus, lines
 
 
-def _explore_with(qtbot, tmp_path, bundle):
-    window = make_window(qtbot, tmp_path)
+def _explore_with(open_window, bundle):
+    window = open_window()
     tab = window.explore_tab
     assert tab.controls.source.text() == EXAMPLE_SENTENCE
     window.session.set_model(bundle)
     return window, tab
 
 
-def test_a_model_of_another_language_gets_a_sentence_of_its_corpus(qtbot, tmp_path, russian_bundle):
+def test_a_model_of_another_language_gets_a_sentence_of_its_corpus(open_window, russian_bundle):
     bundle, _corpus, lines = russian_bundle
-    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    window, tab = _explore_with(open_window, bundle)
     session = window.session
     assert session.unknown_share(EXAMPLE_SENTENCE) == 1.0
     assert tab.controls.source.text() == lines[0][0] and session.text == lines[0][0]
@@ -245,46 +240,41 @@ def test_a_model_of_another_language_gets_a_sentence_of_its_corpus(qtbot, tmp_pa
     assert not tab.hint.isHidden() and "100% of the pieces" in tab.hint.text()
     assert "its corpus" in tab.hint.text() and "ru-pairs.tsv" in tab.hint.text()
     assert "replaced" in window.statusBar().currentMessage()
-    close_window(window)
 
 
-def test_the_history_samples_serve_when_the_corpus_file_is_gone(qtbot, tmp_path, russian_bundle):
+def test_the_history_samples_serve_when_the_corpus_file_is_gone(open_window, russian_bundle):
     bundle, corpus, _lines = russian_bundle
     corpus.unlink()
     bundle.history["validations"] = [{"epoch": 1, "samples": [["дом и сад", "s t", "s t"]]}]
-    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    window, tab = _explore_with(open_window, bundle)
     assert tab.controls.source.text() == "дом и сад" and window.session.trace is not None
     assert "training history" in tab.hint.text()
-    close_window(window)
 
 
-def test_with_nothing_to_read_a_clear_hint_and_no_crash(qtbot, tmp_path, russian_bundle):
+def test_with_nothing_to_read_a_clear_hint_and_no_crash(open_window, russian_bundle):
     bundle, corpus, _lines = russian_bundle
     corpus.unlink()
-    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    window, tab = _explore_with(open_window, bundle)
     assert tab.controls.source.text() == EXAMPLE_SENTENCE  # kept: nothing better was found
     assert window.session.trace is not None and "<unk>" in window.session.trace.source_tokens
     assert not tab.hint.isHidden() and "no example sentence was found" in tab.hint.text()
     assert "type a sentence" in tab.hint.text()
-    close_window(window)
 
 
-def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence_stays(qtbot, tmp_path, toy_fr_bundle):
+def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence_stays(open_window, toy_fr_bundle):
     bundle, _ = tiny_bundle("copy", size=200)
-    window, tab = _explore_with(qtbot, tmp_path, bundle)
+    window, tab = _explore_with(open_window, bundle)
     expected = generate_builtin("copy", 20, bundle.corpus.seed)[0].source
     assert tab.controls.source.text() == expected and "its corpus (copy)" in tab.hint.text()
     assert "<unk>" not in window.session.trace.source_tokens
     tab.controls.source.setText(EXAMPLE_SENTENCE)  # toy-fr reads English: nothing is replaced
     window.session.set_model(toy_fr_bundle[0])
     assert tab.controls.source.text() == EXAMPLE_SENTENCE and tab.hint.isHidden()
-    close_window(window)
 
 
 # --- 4. an unsaved trained model is not discarded without asking -----------------------------------
 @pytest.fixture
-def trained_window(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def trained_window(tmp_path, window):
     trained, _ = tiny_bundle("copy", size=200)
     window.training_tab.trained.emit(trained)  # as when a training run finishes
     other = saved_model(tiny_bundle("reverse", size=200)[0], tmp_path, "other.safetensors")
@@ -294,7 +284,6 @@ def trained_window(qtbot, tmp_path):
     assert window.session.bundle is trained
     yield window, trained, other, asked, answers
     window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard
-    close_window(window)
 
 
 def test_quitting_asks_too_and_cancel_keeps_the_window_open(trained_window):

@@ -3,14 +3,12 @@ window is still loading."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from model.training.presets import builtin_preset
-from tests.explorer.gui_helpers import close_window, make_window
 
 
-def test_each_corpus_fills_the_form_with_its_preset(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_each_corpus_fills_the_form_with_its_preset(window):
     form = window.training_tab.form
     form.corpus.setCurrentText("copy")
     copy = builtin_preset("copy")
@@ -27,11 +25,9 @@ def test_each_corpus_fills_the_form_with_its_preset(qtbot, tmp_path):
     assert "Changed by you: d model" in form.preset_info.text() and form.preset_button.isEnabled()
     form.preset_button.click()
     assert form.d_model.value() == 128 and "Changed by you" not in form.preset_info.text()
-    close_window(window)
 
 
-def test_the_expected_duration_shows_before_start(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_the_expected_duration_shows_before_start(qtbot, window):
     tab = window.training_tab
     window.tabs.setCurrentWidget(tab)
     tab.form.corpus.setCurrentText("copy")
@@ -43,11 +39,9 @@ def test_the_expected_duration_shows_before_start(qtbot, tmp_path):
     assert "steps at" in tab.expected_label.text() and "on this machine" in tab.expected_label.text()
     tab.form.epochs.setValue(0)
     qtbot.waitUntil(lambda: "until you stop it" in tab.expected_label.text(), timeout=5000)
-    close_window(window)
 
 
-def test_preparation_is_shown_in_stages(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_preparation_is_shown_in_stages(qtbot, window):
     tab = window.training_tab
     form = tab.form
     form.corpus.setCurrentText("copy")
@@ -72,17 +66,10 @@ def test_preparation_is_shown_in_stages(qtbot, tmp_path):
     text = " | ".join(stages)
     assert "Training the tokenizer" in text and "Building the model" in text and "first step" in text, text
     assert tab.progress_bar.maximum() == 1000
-    close_window(window)
 
 
-def test_ctrl_q_while_the_window_is_still_loading_quits(qtbot, tmp_path):
-    from explorer.app import make_application
-    from explorer.main_window import MainWindow
-
-    make_application()
-    window = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat), build=False)
-    qtbot.addWidget(window)
-    window.show()
+def test_ctrl_q_while_the_window_is_still_loading_quits(qtbot, open_window):
+    window = open_window(build=False)  # the frame only, as the app shows it before loading PyTorch
     qtbot.waitExposed(window)
     with qtbot.waitActive(window):
         window.activateWindow()

@@ -5,22 +5,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.explorer.gui_helpers import close_window, make_window, saved_model
+from tests.conftest import saved_model
+from tests.explorer.gui_helpers import close_window
 
 
-def test_window_opens_empty_and_says_how_to_get_a_model(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_window_opens_empty_and_says_how_to_get_a_model(window):
     assert window.isVisible()
     assert "Open model" in window.model_label.text() and "Train" in window.model_label.text()
     assert "Device:" in window.device_label.text()
     assert not window.save_action.isEnabled()
-    close_window(window)
 
 
-def test_open_a_model_names_it_in_the_status_bar_and_remembers_it(qtbot, tmp_path, copy_bundle):
+def test_open_a_model_names_it_in_the_status_bar_and_remembers_it(qtbot, tmp_path, open_window, copy_bundle):
     bundle, _ = copy_bundle
     path = saved_model(bundle, tmp_path)
-    window = make_window(qtbot, tmp_path)
+    window = open_window()
     window.open_model(str(path))
     qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
     text = window.model_label.text()
@@ -32,14 +31,13 @@ def test_open_a_model_names_it_in_the_status_bar_and_remembers_it(qtbot, tmp_pat
     assert window.save_model(str(out)) and out.exists()
     close_window(window)
     # settings persist: a new window restores the recent list and the last tab
-    again = make_window(qtbot, tmp_path)
+    again = open_window()
     assert str(out.resolve()) == again.recent_models()[0]
-    close_window(again)
 
 
-def test_a_bad_model_file_gets_a_message_and_the_model_stays(qtbot, tmp_path, copy_bundle):
+def test_a_bad_model_file_gets_a_message_and_the_model_stays(qtbot, tmp_path, open_window, copy_bundle):
     bundle, _ = copy_bundle
-    window = make_window(qtbot, tmp_path, bundle)
+    window = open_window(bundle)
     bad = tmp_path / "broken.safetensors"
     bad.write_bytes(b"\x00\x01not a model at all")
     window.open_model(str(bad))
@@ -53,22 +51,19 @@ def test_a_bad_model_file_gets_a_message_and_the_model_stays(qtbot, tmp_path, co
     window.open_model(str(tmp_path / "missing.safetensors"))
     qtbot.waitUntil(lambda: "no such file" in window.error_box.text(), timeout=10000)
     assert window.session.bundle is bundle
-    close_window(window)
 
 
-def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, copy_bundle):
+def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, window, copy_bundle):
     from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
     from PySide6.QtGui import QDropEvent
 
     path = saved_model(copy_bundle[0], tmp_path, "dropped.safetensors")
-    window = make_window(qtbot, tmp_path)
     data = QMimeData()
     data.setUrls([QUrl.fromLocalFile(str(path))])
     event = QDropEvent(QPoint(10, 10), Qt.CopyAction, data, Qt.LeftButton, Qt.NoModifier)
     window.dropEvent(event)
     qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
     assert "dropped.safetensors" in window.model_label.text()
-    close_window(window)
 
 
 def _tiny_training(form, epochs=2, corpus_size=400):
@@ -92,8 +87,7 @@ def _tiny_training(form, epochs=2, corpus_size=400):
         box.setValue(value)
 
 
-def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window):
     tab = window.training_tab
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
@@ -125,11 +119,9 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
     qtbot.waitUntil(lambda: not tab.is_training() and tab.start_button.isEnabled(), timeout=10000)
     assert "stopped" in tab.progress_label.text() and not tab.cancel_button.isEnabled()
     assert "copy" in window.model_label.text() and "unsaved" in window.model_label.text()
-    close_window(window)
 
 
-def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, window):
     tab = window.training_tab
     _tiny_training(tab.form, epochs=2)
     with qtbot.waitSignal(tab.trained, timeout=120000):
@@ -146,11 +138,9 @@ def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, t
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
     assert window.session.bundle is trained and "nothing was kept" in tab.progress_label.text()
-    close_window(window)
 
 
-def test_closing_mid_training_stops_the_worker(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_closing_mid_training_stops_the_worker(qtbot, window):
     tab = window.training_tab
     _tiny_training(tab.form, epochs=500, corpus_size=2000)
     tab.start_button.click()
@@ -160,8 +150,7 @@ def test_closing_mid_training_stops_the_worker(qtbot, tmp_path):
     assert not thread.isRunning()
 
 
-def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path):
-    window = make_window(qtbot, tmp_path)
+def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path, window):
     tab = window.training_tab
     bad = tmp_path / "pairs.tsv"
     bad.write_text("hello\tbonjour\nno tab on this line\n", encoding="utf-8")
@@ -176,17 +165,19 @@ def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path):
     _tiny_training(tab.form)
     tab.form.set_corpus_file(str(bad))
     tab.start_button.click()
-    qtbot.waitUntil(lambda: not tab.is_training() and "failed" in tab.progress_label.text(), timeout=30000)
+    # the failure is reported from the worker thread; Start comes back once the thread's end reaches the window
+    qtbot.waitUntil(
+        lambda: not tab.is_training() and "failed" in tab.progress_label.text() and tab.start_button.isEnabled(), timeout=30000
+    )
     assert "pairs.tsv" in tab.progress_label.text()
     tab.form.corpus.setCurrentText("copy")
     tab.form.heads.setValue(3)  # 32 is not a multiple of 3
     tab.start_button.click()
     qtbot.waitUntil(lambda: window.error_box is not None and "multiple" in window.error_box.text(), timeout=5000)
     assert not tab.is_training()
-    close_window(window)
 
 
-def test_many_qt_calls_do_not_exhaust_none(qtbot, tmp_path):
+def test_many_qt_calls_do_not_exhaust_none(window):
     """PySide6 6.12 on Python 3.11 drops a reference to None per void call; the app's guard keeps
     None alive (on 3.12+ None is immortal and the guard stays off)."""
     import sys
@@ -195,14 +186,12 @@ def test_many_qt_calls_do_not_exhaust_none(qtbot, tmp_path):
 
     from explorer.runtime import protect_none
 
-    window = make_window(qtbot, tmp_path)
     active = protect_none()
     assert not active or (sys.version_info < (3, 12) and sys.getrefcount(None) > 1 << 39)
     colour = QColor(0, 0, 0)
     for _ in range(50000):  # far more than None's ordinary reference count
         colour.setAlphaF(0.5)
     assert abs(colour.alphaF() - 0.5) < 1e-3
-    close_window(window)
 
 
 def test_collector_paused_freezes_what_was_built_and_always_turns_collection_back_on():
@@ -254,9 +243,8 @@ def test_training_curves_draw_a_light_cached_grid(qtbot):
     assert list(x) == [1.0] and list(y) == [5.0]
 
 
-def test_positional_and_train_tabs_are_built_when_first_shown(qtbot, tmp_path, copy_bundle):
+def test_positional_and_train_tabs_are_built_when_first_shown(window, copy_bundle):
     bundle, _ = copy_bundle
-    window = make_window(qtbot, tmp_path)
     window.session.set_model(bundle)
     assert set(window._built_tabs) == {0}  # only Explore at start-up
     assert not window.is_training()
@@ -268,17 +256,15 @@ def test_positional_and_train_tabs_are_built_when_first_shown(qtbot, tmp_path, c
     positional = window.positional_tab  # asking for it builds it too, already showing the open model
     assert window.tabs.indexOf(positional) == 1 and window.tabs.currentIndex() == 2
     assert positional.session.bundle is bundle and positional.summary.text()
-    close_window(window)
 
 
-def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, monkeypatch):
+def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, window, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
     from explorer.tabs.training_form import TSV_CHOICE
 
     corpus = tmp_path / "pairs.tsv"
     corpus.write_text("".join(f"the cat {i}\tle chat {i}\n" for i in range(40)), encoding="utf-8")
-    window = make_window(qtbot, tmp_path)
     form = window.training_tab.form
     answers = [(str(corpus), ""), ("", "")]  # the user picks the file, then cancels the next dialog
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: answers.pop(0))
@@ -289,4 +275,3 @@ def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, monke
     form.corpus.activated.emit(form.corpus.currentIndex())  # the file entry again; the dialog is cancelled
     assert form.corpus.currentIndex() == 0 and form.corpus.currentText() != TSV_CHOICE
     assert "generated from seed" in form.corpus_info.text()  # the built-in corpus it fell back to
-    close_window(window)

@@ -5,7 +5,6 @@ overlap, no raw word markers, and files that are written whole or not at all."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from model.figures.saving import save_figure
 from model.inspection.labels import display_labels
 from model.inspection.selection import select
 from model.io.files import OutputError
+from tests.conftest import reference_required
 
 RENDERERS = ("rsvg-convert", "pdftoppm", "pdftotext")
 DPI = 150
@@ -34,7 +34,7 @@ def renderer(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         message = f"{name} is not installed (Debian: librsvg2-bin, poppler-utils; .ci/run installs them)"
-        if os.environ.get("TE_REQUIRE_REFERENCE"):  # CI: the independent renderers must run
+        if reference_required():  # CI (TE_REQUIRE_REFERENCE=1): the independent renderers must run
             pytest.fail(message)
         pytest.skip(message)
     return path
