@@ -163,6 +163,13 @@ class MainWindow(QMainWindow):
                 tip=f"The {name} model that comes with the app",
             )
         shipped.setEnabled(bool(shipped_models()))
+        self._action(
+            file_menu,
+            "Open &pretrained model…",
+            self._on_open_pretrained_requested,
+            "Ctrl+Shift+O",
+            "A Hugging Face model on this computer (its cache, or a save_pretrained folder): T5, Marian, BART, BERT, GPT-2",
+        )
         self.recent_menu = file_menu.addMenu("&Recent models")
         self.save_action = self._action(
             file_menu,
@@ -170,6 +177,9 @@ class MainWindow(QMainWindow):
             self._on_save_requested,
             QKeySequence.SaveAs,
             "Save the active model, its tokenizers and training history to one file",
+        )
+        self._action(
+            file_menu, "Model &info…", self._on_info_requested, "Ctrl+I", "Family, sizes, parameters, attention, tokenizer"
         )
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, "Ctrl+Q", "Quit Transformer Explorer")
@@ -217,17 +227,33 @@ class MainWindow(QMainWindow):
         if path:
             self.open_model(path)
 
+    def _on_open_pretrained_requested(self) -> None:
+        from explorer.pretrained_dialog import PretrainedDialog
+
+        self.pretrained_dialog = dialog = PretrainedDialog(self, str(self.settings.value("last_model_folder", str(Path.home()))))
+        dialog.accepted.connect(lambda: self.open_model(dialog.chosen))
+        dialog.open()
+
+    def _on_info_requested(self) -> None:
+        from explorer.widgets.model_info import ModelInfoDialog
+
+        if self.session.bundle is None:
+            self.show_error("No model", "Open or train a model first.")
+            return
+        self.info_dialog = ModelInfoDialog(self.session.bundle.info(), self)
+        self.info_dialog.open()
+
     def open_model(self, path: str) -> None:
-        """Load a checkpoint in the thread pool; on failure say why and keep the current model."""
-        from model.io import checkpoint
-        from model.io.shipped import resolve_model
+        """Load a model file, a shipped model, or a pretrained model's folder or cached id in the thread pool;
+        on failure say why and keep the current model."""
+        from model.io.models import open_model
 
         if not self.confirm_replacing_model():
             return
         self.statusBar().showMessage(f"Opening {path}…")
 
         def load():
-            return checkpoint.load(resolve_model(path))
+            return open_model(path)
 
         def done(bundle):
             self._tasks.discard(task)
@@ -271,6 +297,13 @@ class MainWindow(QMainWindow):
         if self.session.bundle is None:
             self.show_error("Nothing to save", "Open or train a model first.")
             return False
+        if not getattr(self.session.bundle, "saveable", True):
+            self.show_error(
+                "A pretrained model stays in its folder",
+                f"{self.session.bundle.path}\n\nModel files hold this app's own Transformer; the pretrained model "
+                "is already on disk, and exports save what you see of it.",
+            )
+            return False
         start = self.session.bundle.path or str(
             Path(self.settings.value("last_model_folder", str(Path.home()))) / "model.safetensors"
         )
@@ -310,7 +343,7 @@ class MainWindow(QMainWindow):
             self.model_label.setText("No model: File ▸ Open model… (Ctrl+O), or train one in the Train tab")
             self.save_action.setEnabled(False)
             return
-        self.save_action.setEnabled(True)
+        self.save_action.setEnabled(getattr(bundle, "saveable", True))
         where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
         self.model_label.setText(f"Model: {bundle.describe()}{where}")
         self.setWindowTitle(f"Transformer Explorer{where}")

@@ -77,8 +77,9 @@ class Session(QObject):
         if self.bundle is None:
             return 0.0
         tokenizer = self.bundle.source_tokenizer
+        unk_id = getattr(tokenizer, "unk_id", UNK_ID)  # a pretrained tokenizer's own
         ids = [i for i in tokenizer.encode(text) if tokenizer.piece(i) != WORD_MARK]
-        return sum(i == UNK_ID for i in ids) / len(ids) if ids else 0.0
+        return sum(i == unk_id for i in ids) / len(ids) if ids else 0.0
 
     def can_read(self, text: str) -> bool:
         return self.unknown_share(text) <= UNREADABLE_SHARE
@@ -98,6 +99,8 @@ class Session(QObject):
 
     @staticmethod
     def _example_candidates(bundle: ModelBundle):
+        for text in getattr(bundle, "examples", ()):  # a pretrained model's: its task prefix, a mask token
+            yield text, "an example for this kind of model"
         for validation in reversed(bundle.history.get("validations") or []):
             for sample in (validation.get("samples") or [])[:EXAMPLE_CANDIDATES]:
                 if sample:

@@ -93,3 +93,25 @@ def saved_model(bundle, folder: Path, name: str = "model.safetensors") -> Path:
     path = folder / name
     checkpoint.save(bundle, path)
     return path
+
+
+# --- pretrained-layout models (model/pretrained/tiny.py), for tests/model/pretrained and tests/explorer ----------
+PRETRAINED_FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
+
+
+@pytest.fixture(scope="session")
+def tiny_folders(tmp_path_factory) -> dict[str, str]:
+    """One save_pretrained folder per family: random weights, tokenizers trained here on toy-fr sentences.
+    Skips the test without the hf extra."""
+    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.pretrained.tiny import build
+
+    root = tmp_path_factory.mktemp("pretrained")
+    return {family: str(build(family, root / family)) for family in PRETRAINED_FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def tiny_bundles(tiny_folders):
+    from model.pretrained.loading import load_pretrained
+
+    return {family: load_pretrained(folder) for family, folder in tiny_folders.items()}

@@ -35,6 +35,7 @@ from explorer.widgets.head_table import HeadTable
 from explorer.widgets.heatmap import COLORMAPS, HeatmapView
 from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
+from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
 from model.inspection.selection import AGGREGATES, SelectionError, head_title
 from model.inspection.view import ExploreView
@@ -104,6 +105,7 @@ class ExploreTab(QWidget):
         self.lines = LinesView()
         self.head_table = HeadTable()
         self.candidates = CandidatesView()
+        self.predictions = PredictionsView()  # an encoder-only model's head: mask candidates, classes
         self.beam_tree = BeamTreeView()
         self.views = QTabWidget()
         self.views.addTab(self.grid, "Model grid")
@@ -111,8 +113,10 @@ class ExploreTab(QWidget):
         self.views.addTab(self.head_table, "Heads")
         self.side = QSplitter(Qt.Horizontal)
         self.side.addWidget(self.candidates)
+        self.side.addWidget(self.predictions)
         self.side.addWidget(self.beam_tree)
         self.beam_tree.hide()
+        self.predictions.hide()
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
@@ -305,8 +309,12 @@ class ExploreTab(QWidget):
             self.head_table.select_head(state.layer, single_head)
 
     def _show_decoding(self, trace) -> None:
-        """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam."""
+        """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam; for an
+        encoder-only model, what its head says instead of candidates."""
         self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
+        head_output = self.predictions.set_trace(trace)
+        self.predictions.setVisible(head_output)
+        self.candidates.setVisible(not head_output)
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
         vocabulary = trace.target_vocab_size or None
@@ -332,7 +340,7 @@ class ExploreTab(QWidget):
         total = sum(self.side.sizes())
         if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
             wanted = min(self.beam_tree.sizeHint().width(), int(total * 0.65))
-            self.side.setSizes([total - wanted, wanted])
+            self.side.setSizes([total - wanted, 0, wanted])  # candidates, the (hidden) head predictions, the beam
 
     def _on_beam_node_clicked(self, rank: int, n_steps: int) -> None:
         """A row of the beam tree: its best hypothesis, at the step where the row's first token was chosen."""

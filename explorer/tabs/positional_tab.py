@@ -238,24 +238,31 @@ class PositionalTab(QWidget):
         if bundle is None:
             return
         self.report = report = positional_report(bundle, self.positions.value())
+        if report is None:
+            for view in (self.table_view, self.similarity_view):
+                view.set_matrix(np.zeros((1, 1)), [""], [""], "", levels=(0.0, 1.0))
+            self.curves.clear()
+            self.rotation.clear()
+            self.summary.setText(f"{bundle.describe()}: this model has no positional table or position bias to show.")
+            return
         n_positions, d_model = report.table.shape
-        labels = [str(p) for p in range(n_positions)]
-        self._draw_matrix(
-            self.table_view,
-            report.table,
-            labels,
-            [str(d) for d in range(d_model)],
-            f"{report.kind} encoding: positions × dimensions",
-            ("position", "dimension"),
-        )
-        self._draw_matrix(
-            self.similarity_view, report.similarity, labels, labels, "similarity PE(i)·PE(j)", ("position i", "position j")
-        )
+        titles = report.panel_titles()
+        self._draw_matrix(self.table_view, report.table, report.row_labels, [str(d) for d in range(d_model)], *titles["table"])
+        second_columns = [str(d) for d in range(report.similarity.shape[1])]
+        second_rows = report.row_labels if report.relative else [str(p) for p in range(n_positions)]
+        self._draw_matrix(self.similarity_view, report.similarity, second_rows, second_columns, *titles["second"])
         chosen, problems = parse_dimensions(self.dimensions.text(), d_model)
         self._show_dimension_problems(problems)
         self._draw_curves(report, chosen)
         self._draw_rotation(report)
-        if report.kind == "sinusoidal":
+        if report.relative:
+            self.summary.setText(
+                f"T5 adds no position vector to the embeddings: each of the {d_model} heads of the first layer adds a learned "
+                "bias to its attention logits by the distance key − query (in buckets: exact near, logarithmic far). "
+                "Left the encoder's (both directions), right the decoder's (only keys at or before the query); "
+                "the curves are the chosen heads (the dimensions box picks heads here)."
+            )
+        elif report.kind == "sinusoidal":
             self.summary.setText(
                 f"Sinusoidal encoding, d_model {d_model}. For every offset k a fixed rotation of each (sin, cos) pair "
                 f"maps PE(pos) to PE(pos+k) for all positions: the largest error over k ≤ {report.offsets[-1]} is "
@@ -271,23 +278,23 @@ class PositionalTab(QWidget):
         """The chosen dimensions over positions, on axes fixed by the whole table (not by the dimensions
         chosen), so that choosing others keeps the scale and the tick step."""
         n_positions = report.table.shape[0]
+        positions = report.row_values if report.relative else np.arange(n_positions)
         self.curves.clear()
         for index, dimension in enumerate(chosen):
             self.curves.plot(
-                np.arange(n_positions),
-                report.table[:, dimension],
-                pen=pg.mkPen(head_colour(index), width=2),
-                name=f"dim {dimension}",
+                positions, report.table[:, dimension], pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}"
             )
         limit = float(np.abs(report.table).max()) or 1.0
         plot = self.curves.plot_item
-        plot.setXRange(0, max(n_positions - 1, 1), padding=0)
+        plot.setXRange(float(positions[0]), float(max(positions[-1], positions[0] + 1)), padding=0)
         plot.setYRange(-limit, limit, padding=0.05)
         plot.getAxis("bottom").setTickSpacing(levels=[(index_step(n_positions - 1), 0)])
         plot.getAxis("left").setTickSpacing(levels=[(nice_step(2 * limit, 4), 0)])
 
     def _draw_rotation(self, report) -> None:
         self.rotation.clear()
+        if report.relative:
+            return
         if report.kind == "sinusoidal":
             self.rotation.plot(
                 report.offsets,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,7 @@ from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
 from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
 from model.device import resolve_device
 from model.errors import UserError
-from model.io import checkpoint
 from model.io.files import check_output
-from model.io.shipped import resolve_model
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export")
 
@@ -141,13 +140,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(name: str, device: str = "cpu"):
-    return checkpoint.load(resolve_model(name), resolve_device(device))
+    """The app's own model file, a shipped model, or a pretrained model's folder or cached id (model/io/models.py)."""
+    from model.io.models import open_model
+
+    return open_model(name, resolve_device(device))
+
+
+def _print_encoder_predictions(trace) -> None:
+    """What an encoder-only model's head says: each mask's candidates, or the class probabilities."""
+    from model.inspection.labels import display_mask_candidate
+
+    for position, tokens, probabilities in zip(
+        trace.mask_positions, trace.mask_candidate_tokens, trace.mask_candidate_probabilities
+    ):
+        shown = ", ".join(f"{display_mask_candidate(t)} {p:.3f}" for t, p in zip(tokens[:5], probabilities[:5]))
+        print(f"mask at piece {int(position) + 1}: {shown}")
+    if trace.class_probabilities.ndim == 1 and trace.class_probabilities.size:
+        for name, probability in sorted(zip(trace.class_names, trace.class_probabilities), key=lambda item: -item[1]):
+            print(f"{name}\t{probability:.4f}")
+    if not trace.mask_positions.size and not trace.class_probabilities.size:
+        print("this encoder-only model has no head to read; `trace` and `export` show its attention")
 
 
 def run_translate(args) -> int:
     import torch
 
-    from model.data.batching import encode_source
     from model.decoding.beam import beam_search
     from model.decoding.greedy import greedy_decode
 
@@ -157,9 +174,20 @@ def run_translate(args) -> int:
     text = " ".join(args.text)
     if not text.strip():
         raise CommandError("nothing to translate: the sentence is empty")
-    ids, n_pieces = encode_source(bundle.source_tokenizer, text, bundle.config)
-    if n_pieces > len(ids) - 1:
-        print(f"note: the sentence has {n_pieces} pieces; only the first {len(ids) - 1} fit this model", file=sys.stderr)
+    shape = getattr(bundle.config, "shape", "encoder-decoder")
+    if shape != "encoder-decoder":  # a prompt to continue, or a text whose masks or class the head reads
+        from model.decoding.stepper import Stepper
+
+        stepper = Stepper(bundle, text)
+        stepper.run()
+        if shape == "decoder-only":
+            print(bundle.target_tokenizer.decode([stepper.first_input] + stepper.target_ids()))
+        else:
+            _print_encoder_predictions(stepper.trace())
+        return 0
+    ids, n_pieces, kept = bundle.source_ids(text)
+    if n_pieces > kept:
+        print(f"note: the sentence has {n_pieces} pieces; only the first {kept} fit this model", file=sys.stderr)
     source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
     if args.beam > 1:
         output = beam_search(bundle.model, source, args.beam, args.alpha).best
@@ -176,6 +204,8 @@ def run_evaluate(args) -> int:
     if args.aer_pairs < 0:
         raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
     bundle = _load(args.model, args.device)
+    if getattr(bundle.config, "shape", "encoder-decoder") != "encoder-decoder":
+        raise CommandError(f"evaluate scores translations, and {bundle.describe()} is not an encoder-decoder model")
     if args.n is not None:
         if args.target is not None or args.corpus not in BUILTIN_CORPORA:
             raise CommandError(f"--n generates fresh pairs and needs a built-in corpus ({', '.join(BUILTIN_CORPORA)})")
@@ -190,11 +220,18 @@ def run_evaluate(args) -> int:
         what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
         if not pairs:
             raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
-    scores = score(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs, next(bundle.model.parameters()).device)
+    scores = score(
+        bundle.model,
+        bundle.source_tokenizer,
+        bundle.target_tokenizer,
+        pairs,
+        next(bundle.model.parameters()).device,
+        encode=lambda text: bundle.source_ids(text)[0],
+    )
     result: dict[str, Any] = {
         "exact_match": round(scores.exact_match, 6),
         "bleu": round(scores.bleu, 4),
-        "token_accuracy": round(scores.token_accuracy, 6),
+        "token_accuracy": None if math.isnan(scores.token_accuracy) else round(scores.token_accuracy, 6),
         "n": scores.n,
     }
     aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
@@ -213,7 +250,12 @@ def run_evaluate(args) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        line = f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, token accuracy {scores.token_accuracy:.4f}"
+        accuracy = (
+            "n/a (a pretrained model is scored on its translations)"
+            if math.isnan(scores.token_accuracy)
+            else f"{scores.token_accuracy:.4f}"
+        )
+        line = f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, token accuracy {accuracy}"
         if "aer" in result:
             head = result["aer_head"]
             line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
@@ -244,10 +286,12 @@ def run_trace(args) -> int:
     )
     options.validate()  # its messages name the option: temperature, top-p, top-k, seed
     forced = forces(args.force)
-    model_path = resolve_model(args.model)
+    from model.io.models import model_source
+
+    model_path = model_source(args.model)
     if Path(args.out).suffix.lower() != ".npz" and str(args.out).strip() and not Path(args.out).is_dir():
         raise CommandError(f"--out must end in .npz, not {Path(args.out).name!r}")
-    check_output(args.out, (model_path,))
+    check_output(args.out, (model_path,) if model_path else ())
     bundle = _load(args.model, args.device)
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:

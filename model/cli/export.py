@@ -21,7 +21,9 @@ from model.io.files import check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    parser.add_argument(
+        "--model", required=True, help="model file, a shipped model's name (default), or a pretrained folder or cached id"
+    )
     parser.add_argument("--text", help="the source sentence (every view but positional)")
     parser.add_argument(
         "--view",
@@ -98,10 +100,15 @@ def request_from(args) -> ExportRequest:
     )
 
 
+def model_name(name: str) -> str:
+    """How captions name the model: a file's stem, a folder's name, or the id as given."""
+    path = Path(name).expanduser()
+    return path.stem if path.is_file() else path.name if path.is_dir() else name
+
+
 def run_export(args) -> int:
     from model.decoding.stepper import DecodingOptions, Stepper
-    from model.io import checkpoint
-    from model.io.shipped import resolve_model
+    from model.io.models import model_source, open_model
 
     if args.view == "positional":
         return run_positional(args)
@@ -111,7 +118,8 @@ def run_export(args) -> int:
         raise CommandError(f"--beam must be positive, got {args.beam}")
     request = request_from(args)
     request.validate()
-    model_path = resolve_model(args.model)
+    model_path = model_source(args.model)
+    protected = (model_path,) if model_path else ()
     out = Path(args.out)
     if args.all:
         if out.exists() and not out.is_dir():
@@ -119,9 +127,9 @@ def run_export(args) -> int:
     else:
         if out.suffix.lower() not in SUFFIXES:
             raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
-        check_output(out, (model_path,))  # before the decoding, which can take a while
-    bundle = checkpoint.load(model_path)
-    request.figure.model_name = model_path.stem
+        check_output(out, protected)  # before the decoding, which can take a while
+    bundle = open_model(args.model)
+    request.figure.model_name = model_name(args.model)
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:
@@ -132,7 +140,7 @@ def run_export(args) -> int:
         written = export_all(trace, out, request)
         print(f"wrote {len(written)} files into {out} (index.csv names them)")
     else:
-        print(f"wrote {export_view(trace, request, out, (model_path,))}")
+        print(f"wrote {export_view(trace, request, out, protected)}")
     return 0
 
 
@@ -142,35 +150,29 @@ def run_positional(args) -> int:
     from model.figures.positional import positional_figure
     from model.figures.saving import save_figure
     from model.inspection.positional import positional_report
-    from model.io import checkpoint
-    from model.io.shipped import resolve_model
+    from model.io.models import model_source, open_model
 
-    model_path = resolve_model(args.model)
-    out = check_output(args.out, (model_path,))
+    model_path = model_source(args.model)
+    out = check_output(args.out, (model_path,) if model_path else ())
     if out.suffix.lower() not in SUFFIXES:
         raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
     options = request_from(args).figure
-    options.model_name = model_path.stem
-    bundle = checkpoint.load(model_path)
+    options.model_name = model_name(args.model)
+    bundle = open_model(args.model)
     if not 2 <= args.positions <= bundle.config.max_len:
         raise CommandError(f"--positions must be between 2 and {bundle.config.max_len} (the model's longest input)")
-    d_model = bundle.config.d_model
+    report = positional_report(bundle, args.positions)
+    if report is None:
+        raise CommandError(f"{bundle.describe()}: this model has no positional table or position bias to show")
+    d_model = report.table.shape[1]  # dimensions; heads for T5's relative bias
     if args.dimensions is None:
-        dimensions = [d for d in (0, 1, 8, 9, 32, 33) if d < d_model]
+        dimensions = [d for d in (0, 1, 8, 9, 32, 33) if d < d_model] if not report.relative else list(range(d_model))
     else:
         dimensions = _dimensions(args.dimensions)
     if any(not 0 <= d < d_model for d in dimensions):
         raise CommandError(f"--dimensions must be between 0 and {d_model - 1}")
-    report = positional_report(bundle, args.positions)
     if out.suffix.lower() in (".csv", ".npy"):
-        save_table(
-            report.table,
-            report.table,
-            [str(p) for p in range(len(report.table))],
-            [str(d) for d in range(d_model)],
-            out,
-            "position \\ dimension",
-        )
+        save_table(report.table, report.table, report.row_labels, [str(d) for d in range(d_model)], out, "position \\ dimension")
     else:
         save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300)
     print(f"wrote {out}")

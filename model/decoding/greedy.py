@@ -26,10 +26,14 @@ def greedy_decode(model: Transformer, source_ids: torch.Tensor, max_target: int 
     cache = model.start_cache(memory, memory_mask)
     current = torch.full((batch,), config.bos_id, dtype=torch.long, device=source_ids.device)  # [B]
     finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)
+    suppressed = list(getattr(config, "suppressed_ids", ()))  # tokens a pretrained model's generation never picks
     generated = []
     for _ in range(max_target - 1):
         hidden, _, _ = model.decode_step(current, cache)  # [B, d_model]
-        next_ids = model.logits(hidden).argmax(dim=-1)  # [B]
+        logits = model.logits(hidden)  # [B, V]
+        if suppressed:
+            logits[:, suppressed] = float("-inf")
+        next_ids = logits.argmax(dim=-1)  # [B]
         next_ids = next_ids.masked_fill(finished, config.pad_id)
         generated.append(next_ids)
         finished |= next_ids == config.eos_id

@@ -10,67 +10,21 @@ and any hypothesis can be stepped through).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import torch
 
-from model.data.batching import encode_source
 from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
+from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.trace import Trace
-from model.errors import UserError
 from model.io.checkpoint import ModelBundle
+from model.kinds import AttentionKind
 
-STRATEGIES = ("greedy", "sample", "beam")
-TEMPERATURE_RANGE = (0.01, 100.0)  # beyond these, logits / T overflows or every token is equally likely
-MAX_SEED = 2**63 - 1  # the largest seed torch.Generator.manual_seed takes
-
-
-class DecodingError(UserError):
-    """An input or option that decoding cannot use; the message says why."""
-
-
-@dataclass
-class DecodingOptions:
-    strategy: str = "greedy"  # greedy, sample or beam
-    temperature: float = 1.0  # sampling: < 1 sharpens, > 1 flattens
-    top_k: int = 0  # sampling: only the k most likely tokens (0 = all)
-    top_p: float = 1.0  # sampling: the smallest set with this much probability (nucleus)
-    seed: int = 0  # sampling
-    beam_width: int = 4
-    length_penalty: float = 0.6  # beam: GNMT alpha
-    max_steps: int | None = None  # at most this many target tokens (EOS included); default from the source
-    n_candidates: int = 10  # candidates kept per step for display
-    stop_at_eos: bool = True  # benchmarks turn this off to decode a fixed length
-    engine: str = "auto"  # "numpy" (one sentence on the CPU, least overhead), "torch", or auto
-
-    def validate(self) -> None:
-        """Raise a DecodingError naming the first option that cannot be used."""
-        if self.strategy not in STRATEGIES:
-            raise DecodingError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
-        if not (math.isfinite(self.temperature) and TEMPERATURE_RANGE[0] <= self.temperature <= TEMPERATURE_RANGE[1]):
-            raise DecodingError(
-                f"temperature must be between {TEMPERATURE_RANGE[0]} and {TEMPERATURE_RANGE[1]}, got {self.temperature}"
-            )
-        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
-            raise DecodingError(f"top-p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise DecodingError(f"top-k must be 0 (every token) or more, got {self.top_k}")
-        if self.beam_width < 1:
-            raise DecodingError(f"beam width must be at least 1, got {self.beam_width}")
-        if self.n_candidates < 1:
-            raise DecodingError(f"candidates must be at least 1, got {self.n_candidates}")
-        if not (math.isfinite(self.length_penalty) and self.length_penalty >= 0):
-            raise DecodingError(f"the beam length penalty (alpha) must be a number >= 0, got {self.length_penalty}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise DecodingError(f"max steps must be at least 1, got {self.max_steps}")
-        if not 0 <= self.seed <= MAX_SEED:
-            raise DecodingError(f"seed must be between 0 and {MAX_SEED}, got {self.seed}")
-        if self.engine not in ("auto", "numpy", "torch"):
-            raise DecodingError(f"engine must be auto, numpy or torch, got {self.engine!r}")
+__all__ = ["MAX_SEED", "STRATEGIES", "TEMPERATURE_RANGE", "DecodingError", "DecodingOptions", "Stepper", "Step", "full_pass_trace"]
 
 
 @dataclass
@@ -80,60 +34,97 @@ class Step:
     candidate_ids: np.ndarray  # [k] most likely tokens, best first
     candidate_probabilities: np.ndarray  # [k]
     decoder_self: np.ndarray  # [layers, heads, t + 1] the new row of each head
-    cross: np.ndarray  # [layers, heads, S]
+    cross: np.ndarray | None  # [layers, heads, S]; None without cross-attention
     forced: bool
     rng_state: torch.Tensor | None = field(default=None, repr=False)  # sampler state before this step
     candidate_tokens: list[str] = field(default_factory=list)  # [k] pieces of candidate_ids (made once)
 
 
+DEFAULT_CONTINUATION = 20  # tokens a decoder-only model adds to its prompt unless max_steps says otherwise
+
+
 class Stepper:
+    """Decoding of one source sentence (or prompt), for any model family (model/family.py): an
+    encoder-decoder encodes the source and then steps; a decoder-only model takes its prompt as given steps
+    (``given``: their tokens are forced) and then continues; an encoder-only model makes no steps, and its
+    head's reading of the text (mask candidates, classes) comes with the trace."""
+
     def __init__(self, bundle: ModelBundle, text: str, options: DecodingOptions | None = None):
-        self.bundle, self.model, self.config = bundle, bundle.model, bundle.config
+        self.bundle = bundle
+        self.model: Any = bundle.model  # any model family (model/family.py)
+        self.config: Any = bundle.config
         self.options = options or DecodingOptions()
         self.options.validate()
         if not isinstance(text, str) or not text.strip():
             raise DecodingError("the source sentence is empty: type something to translate")
+        kinds = getattr(self.model, "kinds", tuple(AttentionKind))
+        self.has_encoder, self.has_decoder = AttentionKind.ENCODER in kinds, AttentionKind.DECODER in kinds
+        self.has_cross = AttentionKind.CROSS in kinds
+        if self.has_decoder and not self.has_encoder and self.options.strategy == "beam":
+            raise DecodingError(
+                "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
+            )
         self.messages: list[str] = []
         self.text = text
-        self.source_ids, n_pieces = encode_source(bundle.source_tokenizer, text, self.config)
+        self.source_ids, n_pieces, kept = bundle.source_ids(text)
         if n_pieces == 0:
             raise DecodingError("the source sentence has nothing the tokenizer can read")
-        if n_pieces > len(self.source_ids) - 1:
-            kept = len(self.source_ids) - 1
+        if n_pieces > kept:
             self.messages.append(
                 f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
             )
         self.device = next(self.model.parameters()).device
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
+        self.encoder_self: np.ndarray | None = None
+        self.predictions = None  # an encoder-only model's head output (model/pretrained/families.Predictions)
+        self.cache: Any = None
         with torch.inference_mode():
-            memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
-            self.cache = self.model.start_cache(memory, memory_mask)
-        self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+            if self.has_encoder:
+                memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
+                self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+                if self.has_decoder:
+                    self.cache = self.model.start_cache(memory, memory_mask)
+                elif (predict := getattr(self.model, "predictions", None)) is not None:
+                    self.predictions = predict(memory, self.source_ids, self.options.n_candidates)
+            elif self.has_decoder:
+                self.cache = cast(Any, self.model).start_cache(None, None)  # a decoder-only family: no memory
+        forced_first = getattr(self.config, "forced_bos_id", None)
+        if self.has_encoder:  # decoding starts from the start token; some models force the first target token
+            self.first_input, self.given = self.config.bos_id, ([forced_first] if forced_first is not None else [])
+        else:  # a decoder-only model starts from its prompt's first token and is given the rest
+            self.first_input, self.given = self.source_ids[0], list(self.source_ids[1:])
+        self.suppressed = list(getattr(self.config, "suppressed_ids", ()))  # tokens the model's generation never picks
         use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
+        use_numpy = use_numpy and self.has_decoder and getattr(self.model, "family", "") == "transformer"
         self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
-        limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
-        self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
+        if not self.has_decoder:
+            self.max_steps = 0
+        elif self.has_encoder:
+            limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
+            self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
+        else:
+            self.max_steps = min(len(self.given) + (self.options.max_steps or DEFAULT_CONTINUATION), self.config.max_len - 1)
+            if self.max_steps <= len(self.given):
+                self.messages.append(f"the prompt fills the model's {self.config.max_len} positions: nothing is left to generate")
         self.steps: list[Step] = []
-        heads = self.encoder_self.shape[1]
+        heads, layers, rows = self.config.n_heads, self.config.n_decoder_layers, max(self.max_steps, 0)
         # Every step's new attention rows, kept in place so that trace() copies slices instead of
         # assembling 6 x 8 x T x T arrays from T pieces at every step (np.zeros leaves untouched pages free).
-        self._decoder_rows = np.zeros(
-            (self.config.n_decoder_layers, heads, self.max_steps, self.max_steps), np.float32
-        )  # [layers, heads, step, key]
-        self._cross_rows = np.zeros(
-            (self.config.n_decoder_layers, heads, self.max_steps, len(self.source_ids)), np.float32
-        )  # [layers, heads, step, source]
+        self._decoder_rows = np.zeros((layers, heads, rows, rows), np.float32)  # [layers, heads, step, key]
+        self._cross_rows = np.zeros((layers, heads, rows, len(self.source_ids)), np.float32)  # [layers, heads, step, source]
         self.generator = torch.Generator().manual_seed(self.options.seed)
         self.beam: BeamTree | None = None
         self.hypothesis: list[int] | None = None  # tokens the steps follow (beam search)
         self.hypothesis_rank: int | None = None  # which of the beam's hypotheses (0 = best)
-        if self.options.strategy == "beam":
+        if self.options.strategy == "beam" and self.has_decoder:
             self.beam = beam_search(
                 self.model, self.source, self.options.beam_width, self.options.length_penalty, self.max_steps + 1
             )
             self.beam.pieces = bundle.target_tokenizer.pieces([node.token_id for node in self.beam.nodes])
             self.follow_hypothesis(0)
+        elif self.given:
+            self.jump(len(self.given))  # the prompt (or the forced first token) is decoded at once
 
     # --- state ----------------------------------------------------------------------------------
     @property
@@ -146,7 +137,8 @@ class Stepper:
 
     @property
     def source_tokens(self) -> list[str]:
-        return self.bundle.source_tokenizer.pieces(self.source_ids)
+        """The source pieces; none for a decoder-only model (its prompt is the start of the decoder's input)."""
+        return self.bundle.source_tokenizer.pieces(self.source_ids) if self.has_encoder else []
 
     def target_ids(self) -> list[int]:
         return [s.token_id for s in self.steps]
@@ -162,17 +154,24 @@ class Stepper:
             raise DecodingError(f"token id {force} is outside the vocabulary (0-{self.config.target_vocab_size - 1})")
         if self.finished:
             return None
-        previous = self.steps[-1].token_id if self.steps else self.config.bos_id
+        previous = self.steps[-1].token_id if self.steps else self.first_input
         if self.numpy_decoder is not None:
+            cross_rows: np.ndarray | None
             logits_array, self_rows, cross_rows = self.numpy_decoder.step(previous)
             logits = torch.from_numpy(logits_array)  # [V]
         else:
             hidden, self_weights, cross_weights = self.model.decode_step(torch.tensor([previous], device=self.device), self.cache)
             logits = self.model.logits(hidden[0]).float().cpu()  # [V]
             self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy()  # [layers, heads, t + 1]
-            cross_rows = torch.stack(cross_weights)[:, 0].float().cpu().numpy()  # [layers, heads, S]
+            cross_rows = (
+                None if cross_weights is None else torch.stack(cross_weights)[:, 0].float().cpu().numpy()
+            )  # [layers, heads, S]
+        if self.suppressed:
+            logits[self.suppressed] = float("-inf")
         probabilities = torch.softmax(logits, dim=-1)
         rng_state = self.generator.get_state() if self.options.strategy == "sample" else None
+        if force is None and len(self.steps) < len(self.given):
+            force = self.given[len(self.steps)]
         forced_by_caller = force is not None
         if force is None and self.hypothesis is not None:
             force = self.hypothesis[len(self.steps)]
@@ -191,7 +190,8 @@ class Stepper:
         )
         t = len(self.steps)
         self._decoder_rows[:, :, t, : t + 1] = self_rows
-        self._cross_rows[:, :, t] = cross_rows
+        if cross_rows is not None:
+            self._cross_rows[:, :, t] = cross_rows
         self.steps.append(step)
         return step
 
@@ -217,8 +217,8 @@ class Stepper:
         return int(torch.multinomial(distribution, 1, generator=self.generator))
 
     def back(self) -> bool:
-        """Undo the last step; False at the start."""
-        if not self.steps:
+        """Undo the last step; False at the start (a decoder-only model's prompt stays given)."""
+        if len(self.steps) <= len(self.given):
             return False
         step = self.steps.pop()
         self.cache.truncate(len(self.steps))
@@ -230,9 +230,9 @@ class Stepper:
 
     def jump(self, n_steps: int) -> None:
         """Go to the state after ``n_steps`` steps (as far as decoding goes)."""
-        n_steps = max(0, n_steps)
-        while len(self.steps) > n_steps:
-            self.back()
+        n_steps = max(len(self.given), n_steps)
+        while len(self.steps) > n_steps and self.back():
+            pass
         while len(self.steps) < n_steps and self.step() is not None:
             pass
 
@@ -248,6 +248,8 @@ class Stepper:
         later steps are dropped (call step() or run() to continue from it)."""
         if step_index < 0:
             raise DecodingError("steps are numbered from 1")
+        if step_index < len(self.given):
+            raise DecodingError(f"the first {len(self.given)} steps are the prompt's given tokens; force a step after them")
         self.jump(step_index)  # back, or forward by the model's own choices
         if len(self.steps) != step_index:
             raise DecodingError(f"decoding ended after {len(self.steps)} steps, before step {step_index + 1}")
@@ -290,10 +292,10 @@ class Stepper:
         tokenizer = self.bundle.target_tokenizer
         n = len(self.steps)
         next_ids, next_probabilities, next_tokens = self.upcoming_candidates()  # [k]; empty after step 0
-        decoder_self = self._decoder_rows[:, :, :n, :n].copy()  # [layers, heads, n, n]; later keys are 0
-        cross = self._cross_rows[:, :, :n].copy()  # [layers, heads, n, S]
+        decoder_self = self._decoder_rows[:, :, :n, :n].copy() if self.has_decoder else None  # [layers, heads, n, n]
+        cross = self._cross_rows[:, :, :n].copy() if self.has_cross else None  # [layers, heads, n, S]
         targets = self.target_ids()
-        inputs = [self.config.bos_id] + targets[:-1] if n else []
+        inputs = [self.first_input] + targets[:-1] if n else []
         width = min(self.options.n_candidates, self.config.target_vocab_size)
         candidate_ids = np.array([s.candidate_ids for s in self.steps], dtype=np.int64).reshape(n, width)
         return Trace(
@@ -315,29 +317,53 @@ class Stepper:
             next_candidate_probabilities=next_probabilities,
             next_candidate_tokens=next_tokens,
             target_vocab_size=self.config.target_vocab_size,
+            n_given=len(self.given),
+            **self._prediction_fields(),
             beam=self.beam,
             hypothesis_rank=self.hypothesis_rank,
             source_text=self.text,
             target_text=self.translation(),
         )
 
+    def _prediction_fields(self) -> dict:
+        """An encoder-only model's head output as Trace fields (none for other families)."""
+        if self.predictions is None:
+            return {}
+        found = self.predictions
+        return {
+            "mask_positions": found.mask_positions,
+            "mask_candidate_ids": found.mask_candidate_ids,
+            "mask_candidate_probabilities": found.mask_candidate_probabilities,
+            "mask_candidate_tokens": [self.bundle.target_tokenizer.pieces(row) for row in found.mask_candidate_ids],
+            "class_names": list(found.class_names),
+            "class_probabilities": found.class_probabilities,
+        }
+
 
 @torch.inference_mode()
-def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list[int]) -> Trace:
-    """The trace of one teacher-forced inspection pass over source and produced target ids."""
-    model, config = bundle.model, bundle.config
+def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list[int], first_input: int | None = None) -> Trace:
+    """The trace of one teacher-forced inspection pass over source and produced target ids (the attention
+    that incremental decoding must equal). A decoder-only model reads ``[first_input] + target_ids[:-1]``
+    (its prompt's first token, then the rest); an encoder-only model reads the source alone."""
+    model: Any = bundle.model
+    config = bundle.config
+    kinds = getattr(model, "kinds", tuple(AttentionKind))
     device = next(model.parameters()).device
-    inputs = [config.bos_id] + target_ids[:-1]
-    _, weights = model.inspect(torch.tensor([source_ids], device=device), torch.tensor([inputs], device=device))
+    start = config.bos_id if first_input is None else first_input
+    inputs = [start] + target_ids[:-1] if target_ids else []
+    source = torch.tensor([source_ids], device=device) if AttentionKind.ENCODER in kinds else None
+    target = torch.tensor([inputs], device=device) if AttentionKind.DECODER in kinds else None
+    _, weights = model.inspect(source, target)
 
-    def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]
-        return torch.stack(layers)[:, 0].float().cpu().numpy()
+    def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]; None for a kind the model lacks
+        return torch.stack(layers)[:, 0].float().cpu().numpy() if layers else None
 
+    has_source = AttentionKind.ENCODER in kinds
     return Trace(
         as_numpy(weights.encoder_self),
         as_numpy(weights.decoder_self),
         as_numpy(weights.cross),
-        bundle.source_tokenizer.pieces(source_ids),
+        bundle.source_tokenizer.pieces(source_ids) if has_source else [],
         bundle.target_tokenizer.pieces(target_ids),
         bundle.target_tokenizer.pieces(inputs),
     )

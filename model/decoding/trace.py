@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from model.inspection.labels import SPECIAL_PIECES
+from model.inspection.labels import is_special, piece_text, word_starts
 from model.kinds import AttentionKind, SelectionError
 
 if TYPE_CHECKING:  # the trace itself needs only NumPy
@@ -30,16 +30,16 @@ if TYPE_CHECKING:  # the trace itself needs only NumPy
 
 
 def word_groups(pieces: list[str]) -> tuple[np.ndarray, list[str]]:
-    """SentencePiece pieces -> (word index of each piece, word texts). A piece starting with '▁'
-    starts a word; special pieces are words of their own."""
-    groups, words = [], []
-    for index, piece in enumerate(pieces):
-        special = piece in SPECIAL_PIECES
-        starts = special or index == 0 or piece.startswith("▁") or pieces[index - 1] in SPECIAL_PIECES
+    """Pieces -> (word index of each piece, word texts), for every tokenizer's word marks: SentencePiece's "▁"
+    and byte-level BPE's "Ġ" start a word, WordPiece's "##" continues one (model/inspection/labels.py);
+    special pieces are words of their own."""
+    groups: list[int] = []
+    words: list[str] = []
+    for piece, starts in zip(pieces, word_starts(pieces)):  # a lone "▁" mark starts the word its next pieces continue
         if starts:
-            words.append(piece if special else piece.replace("▁", ""))
+            words.append(piece if is_special(piece) else piece_text(piece))
         else:
-            words[-1] += piece.replace("▁", " ")
+            words[-1] += piece_text(piece)
         groups.append(len(words) - 1)
     return np.array(groups, dtype=np.int64), words
 
@@ -78,6 +78,14 @@ class Trace:
     next_candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [k]
     next_candidate_tokens: list[str] = field(default_factory=list)  # [k] raw pieces
     target_vocab_size: int = 0  # the model's target vocabulary (candidates show what share they cover); 0: unknown
+    n_given: int = 0  # the first steps' tokens were given, not chosen: a decoder-only model's prompt, a forced first token
+    # An encoder-only model's head: candidates at each mask token, class probabilities ([C], or [S, C] per piece).
+    mask_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [M] source positions
+    mask_candidate_ids: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # [M, k]
+    mask_candidate_probabilities: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # [M, k]
+    mask_candidate_tokens: list[list[str]] = field(default_factory=list)  # [M][k]
+    class_names: list[str] = field(default_factory=list)  # [C]
+    class_probabilities: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [C] or [S, C]
     beam: BeamTree | None = None  # the whole beam search, when decoding searched one (its pieces filled in)
     hypothesis_rank: int | None = None  # the beam hypothesis these steps follow (0 = best); None off the beam
     level: str = "piece"  # "piece" or "word"
@@ -186,7 +194,7 @@ class Trace:
             value = getattr(self, item.name)
             if value is None or item.name in NOT_ARRAYS:  # a kind the model lacks; the beam (its own arrays)
                 continue
-            if item.name == "candidate_tokens":
+            if item.name in ("candidate_tokens", "mask_candidate_tokens"):
                 width = max((len(row) for row in value), default=0)
                 value = np.array([row + [""] * (width - len(row)) for row in value], dtype=str).reshape(len(value), width)
             elif isinstance(value, list):
@@ -215,7 +223,7 @@ class Trace:
                         values[item.name] = None
                     continue
                 array = data[item.name]
-                if item.name == "candidate_tokens":
+                if item.name in ("candidate_tokens", "mask_candidate_tokens"):
                     values[item.name] = [[t for t in row if t] for row in array.tolist()]
                 elif item.type in ("list[str]",):
                     values[item.name] = [str(t) for t in array.tolist()]

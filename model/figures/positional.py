@@ -47,6 +47,10 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
     width = options.width * POINTS_PER_INCH
     n_positions, d_model = report.table.shape
     details = [f"{report.kind.capitalize()} encoding, d_model {d_model}, {n_positions} positions"]
+    if report.relative:
+        details = [
+            f"T5 relative-position bias per head ({d_model} heads) over distances {report.row_labels[0]} to {report.row_labels[-1]}"
+        ]
     if options.model_name:
         details[0] = f"model {options.model_name} · " + details[0]
     if report.kind == "sinusoidal":
@@ -68,14 +72,16 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         engine.set(rect=(0, 0, 1, top_share), w_pad=4 / 72, h_pad=4 / 72)
         draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
         table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
-        _matrix(figure, table, report.table, "encoding: positions × dimensions", ("position", "dimension"), size, options)
-        _matrix(figure, similarity, report.similarity, "similarity PE(i)·PE(j)", ("position i", "position j"), size, options)
-        positions = np.arange(n_positions)
+        titles = report.panel_titles()
+        _matrix(figure, table, report.table, *titles["table"], size, options)
+        _matrix(figure, similarity, report.similarity, *titles["second"], size, options)
+        positions = report.row_values if report.relative else np.arange(n_positions)
+        curve_title, (x_name, legend) = titles["curves"]
         for index, dimension in enumerate(dimensions):
-            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1, label=f"dim {dimension}")
-        curves.set_title("chosen dimensions over positions", fontsize=size, pad=3)
-        curves.set_xlabel("position", fontsize=size)
-        curves.set_xlim(0, max(n_positions - 1, 1))
+            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1, label=f"{legend} {dimension}")
+        curves.set_title(curve_title, fontsize=size, pad=3)
+        curves.set_xlabel(x_name, fontsize=size)
+        curves.set_xlim(float(positions[0]), float(max(positions[-1], positions[0] + 1)))
         limit = float(np.abs(report.table).max()) or 1.0
         curves.set_ylim(-limit * 1.05, limit * 1.05)
         if report.kind == "sinusoidal":
@@ -88,9 +94,18 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
                 linewidth=1,
                 label="after rotation Rₖ",
             )
-        rotation.semilogy(
-            report.offsets, np.maximum(report.unrotated_error, 1e-12), "--", color="#e45756", linewidth=1, label="without rotation"
-        )
+        if report.relative:
+            rotation.axis("off")
+            rotation.text(0.5, 0.5, "no position vector is added,\nso there is no rotation to check", ha="center", fontsize=size)
+        else:
+            rotation.semilogy(
+                report.offsets,
+                np.maximum(report.unrotated_error, 1e-12),
+                "--",
+                color="#e45756",
+                linewidth=1,
+                label="without rotation",
+            )
         rotation.set_title("max |Rₖ·PE(pos) − PE(pos+k)| over pos", fontsize=size, pad=3)
         rotation.set_xlabel("offset k", fontsize=size)
         for axes in (curves, rotation):

@@ -17,34 +17,60 @@ pieces, so programs can map them back to the vocabulary.
 
 from __future__ import annotations
 
+import re
+
 SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]")
+# Other tokenizers' special pieces: <mask>, <|endoftext|>, <extra_id_0>, Marian's language tokens >>fr<<.
+SPECIAL_PATTERN = re.compile(r"</?\|?[A-Za-z][\w.-]*\|?>|\[[A-Z_]+\]|>>[\w-]+<<")
 WORD_START = "▁"  # SentencePiece
 CONTINUATION_MARK = "·"
 SPACE_MARK = "␣"
 HIGHLIGHT = "#ff2d55"  # the current step: its token, row and outline, in the window and in figures
 
 
+def is_special(piece: str) -> bool:
+    """A tokenizer's special piece (<s>, [CLS], <|endoftext|>, >>fr<<, ...): a word of its own, printed as it is."""
+    return piece in SPECIAL_PIECES or bool(SPECIAL_PATTERN.fullmatch(piece))
+
+
+def word_starts(pieces: list[str]) -> list[bool]:
+    """Whether each piece begins a word (a special piece is a word of its own). Pieces with no "▁" or "Ġ" mark at
+    all are WordPiece's, where every piece but a "##" one begins a word."""
+    wordpiece = not any(p.startswith((WORD_START, "Ġ")) for p in pieces if not is_special(p))
+    starts = []
+    for index, piece in enumerate(pieces):
+        if index == 0 or is_special(piece) or is_special(pieces[index - 1]):
+            starts.append(True)
+        elif wordpiece:
+            starts.append(not piece.startswith("##"))
+        else:
+            starts.append(piece.startswith((WORD_START, "Ġ")))
+    return starts
+
+
 def starts_word(pieces: list[str], index: int) -> bool:
-    """Whether the piece at ``index`` begins a word (or is a special piece, a word of its own)."""
-    piece = pieces[index]
-    if piece in SPECIAL_PIECES or index == 0:
+    """Whether the piece at ``index`` begins a word, for display: the piece after a lone "▁" mark prints as a word."""
+    if index > 0 and pieces[index - 1] in (WORD_START, "Ġ") and not pieces[index].startswith("##"):
         return True
-    if piece.startswith("##"):
-        return False
-    if piece.startswith((WORD_START, "Ġ")):
-        return True
-    return pieces[index - 1] in SPECIAL_PIECES or pieces[index - 1] in (WORD_START, "Ġ")  # after a lone marker
+    return word_starts(pieces)[index]
 
 
-def display_piece(pieces: list[str], index: int) -> str:
-    """How the piece at ``index`` prints (see the module docstring)."""
+def piece_text(piece: str) -> str:
+    """The text a piece adds to its word, word marks removed ("▁La" -> "La", "##ing" -> "ing", "Ġcat" -> "cat")."""
+    return piece[2:] if piece.startswith("##") else piece.replace(WORD_START, " ").replace("Ġ", " ").strip()
+
+
+def display_piece(pieces: list[str], index: int, starts: list[bool] | None = None) -> str:
+    """How the piece at ``index`` prints (see the module docstring); ``starts``: word_starts(pieces), if known."""
     piece = pieces[index]
-    if piece in SPECIAL_PIECES:
+    if is_special(piece):
         return piece
-    text = piece[2:] if piece.startswith("##") else piece.replace(WORD_START, " ").replace("Ġ", " ").strip()
+    text = piece_text(piece)
     if not text:
         return SPACE_MARK
-    return text if starts_word(pieces, index) else CONTINUATION_MARK + text
+    after_mark = index > 0 and pieces[index - 1] in (WORD_START, "Ġ") and not piece.startswith("##")
+    starts_here = after_mark or (starts if starts is not None else word_starts(pieces))[index]
+    return text if starts_here else CONTINUATION_MARK + text
 
 
 def display_labels(pieces: list[str], level: str = "piece") -> list[str]:
@@ -52,7 +78,8 @@ def display_labels(pieces: list[str], level: str = "piece") -> list[str]:
     pieces = [str(piece) for piece in pieces]
     if level == "word":
         return pieces
-    return [display_piece(pieces, index) for index in range(len(pieces))]
+    starts = word_starts(pieces)
+    return [display_piece(pieces, index, starts) for index in range(len(pieces))]
 
 
 def display_candidate(piece: str) -> str:
@@ -60,9 +87,14 @@ def display_candidate(piece: str) -> str:
     return display_piece([WORD_START + "x", str(piece)], 1)
 
 
+def display_mask_candidate(piece: str) -> str:
+    """A masked-LM candidate on its own: a WordPiece continuation "##s" -> "·s", a word as it is (no "·")."""
+    return CONTINUATION_MARK + piece[2:] if piece.startswith("##") else piece_text(piece) or piece
+
+
 def pieces_text(pieces: list[str], level: str = "piece") -> str:
     """The text that a row of pieces spells (special pieces left out), for captions."""
-    kept = [str(piece) for piece in pieces if piece not in SPECIAL_PIECES]
+    kept = [str(piece) for piece in pieces if not is_special(str(piece))]
     if level == "word":
         return " ".join(kept)
     return (

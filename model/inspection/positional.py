@@ -7,21 +7,47 @@ Used by the app's positional-encoding tab and from Python; no Qt here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-
-from model.io.checkpoint import ModelBundle
 
 
 @dataclass
 class PositionalReport:
-    kind: str  # "sinusoidal" or "learned"
+    """A model's positions. For "sinusoidal" and "learned" tables: ``table`` [positions, d_model] and its
+    ``similarity``. For T5's "relative" bias: ``table`` is the encoder's bias [distance, head] and
+    ``similarity`` the decoder's, with the distances (key − query) in ``row_values``."""
+
+    kind: str  # "sinusoidal", "learned" or "relative"
     table: np.ndarray  # [positions, d_model] the encoding added to the embeddings
     similarity: np.ndarray  # [positions, positions] dot products PE(i) . PE(j)
     offsets: np.ndarray  # [K] the k of PE(pos + k)
     rotation_error: np.ndarray  # [K] max |R_k PE(pos) - PE(pos + k)| over pos (sinusoidal: the closed-form rotation)
     unrotated_error: np.ndarray  # [K] max |PE(pos) - PE(pos + k)|: how far apart they are before rotating
+    row_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # relative: the distances of table's rows
+
+    @property
+    def relative(self) -> bool:
+        return self.kind == "relative"
+
+    def panel_titles(self) -> dict[str, tuple[str, tuple[str, str]]]:
+        """Each panel's (title, (row axis, column axis)), the curves' with their (x axis, legend prefix)."""
+        if self.relative:
+            return {
+                "table": ("encoder bias (layer 1): distance × head", ("key − query", "head")),
+                "second": ("decoder bias (layer 1): distance × head", ("key − query", "head")),
+                "curves": ("bias of the chosen heads over distance", ("key − query", "head")),
+            }
+        return {
+            "table": ("encoding: positions × dimensions", ("position", "dimension")),
+            "second": ("similarity PE(i)·PE(j)", ("position i", "position j")),
+            "curves": ("chosen dimensions over positions", ("position", "dim")),
+        }
+
+    @property
+    def row_labels(self) -> list[str]:
+        return [str(int(v)) for v in self.row_values] if len(self.row_values) else [str(p) for p in range(self.table.shape[0])]
 
 
 def frequencies(d_model: int) -> np.ndarray:
@@ -40,13 +66,19 @@ def rotate(table: np.ndarray, k: int) -> np.ndarray:
     return rotated
 
 
-def positional_report(bundle: ModelBundle, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport:
-    model = bundle.model
-    table = model.positional_table.detach().float().cpu().numpy()  # [max_len, d_model]
-    if n_positions:
-        table = table[:n_positions]
+def positional_report(bundle: Any, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport | None:
+    """The report of a model's positions; None for a model that has none (a pretrained one without)."""
+    if getattr(bundle.model, "family", "") != "transformer":
+        from model.pretrained.positional import pretrained_report
+
+        return pretrained_report(bundle, n_positions, max_offset)
+    table = bundle.model.positional_table.detach().float().cpu().numpy()  # [max_len, d_model]
+    return table_report(bundle.config.positional_encoding, table[:n_positions] if n_positions else table, max_offset)
+
+
+def table_report(kind: str, table: np.ndarray, max_offset: int = 32) -> PositionalReport:
+    """Similarity and the rotation check of an absolute table [positions, d_model]."""
     table = np.ascontiguousarray(table, dtype=np.float32)
-    kind = bundle.config.positional_encoding
     offsets = np.arange(1, max(2, min(max_offset, table.shape[0] // 2)) + 1)
     table64 = table.astype(np.float64)
     if kind == "sinusoidal":

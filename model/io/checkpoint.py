@@ -26,6 +26,7 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
+from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
@@ -71,6 +72,29 @@ class ModelBundle:
     @property
     def config(self) -> TransformerConfig:
         return self.model.config
+
+    def source_ids(self, text: str) -> tuple[list[int], int, int]:
+        """(the ids the encoder reads: pieces cut to fit, then EOS; the pieces the text has; the pieces kept)."""
+        ids, n_pieces = encode_source(self.source_tokenizer, text, self.config)
+        return ids, n_pieces, len(ids) - 1
+
+    def info(self) -> list[tuple[str, str]]:
+        """(label, value) rows for the info panel."""
+        config = self.config
+        return [
+            ("Model", Path(self.path).name if self.path else "unsaved"),
+            ("Family", f"encoder-decoder ({self.model.family}, trained by this app)"),
+            ("Layers", f"{config.n_encoder_layers} encoder, {config.n_decoder_layers} decoder"),
+            ("Sizes", config.describe()),
+            ("Parameters", f"{self.model.parameter_count():,}"),
+            ("Attention", "the app's own (weights returned by every layer)"),
+            ("Positions", config.positional_encoding),
+            (
+                "Tokenizer",
+                f"SentencePiece, {self.source_tokenizer.vocab_size:,} source / {self.target_tokenizer.vocab_size:,} target pieces",
+            ),
+            ("Corpus", self.corpus.describe() if self.corpus else "unknown"),
+        ]
 
     def describe(self) -> str:
         corpus = self.corpus.describe() if self.corpus else "unknown corpus"

@@ -78,11 +78,13 @@ def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple
 
 @torch.inference_mode()
 def translate_batch(
-    model, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None
+    model, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None, encode=None
 ) -> list[str]:
-    """Greedy translations, batched by similar length; ``stop()`` is asked before each batch."""
+    """Greedy translations, batched by similar length; ``stop()`` is asked before each batch. ``encode(text)``
+    gives the source ids (default: the app's own pieces + EOS; a pretrained model adds its own special tokens)."""
     model.eval()
-    encoded = [(i, encode_source(source_tokenizer, t, model.config)[0]) for i, t in enumerate(texts)]
+    encode = encode or (lambda text: encode_source(source_tokenizer, text, model.config)[0])
+    encoded = [(i, encode(t)) for i, t in enumerate(texts)]
     encoded.sort(key=lambda item: len(item[1]))
     outputs = [""] * len(texts)
     for start in range(0, len(encoded), batch_size):
@@ -104,13 +106,19 @@ def score(
     decode_limit: int | None = None,
     n_samples: int = 3,
     stop: Callable[[], bool] | None = None,
+    encode: Callable[[str], list[int]] | None = None,
 ) -> Scores:
     """Teacher-forced loss and accuracy over ``pairs``; exact match and BLEU of greedy translations of the
-    first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True."""
-    examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
-    loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
+    first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True. A pretrained
+    model (its own target conventions) is scored on its translations only: loss and accuracy are NaN."""
+    if getattr(model, "family", "") == "transformer":
+        examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
+        loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
+    else:
+        loss, accuracy = float("nan"), float("nan")
     decoded = pairs if decode_limit is None else pairs[:decode_limit]
-    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, [p.source for p in decoded], device, batch_size, stop)
+    texts = [p.source for p in decoded]
+    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, texts, device, batch_size, stop, encode)
     references = [p.target for p in decoded]
     exact = sum(same_translation(h, r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
     samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]

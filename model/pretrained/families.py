@@ -1,0 +1,298 @@
+"""Pretrained networks behind the model-family interface (model/family.py), stepped through their own caches.
+
+Three shapes of network, each a thin adapter over a ``transformers`` model loaded with the eager
+attention path (the fused SDPA and flash paths return no attention weights):
+
+- ``Seq2SeqNetwork`` (T5, Marian, BART, ...): ``encode`` runs the encoder once; ``decode_step`` feeds one
+  decoder token through the model's own key/value cache (an ``EncoderDecoderCache``) and returns that
+  step's logits with the new row of every layer's and head's decoder self- and cross-attention;
+- ``EncoderNetwork`` (BERT, ...): one pass; the head's output (masked-LM logits, class logits) comes back
+  in place of the memory, and ``predictions`` reads it;
+- ``DecoderNetwork`` (GPT-2, ...): no encoder; the prompt and then each new token go through the cache.
+
+The library's heads differ (T5 rescales before its tied head, BART and Marian add a bias), so
+``decode_step`` returns the model's logits themselves where our Transformer returns the hidden state,
+and ``logits`` passes them on: the stepper, greedy and beam search call both in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
+
+import numpy as np
+import torch
+
+from model.kinds import AttentionKind
+from model.nn.transformer import AttentionWeights
+
+ENCODER_DECODER, ENCODER_ONLY, DECODER_ONLY = "encoder-decoder", "encoder-only", "decoder-only"
+
+
+@dataclass
+class PretrainedConfig:
+    """Sizes and special ids of a pretrained model, under the names the app uses for its own Transformer."""
+
+    architecture: str  # the transformers class, "T5ForConditionalGeneration"
+    model_type: str  # "t5", "marian", "bart", "bert", "gpt2"
+    shape: str  # encoder-decoder, encoder-only or decoder-only
+    n_encoder_layers: int
+    n_decoder_layers: int
+    n_heads: int  # of the decoder (of the encoder in an encoder-only model)
+    n_encoder_heads: int
+    d_model: int
+    d_ff: int
+    max_len: int  # positions the model takes
+    source_vocab_size: int
+    target_vocab_size: int
+    pad_id: int
+    bos_id: int  # the first decoder input: decoder_start_token_id (a decoder-only model starts from its prompt)
+    eos_id: int
+    positional_encoding: str  # sinusoidal, learned, relative (T5) or none
+    attention_implementation: str = "eager"
+    forced_bos_id: int | None = None  # a first target token the model's generation config forces (mBART's language)
+    suppressed_ids: tuple[int, ...] = ()  # tokens generation never picks (Marian bans <pad>)
+    labels: list[str] = field(default_factory=list)  # class names of a classification head
+
+    def describe(self) -> str:
+        if self.shape == ENCODER_ONLY:
+            layers = f"{self.n_encoder_layers} encoder layers"
+        elif self.shape == DECODER_ONLY:
+            layers = f"{self.n_decoder_layers} decoder layers"
+        else:
+            layers = f"{self.n_encoder_layers}+{self.n_decoder_layers} layers"
+        return f"{self.model_type} {self.shape}, {layers}, d_model {self.d_model}, {self.n_heads} heads"
+
+
+def _first(config: Any, *names: str, default: Any = None) -> Any:
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def read_config(
+    hf_config: Any,
+    shape: str,
+    architecture: str,
+    vocab_size: int,
+    max_len_hint: int | None,
+    generation: Any = None,
+    classes: bool = False,
+) -> PretrainedConfig:
+    """Our sizes from a transformers config (and its generation config, which holds the generation
+    conventions in newer saves), whatever names its family gives them."""
+    layers = int(_first(hf_config, "encoder_layers", "num_layers", "num_hidden_layers", "n_layer", default=0))
+    decoder_layers = int(_first(hf_config, "decoder_layers", "num_decoder_layers", "num_hidden_layers", "n_layer", default=0))
+    heads = int(_first(hf_config, "encoder_attention_heads", "num_heads", "num_attention_heads", "n_head", default=1))
+    decoder_heads = int(_first(hf_config, "decoder_attention_heads", "num_heads", "num_attention_heads", "n_head", default=1))
+    d_model = int(_first(hf_config, "d_model", "hidden_size", "n_embd", default=0))
+    d_ff = int(_first(hf_config, "d_ff", "encoder_ffn_dim", "intermediate_size", "n_inner", default=4 * d_model))
+    positions = _first(hf_config, "max_position_embeddings", "n_positions")
+    if getattr(hf_config, "relative_attention_num_buckets", None):
+        kind = "relative"
+    elif hf_config.model_type in ("marian", "pegasus") or getattr(hf_config, "static_position_embeddings", False):
+        kind = "sinusoidal"
+    elif positions:
+        kind = "learned"
+    else:
+        kind = "none"
+    hint = max_len_hint if max_len_hint and max_len_hint < 100_000 else None  # tokenizers say 1e30 for "no limit"
+    max_len = min(int(positions or hint or 512), int(hint or positions or 512))
+    pad = _first(hf_config, "pad_token_id", "eos_token_id", default=0)
+    eos = _first(hf_config, "eos_token_id", "sep_token_id", default=pad)
+    eos = eos[0] if isinstance(eos, list) else eos
+    start = _first(generation, "decoder_start_token_id", default=None)
+    start = start if start is not None else _first(hf_config, "decoder_start_token_id", "bos_token_id", default=pad)
+    banned = _first(generation, "bad_words_ids", default=None) or getattr(hf_config, "bad_words_ids", None) or []
+    suppressed = tuple(int(ids[0]) for ids in banned if isinstance(ids, list) and len(ids) == 1)
+    forced_bos = _first(generation, "forced_bos_token_id", default=None)
+    forced_bos = forced_bos if forced_bos is not None else getattr(hf_config, "forced_bos_token_id", None)
+    labels = [str(name) for _, name in sorted((getattr(hf_config, "id2label", None) or {}).items())] if classes else []
+    encoder_only, decoder_only = shape == ENCODER_ONLY, shape == DECODER_ONLY
+    return PretrainedConfig(
+        architecture=architecture,
+        model_type=str(hf_config.model_type),
+        shape=shape,
+        n_encoder_layers=0 if decoder_only else layers,
+        n_decoder_layers=0 if encoder_only else decoder_layers,
+        n_heads=heads if encoder_only else decoder_heads,
+        n_encoder_heads=0 if decoder_only else heads,
+        d_model=d_model,
+        d_ff=int(d_ff or 4 * d_model),
+        max_len=max_len,
+        source_vocab_size=vocab_size,
+        target_vocab_size=int(getattr(hf_config, "vocab_size", vocab_size) or vocab_size),
+        pad_id=int(pad if pad is not None else 0),
+        bos_id=int(start if start is not None else 0),
+        eos_id=int(eos if eos is not None else -1),
+        positional_encoding=kind,
+        forced_bos_id=None if forced_bos is None else int(forced_bos),
+        suppressed_ids=suppressed,
+        labels=labels,
+    )
+
+
+class PretrainedCache:
+    """The model's own key/value cache for one or more sentences, with the encoder's output beside it.
+    ``select`` (beam search) and ``truncate`` (stepping back) act on the library's cache in place."""
+
+    def __init__(self, memory: torch.Tensor | None, memory_mask: torch.Tensor | None):
+        self.memory = memory  # [B, S, d_model] encoder output; None in a decoder-only model
+        self.memory_mask = memory_mask  # [B, S] 1 for real source pieces
+        self.past: Any = None  # the library's Cache, made by the first step
+
+    @property
+    def length(self) -> int:
+        return 0 if self.past is None else int(self.past.get_seq_length())
+
+    def select(self, rows: torch.Tensor) -> PretrainedCache:
+        if self.past is not None:
+            self.past.reorder_cache(rows)
+        if self.memory is not None:
+            self.memory = self.memory.index_select(0, rows)  # [beams, S, d_model]
+            self.memory_mask = self.memory_mask.index_select(0, rows) if self.memory_mask is not None else None
+        return self
+
+    def truncate(self, length: int) -> None:
+        if self.past is not None and self.length > length:
+            self.past.crop(length)
+
+
+class PretrainedNetwork:
+    """What every adapter shares: the wrapped model, its config, parameters, evaluation mode."""
+
+    family: ClassVar[str] = "pretrained"
+    kinds: ClassVar[tuple[AttentionKind, ...]] = ()
+
+    def __init__(self, hf_model: Any, config: PretrainedConfig):
+        self.hf_model = hf_model
+        self.config = config
+
+    def parameters(self):
+        return self.hf_model.parameters()
+
+    def eval(self) -> PretrainedNetwork:
+        self.hf_model.eval()
+        return self
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.hf_model.parameters())
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return hidden  # decode_step returned the model's logits already (see the module docstring)
+
+    def _mask(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids.ne(self.config.pad_id).long()  # [B, S]
+
+
+class Seq2SeqNetwork(PretrainedNetwork):
+    kinds = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
+
+    def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
+        mask = self._mask(source_ids)  # [B, S]
+        out = self.hf_model.get_encoder()(
+            input_ids=source_ids, attention_mask=mask, output_attentions=need_weights, return_dict=True
+        )
+        return out.last_hidden_state, mask, (list(out.attentions) if need_weights else None)  # [B, S, d_model]
+
+    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor) -> PretrainedCache:
+        return PretrainedCache(memory, memory_mask)
+
+    def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        from transformers.modeling_outputs import BaseModelOutput
+
+        out = self.hf_model(
+            encoder_outputs=BaseModelOutput(last_hidden_state=cast(Any, cache.memory)),
+            attention_mask=cache.memory_mask,
+            decoder_input_ids=token_ids[:, None],  # [B, 1]
+            past_key_values=cache.past,
+            use_cache=True,
+            output_attentions=True,
+            return_dict=True,
+        )
+        cache.past = out.past_key_values
+        self_rows = [weights[:, :, -1] for weights in out.decoder_attentions]  # layers x [B, heads, t + 1]
+        cross_rows = [weights[:, :, -1] for weights in out.cross_attentions]  # layers x [B, heads, S]
+        return out.logits[:, -1], self_rows, cross_rows  # [B, V]
+
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
+        out = self.hf_model(
+            input_ids=source_ids,
+            attention_mask=self._mask(source_ids),
+            decoder_input_ids=target_input_ids,
+            output_attentions=True,
+            use_cache=False,
+            return_dict=True,
+        )
+        weights = AttentionWeights(list(out.encoder_attentions), list(out.decoder_attentions), list(out.cross_attentions))
+        return out.logits, weights
+
+
+class DecoderNetwork(PretrainedNetwork):
+    kinds = (AttentionKind.DECODER,)
+
+    def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
+        raise NotImplementedError("a decoder-only model has no encoder: its prompt goes through decode_step")
+
+    def start_cache(self, memory: Any = None, memory_mask: Any = None) -> PretrainedCache:
+        return PretrainedCache(None, None)
+
+    def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        out = self.hf_model(
+            input_ids=token_ids[:, None], past_key_values=cache.past, use_cache=True, output_attentions=True, return_dict=True
+        )
+        cache.past = out.past_key_values
+        return out.logits[:, -1], [weights[:, :, -1] for weights in out.attentions], None  # [B, V]; layers x [B, heads, t + 1]
+
+    def inspect(self, source_ids: Any, target_input_ids: torch.Tensor):
+        out = self.hf_model(input_ids=target_input_ids, output_attentions=True, use_cache=False, return_dict=True)
+        return out.logits, AttentionWeights([], list(out.attentions), [])
+
+
+@dataclass
+class Predictions:
+    """What an encoder-only model's head says about the typed text."""
+
+    mask_positions: np.ndarray  # [M] source positions of the mask token
+    mask_candidate_ids: np.ndarray  # [M, k]
+    mask_candidate_probabilities: np.ndarray  # [M, k]
+    class_names: list[str]  # [C] of a classification head
+    class_probabilities: np.ndarray  # [C] (a sentence class) or [S, C] (a class per piece)
+
+
+class EncoderNetwork(PretrainedNetwork):
+    kinds = (AttentionKind.ENCODER,)
+
+    def __init__(self, hf_model: Any, config: PretrainedConfig, head: str, mask_id: int | None):
+        super().__init__(hf_model, config)
+        self.head = head  # "masked-lm", "sequence-classification", "token-classification" or "none"
+        self.mask_id = mask_id
+
+    def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
+        """(the head's output [B, S, V] / [B, C] / [B, S, C], or the hidden states without a head; mask; weights)."""
+        mask = self._mask(source_ids)
+        out = self.hf_model(input_ids=source_ids, attention_mask=mask, output_attentions=need_weights, return_dict=True)
+        head_output = out.logits if self.head != "none" else out.last_hidden_state
+        return head_output, mask, (list(out.attentions) if need_weights else None)
+
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: Any = None):
+        out = self.hf_model(input_ids=source_ids, attention_mask=self._mask(source_ids), output_attentions=True, return_dict=True)
+        return getattr(out, "logits", None), AttentionWeights(list(out.attentions), [], [])
+
+    def predictions(self, head_output: torch.Tensor, source_ids: list[int], k: int) -> Predictions:
+        """The head's reading of one sentence: candidates at every mask token, or class probabilities."""
+        empty = np.zeros((0, k), np.int64)
+        positions, ids, probabilities = np.zeros(0, np.int64), empty, empty.astype(np.float32)
+        classes = np.zeros(0, np.float32)
+        if self.head == "masked-lm" and self.mask_id is not None:
+            positions = np.array([i for i, token in enumerate(source_ids) if token == self.mask_id], dtype=np.int64)
+            if len(positions):
+                distribution = torch.softmax(head_output[0, torch.from_numpy(positions)].float(), dim=-1)  # [M, V]
+                top = distribution.topk(min(k, distribution.shape[-1]))
+                ids, probabilities = top.indices.cpu().numpy(), top.values.cpu().numpy()
+        elif self.head in ("sequence-classification", "token-classification"):
+            classes = torch.softmax(head_output[0].float(), dim=-1).cpu().numpy()  # [C] or [S, C]
+        names = self.config.labels or [f"class {i}" for i in range(classes.shape[-1] if classes.size else 0)]
+        return Predictions(positions, ids, probabilities.astype(np.float32), names, classes.astype(np.float32))
