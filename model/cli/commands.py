@@ -181,7 +181,7 @@ def run_translate(args) -> int:
         stepper = Stepper(bundle, text)
         stepper.run()
         if shape == "decoder-only":
-            print(bundle.target_tokenizer.decode([stepper.first_input] + stepper.target_ids()))
+            print(stepper.translation())
         else:
             _print_encoder_predictions(stepper.trace())
         return 0

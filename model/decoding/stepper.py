@@ -144,7 +144,9 @@ class Stepper:
         return [s.token_id for s in self.steps]
 
     def translation(self) -> str:
-        return self.bundle.target_tokenizer.decode(self.target_ids())
+        """The output's text; a decoder-only model's is the whole text, its prompt's first token included."""
+        ids = self.target_ids() if self.has_encoder else [self.first_input] + self.target_ids()
+        return self.bundle.target_tokenizer.decode(ids)
 
     # --- moving ---------------------------------------------------------------------------------
     @torch.inference_mode()

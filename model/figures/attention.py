@@ -86,11 +86,14 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     the step and the level; ``pieces_shown``: the figure labels pieces (so "·x" is explained)."""
     read = pieces_text(trace.source_tokens, trace.level)
     source = trace.source_text or read
-    if len(read) < 0.9 * len(" ".join(source.split())):  # the model read only the start
-        source = f"{read} … (cut to the model's {len(trace.source_tokens)} pieces)"
-    lines = [f"Source: “{source}”"]
-    if trace.target_tokens:
-        lines.append(f"Output: “{pieces_text(trace.target_tokens, trace.level)}”")
+    if not trace.source_tokens and trace.decoder_input_tokens:  # a decoder-only model: its prompt, then its text
+        lines = [f"Prompt: “{source}”", f"Text: “{pieces_text(trace.decoder_input_tokens[:1] + trace.target_tokens, trace.level)}”"]
+    else:
+        if len(read) < 0.9 * len(" ".join(source.split())):  # the model read only the start
+            source = f"{read} … (cut to the model's {len(trace.source_tokens)} pieces)"
+        lines = [f"Source: “{source}”"]
+        if trace.target_tokens:
+            lines.append(f"Output: “{pieces_text(trace.target_tokens, trace.level)}”")
     where = [f"model {options.model_name}"] if options.model_name else []
     steps = len(trace.chosen_ids) if len(trace.chosen_ids) else trace.n_steps  # pieces, also at word level
     where.append(f"step {steps}")

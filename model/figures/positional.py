@@ -10,6 +10,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import MaxNLocator
 
 from model.figures.attention import MARGIN, FigureOptions, head_colour
 from model.figures.layout import FIGURE_RC, LINE, POINTS_PER_INCH, Caption, draw_caption
@@ -19,9 +20,18 @@ DIVERGING = "RdBu_r"  # matplotlib's diverging map for the signed encoding value
 
 
 def _matrix(
-    figure: Figure, axes, values: np.ndarray, title: str, labels: tuple[str, str], size: float, options: FigureOptions
+    figure: Figure,
+    axes,
+    values: np.ndarray,
+    title: str,
+    labels: tuple[str, str],
+    size: float,
+    options: FigureOptions,
+    rows: np.ndarray | None = None,
 ) -> None:
+    """A heatmap; ``rows``: the values its rows stand for (T5's distances), else 0, 1, 2, ..."""
     levels, diverging = colour_scale(values)
+    first, last = (float(rows[0]), float(rows[-1])) if rows is not None and len(rows) else (0.0, float(len(values) - 1))
     image = axes.imshow(
         values,
         cmap=DIVERGING if diverging else options.colours(),
@@ -29,7 +39,10 @@ def _matrix(
         vmax=levels[1],
         aspect="auto",
         interpolation="none",
+        extent=(-0.5, values.shape[1] - 0.5, last + 0.5, first - 0.5),
     )
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_title(title, fontsize=size, pad=3)
     axes.set_ylabel(labels[0], fontsize=size)
     axes.set_xlabel(labels[1], fontsize=size)
@@ -73,8 +86,9 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
         table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
         titles = report.panel_titles()
-        _matrix(figure, table, report.table, *titles["table"], size, options)
-        _matrix(figure, similarity, report.similarity, *titles["second"], size, options)
+        distances = report.row_values if report.relative else None
+        _matrix(figure, table, report.table, *titles["table"], size, options, distances)
+        _matrix(figure, similarity, report.similarity, *titles["second"], size, options, distances)
         positions = report.row_values if report.relative else np.arange(n_positions)
         curve_title, (x_name, legend) = titles["curves"]
         for index, dimension in enumerate(dimensions):
@@ -84,30 +98,20 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         curves.set_xlim(float(positions[0]), float(max(positions[-1], positions[0] + 1)))
         limit = float(np.abs(report.table).max()) or 1.0
         curves.set_ylim(-limit * 1.05, limit * 1.05)
+        curves_of_error = [(report.unrotated_error, "--", "#e45756", 0.0, "without rotation")]
         if report.kind == "sinusoidal":
-            rotation.semilogy(
-                report.offsets,
-                np.maximum(report.rotation_error, 1e-12),
-                "o-",
-                color="#54a24b",
-                markersize=2.5,
-                linewidth=1,
-                label="after rotation Rₖ",
-            )
+            curves_of_error.insert(0, (report.rotation_error, "o-", "#54a24b", 2.5, "after rotation Rₖ"))
         if report.relative:
             rotation.axis("off")
             rotation.text(0.5, 0.5, "no position vector is added,\nso there is no rotation to check", ha="center", fontsize=size)
+            curves_of_error = []
         else:
+            rotation.set_title("max |Rₖ·PE(pos) − PE(pos+k)| over pos", fontsize=size, pad=3)
+            rotation.set_xlabel("offset k", fontsize=size)
+        for errors, style, colour, marker_size, label in curves_of_error:
             rotation.semilogy(
-                report.offsets,
-                np.maximum(report.unrotated_error, 1e-12),
-                "--",
-                color="#e45756",
-                linewidth=1,
-                label="without rotation",
+                report.offsets, np.maximum(errors, 1e-12), style, color=colour, markersize=marker_size, linewidth=1, label=label
             )
-        rotation.set_title("max |Rₖ·PE(pos) − PE(pos+k)| over pos", fontsize=size, pad=3)
-        rotation.set_xlabel("offset k", fontsize=size)
         for axes in (curves, rotation):
             axes.tick_params(labelsize=size * 0.9)
             axes.grid(alpha=0.25, linewidth=0.5)

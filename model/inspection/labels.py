@@ -48,13 +48,6 @@ def word_starts(pieces: list[str]) -> list[bool]:
     return starts
 
 
-def starts_word(pieces: list[str], index: int) -> bool:
-    """Whether the piece at ``index`` begins a word, for display: the piece after a lone "▁" mark prints as a word."""
-    if index > 0 and pieces[index - 1] in (WORD_START, "Ġ") and not pieces[index].startswith("##"):
-        return True
-    return word_starts(pieces)[index]
-
-
 def piece_text(piece: str) -> str:
     """The text a piece adds to its word, word marks removed ("▁La" -> "La", "##ing" -> "ing", "Ġcat" -> "cat")."""
     return piece[2:] if piece.startswith("##") else piece.replace(WORD_START, " ").replace("Ġ", " ").strip()

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from model.errors import UserError
 from model.io.shipped import ModelNotFoundError, resolve_model, shipped_models
 from model.pretrained.hub import MODEL_ID, cached_models, fetch_command, is_pretrained_folder
 
@@ -52,11 +51,3 @@ def open_model(name: str, device: Any = "cpu") -> Any:
             ) from None
         raise
     return checkpoint.load(path, resolve_device(device) if isinstance(device, str) else device)
-
-
-def is_own_model(bundle: Any) -> bool:
-    """Whether the bundle holds the app's own Transformer (it can be trained further and saved as a model file)."""
-    return getattr(bundle.model, "family", "") == "transformer"
-
-
-__all__ = ["UserError", "is_own_model", "is_pretrained_name", "model_source", "open_model"]  # UserError: what each raises

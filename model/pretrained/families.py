@@ -143,10 +143,6 @@ class PretrainedCache:
         self.memory_mask = memory_mask  # [B, S] 1 for real source pieces
         self.past: Any = None  # the library's Cache, made by the first step
 
-    @property
-    def length(self) -> int:
-        return 0 if self.past is None else int(self.past.get_seq_length())
-
     def select(self, rows: torch.Tensor) -> PretrainedCache:
         if self.past is not None:
             self.past.reorder_cache(rows)
@@ -156,7 +152,7 @@ class PretrainedCache:
         return self
 
     def truncate(self, length: int) -> None:
-        if self.past is not None and self.length > length:
+        if self.past is not None and self.past.get_seq_length() > length:
             self.past.crop(length)
 
 

@@ -130,11 +130,3 @@ def resolve_pretrained(name_or_path: str) -> Path:
             "(pip install huggingface_hub), then copy its cache folder here, or open a folder saved with save_pretrained."
         )
     raise PretrainedError(f"{name_or_path}: no such folder or model id")
-
-
-def looks_pretrained(name_or_path: str) -> bool:
-    """Whether a model argument means a pretrained model: a save_pretrained folder, or an id in the cache
-    (a file path or a shipped model's name does not)."""
-    if is_pretrained_folder(name_or_path):
-        return True
-    return "/" in name_or_path and not Path(name_or_path).expanduser().exists() and bool(MODEL_ID.match(name_or_path))

@@ -273,10 +273,6 @@ def _first_line(error: BaseException) -> str:
     return (text[0] if text else type(error).__name__)[:300]
 
 
-def is_pretrained_bundle(bundle: Any) -> bool:
-    return isinstance(bundle, PretrainedBundle)
-
-
 def environment_summary() -> str:
     """Which transformers is installed, for messages and the benchmark."""
     transformers = require_transformers()

@@ -14,8 +14,6 @@ from typing import Any
 
 from model.data.tokenizer import check_text
 
-SCHEMES = ("sentencepiece", "wordpiece", "byte-level", "other")
-
 
 @lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
@@ -114,9 +112,6 @@ class PretrainedTokenizer:
 
     def pieces(self, ids) -> list[str]:
         return [self.piece(i) for i in ids]
-
-    def is_special(self, piece_id: int) -> bool:
-        return int(piece_id) in self.special_ids
 
     def piece_to_id(self, piece: str) -> int | None:
         """Id of a piece as shown (or as stored), or of a word typed by a user (tried with each word mark)."""

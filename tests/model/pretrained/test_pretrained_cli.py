@@ -67,3 +67,23 @@ def test_a_missing_id_prints_the_fetch_command(capsys):
     code, _, err = run(capsys, "translate", "--model", "nobody-here/no-such-model", "hello")
     assert code == 1
     assert "hf download nobody-here/no-such-model" in err and "Traceback" not in err
+
+
+def test_decoder_only_captions_name_the_prompt_and_the_whole_text(tiny_bundles):
+    from model.decoding.stepper import DecodingOptions, Stepper
+    from model.figures.attention import FigureOptions, trace_details
+
+    stepper = Stepper(tiny_bundles["gpt2"], "the small cat", DecodingOptions(max_steps=4))
+    stepper.run()
+    assert stepper.translation().startswith("the small cat")  # the prompt's first token included
+    lines = trace_details(stepper.trace(), FigureOptions())
+    assert lines[0] == "Prompt: “the small cat”" and lines[1].startswith("Text: “the small cat")
+
+
+def test_relative_bias_rows_stand_at_their_distances(tiny_bundles):
+    from model.figures.positional import positional_figure
+    from model.inspection.positional import positional_report
+
+    figure = positional_figure(positional_report(tiny_bundles["t5"], 24), [0, 1])
+    encoder_axes = figure.axes[0]
+    assert encoder_axes.get_ylim() == (12.5, -12.5) and encoder_axes.get_xlim() == (-0.5, 3.5)
