@@ -1,8 +1,12 @@
 """The interface every model family implements, so the stepper, trainer, checkpoints and views work
 with any of them: today's encoder-decoder Transformer (model/nn/transformer.py) is the first.
 
-A family names the kinds of attention it has (``kinds``): an encoder-decoder all three, an
-encoder-only model only ``AttentionKind.ENCODER``, a decoder-only model only ``AttentionKind.DECODER``.
+A family names the kinds of attention it has (``kinds``): an encoder-decoder Transformer all three, an
+encoder-only model only ``AttentionKind.ENCODER``, a decoder-only model only ``AttentionKind.DECODER``, an
+RNN encoder-decoder with attention only ``AttentionKind.CROSS`` (one layer, one head). Its ``architecture``
+says how it reads and writes: "encoder-decoder" (encodes a source, then decodes step by step),
+"encoder-only" (reads a text, its head labels it) or "decoder-only" (continues a prompt); a family that
+does not say is taken from its kinds (``architecture_of``).
 Its inspection pass and its decoding steps return the attention of those kinds only, and the Trace
 it fills holds None for the others (model/decoding/trace.py), which views hide.
 
@@ -48,4 +52,16 @@ class ModelFamily(Protocol):
     def parameter_count(self) -> int: ...
 
 
-FAMILIES = ("transformer",)  # the families a checkpoint may name
+FAMILIES = ("transformer", "rnn", "classifier")  # the families a checkpoint may name
+ARCHITECTURES = ("encoder-decoder", "encoder-only", "decoder-only")
+
+
+def architecture_of(model: Any) -> str:
+    """How a model reads and writes: its own ``architecture``, else what its kinds of attention imply."""
+    declared = getattr(model, "architecture", None)
+    if declared in ARCHITECTURES:
+        return declared
+    kinds = set(getattr(model, "kinds", tuple(AttentionKind)))
+    if AttentionKind.CROSS in kinds or {AttentionKind.ENCODER, AttentionKind.DECODER} <= kinds:
+        return "encoder-decoder"
+    return "encoder-only" if AttentionKind.ENCODER in kinds else "decoder-only"

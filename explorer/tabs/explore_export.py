@@ -89,6 +89,25 @@ class ExploreExports(QObject):
 
         return export_all(self.trace(), folder, self.request("focus"))
 
+    def export_pair(self, path: str | Path) -> Path | None:
+        """The side-by-side view's two heatmaps as one figure; a message says where it went or why not."""
+        from explorer.widgets.figure_settings import figure_options
+        from model.figures.comparison import pair_figure
+        from model.figures.saving import save_figure
+
+        tab = self.tab
+        panels = tab.compare_view.panels
+        try:
+            if len(panels) != 2:
+                raise OutputError("nothing to export yet: choose a second model and translate a sentence")
+            options, dpi = figure_options(tab.settings, tab.colormap.currentText(), "")
+            written = save_figure(pair_figure(panels, options), path, dpi)
+        except export_errors() as error:
+            tab.session.message.emit(f"Export failed: {error}")
+            return None
+        tab.session.message.emit(f"Exported {written}")
+        return written
+
     def figure_image(self, view: str) -> QImage:
         from model.figures.export import draw, request_trace
         from model.figures.saving import figure_png

@@ -27,10 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.compare_session import CompareSession
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.widgets.beam_tree_view import BeamTreeView
 from explorer.widgets.candidates_view import CandidatesView
+from explorer.widgets.compare_view import CompareView
 from explorer.widgets.head_table import HeadTable
 from explorer.widgets.heatmap import COLORMAPS, HeatmapView
 from explorer.widgets.lines_view import LinesView
@@ -56,6 +58,7 @@ class ExploreTab(QWidget):
             word_level=settings.value("explore/word_level", False) in (True, "true"),
         )
         self.shown_state = self.state
+        self._compare_widened = False
 
         self.controls = DecodeControls()
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
@@ -111,6 +114,9 @@ class ExploreTab(QWidget):
         self.views.addTab(self.grid, "Model grid")
         self.views.addTab(self.lines, "Lines")
         self.views.addTab(self.head_table, "Heads")
+        self.compare = CompareSession(session)  # a second model on the same sentence, stepping together
+        self.compare_view = CompareView(self.compare, colours)
+        self.views.addTab(self.compare_view, "Side by side")
         self.side = QSplitter(Qt.Horizontal)
         self.side.addWidget(self.candidates)
         self.side.addWidget(self.predictions)
@@ -153,6 +159,10 @@ class ExploreTab(QWidget):
         self.grid.cell_clicked.connect(self._on_head_chosen)
         self.head_table.head_clicked.connect(self._on_head_chosen)
         self.views.currentChanged.connect(self._on_view_option_changed)
+        self.views.currentChanged.connect(self._on_views_tab_changed)
+        self.compare_view.sentence_chosen.connect(self._on_compare_sentence_chosen)
+        self.compare_view.export_requested.connect(self.exports.export_pair)
+        self.compare.message.connect(session.message)
         self.kind.currentIndexChanged.connect(self._on_view_option_changed)
         self.layer_box.valueChanged.connect(self._on_layer_changed)
         self.head_box.currentIndexChanged.connect(self._on_head_box_changed)
@@ -243,7 +253,20 @@ class ExploreTab(QWidget):
     def _on_colormap_changed(self, name: str) -> None:
         self.grid.set_colormap(name)
         self.focus.set_colormap(name)
+        self.compare_view.set_colormap(name)
         self.settings.setValue("explore/colormap", name)
+
+    def _on_views_tab_changed(self, index: int) -> None:
+        """Side by side needs room for two heatmaps: the first time it is shown, it takes most of the width."""
+        if self.views.widget(index) is self.compare_view and not self._compare_widened:
+            self._compare_widened = True
+            total = sum(self.top_splitter.sizes())
+            self.top_splitter.setSizes([int(total * 0.72), total - int(total * 0.72)])
+
+    def _on_compare_sentence_chosen(self, text: str) -> None:
+        """A toy-fr sentence with a gold alignment, drawn by the side-by-side view: translate it."""
+        self.controls.source.setText(text)
+        self._on_translate_requested(text)
 
     def _on_layer_changed(self, value: int) -> None:
         self.state = replace(self.state, layer=value - 1)

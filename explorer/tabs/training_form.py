@@ -29,35 +29,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.tabs.form_values import PRESET_FIELDS, get_value, preset_value, set_value
+from explorer.tabs.form_values import CORPUS_TIPS, PRESET_FIELDS, get_value, preset_value, set_value
+from explorer.tabs.model_group import MODEL_FIELDS, ModelGroup, spin
 from explorer.workers import start_task
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, generate_builtin, load_corpus
 from model.device import available_devices
 from model.errors import UserError
-from model.nn.config import check_heads
 from model.training.pipeline import TokenizerOptions
-from model.training.presets import NO_EPOCH_LIMIT, Preset, corpus_figures, file_preset, preset_for
+from model.training.presets import NO_EPOCH_LIMIT, Preset, corpus_figures, family_preset, file_preset, preset_for
 from model.training.run import TrainingRequest
 from model.training.trainer import TrainingOptions
 
 TSV_CHOICE, MOSES_CHOICE = "TSV file…", "Moses pair…"
-CORPUS_TIPS = {
-    "toy-fr": "English→French from a grammar and a bilingual lexicon, with gold word alignments",
-    "copy": "Copy a sequence of symbols: cross-attention should be diagonal",
-    "reverse": "Reverse a sequence of symbols: cross-attention should be anti-diagonal",
-    "sort": "Sort a sequence of symbols",
-}
-
-
-def _spin(low, high, value, tip, step=1, decimals=None):
-    box = QDoubleSpinBox() if decimals is not None else QSpinBox()
-    if decimals is not None:
-        box.setDecimals(decimals)
-    box.setRange(low, high)
-    box.setSingleStep(step)
-    box.setValue(value)
-    box.setToolTip(tip)
-    return box
+TAGGING_CHOICE, LABELS_CHOICE = "Tagging file (word/TAG)…", "Labelled sentences (text TAB label)…"
+FILE_TASKS = {TSV_CHOICE: "translation", MOSES_CHOICE: "translation", TAGGING_CHOICE: "tagging", LABELS_CHOICE: "classification"}
 
 
 class TrainingForm(QWidget):
@@ -69,7 +54,9 @@ class TrainingForm(QWidget):
         self.settings = settings
         self.corpus_paths: tuple[str, str | None] | None = None  # a chosen file (and Moses target)
         self._tasks = set()
-        self.preset: Preset | None = None
+        self.preset: Preset | None = None  # the corpus's preset for the chosen family
+        self.base_preset: Preset | None = None  # the corpus's own preset
+        self.corpus_task = "translation"  # what a chosen file holds
         self.changed: set[str] = set()  # fields the user set, kept when the preset changes
         self._applying = False
         self._preview_generation = 0
@@ -80,12 +67,12 @@ class TrainingForm(QWidget):
         corpus_box = QGroupBox("Corpus")
         corpus_form = QFormLayout(corpus_box)
         self.corpus = QComboBox()
-        self.corpus.addItems([*BUILTIN_CORPORA, TSV_CHOICE, MOSES_CHOICE])
+        self.corpus.addItems([*BUILTIN_CORPORA, *FILE_TASKS])
         for index, name in enumerate(BUILTIN_CORPORA):
             self.corpus.setItemData(index, CORPUS_TIPS[name], 3)  # Qt.ToolTipRole
         self.corpus.setToolTip("A built-in corpus, or your own tab-separated file or Moses-style pair of files")
-        self.corpus_size = _spin(100, 1_000_000, 20000, "Pairs to generate for a built-in corpus", 1000)
-        self.corpus_seed = _spin(0, 2**31 - 1, 0, "Generation seed of a built-in corpus")
+        self.corpus_size = spin(100, 1_000_000, 20000, "Pairs to generate for a built-in corpus", 1000)
+        self.corpus_seed = spin(0, 2**31 - 1, 0, "Generation seed of a built-in corpus")
         self.corpus_info = QLabel()
         self.corpus_info.setWordWrap(True)
         self.samples = QTableWidget(0, 2)
@@ -103,38 +90,11 @@ class TrainingForm(QWidget):
         layout.addWidget(corpus_box)
 
         row = QVBoxLayout()  # stacked: each form keeps the panel's full width
-        model_box = QGroupBox("Model")
-        model_form = QFormLayout(model_box)
-        self.encoder_layers = _spin(1, 12, 3, "Encoder layers")
-        self.decoder_layers = _spin(1, 12, 3, "Decoder layers")
-        self.d_model = _spin(16, 1024, 128, "Width of every representation (d_model); a multiple of the heads", 16)
-        self.heads = _spin(1, 16, 4, "Attention heads per layer")
-        self.d_ff = _spin(16, 4096, 512, "Inner width of the feed-forward sublayers (d_ff)", 64)
-        self.dropout = _spin(0.0, 0.9, 0.1, "Dropout on sublayer outputs and embeddings", 0.05, 2)
-        self.norm = QComboBox()
-        self.norm.addItems(["post", "pre"])
-        self.norm.setToolTip("post: LayerNorm after each residual, as in the paper; pre: before each sublayer")
-        self.positions = QComboBox()
-        self.positions.addItems(["sinusoidal", "learned"])
-        self.positions.setToolTip("Sinusoidal positional encoding (the paper) or a learned table")
-        self.vocab_size = _spin(20, 32000, 2000, "SentencePiece vocabulary size (a soft limit)", 100)
-        self.joint_vocab = QCheckBox("Joint vocabulary, tied embeddings")
-        self.joint_vocab.setChecked(True)
-        self.joint_vocab.setToolTip("One tokenizer for both languages; source, target and output share one matrix")
-        for label, widget in (
-            ("Encoder layers", self.encoder_layers),
-            ("Decoder layers", self.decoder_layers),
-            ("d_model", self.d_model),
-            ("Heads", self.heads),
-            ("d_ff", self.d_ff),
-            ("Dropout", self.dropout),
-            ("Norm", self.norm),
-            ("Positions", self.positions),
-            ("Vocabulary", self.vocab_size),
-            ("", self.joint_vocab),
-        ):
-            model_form.addRow(label, widget)
-        row.addWidget(model_box)
+        self.model_group = ModelGroup()
+        for name in MODEL_FIELDS:  # the group's boxes are this form's fields (presets, remembered changes)
+            setattr(self, name, getattr(self.model_group, name))
+        self.model_group.family.activated.connect(self._on_family_chosen)
+        row.addWidget(self.model_group)
 
         options_box = QGroupBox("Training")
         options_form = QFormLayout(options_box)
@@ -143,7 +103,7 @@ class TrainingForm(QWidget):
         self.preset_button = QPushButton("Use the preset")
         self.preset_button.setToolTip("Put back every value of this corpus's preset")
         self.preset_button.clicked.connect(self._on_preset_requested)
-        self.max_minutes = _spin(
+        self.max_minutes = spin(
             0.0,
             10000.0,
             2.0,
@@ -151,34 +111,34 @@ class TrainingForm(QWidget):
             1.0,
             1,
         )
-        self.epochs = _spin(
+        self.epochs = spin(
             0, NO_EPOCH_LIMIT, 0, "Passes over the training pairs (0 = no limit: the time budget or max steps end the run)"
         )
         self.epochs.setSpecialValueText("no limit")
-        self.max_steps = _spin(0, 10_000_000, 0, "Stop after this many steps (0 = no limit)", 100)
+        self.max_steps = spin(0, 10_000_000, 0, "Stop after this many steps (0 = no limit)", 100)
         self.max_steps.setSpecialValueText("no limit")
-        self.batch_size = _spin(1, 4096, 64, "Sentence pairs per step (a cap when batching by pieces)", 8)
-        self.batch_tokens = _spin(
+        self.batch_size = spin(1, 4096, 64, "Sentence pairs per step (a cap when batching by pieces)", 8)
+        self.batch_tokens = spin(
             0, 1_000_000, 0, "Pieces per step (0 = batch by pairs): short pairs come in large batches, long ones in small", 500
         )
         self.batch_tokens.setSpecialValueText("by pairs")
-        self.warmup = _spin(1, 100000, 400, "Warm-up steps of the learning-rate schedule", 100)
-        self.lr_factor = _spin(0.01, 10.0, 1.0, "Scales the learning rate (the paper's peak d_model^-0.5 x warmup^-0.5)", 0.1, 2)
+        self.warmup = spin(1, 100000, 400, "Warm-up steps of the learning-rate schedule", 100)
+        self.lr_factor = spin(0.01, 10.0, 1.0, "Scales the learning rate (the paper's peak d_model^-0.5 x warmup^-0.5)", 0.1, 2)
         self.lr_decay = QComboBox()
         self.lr_decay.addItems(["linear", "rsqrt"])
         self.lr_decay.setToolTip("After warm-up: linear to 0 at the end of the budget, or 1/sqrt(step) as in the paper")
-        self.average_steps = _spin(
+        self.average_steps = spin(
             0, 100000, 400, "Validate and keep an average of the weights over about this many steps (0 = none)", 100
         )
-        self.valid_every = _spin(0, 1_000_000, 0, "Steps between validations (0 = after each epoch)", 100)
+        self.valid_every = spin(0, 1_000_000, 0, "Steps between validations (0 = after each epoch)", 100)
         self.valid_every.setSpecialValueText("each epoch")
-        self.patience = _spin(0, 1000, 0, "Stop after this many validations without a better BLEU (0 = never)")
+        self.patience = spin(0, 1000, 0, "Stop after this many validations without a better BLEU (0 = never)")
         self.patience.setSpecialValueText("never")
         self.keep_best = QCheckBox("Keep the best validated weights")
         self.keep_best.setChecked(True)
         self.keep_best.setToolTip("End with the weights of the validation with the best BLEU, not the last step's")
-        self.label_smoothing = _spin(0.0, 0.9, 0.1, "Label smoothing of the loss (the paper: 0.1)", 0.05, 2)
-        self.seed = _spin(0, 2**31 - 1, 0, "Seed of initialisation, batch order and dropout")
+        self.label_smoothing = spin(0.0, 0.9, 0.1, "Label smoothing of the loss (the paper: 0.1)", 0.05, 2)
+        self.seed = spin(0, 2**31 - 1, 0, "Seed of initialisation, batch order and dropout")
         self.device = QComboBox()
         self.device.addItems(available_devices())
         self.device.setCurrentIndex(self.device.count() - 1)
@@ -227,11 +187,11 @@ class TrainingForm(QWidget):
         """The user picked an entry: a file entry asks for the file(s). Built-in corpora are previewed by
         _on_corpus_changed, which also follows changes made from code."""
         choice = self.corpus.currentText()
-        if choice not in (TSV_CHOICE, MOSES_CHOICE):
+        if choice not in FILE_TASKS:
             return
         folder = self.settings.value("train/corpus_folder", str(Path.home()))
         source, _ = QFileDialog.getOpenFileName(
-            self, "Corpus file" if choice == TSV_CHOICE else "Source side of a Moses pair", folder
+            self, "Source side of a Moses pair" if choice == MOSES_CHOICE else choice.rstrip("…"), folder
         )
         target = None
         if source and choice == MOSES_CHOICE:
@@ -240,17 +200,27 @@ class TrainingForm(QWidget):
             self.corpus.setCurrentIndex(0)  # back to a built-in corpus, previewed through _on_corpus_changed
         else:
             self.settings.setValue("train/corpus_folder", str(Path(source).parent))
-            self.set_corpus_file(source, target)
+            self.set_corpus_file(source, target, FILE_TASKS[choice])
 
     def _on_corpus_changed(self, choice: str) -> None:
         if choice in BUILTIN_CORPORA:
             self.apply_preset(preset_for(choice))
             self._on_preview_requested()
 
+    def _on_family_chosen(self, _index=None) -> None:
+        """Another family for the same corpus: its preset's model settings (the corpus's data and budget stay)."""
+        if self.base_preset is not None:
+            self.apply_preset(self.base_preset)
+
     # --- presets --------------------------------------------------------------------------------
     def apply_preset(self, preset: Preset, keep_changes: bool = True) -> None:
-        """Fill the form with ``preset``; fields the user changed keep their values unless ``keep_changes``
-        is False ("Use the preset")."""
+        """Fill the form with ``preset`` (for the chosen family); fields the user changed keep their values unless
+        ``keep_changes`` is False ("Use the preset")."""
+        self.base_preset = preset
+        allowed = ("classifier",) if preset.family == "classifier" else ("transformer", "rnn")
+        family = self.model_group.current_family()
+        self.model_group.set_family(family if family in allowed else preset.family, allowed)
+        preset = family_preset(preset, self.model_group.current_family())
         self.preset = preset
         if not keep_changes:
             self.changed.clear()
@@ -260,7 +230,7 @@ class TrainingForm(QWidget):
         self._applying = True
         try:
             for name, value in values.items():
-                if name not in self.changed:
+                if name not in self.changed and value is not None:
                     set_value(getattr(self, name), value)
         finally:
             self._applying = False
@@ -289,9 +259,11 @@ class TrainingForm(QWidget):
         self.preset_info.setText(text)
         self.preset_button.setEnabled(bool(mine))
 
-    def set_corpus_file(self, source: str, target: str | None = None) -> None:
+    def set_corpus_file(self, source: str, target: str | None = None, task: str = "translation") -> None:
         self.corpus_paths = (source, target)
-        self.corpus.setCurrentText(MOSES_CHOICE if target else TSV_CHOICE)
+        self.corpus_task = task
+        choice = MOSES_CHOICE if target else next(c for c, t in FILE_TASKS.items() if t == task and c != MOSES_CHOICE)
+        self.corpus.setCurrentText(choice)
         self._on_preview_requested()
 
     def corpus_spec(self) -> CorpusSpec:
@@ -300,7 +272,7 @@ class TrainingForm(QWidget):
             return CorpusSpec(choice, size=self.corpus_size.value(), seed=self.corpus_seed.value())
         if not self.corpus_paths:
             raise ValueError("choose a corpus file first")
-        return CorpusSpec(self.corpus_paths[0], target_path=self.corpus_paths[1])
+        return CorpusSpec(self.corpus_paths[0], target_path=self.corpus_paths[1], task=self.corpus_task)
 
     def _on_preview_requested(self, _value=None) -> None:
         builtin = self.corpus.currentText() in BUILTIN_CORPORA
@@ -337,7 +309,7 @@ class TrainingForm(QWidget):
             total = len(splits.train) + len(splits.valid) + len(splits.test)
             skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
             self.corpus_figures = corpus_figures(splits.train)
-            self.apply_preset(file_preset(splits))
+            self.apply_preset(file_preset(splits, spec.task))
             self._show_preview(
                 splits.train[:6],
                 f"{total:,} pairs: {len(splits.train):,} training, "
@@ -367,18 +339,7 @@ class TrainingForm(QWidget):
 
     # --- the request ----------------------------------------------------------------------------
     def _model_and_training(self) -> tuple[dict, TrainingOptions]:
-        check_heads(self.d_model.value(), self.heads.value())
-        model_options = dict(
-            n_encoder_layers=self.encoder_layers.value(),
-            n_decoder_layers=self.decoder_layers.value(),
-            d_model=self.d_model.value(),
-            n_heads=self.heads.value(),
-            d_ff=self.d_ff.value(),
-            dropout=self.dropout.value(),
-            norm_placement=self.norm.currentText(),
-            positional_encoding=self.positions.currentText(),
-            tie_embeddings=self.joint_vocab.isChecked(),
-        )
+        model_options = self.model_group.options()
         if self.preset is not None and "max_len" in self.preset.model:
             model_options["max_len"] = self.preset.model["max_len"]
         return model_options, self.training_options()
@@ -406,7 +367,8 @@ class TrainingForm(QWidget):
         """What to train; a UserError with a readable reason when a choice cannot work."""
         model_options, training = self._model_and_training()
         tokenizer = TokenizerOptions(vocab_size=self.vocab_size.value(), joint=self.joint_vocab.isChecked())
-        return TrainingRequest(self.corpus_spec(), tokenizer, model_options, training, self.device.currentText())
+        family = self.model_group.current_family()
+        return TrainingRequest(self.corpus_spec(), tokenizer, model_options, training, self.device.currentText(), None, family)
 
     # --- settings -------------------------------------------------------------------------------
     def _fields(self) -> dict:

@@ -182,7 +182,7 @@ class TrainingTab(QWidget):
             training.batch_size if not training.batch_tokens else max(1, min(training.batch_size, training.batch_tokens // pieces))
         )
         shape = tuple(sorted((k, v) for k, v in model_options.items() if k != "dropout"))
-        return shape, form.vocab_size.value(), pairs, pieces
+        return shape, form.vocab_size.value(), pairs, pieces, form.model_group.current_family()
 
     def _on_expected_requested(self) -> None:
         from model.training.presets import expected_duration, measure_step_seconds
@@ -198,11 +198,11 @@ class TrainingTab(QWidget):
         self.expected_label.setText(expected_duration(training, pairs, seconds))
         if key is None or seconds is not None or self._probe is not None or self.is_training():
             return
-        shape, vocab, batch_pairs, pieces = key
+        shape, vocab, batch_pairs, pieces, family = key
         self._probe_key = key
         # Bound slots of this tab: if the window closes first, the measurement reports to no one.
         self._probe = start_task(
-            lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces),
+            lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces, family=family),
             self._on_step_measured,
             self._on_step_probe_failed,
             daemon=True,
@@ -305,9 +305,7 @@ class TrainingTab(QWidget):
         self.curves.add_validation(validation)
         scores = validation.scores
         self.samples_label.setText(
-            f"Validation at step {validation.step:,} (epoch {validation.epoch}): loss "
-            f"{scores.loss:.3f}, token accuracy {scores.token_accuracy:.3f}, exact match "
-            f"{scores.exact_match:.3f}, BLEU {scores.bleu:.1f}"
+            f"Validation at step {validation.step:,} (epoch {validation.epoch}): {scores.summary()}"
             + (" — the best so far: these weights are kept" if validation.best else "")
         )
         samples = scores.samples

@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea
 
-from model.inspection.labels import display_labels, display_mask_candidate
+from model.inspection.labels import display_mask_candidate, is_special
 
 BAR_SPACES = 30  # spaces of a probability of 1
 SHOWN = 5  # candidates per mask
@@ -24,7 +24,6 @@ def _bar(probability: float, colour: str) -> str:
 def predictions_html(trace) -> str:
     """The panel's text for a trace (empty when the trace holds no head output)."""
     parts = []
-    sources = display_labels(trace.source_tokens) if trace.level == "piece" else []
     for position, tokens, probabilities in zip(
         trace.mask_positions, trace.mask_candidate_tokens, trace.mask_candidate_probabilities
     ):
@@ -47,14 +46,26 @@ def predictions_html(trace) -> str:
         )
         parts.append(f"<table cellspacing='2'>{rows}</table>")
     elif classes.ndim == 2 and classes.size:
-        parts.append("<b>Class of each piece</b>")
-        rows = "".join(
-            f"<tr><td>{html.escape(sources[i] if i < len(sources) else str(i + 1))}</td>"
-            f"<td>{html.escape(trace.class_names[int(row.argmax())])}</td><td align='right'>{row.max():.3f}</td></tr>"
-            for i, row in enumerate(classes)
-        )
-        parts.append(f"<table cellspacing='2'>{rows}</table>")
+        parts.append("<b>Tag of each word</b> (read at its first piece), with the runner-up:")
+        parts.append(f"<table cellspacing='2'>{_tag_rows(trace)}</table>")
     return "".join(parts)
+
+
+def _tag_rows(trace) -> str:
+    """One row per word of a tagger's text: the word, its best tag's bar and probability, the runner-up."""
+    words = trace.source_tokens if trace.level == "word" else trace.source_words()[1]
+    rows = []
+    for word, probabilities in zip(words, trace.word_classes()):
+        if is_special(word):
+            continue
+        order = np.argsort(probabilities)[::-1]
+        best, second = int(order[0]), int(order[min(1, len(order) - 1)])
+        rows.append(
+            f"<tr><td>{html.escape(word)}</td><td><b>{html.escape(trace.class_names[best])}</b></td>"
+            f"<td>{_bar(probabilities[best], '#f58518')}</td><td align='right'>{probabilities[best]:.3f}</td>"
+            f"<td style='color:#666'>&nbsp;{html.escape(trace.class_names[second])} {probabilities[second]:.3f}</td></tr>"
+        )
+    return "".join(rows)
 
 
 class PredictionsView(QScrollArea):

@@ -58,6 +58,8 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
     def clear_curves(self) -> None:
         for series in (*self.train.values(), *self.valid.values()):
             series.clear()
+        self.bleu_plot.setTitle("Validation BLEU / exact match ×100")
+        self.accuracy_plot.setTitle("Token accuracy")
         self._dirty = True
         self._on_redraw_due()
 
@@ -72,10 +74,13 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
     def add_validation(self, validation) -> None:
         """A model.training.trainer.Validation."""
         scores = validation.scores
+        if scores.is_labelling and not self.valid["step"]:  # a classifier: its macro-F1 in place of BLEU
+            self.bleu_plot.setTitle("Validation macro-F1 / all labels right ×100")
+            self.accuracy_plot.setTitle("Label accuracy")
         self.valid["step"].append(validation.step)
         self.valid["loss"].append(scores.loss)
         self.valid["accuracy"].append(scores.token_accuracy)
-        self.valid["bleu"].append(scores.bleu)
+        self.valid["bleu"].append(100 * scores.macro_f1 if scores.is_labelling else scores.bleu)
         self.valid["exact_match"].append(100 * scores.exact_match)
         self._dirty = True
         self._on_redraw_due()

@@ -17,17 +17,19 @@ from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
 from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
 from model.device import resolve_device
 from model.errors import UserError
+from model.family import architecture_of
 from model.io.files import check_output
 
-COMMANDS = ("train", "translate", "evaluate", "trace", "export")
+COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare")
 
 
-def _corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     parser.add_argument(
         "--corpus",
         required=required,
-        metavar="{toy-fr,copy,reverse,sort,PATH}",
-        help="a built-in corpus, a TSV file (source TAB target), or the source file of a Moses pair",
+        metavar="{" + ",".join(BUILTIN_CORPORA) + ",PATH}",
+        help="a built-in corpus, a TSV file (source TAB target, or text TAB label), the source file of a Moses pair, "
+        "or a tagging file (word/TAG word/TAG ... per line, with --task tagging)",
     )
     parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
     parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
@@ -42,53 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    train = sub.add_parser("train", help="train a model and save it to one file")
-    _corpus_arguments(train)
-    train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
-    train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
-    train.add_argument("--corpus-seed", type=int, default=0, help="generation seed of a built-in corpus")
-    train.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
-    tokens = train.add_argument_group("tokenizer (unset options come from the corpus's preset)")
-    tokens.add_argument("--vocab-size", type=int)
-    tokens.add_argument("--target-vocab-size", type=int, help="with --separate-vocab")
-    tokens.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language")
-    tokens.add_argument("--tokenizer-type", default="auto", choices=["auto", "unigram", "bpe", "word", "char"])
-    model = train.add_argument_group("model (unset options come from the corpus's preset)")
-    model.add_argument("--layers", type=int, help="encoder and decoder layers (sets both)")
-    model.add_argument("--encoder-layers", type=int)
-    model.add_argument("--decoder-layers", type=int)
-    model.add_argument("--d-model", type=int)
-    model.add_argument("--heads", type=int)
-    model.add_argument("--d-ff", type=int)
-    model.add_argument("--dropout", type=float)
-    model.add_argument("--max-len", type=int, help="longest sequence in pieces")
-    model.add_argument("--norm", choices=["post", "pre"], default="post", help="post (the paper) or pre")
-    model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
-    model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
-    options = train.add_argument_group(
-        "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)"
-    )
-    options.add_argument("--epochs", type=int)
-    options.add_argument("--max-minutes", type=float, help="time budget; stops cleanly at a step boundary")
-    options.add_argument("--max-steps", type=int, help="stop after this many steps")
-    options.add_argument("--batch-size", type=int, help="pairs per batch (a cap with --batch-tokens)")
-    options.add_argument("--batch-tokens", type=int, help="pieces per batch instead of a pair count")
-    options.add_argument("--warmup", type=int, help="warm-up steps")
-    options.add_argument("--lr-factor", type=float, help="scales the learning rate")
-    options.add_argument(
-        "--lr-decay", choices=["rsqrt", "linear"], help="after warm-up: 1/sqrt(step) (the paper) or linear to 0 at the end"
-    )
-    options.add_argument("--average-steps", type=int, help="keep an average of the weights over ~N steps (0: off)")
-    options.add_argument("--valid-every", type=int, help="steps between validations (default: the preset's)")
-    options.add_argument("--patience", type=int, help="stop after N validations without a better BLEU")
-    options.add_argument(
-        "--no-keep-best", action="store_true", help="end with the last weights, not those of the best validation BLEU"
-    )
-    options.add_argument("--label-smoothing", type=float, default=0.1)
-    options.add_argument("--clip-norm", type=float, default=1.0)
-    options.add_argument("--seed", type=int, default=0)
-    options.add_argument("--valid-decode", type=int, default=200, help="validation pairs decoded per validation")
+    from model.cli.train import add_train_arguments
+
+    add_train_arguments(sub.add_parser("train", help="train a model and save it to one file"))
+
+    from model.cli.labels import add_classify_arguments
+
+    add_classify_arguments(sub.add_parser("classify", help="a classifier's tags or class of sentences"))
+
+    from model.cli.compare import add_compare_arguments
+
+    add_compare_arguments(sub.add_parser("compare", help="two models' cross-attention on one sentence, as one figure"))
 
     translate = sub.add_parser("translate", help="translate a sentence")
     translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
@@ -99,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set")
     evaluate.add_argument("--model", required=True)
-    _corpus_arguments(evaluate)
+    corpus_arguments(evaluate)
     evaluate.add_argument("--n", type=int, help="score N freshly generated pairs of a built-in corpus")
     evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
@@ -174,7 +140,12 @@ def run_translate(args) -> int:
     text = " ".join(args.text)
     if not text.strip():
         raise CommandError("nothing to translate: the sentence is empty")
-    shape = getattr(bundle.config, "shape", "encoder-decoder")
+    shape = architecture_of(bundle.model)
+    if bundle.model.family == "classifier":
+        from model.cli.labels import print_labels
+
+        print_labels(bundle, [text])
+        return 0
     if shape != "encoder-decoder":  # a prompt to continue, or a text whose masks or class the head reads
         from model.decoding.stepper import Stepper
 
@@ -204,7 +175,8 @@ def run_evaluate(args) -> int:
     if args.aer_pairs < 0:
         raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
     bundle = _load(args.model, args.device)
-    if getattr(bundle.config, "shape", "encoder-decoder") != "encoder-decoder":
+    labelled = bundle.model.family == "classifier"
+    if architecture_of(bundle.model) != "encoder-decoder" and not labelled:
         raise CommandError(f"evaluate scores translations, and {bundle.describe()} is not an encoder-decoder model")
     if args.n is not None:
         if args.target is not None or args.corpus not in BUILTIN_CORPORA:
@@ -228,6 +200,10 @@ def run_evaluate(args) -> int:
         next(bundle.model.parameters()).device,
         encode=lambda text: bundle.source_ids(text)[0],
     )
+    if labelled:
+        from model.cli.labels import report_label_scores
+
+        return report_label_scores(scores, what, args.json)
     result: dict[str, Any] = {
         "exact_match": round(scores.exact_match, 6),
         "bleu": round(scores.bleu, 4),
@@ -340,10 +316,20 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
+    from model.cli.compare import run_compare
     from model.cli.export import run_export
+    from model.cli.labels import run_classify
     from model.cli.train import run_train
 
-    runners = {"train": run_train, "translate": run_translate, "evaluate": run_evaluate, "trace": run_trace, "export": run_export}
+    runners = {
+        "train": run_train,
+        "translate": run_translate,
+        "evaluate": run_evaluate,
+        "trace": run_trace,
+        "export": run_export,
+        "classify": run_classify,
+        "compare": run_compare,
+    }
     try:
         code = runners[args.command](args)
         sys.stdout.flush()

@@ -7,6 +7,7 @@ second quits without writing, and once the save has begun it completes.
 
 from __future__ import annotations
 
+import argparse
 import math
 import signal
 import sys
@@ -16,10 +17,82 @@ from model.device import resolve_device
 from model.io import checkpoint
 from model.io.files import check_output
 from model.kinds import StopReason
-from model.training.pipeline import TokenizerOptions
-from model.training.presets import Preset, builtin_preset, file_preset
+from model.training.pipeline import TokenizerOptions, check_family_fits
+from model.training.presets import Preset, preset_for
 from model.training.run import Prepared, TrainingCallbacks, TrainingRequest, train
 from model.training.trainer import Progress, TrainingControl, TrainingOptions, Validation, format_duration
+
+
+def add_train_arguments(train: argparse.ArgumentParser) -> None:
+    """The options of ``train``: corpus, output, tokenizer, model (of any family) and training."""
+    from model.cli.commands import corpus_arguments
+
+    corpus_arguments(train)
+    train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
+    train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
+    train.add_argument("--corpus-seed", type=int, default=0, help="generation seed of a built-in corpus")
+    train.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    tokens = train.add_argument_group("tokenizer (unset options come from the corpus's preset)")
+    tokens.add_argument("--vocab-size", type=int)
+    tokens.add_argument("--target-vocab-size", type=int, help="with --separate-vocab")
+    tokens.add_argument("--separate-vocab", action="store_true", help="one tokenizer per language")
+    tokens.add_argument("--tokenizer-type", default="auto", choices=["auto", "unigram", "bpe", "word", "char"])
+    model = train.add_argument_group("model (unset options come from the corpus's preset)")
+    model.add_argument(
+        "--family",
+        choices=["transformer", "rnn", "classifier"],
+        help="transformer (the paper's) or rnn (seed 002's, with attention) for translation; classifier (seed 004's "
+        "encoder-only Transformer) for a tagging or labelled-sentence corpus (default: what the corpus is for)",
+    )
+    model.add_argument(
+        "--task",
+        choices=["translation", "tagging", "classification"],
+        help="what a corpus FILE holds: source TAB target pairs, word/TAG lines, or text TAB label lines",
+    )
+    model.add_argument("--layers", type=int, help="encoder and decoder layers (sets both; a classifier's layers)")
+    model.add_argument("--encoder-layers", type=int)
+    model.add_argument("--decoder-layers", type=int)
+    model.add_argument("--d-model", type=int)
+    model.add_argument("--heads", type=int)
+    model.add_argument("--d-ff", type=int)
+    model.add_argument("--dropout", type=float)
+    model.add_argument("--max-len", type=int, help="longest sequence in pieces")
+    model.add_argument("--norm", choices=["post", "pre"], default="post", help="post (the paper) or pre")
+    model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
+    model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
+    model.add_argument(
+        "--attention",
+        choices=["bahdanau", "luong-dot", "luong-general", "luong-concat"],
+        help="an RNN's attention: Bahdanau's additive score of the previous state, or Luong's of the current one",
+    )
+    model.add_argument("--local-window", type=int, help="an RNN's Luong local-p attention with this window D (0: global)")
+    model.add_argument("--cell", choices=["gru", "lstm"], help="an RNN's cell, encoder and decoder")
+    model.add_argument("--d-embed", type=int, help="an RNN's embedding width")
+    model.add_argument("--hidden", type=int, help="an RNN's decoder state width (even; the encoder's two directions share it)")
+    options = train.add_argument_group(
+        "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)"
+    )
+    options.add_argument("--epochs", type=int)
+    options.add_argument("--max-minutes", type=float, help="time budget; stops cleanly at a step boundary")
+    options.add_argument("--max-steps", type=int, help="stop after this many steps")
+    options.add_argument("--batch-size", type=int, help="pairs per batch (a cap with --batch-tokens)")
+    options.add_argument("--batch-tokens", type=int, help="pieces per batch instead of a pair count")
+    options.add_argument("--warmup", type=int, help="warm-up steps")
+    options.add_argument("--lr-factor", type=float, help="scales the learning rate")
+    options.add_argument(
+        "--lr-decay", choices=["rsqrt", "linear"], help="after warm-up: 1/sqrt(step) (the paper) or linear to 0 at the end"
+    )
+    options.add_argument("--average-steps", type=int, help="keep an average of the weights over ~N steps (0: off)")
+    options.add_argument("--valid-every", type=int, help="steps between validations (default: the preset's)")
+    options.add_argument("--patience", type=int, help="stop after N validations without a better BLEU")
+    options.add_argument(
+        "--no-keep-best", action="store_true", help="end with the last weights, not those of the best validation BLEU"
+    )
+    options.add_argument("--label-smoothing", type=float, default=0.1)
+    options.add_argument("--clip-norm", type=float, default=1.0)
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument("--valid-decode", type=int, default=200, help="validation pairs decoded per validation")
 
 
 def _check_train_numbers(args) -> None:
@@ -43,6 +116,8 @@ def _check_train_numbers(args) -> None:
         "heads",
         "d_ff",
         "max_len",
+        "d_embed",
+        "hidden",
         "lr_factor",
         "batch_tokens",
         "valid_every",
@@ -55,6 +130,8 @@ def _check_train_numbers(args) -> None:
         raise CommandError(f"--label-smoothing must be in [0, 1), got {args.label_smoothing}")
     if args.clip_norm < 0:
         raise CommandError(f"--clip-norm must be 0 (no clipping) or positive, got {args.clip_norm}")
+    if args.local_window is not None and args.local_window < 0:
+        raise CommandError(f"--local-window must be 0 (global attention) or positive, got {args.local_window}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
 
@@ -73,24 +150,7 @@ def _given(values: dict) -> dict:
 def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, TrainingOptions]:
     """The preset, with every option given on the command line in its place. --epochs or --max-steps
     replace the preset's time budget (a run of that length was asked for)."""
-    layers = (args.layers, args.layers) if args.layers is not None else (args.encoder_layers, args.decoder_layers)
-    model_options = {
-        **preset.model,
-        **_given(
-            dict(
-                n_encoder_layers=layers[0],
-                n_decoder_layers=layers[1],
-                d_model=args.d_model,
-                n_heads=args.heads,
-                d_ff=args.d_ff,
-                dropout=args.dropout,
-                max_len=args.max_len,
-            )
-        ),
-        "norm_placement": args.norm,
-        "positional_encoding": args.positions,
-        "tie_embeddings": not args.no_tie_embeddings,
-    }
+    model_options = {**preset.model, **_given(_model_arguments(args, preset.family))}
     tokenizer = {**preset.tokenizer, **_given(dict(vocab_size=args.vocab_size))}
     tokenizer_options = TokenizerOptions(
         tokenizer["vocab_size"], args.target_vocab_size, not args.separate_vocab, args.tokenizer_type
@@ -125,9 +185,47 @@ def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, Trainin
     return model_options, tokenizer_options, TrainingOptions.from_dict(training)
 
 
+def _model_arguments(args, family: str) -> dict:
+    """The model options given on the command line, named as the family's config names them."""
+    shared = dict(dropout=args.dropout, max_len=args.max_len)
+    if family == "rnn":
+        return dict(
+            shared,
+            cell=args.cell,
+            attention=args.attention,
+            local_window=args.local_window,
+            d_embed=args.d_embed,
+            d_hidden=args.hidden,
+        )
+    transformer = dict(
+        shared,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        d_ff=args.d_ff,
+        norm_placement=args.norm,
+        positional_encoding=args.positions,
+    )
+    if family == "classifier":
+        return dict(transformer, n_layers=args.layers or args.encoder_layers)
+    layers = (args.layers, args.layers) if args.layers is not None else (args.encoder_layers, args.decoder_layers)
+    return dict(transformer, n_encoder_layers=layers[0], n_decoder_layers=layers[1], tie_embeddings=not args.no_tie_embeddings)
+
+
+def _check_family_options(args, family: str) -> None:
+    """Options of another family are refused rather than silently ignored."""
+    foreign = {
+        "transformer": ("attention", "local_window", "cell", "d_embed", "hidden"),
+        "rnn": ("layers", "encoder_layers", "decoder_layers", "d_model", "heads", "d_ff"),
+        "classifier": ("attention", "local_window", "cell", "d_embed", "hidden", "decoder_layers"),
+    }[family]
+    given = [f"--{name.replace('_', '-')}" for name in foreign if getattr(args, name) is not None]
+    if given:
+        raise CommandError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not an option of the {family} family")
+
+
 def run_train(args) -> int:
     from model.data.corpora import load_corpus
-    from model.nn.config import TransformerConfig
+    from model.nn.registry import config_class
 
     _check_train_numbers(args)
     resolve_device(args.device)  # a missing device is refused before anything slow
@@ -135,16 +233,17 @@ def run_train(args) -> int:
     inputs = (None if spec.is_builtin else args.corpus, args.target)
     check_output(args.out, inputs)  # before the corpus and tokenizers: a run must not be lost at its end
     splits = None
-    if spec.is_builtin:
-        preset = builtin_preset(spec.name)
-        if spec.size is None:
-            spec.size = preset.corpus_size
-    else:
+    if not spec.is_builtin:
         splits = load_corpus(spec)  # a file's preset is sized from what it holds
-        preset = file_preset(splits)
+    preset = preset_for(spec.name, splits, args.family, spec.task)
+    if spec.is_builtin and spec.size is None:
+        spec.size = preset.corpus_size
+    family = preset.family
+    _check_family_options(args, family)
+    check_family_fits(family, spec)
     model_options, tokenizer_options, training = settings_from(args, preset)
     training.validate()
-    TransformerConfig(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    config_class(family)(**model_options)  # its ConfigError (heads, even d_model) before anything slow
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     say(f"preset {preset.name}: {preset.why}; training {describe_length(training)}")
 
@@ -185,15 +284,12 @@ def run_train(args) -> int:
             )
 
     def on_validation(validation: Validation) -> None:
-        s = validation.scores
-        line = (
-            f"epoch {validation.epoch} step {validation.step}: valid loss {s.loss:.3f}, token accuracy "
-            f"{s.token_accuracy:.3f}, exact match {s.exact_match:.3f}, BLEU {s.bleu:.1f}"
-            + (" (best so far)" if validation.best else "")
+        line = f"epoch {validation.epoch} step {validation.step}: valid {validation.scores.summary()}" + (
+            " (best so far)" if validation.best else ""
         )
         (bar.write if bar is not None else say)(line)
 
-    request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits)
+    request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits, family)
     callbacks = TrainingCallbacks(on_prepared=on_prepared, on_progress=on_progress, on_validation=on_validation)
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
@@ -224,6 +320,7 @@ def run_train(args) -> int:
         return 1
     what = "interrupted; saved the model trained so far" if outcome.stopped is StopReason.CANCELLED else "saved"
     if "kept_step" in bundle.history:
-        what += f" the weights of step {bundle.history['kept_step']} (the best validation BLEU)"
+        best = "macro-F1" if family == "classifier" else "BLEU"
+        what += f" the weights of step {bundle.history['kept_step']} (the best validation {best})"
     say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}")
     return 0

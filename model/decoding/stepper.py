@@ -21,6 +21,7 @@ from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.trace import Trace
+from model.family import architecture_of
 from model.io.checkpoint import ModelBundle
 from model.kinds import AttentionKind
 
@@ -33,7 +34,7 @@ class Step:
     probabilities: np.ndarray  # [V] distribution it was chosen from (before sampling filters)
     candidate_ids: np.ndarray  # [k] most likely tokens, best first
     candidate_probabilities: np.ndarray  # [k]
-    decoder_self: np.ndarray  # [layers, heads, t + 1] the new row of each head
+    decoder_self: np.ndarray | None  # [layers, heads, t + 1] the new row of each head; None without self-attention
     cross: np.ndarray | None  # [layers, heads, S]; None without cross-attention
     forced: bool
     rng_state: torch.Tensor | None = field(default=None, repr=False)  # sampler state before this step
@@ -58,9 +59,11 @@ class Stepper:
         if not isinstance(text, str) or not text.strip():
             raise DecodingError("the source sentence is empty: type something to translate")
         kinds = getattr(self.model, "kinds", tuple(AttentionKind))
-        self.has_encoder, self.has_decoder = AttentionKind.ENCODER in kinds, AttentionKind.DECODER in kinds
+        architecture = architecture_of(self.model)  # an RNN encodes and decodes, but its only attention is cross
+        self.has_encoder, self.has_decoder = architecture != "decoder-only", architecture != "encoder-only"
+        self.has_encoder_self, self.has_decoder_self = AttentionKind.ENCODER in kinds, AttentionKind.DECODER in kinds
         self.has_cross = AttentionKind.CROSS in kinds
-        if self.has_decoder and not self.has_encoder and self.options.strategy == "beam":
+        if architecture == "decoder-only" and self.options.strategy == "beam":
             raise DecodingError(
                 "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
             )
@@ -77,12 +80,13 @@ class Stepper:
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
         self.encoder_self: np.ndarray | None = None
-        self.predictions = None  # an encoder-only model's head output (model/pretrained/families.Predictions)
+        self.predictions = None  # an encoder-only model's head output (model/nn/classifier.Predictions)
         self.cache: Any = None
         with torch.inference_mode():
             if self.has_encoder:
                 memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
-                self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+                if self.has_encoder_self:
+                    self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
                 if self.has_decoder:
                     self.cache = self.model.start_cache(memory, memory_mask)
                 elif (predict := getattr(self.model, "predictions", None)) is not None:
@@ -159,12 +163,13 @@ class Stepper:
         previous = self.steps[-1].token_id if self.steps else self.first_input
         if self.numpy_decoder is not None:
             cross_rows: np.ndarray | None
+            self_rows: np.ndarray | None
             logits_array, self_rows, cross_rows = self.numpy_decoder.step(previous)
             logits = torch.from_numpy(logits_array)  # [V]
         else:
             hidden, self_weights, cross_weights = self.model.decode_step(torch.tensor([previous], device=self.device), self.cache)
             logits = self.model.logits(hidden[0]).float().cpu()  # [V]
-            self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy()  # [layers, heads, t + 1]
+            self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy() if self_weights else None  # [layers, heads, t + 1]
             cross_rows = (
                 None if cross_weights is None else torch.stack(cross_weights)[:, 0].float().cpu().numpy()
             )  # [layers, heads, S]
@@ -191,7 +196,8 @@ class Stepper:
             self.bundle.target_tokenizer.pieces(top.indices.tolist()),
         )
         t = len(self.steps)
-        self._decoder_rows[:, :, t, : t + 1] = self_rows
+        if self_rows is not None:
+            self._decoder_rows[:, :, t, : t + 1] = self_rows
         if cross_rows is not None:
             self._cross_rows[:, :, t] = cross_rows
         self.steps.append(step)
@@ -294,7 +300,7 @@ class Stepper:
         tokenizer = self.bundle.target_tokenizer
         n = len(self.steps)
         next_ids, next_probabilities, next_tokens = self.upcoming_candidates()  # [k]; empty after step 0
-        decoder_self = self._decoder_rows[:, :, :n, :n].copy() if self.has_decoder else None  # [layers, heads, n, n]
+        decoder_self = self._decoder_rows[:, :, :n, :n].copy() if self.has_decoder_self else None  # [layers, heads, n, n]
         cross = self._cross_rows[:, :, :n].copy() if self.has_cross else None  # [layers, heads, n, S]
         targets = self.target_ids()
         inputs = [self.first_input] + targets[:-1] if n else []
@@ -349,18 +355,18 @@ def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list
     (its prompt's first token, then the rest); an encoder-only model reads the source alone."""
     model: Any = bundle.model
     config = bundle.config
-    kinds = getattr(model, "kinds", tuple(AttentionKind))
     device = next(model.parameters()).device
     start = config.bos_id if first_input is None else first_input
     inputs = [start] + target_ids[:-1] if target_ids else []
-    source = torch.tensor([source_ids], device=device) if AttentionKind.ENCODER in kinds else None
-    target = torch.tensor([inputs], device=device) if AttentionKind.DECODER in kinds else None
+    architecture = architecture_of(model)
+    source = torch.tensor([source_ids], device=device) if architecture != "decoder-only" else None
+    target = torch.tensor([inputs], device=device) if architecture != "encoder-only" else None
     _, weights = model.inspect(source, target)
 
     def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]; None for a kind the model lacks
         return torch.stack(layers)[:, 0].float().cpu().numpy() if layers else None
 
-    has_source = AttentionKind.ENCODER in kinds
+    has_source = architecture != "decoder-only"
     return Trace(
         as_numpy(weights.encoder_self),
         as_numpy(weights.decoder_self),

@@ -183,8 +183,19 @@ class Trace:
             source_tokens=source_words,
             target_tokens=target_words,
             decoder_input_tokens=input_words,
+            class_probabilities=self.word_classes(),
             level="word",
         )
+
+    def word_classes(self) -> np.ndarray:
+        """A tagger's class probabilities per word (read at each word's first piece): [words, C]; a sentence's [C]
+        as it is."""
+        classes = self.class_probabilities
+        if classes.ndim != 2 or self.level == "word" or len(classes) != len(self.source_tokens):
+            return classes
+        groups, _ = self.source_words()
+        first = np.flatnonzero(np.diff(groups, prepend=-1))  # [words] the first piece of each word
+        return classes[first]
 
     # --- files ------------------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:

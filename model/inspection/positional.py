@@ -67,8 +67,12 @@ def rotate(table: np.ndarray, k: int) -> np.ndarray:
 
 
 def positional_report(bundle: Any, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport | None:
-    """The report of a model's positions; None for a model that has none (a pretrained one without)."""
-    if getattr(bundle.model, "family", "") != "transformer":
+    """The report of a model's positions; None for a model that has none (an RNN, whose recurrence carries the
+    order; a pretrained one without)."""
+    family = getattr(bundle.model, "family", "")
+    if family == "rnn":
+        return None
+    if family not in ("transformer", "classifier"):
         from model.pretrained.positional import pretrained_report
 
         return pretrained_report(bundle, n_positions, max_offset)

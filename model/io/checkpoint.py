@@ -19,21 +19,21 @@ import json
 import os
 import stat
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
-from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
 from model.family import FAMILIES
+from model.io.bundle import ModelBundle
 from model.io.files import OutputError, atomic_output, check_output
-from model.nn.config import ConfigError, TransformerConfig
-from model.nn.transformer import Transformer
+from model.nn.config import ConfigError
+from model.nn.registry import FamilyError, build_network, config_from_dict
 
 FORMAT = "transformer-explorer/1"
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -49,56 +49,17 @@ LIMITS = {
     "max_len": 16384,
     "source_vocab_size": 1_000_000,
     "target_vocab_size": 1_000_000,
+    "vocab_size": 1_000_000,
+    "d_embed": 8192,
+    "d_hidden": 16384,
+    "n_layers": 64,
+    "n_classes": 100_000,
 }
 MAX_POSITION_TABLE = 2**24  # max_len x d_model of a sinusoidal table, which the file does not store
 
 
 class CheckpointError(UserError):
     """A model file that cannot be read or written; the message says why."""
-
-
-@dataclass
-class ModelBundle:
-    """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
-
-    model: Transformer  # the family's network (model/family.py): the Transformer is the only one yet
-    source_tokenizer: Tokenizer
-    target_tokenizer: Tokenizer
-    corpus: CorpusSpec | None = None
-    history: dict = field(default_factory=dict)
-    training: dict = field(default_factory=dict)  # the TrainingOptions used, as a dict
-    path: str | None = None  # where it was loaded from or last saved to
-
-    @property
-    def config(self) -> TransformerConfig:
-        return self.model.config
-
-    def source_ids(self, text: str) -> tuple[list[int], int, int]:
-        """(the ids the encoder reads: pieces cut to fit, then EOS; the pieces the text has; the pieces kept)."""
-        ids, n_pieces = encode_source(self.source_tokenizer, text, self.config)
-        return ids, n_pieces, len(ids) - 1
-
-    def info(self) -> list[tuple[str, str]]:
-        """(label, value) rows for the info panel."""
-        config = self.config
-        return [
-            ("Model", Path(self.path).name if self.path else "unsaved"),
-            ("Family", f"encoder-decoder ({self.model.family}, trained by this app)"),
-            ("Layers", f"{config.n_encoder_layers} encoder, {config.n_decoder_layers} decoder"),
-            ("Sizes", config.describe()),
-            ("Parameters", f"{self.model.parameter_count():,}"),
-            ("Attention", "the app's own (weights returned by every layer)"),
-            ("Positions", config.positional_encoding),
-            (
-                "Tokenizer",
-                f"SentencePiece, {self.source_tokenizer.vocab_size:,} source / {self.target_tokenizer.vocab_size:,} target pieces",
-            ),
-            ("Corpus", self.corpus.describe() if self.corpus else "unknown"),
-        ]
-
-    def describe(self) -> str:
-        corpus = self.corpus.describe() if self.corpus else "unknown corpus"
-        return f"{corpus}: {self.config.describe()}, {self.model.parameter_count():,} parameters"
 
 
 def _metadata(bundle: ModelBundle) -> dict[str, str]:
@@ -201,26 +162,26 @@ def _json_field(metadata: dict[str, str], key: str, default: str, name: str):
         raise CheckpointError(f"{name}: damaged model file (its {key} is not valid JSON)") from None
 
 
-def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str) -> TransformerConfig:
+def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str) -> Any:
     """The config, within sane limits and fitting the stored tensors' shapes, before any model is built."""
     if "config" not in metadata:
         raise CheckpointError(f"{name}: damaged model file (it has no config)")
     try:
-        config = TransformerConfig.from_dict(_json_field(metadata, "config", "null", name))
-    except (TypeError, ValueError, ConfigError) as error:
+        config = config_from_dict(metadata.get("family", "transformer"), _json_field(metadata, "config", "null", name))
+    except (TypeError, ValueError, ConfigError, FamilyError) as error:
         raise CheckpointError(f"{name}: damaged model file (config: {error})") from None
     for field_name, limit in LIMITS.items():
-        if getattr(config, field_name) > limit:
+        if getattr(config, field_name, 0) > limit:
             raise CheckpointError(
                 f"{name}: the config's {field_name} ({getattr(config, field_name):,}) is beyond what this app can load ({limit:,})"
             )
-    if config.positional_encoding == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
+    if getattr(config, "positional_encoding", "") == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
         raise CheckpointError(
             f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
             f"{config.d_model:,}) is beyond what this app can load"
         )
     with torch.device("meta"):  # shapes only: nothing is allocated
-        expected = {key: tuple(t.shape) for key, t in Transformer(config).state_dict().items()}
+        expected = {key: tuple(t.shape) for key, t in build_network(config).state_dict().items()}
     stored = {key.removeprefix("model."): entry for key, entry in entries.items() if key.startswith("model.")}
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     wrong_shape = sorted(k for k in set(expected) & set(stored) if expected[k] != tuple(stored[k]["shape"]))
@@ -313,7 +274,7 @@ def _check_corpus(data, name: str) -> CorpusSpec | None:
     return CorpusSpec.from_dict(data)
 
 
-def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: TransformerConfig, name: str) -> None:
+def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: Any, name: str) -> None:
     for side, tokenizer, size in (("source", source, config.source_vocab_size), ("target", target, config.target_vocab_size)):
         if tokenizer.vocab_size > size:
             raise CheckpointError(
@@ -354,7 +315,7 @@ def from_bytes(data: bytes, name: str = "model file", device: str | torch.device
     _check_tokenizers(source_tokenizer, target_tokenizer, config, name)
     state = {key.removeprefix("model."): tensor for key, tensor in tensors.items() if key.startswith("model.")}
     _check_finite(state, name)
-    model = Transformer(config)
+    model = build_network(config)
     model.load_state_dict(state, strict=True)
     model.to(device).eval()
     return ModelBundle(model, source_tokenizer, target_tokenizer, corpus, history, training)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from model.kinds import AttentionKind
+from model.nn.classifier import Predictions
 from model.nn.transformer import AttentionWeights
 
 ENCODER_DECODER, ENCODER_ONLY, DECODER_ONLY = "encoder-decoder", "encoder-only", "decoder-only"
@@ -245,17 +246,6 @@ class DecoderNetwork(PretrainedNetwork):
     def inspect(self, source_ids: Any, target_input_ids: torch.Tensor):
         out = self.hf_model(input_ids=target_input_ids, output_attentions=True, use_cache=False, return_dict=True)
         return out.logits, AttentionWeights([], list(out.attentions), [])
-
-
-@dataclass
-class Predictions:
-    """What an encoder-only model's head says about the typed text."""
-
-    mask_positions: np.ndarray  # [M] source positions of the mask token
-    mask_candidate_ids: np.ndarray  # [M, k]
-    mask_candidate_probabilities: np.ndarray  # [M, k]
-    class_names: list[str]  # [C] of a classification head
-    class_probabilities: np.ndarray  # [C] (a sentence class) or [S, C] (a class per piece)
 
 
 class EncoderNetwork(PretrainedNetwork):

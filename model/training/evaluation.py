@@ -5,6 +5,7 @@ Shared by the trainer's per-epoch validation and by the ``evaluate`` command.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ import torch
 from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
+from model.training.labelling import score_labels
 from model.training.loss import smoothed_cross_entropy
 
 
@@ -25,15 +27,43 @@ class Scores:
     loss: float  # teacher-forced cross-entropy per target piece (no smoothing)
     n: int
     samples: list[tuple[str, str, str]] = field(default_factory=list)  # (source, reference, hypothesis)
+    # A classifier's (model/training/labelling.py): token_accuracy is then its label accuracy, bleu NaN.
+    macro_f1: float | None = None  # 0-1, the mean F1 over classes; None for translation
+    per_class_f1: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def is_labelling(self) -> bool:
+        return self.macro_f1 is not None
+
+    @property
+    def quality(self) -> tuple:
+        """What "better" means when keeping the best weights: BLEU first (macro-F1 for a classifier), then the rest."""
+        if self.macro_f1 is not None:
+            return (round(self.macro_f1, 4), self.token_accuracy, -self.loss)
+        return (round(self.bleu, 2), self.exact_match, -self.loss)
+
+    def summary(self) -> str:
+        """One line for logs and the Train tab."""
+        if self.macro_f1 is not None:
+            return (
+                f"loss {self.loss:.3f}, accuracy {self.token_accuracy:.4f}, macro-F1 {self.macro_f1:.4f}, "
+                f"all labels right {self.exact_match:.3f}"
+            )
+        accuracy = "n/a" if math.isnan(self.token_accuracy) else f"{self.token_accuracy:.3f}"
+        loss = "n/a" if math.isnan(self.loss) else f"{self.loss:.3f}"
+        return f"loss {loss}, token accuracy {accuracy}, exact match {self.exact_match:.3f}, BLEU {self.bleu:.1f}"
 
     def to_dict(self) -> dict:
-        return {
+        values: dict[str, object] = {
             "exact_match": self.exact_match,
             "bleu": self.bleu,
             "token_accuracy": self.token_accuracy,
             "loss": self.loss,
             "n": self.n,
         }
+        if self.macro_f1 is not None:
+            values |= {"accuracy": self.token_accuracy, "macro_f1": self.macro_f1, "per_class_f1": self.per_class_f1}
+        return values
 
 
 class Interrupted(Exception):
@@ -110,8 +140,21 @@ def score(
 ) -> Scores:
     """Teacher-forced loss and accuracy over ``pairs``; exact match and BLEU of greedy translations of the
     first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True. A pretrained
-    model (its own target conventions) is scored on its translations only: loss and accuracy are NaN."""
-    if getattr(model, "family", "") == "transformer":
+    model (its own target conventions) is scored on its translations only: loss and accuracy are NaN. A classifier
+    is scored on its labels (model/training/labelling.py): accuracy, exact match, per-class and macro F1."""
+    if getattr(model, "family", "") == "classifier":
+        labels = score_labels(model, source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop))
+        return Scores(
+            labels.exact_match,
+            float("nan"),
+            labels.accuracy,
+            labels.loss,
+            len(pairs),
+            labels.samples,
+            labels.macro_f1,
+            labels.per_class_f1,
+        )
+    if getattr(model, "family", "") in ("transformer", "rnn"):
         examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
         loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
     else:

@@ -1,4 +1,6 @@
-"""From a corpus to a trainable bundle: split it, train tokenizers on its training split, size the model.
+"""From a corpus to a trainable bundle: split it, train tokenizers on its training split, size the model of
+the chosen family (model/nn/registry.py): the Transformer or an RNN with attention on translation pairs, the
+encoder-only classifier on a tagging or sentence-classification corpus.
 
 This is the one path the command line, the GUI's training tab and the tests take, so a model
 trained anywhere is built the same way.
@@ -8,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from model.data.corpora import CorpusSpec, Splits, load_corpus
+from model.data.corpora import CorpusError, CorpusSpec, Splits, label_names, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.data.tokenizer import Tokenizer
 from model.io.checkpoint import ModelBundle
-from model.nn.config import TransformerConfig
-from model.nn.transformer import Transformer
+from model.nn.classifier import ClassifierConfig
+from model.nn.registry import FAMILY_TASKS, build_network, config_class
 
 
 @dataclass
@@ -27,12 +29,16 @@ class TokenizerOptions:
         return asdict(self)
 
 
-def train_tokenizers(splits: Splits, options: TokenizerOptions, corpus: CorpusSpec | None = None):
+def train_tokenizers(splits: Splits, options: TokenizerOptions, corpus: CorpusSpec | None = None, labelled: bool = False):
+    """A joint tokenizer, or one per side; a classifier's reads only the texts (its labels are classes)."""
     model_type = options.model_type
     if model_type == "auto":
         model_type = "word" if corpus is not None and corpus.is_builtin and corpus.name in SYMBOLIC_TASKS else "unigram"
     sources = [p.source for p in splits.train]
     targets = [p.target for p in splits.train]
+    if labelled:
+        tokenizer = Tokenizer.train(sources, options.vocab_size, model_type)
+        return tokenizer, tokenizer
     if options.joint:
         tokenizer = Tokenizer.train(sources + targets, options.vocab_size, model_type)
         return tokenizer, tokenizer
@@ -49,29 +55,30 @@ def prepare(
     seed: int = 0,
     splits: Splits | None = None,
     report=None,
+    family: str = "transformer",
 ) -> tuple[ModelBundle, Splits]:
     """Load and split the corpus (unless ``splits`` holds it already), train tokenizers, and build an
-    untrained model. ``model_options`` holds TransformerConfig fields other than the vocabulary sizes.
-    ``report(text)`` hears each stage as it begins (the Train tab shows them).
+    untrained model of ``family``. ``model_options`` holds its config's fields other than the vocabulary
+    sizes (and a classifier's classes and task, which the corpus gives). ``report(text)`` hears each stage
+    as it begins (the Train tab shows them).
     """
     import torch
 
     report = report or (lambda text: None)
+    check_family_fits(family, corpus)
     if splits is None:
         size = f"{corpus.size:,} " if corpus.is_builtin and corpus.size else ""
         report(f"{'Generating' if corpus.is_builtin else 'Reading'} {size}{corpus.describe()} pairs…")
         splits = load_corpus(corpus)
     report(f"Training the tokenizer ({tokenizer_options.vocab_size:,} pieces at most) on {len(splits.train):,} pairs…")
-    source_tokenizer, target_tokenizer = train_tokenizers(splits, tokenizer_options, corpus)
+    labelled = family == "classifier"
+    source_tokenizer, target_tokenizer = train_tokenizers(splits, tokenizer_options, corpus, labelled)
     report("Building the model…")
-    config = TransformerConfig(
-        source_vocab_size=source_tokenizer.vocab_size,
-        target_vocab_size=target_tokenizer.vocab_size,
-        joint_vocab=tokenizer_options.joint,
-        **model_options,
+    config = model_config(
+        family, model_options, source_tokenizer.vocab_size, target_tokenizer.vocab_size, tokenizer_options.joint, corpus, splits
     )
     torch.manual_seed(seed)
-    model = Transformer(config)
+    model = build_network(config)
     bundle = ModelBundle(
         model,
         source_tokenizer,
@@ -80,3 +87,23 @@ def prepare(
         history={"steps": [], "validations": [], "tokenizer": tokenizer_options.to_dict()},
     )
     return bundle, splits
+
+
+def check_family_fits(family: str, corpus: CorpusSpec) -> None:
+    """A translation corpus trains an encoder-decoder; a tagging or classification corpus, the classifier."""
+    config_class(family)  # an unknown family's FamilyError
+    if corpus.task not in FAMILY_TASKS[family]:
+        wanted = " or ".join(f for f, tasks in FAMILY_TASKS.items() if corpus.task in tasks)
+        raise CorpusError(
+            f"{corpus.describe()} is a {corpus.task} corpus, which the {family} family cannot learn; train a {wanted} model on it"
+        )
+
+
+def model_config(family: str, options: dict, source_vocab: int, target_vocab: int, joint: bool, corpus: CorpusSpec, splits: Splits):
+    """The family's config from the user's options and what the corpus and tokenizers fix."""
+    if family == "classifier":
+        task = "tagging" if corpus.task == "tagging" else "sentence"
+        names = label_names(splits.train, corpus.task)
+        return ClassifierConfig(vocab_size=source_vocab, class_names=names, task=task, **options)
+    fixed = dict(source_vocab_size=source_vocab, target_vocab_size=target_vocab, joint_vocab=joint)
+    return config_class(family)(**fixed, **options)

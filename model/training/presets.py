@@ -33,6 +33,7 @@ class Preset:
     corpus_size: int | None = None
     why: str = ""  # one line for the Train tab and the command line
     sized_from: dict = field(default_factory=dict)  # the corpus figures a file's preset was sized from
+    family: str = "transformer"  # the model family it trains (model/nn/registry.py); ``model`` holds its config's fields
 
     @property
     def minutes(self) -> float | None:
@@ -40,10 +41,18 @@ class Preset:
 
     def describe(self) -> str:
         model = self.model
-        return (
-            f"{model['n_encoder_layers']}+{model['n_decoder_layers']} layers, d_model {model['d_model']}, "
-            f"{model['n_heads']} heads, d_ff {model['d_ff']}; {self.minutes:g} min budget"
-        )
+        if self.family == "rnn":
+            shape = f"RNN: {model['cell'].upper()} {model['d_hidden']} wide, {model['attention']} attention" + (
+                f", local window {model['local_window']}" if model.get("local_window") else ""
+            )
+        elif self.family == "classifier":
+            shape = f"encoder-only: {model['n_layers']} layers, d_model {model['d_model']}, {model['n_heads']} heads"
+        else:
+            shape = (
+                f"{model['n_encoder_layers']}+{model['n_decoder_layers']} layers, d_model {model['d_model']}, "
+                f"{model['n_heads']} heads, d_ff {model['d_ff']}"
+            )
+        return f"{shape}; {self.minutes:g} min budget"
 
 
 _SYMBOLS_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=128, n_heads=8, d_ff=256, dropout=0.1)
@@ -87,6 +96,37 @@ BUILTIN_PRESETS = {
 }
 
 
+# Seed 002's RNN with attention: a bidirectional GRU encoder (96 a direction) and a GRU decoder, Bahdanau's
+# additive attention. Sized so that the shipped toy-fr model stays under 5 MB.
+RNN_MODEL = dict(cell="gru", attention="bahdanau", local_window=0, d_embed=96, d_hidden=192, dropout=0.1)
+# Seed 004's encoder-only classifier: small, since a tag or a sentence class needs far less than a translation.
+CLASSIFIER_MODEL = dict(n_layers=2, d_model=64, n_heads=4, d_ff=256, dropout=0.1)
+_CLASSIFIER_TRAINING = dict(
+    COMMON_TRAINING, batch_size=64, warmup_steps=200, lr_factor=1.0, average_steps=0, valid_every=250, patience=6, max_minutes=3.0
+)
+for _name, _why in (
+    ("toy-fr-tags", "a part-of-speech tagger in about 3 minutes"),
+    ("toy-fr-negation", "a sentence classifier (negated or not) in about 3 minutes"),
+    ("toy-fr-number", "a sentence classifier (singular or plural subject) in about 3 minutes"),
+    ("toy-fr-relative", "a sentence classifier (a relative clause or not) in about 3 minutes"),
+):
+    BUILTIN_PRESETS[_name] = Preset(
+        _name, CLASSIFIER_MODEL, dict(vocab_size=1000), dict(_CLASSIFIER_TRAINING), DEFAULT_SIZES[_name], _why, family="classifier"
+    )
+
+
+def family_preset(preset: Preset, family: str) -> Preset:
+    """The corpus's preset for another family: an RNN keeps the corpus's tokenizer, data and time budget and takes
+    the RNN's model (its max_len too); a family the corpus does not fit is refused later, by the pipeline."""
+    if family == preset.family or family != "rnn":
+        return preset
+    model = dict(RNN_MODEL, **({"max_len": preset.model["max_len"]} if "max_len" in preset.model else {}))
+    why = f"{preset.why}; with seed 002's RNN and attention in place of the Transformer"
+    return Preset(
+        preset.name, model, dict(preset.tokenizer), dict(preset.training), preset.corpus_size, why, preset.sized_from, "rnn"
+    )
+
+
 def builtin_preset(name: str) -> Preset:
     if name not in BUILTIN_PRESETS:
         raise KeyError(f"no preset for {name!r}; built-in corpora: {', '.join(BUILTIN_CORPORA)}")
@@ -108,7 +148,7 @@ def corpus_figures(pairs: list[Pair]) -> dict:
     }
 
 
-def file_preset(splits: Splits) -> Preset:
+def file_preset(splits: Splits, task: str = "translation") -> Preset:
     """A preset for a user's corpus, sized from its figures.
 
     - vocabulary: SentencePiece pieces grow with the distinct words (about a third of them, 500 to 8,000):
@@ -119,6 +159,8 @@ def file_preset(splits: Splits) -> Preset:
     - max_len covers the longest sentence's pieces (about 1.5 pieces a word) up to 256.
     """
     figures = corpus_figures(splits.train)
+    if task != "translation":
+        return _labelled_file_preset(splits, figures)
     vocab = int(min(8000, max(500, round(figures["distinct_words"] / 3, -2))))
     large = figures["pairs"] >= 50_000
     d_model = 256 if large else 128
@@ -150,13 +192,27 @@ def file_preset(splits: Splits) -> Preset:
     return Preset("file", model, dict(vocab_size=vocab), training, None, why, figures)
 
 
-def preset_for(corpus_name: str, splits: Splits | None = None) -> Preset:
-    """The built-in corpus's preset, or one sized from ``splits`` (a user's file, already read)."""
+def _labelled_file_preset(splits: Splits, figures: dict) -> Preset:
+    """A classifier's preset for a user's tagging or labelled-sentence file: the built-in classifiers' model, a
+    vocabulary from the distinct words, 3 minutes plus a minute per 10,000 sentences (at most 30)."""
+    vocab = int(min(8000, max(300, round(len({w for p in splits.train for w in p.source.split()}) / 3, -2))))
+    longest = max((len(p.source.split()) for p in splits.train), default=0)
+    model = dict(CLASSIFIER_MODEL, max_len=int(min(256, max(64, math.ceil(longest * 1.5) + 2))))
+    training = dict(_CLASSIFIER_TRAINING, max_minutes=float(min(30, 3 + figures["pairs"] // 10_000)))
+    why = f"sized from the corpus: {figures['pairs']:,} labelled sentences"
+    return Preset("file", model, dict(vocab_size=vocab), training, None, why, figures, "classifier")
+
+
+def preset_for(corpus_name: str, splits: Splits | None = None, family: str | None = None, task: str = "translation") -> Preset:
+    """The built-in corpus's preset, or one sized from ``splits`` (a user's file of this task, already read); for
+    ``family`` when one is asked for (default: the corpus's own, the Transformer for translation)."""
     if corpus_name in BUILTIN_PRESETS:
-        return builtin_preset(corpus_name)
-    if splits is None:
+        preset = builtin_preset(corpus_name)
+    elif splits is None:
         raise ValueError("a file's preset is sized from the corpus: read it first")
-    return file_preset(splits)
+    else:
+        preset = file_preset(splits, task)
+    return family_preset(preset, family) if family else preset
 
 
 def planned_steps(training, train_pairs: int) -> int | None:
@@ -199,27 +255,32 @@ def expected_duration(training, train_pairs: int, seconds_per_step: float | None
     )
 
 
-def measure_step_seconds(model_options: dict, vocab_size: int, batch_pairs: int, pieces: int, steps: int = 3) -> float:
+def measure_step_seconds(
+    model_options: dict, vocab_size: int, batch_pairs: int, pieces: int, steps: int = 3, family: str = "transformer"
+) -> float:
     """Seconds one training step of this model takes here, now: a few steps on a made-up batch of
     ``batch_pairs`` pairs of ``pieces`` pieces each, on every core (a fraction of a second)."""
     import time
 
     import torch
 
-    from model.nn.config import TransformerConfig
-    from model.nn.transformer import Transformer
+    from model.nn.registry import build_network, config_class
     from model.runtime import set_cpu_threads
-    from model.training.trainer import make_optimizer, training_step
+    from model.training.step import make_optimizer, training_step
 
     set_cpu_threads()
-    config = TransformerConfig(
-        source_vocab_size=vocab_size, target_vocab_size=vocab_size, **{k: v for k, v in model_options.items() if k != "max_len"}
-    )
-    model = Transformer(config)
+    options = {k: v for k, v in model_options.items() if k != "max_len"}
+    if family == "classifier":
+        config = config_class(family)(vocab_size=vocab_size, **options)
+    else:
+        config = config_class(family)(source_vocab_size=vocab_size, target_vocab_size=vocab_size, **options)
+    model = build_network(config)
     optimizer = make_optimizer(model)
     generator = torch.Generator().manual_seed(0)
     source = torch.randint(4, vocab_size, (batch_pairs, pieces), generator=generator)  # [B, S]
     target = torch.randint(4, vocab_size, (batch_pairs, pieces + 1), generator=generator)  # [B, T + 1]
+    if family == "classifier":
+        target = torch.randint(1, 3, (batch_pairs, pieces), generator=generator)  # [B, S] labels of two classes
     times = []
     for _ in range(steps + 1):  # the first is a warm-up
         started = time.perf_counter()

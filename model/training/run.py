@@ -28,10 +28,11 @@ class TrainingRequest:
 
     corpus: CorpusSpec
     tokenizer: TokenizerOptions
-    model_options: dict  # TransformerConfig fields other than the vocabulary sizes
+    model_options: dict  # the family's config fields other than the vocabulary sizes (and a classifier's classes)
     training: TrainingOptions
     device: str = "auto"  # auto, cpu, cuda or cuda:N
     splits: Splits | None = None  # the corpus already read and split (a file's preset is sized from it)
+    family: str = "transformer"  # the model family to train (model/nn/registry.py): transformer, rnn or classifier
 
 
 @dataclass
@@ -95,6 +96,7 @@ def train(
             request.training.seed,
             splits=request.splits,
             report=callbacks.on_stage,
+            family=request.family,
         )
         if control.cancelled:
             return TrainingOutcome(StopReason.CANCELLED, None)

@@ -17,18 +17,17 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
-from model.data.batching import collate, encode_pairs, length_batches
+from model.data.batching import collate, length_batches
+from model.data.labelling import NO_LABEL
 from model.errors import UserError
 from model.kinds import StopReason
-from model.nn.packing import PackedRows
-from model.nn.transformer import Transformer
 from model.runtime import CoreFollower
 from model.training.evaluation import Interrupted, Scores, score
-from model.training.loss import smoothed_cross_entropy
-from model.training.optimizer import FlatAdam
+from model.training.step import encode_examples, make_optimizer, training_step, weights_are_finite
 
 LR_DECAYS = ("rsqrt", "linear")
 VALID_TEACHER_FORCED = 2000  # validation pairs scored teacher-forced (loss, token accuracy) at most
@@ -177,44 +176,10 @@ def learning_rate(
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def weights_are_finite(model: torch.nn.Module) -> bool:
-    """Whether every parameter and buffer of the model is finite (no NaN, no infinity)."""
-    return all(bool(torch.isfinite(tensor).all()) for tensor in model.state_dict().values() if tensor.is_floating_point())
-
-
-def make_optimizer(model: Transformer) -> FlatAdam:
-    """The paper's Adam (betas 0.9 and 0.98, eps 1e-9) over the model's parameters as one flat buffer."""
-    return FlatAdam(model, lr=0.0, betas=(0.9, 0.98), eps=1e-9)
-
-
-def training_step(
-    model, optimizer, source, target, label_smoothing: float, clip_norm: float, autocast_dtype=None
-) -> tuple[float, int, int]:
-    """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces).
-
-    A non-finite loss (NaN or infinite) takes no step: the weights stay as they were and the caller
-    sees the loss, so it can stop."""
-    if not model.training:  # train() walks every module: a millisecond a step when done needlessly
-        model.train()
-    optimizer.zero_grad()
-    gold = target[:, 1:]  # [B, T]
-    real = gold != model.config.pad_id  # [B, T]
-    with torch.autocast(source.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-        hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
-        logits = model.logits(hidden)  # [N, V]
-    loss, correct = smoothed_cross_entropy(logits, gold[real], label_smoothing)
-    value = loss.item()
-    if not math.isfinite(value):  # a NaN or infinite loss would turn every weight into NaN: no step
-        return value, correct, int(real.sum())
-    loss.backward()
-    optimizer.step(clip_norm)
-    return value, correct, int(real.sum())
-
-
 class Trainer:
     def __init__(
         self,
-        model: Transformer,
+        model: Any,  # a family's network (model/nn/registry.py)
         source_tokenizer,
         target_tokenizer,
         splits,
@@ -235,7 +200,8 @@ class Trainer:
         self.control = control or TrainingControl()
         self.history = history if history is not None else {"steps": [], "validations": []}
         options.validate()
-        self.train_examples = encode_pairs(splits.train, source_tokenizer, target_tokenizer, model.config)
+        self.train_examples = encode_examples(model, splits.train, source_tokenizer, target_tokenizer)
+        self.target_pad = NO_LABEL if model.family == "classifier" else None  # a classifier's labels: 0 = none
         self.optimizer = make_optimizer(self.model)
         self.autocast_dtype = torch.bfloat16 if device.type == "cuda" else None
         self.average = WeightAverage(self.optimizer.flat_parameters, options.average_steps)
@@ -258,7 +224,7 @@ class Trainer:
                 n_samples=self.options.n_samples,
                 stop=self._stop_requested,
             )
-            quality = (round(scores.bleu, 2), scores.exact_match, -scores.loss)  # BLEU first; ties by the others
+            quality = scores.quality  # BLEU first (macro-F1 for a classifier); ties by the others
             best = self.best is None or quality > self.best[0]
             if best:
                 self.best = (quality, step, self.optimizer.flat_parameters.detach().clone())
@@ -326,7 +292,9 @@ class Trainer:
                     fraction = done_fraction(elapsed)
                     rate = learning_rate(step, config.d_model, options.warmup_steps, options.lr_factor, options.lr_decay, fraction)
                     self.optimizer.lr = rate
-                    source, target = collate([self.train_examples[i] for i in batch_indices], config.pad_id, self.device)
+                    source, target = collate(
+                        [self.train_examples[i] for i in batch_indices], config.pad_id, self.device, self.target_pad
+                    )
                     loss, correct, count = training_step(
                         self.model, self.optimizer, source, target, options.label_smoothing, options.clip_norm, self.autocast_dtype
                     )

@@ -1,4 +1,8 @@
-"""Corpora: the built-in generated ones (toy-fr, copy, reverse, sort) and users' files, with splits.
+"""Corpora: the built-in generated ones (toy-fr, copy, reverse, sort; toy-fr's labelled sentences for a
+classifier: toy-fr-tags, toy-fr-negation, toy-fr-number, toy-fr-relative) and users' files, with splits.
+
+A corpus teaches one ``task``: "translation" (source, target pairs), "tagging" (words, one tag each) or
+"classification" (a text, its class). Built-in corpora know theirs; a file's is what the user says it holds.
 
 ``load_corpus(spec)`` turns a CorpusSpec (a built-in name or file paths) into pairs, and
 ``split_pairs`` divides them into train/validation/test deterministically: duplicates are
@@ -11,14 +15,29 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from model.data.corpora import symbolic, toy_fr
-from model.data.corpora.files import CorpusError, read_moses, read_tsv
+from model.data.corpora import labelled, symbolic, toy_fr
+from model.data.corpora.files import CorpusError, read_moses, read_tagged, read_tsv
 from model.data.corpora.pairs import Pair
 
-BUILTIN_CORPORA = ("toy-fr", "copy", "reverse", "sort")
-DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000}
+BUILTIN_CORPORA = ("toy-fr", "copy", "reverse", "sort", *labelled.LABELLED_CORPORA)
+DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000} | dict.fromkeys(
+    labelled.LABELLED_CORPORA, 20000
+)
+TASKS = ("translation", "tagging", "classification")
+MAX_CLASSES = 1000  # more distinct labels than this is a translation file read as labelled sentences
 
-__all__ = ["BUILTIN_CORPORA", "CorpusError", "CorpusSpec", "Pair", "Splits", "generate_builtin", "load_corpus", "split_pairs"]
+__all__ = [
+    "BUILTIN_CORPORA",
+    "TASKS",
+    "CorpusError",
+    "CorpusSpec",
+    "Pair",
+    "Splits",
+    "generate_builtin",
+    "label_names",
+    "load_corpus",
+    "split_pairs",
+]
 
 
 @dataclass
@@ -33,6 +52,15 @@ class CorpusSpec:
     valid_fraction: float = 0.05
     test_fraction: float = 0.05
     extra: dict = field(default_factory=dict)
+    task: str = "translation"  # what it teaches (TASKS); a built-in corpus's own, a file's as the user says
+
+    def __post_init__(self) -> None:
+        if self.is_builtin:
+            self.task = labelled.task_of(self.name)
+        elif self.task not in TASKS:
+            raise CorpusError(f"unknown corpus task {self.task!r}; choose one of {', '.join(TASKS)}")
+        elif self.task != "translation" and self.target_path is not None:
+            raise CorpusError("a Moses pair of files holds translations; a tagging or labelled corpus is one file")
 
     @property
     def is_builtin(self) -> bool:
@@ -64,6 +92,8 @@ def generate_builtin(name: str, n: int, seed: int) -> list[Pair]:
         return toy_fr.generate(n, seed)
     if name in symbolic.TASKS:
         return symbolic.generate(name, n, seed)
+    if name in labelled.LABELLED_CORPORA:
+        return labelled.generate(name, n, seed)
     raise CorpusError(f"unknown built-in corpus {name!r}; choose one of {', '.join(BUILTIN_CORPORA)}")
 
 
@@ -98,10 +128,27 @@ def load_corpus(spec: CorpusSpec) -> Splits:
         corpus = read_moses(spec.name, spec.target_path, spec.skip_malformed)
         pairs, skipped = corpus.pairs, corpus.skipped_lines
     else:
-        corpus = read_tsv(spec.name, spec.skip_malformed)
+        read = read_tagged if spec.task == "tagging" else read_tsv
+        corpus = read(spec.name, spec.skip_malformed)
         pairs, skipped = corpus.pairs, corpus.skipped_lines
     splits = split_pairs(pairs, spec.valid_fraction, spec.test_fraction)
     splits.skipped_lines = skipped
     if not splits.train:
         raise CorpusError(f"{spec.describe()}: too few distinct pairs to train on ({len(pairs)} read)")
     return splits
+
+
+def label_names(pairs: list[Pair], task: str) -> list[str]:
+    """The classes a labelled corpus uses, sorted: every tag of a tagging corpus, every class of a labelled one."""
+    if task == "tagging":
+        names = sorted({tag for pair in pairs for tag in pair.target.split()})
+    else:
+        names = sorted({pair.target.strip() for pair in pairs})
+    if len(names) < 2:
+        raise CorpusError(f"a classifier needs at least two classes, and the corpus has {len(names)} ({', '.join(names)})")
+    if len(names) > MAX_CLASSES:
+        raise CorpusError(
+            f"{len(names):,} distinct labels in {len(pairs):,} sentences: is this a translation file? "
+            f"A labelled corpus has at most {MAX_CLASSES:,} classes"
+        )
+    return names

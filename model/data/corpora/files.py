@@ -1,7 +1,10 @@
-"""Users' own parallel corpora: a tab-separated file or a Moses-style pair of line-aligned files.
+"""Users' own corpora: a tab-separated file or a Moses-style pair of line-aligned files of translations, a
+tab-separated file of labelled sentences, or a tagging file.
 
 The TSV layout is that of the Tatoeba/Anki ``eng-fra.txt`` files: source TAB target, further
-columns (attribution) ignored. Lines may end in LF, CR LF or a lone CR (old Mac files). Every
+columns (attribution) ignored; a sentence classifier's file is the same with the class as the target
+(text TAB label). A tagging file has one sentence a line, each word with its tag: ``The/DET cat/NOUN``
+(the tag follows the word's last slash, so a word may hold one: ``km/h/NOUN``). Lines may end in LF, CR LF or a lone CR (old Mac files). Every
 problem is reported as a CorpusError naming the file and the line; with ``skip_malformed`` bad lines
 are counted and skipped instead.
 """
@@ -71,6 +74,32 @@ def read_tsv(path: str | Path, skip_malformed: bool = False) -> FileCorpus:
         pairs.append(Pair(columns[0].strip(), columns[1].strip()))
     if not pairs:
         raise CorpusError(f"{path}: no sentence pairs found" + (f" ({skipped} malformed lines skipped)" if skipped else ""))
+    return FileCorpus(pairs, skipped)
+
+
+def read_tagged(path: str | Path, skip_malformed: bool = False) -> FileCorpus:
+    """A tagging file as pairs (the words, their tags), each space-separated."""
+    path = Path(path)
+    pairs, skipped = [], 0
+    for number, line in enumerate(_read_lines(path), start=1):
+        if not line.strip():
+            continue
+        words, tags, problem = [], [], None
+        for item in line.split():
+            word, slash, tag = item.rpartition("/")
+            if not slash or not word or not tag:
+                problem = f"{item!r} is not word/TAG"
+                break
+            words.append(word)
+            tags.append(tag)
+        if problem:
+            if skip_malformed:
+                skipped += 1
+                continue
+            raise CorpusError(f"{path}:{number}: {problem} (a tagging file has word/TAG items separated by spaces)")
+        pairs.append(Pair(" ".join(words), " ".join(tags)))
+    if not pairs:
+        raise CorpusError(f"{path}: no tagged sentences found" + (f" ({skipped} malformed lines skipped)" if skipped else ""))
     return FileCorpus(pairs, skipped)
 
 

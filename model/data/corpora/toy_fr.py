@@ -21,6 +21,20 @@ from model.data.corpora.pairs import Pair
 
 Token = tuple[str, frozenset]
 
+
+class Word(str):
+    """An English word that knows its part of speech (a Universal Dependencies tag), given where the grammar
+    makes it: the labelled corpora (model/data/corpora/labelled.py) read tags from here, so they are exact.
+    It is an ordinary string everywhere else, so the translation pairs are what they always were."""
+
+    pos: str
+
+    def __new__(cls, text: str, pos: str) -> Word:
+        word = super().__new__(cls, text)
+        word.pos = pos
+        return word
+
+
 # (english, french, person index into the verb forms, gender, plural)
 SUBJECT_PRONOUNS = [
     ("I", "je", 0, "m", False),
@@ -93,6 +107,10 @@ class ToyFrenchGenerator:
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
         self.concepts = _Concepts()
+        # What the last sentence was, for the labelled corpora (set as it is generated; no random draw).
+        self.subject_plural = False
+        self.negated = False
+        self.relative_clauses = 0
 
     # --- noun phrases -------------------------------------------------------------------------
     def noun(self, wanted: str) -> Noun:
@@ -108,7 +126,7 @@ class ToyFrenchGenerator:
             determiner = "partitive" if determiner == "a" else determiner
         gender = noun.gender
         noun_id = concepts.new()
-        en_noun = (noun.english_plural if plural else noun.english, noun_id)
+        en_noun = (Word(noun.english_plural if plural else noun.english, "NOUN"), noun_id)
         fr_noun = (noun.french_plural if plural else noun.french, noun_id)
         before = after = None
         if modifiers and rng.random() < 0.25:
@@ -119,24 +137,24 @@ class ToyFrenchGenerator:
         french: list[Token] = []
         if before:
             before_id = concepts.new()
-            english.append((before.english, before_id))
+            english.append((Word(before.english, "ADJ"), before_id))
             french.append((before.form(gender, plural, fr_noun[0]), before_id))
         french.append(fr_noun)
         if after:
             after_id = concepts.new()
-            english.append((after.english, after_id))
+            english.append((Word(after.english, "ADJ"), after_id))
             french.append((after.form(gender, plural), after_id))
         english.append(en_noun)
         en_det, fr_det = self._determiner(determiner, gender, plural, negated, french[0][0], before is not None)
         det_id = concepts.new() if en_det else noun_id  # a French-only determiner aligns with the noun
-        english = [(w, det_id) for w in en_det] + english
+        english = [(Word(w, "DET"), det_id) for w in en_det] + english
         french = [(w, det_id) for w in fr_det] + french
         if modifiers and depth == 0 and "t" in noun.tags and rng.random() < 0.15:
             owner = self.noun("pb")
             of_id, the_id = concepts.new(), concepts.new()
             owner_plural = rng.random() < 0.25
             en_owner, fr_owner = self.noun_phrase(owner, "the", owner_plural, modifiers=False, depth=1)
-            english += [("of", of_id)] + en_owner
+            english += [(Word("of", "ADP"), of_id)] + en_owner
             french += [("de", of_id)] + fr_owner
             del the_id
         elif modifiers and depth == 0 and rng.random() < 0.15:
@@ -181,9 +199,11 @@ class ToyFrenchGenerator:
         if self.rng.random() < 0.4:
             english, french, person, gender, plural = self.rng.choice(SUBJECT_PRONOUNS)
             subject_id = self.concepts.new()
-            return [(english, subject_id)], [(french, subject_id)], person, gender, plural
+            self.subject_plural = plural
+            return [(Word(english, "PRON"), subject_id)], [(french, subject_id)], person, gender, plural
         noun = self.noun(wanted)
         plural = self.rng.random() < 0.3
+        self.subject_plural = plural
         english_phrase, french_phrase = self.noun_phrase(noun, self.random_determiner(), plural)
         return english_phrase, french_phrase, 5 if plural else 2, noun.gender, plural
 
@@ -191,33 +211,36 @@ class ToyFrenchGenerator:
         """English verb group: 'eats', 'does not eat', 'is not', 'listens to'."""
         if verb.objects == "be":
             form = {0: "am", 2: "is"}.get(person, "are")
-            words = [(form, verb_id)] + ([("not", negation_id)] if negated else [])
+            words = [(Word(form, "AUX"), verb_id)] + ([(Word("not", "PART"), negation_id)] if negated else [])
         elif negated:
-            words = [("does" if person == 2 else "do", frozenset()), ("not", negation_id), (verb.english, verb_id)]
+            auxiliary = Word("does" if person == 2 else "do", "AUX")
+            words = [(auxiliary, frozenset()), (Word("not", "PART"), negation_id), (Word(verb.english, "VERB"), verb_id)]
         else:
-            words = [(verb.english_third if person == 2 else verb.english, verb_id)]
+            words = [(Word(verb.english_third if person == 2 else verb.english, "VERB"), verb_id)]
         if verb.particle:
-            words.append((verb.particle, verb_id))
+            words.append((Word(verb.particle, "ADP"), verb_id))
         return words
 
     def relative_clause(self, head: Noun, plural: bool) -> tuple[list[Token], list[Token]]:
         rel_id, verb_id = self.concepts.new(), self.concepts.new()
+        self.relative_clauses += 1
+        that = Word("that", "PRON")  # a relative pronoun
         head_person = 5 if plural else 2
         object_verbs = [v for v in VERB_LIST if v.objects not in ("-", "be", "go") and _fits(head.tags, v.objects)]
         if object_verbs and self.rng.random() < 0.5:  # the apple that the boy eats -> que
             verb = self.rng.choice(object_verbs)
             subject_en, subject_fr, person, _, _ = self._simple_subject()
-            english = [("that", rel_id)] + subject_en + self.verb_words(verb, person, False, verb_id, None)
+            english = [(that, rel_id)] + subject_en + self.verb_words(verb, person, False, verb_id, None)
             return english, [("que", rel_id)] + subject_fr + [(verb.forms[person], verb_id)]
         if head.tags.strip("m") and not _fits(head.tags, ANIMATE):
             verb = next(v for v in VERB_LIST if v.objects == "be")
             adjective = self.rng.choice([a for a in ADJECTIVE_LIST if _fits(head.tags, a.tags)])
             adj_id = self.concepts.new()
-            english = [("that", rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
+            english = [(that, rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
             french = [("qui", rel_id), (verb.forms[head_person], verb_id), (adjective.form(head.gender, plural), adj_id)]
-            return english + [(adjective.english, adj_id)], french
+            return english + [(Word(adjective.english, "ADJ"), adj_id)], french
         verb = self.rng.choice([v for v in VERB_LIST if v.objects not in ("be", "go")])  # the cat that sleeps -> qui
-        english = [("that", rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
+        english = [(that, rel_id)] + self.verb_words(verb, head_person, False, verb_id, None)
         french = [("qui", rel_id), (verb.forms[head_person], verb_id)]
         if verb.objects != "-":
             obj_en, obj_fr = self.noun_phrase(
@@ -230,7 +253,7 @@ class ToyFrenchGenerator:
         if self.rng.random() < 0.5:
             english, french, person, gender, plural = self.rng.choice(SUBJECT_PRONOUNS)
             subject_id = self.concepts.new()
-            return [(english, subject_id)], [(french, subject_id)], person, gender, plural
+            return [(Word(english, "PRON"), subject_id)], [(french, subject_id)], person, gender, plural
         noun = self.noun(ANIMATE)
         plural = self.rng.random() < 0.3
         english, french = self.noun_phrase(noun, "the", plural, modifiers=False, depth=1)
@@ -238,8 +261,9 @@ class ToyFrenchGenerator:
 
     def sentence(self) -> tuple[list[Token], list[Token]]:
         rng = self.rng
+        self.relative_clauses = 0  # what the labelled corpora read of the sentence, besides its words' tags
         subject_en, subject_fr, person, gender, plural = self.subject()
-        negated = rng.random() < 0.25
+        negated = self.negated = rng.random() < 0.25
         verb_id, negation_id = self.concepts.new(), self.concepts.new()
         kind = rng.choices(["intransitive", "transitive", "pronoun", "be", "go"], [2, 5, 1.5, 1.5, 1])[0]
         verb = rng.choice(_verbs_of_kind(kind))
@@ -251,7 +275,7 @@ class ToyFrenchGenerator:
             choices = [p for p in OBJECT_PRONOUNS if p[2] != person and (not p[3] or _fits("pa", verb.objects))]
             pronoun_en, pronoun_fr, _, _ = rng.choice(choices)
             pronoun_id = self.concepts.new()
-            english.append((pronoun_en, pronoun_id))
+            english.append((Word(pronoun_en, "PRON"), pronoun_id))
             french = subject_fr + ne + [(pronoun_fr, pronoun_id)] + french_verb + pas
         else:
             french = subject_fr + ne + french_verb + pas
@@ -264,25 +288,29 @@ class ToyFrenchGenerator:
             wanted = "p" if len(subject_en) == 1 else "".join({t for t in "pa" if t in _subject_tags(subject_en)})
             adjective = rng.choice([a for a in ADJECTIVE_LIST if _fits(wanted or "p", a.tags)])
             adj_id = self.concepts.new()
-            english.append((adjective.english, adj_id))
+            english.append((Word(adjective.english, "ADJ"), adj_id))
             french.append((adjective.form(gender, plural), adj_id))
         elif kind == "go":
             to_id = self.concepts.new()
             place_en, place_fr = self.noun_phrase(self.noun("bn"), "the", rng.random() < 0.2, depth=1)
-            english += [("to", to_id)] + place_en
+            english += [(Word("to", "ADP"), to_id)] + place_en
             french += [("à", to_id)] + place_fr
         elif kind == "intransitive" and rng.random() < 0.3:
             in_id = self.concepts.new()
             place_en, place_fr = self.noun_phrase(self.noun("bn"), self.random_determiner(False), False, depth=1)
-            english += [("in", in_id)] + place_en
+            english += [(Word("in", "ADP"), in_id)] + place_en
             french += [("dans", in_id)] + place_fr
         return english, french
 
-    def pair(self) -> Pair:
+    def accepted_sentence(self) -> tuple[list[Token], list[Token]]:
+        """A sentence of 3 to 25 English words (longer or shorter ones are drawn again)."""
         while True:
             english, french = self.sentence()
             if 3 <= len(english) <= 25:
-                break
+                return english, french
+
+    def pair(self) -> Pair:
+        english, french = self.accepted_sentence()
         return assemble(english, finish_french(french), capitalize=self.rng.random() < 0.7, period=self.rng.random() < 0.7)
 
 
@@ -320,15 +348,15 @@ def finish_french(tokens: list[Token]) -> list[Token]:
     return merged_tokens
 
 
-def _english_articles(tokens: list[Token]) -> list[Token]:
+def english_articles(tokens: list[Token]) -> list[Token]:
     return [
-        ("an" if word == "a" and index + 1 < len(tokens) and tokens[index + 1][0][0] in "aeiou" else word, ids)
+        (Word("an", "DET") if word == "a" and index + 1 < len(tokens) and tokens[index + 1][0][0] in "aeiou" else word, ids)
         for index, (word, ids) in enumerate(tokens)
     ]
 
 
 def assemble(english: list[Token], french: list[Token], capitalize: bool, period: bool) -> Pair:
-    english = _english_articles(english)
+    english = english_articles(english)
     en_words = [w for w, _ in english]
     fr_words = [w for w, _ in french]
     alignment = tuple(sorted((i, j) for i, (_, a) in enumerate(english) for j, (_, b) in enumerate(french) if a & b))

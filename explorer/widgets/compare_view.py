@@ -1,0 +1,130 @@
+"""The Explore tab's "Side by side" view: the session's model and a second one on the same sentence.
+
+Two heatmaps, each a model's cross-attention head chosen by its alignment with toy-fr's gold alignments
+(explorer/compare_session.py), with the model's name, the head and its AER above it. They step together
+with the decoding controls. The row above them picks the second model (a shipped one or a file), draws a
+fresh toy-fr sentence whose gold alignment is known, and exports the pair as one figure (PNG, SVG, PDF).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from explorer.widgets.heatmap import HeatmapView
+from model.inspection.comparison import compared_matrix
+
+NONE_CHOICE, FILE_CHOICE = "(none)", "Model file…"
+FIGURE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)"
+
+
+class CompareView(QWidget):
+    sentence_chosen = Signal(str)  # a toy-fr sentence to decode (its gold alignment is known)
+    export_requested = Signal(str)  # the path to write the pair figure to
+
+    def __init__(self, compare, colormap_name: str = "viridis"):
+        super().__init__()
+        self.compare = compare
+        self.panels: list = []
+        self.partner = QComboBox()
+        self.partner.setToolTip("The model shown beside the session's: a shipped model, or a model file")
+        self._fill_partners()
+        self.fresh = QPushButton("toy-fr sentence")
+        self.fresh.setToolTip(
+            "Translate a fresh toy-fr sentence (never seen in training) whose gold word alignment is known: each side "
+            "then shows its AER on it"
+        )
+        self.export_button = QPushButton("Export pair…")
+        self.export_button.setToolTip("Both heatmaps as one figure (PNG, SVG, PDF), with the figure settings' width and font")
+        row = QHBoxLayout()
+        for widget in (QLabel("Beside it:"), self.partner, self.fresh, self.export_button):
+            row.addWidget(widget)
+        row.addStretch(1)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.headings = [QLabel(), QLabel()]
+        self.heatmaps = [HeatmapView(colormap_name), HeatmapView(colormap_name)]
+        grid = QGridLayout()
+        for column, (heading, heatmap) in enumerate(zip(self.headings, self.heatmaps)):
+            heading.setWordWrap(True)
+            grid.addWidget(heading, 0, column)
+            grid.addWidget(heatmap, 1, column)
+            grid.setColumnStretch(column, 1)
+        grid.setRowStretch(1, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.note)
+        layout.addLayout(grid, 1)
+        self.partner.activated.connect(self._on_partner_chosen)
+        self.fresh.clicked.connect(self._on_fresh_requested)
+        self.export_button.clicked.connect(self._on_export_clicked)
+        compare.changed.connect(self._on_panels_changed)
+        self._on_panels_changed([])
+
+    def _fill_partners(self) -> None:
+        from model.io.shipped import shipped_models
+
+        self.partner.addItem(NONE_CHOICE, None)
+        for name, path in shipped_models().items():
+            self.partner.addItem(name, str(path))
+        self.partner.addItem(FILE_CHOICE, None)
+
+    def set_colormap(self, name: str) -> None:
+        for heatmap in self.heatmaps:
+            heatmap.set_colormap(name)
+
+    # --- choices --------------------------------------------------------------------------------
+    def _on_partner_chosen(self, index: int) -> None:
+        choice = self.partner.itemText(index)
+        if choice == NONE_CHOICE:
+            self.compare.clear()
+            return
+        path = self.partner.itemData(index)
+        if choice == FILE_CHOICE:
+            path, _ = QFileDialog.getOpenFileName(self, "Model to put beside", str(Path.home()), "Models (*.safetensors);;All files (*)")
+            if not path:
+                return
+        self.compare.open(path)
+
+    def _on_fresh_requested(self) -> None:
+        self.sentence_chosen.emit(self.compare.fresh_sentence())
+
+    def _on_export_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the pair", str(Path.home() / "side-by-side.pdf"), FIGURE_FILTER)
+        if path:
+            self.export_requested.emit(path)
+
+    # --- drawing --------------------------------------------------------------------------------
+    def _on_panels_changed(self, panels: list) -> None:
+        self.panels = panels
+        self.export_button.setEnabled(len(panels) == 2)
+        if len(panels) != 2:
+            why = self.compare.unavailable()
+            self.note.setText(why)
+            self.note.show()
+            for heading, heatmap in zip(self.headings, self.heatmaps):
+                heading.setText("")
+                heatmap.set_matrix(self.empty, [], [], "")
+            return
+        gold = self.compare.gold(self.compare.session.text)
+        self.note.setText(
+            "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
+            if gold is not None
+            else "A typed sentence has no gold alignment: “toy-fr sentence” draws one that has (each side's AER is then shown)."
+        )
+        self.note.show()
+        for panel, heading, heatmap in zip(panels, self.headings, self.heatmaps):
+            matrix, shown = compared_matrix(panel.trace, panel.choice, word_level=True)
+            heading.setText(f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}")
+            heatmap.set_matrix(
+                matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level
+            )
+
+    @property
+    def empty(self):
+        import numpy as np
+
+        return np.zeros((0, 0), np.float32)

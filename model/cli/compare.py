@@ -1,0 +1,80 @@
+"""``transformer-explorer compare``: two models' cross-attention on one sentence, side by side in one figure,
+each showing its best alignment head with its AER (the Explore tab's "Side by side" view, without a window).
+
+    transformer-explorer compare --model default --with rnn-bahdanau --toy-fr 3 --out pair.pdf
+    transformer-explorer compare --model default --with rnn-bahdanau --text "the cat sleeps" --out pair.png
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from model.cli.export import model_name
+from model.cli.options import CommandError
+from model.figures.attention import FigureOptions
+from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
+from model.figures.saving import FIGURE_SUFFIXES
+from model.io.files import check_output
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="the first model: a file or a shipped model's name (default)")
+    parser.add_argument("--with", dest="other", required=True, metavar="MODEL", help="the second model (rnn-bahdanau)")
+    sentence = parser.add_mutually_exclusive_group(required=True)
+    sentence.add_argument("--text", help="the source sentence")
+    sentence.add_argument(
+        "--toy-fr",
+        type=int,
+        metavar="N",
+        help="the N-th fresh toy-fr sentence (from 1; never seen in training): its gold alignment gives each side's AER",
+    )
+    parser.add_argument("--step", type=int, help="decoding steps to show (default: each model's whole translation)")
+    parser.add_argument("--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), 5in, 12cm")
+    parser.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
+    parser.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
+    parser.add_argument("--dpi", type=float, default=300, help="PNG resolution (default 300)")
+    parser.add_argument("--no-caption", action="store_true", help="only the title: no sentence")
+    parser.add_argument("--pieces", action="store_true", help="sub-word pieces instead of words")
+    parser.add_argument("--out", required=True, help=f"FILE ({', '.join(FIGURE_SUFFIXES)})")
+
+
+def run_compare(args) -> int:
+    from model.figures.comparison import pair_figure
+    from model.figures.saving import save_figure
+    from model.inspection.comparison import FRESH_SEED, decoded_panel
+    from model.io.models import model_source, open_model
+    from model.kinds import AttentionKind
+
+    if args.toy_fr is not None and not 1 <= args.toy_fr <= 100_000:
+        raise CommandError(f"--toy-fr must be a sentence number from 1 to 100000, got {args.toy_fr}")
+    if args.step is not None and args.step < 0:
+        raise CommandError(f"--step must be 0 or more, got {args.step}")
+    if not args.toy_fr and not (args.text or "").strip():
+        raise CommandError("--text is empty: give a sentence, or --toy-fr N for a toy-fr sentence with gold alignments")
+    options = FigureOptions(
+        width=parse_width(args.width), font_size=check_font_size(args.font_size), colormap=args.colormap, caption=not args.no_caption
+    )
+    options.colours()  # an unknown colour map is reported before decoding
+    protected = tuple(path for path in (model_source(args.model), model_source(args.other)) if path)
+    out = check_output(args.out, protected)
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise CommandError(f"--out must end in {', '.join(FIGURE_SUFFIXES)}, not {out.name!r}")
+    gold = None
+    text = args.text
+    if args.toy_fr is not None:
+        from model.data.corpora import toy_fr
+
+        gold = toy_fr.generate(args.toy_fr, FRESH_SEED)[-1]
+        text = gold.source
+    panels = []
+    for name in (args.model, args.other):
+        bundle = open_model(name)
+        if AttentionKind.CROSS not in getattr(bundle.model, "kinds", ()):
+            raise CommandError(f"{model_name(name)} has no cross-attention to compare ({bundle.describe()})")
+        panel = decoded_panel(model_name(name), bundle, text, step=args.step, gold=gold)
+        panels.append(panel)
+        output = " ".join(panel.trace.target_tokens)
+        print(f"{panel.heading()}\n  output: {bundle.target_tokenizer.decode(list(panel.trace.chosen_ids)) or output}")
+    save_figure(pair_figure(panels, options, word_level=not args.pieces), out, args.dpi)
+    print(f"wrote {out}")
+    return 0

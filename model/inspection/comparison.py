@@ -1,0 +1,145 @@
+"""Two models side by side on one sentence: which head of each to show, and how well it aligns.
+
+Teachers put seed 002's RNN attention next to the Transformer's cross-attention. For each model the
+comparison picks the head that aligns best with toy-fr's gold word alignments (``best_alignment_head``:
+corpus-level AER over fresh toy-fr pairs, the step that predicts a word, as ``evaluate`` reads it), or,
+for a model not trained on toy-fr, the mean of its last layer's heads. A sentence whose gold alignment is
+known (a toy-fr pair) gets each shown head's own AER, read teacher-forced on its reference translation.
+
+The views and figures read the chosen head's matrix through ``ExploreView``, like every other view, so the
+two panels are exactly what the Explore tab would show for that head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.data.corpora import Pair, toy_fr
+from model.decoding.trace import Trace
+from model.inspection.alignment import cross_attention_aer
+from model.inspection.selection import AttentionMatrix, head_title
+from model.inspection.view import ExploreView
+from model.kinds import AttentionKind
+
+ALIGNMENT_SEED = 424242  # fresh toy-fr pairs: a seed no shipped model was trained with (they use 0)
+ALIGNMENT_PAIRS = 100  # pairs the best head is chosen on: a fraction of a second for the shipped models
+FRESH_SEED = ALIGNMENT_SEED + 1  # sentences drawn to compare on: fresh, and not those the heads are chosen on
+
+
+@dataclass(frozen=True)
+class HeadChoice:
+    """The cross-attention head a comparison shows for one model, and why."""
+
+    layer: int  # 0-based
+    head: int | str  # 0-based head, or "mean"
+    corpus_aer: float | None  # its AER on the alignment pairs; None when not measured
+    n_pairs: int  # pairs the AER was measured on
+
+    def describe(self, n_layers: int, n_heads: int) -> str:
+        """'layer 3, head 2' ('the attention' for a one-head model), with its AER when measured."""
+        if n_layers == 1 and n_heads == 1:
+            where, why = "its one attention", ""
+        else:
+            where, why = f"layer {self.layer + 1}, {head_title(self.head)}", ", the best-aligning head"
+        if self.corpus_aer is None:
+            return where
+        return f"{where}{why}: AER {self.corpus_aer:.3f} on {self.n_pairs} toy-fr pairs"
+
+
+def alignment_pairs(n: int = ALIGNMENT_PAIRS, seed: int = ALIGNMENT_SEED) -> list[Pair]:
+    """Fresh toy-fr pairs with their gold word alignments."""
+    return toy_fr.generate(n, seed)
+
+
+def aligns_toy_fr(bundle) -> bool:
+    """Whether gold alignments can score the model: it has cross-attention and was trained on toy-fr."""
+    corpus = getattr(bundle, "corpus", None)
+    kinds = getattr(bundle.model, "kinds", ())
+    return AttentionKind.CROSS in kinds and corpus is not None and corpus.is_builtin and corpus.name == "toy-fr"
+
+
+def best_alignment_head(bundle, pairs: list[Pair] | None = None) -> HeadChoice:
+    """The single cross-attention head with the lowest AER on ``pairs`` (fresh toy-fr pairs by default); the
+    last layer's mean for a model that gold alignments cannot score."""
+    n_layers = bundle.config.n_decoder_layers
+    if not aligns_toy_fr(bundle):
+        return HeadChoice(max(n_layers - 1, 0), "mean", None, 0)
+    report = cross_attention_aer(bundle, pairs if pairs is not None else alignment_pairs())
+    ranking = report.ranking("predicting")
+    layer, head, aer = ranking[0]
+    if bundle.config.n_heads == 1 and n_layers == 1:
+        return HeadChoice(0, 0, aer, report.n_pairs)
+    return HeadChoice(layer, head, aer, report.n_pairs)
+
+
+def sentence_aer(bundle, pair: Pair, choice: HeadChoice) -> float | None:
+    """The AER of the chosen head on one gold pair (teacher-forced on its reference); None when the pair's
+    words cannot be matched to the model's tokens."""
+    if not pair.alignment or AttentionKind.CROSS not in getattr(bundle.model, "kinds", ()):
+        return None
+    report = cross_attention_aer(bundle, [pair])
+    if not report.n_pairs:
+        return None
+    if isinstance(choice.head, int):
+        return float(report.head_aer[0, choice.layer, choice.head])
+    return float(report.layer_aer[0, choice.layer])
+
+
+def compared_matrix(trace: Trace, choice: HeadChoice, word_level: bool = True) -> tuple[AttentionMatrix, Trace]:
+    """The chosen head's cross-attention as the Explore tab shows it: (matrix [steps, source], the trace shown)."""
+    state, _ = ExploreView(AttentionKind.CROSS, choice.layer, choice.head, word_level=word_level).fitted(trace)
+    shown = state.shown_trace(trace)
+    return state.matrix(shown), shown
+
+
+def gold_pair(text: str, known: dict[str, Pair]) -> Pair | None:
+    """The gold pair of a sentence when it is a known toy-fr source (spaces normalised)."""
+    return known.get(" ".join(text.split()))
+
+
+@dataclass
+class Panel:
+    """One side of a comparison: a model's name, its trace at the shared step and the head shown."""
+
+    name: str  # the model's name as the user knows it (file stem, shipped name)
+    description: str  # its family and sizes
+    trace: Trace
+    choice: HeadChoice
+    n_layers: int
+    n_heads: int
+    sentence_aer: float | None = None
+
+    def details(self) -> str:
+        """The head shown and how well it aligns: 'layer 3, head 1 (best alignment head: AER ...); AER on this ...'."""
+        line = self.choice.describe(self.n_layers, self.n_heads)
+        if self.sentence_aer is not None:
+            line += f"; on this sentence {self.sentence_aer:.3f}"
+        return line
+
+    def heading(self) -> str:
+        return f"{self.name}: {self.details()}"
+
+
+def make_panel(name: str, bundle, trace: Trace, choice: HeadChoice, gold: Pair | None) -> Panel:
+    """A panel for ``bundle``'s trace, with the sentence's AER when its gold alignment is known."""
+    return Panel(
+        name,
+        bundle.config.describe(),
+        trace,
+        choice,
+        bundle.config.n_decoder_layers,
+        bundle.config.n_heads,
+        sentence_aer(bundle, gold, choice) if gold is not None else None,
+    )
+
+
+def decoded_panel(name: str, bundle, text: str, options=None, step: int | None = None, gold: Pair | None = None) -> Panel:
+    """``text`` decoded by ``bundle`` (to ``step`` steps, or to its end) as a panel showing its best alignment head."""
+    from model.decoding.stepper import Stepper
+
+    stepper = Stepper(bundle, text, options)
+    if step is None:
+        stepper.run()
+    else:
+        stepper.jump(step)
+    return make_panel(name, bundle, stepper.trace(), best_alignment_head(bundle), gold)

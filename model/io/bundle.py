@@ -1,0 +1,79 @@
+"""A model with everything needed to use it: its network (any family, model/nn/registry.py), tokenizers,
+the corpus it was trained on and how training went. Saved and loaded by model/io/checkpoint.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from model.data.batching import encode_source
+from model.data.corpora import CorpusSpec
+from model.data.labelling import encode_words, split_words
+from model.data.tokenizer import Tokenizer
+
+
+@dataclass
+class ModelBundle:
+    """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
+
+    model: Any  # the family's network (model/family.py, model/nn/registry.py): Transformer, RNN or classifier
+    source_tokenizer: Tokenizer
+    target_tokenizer: Tokenizer
+    corpus: CorpusSpec | None = None
+    history: dict = field(default_factory=dict)
+    training: dict = field(default_factory=dict)  # the TrainingOptions used, as a dict
+    path: str | None = None  # where it was loaded from or last saved to
+
+    @property
+    def config(self) -> Any:
+        return self.model.config
+
+    @property
+    def is_tagger(self) -> bool:
+        return self.model.family == "classifier" and self.config.task == "tagging"
+
+    def source_ids(self, text: str) -> tuple[list[int], int, int]:
+        """(the ids the encoder reads: pieces cut to fit, then EOS; the pieces the text has; the pieces kept).
+        A tagger reads the text's words one by one, its punctuation split off (model/data/labelling.py)."""
+        if self.is_tagger:
+            words = split_words(text)
+            ids, _ = encode_words(self.source_tokenizer, words, self.config.max_len, self.config.eos_id)
+            return ids, sum(len(self.source_tokenizer.encode(word)) for word in words), len(ids) - 1
+        ids, n_pieces = encode_source(self.source_tokenizer, text, self.config)
+        return ids, n_pieces, len(ids) - 1
+
+    def info(self) -> list[tuple[str, str]]:
+        """(label, value) rows for the info panel."""
+        config, family = self.config, self.model.family
+        kind = {
+            "transformer": "encoder-decoder Transformer",
+            "rnn": "RNN encoder-decoder with attention",
+            "classifier": "encoder-only Transformer",
+        }[family]
+        layers = {
+            "transformer": f"{config.n_encoder_layers} encoder, {config.n_decoder_layers} decoder",
+            "rnn": f"bidirectional {config.cell.upper()} encoder, {config.cell.upper()} decoder",
+            "classifier": f"{config.n_encoder_layers} encoder",
+        }[family]
+        rows = [
+            ("Model", Path(self.path).name if self.path else "unsaved"),
+            ("Family", f"{kind} ({family}, trained by this app)"),
+            ("Layers", layers),
+            ("Sizes", config.describe()),
+            ("Parameters", f"{self.model.parameter_count():,}"),
+            ("Attention", "the app's own (weights returned by every layer)"),
+            ("Positions", getattr(config, "positional_encoding", "none: the recurrence carries the order")),
+            (
+                "Tokenizer",
+                f"SentencePiece, {self.source_tokenizer.vocab_size:,} source / {self.target_tokenizer.vocab_size:,} target pieces",
+            ),
+            ("Corpus", self.corpus.describe() if self.corpus else "unknown"),
+        ]
+        if family == "classifier":
+            rows.append(("Classes", ", ".join(config.class_names)))
+        return rows
+
+    def describe(self) -> str:
+        corpus = self.corpus.describe() if self.corpus else "unknown corpus"
+        return f"{corpus}: {self.config.describe()}, {self.model.parameter_count():,} parameters"
