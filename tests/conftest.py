@@ -19,10 +19,14 @@ from model.training.trainer import Trainer, TrainingOptions  # noqa: E402
 TINY_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0, max_len=64)
 
 
-def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, **model_options):
-    """An untrained (or briefly trained) tiny model with tokenizers for a built-in corpus."""
-    options = {**TINY_MODEL, **model_options}
-    bundle, splits = prepare(CorpusSpec(corpus, size=size, seed=1), TokenizerOptions(vocab_size=200), options, seed=0)
+TINY_RNN = dict(cell="gru", attention="bahdanau", local_window=0, d_embed=16, d_hidden=32, dropout=0.0, max_len=64)
+
+
+def tiny_bundle(corpus: str = "copy", size: int = 400, steps: int = 0, family: str = "transformer", **model_options):
+    """An untrained (or briefly trained) tiny model of ``family`` with tokenizers for a built-in corpus."""
+    options = {**(TINY_RNN if family == "rnn" else TINY_MODEL), **model_options}
+    spec = CorpusSpec(corpus, size=size, seed=1)
+    bundle, splits = prepare(spec, TokenizerOptions(vocab_size=200), options, seed=0, family=family)
     if steps:
         Trainer(
             bundle.model,
@@ -56,6 +60,12 @@ def copy_bundle():
 @pytest.fixture(scope="session")
 def toy_fr_bundle():
     return tiny_bundle("toy-fr", size=600, steps=20)
+
+
+@pytest.fixture(scope="session")
+def toy_fr_rnn_bundle():
+    """Seed 002's RNN with Bahdanau attention on toy-fr, briefly trained (the side-by-side view's second model)."""
+    return tiny_bundle("toy-fr", size=600, steps=20, family="rnn")
 
 
 def reference_required() -> bool:

@@ -1,0 +1,112 @@
+"""Two models side by side (model/inspection/comparison.py, model/figures/comparison.py, the ``compare`` command):
+the head each side shows is its best-aligning one, the AER of a sentence is that head's, and the pair is one
+figure that real viewers draw with both models' labels."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from model.cli.commands import main
+from model.data.corpora import toy_fr
+from model.figures.attention import FigureOptions
+from model.figures.comparison import pair_figure
+from model.figures.saving import save_figure
+from model.inspection.alignment import cross_attention_aer
+from model.inspection.comparison import (
+    FRESH_SEED,
+    HeadChoice,
+    alignment_pairs,
+    best_alignment_head,
+    compared_matrix,
+    decoded_panel,
+    sentence_aer,
+)
+from model.io import checkpoint
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return alignment_pairs(40)
+
+
+@pytest.fixture(scope="module")
+def transformer(toy_fr_bundle):
+    return toy_fr_bundle[0]
+
+
+@pytest.fixture(scope="module")
+def rnn(toy_fr_rnn_bundle):
+    return toy_fr_rnn_bundle[0]
+
+
+def test_the_best_head_is_the_lowest_aer_of_the_report(transformer, rnn, pairs):
+    choice = best_alignment_head(transformer, pairs)
+    table = cross_attention_aer(transformer, pairs).head_aer[0]  # [layers, heads], the predicting rows
+    assert isinstance(choice.head, int) and choice.corpus_aer == pytest.approx(float(table.min()))
+    assert table[choice.layer, choice.head] == pytest.approx(table.min())
+    rnn = best_alignment_head(rnn, pairs)
+    assert (rnn.layer, rnn.head) == (0, 0) and 0.0 <= (rnn.corpus_aer or 0) <= 1.0
+    assert "its one attention" in rnn.describe(1, 1)
+
+
+def test_a_model_not_trained_on_toy_fr_shows_its_last_layer_mean(copy_bundle):
+    bundle = copy_bundle[0]
+    choice = best_alignment_head(bundle)
+    assert choice == HeadChoice(bundle.config.n_decoder_layers - 1, "mean", None, 0)
+
+
+def test_a_sentence_s_aer_is_the_chosen_head_s_on_that_pair(transformer, pairs):
+    pair = next(p for p in pairs if p.alignment)
+    report = cross_attention_aer(transformer, [pair])
+    choice = HeadChoice(1, 2, None, 0)
+    assert sentence_aer(transformer, pair, choice) == pytest.approx(float(report.head_aer[0, 1, 2]))
+    mean = HeadChoice(0, "mean", None, 0)
+    assert sentence_aer(transformer, pair, mean) == pytest.approx(float(report.layer_aer[0, 0]))
+
+
+def test_both_panels_show_their_decoding_at_the_same_step(transformer, rnn):
+    gold = toy_fr.generate(3, FRESH_SEED)[-1]
+    left = decoded_panel("transformer", transformer, gold.source, step=2, gold=gold)
+    right = decoded_panel("rnn", rnn, gold.source, step=2, gold=gold)
+    for panel in (left, right):
+        assert panel.trace.n_steps == 2 and panel.sentence_aer is not None
+        matrix, shown = compared_matrix(panel.trace, panel.choice)
+        assert matrix.values.shape == (shown.n_steps, len(shown.source_tokens))
+        np.testing.assert_allclose(matrix.values.sum(-1), 1.0, atol=1e-5)  # words keep each row a distribution
+    assert "on this sentence" in right.heading() and right.heading().startswith("rnn: its one attention")
+
+
+def test_the_pair_figure_is_drawn_right_by_real_viewers(transformer, rnn, tmp_path):
+    text = "the small cat sees the dog"
+    panels = [decoded_panel("transformer", transformer, text), decoded_panel("rnn-model", rnn, text)]
+    for width in (3.3, 6.9):
+        svg = save_figure(pair_figure(panels, FigureOptions(width=width)), tmp_path / f"pair{width}.svg")
+        content = svg.read_text(encoding="utf-8")
+        assert "transformer" in content and "rnn-model" in content and "sees" in content
+    save_figure(pair_figure(panels), tmp_path / "pair.pdf")
+    save_figure(pair_figure(panels[:1]), tmp_path / "one.png")
+    try:
+        subprocess.run(["rsvg-convert", str(tmp_path / "pair3.3.svg"), "-o", str(tmp_path / "svg.png")], check=True)
+        subprocess.run(["pdftoppm", "-png", "-r", "50", str(tmp_path / "pair.pdf"), str(tmp_path / "pdf")], check=True)
+    except FileNotFoundError:
+        pytest.skip("rsvg-convert or pdftoppm is not installed")
+    assert (tmp_path / "svg.png").stat().st_size > 1000 and list(tmp_path.glob("pdf*.png"))
+
+
+def test_the_compare_command(transformer, rnn, tmp_path, capsys):
+    first = checkpoint.save(transformer, tmp_path / "transformer.safetensors")
+    second = checkpoint.save(rnn, tmp_path / "rnn.safetensors")
+    out = tmp_path / "pair.png"
+    assert main(["compare", "--model", str(first), "--with", str(second), "--toy-fr", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert out.stat().st_size > 1000 and "transformer: layer" in printed and "rnn: its one attention" in printed
+    assert "on this sentence" in printed  # a toy-fr sentence has its gold alignment
+    assert main(["compare", "--model", str(first), "--with", str(second), "--text", "the cat", "--out", str(out)]) == 0
+    assert main(["compare", "--model", str(first), "--with", str(second), "--text", " ", "--out", str(out)]) == 1
+    assert "--text is empty" in capsys.readouterr().err
+    assert main(["compare", "--model", str(first), "--with", str(second), "--text", "x", "--out", str(tmp_path / "a.txt")]) == 1
+    assert main(["compare", "--model", str(first), "--with", str(first), "--text", "x", "--out", str(first)]) == 1
+    assert first.stat().st_size > 1000  # the model file was not overwritten by the figure
