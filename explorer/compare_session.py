@@ -47,7 +47,7 @@ class CompareSession(QObject):
         self.bundle = None  # the second model
         self.stepper: Stepper | None = None
         self.text = ""
-        self.choices: dict[int, HeadChoice] = {}  # id(bundle) -> the head shown
+        self.choices: dict[int, tuple[object, HeadChoice]] = {}  # id(bundle) -> (bundle, the head shown)
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple[int, str], float | None] = {}  # (id(bundle), text) -> the sentence's AER
         self._tasks: set = set()
@@ -110,20 +110,24 @@ class CompareSession(QObject):
         return self.bundle is not None
 
     def _on_model_changed(self, bundle) -> None:
-        if bundle is not None and not can_compare(bundle):
+        if self.bundle is not None and bundle is not None and not can_compare(bundle):
             self._choose_head(bundle)
+        self.changed.emit(self.panels())
 
     def _choose_head(self, bundle) -> None:
         """The head shown for ``bundle``: its last layer's mean at once, its best alignment head when measured."""
         key = id(bundle)
         if key in self.choices:
             return
-        self.choices[key] = HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0)
+        shown = {id(b) for b in (bundle, self.bundle, self.session.bundle) if b is not None}
+        self.choices = {k: v for k, v in self.choices.items() if k in shown}  # a model replaced is not kept alive
+        self.choices[key] = (bundle, HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0))
 
         def done(choice: HeadChoice) -> None:
             self._tasks.discard(task)
-            self.choices[key] = choice
-            self._publish()
+            if key in self.choices:
+                self.choices[key] = (bundle, choice)
+                self._publish()
 
         def failed(text: str) -> None:
             self._tasks.discard(task)
@@ -144,8 +148,7 @@ class CompareSession(QObject):
 
     # --- following the session ------------------------------------------------------------------
     def _on_trace_changed(self, trace) -> None:
-        if self.bundle is not None:
-            self._follow()
+        self._follow()  # with no second model: an empty list, so the view says what is missing
 
     def _follow(self) -> None:
         session = self.session
@@ -180,7 +183,10 @@ class CompareSession(QObject):
         gold = self.gold(session.text)
         panels = []
         for bundle, trace in ((session.bundle, session.trace), (self.bundle, self.stepper.trace())):
-            choice = self.choices.get(id(bundle)) or HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0)
+            _, choice = self.choices.get(id(bundle)) or (
+                bundle,
+                HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0),
+            )
             panel = make_panel(model_name(bundle), bundle, trace, choice, None)
             if gold is not None:
                 key = (id(bundle), f"{gold.source}|{choice}")

@@ -1,7 +1,9 @@
 """Make the README's screenshots by driving the real app: Explore (model grid + focus heatmap, and
-the lines view), the positional-encoding tab, and the Train tab mid-training.
+the lines view), the positional-encoding tab, and the Train tab mid-training; with ``--families``, the
+side-by-side view (the RNN with Bahdanau attention beside the Transformer) and the tagger instead.
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
+    python -m explorer.screenshots --out resources/screenshots --families
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -32,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text", default=SENTENCE)
     parser.add_argument("--size", default="1500x950")
     parser.add_argument("--train-seconds", type=float, default=80.0)
+    parser.add_argument("--families", action="store_true", help="the side-by-side and tagger screenshots only")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
 
     window.tabs.setCurrentWidget(tab)
+    if args.families:
+        return family_shots(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.session.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -84,6 +89,30 @@ def main(argv: list[str] | None = None) -> int:
     window.training_tab.start_button.click()
     _wait(app, args.train_seconds)
     shot("training")
+    window.close()
+    return 0
+
+
+def family_shots(app, window, shot) -> int:
+    """The RNN with Bahdanau attention beside the Transformer on a fresh toy-fr sentence (at its third step, and
+    at the end), then the tagger with a sentence typed."""
+    tab = window.explore_tab
+    tab.views.setCurrentWidget(tab.compare_view)
+    tab.compare.open("rnn-bahdanau")
+    _wait(app, 30, lambda: len(tab.compare_view.panels) == 2)
+    tab.compare_view.partner.setCurrentText("rnn-bahdanau")
+    tab.compare_view.fresh.click()
+    _wait(app, 30, lambda: all(p.choice.corpus_aer is not None for p in tab.compare_view.panels))
+    window.session.go_to_step(3)
+    shot("side-by-side-step")
+    window.session.run_to_end()
+    shot("side-by-side")
+    window.open_model("tagger")
+    _wait(app, 30, lambda: window.session.bundle is not None and window.session.bundle.model.family == "classifier")
+    tab.controls.source.setText("The old farmers that her dog follows do not cook the fish.")
+    tab.controls.translate_button.click()
+    tab.views.setCurrentWidget(tab.grid)
+    shot("tagger")
     window.close()
     return 0
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -39,11 +39,13 @@ from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
+from model.family import architecture_of
 from model.inspection.selection import AGGREGATES, SelectionError, head_title
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
+LIVE_DELAY_MS = 250  # an encoder-only model reads the text again this long after the last key
 
 
 class ExploreTab(QWidget):
@@ -147,6 +149,11 @@ class ExploreTab(QWidget):
         layout.addWidget(self.main_splitter, 1)
 
         self.controls.translate_requested.connect(self._on_translate_requested)
+        self._live = QTimer(self)  # an encoder-only model's labels and attention follow the text as it is edited
+        self._live.setSingleShot(True)
+        self._live.setInterval(LIVE_DELAY_MS)
+        self._live.timeout.connect(self._on_live_edit_due)
+        self.controls.source.textEdited.connect(self._on_source_edited)
         self.controls.step_forward.connect(session.step_forward)
         self.controls.step_back.connect(session.step_back)
         self.controls.run_to_end.connect(session.run_to_end)
@@ -226,6 +233,16 @@ class ExploreTab(QWidget):
         self.controls.source.setText(text)
         self.hint.setText(why)
         self.hint.show()
+
+    def _on_source_edited(self, _text: str) -> None:
+        bundle = self.session.bundle
+        if bundle is not None and architecture_of(bundle.model) == "encoder-only":
+            self._live.start()  # restarted by every key: one pass once the typing pauses
+
+    def _on_live_edit_due(self) -> None:
+        text = self.controls.source.text()
+        if text.strip():
+            self._on_translate_requested(text)
 
     def _on_translate_requested(self, text: str) -> None:
         self.settings.setValue("explore/text", text)

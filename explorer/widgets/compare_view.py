@@ -84,7 +84,9 @@ class CompareView(QWidget):
             return
         path = self.partner.itemData(index)
         if choice == FILE_CHOICE:
-            path, _ = QFileDialog.getOpenFileName(self, "Model to put beside", str(Path.home()), "Models (*.safetensors);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Model to put beside", str(Path.home()), "Models (*.safetensors);;All files (*)"
+            )
             if not path:
                 return
         self.compare.open(path)
@@ -118,7 +120,9 @@ class CompareView(QWidget):
         self.note.show()
         for panel, heading, heatmap in zip(panels, self.headings, self.heatmaps):
             matrix, shown = compared_matrix(panel.trace, panel.choice, word_level=True)
-            heading.setText(f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}")
+            heading.setText(
+                f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}"
+            )
             heatmap.set_matrix(
                 matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level
             )

@@ -52,7 +52,10 @@ def run_compare(args) -> int:
     if not args.toy_fr and not (args.text or "").strip():
         raise CommandError("--text is empty: give a sentence, or --toy-fr N for a toy-fr sentence with gold alignments")
     options = FigureOptions(
-        width=parse_width(args.width), font_size=check_font_size(args.font_size), colormap=args.colormap, caption=not args.no_caption
+        width=parse_width(args.width),
+        font_size=check_font_size(args.font_size),
+        colormap=args.colormap,
+        caption=not args.no_caption,
     )
     options.colours()  # an unknown colour map is reported before decoding
     protected = tuple(path for path in (model_source(args.model), model_source(args.other)) if path)

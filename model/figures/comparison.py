@@ -95,7 +95,7 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
     figure = new_figure(width, height)
     figure.caption_texts = draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
     image = None
-    for index, (panel, (matrix, _), (queries, keys)) in enumerate(zip(panels, matrices, labels)):
+    for index, ((matrix, _), (queries, keys)) in enumerate(zip(matrices, labels)):
         origin = MARGIN + index * (panel_width + PANEL_GAP)
         heat_width, heat_height = cell * max(len(keys), 1), heat_heights[index]
         left = origin + lefts[index] + max(0.0, (panel_width - lefts[index] - heat_width) / 2)
@@ -132,7 +132,9 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
             ha="center",
             va="bottom",
         )
-        axes.set_yticks(np.arange(0, len(queries), fit_queries.every) + 0.5, queries[:: fit_queries.every], fontsize=fit_queries.font_size)
+        axes.set_yticks(
+            np.arange(0, len(queries), fit_queries.every) + 0.5, queries[:: fit_queries.every], fontsize=fit_queries.font_size
+        )
         query_name, key_name = matrix.kind.axis_names
         axes.set_xlabel(key_name, fontsize=size, labelpad=3)
         axes.set_ylabel(query_name, fontsize=size, labelpad=3)
@@ -141,4 +143,3 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
     _colour_bar(figure, image, width - MARGIN - bar + 6, height - top - shortest, shortest, size, "attention weight")
     figure.label_fits = {"queries": rows[0], "keys": columns[0]}
     return figure
-

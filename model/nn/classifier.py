@@ -17,7 +17,7 @@ probabilities for the trace.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -25,7 +25,17 @@ import torch
 import torch.nn as nn
 
 from model.kinds import AttentionKind
-from model.nn.config import NORM_PLACEMENTS, POSITIONAL_ENCODINGS, ConfigError, TransformerConfig, check_heads
+from model.nn.config import (
+    NORM_PLACEMENTS,
+    POSITIONAL_ENCODINGS,
+    ConfigError,
+    TransformerConfig,
+    check_dropout,
+    check_heads,
+    check_special_ids,
+    check_whole_numbers,
+    config_fields,
+)
 from model.nn.transformer import AttentionWeights, EncoderLayer, sinusoidal_table
 
 CLASSIFIER_TASKS = ("tagging", "sentence")
@@ -77,22 +87,15 @@ class ClassifierConfig:
         return 0
 
     def validate(self) -> None:
-        for name in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        check_whole_numbers(self, ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len"))
         if not isinstance(self.class_names, list) or not all(isinstance(n, str) and n for n in self.class_names):
             raise ConfigError("class_names must be a list of non-empty names")
         if len(self.class_names) < 2 or len(set(self.class_names)) != len(self.class_names):
             raise ConfigError(f"a classifier needs at least two distinct classes, got {self.class_names!r}")
         if self.task not in CLASSIFIER_TASKS:
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        for name in ("pad_id", "bos_id", "eos_id"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < self.vocab_size:
-                raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {self.vocab_size - 1}), got {value!r}")
+        check_dropout(self.dropout)
+        check_special_ids(self, self.vocab_size)
         check_heads(self.d_model, self.n_heads)
         if self.norm_placement not in NORM_PLACEMENTS:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
@@ -106,12 +109,7 @@ class ClassifierConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> ClassifierConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**config_fields(cls, data))
 
     def describe(self) -> str:
         what = "tagger" if self.task == "tagging" else "sentence classifier"

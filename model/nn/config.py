@@ -18,6 +18,39 @@ class ConfigError(UserError):
     """A configuration that cannot describe a working model."""
 
 
+def check_whole_numbers(config, names: tuple[str, ...]) -> None:
+    """Each named field is a positive whole number (a ConfigError naming the first that is not)."""
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+
+
+def check_special_ids(config, vocabulary: int) -> None:
+    """Padding, BOS and EOS are piece ids of a vocabulary of ``vocabulary`` pieces."""
+    for name in ("pad_id", "bos_id", "eos_id"):
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
+            raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
+
+
+def check_dropout(value) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ConfigError(f"dropout must be a number, got {value!r}")
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(f"dropout must be in [0, 1), got {value}")
+
+
+def config_fields(cls, data) -> dict:
+    """A saved config's fields, refused when it is not a JSON object or names a field ``cls`` does not have."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+    unknown = set(data) - {f.name for f in fields(cls)}
+    if unknown:
+        raise ConfigError(f"unknown config fields: {', '.join(sorted(unknown))}")
+    return data
+
+
 def check_heads(d_model: int, n_heads: int) -> None:
     """Each head gets d_model / n_heads dimensions, so the heads must divide d_model."""
     if d_model % n_heads:
@@ -62,25 +95,15 @@ class TransformerConfig:
             "d_ff",
             "max_len",
         )
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        check_whole_numbers(self, positive)
         for name in ("tie_embeddings", "joint_vocab"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
-            raise ConfigError(f"dropout must be a number, got {self.dropout!r}")
-        vocabulary = min(self.source_vocab_size, self.target_vocab_size)
-        for name in ("pad_id", "bos_id", "eos_id"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
-                raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
+        check_dropout(self.dropout)
+        check_special_ids(self, min(self.source_vocab_size, self.target_vocab_size))
         check_heads(self.d_model, self.n_heads)
         if self.positional_encoding == "sinusoidal" and self.d_model % 2:
             raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.norm_placement not in NORM_PLACEMENTS:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
         if self.positional_encoding not in POSITIONAL_ENCODINGS:
@@ -95,13 +118,7 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TransformerConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**config_fields(cls, data))
 
     def describe(self) -> str:
         """One line for status bars and logs."""

@@ -7,9 +7,9 @@ config (``d_model``, ``n_heads``, ``d_k``, layer counts): an RNN has one cross-a
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
-from model.nn.config import ConfigError
+from model.nn.config import ConfigError, check_dropout, check_special_ids, check_whole_numbers, config_fields
 
 CELLS = ("gru", "lstm")
 ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat")
@@ -63,23 +63,13 @@ class RNNConfig:
         return 1
 
     def validate(self) -> None:
-        for name in ("source_vocab_size", "target_vocab_size", "d_embed", "d_hidden", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        check_whole_numbers(self, ("source_vocab_size", "target_vocab_size", "d_embed", "d_hidden", "max_len"))
         if not isinstance(self.joint_vocab, bool):
             raise ConfigError(f"joint_vocab must be true or false, got {self.joint_vocab!r}")
         if not isinstance(self.local_window, int) or isinstance(self.local_window, bool) or self.local_window < 0:
             raise ConfigError(f"local_window must be 0 (global attention) or a positive whole number D, got {self.local_window!r}")
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool):
-            raise ConfigError(f"dropout must be a number, got {self.dropout!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        vocabulary = min(self.source_vocab_size, self.target_vocab_size)
-        for name in ("pad_id", "bos_id", "eos_id"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < vocabulary:
-                raise ConfigError(f"{name} must be a piece id of the vocabulary (0 to {vocabulary - 1}), got {value!r}")
+        check_dropout(self.dropout)
+        check_special_ids(self, min(self.source_vocab_size, self.target_vocab_size))
         if self.cell not in CELLS:
             raise ConfigError(f"cell must be one of {CELLS}, got {self.cell!r}")
         if self.attention not in ATTENTIONS:
@@ -98,13 +88,7 @@ class RNNConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> RNNConfig:
-        if not isinstance(data, dict):
-            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**config_fields(cls, data))
 
     def describe(self) -> str:
         """One line for status bars and logs."""

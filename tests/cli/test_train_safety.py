@@ -25,6 +25,7 @@ import torch
 from model.io import checkpoint
 from model.cli import commands as cli
 from model.training import trainer as training
+from model.training import step as training_step
 
 def ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)
@@ -70,13 +71,13 @@ training.Trainer.run = run
 """
 
 NAN_LOSS_FROM_STEP = """
-original_loss = training.smoothed_cross_entropy
+original_loss = training_step.smoothed_cross_entropy
 calls = []
 def smoothed_cross_entropy(logits, gold, smoothing):
     loss, correct = original_loss(logits, gold, smoothing)
     calls.append(1)
     return (loss * float("nan") if len(calls) >= {step} else loss), correct
-training.smoothed_cross_entropy = smoothed_cross_entropy
+training_step.smoothed_cross_entropy = smoothed_cross_entropy
 """
 
 

@@ -73,4 +73,7 @@ def test_a_tagger_trained_in_the_window_shows_a_tag_for_every_word(qtbot, window
         assert f"<td>{word}</td>" in tab.predictions.text
     session.translate("The small cats sleep.")  # an edited sentence: the tags and the attention follow
     assert "<td>cats</td>" in tab.predictions.text
+    tab.controls.source.setText("The small dogs sleep.")  # typing: the tags follow without Enter
+    tab.controls.source.textEdited.emit("The small dogs sleep.")
+    qtbot.waitUntil(lambda: "<td>dogs</td>" in tab.predictions.text, timeout=5000)
     assert session.trace is not None and session.trace.encoder_self is not None

@@ -20,9 +20,7 @@ from model.data.corpora.files import CorpusError, read_moses, read_tagged, read_
 from model.data.corpora.pairs import Pair
 
 BUILTIN_CORPORA = ("toy-fr", "copy", "reverse", "sort", *labelled.LABELLED_CORPORA)
-DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000} | dict.fromkeys(
-    labelled.LABELLED_CORPORA, 20000
-)
+DEFAULT_SIZES = {"toy-fr": 60000, "copy": 20000, "reverse": 20000, "sort": 20000} | dict.fromkeys(labelled.LABELLED_CORPORA, 20000)
 TASKS = ("translation", "tagging", "classification")
 MAX_CLASSES = 1000  # more distinct labels than this is a translation file read as labelled sentences
 

@@ -4,9 +4,9 @@ tab-separated file of labelled sentences, or a tagging file.
 The TSV layout is that of the Tatoeba/Anki ``eng-fra.txt`` files: source TAB target, further
 columns (attribution) ignored; a sentence classifier's file is the same with the class as the target
 (text TAB label). A tagging file has one sentence a line, each word with its tag: ``The/DET cat/NOUN``
-(the tag follows the word's last slash, so a word may hold one: ``km/h/NOUN``). Lines may end in LF, CR LF or a lone CR (old Mac files). Every
-problem is reported as a CorpusError naming the file and the line; with ``skip_malformed`` bad lines
-are counted and skipped instead.
+(the tag follows the word's last slash, so a word may hold one: ``km/h/NOUN``). Lines may end in LF, CR LF
+or a lone CR (old Mac files). Every problem is reported as a CorpusError naming the file and the line; with
+``skip_malformed`` bad lines are counted and skipped instead.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ class ToyFrenchGenerator:
         """English verb group: 'eats', 'does not eat', 'is not', 'listens to'."""
         if verb.objects == "be":
             form = {0: "am", 2: "is"}.get(person, "are")
-            words = [(Word(form, "AUX"), verb_id)] + ([(Word("not", "PART"), negation_id)] if negated else [])
+            words: list[Token] = [(Word(form, "AUX"), verb_id)] + ([(Word("not", "PART"), negation_id)] if negated else [])
         elif negated:
             auxiliary = Word("does" if person == 2 else "do", "AUX")
             words = [(auxiliary, frozenset()), (Word("not", "PART"), negation_id), (Word(verb.english, "VERB"), verb_id)]

@@ -84,7 +84,9 @@ def test_the_tagger_learns_tags_and_its_trace_is_one_full_pass(tagger_bundle, tm
     assert full.encoder_self is not None and trace.encoder_self is not None
     assert np.abs(full.encoder_self - trace.encoder_self).max() <= 1e-6
     words = trace.word_level()
-    assert words.source_tokens[:4] == ["The", "small", "cat", "sleeps"] and len(words.class_probabilities) == len(words.source_tokens)
+    assert words.source_tokens[:4] == ["The", "small", "cat", "sleeps"] and len(words.class_probabilities) == len(
+        words.source_tokens
+    )
     labelled = predict(loaded.model, loaded.source_tokenizer, ["The small cat sleeps."], torch.device("cpu"))[0]
     assert labelled.words == ["The", "small", "cat", "sleeps", "."] and len(labelled.labels) == 5
     scores = score(loaded.model, loaded.source_tokenizer, loaded.target_tokenizer, [], torch.device("cpu"))

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+import model.training.step
 import model.training.trainer
 from model.training.trainer import TrainingOptions, TrainingOptionsError, weights_are_finite
 from tests.model.training.test_trainer import make_trainer
@@ -30,14 +31,14 @@ def test_training_options_refuse_what_cannot_train():
 
 
 def nan_from_call(monkeypatch, first_bad_call: int) -> None:
-    original, calls = model.training.trainer.smoothed_cross_entropy, []
+    original, calls = model.training.step.smoothed_cross_entropy, []
 
     def smoothed_cross_entropy(logits, gold, smoothing):
         loss, correct = original(logits, gold, smoothing)
         calls.append(1)
         return (loss * math.nan if len(calls) >= first_bad_call else loss), correct
 
-    monkeypatch.setattr(model.training.trainer, "smoothed_cross_entropy", smoothed_cross_entropy)
+    monkeypatch.setattr(model.training.step, "smoothed_cross_entropy", smoothed_cross_entropy)
 
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_weights(monkeypatch):

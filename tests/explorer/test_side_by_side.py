@@ -1,0 +1,78 @@
+"""The Explore tab's "Side by side" view: a second model (here seed 002's RNN) beside the session's Transformer on
+the same sentence, each showing its best-aligning head with its AER, stepping together with the decoding
+controls, and exported as one figure; a model without cross-attention is refused with a message."""
+
+from __future__ import annotations
+
+from model.io import checkpoint
+from tests.explorer.gui_helpers import explore_window
+
+
+def _side_by_side(qtbot, open_window, transformer, rnn):
+    window, tab = explore_window(open_window, transformer, "the small cat sees the dog")
+    tab.views.setCurrentWidget(tab.compare_view)
+    assert "Choose a model to put beside it" in tab.compare_view.note.text()
+    assert tab.compare.set_model(rnn)
+    # The best heads are measured in workers; each arrives as a panel heading with its AER.
+    qtbot.waitUntil(lambda: all(panel.choice.corpus_aer is not None for panel in tab.compare_view.panels), timeout=60000)
+    return window, tab
+
+
+def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle):
+    window, tab = _side_by_side(qtbot, open_window, toy_fr_bundle[0], toy_fr_rnn_bundle[0])
+    view, session = tab.compare_view, window.session
+    left, right = view.panels
+    assert right.choice.head == 0 and "its one attention" in view.headings[1].text()
+    assert "best-aligning head" in view.headings[0].text()
+    assert view.heatmaps[0].values.shape[1] == view.heatmaps[1].values.shape[1]  # the same source words
+    session.reset()
+    assert [panel.trace.n_steps for panel in view.panels] == [0, 0]
+    session.step_forward()
+    session.step_forward()
+    assert [panel.trace.n_steps for panel in view.panels] == [2, 2]
+    session.step_back()
+    assert [panel.trace.n_steps for panel in view.panels] == [1, 1]
+    session.run_to_end()
+    assert view.panels[1].trace.n_steps == len(view.compare.stepper.steps) and view.compare.stepper.finished
+
+
+def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
+    qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path
+):
+    window, tab = _side_by_side(qtbot, open_window, toy_fr_bundle[0], toy_fr_rnn_bundle[0])
+    view = tab.compare_view
+    view.fresh.click()
+    sentence = tab.controls.source.text()
+    assert window.session.text == sentence and view.compare.gold(sentence) is not None
+    assert all(panel.sentence_aer is not None for panel in view.panels)
+    assert "on this sentence" in view.headings[0].text() and "Gold alignment known" in view.note.text()
+    for suffix in ("png", "svg", "pdf"):
+        written = tab.exports.export_pair(tmp_path / f"pair.{suffix}")
+        assert written is not None and written.stat().st_size > 1000
+    svg = (tmp_path / "pair.svg").read_text(encoding="utf-8")
+    assert "Cross-attention side by side" in svg and sentence.split()[1] in svg
+
+
+def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
+    qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path
+):
+    from types import SimpleNamespace
+
+    from model.nn.classifier import ClassifierConfig, EncoderClassifier
+
+    tagger = SimpleNamespace(model=EncoderClassifier(ClassifierConfig(vocab_size=50)), path=None, describe=lambda: "a tagger")
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the cat sleeps")
+    messages = []
+    window.session.message.connect(messages.append)
+    assert not tab.compare.set_model(tagger)
+    assert any("no cross-attention" in text for text in messages)
+    path = checkpoint.save(toy_fr_rnn_bundle[0], tmp_path / "rnn.safetensors")
+    tab.compare.open(str(path))
+    qtbot.waitUntil(lambda: len(tab.compare_view.panels) == 2, timeout=30000)
+    assert tab.compare_view.panels[1].name == "rnn"
+    tab.compare.open(str(tmp_path / "missing.safetensors"))
+    qtbot.waitUntil(lambda: any("Could not open" in text for text in messages), timeout=30000)
+    assert len(tab.compare_view.panels) == 2  # the model beside it is still there
+    tab.compare_view.partner.setCurrentIndex(0)
+    tab.compare_view.partner.activated.emit(0)  # "(none)"
+    assert tab.compare_view.panels == [] and not tab.compare_view.export_button.isEnabled()
