@@ -42,6 +42,7 @@ from model.training.trainer import TrainingOptions
 
 TSV_CHOICE, MOSES_CHOICE = "TSV file…", "Moses pair…"
 TAGGING_CHOICE, LABELS_CHOICE = "Tagging file (word/TAG)…", "Labelled sentences (text TAB label)…"
+PREVIEW_COLUMNS = {"translation": ["Source", "Target"], "tagging": ["Words", "Tags"], "classification": ["Text", "Class"]}
 FILE_TASKS = {TSV_CHOICE: "translation", MOSES_CHOICE: "translation", TAGGING_CHOICE: "tagging", LABELS_CHOICE: "classification"}
 
 
@@ -328,6 +329,8 @@ class TrainingForm(QWidget):
 
     def _show_preview(self, pairs, info: str) -> None:
         self.corpus_info.setText(info)
+        task = self.corpus_spec().task if self.corpus.currentText() in BUILTIN_CORPORA else self.corpus_task
+        self.samples.setHorizontalHeaderLabels(PREVIEW_COLUMNS[task])
         self.samples.setRowCount(len(pairs))
         for row, pair in enumerate(pairs):
             for column, text in enumerate((pair.source, pair.target)):

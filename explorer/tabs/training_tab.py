@@ -228,6 +228,7 @@ class TrainingTab(QWidget):
         self.form.save_settings()
         self.curves.clear_curves()
         self.samples.setRowCount(0)
+        self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])  # a classifier's differ
         self.validations.clear()
         self.last_progress = None
         self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
@@ -301,6 +302,9 @@ class TrainingTab(QWidget):
         )
 
     def _on_validation(self, validation: Validation) -> None:
+        if validation.scores.is_labelling and not self.validations:  # a classifier: its samples are labels
+            self.samples.setHorizontalHeaderLabels(["Text", "Gold labels", "The model's labels"])
+            self.samples.setToolTip("Sample predictions on validation sentences (✓ = every label right)")
         self.validations.append(validation)
         self.curves.add_validation(validation)
         scores = validation.scores

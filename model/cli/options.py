@@ -14,10 +14,15 @@ class CommandError(UserError):
 
 
 def corpus_spec(args, **extra) -> CorpusSpec:
+    """The corpus the options name; ``--task`` (where the command has it) says what a file of the user's holds."""
+    task = getattr(args, "task", None)
     if args.target is None and args.corpus not in BUILTIN_CORPORA:
         if not Path(args.corpus).exists():
             raise CommandError(f"{args.corpus}: no such file, and not a built-in corpus ({', '.join(BUILTIN_CORPORA)})")
-    return CorpusSpec(args.corpus, target_path=args.target, skip_malformed=args.skip_malformed, **extra)
+    spec = CorpusSpec(args.corpus, target_path=args.target, skip_malformed=args.skip_malformed, task=task or "translation", **extra)
+    if task and spec.task != task:
+        raise CommandError(f"--task {task}: {spec.describe()} is a built-in {spec.task} corpus (--task is for your own files)")
+    return spec
 
 
 def positive(name: str, value) -> None:

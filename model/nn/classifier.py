@@ -36,7 +36,7 @@ from model.nn.config import (
     check_whole_numbers,
     config_fields,
 )
-from model.nn.transformer import AttentionWeights, EncoderLayer, sinusoidal_table
+from model.nn.transformer import AttentionWeights, EncoderLayer, init_linear, run_encoder_layers, sinusoidal_table
 
 CLASSIFIER_TASKS = ("tagging", "sentence")
 
@@ -158,10 +158,7 @@ class EncoderClassifier(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_placement == "pre" else nn.Identity()
         self.head = nn.Linear(config.d_model, config.n_classes)
         for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+            init_linear(module)
         nn.init.normal_(self.embedding.weight, std=config.d_model**-0.5)
         if isinstance(self.positional_table, nn.Parameter):
             nn.init.normal_(self.positional_table, std=0.02)
@@ -182,11 +179,7 @@ class EncoderClassifier(nn.Module):
         mask = self.padding_mask(source_ids)
         x = self.embedding(source_ids) * math.sqrt(self.config.d_model) + self.positional_table[:length]  # [B, S, d_model]
         x = self.embedding_dropout(x)
-        weights = []
-        for layer in self.layers:
-            x, layer_weights = layer(x, mask, need_weights=need_weights)
-            if need_weights:
-                weights.append(layer_weights)
+        x, weights = run_encoder_layers(self.layers, x, mask, need_weights)
         return self.final_norm(x), mask, weights
 
     def classify(self, hidden: torch.Tensor, source_ids: torch.Tensor) -> torch.Tensor:

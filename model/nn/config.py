@@ -41,6 +41,14 @@ def check_dropout(value) -> None:
         raise ConfigError(f"dropout must be in [0, 1), got {value}")
 
 
+def check_sequences(config) -> None:
+    """A joint vocabulary is one size for both sides, and a sequence has room for BOS and EOS."""
+    if config.joint_vocab and config.source_vocab_size != config.target_vocab_size:
+        raise ConfigError("a joint vocabulary needs equal source and target vocabulary sizes")
+    if config.max_len < 2:
+        raise ConfigError("max_len must leave room for BOS and EOS")
+
+
 def config_fields(cls, data) -> dict:
     """A saved config's fields, refused when it is not a JSON object or names a field ``cls`` does not have."""
     if not isinstance(data, dict):
@@ -108,10 +116,7 @@ class TransformerConfig:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
         if self.positional_encoding not in POSITIONAL_ENCODINGS:
             raise ConfigError(f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.positional_encoding!r}")
-        if self.joint_vocab and self.source_vocab_size != self.target_vocab_size:
-            raise ConfigError("a joint vocabulary needs equal source and target vocabulary sizes")
-        if self.max_len < 2:
-            raise ConfigError("max_len must leave room for BOS and EOS")
+        check_sequences(self)
 
     def to_dict(self) -> dict:
         return asdict(self)

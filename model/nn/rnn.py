@@ -44,7 +44,7 @@ from model.kinds import AttentionKind
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
 from model.nn.rnn_config import ATTENTIONS, CELLS, RNNConfig
-from model.nn.transformer import AttentionWeights
+from model.nn.transformer import AttentionWeights, init_linear
 
 __all__ = ["ATTENTIONS", "CELLS", "DecoderState", "RNNAttention", "RNNCache", "RNNConfig"]
 
@@ -142,11 +142,8 @@ class RNNAttention(nn.Module):
 
     def _init_weights(self) -> None:
         for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
+            init_linear(module)
+            if isinstance(module, nn.Embedding):
                 nn.init.normal_(module.weight, std=0.1)
             elif isinstance(module, (nn.GRU, nn.LSTM, nn.GRUCell, nn.LSTMCell)):
                 gates = 3 if isinstance(module, (nn.GRU, nn.GRUCell)) else 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from model.nn.config import ConfigError, check_dropout, check_special_ids, check_whole_numbers, config_fields
+from model.nn.config import ConfigError, check_dropout, check_sequences, check_special_ids, check_whole_numbers, config_fields
 
 CELLS = ("gru", "lstm")
 ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat")
@@ -78,10 +78,7 @@ class RNNConfig:
             raise ConfigError(
                 f"d_hidden must be even, got {self.d_hidden}: the bidirectional encoder gives each direction d_hidden / 2"
             )
-        if self.joint_vocab and self.source_vocab_size != self.target_vocab_size:
-            raise ConfigError("a joint vocabulary needs equal source and target vocabulary sizes")
-        if self.max_len < 2:
-            raise ConfigError("max_len must leave room for BOS and EOS")
+        check_sequences(self)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -218,6 +218,24 @@ class AttentionWeights:
     cross: list[torch.Tensor] = field(default_factory=list)
 
 
+def init_linear(module: nn.Module) -> None:
+    """Glorot-uniform weights and zero biases for a Linear layer (every family's projections start so)."""
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+def run_encoder_layers(layers, x: torch.Tensor, mask, need_weights: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """x [B, S, d_model] through encoder layers -> (output [B, S, d_model], per-layer weights [B, H, S, S] when asked)."""
+    weights = []
+    for layer in layers:
+        x, layer_weights = layer(x, mask, need_weights=need_weights)
+        if need_weights:
+            weights.append(layer_weights)
+    return x, weights
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer; see TransformerConfig for every choice it makes. The first model family
     (model/family.py): it has all three kinds of attention."""
@@ -255,11 +273,8 @@ class Transformer(nn.Module):
 
     def _init_weights(self) -> None:
         for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
+            init_linear(module)
+            if isinstance(module, nn.Embedding):
                 # Scaled by sqrt(d_model) on lookup, the embeddings start with unit variance.
                 nn.init.normal_(module.weight, std=self.config.d_model**-0.5)
         if isinstance(self.positional_table, nn.Parameter):
@@ -300,11 +315,7 @@ class Transformer(nn.Module):
         """source_ids [B, S] -> (memory [B, S, d_model], padding mask, per-layer weights or [])."""
         mask = self.padding_mask(source_ids)
         x = self._embed(source_ids, self.source_embedding)  # [B, S, d_model]
-        weights = []
-        for layer in self.encoder_layers:
-            x, layer_weights = layer(x, mask, need_weights=need_weights)
-            if need_weights:
-                weights.append(layer_weights)
+        x, weights = run_encoder_layers(self.encoder_layers, x, mask, need_weights)
         return self.encoder_norm(x), mask, weights
 
     def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:

@@ -12,6 +12,8 @@ so the two train the same model from the same defaults.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass, field
 
@@ -118,8 +120,10 @@ for _name, _why in (
 def family_preset(preset: Preset, family: str) -> Preset:
     """The corpus's preset for another family: an RNN keeps the corpus's tokenizer, data and time budget and takes
     the RNN's model (its max_len too); a family the corpus does not fit is refused later, by the pipeline."""
-    if family == preset.family or family != "rnn":
+    if family == preset.family:
         return preset
+    if family != "rnn" or preset.family != "transformer":
+        return replace(preset, family=family)  # refused by the pipeline's check_family_fits
     model = dict(RNN_MODEL, **({"max_len": preset.model["max_len"]} if "max_len" in preset.model else {}))
     why = f"{preset.why}; with seed 002's RNN and attention in place of the Transformer"
     return Preset(
