@@ -12,10 +12,8 @@ so the two train the same model from the same defaults.
 
 from __future__ import annotations
 
-import dataclasses
-
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model.data.corpora import BUILTIN_CORPORA, DEFAULT_SIZES, Pair, Splits
 
