@@ -48,6 +48,7 @@ class CompareSession(QObject):
         self.stepper: Stepper | None = None
         self.text = ""
         self.choices: dict[int, tuple[object, HeadChoice]] = {}  # id(bundle) -> (bundle, the head shown)
+        self.overrides: dict[int, tuple[int, int | str]] = {}  # id(bundle) -> (layer, head) the user chose instead
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple[int, str], float | None] = {}  # (id(bundle), text) -> the sentence's AER
         self._tasks: set = set()
@@ -136,6 +137,26 @@ class CompareSession(QObject):
         task = start_task(lambda: best_alignment_head(bundle), done, failed, daemon=True)
         self._tasks.add(task)
 
+    def set_head(self, side: int, head: tuple[int, int | str] | None) -> None:
+        """Show (layer, head) on ``side`` (0: the session's model, 1: the second); None: its best-aligning head."""
+        bundle = self.session.bundle if side == 0 else self.bundle
+        if bundle is None:
+            return
+        if head is None:
+            self.overrides.pop(id(bundle), None)
+        else:
+            self.overrides[id(bundle)] = head
+        self._publish()
+
+    def head_of(self, bundle) -> HeadChoice:
+        """The head shown for ``bundle``: the user's choice, else its best-aligning one (the last layer's mean
+        until that is measured)."""
+        if id(bundle) in self.overrides:
+            layer, head = self.overrides[id(bundle)]
+            return HeadChoice(layer, head, None, 0)
+        default = HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0)
+        return self.choices.get(id(bundle), (bundle, default))[1]
+
     # --- sentences with gold alignments ---------------------------------------------------------
     def fresh_sentence(self) -> str:
         """A toy-fr source sentence not seen in training, whose gold alignment is kept for the AER."""
@@ -183,10 +204,7 @@ class CompareSession(QObject):
         gold = self.gold(session.text)
         panels = []
         for bundle, trace in ((session.bundle, session.trace), (self.bundle, self.stepper.trace())):
-            _, choice = self.choices.get(id(bundle)) or (
-                bundle,
-                HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0),
-            )
+            choice = self.head_of(bundle)
             panel = make_panel(model_name(bundle), bundle, trace, choice, None)
             if gold is not None:
                 key = (id(bundle), f"{gold.source}|{choice}")

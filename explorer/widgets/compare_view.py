@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, 
 
 from explorer.widgets.heatmap import HeatmapView
 from model.inspection.comparison import compared_matrix
+from model.inspection.selection import head_title
 
 NONE_CHOICE, FILE_CHOICE = "(none)", "Model file…"
 FIGURE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)"
@@ -46,14 +47,20 @@ class CompareView(QWidget):
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.headings = [QLabel(), QLabel()]
+        self.head_boxes = [QComboBox(), QComboBox()]
         self.heatmaps = [HeatmapView(colormap_name), HeatmapView(colormap_name)]
         grid = QGridLayout()
-        for column, (heading, heatmap) in enumerate(zip(self.headings, self.heatmaps)):
+        for column, (heading, box, heatmap) in enumerate(zip(self.headings, self.head_boxes, self.heatmaps)):
             heading.setWordWrap(True)
+            box.setToolTip(
+                "The head shown: the best-aligning one (by AER on toy-fr's gold alignments), a layer's mean, or any head"
+            )
+            box.activated.connect(lambda index, side=column: self._on_head_chosen(side, index))
             grid.addWidget(heading, 0, column)
-            grid.addWidget(heatmap, 1, column)
+            grid.addWidget(box, 1, column)
+            grid.addWidget(heatmap, 2, column)
             grid.setColumnStretch(column, 1)
-        grid.setRowStretch(1, 1)
+        grid.setRowStretch(2, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.note)
@@ -91,6 +98,22 @@ class CompareView(QWidget):
                 return
         self.compare.open(path)
 
+    def _on_head_chosen(self, side: int, index: int) -> None:
+        self.compare.set_head(side, self.head_boxes[side].itemData(index))
+
+    def _fill_heads(self, box: QComboBox, panel) -> None:
+        """The heads a side offers: its best-aligning one first, then each layer's mean and heads."""
+        choices: list = [None]
+        for layer in range(panel.n_layers):
+            choices += [(layer, "mean")] + [(layer, head) for head in range(panel.n_heads)] if panel.n_heads > 1 else [(layer, 0)]
+        if [box.itemData(i) for i in range(box.count())] != choices:
+            box.clear()
+            for choice in choices:
+                text = "best-aligning head" if choice is None else f"layer {choice[0] + 1}, {head_title(choice[1])}"
+                box.addItem(text, choice)
+        shown = None if panel.choice.corpus_aer is not None else (panel.choice.layer, panel.choice.head)
+        box.setCurrentIndex(choices.index(shown) if shown in choices else 0)  # findData compares tuples by identity
+
     def _on_fresh_requested(self) -> None:
         self.sentence_chosen.emit(self.compare.fresh_sentence())
 
@@ -107,8 +130,9 @@ class CompareView(QWidget):
             why = self.compare.unavailable()
             self.note.setText(why)
             self.note.show()
-            for heading, heatmap in zip(self.headings, self.heatmaps):
+            for heading, box, heatmap in zip(self.headings, self.head_boxes, self.heatmaps):
                 heading.setText("")
+                box.clear()
                 heatmap.set_matrix(self.empty, [], [], "")
             return
         gold = self.compare.gold(self.compare.session.text)
@@ -118,7 +142,8 @@ class CompareView(QWidget):
             else "A typed sentence has no gold alignment: “toy-fr sentence” draws one that has (each side's AER is then shown)."
         )
         self.note.show()
-        for panel, heading, heatmap in zip(panels, self.headings, self.heatmaps):
+        for panel, heading, box, heatmap in zip(panels, self.headings, self.head_boxes, self.heatmaps):
+            self._fill_heads(box, panel)
             matrix, shown = compared_matrix(panel.trace, panel.choice, word_level=True)
             heading.setText(
                 f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}"

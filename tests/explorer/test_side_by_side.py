@@ -34,6 +34,16 @@ def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_
     assert [panel.trace.n_steps for panel in view.panels] == [1, 1]
     session.run_to_end()
     assert view.panels[1].trace.n_steps == len(view.compare.stepper.steps) and view.compare.stepper.finished
+    # Any head can be shown instead of the best-aligning one, and back.
+    box = view.head_boxes[0]
+    index = [box.itemData(i) for i in range(box.count())].index((0, 1))
+    assert box.itemText(index) == "layer 1, head 2"
+    box.setCurrentIndex(index)
+    box.activated.emit(index)
+    assert (view.panels[0].choice.layer, view.panels[0].choice.head) == (0, 1) and "layer 1, head 2" in view.headings[0].text()
+    box.activated.emit(0)
+    assert view.panels[0].choice == left.choice
+    assert [view.head_boxes[1].itemText(i) for i in range(view.head_boxes[1].count())] == ["best-aligning head", "layer 1, head 1"]
 
 
 def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
