@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def family_shots(app, window, shot) -> int:
-    """The RNN with Bahdanau attention beside the Transformer on a fresh toy-fr sentence (at its third step, and
-    at the end), then the tagger with a sentence typed."""
+    """The RNN with Bahdanau attention beside the Transformer on a fresh toy-fr sentence, then the tagger with a
+    sentence typed."""
     tab = window.explore_tab
     tab.views.setCurrentWidget(tab.compare_view)
     tab.compare.open("rnn-bahdanau")
@@ -103,8 +103,6 @@ def family_shots(app, window, shot) -> int:
     tab.compare_view.partner.setCurrentText("rnn-bahdanau")
     tab.compare_view.fresh.click()
     _wait(app, 30, lambda: all(p.choice.corpus_aer is not None for p in tab.compare_view.panels))
-    window.session.go_to_step(3)
-    shot("side-by-side-step")
     window.session.run_to_end()
     shot("side-by-side")
     window.open_model("tagger")

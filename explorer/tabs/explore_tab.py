@@ -60,7 +60,6 @@ class ExploreTab(QWidget):
             word_level=settings.value("explore/word_level", False) in (True, "true"),
         )
         self.shown_state = self.state
-        self._compare_widened = False
 
         self.controls = DecodeControls()
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
@@ -274,11 +273,9 @@ class ExploreTab(QWidget):
         self.settings.setValue("explore/colormap", name)
 
     def _on_views_tab_changed(self, index: int) -> None:
-        """Side by side needs room for two heatmaps: the first time it is shown, it takes most of the width."""
-        if self.views.widget(index) is self.compare_view and not self._compare_widened:
-            self._compare_widened = True
-            total = sum(self.top_splitter.sizes())
-            self.top_splitter.setSizes([int(total * 0.72), total - int(total * 0.72)])
+        """Side by side needs room for two heatmaps: while it is shown, the focus view gives it its place."""
+        comparing = self.views.widget(index) is self.compare_view
+        self.focus.setVisible(not comparing)  # the two heatmaps take the focus view's place
 
     def _on_compare_sentence_chosen(self, text: str) -> None:
         """A toy-fr sentence with a gold alignment, drawn by the side-by-side view: translate it."""

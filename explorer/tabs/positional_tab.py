@@ -243,7 +243,12 @@ class PositionalTab(QWidget):
                 view.set_matrix(np.zeros((1, 1)), [""], [""], "", levels=(0.0, 1.0))
             self.curves.clear()
             self.rotation.clear()
-            self.summary.setText(f"{bundle.describe()}: this model has no positional table or position bias to show.")
+            why = (
+                "an RNN has no positional encoding: its recurrence reads the pieces in order, so position is in its state"
+                if getattr(bundle.model, "family", "") == "rnn"
+                else "this model has no positional table or position bias to show"
+            )
+            self.summary.setText(f"{bundle.describe()}: {why}.")
             return
         n_positions, d_model = report.table.shape
         titles = report.panel_titles()
