@@ -20,7 +20,7 @@ from model.errors import UserError
 from model.family import architecture_of
 from model.io.files import check_output
 
-COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare")
+COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads")
 
 
 def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -56,11 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_arguments(sub.add_parser("compare", help="two models' cross-attention on one sentence, as one figure"))
 
+    from model.cli.heads import add_heads_arguments
+
+    add_heads_arguments(sub.add_parser("heads", help="each head's importance, and the pruning curve"))
+
     translate = sub.add_parser("translate", help="translate a sentence")
     translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
     translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
     translate.add_argument("--device", default="cpu")
+    translate.add_argument(
+        "--mask-heads",
+        metavar="KIND:LAYER:HEAD,...",
+        default="",
+        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
+    )
     translate.add_argument("text", nargs="+", help="the sentence")
 
     evaluate = sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set")
@@ -94,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
     trace.add_argument("--out", required=True, metavar="FILE.npz")
     trace.add_argument("--device", default="cpu")
+    trace.add_argument(
+        "--mask-heads",
+        metavar="KIND:LAYER:HEAD,...",
+        default="",
+        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
+    )
 
     from model.cli.export import add_arguments
 
@@ -131,11 +147,13 @@ def _print_encoder_predictions(trace) -> None:
 def run_translate(args) -> int:
     import torch
 
+    from model.attribution.masking import masked_model, parse_heads
     from model.decoding.beam import beam_search
     from model.decoding.greedy import greedy_decode
 
     positive("beam", args.beam)
     alpha(args.alpha)
+    heads = parse_heads(args.mask_heads)
     bundle = _load(args.model, args.device)
     text = " ".join(args.text)
     if not text.strip():
@@ -160,10 +178,11 @@ def run_translate(args) -> int:
     if n_pieces > kept:
         print(f"note: the sentence has {n_pieces} pieces; only the first {kept} fit this model", file=sys.stderr)
     source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
+    model = masked_model(bundle.model, heads)
     if args.beam > 1:
-        output = beam_search(bundle.model, source, args.beam, args.alpha).best
+        output = beam_search(model, source, args.beam, args.alpha).best
     else:
-        output = greedy_decode(bundle.model, source)[0]
+        output = greedy_decode(model, source)[0]
     print(bundle.target_tokenizer.decode(output))
     return 0
 
@@ -242,6 +261,7 @@ def run_evaluate(args) -> int:
 def run_trace(args) -> int:
     import numpy as np
 
+    from model.attribution.masking import parse_heads
     from model.decoding.stepper import DecodingOptions, Stepper
     from model.inspection.heads import all_head_statistics
 
@@ -259,6 +279,7 @@ def run_trace(args) -> int:
         beam_width=args.beam or 4,
         length_penalty=args.alpha,
         max_steps=args.max_steps,
+        masked_heads=parse_heads(args.mask_heads),
     )
     options.validate()  # its messages name the option: temperature, top-p, top-k, seed
     forced = forces(args.force)
@@ -318,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_request.code or 0)
     from model.cli.compare import run_compare
     from model.cli.export import run_export
+    from model.cli.heads import run_heads
     from model.cli.labels import run_classify
     from model.cli.train import run_train
 
@@ -329,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         "export": run_export,
         "classify": run_classify,
         "compare": run_compare,
+        "heads": run_heads,
     }
     try:
         code = runners[args.command](args)

@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--step", type=int, help="decoding steps to show (default: the whole translation)")
     parser.add_argument("--beam", type=int, help="decode with beam search of this width")
     parser.add_argument("--word-level", action="store_true", help="words instead of sub-word pieces")
+    parser.add_argument(
+        "--mask-heads",
+        metavar="KIND:LAYER:HEAD,...",
+        default="",
+        help="knock heads out (outputs zeroed) before decoding, e.g. cross:3:1,encoder:1:2 (from 1)",
+    )
     figure = parser.add_argument_group("figures (.png, .svg, .pdf)")
     figure.add_argument(
         "--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm"
@@ -107,6 +113,7 @@ def model_name(name: str) -> str:
 
 
 def run_export(args) -> int:
+    from model.attribution.masking import parse_heads
     from model.decoding.stepper import DecodingOptions, Stepper
     from model.io.models import model_source, open_model
 
@@ -118,6 +125,7 @@ def run_export(args) -> int:
         raise CommandError(f"--beam must be positive, got {args.beam}")
     request = request_from(args)
     request.validate()
+    heads = parse_heads(args.mask_heads)
     model_path = model_source(args.model)
     protected = (model_path,) if model_path else ()
     out = Path(args.out)
@@ -131,6 +139,7 @@ def run_export(args) -> int:
     bundle = open_model(args.model)
     request.figure.model_name = model_name(args.model)
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
+    options.masked_heads = heads
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:
         print(f"note: {message}", file=sys.stderr)

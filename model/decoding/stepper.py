@@ -16,6 +16,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from model.attribution.masking import masked_model
 from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
@@ -52,10 +53,11 @@ class Stepper:
 
     def __init__(self, bundle: ModelBundle, text: str, options: DecodingOptions | None = None):
         self.bundle = bundle
-        self.model: Any = bundle.model  # any model family (model/family.py)
         self.config: Any = bundle.config
         self.options = options or DecodingOptions()
         self.options.validate()
+        # Any model family (model/family.py); a copy with the masked heads' outputs zeroed when some are.
+        self.model: Any = masked_model(bundle.model, tuple(self.options.masked_heads))
         if not isinstance(text, str) or not text.strip():
             raise DecodingError("the source sentence is empty: type something to translate")
         kinds = getattr(self.model, "kinds", tuple(AttentionKind))
@@ -331,6 +333,7 @@ class Stepper:
             hypothesis_rank=self.hypothesis_rank,
             source_text=self.text,
             target_text=self.translation(),
+            masked_heads=[str(head) for head in self.options.masked_heads],
         )
 
     def _prediction_fields(self) -> dict:

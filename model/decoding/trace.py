@@ -91,6 +91,7 @@ class Trace:
     level: str = "piece"  # "piece" or "word"
     source_text: str = ""
     target_text: str = ""
+    masked_heads: list[str] = field(default_factory=list)  # heads knocked out, as KIND:LAYER:HEAD from 1
 
     @property
     def n_steps(self) -> int:

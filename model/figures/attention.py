@@ -97,6 +97,8 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     where = [f"model {options.model_name}"] if options.model_name else []
     steps = len(trace.chosen_ids) if len(trace.chosen_ids) else trace.n_steps  # pieces, also at word level
     where.append(f"step {steps}")
+    if trace.masked_heads:  # as KIND:LAYER:HEAD, counted from 1
+        where.append(f"heads knocked out: {', '.join(trace.masked_heads)}")
     if trace.level == "word":
         where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries averaged)")
     elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens + trace.target_tokens)):

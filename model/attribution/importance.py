@@ -1,0 +1,170 @@
+"""What each head is worth: head importance (Michel, Levy and Neubig, "Are Sixteen Heads Really Better than
+One?", NeurIPS 2019) and the pruning curve it orders.
+
+Every head's output is multiplied by a gate ξ_h = 1 (a pre-hook on W^O scales the head's slice of the
+concatenated outputs, so the forward pass is unchanged). The importance of a head is the expected absolute
+sensitivity of the loss to its gate, I_h = E_x |∂L(x)/∂ξ_h| = E_x |A_h(x)ᵀ ∂L(x)/∂A_h(x)| with A_h the head's
+output — one backward pass per sentence, since the absolute value is taken per sentence. L is the
+teacher-forced cross-entropy per target piece. As in the paper, scores are normalised per layer (ℓ2 norm) so
+that layers compare. A head whose output never reaches the model (zero W^O columns) scores exactly 0.
+
+The pruning curve removes heads from the least important up (model/attribution/masking.py) and scores
+greedy translations after each removal: exact match and BLEU, as ``evaluate`` does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from model.attribution.masking import Head, attention_module, masked_model
+from model.data.batching import encode_pairs
+from model.data.corpora import Pair
+from model.kinds import AttentionKind
+from model.training.evaluation import Interrupted, score
+
+
+@dataclass
+class HeadImportance:
+    """Each kind's importance [layers, heads]: ``raw`` E|∂L/∂ξ_h|, ``normalised`` per layer (ℓ2)."""
+
+    raw: dict[AttentionKind, np.ndarray]
+    normalised: dict[AttentionKind, np.ndarray]
+    n_sentences: int
+
+    def ranking(self) -> list[tuple[Head, float]]:
+        """Every head with its normalised importance, the least important first (ties in the model's order)."""
+        heads = [
+            (Head(kind, layer, head), float(table[layer, head]))
+            for kind, table in self.normalised.items()
+            for layer in range(table.shape[0])
+            for head in range(table.shape[1])
+        ]
+        return sorted(heads, key=lambda item: (item[1], item[0].sort_key()))
+
+    def rows(self) -> list[dict]:
+        """One row per head, for a CSV: kind, layer and head (from 1), raw and normalised importance, rank (1 = least)."""
+        rank = {head: index + 1 for index, (head, _) in enumerate(self.ranking())}
+        return [
+            {
+                "kind": kind.value,
+                "layer": layer + 1,
+                "head": head + 1,
+                "importance": float(self.raw[kind][layer, head]),
+                "normalised": float(table[layer, head]),
+                "rank_least_first": rank[Head(kind, layer, head)],
+            }
+            for kind, table in self.normalised.items()
+            for layer in range(table.shape[0])
+            for head in range(table.shape[1])
+        ]
+
+
+def _gated_copy(model) -> tuple[Any, dict[Head, torch.Tensor]]:
+    """A copy of ``model`` whose every head output is scaled by a gate of value 1 that gradients reach."""
+    gated = copy.deepcopy(model).eval()
+    for parameter in gated.parameters():
+        parameter.requires_grad_(False)
+    config = gated.config
+    d_k = config.d_model // config.n_heads
+    gates: dict[Head, torch.Tensor] = {}
+    for kind in gated.kinds:
+        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        for layer in range(n_layers):
+            gate = torch.ones(config.n_heads, requires_grad=True)  # [H]
+            for head in range(config.n_heads):
+                gates[Head(kind, layer, head)] = gate
+
+            def scale(_module, inputs, gate=gate):
+                (context,) = inputs  # [..., H * d_k]
+                return (context * gate.repeat_interleave(d_k),)
+
+            attention_module(gated, kind, layer).out_projection.register_forward_pre_hook(scale)
+    return gated, gates
+
+
+def head_importance(
+    bundle, pairs: list[Pair], progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None
+) -> HeadImportance:
+    """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
+    ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
+    if getattr(bundle.model, "family", "") != "transformer":
+        raise ValueError("head importance is measured on the app's encoder-decoder Transformer")
+    model, gates = _gated_copy(bundle.model)
+    config: Any = model.config
+    device = next(model.parameters()).device
+    layers = {kind: config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers for kind in model.kinds}
+    raw = {kind: np.zeros((n, config.n_heads)) for kind, n in layers.items()}
+    examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
+    distinct = list({id(gate): gate for gate in gates.values()}.values())
+    for done, (source_ids, target_ids) in enumerate(examples, start=1):
+        if stop is not None and stop():
+            raise Interrupted
+        source = torch.tensor([source_ids], device=device)  # [1, S]
+        target = torch.tensor([target_ids], device=device)  # [1, T + 1]
+        hidden = model(source, target[:, :-1])  # [1, T, d_model]
+        loss = torch.nn.functional.cross_entropy(model.logits(hidden)[0].float(), target[0, 1:])
+        for gate in distinct:
+            gate.grad = None
+        loss.backward()
+        for head, gate in gates.items():
+            assert gate.grad is not None
+            raw[head.kind][head.layer, head.head] += abs(float(gate.grad[head.head]))
+        if progress is not None:
+            progress(done, len(examples))
+    n = max(len(examples), 1)
+    raw = {kind: table / n for kind, table in raw.items()}
+    normalised = {kind: table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-20) for kind, table in raw.items()}
+    return HeadImportance(raw, normalised, len(examples))
+
+
+@dataclass
+class PruningPoint:
+    n_removed: int
+    removed: tuple[Head, ...]  # every head removed so far, the least important first
+    exact_match: float
+    bleu: float
+
+
+def pruning_curve(
+    bundle,
+    importance: HeadImportance,
+    pairs: list[Pair],
+    counts: list[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> list[PruningPoint]:
+    """Exact match and BLEU of greedy translations of ``pairs`` with the ``n`` least important heads knocked
+    out, for each n in ``counts`` (default: 0, 1, … every head)."""
+    order = [head for head, _ in importance.ranking()]
+    counts = counts if counts is not None else list(range(len(order) + 1))
+    device = next(bundle.model.parameters()).device
+    points = []
+    for index, n in enumerate(counts):
+        if stop is not None and stop():
+            raise Interrupted
+        removed = tuple(order[:n])
+        model = masked_model(bundle.model, removed)
+        scores = score(
+            model, bundle.source_tokenizer, bundle.target_tokenizer, pairs, device, decode_limit=len(pairs), n_samples=0, stop=stop
+        )
+        points.append(PruningPoint(n, removed, scores.exact_match, scores.bleu))
+        if progress is not None:
+            progress(index + 1, len(counts))
+    return points
+
+
+def heads_before_drop(points: list[PruningPoint], drop: float = 0.05) -> int:
+    """How many heads can go before exact match falls by ``drop`` or more below the full model's."""
+    baseline = points[0].exact_match
+    allowed = 0
+    for point in points:
+        if point.exact_match <= baseline - drop:
+            break
+        allowed = point.n_removed
+    return allowed
