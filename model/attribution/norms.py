@@ -1,0 +1,67 @@
+"""The norm-based contribution measure (Kobayashi, Kuribayashi, Yokoi and Inui, "Attention is Not Only a
+Weight", EMNLP 2020): how much each key token actually moves a query's output, per head.
+
+A head's output for query i is Σ_j α_ij f(x_j), with f(x) = x W_V W_O (the value projection, then the head's
+slice of the output projection; our attention has no bias terms, so none is added). The attention weight α_ij
+says how much of token j's *transformed vector* is taken, not how large that vector is: a heavily attended
+token whose f(x_j) is small moves nothing. The measure is ‖α_ij f(x_j)‖ = α_ij ‖f(x_j)‖ — per layer and head,
+for every kind. With identity value and output projections it is α_ij ‖x_j‖.
+
+The vectors are read from the model's own teacher-forced inspection pass (hooks on every attention module
+record what it attended over), so the measure uses exactly the weights the views show.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from model.attribution.masking import attention_module
+from model.kinds import AttentionKind
+
+
+def _value_norms(module, args: tuple, kwargs: dict) -> torch.Tensor:
+    """‖f(x_j)‖ for every head and key: [B, H, K], from one call of a MultiHeadAttention."""
+    if module.is_self_attention:
+        x = args[0]  # [B, K, d_model] (self-attention: the keys are the queries' own inputs)
+        _, _, values = module._split_projection(module.qkv_projection(x), 3)  # [B, H, K, d_k]
+    else:
+        _, values = kwargs["keys_values"]  # [B, H, K, d_k]
+    d_k = module.d_k
+    out = module.out_projection.weight.view(-1, module.n_heads, d_k)  # [d_model, H, d_k]
+    transformed = torch.einsum("bhkd,mhd->bhkm", values, out)  # [B, H, K, d_model]: f(x_j) for each head
+    return transformed.norm(dim=-1)  # [B, H, K]
+
+
+@torch.inference_mode()
+def norm_contributions(
+    model: Any, source_ids: torch.Tensor, target_input_ids: torch.Tensor
+) -> dict[AttentionKind, list[torch.Tensor]]:
+    """Per kind, per layer: ‖α_ij f(x_j)‖ [B, H, queries, keys] of one teacher-forced pass of the app's
+    Transformer over source_ids [B, S] and target_input_ids [B, T]."""
+    norms: dict[tuple[AttentionKind, int], torch.Tensor] = {}
+    handles = []
+    config = model.config
+    for kind in model.kinds:
+        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        for layer in range(n_layers):
+
+            def record(module, args, kwargs, output, key=(kind, layer)):
+                norms[key] = _value_norms(module, args, kwargs)
+
+            handles.append(attention_module(model, kind, layer).register_forward_hook(record, with_kwargs=True))
+    try:
+        _, weights = model.inspect(source_ids, target_input_ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+    tables = {
+        AttentionKind.ENCODER: weights.encoder_self,
+        AttentionKind.DECODER: weights.decoder_self,
+        AttentionKind.CROSS: weights.cross,
+    }
+    return {
+        kind: [layer_weights * norms[(kind, layer)][:, :, None, :] for layer, layer_weights in enumerate(tables[kind])]
+        for kind in model.kinds
+    }
