@@ -20,7 +20,7 @@ from model.errors import UserError
 from model.family import architecture_of
 from model.io.files import check_output
 
-COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads")
+COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute")
 
 
 def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     from model.cli.heads import add_heads_arguments
 
     add_heads_arguments(sub.add_parser("heads", help="each head's importance, and the pruning curve"))
+
+    from model.cli.attribute import add_attribute_arguments
+
+    add_attribute_arguments(sub.add_parser("attribute", help="a contribution measure of a decoded sentence"))
 
     translate = sub.add_parser("translate", help="translate a sentence")
     translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
@@ -337,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
+    from model.cli.attribute import run_attribute
     from model.cli.compare import run_compare
     from model.cli.export import run_export
     from model.cli.heads import run_heads
@@ -352,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         "classify": run_classify,
         "compare": run_compare,
         "heads": run_heads,
+        "attribute": run_attribute,
     }
     try:
         code = runners[args.command](args)

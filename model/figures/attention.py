@@ -257,9 +257,11 @@ def grid_mosaic(weights: np.ndarray) -> tuple[np.ndarray, int, int]:
     return mosaic, step_rows, step_columns
 
 
-def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None = None, title: str = "") -> Figure:
-    """Every layer (rows) and head (columns) of one kind on one shared colour scale, one colour bar,
-    drawn as one image (crisp cells in every format)."""
+def grid_figure(
+    trace, kind: AttentionKind | str, options: FigureOptions | None = None, title: str = "", value_label: str = "attention weight"
+) -> Figure:
+    """Every layer (rows) and head (columns) of one kind on one shared colour scale, one colour bar (named
+    ``value_label``), drawn as one image (crisp cells in every format)."""
     options = options or FigureOptions()
     kind = AttentionKind.parse(kind)
     weights = np.asarray(trace.matrix(kind), dtype=np.float32)  # [layers, heads, queries, keys]
@@ -305,7 +307,7 @@ def grid_figure(trace, kind: AttentionKind | str, options: FigureOptions | None 
         axes.text(head * step_columns + n_keys / 2, -0.3, f"head {head + 1}", ha="center", va="bottom", fontsize=size)
     for layer in range(n_layers):
         axes.text(-0.6, layer * step_rows + n_queries / 2, f"layer {layer + 1}", ha="right", va="center", fontsize=size)
-    _colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, "attention weight")
+    _colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, value_label)
     return figure
 
 

@@ -1,0 +1,82 @@
+"""The command line of the measures beyond attention: ``--mask-heads`` on translate, trace and export (the trace and
+the captions say which heads were knocked out), and ``attribute --measure norm`` as data and as a figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.attribution.masking import masked_model, parse_heads
+from model.attribution.norms import norm_contributions
+from model.cli.commands import main
+from model.io import checkpoint
+
+
+@pytest.fixture(scope="module")
+def model_file(toy_fr_bundle, tmp_path_factory):
+    return checkpoint.save(toy_fr_bundle[0], tmp_path_factory.mktemp("models") / "model.safetensors")
+
+
+def test_masked_heads_reach_the_trace_and_the_figure(model_file, tmp_path, capsys):
+    out = tmp_path / "trace.npz"
+    assert (
+        main(
+            [
+                "trace",
+                "--model",
+                str(model_file),
+                "--text",
+                "the cat sleeps",
+                "--mask-heads",
+                "cross:2:1,encoder:1:3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    with np.load(out, allow_pickle=False) as arrays:
+        assert arrays["masked_heads"].tolist() == ["encoder:1:3", "cross:2:1"]
+    figure = tmp_path / "focus.svg"
+    assert (
+        main(["export", "--model", str(model_file), "--text", "the cat sleeps", "--mask-heads", "cross:2:1", "--out", str(figure)])
+        == 0
+    )
+    assert "heads knocked out: cross:2:1" in figure.read_text(encoding="utf-8")
+    assert main(["translate", "--model", str(model_file), "--mask-heads", "cross:2:1", "the cat sleeps"]) == 0
+    capsys.readouterr()
+    assert main(["translate", "--model", str(model_file), "--mask-heads", "cross:5:1", "the cat"]) == 1
+    assert "has 2 layers of 4 heads" in capsys.readouterr().err
+
+
+def test_attribute_writes_the_norm_measure_of_the_decoded_sentence(toy_fr_bundle, model_file, tmp_path):
+    bundle = toy_fr_bundle[0]
+    out = tmp_path / "norm.npz"
+    assert (
+        main(
+            ["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--mask-heads", "decoder:1:1", "--out", str(out)]
+        )
+        == 0
+    )
+    with np.load(out, allow_pickle=False) as arrays:
+        source_ids = [int(i) for i in bundle.source_ids("the cat sleeps")[0]]
+        inputs = [bundle.config.bos_id] + [int(i) for i in arrays["chosen_ids"][:-1]]
+        model = masked_model(bundle.model, parse_heads("decoder:1:1"))
+        expected = norm_contributions(model, torch.tensor([source_ids]), torch.tensor([inputs]))
+        for kind, tables in expected.items():
+            np.testing.assert_allclose(arrays[f"{kind.value}_norm"], torch.stack(tables)[:, 0].numpy(), atol=1e-6)
+    for suffix in ("png", "pdf"):
+        figure = tmp_path / f"norm.{suffix}"
+        assert (
+            main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--kind", "encoder", "--out", str(figure)])
+            == 0
+        )
+        assert figure.stat().st_size > 1000
+
+
+def test_attribute_refuses_what_it_cannot_do(model_file, tmp_path, capsys):
+    assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--out", str(tmp_path / "x.txt")]) == 1
+    assert "--out must end in" in capsys.readouterr().err
+    assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--out", str(model_file)]) == 1
+    assert model_file.stat().st_size > 1000
