@@ -9,6 +9,7 @@ emits a signal.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -42,6 +43,7 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.text = ""
         self.options = DecodingOptions()
+        self.masked_heads: tuple = ()  # model.attribution.masking.Head: knocked out in the active model
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
         self._trained: ModelBundle | None = None  # the last model trained in this session
 
@@ -53,6 +55,7 @@ class Session(QObject):
         if bundle is not None:
             for_light_work()  # decoding here, in the window's thread, leaves the cores to training
         self.bundle = bundle
+        self.masked_heads = ()  # another model's heads are other heads
         self.stepper = None
         self.trace = None
         self.trace_changed.emit(None)
@@ -139,7 +142,7 @@ class Session(QObject):
             self.message.emit("Type a sentence to translate.")
             return False
         try:
-            self.stepper = Stepper(self.bundle, text, self.options)
+            self.stepper = Stepper(self.bundle, text, replace(self.options, masked_heads=self.masked_heads))
         except UserError as error:
             self.message.emit(str(error))
             return False
@@ -172,6 +175,33 @@ class Session(QObject):
         self.translate(sentence)
         self.text_replaced.emit(sentence, f"{unknown}: showing “{sentence}”, from {origin}, instead.")
         self.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
+
+    def toggle_head(self, head) -> None:
+        """Knock ``head`` (a masking.Head) out, or put it back, and decode the sentence again at once."""
+        from model.attribution.masking import Head, check_heads, describe_heads
+
+        assert isinstance(head, Head)
+        heads = set(self.masked_heads) ^ {head}
+        wanted = tuple(sorted(heads, key=Head.sort_key))
+        if self.bundle is not None:
+            try:
+                check_heads(self.bundle.model, wanted)
+            except UserError as error:
+                self.message.emit(str(error))
+                return
+        self.masked_heads = wanted
+        what = "knocked out" if head in heads else "put back"
+        self.message.emit(f"{head.describe()} {what}; heads out: {describe_heads(self.masked_heads)}.")
+        if self.text.strip():
+            self.translate(self.text)
+
+    def restore_heads(self) -> None:
+        """Every head back, and the sentence decoded again."""
+        if self.masked_heads:
+            self.masked_heads = ()
+            self.message.emit("Every head is back.")
+            if self.text.strip():
+                self.translate(self.text)
 
     def _publish(self) -> None:
         stepper = self.stepper

@@ -89,6 +89,9 @@ class ExploreTab(QWidget):
             "a copy (Ctrl+Shift+C), or the figure settings (width, font, caption)"
         )
         export_button.setMenu(self.exports.menu)
+        self.restore_button = QPushButton("Restore heads")
+        self.restore_button.setToolTip("Put back every head knocked out (Ctrl+click a cell of the model grid knocks one out)")
+        self.restore_button.hide()
         view_row = QHBoxLayout()
         for widget in (
             QLabel("Attention:"),
@@ -99,6 +102,7 @@ class ExploreTab(QWidget):
             QLabel("Colours:"),
             self.colormap,
             export_button,
+            self.restore_button,
         ):
             view_row.addWidget(widget)
         view_row.addStretch(1)
@@ -163,6 +167,8 @@ class ExploreTab(QWidget):
         self.beam_tree.hypothesis_clicked.connect(session.show_hypothesis)
         self.beam_tree.node_clicked.connect(self._on_beam_node_clicked)
         self.grid.cell_clicked.connect(self._on_head_chosen)
+        self.grid.head_toggled.connect(self._on_head_toggled)
+        self.restore_button.clicked.connect(session.restore_heads)
         self.head_table.head_clicked.connect(self._on_head_chosen)
         self.views.currentChanged.connect(self._on_view_option_changed)
         self.views.currentChanged.connect(self._on_views_tab_changed)
@@ -297,6 +303,12 @@ class ExploreTab(QWidget):
         self.state = replace(self.state, layer=layer, head=head)
         self.refresh()
 
+    def _on_head_toggled(self, layer: int, head: int) -> None:
+        """Ctrl+click on the grid: knock that head of the kind shown out, or put it back."""
+        from model.attribution.masking import Head
+
+        self.session.toggle_head(Head(self.current_kind(), layer, head))
+
     # --- drawing --------------------------------------------------------------------------------
     def refresh(self) -> None:
         trace = self.session.trace
@@ -334,7 +346,9 @@ class ExploreTab(QWidget):
         )
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
+        self.restore_button.setVisible(bool(self.session.masked_heads))
         if shown_view is self.grid:
+            self.grid.set_masked({(h.layer, h.head) for h in self.session.masked_heads if h.kind is state.kind})
             self.grid.set_weights(weights)
             self.grid.select(state.layer, single_head)
         elif shown_view is self.lines:

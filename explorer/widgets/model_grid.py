@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
@@ -45,10 +45,14 @@ def pool_max(weights: np.ndarray, rows: int, columns: int) -> np.ndarray:
 
 class ModelGrid(pg.GraphicsLayoutWidget):
     cell_clicked = Signal(int, int)  # layer, head (0-based)
+    head_toggled = Signal(int, int)  # Ctrl+click: knock the head out, or put it back
 
     def __init__(self, colormap_name: str = "viridis"):
         super().__init__()
-        self.setToolTip("Every layer (rows) and head (columns) at the current step, on one colour scale; click a cell to focus it")
+        self.setToolTip(
+            "Every layer (rows) and head (columns) at the current step, on one colour scale; click a cell to focus it, "
+            "Ctrl+click to knock the head out (or put it back)"
+        )
         self.weights = np.zeros((0, 0, 0, 0), np.float32)  # [layers, heads, queries, keys] shown now
         self.levels = (0.0, 1.0)
         self.selected: tuple[int, int] | None = None
@@ -71,6 +75,8 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.message.hide()
         self.plot.addItem(self.message, ignoreBounds=True)
         self.frames: list[QGraphicsRectItem] = []  # reused from step to step; the unused ones hidden
+        self.masked: set[tuple[int, int]] = set()  # (layer, head) knocked out: drawn greyed and dashed
+        self.mask_items: list[QGraphicsRectItem] = []
         self._cell = (1.0, 1.0)  # a cell's size plus its gap, in mosaic pixels (rows, columns)
         self._cell_size = (0, 0)  # a cell's size in mosaic pixels (rows, columns): smaller when pooled
         self._target = (0, 0)  # the pooled size asked for, from the widget's size
@@ -147,6 +153,12 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.selected = (layer, head) if head is not None else (layer, -1)
         self._draw_selection()
 
+    def set_masked(self, cells: set[tuple[int, int]]) -> None:
+        """The (layer, head) cells knocked out, greyed over."""
+        if cells != self.masked:
+            self.masked = set(cells)
+            self._draw_selection()
+
     def visible_frames(self) -> list[QGraphicsRectItem]:
         return [frame for frame in self.frames if frame.isVisible()]
 
@@ -171,6 +183,25 @@ class ModelGrid(pg.GraphicsLayoutWidget):
                 frame.show()
             else:
                 frame.hide()
+        self._draw_masked()
+
+    def _draw_masked(self) -> None:
+        (step_rows, step_columns), (rows, columns) = self._cell, self._cell_size
+        cells = [] if self.empty else sorted(self.masked)
+        while len(self.mask_items) < len(cells):
+            item = QGraphicsRectItem()
+            item.setPen(pg.mkPen("#888888", width=2, style=Qt.DashLine, cosmetic=True))
+            item.setBrush(pg.mkBrush(128, 128, 128, 170))
+            item.setZValue(5)
+            self.plot.addItem(item, ignoreBounds=True)
+            self.mask_items.append(item)
+        for index, item in enumerate(self.mask_items):
+            if index < len(cells):
+                layer, head = cells[index]
+                item.setRect(QRectF(head * step_columns, layer * step_rows, columns, rows))
+                item.show()
+            else:
+                item.hide()
 
     def cell_at(self, scene_position) -> tuple[int, int] | None:
         if self.empty or not self.plot.vb.sceneBoundingRect().contains(scene_position):
@@ -186,4 +217,5 @@ class ModelGrid(pg.GraphicsLayoutWidget):
     def _on_clicked(self, event) -> None:
         cell = self.cell_at(event.scenePos())
         if cell is not None:
-            self.cell_clicked.emit(*cell)
+            knock_out = bool(event.modifiers() & Qt.ControlModifier)
+            (self.head_toggled if knock_out else self.cell_clicked).emit(*cell)
