@@ -21,7 +21,7 @@ from model.data.corpora import Pair, toy_fr
 from model.decoding.stepper import Stepper
 from model.errors import UserError
 from model.family import architecture_of
-from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel
+from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.kinds import AttentionKind
 
 
@@ -50,7 +50,7 @@ class CompareSession(QObject):
         self.choices: dict[int, tuple[object, HeadChoice]] = {}  # id(bundle) -> (bundle, the head shown)
         self.overrides: dict[int, tuple[int, int | str]] = {}  # id(bundle) -> (layer, head) the user chose instead
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
-        self._aer: dict[tuple[int, str], float | None] = {}  # (id(bundle), text) -> the sentence's AER
+        self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
         self._tasks: set = set()
         self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
         session.trace_changed.connect(self._on_trace_changed)
@@ -206,10 +206,10 @@ class CompareSession(QObject):
         for bundle, trace in ((session.bundle, session.trace), (self.bundle, self.stepper.trace())):
             choice = self.head_of(bundle)
             panel = make_panel(model_name(bundle), bundle, trace, choice, None)
-            if gold is not None:
-                key = (id(bundle), f"{gold.source}|{choice}")
+            if gold is not None:  # teacher-forced on the reference: measured once per sentence and head, not per step
+                key = (id(bundle), gold.source, choice)
                 if key not in self._aer:
-                    self._aer[key] = make_panel("", bundle, trace, choice, gold).sentence_aer
+                    self._aer[key] = sentence_aer(bundle, gold, choice)
                 panel.sentence_aer = self._aer[key]
             panels.append(panel)
         return panels

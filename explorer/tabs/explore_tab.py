@@ -170,7 +170,6 @@ class ExploreTab(QWidget):
         self.grid.head_toggled.connect(self._on_head_toggled)
         self.restore_button.clicked.connect(session.restore_heads)
         self.head_table.head_clicked.connect(self._on_head_chosen)
-        self.views.currentChanged.connect(self._on_view_option_changed)
         self.views.currentChanged.connect(self._on_views_tab_changed)
         self.compare_view.sentence_chosen.connect(self._on_compare_sentence_chosen)
         self.compare_view.export_requested.connect(self.exports.export_pair)
@@ -282,6 +281,7 @@ class ExploreTab(QWidget):
         """Side by side needs room for two heatmaps: while it is shown, the focus view gives it its place."""
         comparing = self.views.widget(index) is self.compare_view
         self.focus.setVisible(not comparing)  # the two heatmaps take the focus view's place
+        self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
     def _on_compare_sentence_chosen(self, text: str) -> None:
         """A toy-fr sentence with a gold alignment, drawn by the side-by-side view: translate it."""
@@ -341,9 +341,10 @@ class ExploreTab(QWidget):
             self.session.message.emit(str(error))
             return
         current_row = self.focus_matrix.current_row
-        self.focus.set_matrix(
-            self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row, token_level=shown.level
-        )
+        if self.focus.isVisibleTo(self):  # hidden beside Side by side: not redrawn at every step
+            self.focus.set_matrix(
+                self.focus_matrix.values, queries, keys, self.focus_matrix.title, current_row, token_level=shown.level
+            )
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
         self.restore_button.setVisible(bool(self.session.masked_heads))

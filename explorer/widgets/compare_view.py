@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -30,6 +31,7 @@ class CompareView(QWidget):
         super().__init__()
         self.compare = compare
         self.panels: list = []
+        self._stale = False  # panels arrived while the view was hidden: drawn when it is shown
         self.partner = QComboBox()
         self.partner.setToolTip("The model shown beside the session's: a shipped model, or a model file")
         self._fill_partners()
@@ -124,16 +126,31 @@ class CompareView(QWidget):
 
     # --- drawing --------------------------------------------------------------------------------
     def _on_panels_changed(self, panels: list) -> None:
+        """Every step of the session's decoding: drawn at once when the view is shown, else when it is next shown."""
         self.panels = panels
         self.export_button.setEnabled(len(panels) == 2)
+        self._stale = True
+        if self.isVisible():
+            self._draw()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if self._stale:
+            self._draw()
+
+    def _draw(self) -> None:
+        self._stale = False
+        panels = self.panels
         if len(panels) != 2:
             why = self.compare.unavailable()
+            if why == self.note.text() and not any(heatmap.values.size for heatmap in self.heatmaps):
+                return  # already says so, with nothing drawn
             self.note.setText(why)
             self.note.show()
             for heading, box, heatmap in zip(self.headings, self.head_boxes, self.heatmaps):
                 heading.setText("")
                 box.clear()
-                heatmap.set_matrix(self.empty, [], [], "")
+                heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             return
         gold = self.compare.gold(self.compare.session.text)
         self.note.setText(
@@ -151,9 +168,3 @@ class CompareView(QWidget):
             heatmap.set_matrix(
                 matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level
             )
-
-    @property
-    def empty(self):
-        import numpy as np
-
-        return np.zeros((0, 0), np.float32)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.attribution.masking import Head, attention_module, masked_model
+from model.attribution.masking import Head, MaskError, attention_module, masked_model
 from model.data.batching import encode_pairs
 from model.data.corpora import Pair
 from model.kinds import AttentionKind
@@ -65,20 +65,19 @@ class HeadImportance:
         ]
 
 
-def _gated_copy(model) -> tuple[Any, dict[Head, torch.Tensor]]:
-    """A copy of ``model`` whose every head output is scaled by a gate of value 1 that gradients reach."""
+def _gated_copy(model) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
+    """A copy of ``model`` whose heads' outputs are scaled by gates of value 1 that gradients reach:
+    one gate tensor [heads] per (kind, layer)."""
     gated = copy.deepcopy(model).eval()
     for parameter in gated.parameters():
         parameter.requires_grad_(False)
     config = gated.config
     d_k = config.d_model // config.n_heads
-    gates: dict[Head, torch.Tensor] = {}
+    gates: dict[tuple[AttentionKind, int], torch.Tensor] = {}
     for kind in gated.kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
-            gate = torch.ones(config.n_heads, requires_grad=True)  # [H]
-            for head in range(config.n_heads):
-                gates[Head(kind, layer, head)] = gate
+            gate = gates[(kind, layer)] = torch.ones(config.n_heads, requires_grad=True)  # [H]
 
             def scale(_module, inputs, gate=gate):
                 (context,) = inputs  # [..., H * d_k]
@@ -94,14 +93,13 @@ def head_importance(
     """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
     if getattr(bundle.model, "family", "") != "transformer":
-        raise ValueError("head importance is measured on the app's encoder-decoder Transformer")
+        raise MaskError("head importance is measured on the app's encoder-decoder Transformer")
     model, gates = _gated_copy(bundle.model)
     config: Any = model.config
     device = next(model.parameters()).device
     layers = {kind: config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers for kind in model.kinds}
     raw = {kind: np.zeros((n, config.n_heads)) for kind, n in layers.items()}
     examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
-    distinct = list({id(gate): gate for gate in gates.values()}.values())
     for done, (source_ids, target_ids) in enumerate(examples, start=1):
         if stop is not None and stop():
             raise Interrupted
@@ -109,12 +107,12 @@ def head_importance(
         target = torch.tensor([target_ids], device=device)  # [1, T + 1]
         hidden = model(source, target[:, :-1])  # [1, T, d_model]
         loss = torch.nn.functional.cross_entropy(model.logits(hidden)[0].float(), target[0, 1:])
-        for gate in distinct:
+        for gate in gates.values():
             gate.grad = None
         loss.backward()
-        for head, gate in gates.items():
+        for (kind, layer), gate in gates.items():
             assert gate.grad is not None
-            raw[head.kind][head.layer, head.head] += abs(float(gate.grad[head.head]))
+            raw[kind][layer] += gate.grad.abs().numpy()  # [H]: |∂L/∂ξ_h| of this sentence
         if progress is not None:
             progress(done, len(examples))
     n = max(len(examples), 1)

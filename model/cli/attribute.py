@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from model.cli.export import add_figure_arguments, figure_options
 from model.cli.options import CommandError
-from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
 from model.io.files import check_output
 
 MEASURES = {"norm": "norm-based contributions ‖α f(x)‖"}
@@ -33,10 +33,7 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measure", choices=list(MEASURES), default="norm", help="norm: ‖α_ij f(x_j)‖ (Kobayashi et al. 2020)")
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross", help="the kind a figure shows")
     parser.add_argument("--mask-heads", metavar="KIND:LAYER:HEAD,...", default="", help="heads knocked out, e.g. cross:3:1")
-    parser.add_argument("--width", default=str(DEFAULT_WIDTH), help="figures: column, page, or a size (5in, 12cm)")
-    parser.add_argument("--font-size", type=float, default=8.0)
-    parser.add_argument("--colormap", default="viridis")
-    parser.add_argument("--dpi", type=float, default=300)
+    add_figure_arguments(parser)
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)})")
 
 
@@ -47,7 +44,7 @@ def run_attribute(args) -> int:
     from model.attribution.norms import norm_contributions
     from model.cli.export import model_name
     from model.decoding.stepper import DecodingOptions, Stepper
-    from model.figures.attention import FigureOptions, grid_figure
+    from model.figures.attention import grid_figure
     from model.figures.saving import save_figure
     from model.io.models import model_source, open_model
     from model.kinds import AttentionKind
@@ -55,8 +52,7 @@ def run_attribute(args) -> int:
     suffix = Path(args.out).suffix.lower()
     if suffix not in SUFFIXES:
         raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {Path(args.out).name!r}")
-    options = FigureOptions(width=parse_width(args.width), font_size=check_font_size(args.font_size), colormap=args.colormap)
-    options.colours()
+    options = figure_options(args)
     heads = parse_heads(args.mask_heads)
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from model.cli.export import model_name
+from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError
-from model.figures.attention import FigureOptions
-from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
 from model.figures.saving import FIGURE_SUFFIXES
 from model.io.files import check_output
 
@@ -29,11 +27,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         help="the N-th fresh toy-fr sentence (from 1; never seen in training): its gold alignment gives each side's AER",
     )
     parser.add_argument("--step", type=int, help="decoding steps to show (default: each model's whole translation)")
-    parser.add_argument("--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), 5in, 12cm")
-    parser.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
-    parser.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
-    parser.add_argument("--dpi", type=float, default=300, help="PNG resolution (default 300)")
-    parser.add_argument("--no-caption", action="store_true", help="only the title: no sentence")
+    add_figure_arguments(parser)
     parser.add_argument("--pieces", action="store_true", help="sub-word pieces instead of words")
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(FIGURE_SUFFIXES)})")
 
@@ -51,13 +45,7 @@ def run_compare(args) -> int:
         raise CommandError(f"--step must be 0 or more, got {args.step}")
     if not args.toy_fr and not (args.text or "").strip():
         raise CommandError("--text is empty: give a sentence, or --toy-fr N for a toy-fr sentence with gold alignments")
-    options = FigureOptions(
-        width=parse_width(args.width),
-        font_size=check_font_size(args.font_size),
-        colormap=args.colormap,
-        caption=not args.no_caption,
-    )
-    options.colours()  # an unknown colour map is reported before decoding
+    options = figure_options(args)
     protected = tuple(path for path in (model_source(args.model), model_source(args.other)) if path)
     out = check_output(args.out, protected)
     if out.suffix.lower() not in FIGURE_SUFFIXES:
@@ -76,8 +64,7 @@ def run_compare(args) -> int:
             raise CommandError(f"{model_name(name)} has no cross-attention to compare ({bundle.describe()})")
         panel = decoded_panel(model_name(name), bundle, text, step=args.step, gold=gold)
         panels.append(panel)
-        output = " ".join(panel.trace.target_tokens)
-        print(f"{panel.heading()}\n  output: {bundle.target_tokenizer.decode(list(panel.trace.chosen_ids)) or output}")
+        print(f"{panel.heading()}\n  output: {panel.trace.target_text}")
     save_figure(pair_figure(panels, options, word_level=not args.pieces), out, args.dpi)
     print(f"wrote {out}")
     return 0

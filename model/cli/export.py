@@ -74,6 +74,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_figure_arguments(parser: argparse.ArgumentParser) -> None:
+    """The figure options of the commands that draw one figure of their own (compare, attribute)."""
+    parser.add_argument("--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), 5in, 12cm")
+    parser.add_argument("--font-size", type=float, default=8.0, help="points (default 8); labels shrink to fit")
+    parser.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
+    parser.add_argument("--dpi", type=float, default=300, help="PNG resolution (default 300)")
+    parser.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
+
+
+def figure_options(args) -> FigureOptions:
+    """FigureOptions from the figure arguments a command has; a bad width, font size or colour map is refused here,
+    before anything slow."""
+    height = getattr(args, "height", None)
+    options = FigureOptions(
+        width=parse_width(args.width),
+        height=parse_width(height, "height") if height else None,
+        font_size=check_font_size(args.font_size),
+        colormap=args.colormap,
+        caption=not args.no_caption,
+        outline_step=getattr(args, "outline_step", False),
+    )
+    options.colours()  # an unknown colour map is reported before decoding
+    return options
+
+
 def request_from(args) -> ExportRequest:
     from model.inspection.selection import parse_head
 
@@ -83,16 +108,7 @@ def request_from(args) -> ExportRequest:
             heads = sorted({int(part) - 1 for part in args.heads.split(",") if part.strip()})
         except ValueError:
             raise CommandError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
-    height = parse_width(args.height, "height") if args.height else None
-    options = FigureOptions(
-        width=parse_width(args.width),
-        height=height,
-        font_size=check_font_size(args.font_size),
-        colormap=args.colormap,
-        caption=not args.no_caption,
-        outline_step=args.outline_step,
-    )
-    options.colours()  # an unknown colour map is reported before decoding
+    options = figure_options(args)
     return ExportRequest(
         view=args.view,
         kind=args.kind,

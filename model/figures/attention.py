@@ -128,7 +128,7 @@ def place_axes(figure: Figure, left: float, bottom: float, width: float, height:
         return figure.add_axes((left / figure_width, bottom / figure_height, width / figure_width, height / figure_height))
 
 
-def _colour_bar(figure: Figure, image, left: float, bottom: float, height: float, font_size: float, label: str):
+def colour_bar(figure: Figure, image, left: float, bottom: float, height: float, font_size: float, label: str):
     axes = place_axes(figure, left, bottom, 7.0, height)
     with matplotlib.rc_context(FIGURE_RC):
         bar = figure.colorbar(image, cax=axes)
@@ -138,8 +138,52 @@ def _colour_bar(figure: Figure, image, left: float, bottom: float, height: float
     return bar
 
 
-def _colour_bar_width(font_size: float) -> float:
+def colour_bar_width(font_size: float) -> float:
     return 6 + 7 + 3.5 + text_width("0.00", font_size) + 4 + font_size * LINE
+
+
+def draw_heatmap(
+    axes,
+    values: np.ndarray,
+    queries: list[str],
+    keys: list[str],
+    rows: AxisFit,
+    columns: AxisFit,
+    kind: AttentionKind,
+    options: FigureOptions,
+    levels: tuple[float, float] = (0.0, 1.0),
+) -> AxesImage:
+    """values [queries, keys] as crisp cells on ``axes``: key labels on top, query labels on the left, as fitted,
+    and the kind's axis names; a note in place of an empty matrix (step 0). Returns the image."""
+    n_queries, n_keys = values.shape
+    size = options.font_size
+    image = axes.imshow(
+        values if values.size else np.zeros((1, 1)),
+        cmap=options.colours(),
+        vmin=levels[0],
+        vmax=levels[1],
+        aspect="auto",
+        interpolation="none",
+        extent=(0, max(n_keys, 1), max(n_queries, 1), 0),
+    )
+    if not values.size:
+        image.set_visible(False)
+        axes.text(0.5, 0.5, "no rows yet (step 0)", ha="center", va="center", transform=axes.transAxes, fontsize=size)
+    axes.xaxis.tick_top()
+    axes.xaxis.set_label_position("top")
+    axes.set_xticks(
+        np.arange(0, n_keys, columns.every) + 0.5,
+        keys[:: columns.every],
+        fontsize=columns.font_size,
+        rotation=90 if columns.rotated else 0,
+        ha="center",
+        va="bottom",
+    )
+    axes.set_yticks(np.arange(0, n_queries, rows.every) + 0.5, queries[:: rows.every], fontsize=rows.font_size)
+    query_name, key_name = kind.axis_names
+    axes.set_xlabel(key_name, fontsize=size, labelpad=3)
+    axes.set_ylabel(query_name, fontsize=size, labelpad=3)
+    return image
 
 
 # --- the focus heatmap ---------------------------------------------------------------------------------
@@ -164,7 +208,7 @@ def focus_figure(
     for _ in range(3):  # the label font decides the margins, which decide the cells, which decide the font
         label_size = rows.font_size if rows else size  # the query labels' own size
         left = MARGIN + size * LINE + widest(queries, label_size) + 8  # axis name, labels, tick and pads
-        right = _colour_bar_width(size) + MARGIN
+        right = colour_bar_width(size) + MARGIN
         cell = min(MAX_CELL, (width - left - right) / max(n_keys, 1))
         if cell <= 0:
             raise FigureError(f"a {options.width:g} in wide figure has no room for the heatmap; make it wider")
@@ -205,34 +249,10 @@ def focus_figure(
     figure.caption_texts = draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
     bottom = height - top - heat_height
     axes = place_axes(figure, left, bottom, heat_width, heat_height)
-    image = axes.imshow(
-        values if values.size else np.zeros((1, 1)),
-        cmap=options.colours(),
-        vmin=levels[0],
-        vmax=levels[1],
-        aspect="auto",
-        interpolation="none",
-        extent=(0, max(n_keys, 1), max(n_queries, 1), 0),
-    )
-    if not values.size:
-        image.set_visible(False)
-        axes.text(0.5, 0.5, "no rows yet (step 0)", ha="center", va="center", transform=axes.transAxes, fontsize=size)
-    axes.xaxis.tick_top()
-    axes.xaxis.set_label_position("top")
-    axes.set_xticks(
-        np.arange(0, n_keys, columns.every) + 0.5,
-        keys[:: columns.every],
-        fontsize=columns.font_size,
-        rotation=90 if columns.rotated else 0,
-        ha="center",
-        va="bottom",
-    )
-    axes.set_yticks(np.arange(0, n_queries, rows.every) + 0.5, queries[:: rows.every], fontsize=rows.font_size)
-    axes.set_xlabel(key_name, fontsize=size, labelpad=3)
-    axes.set_ylabel(query_name, fontsize=size, labelpad=3)
+    image = draw_heatmap(axes, values, queries, keys, rows, columns, matrix.kind, options, levels)
     if options.outline_step and matrix.current_row is not None:
         axes.add_patch(Rectangle((0, matrix.current_row), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2, clip_on=False))
-    _colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
+    colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
     figure.label_fits = {"queries": rows, "keys": columns}  # for tests and the caller
     figure.heatmap_image = image  # Export all redraws one figure with each head's values
     return figure
@@ -275,7 +295,7 @@ def grid_figure(
         + [f"Each cell: rows {query_name}, columns {key_name}; one colour scale for all cells."],
     )
     left = MARGIN + widest([f"layer {n_layers}"], size) + 6
-    right = _colour_bar_width(size) + MARGIN
+    right = colour_bar_width(size) + MARGIN
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     top = MARGIN + caption_height + 4 + size * LINE
     empty = not (n_queries and n_keys)
@@ -307,7 +327,7 @@ def grid_figure(
         axes.text(head * step_columns + n_keys / 2, -0.3, f"head {head + 1}", ha="center", va="bottom", fontsize=size)
     for layer in range(n_layers):
         axes.text(-0.6, layer * step_rows + n_queries / 2, f"layer {layer + 1}", ha="right", va="center", fontsize=size)
-    _colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, value_label)
+    colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, value_label)
     return figure
 
 

@@ -14,8 +14,9 @@ from model.figures.attention import (
     MARGIN,
     AttentionFigure,
     FigureOptions,
-    _colour_bar,
-    _colour_bar_width,
+    colour_bar,
+    colour_bar_width,
+    draw_heatmap,
     new_figure,
     place_axes,
     trace_details,
@@ -52,7 +53,7 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
         (display_labels(matrix.query_labels, shown.level), display_labels(matrix.key_labels, shown.level))
         for matrix, shown in matrices
     ]
-    bar = _colour_bar_width(size)
+    bar = colour_bar_width(size)
     panel_width = (width - 2 * MARGIN - bar - PANEL_GAP * (len(panels) - 1)) / len(panels)
     lefts = [size * LINE + widest(queries, size) + 8 for queries, _ in labels]  # axis name, labels, pads
     cells = [min(MAX_CELL, (panel_width - left) / max(len(keys), 1)) for left, (_, keys) in zip(lefts, labels)]
@@ -109,37 +110,9 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
             )
         axes = place_axes(figure, left, bottom, heat_width, heat_height)
         values = np.asarray(matrix.values, dtype=np.float32)  # [queries, keys]
-        image = axes.imshow(
-            values if values.size else np.zeros((1, 1)),
-            cmap=options.colours(),
-            vmin=0.0,
-            vmax=1.0,
-            aspect="auto",
-            interpolation="none",
-            extent=(0, max(len(keys), 1), max(len(queries), 1), 0),
-        )
-        if not values.size:
-            image.set_visible(False)
-            axes.text(0.5, 0.5, "no rows yet (step 0)", ha="center", va="center", transform=axes.transAxes, fontsize=size)
-        fit_keys, fit_queries = columns[index], rows[index]
-        axes.xaxis.tick_top()
-        axes.xaxis.set_label_position("top")
-        axes.set_xticks(
-            np.arange(0, len(keys), fit_keys.every) + 0.5,
-            keys[:: fit_keys.every],
-            fontsize=fit_keys.font_size,
-            rotation=90 if fit_keys.rotated else 0,
-            ha="center",
-            va="bottom",
-        )
-        axes.set_yticks(
-            np.arange(0, len(queries), fit_queries.every) + 0.5, queries[:: fit_queries.every], fontsize=fit_queries.font_size
-        )
-        query_name, key_name = matrix.kind.axis_names
-        axes.set_xlabel(key_name, fontsize=size, labelpad=3)
-        axes.set_ylabel(query_name, fontsize=size, labelpad=3)
+        image = draw_heatmap(axes, values, queries, keys, rows[index], columns[index], matrix.kind, options)
     assert image is not None
     shortest = min(heat_heights)
-    _colour_bar(figure, image, width - MARGIN - bar + 6, height - top - shortest, shortest, size, "attention weight")
+    colour_bar(figure, image, width - MARGIN - bar + 6, height - top - shortest, shortest, size, "attention weight")
     figure.label_fits = {"queries": rows[0], "keys": columns[0]}
     return figure

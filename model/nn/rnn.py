@@ -34,7 +34,7 @@ it has that kind only, with one layer and one head. Dropout (embeddings, each st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
@@ -44,7 +44,7 @@ from model.kinds import AttentionKind
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
 from model.nn.rnn_config import ATTENTIONS, CELLS, RNNConfig
-from model.nn.transformer import AttentionWeights, init_linear
+from model.nn.transformer import AttentionWeights, init_linear, side_embedding
 
 __all__ = ["ATTENTIONS", "CELLS", "DecoderState", "RNNAttention", "RNNCache", "RNNConfig"]
 
@@ -161,11 +161,11 @@ class RNNAttention(nn.Module):
 
     @property
     def source_embedding(self) -> nn.Embedding:
-        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "source"])
+        return side_embedding(self.embeddings, "source")
 
     @property
     def target_embedding(self) -> nn.Embedding:
-        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "target"])
+        return side_embedding(self.embeddings, "target")
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())

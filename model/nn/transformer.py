@@ -218,6 +218,11 @@ class AttentionWeights:
     cross: list[torch.Tensor] = field(default_factory=list)
 
 
+def side_embedding(embeddings: nn.ModuleDict, side: str) -> nn.Embedding:
+    """The ``side`` ("source" or "target") embedding of a family's ModuleDict: the shared one when there is one."""
+    return cast(nn.Embedding, embeddings["shared" if "shared" in embeddings else side])
+
+
 def init_linear(module: nn.Module) -> None:
     """Glorot-uniform weights and zero biases for a Linear layer (every family's projections start so)."""
     if isinstance(module, nn.Linear):
@@ -282,11 +287,11 @@ class Transformer(nn.Module):
 
     @property
     def source_embedding(self) -> nn.Embedding:
-        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "source"])
+        return side_embedding(self.embeddings, "source")
 
     @property
     def target_embedding(self) -> nn.Embedding:
-        return cast(nn.Embedding, self.embeddings["shared" if "shared" in self.embeddings else "target"])
+        return side_embedding(self.embeddings, "target")
 
     @property
     def decoder_stack(self) -> list[DecoderLayer]:

@@ -282,9 +282,10 @@ def measure_step_seconds(
     optimizer = make_optimizer(model)
     generator = torch.Generator().manual_seed(0)
     source = torch.randint(4, vocab_size, (batch_pairs, pieces), generator=generator)  # [B, S]
-    target = torch.randint(4, vocab_size, (batch_pairs, pieces + 1), generator=generator)  # [B, T + 1]
     if family == "classifier":
         target = torch.randint(1, 3, (batch_pairs, pieces), generator=generator)  # [B, S] labels of two classes
+    else:
+        target = torch.randint(4, vocab_size, (batch_pairs, pieces + 1), generator=generator)  # [B, T + 1]
     times = []
     for _ in range(steps + 1):  # the first is a warm-up
         started = time.perf_counter()

@@ -49,12 +49,12 @@ def _tagged_sentence(generator: ToyFrenchGenerator) -> tuple[list[str], list[str
 
 
 def _sentence_class(name: str, generator: ToyFrenchGenerator) -> str:
-    negative, positive = SENTENCE_CLASSES[name]
+    """The class of the sentence the generator has just made, as it made it."""
     if name == "toy-fr-negation":
-        return positive if generator.negated else negative
+        return "negated" if generator.negated else "affirmative"
     if name == "toy-fr-number":
         return "plural" if generator.subject_plural else "singular"
-    return positive if generator.relative_clauses else negative
+    return "relative" if generator.relative_clauses else "plain"
 
 
 def generate(name: str, n: int, seed: int) -> list[Pair]:
