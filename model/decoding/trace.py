@@ -92,6 +92,9 @@ class Trace:
     source_text: str = ""
     target_text: str = ""
     masked_heads: list[str] = field(default_factory=list)  # heads knocked out, as KIND:LAYER:HEAD from 1
+    # What the attention arrays hold: "" for the weights, else a measure's shares (model/attribution/measures.py).
+    measure: str = ""
+    source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of each prediction, when known
 
     @property
     def n_steps(self) -> int:
@@ -158,6 +161,7 @@ class Trace:
             chosen_ids=self.chosen_ids[:step],
             log_probabilities=self.log_probabilities[:step],
             forced=self.forced[:step],
+            source_share=self.source_share[:step],
             next_candidate_ids=next_ids,
             next_candidate_probabilities=next_probabilities,
             next_candidate_tokens=next_tokens,
@@ -185,8 +189,16 @@ class Trace:
             target_tokens=target_words,
             decoder_input_tokens=input_words,
             class_probabilities=self.word_classes(),
+            source_share=self._word_source_share(target_groups),
             level="word",
         )
+
+    def _word_source_share(self, target_groups: np.ndarray | None) -> np.ndarray:
+        """The source share of each target word: the mean over its pieces (as a word's query rows are)."""
+        if target_groups is None or len(self.source_share) != len(target_groups):
+            return self.source_share
+        totals = np.bincount(target_groups, weights=self.source_share.astype(np.float64))
+        return (totals / np.bincount(target_groups)).astype(np.float32)
 
     def word_classes(self) -> np.ndarray:
         """A tagger's class probabilities per word (read at each word's first piece): [words, C]; a sentence's [C]

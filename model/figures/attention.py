@@ -99,6 +99,10 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     where.append(f"step {steps}")
     if trace.masked_heads:  # as KIND:LAYER:HEAD, counted from 1
         where.append(f"heads knocked out: {', '.join(trace.masked_heads)}")
+    if trace.measure:
+        from model.attribution.measures import measure_caption
+
+        lines.append(measure_caption(trace))
     if trace.level == "word":
         where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries averaged)")
     elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens + trace.target_tokens)):

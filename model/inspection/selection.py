@@ -51,10 +51,15 @@ class AttentionMatrix:
     layer: int  # 0-based
     head: int | str  # 0-based head, or an aggregate name
     step: int  # decoding steps the trace held
+    measure: str = ""  # the trace's measure ("" = attention weights; model/attribution/measures.py)
 
     @property
     def title(self) -> str:
-        return f"{self.kind.label}, layer {self.layer + 1}, {head_title(self.head)}"
+        if not self.measure:
+            return f"{self.kind.label}, layer {self.layer + 1}, {head_title(self.head)}"
+        from model.attribution.measures import measure_place
+
+        return f"{measure_place(self.measure, self.layer, self.head)}: {self.kind.label}"
 
     @property
     def current_row(self) -> int | None:
@@ -102,5 +107,5 @@ def select(trace: Trace, kind: AttentionKind | str, layer: int, head: int | str,
         raise SelectionError(f"unknown head {head!r}")
     queries, keys = trace.axis_labels(kind)
     return AttentionMatrix(
-        np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind, layer, head, trace.n_steps
+        np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind, layer, head, trace.n_steps, trace.measure
     )

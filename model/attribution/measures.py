@@ -1,0 +1,286 @@
+"""Every reading of a decoded sentence the views can show instead of raw attention weights, behind one call.
+
+``compute_measure`` runs one measure over a sentence and its decoded tokens (teacher-forced, the model's own
+weights, heads knocked out included) and returns a ``MeasureResult``: the raw values per kind
+[layers, heads, queries, keys] (``.npz`` exports keep them) and the *shares* the views draw — non-negative,
+each row a distribution or part of one, so every view, word grouping, AER reading and colour scale made for
+attention works on them unchanged. ``measured_trace`` puts the shares in a Trace's place of the weights.
+
+A measure defined per head has the model's heads; one defined per layer (ALTI, value zeroing, the gradient
+rollouts) has one "head"; a rollout's layer l reads through layers 1..l; saliency has one map in all. A kind a
+measure does not define is None in the measured trace, and ``unsupported`` says why (the window's menu
+disables the choice with that as its tooltip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from model.kinds import AttentionKind
+
+ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
+ALL_KINDS = (ENCODER, DECODER, CROSS)
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str  # what the command line and files call it
+    label: str  # what a person reads
+    what: str  # one line: how it is computed (tooltips, captions)
+    kinds: tuple[AttentionKind, ...]  # the kinds it defines
+    per_head: bool = False  # False: one map per layer (or one in all)
+    rollout: bool = False  # layer l reads through layers 1..l
+    gradient: bool = False  # needs backward passes (slower: computed in a worker)
+    single: bool = False  # one map in all, not per layer
+    why_not: str = ""  # why a kind it does not define is missing
+
+
+MEASURES: dict[str, Measure] = {
+    m.name: m
+    for m in (
+        Measure("attention", "Attention weights", "softmax(QKᵀ/√d_k): the raw weights", ALL_KINDS, per_head=True),
+        Measure("norm", "Norm-based ‖α f(x)‖", "‖α_ij · x_j W_V W_O‖ per head (Kobayashi et al. 2020)", ALL_KINDS, per_head=True),
+        Measure(
+            "alti",
+            "ALTI",
+            "token contributions through attention, residual and layer norm, rolled out (Ferrando et al. 2022)",
+            (ENCODER, DECODER),
+            rollout=True,
+            why_not="ALTI rolls out self-attention; ALTI+ adds what cross-attention brings from the source",
+        ),
+        Measure(
+            "alti+",
+            "ALTI+",
+            "ALTI through the decoder: each prediction split into source and target-prefix shares (Ferrando et al. 2022)",
+            ALL_KINDS,
+            rollout=True,
+        ),
+        Measure(
+            "value-zeroing",
+            "Value zeroing",
+            "cosine distance of the layer's output when one value vector is zeroed (Mohebbi et al. 2023)",
+            ALL_KINDS,
+        ),
+        Measure(
+            "attn-grad",
+            "Attention × gradient",
+            "(∇A ⊙ A)⁺ averaged over heads with the encoder-decoder rules (Chefer et al. 2021)",
+            ALL_KINDS,
+            rollout=True,
+            gradient=True,
+        ),
+        Measure(
+            "grad-input",
+            "Gradient × input",
+            "∇ log p(token) · embedding, over source and target-prefix tokens",
+            (DECODER, CROSS),
+            gradient=True,
+            single=True,
+            why_not="saliency is of a prediction over the source and the target prefix; the encoder predicts nothing",
+        ),
+        Measure(
+            "ig",
+            "Integrated gradients",
+            "gradients integrated from zero embeddings (Sundararajan et al. 2017), over source and target prefix",
+            (DECODER, CROSS),
+            gradient=True,
+            single=True,
+            why_not="saliency is of a prediction over the source and the target prefix; the encoder predicts nothing",
+        ),
+        Measure(
+            "shift-att",
+            "Shift-Att",
+            "cross-attention read at the step where the word is the decoder's input (Chen et al. 2020)",
+            (CROSS,),
+            per_head=True,
+            why_not="Shift-Att is a reading of cross-attention",
+        ),
+    )
+}
+NAMES = tuple(MEASURES)
+CONTRIBUTIONS = NAMES[1:]  # every measure beyond raw attention
+
+
+class MeasureError(ValueError):
+    """A measure asked of a model or kind that does not define it."""
+
+
+def unsupported(model, name: str, kind: AttentionKind | None = None) -> str:
+    """Why ``model`` cannot show measure ``name`` (for ``kind``), or '' when it can."""
+    measure = MEASURES[name]
+    if name == "attention":
+        return ""
+    if getattr(model, "family", "") != "transformer":
+        return f"{measure.label} is computed for the app's encoder-decoder Transformer, not for this model"
+    if kind is not None and kind not in measure.kinds:
+        return f"{measure.label} has no {kind.label}: {measure.why_not}"
+    return ""
+
+
+@dataclass
+class MeasureResult:
+    measure: str
+    values: dict[AttentionKind, np.ndarray]  # raw values [layers, heads, queries, keys] per kind it defines
+    shares: dict[AttentionKind, np.ndarray]  # what views draw: non-negative, rows at most 1
+    source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] ALTI+ and saliency
+    completeness_gap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] integrated gradients
+
+
+def _row_shares(values: np.ndarray) -> np.ndarray:
+    """Each row as shares of its total (rows of zeros stay zero)."""
+    total = values.sum(-1, keepdims=True)
+    return np.where(total > 0, values / np.where(total > 0, total, 1.0), 0.0).astype(np.float32)
+
+
+def _stack(tables: list[torch.Tensor]) -> np.ndarray:
+    """Per-layer [Q, K] or [B=1, Q, K] tables -> [layers, 1, Q, K]."""
+    return np.stack([t.reshape(t.shape[-2:]).detach().float().cpu().numpy() for t in tables])[:, None]
+
+
+def compute_measure(
+    model,
+    source_ids: list[int],  # the source pieces, </s> last
+    chosen_ids: list[int],  # the decoded tokens: step t produced chosen_ids[t]
+    name: str,
+    steps: list[int] | None = None,  # saliency: only these predictions (the others' rows stay 0)
+) -> MeasureResult:
+    """Measure ``name`` of the decoded sentence (see the module's docstring)."""
+    if name not in MEASURES:
+        raise MeasureError(f"the measure is one of {', '.join(NAMES)}, not {name!r}")
+    reason = unsupported(model, name)
+    if reason:
+        raise MeasureError(reason)
+    device = next(model.parameters()).device
+    bos = model.config.bos_id
+    source = torch.tensor([source_ids], device=device)  # [1, S]
+    inputs = torch.tensor([[bos] + list(chosen_ids[:-1])], device=device)  # [1, T]
+    chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
+    if name in ("attention", "shift-att"):
+        return _attention_readings(model, source, chosen, name)
+    if name == "norm":
+        from model.attribution.norms import norm_contributions
+
+        tables = norm_contributions(model, source, inputs)
+        values = {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()}
+        return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
+    if name in ("grad-input", "ig"):
+        return _saliency_result(model, source, inputs, chosen, name, steps)
+    if name == "attn-grad":
+        from model.attribution.gradients import attention_gradient
+
+        encoder, decoder, cross = attention_gradient(model, source, inputs, chosen)
+        values = {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)}
+        return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
+    from model.attribution.passes import token_pass
+
+    with torch.inference_mode():
+        record = token_pass(model, source, inputs)
+        if name == "value-zeroing":
+            from model.attribution.value_zeroing import value_zeroing
+
+            encoder, decoder, cross = value_zeroing(model, record)
+            values = {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)}
+            return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
+        from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
+
+        values = {ENCODER: _stack(encoder_rollout(record))}
+        if name == "alti":
+            values[DECODER] = _stack(decoder_rollout(record))
+            return MeasureResult(name, values, dict(values))
+        sources, targets = alti_plus(record)
+        values[DECODER], values[CROSS] = _stack(targets), _stack(sources)
+        return MeasureResult(name, values, dict(values), source_share=values[CROSS][-1, 0].sum(-1))
+
+
+@torch.inference_mode()
+def _attention_readings(model, source: torch.Tensor, chosen: torch.Tensor, name: str) -> MeasureResult:
+    """The raw weights, or Shift-Att: the cross-attention row of the step whose decoder input is the word."""
+    bos = torch.tensor([[model.config.bos_id]], device=source.device)
+    inputs = torch.cat([bos, chosen[None]], dim=1)  # [1, T + 1]: the last token is an input too
+    _, weights = model.inspect(source, inputs)
+    n = chosen.shape[0]
+    if name == "shift-att":
+        values = {CROSS: torch.stack(weights.cross)[:, 0, :, 1:].float().cpu().numpy()}  # [L, H, T, S]
+    else:
+        values = {
+            ENCODER: torch.stack(weights.encoder_self)[:, 0].float().cpu().numpy(),
+            DECODER: torch.stack(weights.decoder_self)[:, 0, :, :n, :n].float().cpu().numpy(),
+            CROSS: torch.stack(weights.cross)[:, 0, :, :n].float().cpu().numpy(),
+        }
+    return MeasureResult(name, values, dict(values))
+
+
+def _saliency_result(model, source, inputs, chosen, name: str, steps: list[int] | None) -> MeasureResult:
+    """Gradient × input or integrated gradients of the chosen steps' log-probabilities: signed values, and
+    shares of |attribution| over source and target prefix together (so a row's two parts sum to 1)."""
+    from model.attribution.gradients import saliency
+
+    n = chosen.shape[0]
+    steps = list(range(n)) if steps is None else steps
+    found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name)
+    source_values = np.zeros((n, source.shape[1]), np.float32)
+    target_values = np.zeros((n, n), np.float32)
+    source_values[steps], target_values[steps] = found.source, found.target
+    magnitude = np.abs(source_values).sum(-1, keepdims=True) + np.abs(target_values).sum(-1, keepdims=True)  # [T, 1]
+    scale = np.where(magnitude > 0, 1.0 / np.where(magnitude > 0, magnitude, 1.0), 0.0)
+    values = {DECODER: target_values[None, None], CROSS: source_values[None, None]}
+    shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
+    source_share = np.full(n, np.nan, np.float32)
+    source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
+    gaps = np.full(n, np.nan, np.float32)
+    if len(found.completeness_gap):
+        gaps[steps] = found.completeness_gap
+    return MeasureResult(name, values, shares, source_share=source_share, completeness_gap=gaps)
+
+
+def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) -> MeasureResult:
+    """``first`` with the rows of ``steps`` taken from ``second`` (a saliency computed a few steps at a time)."""
+    for table, other in ((first.values, second.values), (first.shares, second.shares)):
+        for kind, array in table.items():
+            array[..., steps, :] = other[kind][..., steps, :]
+    for mine, theirs in ((first.source_share, second.source_share), (first.completeness_gap, second.completeness_gap)):
+        if len(mine):
+            mine[steps] = theirs[steps]
+    return first
+
+
+def measure_place(name: str, layer: int, head: int | str) -> str:
+    """'ALTI+ through layer 2', 'Norm-based ‖α f(x)‖, layer 1, head 3', 'Integrated gradients' (views' titles)."""
+    from model.inspection.selection import head_title
+
+    measure = MEASURES[name]
+    if measure.single:
+        return measure.label
+    if not measure.per_head:
+        return f"{measure.label} {'through' if measure.rollout else 'in'} layer {layer + 1}"
+    return f"{measure.label}, layer {layer + 1}, {head_title(head)}"
+
+
+def measure_caption(trace) -> str:
+    """A figure caption's line saying what the colours are, with the source share of the last prediction."""
+    measure = MEASURES[trace.measure]
+    line = f"Colours: {measure.label} — {measure.what}; each row as shares"
+    shares = trace.source_share[~np.isnan(trace.source_share)] if len(trace.source_share) else trace.source_share
+    if len(shares):
+        line += f"; last prediction: {shares[-1]:.0%} from the source, {1 - shares[-1]:.0%} from the target prefix"
+    return line
+
+
+def measured_trace(trace, result: MeasureResult):
+    """``trace`` with the measure's shares in place of the attention weights (a kind the measure does not
+    define becomes None) and its source share per prediction."""
+    from dataclasses import replace
+
+    if result.measure == "attention":
+        return trace
+    arrays = {kind.field: result.shares.get(kind) if trace.has(kind) else None for kind in ALL_KINDS}
+    source_share = result.source_share[: trace.n_steps] if len(result.source_share) else np.zeros(0, np.float32)
+    return replace(trace, **arrays, measure=result.measure, source_share=source_share)
+
+
+def trace_measure(model, source_ids: list[int], trace, name: str, steps: list[int] | None = None) -> MeasureResult:
+    """``compute_measure`` of the sentence a trace decoded, for its own tokens (the hypothesis it follows)."""
+    return compute_measure(model, source_ids, [int(i) for i in trace.chosen_ids], name, steps)
