@@ -230,8 +230,9 @@ def _saliency_result(model, source, inputs, chosen, name: str, steps: list[int] 
     shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
     source_share = np.full(n, np.nan, np.float32)
     source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
-    gaps = np.full(n, np.nan, np.float32)
+    gaps = np.zeros(0, np.float32)
     if len(found.completeness_gap):
+        gaps = np.full(n, np.nan, np.float32)
         gaps[steps] = found.completeness_gap
     return MeasureResult(name, values, shares, source_share=source_share, completeness_gap=gaps)
 

@@ -8,29 +8,34 @@ teacher-forced pass over the decoded output. ``.npz`` holds every kind's raw val
 (``{kind}_{measure}``) with the tokens; a figure (PNG, SVG, PDF) shows one kind's every layer and head, each
 query's row as its shares of the row's total, so that it compares with the attention grid.
 
-Measures: ``norm``, ‖α_ij f(x_j)‖ (Kobayashi et al., EMNLP 2020; model/attribution/norms.py).
+Measures (model/attribution/measures.py): ``norm`` ‖α_ij f(x_j)‖ (Kobayashi et al. 2020), ``alti`` and ``alti+``
+(Ferrando et al. 2022), ``value-zeroing`` (Mohebbi et al. 2023), ``attn-grad`` (Chefer et al. 2021), ``grad-input``,
+``ig`` (integrated gradients) and ``shift-att`` (Chen et al. 2020). A kind the measure does not define is not in the
+``.npz``, and a figure of it is refused with the reason. ALTI+ and the saliencies also save ``source_share`` [T] (each
+prediction's share from the source); integrated gradients ``completeness_gap`` [T].
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from model.attribution.measures import CONTRIBUTIONS, MEASURES
 from model.cli.export import add_figure_arguments, figure_options
 from model.cli.options import CommandError
 from model.io.files import check_output
 
-MEASURES = {"norm": "norm-based contributions ‖α f(x)‖"}
 SUFFIXES = (".npz", ".png", ".svg", ".pdf")
 
 
 def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name (default)")
     parser.add_argument("--text", required=True, help="the source sentence")
-    parser.add_argument("--measure", choices=list(MEASURES), default="norm", help="norm: ‖α_ij f(x_j)‖ (Kobayashi et al. 2020)")
+    parser.add_argument(
+        "--measure", choices=list(CONTRIBUTIONS), default="norm", help="; ".join(f"{m}: {MEASURES[m].what}" for m in CONTRIBUTIONS)
+    )
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross", help="the kind a figure shows")
     parser.add_argument("--mask-heads", metavar="KIND:LAYER:HEAD,...", default="", help="heads knocked out, e.g. cross:3:1")
     add_figure_arguments(parser)
@@ -38,10 +43,8 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_attribute(args) -> int:
-    import torch
-
     from model.attribution.masking import parse_heads
-    from model.attribution.norms import norm_contributions
+    from model.attribution.measures import MeasureError, measured_trace, trace_measure, unsupported
     from model.cli.export import model_name
     from model.decoding.stepper import DecodingOptions, Stepper
     from model.figures.attention import grid_figure
@@ -57,30 +60,35 @@ def run_attribute(args) -> int:
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
     bundle = open_model(args.model)
-    if getattr(bundle.model, "family", "") != "transformer":
-        raise CommandError(
-            f"the {args.measure} measure is computed for the app's encoder-decoder Transformer; {bundle.describe()} is not one"
-        )
+    kind = AttentionKind.parse(args.kind)
+    reason = unsupported(bundle.model, args.measure, None if suffix == ".npz" else kind)
+    if reason:
+        raise CommandError(reason)
     stepper = Stepper(bundle, args.text, DecodingOptions(masked_heads=heads))
     stepper.run()
     trace = stepper.trace()
     if not trace.n_steps:
         raise CommandError("the model decoded nothing for this sentence")
-    inputs = [bundle.config.bos_id] + [int(i) for i in trace.chosen_ids[:-1]]
-    device = next(stepper.model.parameters()).device
-    values = norm_contributions(
-        stepper.model, torch.tensor([stepper.source_ids], device=device), torch.tensor([inputs], device=device)
-    )
-    arrays = {kind: torch.stack(tables)[:, 0].float().cpu().numpy() for kind, tables in values.items()}  # [layers, heads, Q, K]
+    try:
+        result = trace_measure(stepper.model, stepper.source_ids, trace, args.measure)
+    except MeasureError as error:
+        raise CommandError(str(error)) from None
     if suffix == ".npz":
-        extra = {f"{kind.value}_{args.measure}": table for kind, table in arrays.items()}
-        trace.save_npz(args.out, extra)
+        extra = {f"{kind.value}_{args.measure}": table for kind, table in result.values.items()}
+        if len(result.completeness_gap):
+            extra["completeness_gap"] = result.completeness_gap
+        measured_trace(trace, result).save_npz(args.out, extra)
     else:
-        kind = AttentionKind.parse(args.kind)
-        shares = arrays[kind] / np.maximum(arrays[kind].sum(-1, keepdims=True), 1e-20)  # each row's shares
-        shown = replace(trace, **{kind.field: shares.astype(np.float32)})
+        shown = measured_trace(trace, result)
         options.model_name = model_name(args.model)
-        title = f"{kind.label[0].upper()}{kind.label[1:]}: {MEASURES[args.measure]}, each row's shares"
-        save_figure(grid_figure(shown, kind, options, title, "share of the row's total"), args.out, args.dpi)
+        measure = MEASURES[args.measure]
+        title = f"{kind.label[0].upper()}{kind.label[1:]}: {measure.label}"
+        save_figure(grid_figure(shown, kind, options, title, "share"), args.out, args.dpi)
     print(f"wrote {args.out}")
+    if len(result.completeness_gap):
+        gaps = result.completeness_gap
+        print(
+            f"integrated gradients: the attributions miss F(x) − F(0) by {float(np.median(gaps)):.1%} "
+            f"(median over the {len(gaps)} predictions; {float(gaps.max()):.1%} at most)"
+        )
     return 0

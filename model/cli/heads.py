@@ -1,10 +1,13 @@
 """``transformer-explorer heads``: what each head of a model is worth, and how many can go.
 
     transformer-explorer heads --model default --corpus toy-fr --n 200 --importance heads.csv --prune-curve prune.csv
+    transformer-explorer heads --model default --corpus toy-fr --n 100 --aer-table aer.csv
 
 Head importance (Michel et al., NeurIPS 2019; model/attribution/importance.py) over N fresh pairs of a built-in
 corpus, or the test split of a corpus file; then, with ``--prune-curve``, exact match and BLEU of greedy
-translations as heads are knocked out from the least important up. Both tables are CSV, written atomically.
+translations as heads are knocked out from the least important up. ``--aer-table``: the AER of every measure's
+reading of cross-attention (each head, each layer) against the gold alignments of the pairs (toy-fr's; a corpus
+without gold alignments is refused); model/attribution/alignment_table.py. Every table is CSV, written atomically.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--importance", metavar="OUT.csv", help="every head's importance (raw, per-layer normalised, rank)")
     parser.add_argument("--prune-curve", metavar="OUT.csv", help="exact match and BLEU as heads are removed, least important first")
     parser.add_argument("--every", type=int, default=1, help="prune curve: score after every N removals (default 1)")
+    parser.add_argument("--aer-table", metavar="OUT.csv", help="AER of every measure and head against the gold alignments")
+    parser.add_argument("--measures", default="", help="the measures of --aer-table, comma-separated (default: all)")
     parser.add_argument("--quiet", action="store_true", help="no progress")
 
 
@@ -43,18 +48,19 @@ def run_heads(args) -> int:
     from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
     from model.io.models import model_source, open_model
 
-    if not args.importance and not args.prune_curve:
-        raise CommandError("nothing to write: give --importance OUT.csv, --prune-curve OUT.csv or both")
+    if not args.importance and not args.prune_curve and not args.aer_table:
+        raise CommandError("nothing to write: give --importance OUT.csv, --prune-curve OUT.csv, --aer-table OUT.csv")
     if args.n < 1 or args.every < 1:
         raise CommandError("--n and --every must be at least 1")
     protected = tuple(path for path in (model_source(args.model), args.corpus, args.target) if path)
-    outputs = [path for path in (args.importance, args.prune_curve) if path]
+    outputs = [path for path in (args.importance, args.prune_curve, args.aer_table) if path]
     for path in outputs:
         if not path.lower().endswith(".csv"):
             raise CommandError(f"{path}: the tables are written as .csv")
         check_output(path, protected)
     if len(set(outputs)) < len(outputs):
-        raise CommandError("--importance and --prune-curve name the same file")
+        raise CommandError("two tables are given the same file")
+    measures = _measures(args.measures)
     bundle = open_model(args.model)
     if getattr(bundle.model, "family", "") != "transformer":
         raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
@@ -69,6 +75,10 @@ def run_heads(args) -> int:
     def progress(what: str):
         return lambda done, total: say(f"{what}: {done}/{total}") if done == total or done % 50 == 0 else None
 
+    if args.aer_table:
+        _write_aer_table(bundle, pairs, measures, args.aer_table, progress("AER table"))
+        if not args.importance and not args.prune_curve:
+            return 0
     importance = head_importance(bundle, pairs, progress("importance"))
     if args.importance:
         _write_csv(args.importance, importance.rows())
@@ -97,3 +107,27 @@ def run_heads(args) -> int:
             f"by 0.05 (from {points[0].exact_match:.3f})"
         )
     return 0
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    from model.attribution.measures import NAMES
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip()) or NAMES
+    unknown = [name for name in names if name not in NAMES]
+    if unknown:
+        raise CommandError(f"--measures: {', '.join(unknown)} unknown; the measures are {', '.join(NAMES)}")
+    return names
+
+
+def _write_aer_table(bundle, pairs, measures: tuple[str, ...], path: str, progress) -> None:
+    from model.attribution.alignment_table import alignment_table
+
+    if not any(pair.alignment for pair in pairs):
+        raise CommandError("the corpus has no gold word alignments to score against (toy-fr has them)")
+    table = alignment_table(bundle, pairs, measures, progress)
+    if not table.n_pairs:
+        raise CommandError("no pair's words matched the model's tokens; nothing to score")
+    table.write_csv(path)
+    print(f"wrote the AER of {len(table.measures)} measures over {table.n_pairs} gold pairs to {path}")
+    for line in table.summary():
+        print(line)

@@ -327,10 +327,21 @@ def grid_figure(
         interpolation="none",
         extent=(0, mosaic.shape[1], mosaic.shape[0], 0),
     )
+    layer_wide = bool(getattr(trace, "measure", "")) and n_heads == 1  # a measure of a whole layer, or of them all
     for head in range(n_heads):
-        axes.text(head * step_columns + n_keys / 2, -0.3, f"head {head + 1}", ha="center", va="bottom", fontsize=size)
+        label = "all heads" if layer_wide else f"head {head + 1}"
+        axes.text(head * step_columns + n_keys / 2, -0.3, label, ha="center", va="bottom", fontsize=size)
     for layer in range(n_layers):
-        axes.text(-0.6, layer * step_rows + n_queries / 2, f"layer {layer + 1}", ha="right", va="center", fontsize=size)
+        axes.annotate(  # a fixed gap in points: a cell may be many points wide (one head, a layer-wide measure)
+            f"layer {layer + 1}",
+            xy=(0, layer * step_rows + n_queries / 2),
+            xycoords=("axes fraction", "data"),
+            xytext=(-4, 0),
+            textcoords="offset points",
+            ha="right",
+            va="center",
+            fontsize=size,
+        )
     colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, value_label)
     return figure
 

@@ -1,5 +1,6 @@
 """The command line of the measures beyond attention: ``--mask-heads`` on translate, trace and export (the trace and
-the captions say which heads were knocked out), and ``attribute --measure norm`` as data and as a figure."""
+the captions say which heads were knocked out), and ``attribute --measure M`` as data (raw values and the shares the
+views draw) and as a figure, refusing a kind a measure does not define with the reason."""
 
 from __future__ import annotations
 
@@ -80,3 +81,51 @@ def test_attribute_refuses_what_it_cannot_do(model_file, tmp_path, capsys):
     assert "--out must end in" in capsys.readouterr().err
     assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--out", str(model_file)]) == 1
     assert model_file.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("measure", ["alti+", "value-zeroing", "attn-grad", "grad-input", "shift-att"])
+def test_attribute_writes_every_measure_as_data_and_figure(measure, toy_fr_bundle, model_file, tmp_path):
+    from model.attribution.measures import MEASURES, compute_measure
+
+    bundle = toy_fr_bundle[0]
+    out = tmp_path / "measure.npz"
+    assert main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", measure, "--out", str(out)]) == 0
+    source_ids = [int(i) for i in bundle.source_ids("the cat sleeps")[0]]
+    with np.load(out, allow_pickle=False) as arrays:
+        expected = compute_measure(bundle.model, source_ids, [int(i) for i in arrays["chosen_ids"]], measure)
+        for kind in MEASURES[measure].kinds:
+            np.testing.assert_allclose(arrays[f"{kind.value}_{measure}"], expected.values[kind], atol=1e-5)
+            np.testing.assert_allclose(arrays[kind.field], expected.shares[kind], atol=1e-5)  # the shares, where the weights were
+        assert str(arrays["measure"]) == measure
+        if measure in ("alti+", "grad-input"):
+            np.testing.assert_allclose(arrays["source_share"], expected.source_share, atol=1e-5)
+    figure = tmp_path / "measure.svg"
+    assert (
+        main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", measure, "--out", str(figure)]) == 0
+    )
+    assert MEASURES[measure].label.split(" ")[0] in figure.read_text(encoding="utf-8")
+
+
+def test_attribute_says_which_kinds_a_measure_lacks(model_file, tmp_path, capsys):
+    figure = tmp_path / "alti.png"
+    assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--measure", "alti", "--out", str(figure)]) == 1
+    assert "ALTI has no cross-attention" in capsys.readouterr().err and not figure.exists()
+    assert (
+        main(
+            [
+                "attribute",
+                "--model",
+                str(model_file),
+                "--text",
+                "the cat",
+                "--measure",
+                "ig",
+                "--kind",
+                "encoder",
+                "--out",
+                str(figure),
+            ]
+        )
+        == 1
+    )
+    assert "the encoder predicts nothing" in capsys.readouterr().err

@@ -1,0 +1,123 @@
+"""Which reading aligns best: the AER of every measure and head against gold word alignments.
+
+Each gold pair is run teacher-forced on its reference (source and target pieces with their </s>), every
+measure computed over it (model/attribution/measures.py), and each measure's cross-attention reading — per
+head and its layer's mean for a measure per head, per layer for a layer-wide one, the one map of a saliency —
+becomes word alignments as raw attention does (model/inspection/alignment.py: keys summed over a word's
+pieces, queries averaged, each target word linked to the source word it reads most). Counts are summed over
+the pairs (corpus-level AER, Och & Ney 2003).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from model.attribution.measures import MEASURES, NAMES, compute_measure, unsupported
+from model.data.batching import encode_pairs
+from model.data.corpora import Pair
+from model.decoding.trace import group_matrix, word_groups
+from model.inspection.alignment import AlignmentCounts, alignment_links
+from model.kinds import AttentionKind
+
+
+@dataclass
+class MeasureAlignment:
+    """One measure's AER: per layer and head [layers, heads], and per layer for the mean over its heads [layers]."""
+
+    measure: str
+    head_aer: np.ndarray
+    layer_aer: np.ndarray
+
+    def places(self) -> list[tuple[str, float]]:
+        """(where, AER) of every reading: each head of a per-head measure, then each layer's mean or map."""
+        measure = MEASURES[self.measure]
+        rows = []
+        if measure.per_head:
+            for layer in range(self.head_aer.shape[0]):
+                rows += [(f"L{layer + 1} H{head + 1}", float(a)) for head, a in enumerate(self.head_aer[layer])]
+        for layer, aer in enumerate(self.layer_aer):
+            if measure.single:
+                rows.append(("one map", float(aer)))
+            else:
+                where = "mean of heads" if measure.per_head else ("through" if measure.rollout else "all heads")
+                rows.append((f"L{layer + 1} {where}", float(aer)))
+        return rows
+
+    def best(self) -> tuple[str, float]:
+        """(where, AER) of the reading that aligns best."""
+        return min(self.places(), key=lambda row: row[1])
+
+
+@dataclass
+class AlignmentTable:
+    measures: list[MeasureAlignment] = field(default_factory=list)
+    n_pairs: int = 0
+
+    def write_csv(self, path: str | Path) -> None:
+        """measure, reading, AER: every row of the table (written atomically)."""
+        from model.io.files import atomic_output
+
+        with atomic_output(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["measure", "reading", "aer", "pairs"])
+            for result in self.measures:
+                for where, aer in result.places():
+                    writer.writerow([result.measure, where, f"{aer:.4f}", self.n_pairs])
+
+    def summary(self) -> list[str]:
+        """One line per measure: its best reading and the mean over layers of its layer readings."""
+        lines = []
+        for result in self.measures:
+            where, aer = result.best()
+            label = MEASURES[result.measure].label
+            lines.append(f"{label:<24} best {aer:.3f} ({where}); layer average {float(result.layer_aer.mean()):.3f}")
+        return lines
+
+
+def alignment_table(
+    bundle,
+    pairs: list[Pair],
+    names: tuple[str, ...] = NAMES,
+    on_progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> AlignmentTable:
+    """The AER of every measure in ``names`` the model defines for cross-attention, over the gold ``pairs``."""
+    model, config = bundle.model, bundle.config
+    names = tuple(n for n in names if not unsupported(model, n, AttentionKind.CROSS))
+    pairs = [p for p in pairs if p.alignment]
+    examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
+    counts: dict[str, tuple[AlignmentCounts, AlignmentCounts]] = {}
+    used = 0
+    for index, (pair, (source_ids, target_ids)) in enumerate(zip(pairs, examples)):
+        if cancelled is not None and cancelled():
+            break
+        pieces, target_pieces = source_ids[:-1], target_ids[1:-1]  # words only: no </s>, no <s>
+        source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(pieces))
+        target_groups, target_words = word_groups(bundle.target_tokenizer.pieces(target_pieces))
+        if len(source_words) != len(pair.source.split()) or len(target_words) != len(pair.target.split()):
+            continue  # the tokenizer's words differ from whitespace words; gold indices would not match
+        used += 1
+        gold = set(pair.alignment)
+        for name in names:
+            shares = compute_measure(model, list(source_ids), list(target_ids[1:]), name).shares[AttentionKind.CROSS]
+            words = group_matrix(shares[:, :, : len(target_pieces), : len(pieces)], target_groups, source_groups)  # [L, H, Tw, Sw]
+            if name not in counts:
+                counts[name] = (AlignmentCounts(words.shape[:2]), AlignmentCounts(words.shape[:1]))
+            head_counts, layer_counts = counts[name]
+            for layer in range(words.shape[0]):
+                for head in range(words.shape[1]):
+                    head_counts.add((layer, head), alignment_links(words[layer, head]), gold)
+                layer_counts.add(layer, alignment_links(words[layer].mean(0)), gold)
+        if on_progress is not None:
+            on_progress(index + 1, len(pairs))
+    table = AlignmentTable(n_pairs=used)
+    for name in names:
+        if name in counts:
+            head_counts, layer_counts = counts[name]
+            table.measures.append(MeasureAlignment(name, head_counts.aer(), layer_counts.aer()))
+    return table
