@@ -399,6 +399,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState())
         self.settings.setValue("window/tab", self.tabs.currentIndex())
         self.explore_tab.save_settings()
+        self.explore_tab.stop_workers()  # measures, importance, alignment: joined before the window goes
         if TRAIN_TAB in self._built_tabs:
             self.training_tab.save_settings()
         self.settings.sync()

@@ -69,7 +69,10 @@ class ExploreExports(QObject):
         return ExportRequest(**vars(state), view=view, figure=options, dpi=dpi, heads=heads)
 
     def trace(self):
+        """The trace the views draw: the session's, with the measure chosen in place of the weights."""
         trace = self.tab.session.trace
+        if trace is not None and self.tab.view_trace is not None:
+            trace = self.tab.view_trace
         if trace is None:
             raise OutputError("nothing to export yet: translate a sentence first")
         return trace

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 
 from model.decoding.candidates import candidate_rows, format_probability
 from model.inspection.labels import display_candidate
@@ -25,7 +25,8 @@ CHOSEN_MARK = "▶ "  # before the chosen token's label: its bar can be too thin
 LABEL_SMOOTHING = TrainingOptions.label_smoothing  # the training default: the spread the tooltip explains
 TOOLTIP = (
     "The most likely next tokens at this step (orange and ▶: chosen), until they hold 99% of the probability; "
-    "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there.\n"
+    "the grey row holds the rest of the vocabulary. Click a token to force it and decode on from there; "
+    "Ctrl+click (or right-click) one to see why the model chose its token and not that one.\n"
     f"A model trained with label smoothing (ε = {LABEL_SMOOTHING:g} by default) learns to spread about ε of "
     "its probability over the whole vocabulary, so the best token rarely goes above about "
     f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives."
@@ -34,6 +35,7 @@ TOOLTIP = (
 
 class CandidatesView(pg.PlotWidget):
     candidate_clicked = Signal(int, int)  # step index (0-based), token id
+    contrast_requested = Signal(int, int)  # step index, token id: why the chosen token and not this one
 
     def __init__(self):
         super().__init__()
@@ -99,7 +101,15 @@ class CandidatesView(pg.PlotWidget):
         if self.step_index is not None and 0 <= index < len(self.token_ids):
             self.candidate_clicked.emit(self.step_index, int(self.token_ids[index]))
 
+    def contrast_candidate(self, index: int) -> None:
+        """Ask why the chosen token and not the candidate of row ``index`` (the chosen one's own row does nothing)."""
+        if self.step_index is not None and self.chosen_id is not None and 0 <= index < len(self.token_ids):
+            if int(self.token_ids[index]) != self.chosen_id:
+                self.contrast_requested.emit(self.step_index, int(self.token_ids[index]))
+
     def _on_clicked(self, event) -> None:
         point = self.getPlotItem().vb.mapSceneToView(event.scenePos())
         if 0 <= point.x() <= 1.05:
-            self.click_candidate(int(round(point.y())))
+            row = int(round(point.y()))
+            contrast = event.button() == Qt.RightButton or bool(event.modifiers() & Qt.ControlModifier)
+            (self.contrast_candidate if contrast else self.click_candidate)(row)

@@ -6,7 +6,9 @@ colour mapping and one paint however many layers and heads the model has. A cell
 tokens than it has screen pixels is pooled to its pixel size first, each pixel showing the largest
 weight it covers (a thin alignment stays visible): at 200 tokens that is about a tenth of the
 pixels to colour. Before the first step, decoder and cross attention have no rows: the grid says
-so instead of drawing empty cells.
+so instead of drawing empty cells. With ``set_importance``, each cell also shows its head's importance
+(normalised per layer) as a small number in its top-left corner, white on a dark translucent box so that it
+reads on every colour of the map.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
 from model.inspection.labels import HIGHLIGHT
 
 GAP = 0.12  # space between cells, as a share of a cell
+IMPORTANCE_FONT_POINTS = 7
+IMPORTANCE_BOX = (0, 0, 0, 160)  # RGBA behind an importance number: dark enough for white text on yellow
 EMPTY_TEXT = "Step 0: no target token yet — press Step ▶ (Alt+Right)"
 
 
@@ -77,6 +82,9 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.frames: list[QGraphicsRectItem] = []  # reused from step to step; the unused ones hidden
         self.masked: set[tuple[int, int]] = set()  # (layer, head) knocked out: drawn greyed and dashed
         self.mask_items: list[QGraphicsRectItem] = []
+        self.importance: np.ndarray | None = None  # [layers, heads] shown as numbers in the cells' corners
+        self.importance_items: list[pg.TextItem] = []  # reused; the unused ones hidden
+        self._importance_drawn: tuple | None = None  # (cell step, grid shape) the numbers were placed for
         self._cell = (1.0, 1.0)  # a cell's size plus its gap, in mosaic pixels (rows, columns)
         self._cell_size = (0, 0)  # a cell's size in mosaic pixels (rows, columns): smaller when pooled
         self._target = (0, 0)  # the pooled size asked for, from the widget's size
@@ -159,6 +167,15 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             self.masked = set(cells)
             self._draw_selection()
 
+    def set_importance(self, values: np.ndarray | None) -> None:
+        """Each head's importance [layers, heads] (normalised per layer) written in its cell's corner; None: none."""
+        self.importance = None if values is None else np.array(values, dtype=np.float64, copy=True)  # [layers, heads]
+        self._importance_drawn = None
+        self._draw_importance()
+
+    def visible_importance_labels(self) -> list[pg.TextItem]:
+        return [item for item in self.importance_items if item.isVisible()]
+
     def visible_frames(self) -> list[QGraphicsRectItem]:
         return [frame for frame in self.frames if frame.isVisible()]
 
@@ -199,6 +216,41 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             if index < len(cells):
                 layer, head = cells[index]
                 item.setRect(QRectF(head * step_columns, layer * step_rows, columns, rows))
+                item.show()
+            else:
+                item.hide()
+        self._draw_importance()
+
+    def _draw_importance(self) -> None:
+        """Place (and after ``set_importance``, write) the numbers; a step that keeps the cells' size moves nothing."""
+        n_layers, n_heads = self.weights.shape[:2]
+        values = self.importance
+        if values is None or values.ndim != 2 or self.empty:
+            cells: list[tuple[int, int]] = []
+        else:  # the heads both the grid and the values have
+            cells = [
+                (layer, head) for layer in range(min(n_layers, values.shape[0])) for head in range(min(n_heads, values.shape[1]))
+            ]
+        drawn = (self._cell, n_layers, n_heads, len(cells))
+        if drawn == self._importance_drawn:
+            return
+        self._importance_drawn = drawn
+        while len(self.importance_items) < len(cells):
+            item = pg.TextItem("", color="w", anchor=(0, 0), fill=pg.mkBrush(*IMPORTANCE_BOX))
+            font = QFont()
+            font.setPointSize(IMPORTANCE_FONT_POINTS)
+            item.setFont(font)
+            item.setZValue(12)  # above the focus frame and the knocked-out grey
+            self.plot.addItem(item, ignoreBounds=True)
+            self.importance_items.append(item)
+        step_rows, step_columns = self._cell
+        for index, item in enumerate(self.importance_items):
+            if index < len(cells):
+                layer, head = cells[index]
+                assert values is not None
+                item.setText(f"{values[layer, head]:.2f}")
+                item.setToolTip(f"layer {layer + 1}, head {head + 1}: importance {values[layer, head]:.3f} (normalised per layer)")
+                item.setPos(head * step_columns, layer * step_rows)
                 item.show()
             else:
                 item.hide()

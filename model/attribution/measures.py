@@ -220,28 +220,30 @@ def _saliency_result(model, source, inputs, chosen, name: str, steps: list[int] 
 
     n = chosen.shape[0]
     steps = list(range(n)) if steps is None else steps
-    found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name)
     source_values = np.zeros((n, source.shape[1]), np.float32)
     target_values = np.zeros((n, n), np.float32)
-    source_values[steps], target_values[steps] = found.source, found.target
+    gaps = np.full(n, np.nan, np.float32) if name == "ig" else np.zeros(0, np.float32)
+    if steps:
+        found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name)
+        source_values[steps], target_values[steps] = found.source, found.target
+        if len(found.completeness_gap):
+            gaps[steps] = found.completeness_gap
     magnitude = np.abs(source_values).sum(-1, keepdims=True) + np.abs(target_values).sum(-1, keepdims=True)  # [T, 1]
     scale = np.where(magnitude > 0, 1.0 / np.where(magnitude > 0, magnitude, 1.0), 0.0)
     values = {DECODER: target_values[None, None], CROSS: source_values[None, None]}
     shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
     source_share = np.full(n, np.nan, np.float32)
     source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
-    gaps = np.zeros(0, np.float32)
-    if len(found.completeness_gap):
-        gaps = np.full(n, np.nan, np.float32)
-        gaps[steps] = found.completeness_gap
     return MeasureResult(name, values, shares, source_share=source_share, completeness_gap=gaps)
 
 
 def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) -> MeasureResult:
-    """``first`` with the rows of ``steps`` taken from ``second`` (a saliency computed a few steps at a time)."""
+    """``first`` with the rows of ``steps`` taken from ``second`` (a saliency computed a few steps at a time, or
+    for a longer decoding with the same prefix: a row reads no key after its own step)."""
     for table, other in ((first.values, second.values), (first.shares, second.shares)):
         for kind, array in table.items():
-            array[..., steps, :] = other[kind][..., steps, :]
+            n_keys = min(array.shape[-1], other[kind].shape[-1])
+            array[..., steps, :n_keys] = other[kind][..., steps, :n_keys]
     for mine, theirs in ((first.source_share, second.source_share), (first.completeness_gap, second.completeness_gap)):
         if len(mine):
             mine[steps] = theirs[steps]

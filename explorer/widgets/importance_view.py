@@ -1,0 +1,181 @@
+"""Head importance and the pruning curve: how much each head is worth, and how many can go.
+
+"Compute importance" measures every head of the session's model over N fresh sentences of its corpus
+(explorer/importance_session.py, in a worker; Cancel stops it), then scores greedy translations as the heads are
+knocked out from the least important up. The plot shows exact match and BLEU/100 against the number of heads
+removed, with a dashed line 0.05 below the full model's exact match, and says how many heads can go before exact
+match falls to it; the table lists the least important heads.
+
+The view shows what the importance session emits and calls its ``compute``/``cancel``; it never reads the model.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.widgets.plot_style import show_light_grid
+from model.attribution.importance import heads_before_drop
+
+DROP = 0.05  # the fall in exact match the summary counts heads up to (the command line's)
+LEAST_SHOWN = 12  # rows of the least-important table
+EXACT_PEN = pg.mkPen("#4c78a8", width=2)
+BLEU_PEN = pg.mkPen("#f58518", width=2)
+DROP_PEN = pg.mkPen("#888888", width=1, style=Qt.DashLine)
+HINT = (
+    "Head importance (Michel et al., 2019): how much the loss depends on each head's output, normalised per layer. "
+    "Press Compute importance to measure every head over fresh sentences of the model's corpus, then knock heads out "
+    "from the least important up and score the translations."
+)
+
+
+class ImportanceView(QWidget):
+    def __init__(self, importance_session):
+        super().__init__()
+        self.importance_session = importance_session  # explorer.importance_session.ImportanceSession
+        self.sentences = QSpinBox()
+        self.sentences.setRange(10, 1000)
+        self.sentences.setValue(100)
+        self.sentences.setSuffix(" sentences")
+        self.sentences.setToolTip("Fresh pairs of the model's built-in corpus (or its corpus file's test split) to measure on")
+        self.compute_button = QPushButton("Compute importance")
+        self.compute_button.setToolTip("Measure every head's importance, then the pruning curve (in the background)")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setFormat("")
+        self.progress_bar.setTextVisible(True)
+        row = QHBoxLayout()
+        for widget in (self.sentences, self.compute_button, self.cancel_button):
+            row.addWidget(widget)
+        row.addWidget(self.progress_bar, 1)
+        self.note = QLabel(HINT)
+        self.note.setWordWrap(True)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        show_light_grid(self.plot)
+        self.plot.setLabel("bottom", "heads removed (least important first)")
+        self.plot.setLabel("left", "score")
+        self.plot.setYRange(0, 1, padding=0.02)
+        self.plot.addLegend(offset=(-10, 10))
+        self.exact_line = self.plot.plot(pen=EXACT_PEN, name="exact match", symbol="o", symbolSize=4, symbolBrush="#4c78a8")
+        self.bleu_line = self.plot.plot(pen=BLEU_PEN, name="BLEU / 100", symbol="o", symbolSize=4, symbolBrush="#f58518")
+        self.drop_line = pg.InfiniteLine(angle=0, movable=False, pen=DROP_PEN)
+        self.drop_line.setToolTip(f"The full model's exact match minus {DROP}")
+        self.drop_line.hide()
+        self.plot.addItem(self.drop_line, ignoreBounds=True)
+        self.least_table = QTableWidget(0, 3)
+        self.least_table.setHorizontalHeaderLabels(("Rank", "Head", "Importance"))
+        self.least_table.horizontalHeaderItem(2).setToolTip("Normalised per layer (ℓ2): 0 = the loss does not depend on it")
+        self.least_table.verticalHeader().setVisible(False)
+        self.least_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.least_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.least_table.horizontalHeader().setStretchLastSection(True)
+        self.least_table.setToolTip("The least important heads, the least first")
+        body = QHBoxLayout()
+        body.addWidget(self.plot, 3)
+        body.addWidget(self.least_table, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.note)
+        layout.addLayout(body, 1)
+        layout.addWidget(self.summary)
+        self.compute_button.clicked.connect(self._on_compute_clicked)
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
+        importance_session.progress.connect(self._on_progress)
+        importance_session.importance_ready.connect(self._on_importance_ready)
+        importance_session.curve_ready.connect(self._on_curve_ready)
+        importance_session.message.connect(self._on_message)
+        importance_session.running_changed.connect(self._on_running_changed)
+
+    # --- the buttons ------------------------------------------------------------------------------
+    def _on_compute_clicked(self) -> None:
+        self.importance_session.compute(self.sentences.value())
+
+    def _on_cancel_clicked(self) -> None:
+        self.importance_session.cancel()
+
+    # --- the session ------------------------------------------------------------------------------
+    def _on_running_changed(self, running: bool) -> None:
+        self.cancel_button.setEnabled(running)
+        if running:
+            self.note.setText(f"Measuring {self.sentences.value()} sentences in the background…")
+            self._show_least(None)
+            self._show_curve(None)
+            self._set_progress("starting", 0, 1)
+
+    def _on_progress(self, what: str, done: int, total: int) -> None:
+        self._set_progress(what, done, total)
+
+    def _on_importance_ready(self, importance) -> None:
+        self._show_least(importance)
+        if importance is None:  # another model: nothing measured yet
+            self._set_progress("", 0, 1)
+            self.note.setText(HINT)
+        else:
+            self.note.setText(f"Importance measured over {importance.n_sentences} sentences; scoring the pruning curve…")
+
+    def _on_curve_ready(self, points) -> None:
+        self._show_curve(points)
+        if points:
+            self.note.setText(
+                "Heads removed from the least important up; the translations are greedy, scored against the references."
+            )
+
+    def _on_message(self, text: str) -> None:
+        self.note.setText(text)
+
+    # --- drawing ----------------------------------------------------------------------------------
+    def _set_progress(self, what: str, done: int, total: int) -> None:
+        self.progress_bar.setRange(0, max(total, 1))
+        self.progress_bar.setValue(min(done, max(total, 1)))
+        self.progress_bar.setFormat(f"{what} {done}/{total}" if what else "")
+
+    def _show_least(self, importance) -> None:
+        ranking = importance.ranking()[:LEAST_SHOWN] if importance is not None else []
+        self.least_table.setRowCount(len(ranking))
+        for row, (head, value) in enumerate(ranking):
+            for column, text in enumerate((str(row + 1), head.describe(), f"{value:.3f}")):
+                item = QTableWidgetItem(text)
+                if column != 1:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.least_table.setItem(row, column, item)
+
+    def _show_curve(self, points) -> None:
+        if not points:
+            self.exact_line.setData([], [])
+            self.bleu_line.setData([], [])
+            self.drop_line.hide()
+            self.summary.setText("")
+            return
+        removed = [point.n_removed for point in points]
+        self.exact_line.setData(removed, [point.exact_match for point in points])
+        self.bleu_line.setData(removed, [point.bleu / 100 for point in points])
+        self.plot.setXRange(0, max(removed[-1], 1), padding=0.02)
+        baseline = points[0].exact_match
+        self.drop_line.setValue(baseline - DROP)
+        self.drop_line.setVisible(baseline - DROP >= 0)
+        n_heads = removed[-1]
+        kept = heads_before_drop(points, DROP)
+        self.summary.setText(
+            f"{kept} of {n_heads} heads can go before exact match drops by {DROP:.2f} (from {baseline:.2f}; "
+            f"BLEU {points[0].bleu:.1f} with every head)."
+        )

@@ -1,0 +1,58 @@
+"""The "Reading" box: raw attention weights or one of the contribution measures (model/attribution/measures.py).
+
+Every measure is listed; one the open model or the kind shown does not define is disabled, its tooltip saying
+why (a measure computed for the app's Transformer only, ALTI without cross-attention, saliency without the
+encoder). The measure chosen stays chosen when the kind changes: the views then say it is not defined there.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import QComboBox
+
+from model.attribution.measures import MEASURES, NAMES, unsupported
+
+TOOLTIP = (
+    "What the attention views show: the raw weights, or a measure of what each token contributed — "
+    "norm-based, ALTI/ALTI+, value zeroing, attention × gradient, gradient × input, integrated gradients, "
+    "or Shift-Att. Gradient measures are computed in the background; the views update when they are ready."
+)
+
+
+class MeasureBox(QComboBox):
+    measure_chosen = Signal(str)
+
+    def __init__(self):
+        super().__init__()
+        for name in NAMES:
+            self.addItem(MEASURES[name].label, name)
+            self.setItemData(self.count() - 1, MEASURES[name].what, Qt.ToolTipRole)
+        self.setToolTip(TOOLTIP)
+        self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.currentIndexChanged.connect(self._on_index_changed)
+
+    @property
+    def measure(self) -> str:
+        return str(self.currentData() or "attention")
+
+    def set_measure(self, name: str) -> None:
+        index = NAMES.index(name) if name in NAMES else 0
+        self.setCurrentIndex(index)
+
+    def set_available(self, model, kind) -> None:
+        """Enable what ``model`` (None: nothing open) defines for ``kind``, disable the rest with the reason."""
+        items = self.model()
+        assert isinstance(items, QStandardItemModel)
+        for index, name in enumerate(NAMES):
+            reason = unsupported(model, name, kind) if model is not None else ""
+            item = items.item(index)
+            item.setEnabled(not reason)
+            self.setItemData(index, reason or MEASURES[name].what, Qt.ToolTipRole)
+
+    def reason(self, model, kind) -> str:
+        """Why the chosen measure cannot be shown for ``kind`` ('' when it can)."""
+        return unsupported(model, self.measure, kind) if model is not None else ""
+
+    def _on_index_changed(self, _index: int) -> None:
+        self.measure_chosen.emit(self.measure)

@@ -1,0 +1,138 @@
+"""Head importance in the window: the importance session measures every head and the pruning curve in a worker
+(progress on the bar, the curve and the least important heads in the view), the model grid writes each head's
+importance in its cell, Cancel and stop() end a run before its curve, and another model clears the results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.importance_session import IMPORTANCE, PRUNING, ImportanceSession
+from explorer.session import Session
+from explorer.widgets.importance_view import ImportanceView
+from explorer.widgets.model_grid import ModelGrid
+from model.kinds import AttentionKind
+
+WAIT_MS = 120_000  # a generous bound on a run of a few sentences, not a timing claim
+
+
+@pytest.fixture
+def measured(qtbot, toy_fr_bundle):
+    """A session with the tiny toy-fr model, its importance session and view; every run joined after the test."""
+    session = Session()
+    session.set_model(toy_fr_bundle[0])
+    importance_session = ImportanceSession(session)
+    view = ImportanceView(importance_session)
+    qtbot.addWidget(view)
+    yield session, importance_session, view
+    assert importance_session.stop(WAIT_MS), "the importance worker outlived its test"
+
+
+def n_heads_of(bundle) -> int:
+    config = bundle.model.config
+    return config.n_heads * (config.n_encoder_layers + 2 * config.n_decoder_layers)  # encoder, decoder, cross
+
+
+def test_compute_measures_every_head_then_the_pruning_curve(qtbot, measured, toy_fr_bundle):
+    session, importance_session, view = measured
+    progress, curves = [], []
+    importance_session.progress.connect(lambda what, done, total: progress.append((what, done, total)))
+    importance_session.curve_ready.connect(curves.append)
+    view.sentences.setValue(10)
+    with qtbot.waitSignals([importance_session.importance_ready, importance_session.curve_ready], timeout=WAIT_MS):
+        view.compute_button.click()
+    qtbot.waitUntil(lambda: not view.cancel_button.isEnabled(), timeout=WAIT_MS)
+    n_heads = n_heads_of(toy_fr_bundle[0])
+    importance, points = importance_session.importance, curves[-1]
+    assert importance.n_sentences == 10 and len(importance.ranking()) == n_heads
+    assert [point.n_removed for point in points] == list(range(n_heads + 1))
+    assert all(0.0 <= point.exact_match <= 1.0 and 0.0 <= point.bleu <= 100.0 for point in points)
+    assert (IMPORTANCE, 10, 10) in progress and progress[-1] == (PRUNING, n_heads + 1, n_heads + 1)
+    bar = view.progress_bar
+    assert bar.value() == bar.maximum() == n_heads + 1 and bar.format() == f"pruning curve {n_heads + 1}/{n_heads + 1}"
+    # The view: both lines over every count, the least important heads, the summary.
+    assert list(view.exact_line.getData()[0]) == list(range(n_heads + 1))
+    assert np.allclose(view.bleu_line.getData()[1], [point.bleu / 100 for point in points])
+    assert view.least_table.rowCount() == min(12, n_heads)
+    assert view.least_table.item(0, 1).text() == importance.ranking()[0][0].describe()
+    assert f"of {n_heads} heads can go before exact match drops by 0.05" in view.summary.text()
+    assert not importance_session.running and importance_session.stop(WAIT_MS)
+
+
+def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot, measured):
+    _session, importance_session, _view = measured
+    with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
+        importance_session.compute(8)
+    importance_session.cancel()  # the curve is not needed here
+    table = importance_session.importance_table(AttentionKind.CROSS)  # [layers, heads]
+    assert table is not None and table.shape == (2, 4)
+    assert np.allclose(np.linalg.norm(table, axis=1), 1.0)  # normalised per layer
+    grid = ModelGrid()
+    qtbot.addWidget(grid)
+    grid.resize(500, 300)
+    grid.show()
+    grid.set_weights(np.random.default_rng(0).random((2, 4, 3, 5)))
+    grid.set_importance(table)
+    labels = grid.visible_importance_labels()
+    assert len(labels) == 8
+    assert sorted(label.toPlainText() for label in labels) == sorted(f"{value:.2f}" for value in table.ravel())
+    grid.set_weights(np.random.default_rng(1).random((2, 4, 4, 6)))  # the next decoding step: the numbers stay
+    grid.resize(700, 420)
+    assert len(grid.visible_importance_labels()) == 8
+    (step_rows, step_columns), _ = grid._cell
+    positions = {(label.pos().x(), label.pos().y()) for label in grid.visible_importance_labels()}
+    assert positions == {(head * step_columns, layer * step_rows) for layer in range(2) for head in range(4)}
+    grid.set_masked({(0, 1)})  # knocked-out heads keep their numbers
+    assert len(grid.visible_importance_labels()) == 8
+    grid.set_weights(np.zeros((2, 4, 0, 5)))  # step 0: a message, no cells, no numbers
+    assert grid.visible_importance_labels() == []
+    grid.set_weights(np.random.default_rng(2).random((2, 4, 3, 5)))
+    assert len(grid.visible_importance_labels()) == 8
+    grid.set_importance(None)
+    assert grid.visible_importance_labels() == []
+
+
+def test_cancel_ends_a_run_before_its_curve(qtbot, measured):
+    _session, importance_session, view = measured
+    curves, messages = [], []
+    importance_session.curve_ready.connect(curves.append)
+    importance_session.message.connect(messages.append)
+    # Cancelled at once: nothing of the run is shown.
+    view.sentences.setValue(200)
+    view.compute_button.click()
+    assert importance_session.running and view.cancel_button.isEnabled()
+    view.cancel_button.click()
+    assert not importance_session.running and not view.cancel_button.isEnabled()
+    assert messages[-1] == "Head importance cancelled."
+    assert importance_session.stop(WAIT_MS)
+    qtbot.wait(50)  # whatever the worker had queued is delivered, and dropped
+    assert importance_session.importance is None and curves == []
+    # Cancelled once the importance is known: the curve never comes.
+    importance_session.importance_ready.connect(lambda importance: importance_session.cancel())
+    with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
+        importance_session.compute(50)
+    assert importance_session.stop(WAIT_MS)
+    qtbot.wait(50)
+    assert curves == [] and importance_session.curve is None
+
+
+def test_another_model_clears_the_results_and_an_rnn_is_not_measured(qtbot, measured, toy_fr_rnn_bundle):
+    session, importance_session, view = measured
+    with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
+        importance_session.compute(8)
+    assert view.least_table.rowCount() > 0
+    cleared = []
+    importance_session.importance_ready.connect(lambda value: cleared.append(("importance", value)))
+    importance_session.curve_ready.connect(lambda value: cleared.append(("curve", value)))
+    session.set_model(toy_fr_rnn_bundle[0])  # mid-run (the curve is still being scored) or after it
+    assert cleared == [("importance", None), ("curve", None)]
+    assert importance_session.importance is None and importance_session.curve is None and not importance_session.running
+    assert importance_session.stop(WAIT_MS)
+    qtbot.wait(50)
+    assert cleared == [("importance", None), ("curve", None)]  # nothing of the old model's run arrives after
+    assert view.least_table.rowCount() == 0 and view.summary.text() == "" and view.progress_bar.format() == ""
+    messages = []
+    importance_session.message.connect(messages.append)
+    assert not importance_session.compute(8)
+    assert "encoder-decoder Transformer" in messages[-1] and "rnn" in messages[-1]
+    assert view.note.text() == messages[-1]

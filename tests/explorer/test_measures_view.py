@@ -1,0 +1,74 @@
+"""The "Reading" box in the window: a contribution measure replaces the attention weights in every view (computed in
+the background; the views say so until it is ready), a measure a kind or a model does not define is disabled with
+the reason, ALTI+ and the saliencies give each step's source share in the focus title, exports say which measure
+they show, and Ctrl+click on a candidate shows why the model chose its token and not that one."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from model.attribution.measures import NAMES
+from model.kinds import AttentionKind
+from tests.explorer.gui_helpers import explore_window
+
+
+def choose(qtbot, tab, name: str) -> None:
+    """Pick ``name`` in the Reading box and wait until the views show it."""
+    tab.measure_box.set_measure(name)
+    qtbot.waitUntil(lambda: tab.shown is not None and tab.shown.measure == name, timeout=60000)
+
+
+def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path):
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
+    tab.views.setCurrentWidget(tab.grid)
+    choose(qtbot, tab, "norm")
+    assert "Norm-based" in tab.focus_matrix.title and tab.grid.levels == (0.0, 1.0)
+    assert np.allclose(tab.shown.cross.sum(-1), 1.0, atol=1e-5)  # each row as shares
+    choose(qtbot, tab, "alti+")
+    assert "% from the source" in tab._focus_title(tab.shown)
+    assert tab.shown.cross.shape[1] == 1  # one map per layer
+    figure = tab.export_view("focus", tmp_path / "focus.svg")
+    assert "ALTI+" in figure.read_text(encoding="utf-8")
+    # ALTI has no cross-attention: disabled for it, with the reason; the weights are shown if it stays chosen.
+    items = tab.measure_box.model()
+    alti = items.item(NAMES.index("alti"))
+    assert not alti.isEnabled() and "no cross-attention" in tab.measure_box.itemData(NAMES.index("alti"), Qt.ToolTipRole)
+    tab.measure_box.set_measure("alti")
+    qtbot.waitUntil(lambda: "showing the attention weights" in tab.hint.text())
+    assert tab.shown.measure == ""
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.ENCODER))
+    qtbot.waitUntil(lambda: tab.shown.measure == "alti", timeout=60000)
+    # The gradient methods: computed off the window's thread, the current step first.
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
+    choose(qtbot, tab, "ig")
+    qtbot.waitUntil(lambda: not np.isnan(tab.shown.source_share).any(), timeout=120000)
+    assert tab.measure_box.measure == "ig" and "Integrated gradients" in tab.focus_matrix.title
+    # Stepping back shows the rows already computed at once.
+    window.session.step_back()
+    assert tab.shown.measure == "ig"
+    # Another family: every measure but the weights disabled.
+    window.session.set_model(toy_fr_rnn_bundle[0])
+    qtbot.waitUntil(lambda: window.session.trace is not None)
+    assert not items.item(NAMES.index("norm")).isEnabled() and items.item(0).isEnabled()
+
+
+def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy_fr_bundle):
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    window.session.go_to_step(2)
+    candidates = tab.candidates
+    other = next(i for i, token in enumerate(candidates.token_ids) if int(token) != candidates.chosen_id)
+    point = candidates.getPlotItem().vb.mapViewToScene(__import__("PySide6.QtCore").QtCore.QPointF(0.01, other))
+    before = list(window.session.trace.chosen_ids)
+    click = SimpleNamespace(scenePos=lambda: point, modifiers=lambda: Qt.ControlModifier, button=lambda: Qt.LeftButton)
+    with qtbot.waitSignal(tab.measures.contrast_ready, timeout=60000):
+        candidates._on_clicked(click)
+    assert list(window.session.trace.chosen_ids) == before  # nothing forced
+    assert tab.contrast.isVisible() and "why" in tab.contrast.title.text()
+    contrast = tab.contrast.contrast
+    assert contrast.step == 1 and len(contrast.prefix_values) == 2 and len(contrast.source_values) == len(contrast.source_tokens)
+    tab.contrast._on_close_clicked()
+    assert not tab.contrast.isVisible()
