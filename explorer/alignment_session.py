@@ -68,7 +68,7 @@ class AlignmentSession(QObject):
     _worker_progressed = Signal(int, int, int)
     _worker_finished = Signal(int, object, str, bool)
 
-    def __init__(self, session):
+    def __init__(self, session) -> None:
         super().__init__()
         self.session = session
         self.table = None  # the last AlignmentTable, for the current model
@@ -76,8 +76,8 @@ class AlignmentSession(QObject):
         self._run = 0  # the current run's number; a worker of an older one is not listened to
         self._cancel: threading.Event | None = None  # the current run's flag; None when nothing runs
         self._threads: list[threading.Thread] = []  # every worker not yet joined
-        self._worker_progressed.connect(self._on_worker_progressed, Qt.QueuedConnection)
-        self._worker_finished.connect(self._on_worker_finished, Qt.QueuedConnection)
+        self._worker_progressed.connect(self._on_worker_progressed, Qt.ConnectionType.QueuedConnection)
+        self._worker_finished.connect(self._on_worker_finished, Qt.ConnectionType.QueuedConnection)
         session.model_changed.connect(self._on_model_changed)
 
     # --- running ----------------------------------------------------------------------------------

@@ -17,13 +17,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import threading
+import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from explorer.workers import describe_error
+
+if TYPE_CHECKING:
+    from explorer.session import Session
+    from model.kinds import AttentionKind
 
 FRESH_SEED = 12345  # generation seed of the fresh pairs (the command line's default: the same sentences)
 IMPORTANCE, PRUNING = "importance", "pruning curve"  # the stages, as the progress signal names them
@@ -47,7 +52,7 @@ class ImportanceSession(QObject):
     _worker_message = Signal(int, str)
     _worker_ended = Signal(int)
 
-    def __init__(self, session):
+    def __init__(self, session: Session) -> None:
         super().__init__()
         self.session = session
         self.importance: Any = None  # the last HeadImportance of the session's model
@@ -55,7 +60,7 @@ class ImportanceSession(QObject):
         self.n_sentences = 0  # sentences of the last run started
         self._run = 0  # the current run's number; results of any other are dropped
         self._cancel = threading.Event()  # the current run's flag (each run has its own)
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []  # the workers not yet joined (a cancelled one may still be ending)
         self._active = False  # a run started and not yet ended or cancelled
         self._worker_progress.connect(self._on_worker_progress)
         self._worker_importance.connect(self._on_worker_importance)
@@ -84,7 +89,7 @@ class ImportanceSession(QObject):
             return "This model does not say which corpus it was trained on: head importance needs sentences of that corpus."
         return ""
 
-    def importance_table(self, kind) -> np.ndarray | None:
+    def importance_table(self, kind: AttentionKind) -> np.ndarray | None:
         """The last per-layer normalised importance of ``kind`` [layers, heads] (a copy), or None."""
         if self.importance is None or kind not in self.importance.normalised:
             return None
@@ -103,6 +108,7 @@ class ImportanceSession(QObject):
             return False
         self._end_run()  # a run in progress gives way to this one
         bundle = self.session.bundle
+        assert bundle is not None  # unavailable() said so otherwise
         try:  # the worker's own model: the window keeps decoding with its one meanwhile
             work_bundle = dataclasses.replace(bundle, model=copy.deepcopy(bundle.model).eval())
         except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
@@ -112,14 +118,15 @@ class ImportanceSession(QObject):
         self._cancel = threading.Event()
         self.n_sentences = n_sentences
         self.importance, self.curve = None, None
-        if self.session.masked_heads:
-            self.message.emit("Head importance is measured with every head: the heads knocked out are counted too.")
-        self._thread = threading.Thread(
+        thread = threading.Thread(
             target=self._work, args=(self._run, self._cancel, work_bundle, n_sentences), name="head-importance", daemon=True
         )
+        self._threads = [*(old for old in self._threads if old.is_alive()), thread]
         self._active = True
         self.running_changed.emit(True)
-        self._thread.start()
+        if self.session.masked_heads:
+            self.message.emit("Head importance is measured with every head: the heads knocked out are counted too.")
+        thread.start()
         return True
 
     def cancel(self) -> None:
@@ -128,16 +135,13 @@ class ImportanceSession(QObject):
             self.message.emit("Head importance cancelled.")
 
     def stop(self, wait_ms: int = 30000) -> bool:
-        """Cancel and wait for the worker to end; True when it has (or there was none)."""
+        """Cancel and wait for every worker to end; True when they all have (or there was none)."""
         self.cancel()
-        thread = self._thread
-        if thread is None:
-            return True
-        thread.join(max(wait_ms, 0) / 1000)
-        if thread.is_alive():
-            return False
-        self._thread = None
-        return True
+        deadline = time.monotonic() + max(wait_ms, 0) / 1000
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        return not self._threads
 
     def _on_model_changed(self, _bundle) -> None:
         self._end_run()

@@ -23,6 +23,8 @@ from explorer.runtime import for_light_work
 from explorer.workers import describe_error
 
 CACHE_SIZE = 64  # measured decodings kept (stepping back and forth redraws at once)
+IN_WORKER = ("value-zeroing", "attn-grad", "grad-input", "ig")  # the others take a few ms: computed at once
+ROWS_PER_PART = 4  # saliency rows computed together after the current step's (then shown, then the next part)
 
 
 @dataclass
@@ -142,6 +144,13 @@ class MeasureSession(QObject):
             known = self._known_rows(key, stepper.model, list(stepper.source_ids), trace, self.measure)
             if known is not None and not known[1]:  # every row computed before (stepping back): no work
                 self._results[key] = known[0]
+        if key not in self._results and self.measure not in IN_WORKER:
+            from model.attribution.measures import compute_measure
+
+            try:  # a few milliseconds: drawn with this very refresh, no worker round trip
+                self._store(key, compute_measure(stepper.model, list(stepper.source_ids), list(trace.chosen_ids), self.measure))
+            except Exception as error:  # noqa: BLE001 - a failure is a message in the window, never a crash
+                self.message.emit(f"The measure could not be computed: {describe_error(error)}")
         if key in self._results:
             self.busy.emit("")
             return
@@ -186,7 +195,9 @@ class MeasureSession(QObject):
             return
         # Saliency: rows already computed for the same prefix are reused; the current step's row comes first.
         result, missing = self._known_rows(key, model, source_ids, trace, name)
-        for part in ([missing[-1]], missing[:-1]) if missing else ():
+        earlier = missing[:-1]
+        parts = [missing[-1:]] + [earlier[i : i + ROWS_PER_PART] for i in range(0, len(earlier), ROWS_PER_PART)]
+        for part in parts:
             if not part:
                 continue
             if self._superseded(key):

@@ -28,17 +28,15 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.compare_session import CompareSession
-from explorer.measure_session import MeasureSession
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
+from explorer.tabs.explore_measures import ExploreMeasures
 from explorer.widgets.beam_tree_view import BeamTreeView
 from explorer.widgets.candidates_view import CandidatesView
 from explorer.widgets.compare_view import CompareView
-from explorer.widgets.contrast_view import ContrastView
 from explorer.widgets.head_table import HeadTable
 from explorer.widgets.heatmap import COLORMAPS, HeatmapView
 from explorer.widgets.lines_view import LinesView
-from explorer.widgets.measure_box import MeasureBox
 from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
@@ -96,10 +94,8 @@ class ExploreTab(QWidget):
         self.restore_button = QPushButton("Restore heads")
         self.restore_button.setToolTip("Put back every head knocked out (Ctrl+click a cell of the model grid knocks one out)")
         self.restore_button.hide()
-        self.measures = MeasureSession(session)  # raw weights or a contribution measure, computed off this thread
-        self.measure_box = MeasureBox()
-        self.measure_status = QLabel()
-        self.measure_status.setStyleSheet("color: palette(mid); font-style: italic;")
+        self.readings = ExploreMeasures(session)  # measures beyond attention, AER table, head importance
+        self.measure_box, self.measures, self.contrast = self.readings.box, self.readings.measures, self.readings.contrast
         view_row = QHBoxLayout()
         for widget in (
             QLabel("Attention:"),
@@ -109,7 +105,7 @@ class ExploreTab(QWidget):
             self.word_level,
             QLabel("Reading:"),
             self.measure_box,
-            self.measure_status,
+            self.readings.status,
             QLabel("Colours:"),
             self.colormap,
             export_button,
@@ -126,11 +122,12 @@ class ExploreTab(QWidget):
         self.candidates = CandidatesView()
         self.predictions = PredictionsView()  # an encoder-only model's head: mask candidates, classes
         self.beam_tree = BeamTreeView()
-        self.contrast = ContrastView()  # why this token and not that one (Ctrl+click a candidate)
         self.views = QTabWidget()
         self.views.addTab(self.grid, "Model grid")
         self.views.addTab(self.lines, "Lines")
         self.views.addTab(self.head_table, "Heads")
+        self.views.addTab(self.readings.alignment_view, "Alignment (AER)")
+        self.views.addTab(self.readings.importance_view, "Head importance")
         self.compare = CompareSession(session)  # a second model on the same sentence, stepping together
         self.compare_view = CompareView(self.compare, colours)
         self.views.addTab(self.compare_view, "Side by side")
@@ -178,12 +175,8 @@ class ExploreTab(QWidget):
         self.target_tokens.token_clicked.connect(lambda index: session.go_to_step(index + 1))
         self.candidates.candidate_clicked.connect(session.force)
         self.candidates.contrast_requested.connect(self.measures.request_contrast)
-        self.measures.contrast_ready.connect(self.contrast.set_contrast)
-        self.contrast.closed.connect(self.measures.clear_contrast)
-        self.measure_box.measure_chosen.connect(self._on_measure_chosen)
         self.measures.changed.connect(self.refresh)
-        self.measures.busy.connect(self.measure_status.setText)
-        self.measures.message.connect(session.message)
+        self.readings.importance.importance_ready.connect(self._on_importance_ready)
         self.beam_tree.hypothesis_clicked.connect(session.show_hypothesis)
         self.beam_tree.node_clicked.connect(self._on_beam_node_clicked)
         self.grid.cell_clicked.connect(self._on_head_chosen)
@@ -347,7 +340,7 @@ class ExploreTab(QWidget):
         self._set_kinds(trace.kinds)
         if not trace.kinds:
             return
-        view_trace, measure_note = self._measured(trace)
+        view_trace, measure_note = self.readings.measured(trace, self.state.fitted(trace)[0].kind)
         self.view_trace = view_trace
         self.shown_state, note = self.state.fitted(view_trace)
         note = " ".join(part for part in (note, measure_note) if part)
@@ -366,7 +359,12 @@ class ExploreTab(QWidget):
         current_row = self.focus_matrix.current_row
         if self.focus.isVisibleTo(self):  # hidden beside Side by side: not redrawn at every step
             self.focus.set_matrix(
-                self.focus_matrix.values, queries, keys, self._focus_title(shown), current_row, token_level=shown.level
+                self.focus_matrix.values,
+                queries,
+                keys,
+                self.readings.focus_title(self.focus_matrix.title, shown),
+                current_row,
+                token_level=shown.level,
             )
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
@@ -374,6 +372,9 @@ class ExploreTab(QWidget):
         if shown_view is self.grid:
             self.grid.set_masked({(h.layer, h.head) for h in self.session.masked_heads if h.kind is state.kind})
             self.grid.set_weights(weights)
+            importance = self.readings.importance.importance_table(state.kind)
+            fits = importance is not None and importance.shape == weights.shape[:2]  # not on a layer-wide measure
+            self.grid.set_importance(importance if fits else None)
             self.grid.select(state.layer, single_head)
         elif shown_view is self.lines:
             self.lines.set_weights(
@@ -383,36 +384,13 @@ class ExploreTab(QWidget):
             self.head_table.set_weights(weights, keys, state.kind)
             self.head_table.select_head(state.layer, single_head)
 
-    def _measured(self, trace):
-        """(the trace the views draw, a note): the chosen measure in place of the weights, or the weights and why."""
-        stepper, bundle = self.session.stepper, self.session.bundle
-        model = stepper.model if stepper is not None else (bundle.model if bundle is not None else None)
-        kind = self.state.fitted(trace)[0].kind
-        self.measure_box.set_available(model, kind)
-        if self.measure_box.measure == "attention" or not trace.n_steps and kind is not AttentionKind.ENCODER:
-            return trace, ""
-        reason = self.measure_box.reason(model, kind)
-        if reason:
-            return trace, f"{reason}: showing the attention weights."
-        measured = self.measures.shown(trace)
-        if measured is None:
-            return trace, f"{self.measure_box.currentText()} is being computed: the attention weights until it is ready."
-        return measured, ""
-
-    def _focus_title(self, shown) -> str:
-        """The focus matrix's title; with a measure that splits predictions, the current step's source share."""
-        title = self.focus_matrix.title if self.focus_matrix is not None else ""
-        shares = shown.source_share
-        if len(shares) and shown.n_steps and not np.isnan(shares[-1]):
-            title += f" · step {shown.n_steps}: {shares[-1]:.0%} from the source, {1 - shares[-1]:.0%} from the target prefix"
-        return title
-
-    def _on_measure_chosen(self, name: str) -> None:
-        self.measures.set_measure(name)
-
     def stop_workers(self) -> None:
         """The window is closing: end the background work (a measure, importance, the alignment table)."""
-        self.measures.stop()
+        self.readings.stop()
+
+    def _on_importance_ready(self, _importance) -> None:
+        """Each head's importance on the model grid (None: taken away, e.g. another model)."""
+        self.refresh()
 
     def _show_decoding(self, trace) -> None:
         """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam; for an

@@ -11,6 +11,8 @@ The view shows what the importance session emits and calls its ``compute``/``can
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -34,7 +36,7 @@ DROP = 0.05  # the fall in exact match the summary counts heads up to (the comma
 LEAST_SHOWN = 12  # rows of the least-important table
 EXACT_PEN = pg.mkPen("#4c78a8", width=2)
 BLEU_PEN = pg.mkPen("#f58518", width=2)
-DROP_PEN = pg.mkPen("#888888", width=1, style=Qt.DashLine)
+DROP_PEN = pg.mkPen("#888888", width=1, style=Qt.PenStyle.DashLine)
 HINT = (
     "Head importance (Michel et al., 2019): how much the loss depends on each head's output, normalised per layer. "
     "Press Compute importance to measure every head over fresh sentences of the model's corpus, then knock heads out "
@@ -43,9 +45,11 @@ HINT = (
 
 
 class ImportanceView(QWidget):
-    def __init__(self, importance_session):
+    def __init__(self, importance_session: Any) -> None:
+        """``importance_session``: an explorer.importance_session.ImportanceSession (not imported: widgets never
+        import the session or the workers)."""
         super().__init__()
-        self.importance_session = importance_session  # explorer.importance_session.ImportanceSession
+        self.importance_session = importance_session
         self.sentences = QSpinBox()
         self.sentences.setRange(10, 1000)
         self.sentences.setValue(100)
@@ -84,10 +88,12 @@ class ImportanceView(QWidget):
         self.plot.addItem(self.drop_line, ignoreBounds=True)
         self.least_table = QTableWidget(0, 3)
         self.least_table.setHorizontalHeaderLabels(("Rank", "Head", "Importance"))
-        self.least_table.horizontalHeaderItem(2).setToolTip("Normalised per layer (ℓ2): 0 = the loss does not depend on it")
+        header_item = self.least_table.horizontalHeaderItem(2)
+        if header_item is not None:
+            header_item.setToolTip("Normalised per layer (ℓ2): 0 = the loss does not depend on it")
         self.least_table.verticalHeader().setVisible(False)
-        self.least_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.least_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.least_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.least_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.least_table.horizontalHeader().setStretchLastSection(True)
         self.least_table.setToolTip("The least important heads, the least first")
         body = QHBoxLayout()
@@ -156,7 +162,7 @@ class ImportanceView(QWidget):
             for column, text in enumerate((str(row + 1), head.describe(), f"{value:.3f}")):
                 item = QTableWidgetItem(text)
                 if column != 1:
-                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.least_table.setItem(row, column, item)
 
     def _show_curve(self, points) -> None:

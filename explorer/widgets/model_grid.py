@@ -52,7 +52,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
     cell_clicked = Signal(int, int)  # layer, head (0-based)
     head_toggled = Signal(int, int)  # Ctrl+click: knock the head out, or put it back
 
-    def __init__(self, colormap_name: str = "viridis"):
+    def __init__(self, colormap_name: str = "viridis") -> None:
         super().__init__()
         self.setToolTip(
             "Every layer (rows) and head (columns) at the current step, on one colour scale; click a cell to focus it, "
@@ -88,7 +88,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._cell = (1.0, 1.0)  # a cell's size plus its gap, in mosaic pixels (rows, columns)
         self._cell_size = (0, 0)  # a cell's size in mosaic pixels (rows, columns): smaller when pooled
         self._target = (0, 0)  # the pooled size asked for, from the widget's size
-        self._drawn = None  # (ticks, range) last set, so an unchanged grid is not laid out again
+        self._drawn: tuple | None = None  # (ticks, range) last set, so an unchanged grid is not laid out again
         self.scene().sigMouseClicked.connect(self._on_clicked)
 
     def set_weights(self, weights: np.ndarray, levels: tuple[float, float] = (0.0, 1.0), empty_text: str = EMPTY_TEXT) -> None:
@@ -207,7 +207,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         cells = [] if self.empty else sorted(self.masked)
         while len(self.mask_items) < len(cells):
             item = QGraphicsRectItem()
-            item.setPen(pg.mkPen("#888888", width=2, style=Qt.DashLine, cosmetic=True))
+            item.setPen(pg.mkPen("#888888", width=2, style=Qt.PenStyle.DashLine, cosmetic=True))
             item.setBrush(pg.mkBrush(128, 128, 128, 170))
             item.setZValue(5)
             self.plot.addItem(item, ignoreBounds=True)
@@ -269,5 +269,5 @@ class ModelGrid(pg.GraphicsLayoutWidget):
     def _on_clicked(self, event) -> None:
         cell = self.cell_at(event.scenePos())
         if cell is not None:
-            knock_out = bool(event.modifiers() & Qt.ControlModifier)
+            knock_out = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
             (self.head_toggled if knock_out else self.cell_clicked).emit(*cell)

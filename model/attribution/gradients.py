@@ -36,7 +36,7 @@ from model.attribution.passes import embed_tokens, transparent_pass
 IG_SCAN = 16  # equal intervals of the path whose change of F a forward scan measures
 IG_POINTS = 128  # gradient points per prediction: one per interval, the rest where F changes most
 GAP_FLOOR = 0.05  # nats: a completeness gap is a share of F(x) − F(0), or of this when F barely changes
-MAX_BATCH = 256  # rows of one batch (steps × points on the path), to bound memory on long sentences
+MAX_BATCH = 64  # rows of one batch (steps × points on the path): larger ones were measured slower per row
 
 
 def _repeated_embeddings(model, source_ids: torch.Tensor, target_input_ids: torch.Tensor, n: int):
@@ -105,31 +105,34 @@ def prediction_scores(model, source: torch.Tensor, target: torch.Tensor, steps, 
 def _evaluate(model, source, target, requests, steps, token_ids, contrast_ids, with_gradients: bool):
     """The objective at points on the path, for requests [(row, alpha)]: (scores [N], gradients over the source
     [N, S, d_model] and over the target [N, T, d_model] (zero past a row's step), or None without gradients).
-    Requests are batched by step, each batch's decoder inputs cut after its step (nothing later is read)."""
+    Many requests per step (integrated gradients) are batched by step, each batch's decoder inputs cut after its
+    step (nothing later is read); a few per step (gradient × input) go together at full length."""
     n = len(requests)
     scores = source.new_zeros(n)
     source_gradients = source.new_zeros(n, *source.shape[1:]) if with_gradients else None
     target_gradients = target.new_zeros(n, *target.shape[1:]) if with_gradients else None
-    by_step: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
+    by_step = n >= 4 * len({steps[row] for row, _ in requests})
     for index, (row, _) in enumerate(requests):
-        by_step.setdefault(steps[row], []).append(index)
-    for step, indices in sorted(by_step.items()):
+        groups.setdefault(steps[row] if by_step else -1, []).append(index)
+    for group, indices in sorted(groups.items()):
+        length = group + 1 if by_step else target.shape[1]
         for start in range(0, len(indices), MAX_BATCH):
             chunk = indices[start : start + MAX_BATCH]
             rows = [requests[i][0] for i in chunk]
             scale = torch.tensor([requests[i][1] for i in chunk], dtype=source.dtype, device=source.device)[:, None, None]
             contrast = None if contrast_ids is None else torch.tensor([contrast_ids[r] for r in rows])
-            positions = torch.full((len(chunk),), step, dtype=torch.long)
+            positions = torch.tensor([steps[r] for r in rows], dtype=torch.long)
             tokens = torch.tensor([token_ids[r] for r in rows])
             with torch.enable_grad() if with_gradients else torch.no_grad():
                 scaled_source = (source * scale).requires_grad_(with_gradients)  # [B, S, d_model]
-                scaled_target = (target[:, : step + 1] * scale).requires_grad_(with_gradients)  # [B, step + 1, d_model]
+                scaled_target = (target[:, :length] * scale).requires_grad_(with_gradients)  # [B, length, d_model]
                 values = prediction_scores(model, scaled_source, scaled_target, positions, tokens, contrast)  # [B]
                 if with_gradients:
                     gradients = torch.autograd.grad(values.sum(), (scaled_source, scaled_target))
                     assert source_gradients is not None and target_gradients is not None
                     source_gradients[chunk] = gradients[0]
-                    target_gradients[chunk, : step + 1] = gradients[1]
+                    target_gradients[chunk, :length] = gradients[1]
             scores[chunk] = values.detach()
     return scores, source_gradients, target_gradients
 

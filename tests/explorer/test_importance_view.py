@@ -79,7 +79,7 @@ def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot, measured):
     grid.set_weights(np.random.default_rng(1).random((2, 4, 4, 6)))  # the next decoding step: the numbers stay
     grid.resize(700, 420)
     assert len(grid.visible_importance_labels()) == 8
-    (step_rows, step_columns), _ = grid._cell
+    step_rows, step_columns = grid._cell
     positions = {(label.pos().x(), label.pos().y()) for label in grid.visible_importance_labels()}
     assert positions == {(head * step_columns, layer * step_rows) for layer in range(2) for head in range(4)}
     grid.set_masked({(0, 1)})  # knocked-out heads keep their numbers

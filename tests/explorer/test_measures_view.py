@@ -29,7 +29,7 @@ def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr
     assert "Norm-based" in tab.focus_matrix.title and tab.grid.levels == (0.0, 1.0)
     assert np.allclose(tab.shown.cross.sum(-1), 1.0, atol=1e-5)  # each row as shares
     choose(qtbot, tab, "alti+")
-    assert "% from the source" in tab._focus_title(tab.shown)
+    assert "% from the source" in tab.focus._title
     assert tab.shown.cross.shape[1] == 1  # one map per layer
     figure = tab.export_view("focus", tmp_path / "focus.svg")
     assert "ALTI+" in figure.read_text(encoding="utf-8")
@@ -72,3 +72,16 @@ def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy
     assert contrast.step == 1 and len(contrast.prefix_values) == 2 and len(contrast.source_values) == len(contrast.source_tokens)
     tab.contrast._on_close_clicked()
     assert not tab.contrast.isVisible()
+
+
+def test_head_importance_shows_on_the_grid(qtbot, open_window, toy_fr_bundle):
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
+    tab.views.setCurrentWidget(tab.grid)
+    importance = tab.readings.importance
+    assert importance.compute(8)
+    qtbot.waitUntil(lambda: importance.curve is not None, timeout=120000)
+    n_layers, n_heads = window.session.trace.cross.shape[:2]
+    assert len(tab.grid.visible_importance_labels()) == n_layers * n_heads
+    choose(qtbot, tab, "alti+")  # one map per layer: no per-head numbers on it
+    assert tab.grid.visible_importance_labels() == []
