@@ -1,9 +1,12 @@
 """Make the README's screenshots by driving the real app: Explore (model grid + focus heatmap, and
 the lines view), the positional-encoding tab, and the Train tab mid-training; with ``--families``, the
-side-by-side view (the RNN with Bahdanau attention beside the Transformer) and the tagger instead.
+side-by-side view (the RNN with Bahdanau attention beside the Transformer) and the tagger instead; with
+``--measures``, each contribution measure in the focus view, the importance grid with a head knocked out, the
+pruning curve and the AER table of every measure.
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
     python -m explorer.screenshots --out resources/screenshots --families
+    python -m explorer.screenshots --out resources/screenshots --measures
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -35,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1500x950")
     parser.add_argument("--train-seconds", type=float, default=80.0)
     parser.add_argument("--families", action="store_true", help="the side-by-side and tagger screenshots only")
+    parser.add_argument("--measures", action="store_true", help="the measures, importance and AER screenshots only")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     window.tabs.setCurrentWidget(tab)
     if args.families:
         return family_shots(app, window, shot)
+    if args.measures:
+        return measure_shots(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.session.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -111,6 +117,42 @@ def family_shots(app, window, shot) -> int:
     tab.controls.translate_button.click()
     tab.views.setCurrentWidget(tab.grid)
     shot("tagger")
+    window.close()
+    return 0
+
+
+def measure_shots(app, window, shot) -> int:
+    """Each measure in the focus view (cross-attention where it has it, at the fourth step), then head importance
+    on the grid with the best alignment head knocked out, the pruning curve, and the AER table of every measure."""
+    from model.attribution.masking import Head
+    from model.attribution.measures import CONTRIBUTIONS, MEASURES
+    from model.kinds import AttentionKind
+
+    tab = window.explore_tab
+    tab.views.setCurrentWidget(tab.grid)
+    window.session.go_to_step(4)
+    for name in CONTRIBUTIONS:
+        kind = MEASURES[name].kinds[-1]
+        tab.kind.setCurrentIndex(tab.kind.findData(kind))
+        tab.measure_box.set_measure(name)
+        _wait(app, 120, lambda: tab.shown is not None and tab.shown.measure == name and not tab.readings.status.text())
+        tab.layer_box.setValue(tab.layer_box.maximum())
+        shot(f"measure-{name}")
+    tab.measure_box.set_measure("attention")
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
+    importance = tab.readings.importance
+    importance.compute(100)
+    _wait(app, 600, lambda: importance.curve is not None)
+    window.session.toggle_head(Head(AttentionKind.CROSS, 2, 3))  # the best-aligning head (AER 0.132)
+    tab.views.setCurrentWidget(tab.grid)
+    shot("importance-grid-knocked-out")
+    tab.views.setCurrentWidget(tab.readings.importance_view)
+    shot("pruning-curve")
+    window.session.restore_heads()
+    tab.views.setCurrentWidget(tab.readings.alignment_view)
+    tab.readings.alignment.compute(30)
+    _wait(app, 900, lambda: tab.readings.alignment.table is not None)
+    shot("alignment-table")
     window.close()
     return 0
 

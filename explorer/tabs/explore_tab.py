@@ -424,7 +424,10 @@ class ExploreTab(QWidget):
         total = sum(self.side.sizes())
         if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
             wanted = min(self.beam_tree.sizeHint().width(), int(total * 0.65))
-            self.side.setSizes([total - wanted, 0, wanted])  # candidates, the (hidden) head predictions, the beam
+            sizes = [0] * self.side.count()  # the hidden head predictions and contrast get nothing
+            sizes[self.side.indexOf(self.candidates)] = total - wanted
+            sizes[self.side.indexOf(self.beam_tree)] = wanted
+            self.side.setSizes(sizes)
 
     def _on_beam_node_clicked(self, rank: int, n_steps: int) -> None:
         """A row of the beam tree: its best hypothesis, at the step where the row's first token was chosen."""
