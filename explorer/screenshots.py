@@ -135,7 +135,7 @@ def measure_shots(app, window, shot) -> int:
         kind = MEASURES[name].kinds[-1]
         tab.kind.setCurrentIndex(tab.kind.findData(kind))
         tab.measure_box.set_measure(name)
-        _wait(app, 120, lambda: tab.shown is not None and tab.shown.measure == name and not tab.readings.status.text())
+        _wait(app, 120, lambda name=name: tab.shown is not None and tab.shown.measure == name and not tab.readings.status.text())
         tab.layer_box.setValue(tab.layer_box.maximum())
         shot(f"measure-{name}")
     tab.measure_box.set_measure("attention")

@@ -60,7 +60,7 @@ class ExploreMeasures:
         """The focus matrix's title; with a measure that splits predictions, the current step's source share."""
         shares = shown.source_share
         if len(shares) and shown.n_steps and not np.isnan(shares[-1]):
-            title += f" · step {shown.n_steps}: {shares[-1]:.0%} from the source, {1 - shares[-1]:.0%} from the target prefix"
+            title += f" · step {shown.n_steps}: {shares[-1]:.0%} source, {1 - shares[-1]:.0%} target prefix"
         return title
 
     def stop(self) -> None:

@@ -29,7 +29,7 @@ def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr
     assert "Norm-based" in tab.focus_matrix.title and tab.grid.levels == (0.0, 1.0)
     assert np.allclose(tab.shown.cross.sum(-1), 1.0, atol=1e-5)  # each row as shares
     choose(qtbot, tab, "alti+")
-    assert "% from the source" in tab.focus._title
+    assert "% source, " in tab.focus._title
     assert tab.shown.cross.shape[1] == 1  # one map per layer
     figure = tab.export_view("focus", tmp_path / "focus.svg")
     assert "ALTI+" in figure.read_text(encoding="utf-8")
