@@ -358,6 +358,7 @@ class ExploreTab(QWidget):
             return
         current_row = self.focus_matrix.current_row
         if self.focus.isVisibleTo(self):  # hidden beside Side by side: not redrawn at every step
+            self.focus.set_value_label(shown.value_label)
             self.focus.set_matrix(
                 self.focus_matrix.values,
                 queries,

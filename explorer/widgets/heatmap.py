@@ -297,12 +297,19 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.color_bar.setImageItem(self.image)
         self.color_bar.axis.setCacheMode(self.color_bar.axis.CacheMode.DeviceCoordinateCache)
         self.addItem(self.color_bar, row=0, col=1)
+        self._value_label = value_label
         self.outline = QGraphicsRectItem()  # a window aid: outside the auto range
         self.outline.setPen(pg.mkPen(HIGHLIGHT, width=3, cosmetic=True))
         self.outline.setZValue(10)
         self.outline.hide()
         self.plot.addItem(self.outline, ignoreBounds=True)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+    def set_value_label(self, label: str) -> None:
+        """What the colour bar measures (attention weights, or a measure's shares)."""
+        if label != self._value_label:
+            self._value_label = label
+            self.color_bar.axis.setLabel(label)
 
     def set_matrix(
         self,

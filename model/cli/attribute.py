@@ -83,7 +83,7 @@ def run_attribute(args) -> int:
         options.model_name = model_name(args.model)
         measure = MEASURES[args.measure]
         title = f"{kind.label[0].upper()}{kind.label[1:]}: {measure.label}"
-        save_figure(grid_figure(shown, kind, options, title, "share"), args.out, args.dpi)
+        save_figure(grid_figure(shown, kind, options, title), args.out, args.dpi)
     print(f"wrote {args.out}")
     if len(result.completeness_gap):
         gaps = result.completeness_gap

@@ -97,6 +97,11 @@ class Trace:
     source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of each prediction, when known
 
     @property
+    def value_label(self) -> str:
+        """What the attention arrays hold, for a colour bar: the weights, or a measure's shares of each row."""
+        return "share of the row" if self.measure else "attention weight"
+
+    @property
     def n_steps(self) -> int:
         return len(self.target_tokens)
 

@@ -256,7 +256,7 @@ def focus_figure(
     image = draw_heatmap(axes, values, queries, keys, rows, columns, matrix.kind, options, levels)
     if options.outline_step and matrix.current_row is not None:
         axes.add_patch(Rectangle((0, matrix.current_row), n_keys, 1, fill=False, edgecolor=HIGHLIGHT, linewidth=1.2, clip_on=False))
-    colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, "attention weight")
+    colour_bar(figure, image, left + heat_width + 6, bottom, heat_height, size, trace.value_label)
     figure.label_fits = {"queries": rows, "keys": columns}  # for tests and the caller
     figure.heatmap_image = image  # Export all redraws one figure with each head's values
     return figure
@@ -282,10 +282,10 @@ def grid_mosaic(weights: np.ndarray) -> tuple[np.ndarray, int, int]:
 
 
 def grid_figure(
-    trace, kind: AttentionKind | str, options: FigureOptions | None = None, title: str = "", value_label: str = "attention weight"
+    trace, kind: AttentionKind | str, options: FigureOptions | None = None, title: str = "", bar_label: str = ""
 ) -> Figure:
     """Every layer (rows) and head (columns) of one kind on one shared colour scale, one colour bar (named
-    ``value_label``), drawn as one image (crisp cells in every format)."""
+    ``bar_label``, or what the trace holds), drawn as one image (crisp cells in every format)."""
     options = options or FigureOptions()
     kind = AttentionKind.parse(kind)
     weights = np.asarray(trace.matrix(kind), dtype=np.float32)  # [layers, heads, queries, keys]
@@ -342,7 +342,7 @@ def grid_figure(
             va="center",
             fontsize=size,
         )
-    colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, value_label)
+    colour_bar(figure, image, width - right + 6, MARGIN, grid_height, size, bar_label or trace.value_label)
     return figure
 
 
