@@ -309,7 +309,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         """What the colour bar measures (attention weights, or a measure's shares)."""
         if label != self._value_label:
             self._value_label = label
-            self.color_bar.axis.setLabel(label)
+            self.color_bar.getAxis("left").setLabel(label)  # where ColorBarItem puts a vertical bar's label
 
     def set_matrix(
         self,
@@ -342,6 +342,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self._set_ticks()
         if title != self._title:
             self.plot.setTitle(title)
+            self.plot.titleLabel.setMinimumWidth(0)  # a long title is clipped, never pushes the colour bar out
             self._title = title
         self.plot.setRange(xRange=(0, max(n_keys, 1)), yRange=(0, max(n_queries, 1)), padding=0.0)
 

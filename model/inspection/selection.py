@@ -59,7 +59,7 @@ class AttentionMatrix:
             return f"{self.kind.label}, layer {self.layer + 1}, {head_title(self.head)}"
         from model.attribution.measures import measure_place
 
-        return f"{measure_place(self.measure, self.layer, self.head)}: {self.kind.label}"
+        return f"{measure_place(self.measure, self.layer, self.head)} ({self.kind.value})"
 
     @property
     def current_row(self) -> int | None:

@@ -85,3 +85,11 @@ def test_head_importance_shows_on_the_grid(qtbot, open_window, toy_fr_bundle):
     assert len(tab.grid.visible_importance_labels()) == n_layers * n_heads
     choose(qtbot, tab, "alti+")  # one map per layer: no per-head numbers on it
     assert tab.grid.visible_importance_labels() == []
+
+
+def test_the_colour_bar_says_what_it_measures(qtbot, open_window, toy_fr_bundle):
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    label = tab.focus.color_bar.getAxis("left").labelText
+    assert label == "attention weight"
+    choose(qtbot, tab, "norm")
+    assert tab.focus.color_bar.getAxis("left").labelText == "share of the row"
