@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 from PySide6.QtCore import QObject, Qt, Signal
 
+from explorer.runs import Runs
 from explorer.runtime import for_light_work
 from explorer.workers import describe_error
 from model.errors import UserError
@@ -73,9 +74,7 @@ class AlignmentSession(QObject):
         self.session = session
         self.table = None  # the last AlignmentTable, for the current model
         self.done_pairs = 0  # pairs the current (or last) run has gone through
-        self._run = 0  # the current run's number; a worker of an older one is not listened to
-        self._cancel: threading.Event | None = None  # the current run's flag; None when nothing runs
-        self._threads: list[threading.Thread] = []  # every worker not yet joined
+        self.runs = Runs("alignment-table", daemon=False)  # numbered runs: an older one's reports are dropped
         self._worker_progressed.connect(self._on_worker_progressed, Qt.ConnectionType.QueuedConnection)
         self._worker_finished.connect(self._on_worker_finished, Qt.ConnectionType.QueuedConnection)
         session.model_changed.connect(self._on_model_changed)
@@ -83,7 +82,7 @@ class AlignmentSession(QObject):
     # --- running ----------------------------------------------------------------------------------
     @property
     def is_running(self) -> bool:
-        return self._cancel is not None
+        return self.runs.active
 
     def unavailable(self) -> str:
         """Why the session's model cannot be scored ('' when it can)."""
@@ -105,49 +104,24 @@ class AlignmentSession(QObject):
             self.message.emit(f"The alignment table cannot be computed: {_error_text(error)}")
             return False
         was_running = self.is_running
-        self._drop_run()
-        self._run += 1
-        self._cancel = cancel = threading.Event()
         self.done_pairs = 0
-        self._threads = [thread for thread in self._threads if thread.is_alive()]
-        thread = threading.Thread(
-            target=self._work, args=(self._run, bundle, int(n_pairs), chosen, cancel), name="alignment-table", daemon=False
-        )
-        self._threads.append(thread)
-        thread.start()
+        self.runs.start(self._work, bundle, int(n_pairs), chosen)
         if not was_running:
             self.running.emit(True)
         return True
 
     def cancel(self) -> None:
         """Stop the run before its next pair; the table shown stays as it was."""
-        if self._cancel is not None:
-            self._cancel.set()
+        if self.runs.cancel is not None:
+            self.runs.cancel.set()
 
     def stop(self, wait_ms: int = 60000) -> bool:
         """Cancel every run and wait (up to ``wait_ms`` in all) for its thread to end; True when they all have.
         For the window's close: nothing is emitted."""
-        import time
-
-        if self._cancel is not None:
-            self._cancel.set()
-        self._cancel = None
-        self._run += 1  # whatever the workers still report is dropped
-        deadline = time.monotonic() + wait_ms / 1000
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self._threads = [thread for thread in self._threads if thread.is_alive()]
-        return not self._threads
-
-    def _drop_run(self) -> None:
-        """Cancel the current run and stop listening to it (its thread ends on its own; ``stop`` joins it)."""
-        if self._cancel is not None:
-            self._cancel.set()
-            self._cancel = None
-            self._run += 1
+        return self.runs.stop(wait_ms)
 
     # --- the worker's thread ----------------------------------------------------------------------
-    def _work(self, run: int, bundle, n_pairs: int, names: tuple[str, ...], cancel: threading.Event) -> None:
+    def _work(self, run: int, cancel: threading.Event, bundle, n_pairs: int, names: tuple[str, ...]) -> None:
         """The worker: the table, or an error message; reported through the private signals only."""
         try:
             from model.attribution.alignment_table import alignment_table
@@ -169,14 +143,13 @@ class AlignmentSession(QObject):
 
     # --- back on the window's thread --------------------------------------------------------------
     def _on_worker_progressed(self, run: int, done: int, total: int) -> None:
-        if run == self._run and self._cancel is not None:
+        if self.runs.is_current(run):
             self.done_pairs = done
             self.progress.emit(done, total)
 
     def _on_worker_finished(self, run: int, table, error: str, cancelled: bool) -> None:
-        if run != self._run or self._cancel is None:
+        if not self.runs.finish(run):
             return  # replaced by a newer run, or dropped with its model
-        self._cancel = None
         if error:
             self.message.emit(f"The alignment table could not be computed: {error}")
         elif cancelled:
@@ -192,8 +165,7 @@ class AlignmentSession(QObject):
 
     def _on_model_changed(self, _bundle) -> None:
         """Another model (or none): the run under way is cancelled and the table cleared."""
-        was_running = self.is_running
-        self._drop_run()
+        was_running = self.runs.drop()
         self.table = None
         if was_running:
             self.running.emit(False)

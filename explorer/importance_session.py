@@ -17,13 +17,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import threading
-import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from explorer.runs import Runs
 from explorer.workers import describe_error
 
 if TYPE_CHECKING:
@@ -58,10 +58,7 @@ class ImportanceSession(QObject):
         self.importance: Any = None  # the last HeadImportance of the session's model
         self.curve: list | None = None  # the last pruning curve of the session's model
         self.n_sentences = 0  # sentences of the last run started
-        self._run = 0  # the current run's number; results of any other are dropped
-        self._cancel = threading.Event()  # the current run's flag (each run has its own)
-        self._threads: list[threading.Thread] = []  # the workers not yet joined (a cancelled one may still be ending)
-        self._active = False  # a run started and not yet ended or cancelled
+        self.runs = Runs("head-importance")  # numbered runs: results of any but the current one are dropped
         self._worker_progress.connect(self._on_worker_progress)
         self._worker_importance.connect(self._on_worker_importance)
         self._worker_curve.connect(self._on_worker_curve)
@@ -72,7 +69,7 @@ class ImportanceSession(QObject):
     # --- what the view asks -----------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self._active
+        return self.runs.active
 
     def unavailable(self) -> str:
         """Why the session's model cannot be measured ('' when it can)."""
@@ -106,7 +103,7 @@ class ImportanceSession(QObject):
         if n_sentences < 1:
             self.message.emit("Head importance needs at least one sentence.")
             return False
-        self._end_run()  # a run in progress gives way to this one
+        self._end_run()  # a run in progress gives way to this one (and says so)
         bundle = self.session.bundle
         assert bundle is not None  # unavailable() said so otherwise
         try:  # the worker's own model: the window keeps decoding with its one meanwhile
@@ -114,19 +111,12 @@ class ImportanceSession(QObject):
         except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
             self.message.emit(f"Head importance could not start: {describe_error(error)}")
             return False
-        self._run += 1
-        self._cancel = threading.Event()
         self.n_sentences = n_sentences
         self.importance, self.curve = None, None
-        thread = threading.Thread(
-            target=self._work, args=(self._run, self._cancel, work_bundle, n_sentences), name="head-importance", daemon=True
-        )
-        self._threads = [*(old for old in self._threads if old.is_alive()), thread]
-        self._active = True
+        self.runs.start(self._work, work_bundle, n_sentences)
         self.running_changed.emit(True)
         if self.session.masked_heads:
             self.message.emit("Head importance is measured with every head: the heads knocked out are counted too.")
-        thread.start()
         return True
 
     def cancel(self) -> None:
@@ -137,11 +127,7 @@ class ImportanceSession(QObject):
     def stop(self, wait_ms: int = 30000) -> bool:
         """Cancel and wait for every worker to end; True when they all have (or there was none)."""
         self.cancel()
-        deadline = time.monotonic() + max(wait_ms, 0) / 1000
-        for thread in self._threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
-        self._threads = [thread for thread in self._threads if thread.is_alive()]
-        return not self._threads
+        return self.runs.stop(wait_ms)
 
     def _on_model_changed(self, _bundle) -> None:
         self._end_run()
@@ -151,11 +137,8 @@ class ImportanceSession(QObject):
 
     def _end_run(self) -> bool:
         """Set the run's flag and drop whatever more it reports; True when a run was in progress."""
-        if not self._active:
+        if not self.runs.drop():  # nothing more of that run is shown
             return False
-        self._cancel.set()
-        self._run += 1  # nothing more of that run is shown
-        self._active = False
         self.running_changed.emit(False)
         return True
 
@@ -163,7 +146,7 @@ class ImportanceSession(QObject):
     def _work(self, run: int, cancel: threading.Event, bundle, n_sentences: int) -> None:
         """In the worker thread: pairs, importance, curve. Reports only through the ``_worker_*`` signals."""
         from explorer.runtime import for_light_work
-        from model.attribution.importance import head_importance, pruning_curve
+        from model.attribution.importance import head_importance, measured_pairs, pruning_curve
         from model.errors import UserError
         from model.training.evaluation import Interrupted
 
@@ -177,7 +160,7 @@ class ImportanceSession(QObject):
 
         try:
             for_light_work()  # one core: the window (and a training run) keep theirs
-            pairs = self._pairs(bundle, n_sentences)
+            pairs = measured_pairs(bundle.corpus, n_sentences, FRESH_SEED)
             if cancel.is_set():
                 raise _Cancelled
             importance = head_importance(bundle, pairs, reporter(IMPORTANCE), stop=cancel.is_set)
@@ -195,43 +178,25 @@ class ImportanceSession(QObject):
         finally:
             self._worker_ended.emit(run)
 
-    @staticmethod
-    def _pairs(bundle, n_sentences: int) -> list:
-        """Fresh pairs of a built-in corpus, else the first ``n_sentences`` of the corpus file's test split."""
-        from model.data.corpora import CorpusError, generate_builtin, load_corpus
-        from model.errors import UserError
-
-        corpus = bundle.corpus
-        if corpus.is_builtin:
-            return generate_builtin(corpus.name, n_sentences, FRESH_SEED)
-        try:
-            pairs = load_corpus(corpus).test[:n_sentences]
-        except (CorpusError, OSError) as error:
-            raise UserError(f"its corpus {corpus.describe()} could not be read ({error})") from None
-        if not pairs:
-            raise UserError(f"the test split of {corpus.describe()} is empty; the corpus is too small")
-        return pairs
-
     # --- back in the window's thread --------------------------------------------------------------
     def _on_worker_progress(self, run: int, stage: str, done: int, total: int) -> None:
-        if run == self._run:
+        if self.runs.is_current(run):
             self.progress.emit(stage, done, total)
 
     def _on_worker_importance(self, run: int, importance) -> None:
-        if run == self._run:
+        if self.runs.is_current(run):
             self.importance = importance
             self.importance_ready.emit(importance)
 
     def _on_worker_curve(self, run: int, points) -> None:
-        if run == self._run:
+        if self.runs.is_current(run):
             self.curve = points
             self.curve_ready.emit(points)
 
     def _on_worker_message(self, run: int, text: str) -> None:
-        if run == self._run:
+        if self.runs.is_current(run):
             self.message.emit(text)
 
     def _on_worker_ended(self, run: int) -> None:
-        if run == self._run and self._active:
-            self._active = False
+        if self.runs.finish(run):
             self.running_changed.emit(False)

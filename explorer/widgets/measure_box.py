@@ -30,6 +30,7 @@ class MeasureBox(QComboBox):
             self.setItemData(self.count() - 1, MEASURES[name].what, Qt.ToolTipRole)
         self.setToolTip(TOOLTIP)
         self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self._available_for: tuple | None = None  # (model family, kind) the items were last enabled for
         self.currentIndexChanged.connect(self._on_index_changed)
 
     @property
@@ -42,6 +43,10 @@ class MeasureBox(QComboBox):
 
     def set_available(self, model, kind) -> None:
         """Enable what ``model`` (None: nothing open) defines for ``kind``, disable the rest with the reason."""
+        key = (getattr(model, "family", None), kind)  # what the answers depend on: redrawn steps change neither
+        if key == self._available_for:
+            return
+        self._available_for = key
         items = self.model()
         assert isinstance(items, QStandardItemModel)
         for index, name in enumerate(NAMES):

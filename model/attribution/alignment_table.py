@@ -20,8 +20,8 @@ import numpy as np
 from model.attribution.measures import MEASURES, NAMES, compute_measure, unsupported
 from model.data.batching import encode_pairs
 from model.data.corpora import Pair
-from model.decoding.trace import group_matrix, word_groups
-from model.inspection.alignment import AlignmentCounts, alignment_links
+from model.decoding.trace import group_matrix
+from model.inspection.alignment import AlignmentCounts, alignment_links, gold_word_groups
 from model.kinds import AttentionKind
 
 
@@ -97,10 +97,10 @@ def alignment_table(
         if cancelled is not None and cancelled():
             break
         pieces, target_pieces = source_ids[:-1], target_ids[1:-1]  # words only: no </s>, no <s>
-        source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(pieces))
-        target_groups, target_words = word_groups(bundle.target_tokenizer.pieces(target_pieces))
-        if len(source_words) != len(pair.source.split()) or len(target_words) != len(pair.target.split()):
-            continue  # the tokenizer's words differ from whitespace words; gold indices would not match
+        groups = gold_word_groups(bundle, pair, pieces, target_pieces)
+        if groups is None:
+            continue
+        source_groups, target_groups = groups
         used += 1
         gold = set(pair.alignment)
         for name in names:

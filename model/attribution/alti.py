@@ -50,26 +50,23 @@ def contributions(record: AttentionRecord, self_attention: bool) -> torch.Tensor
     return torch.where(total > 0, closeness / torch.where(total > 0, total, torch.ones_like(total)), uniform)
 
 
+def _rollout(attentions: list[AttentionRecord]) -> list[torch.Tensor]:
+    """ALTI through a stack of self-attention sublayers, after each layer: [B, N, N] per layer."""
+    rollouts: list[torch.Tensor] = []
+    for attention in attentions:
+        layer = contributions(attention, True)  # [B, N, N]
+        rollouts.append(layer if not rollouts else layer @ rollouts[-1])
+    return rollouts
+
+
 def encoder_rollout(record: PassRecord) -> list[torch.Tensor]:
     """The encoder's ALTI after each layer: [B, S, S] per layer (rows: positions, columns: source tokens)."""
-    rollouts = []
-    current = None
-    for attention in record.encoder:
-        layer = contributions(attention, True)  # [B, S, S]
-        current = layer if current is None else layer @ current
-        rollouts.append(current)
-    return rollouts
+    return _rollout(record.encoder)
 
 
 def decoder_rollout(record: PassRecord) -> list[torch.Tensor]:
     """ALTI of the decoder's masked self-attention alone, after each layer: [B, T, T] per layer."""
-    rollouts = []
-    current = None
-    for attention in record.decoder:
-        layer = contributions(attention, True)  # [B, T, T]
-        current = layer if current is None else layer @ current
-        rollouts.append(current)
-    return rollouts
+    return _rollout(record.decoder)
 
 
 def alti_plus(record: PassRecord) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

@@ -24,7 +24,8 @@ import torch
 
 from model.attribution.masking import Head, MaskError, attention_module, masked_model
 from model.data.batching import encode_pairs
-from model.data.corpora import Pair
+from model.data.corpora import CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
+from model.errors import UserError
 from model.kinds import AttentionKind
 from model.training.evaluation import Interrupted, score
 
@@ -85,6 +86,20 @@ def _gated_copy(model) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tenso
 
             attention_module(gated, kind, layer).out_projection.register_forward_pre_hook(scale)
     return gated, gates
+
+
+def measured_pairs(corpus: CorpusSpec, n: int, seed: int) -> list[Pair]:
+    """The sentences heads are measured on: ``n`` fresh pairs of a built-in corpus (generated with ``seed``), else
+    the first ``n`` of a corpus file's test split. UserError when the file cannot be read or its split is empty."""
+    if corpus.is_builtin:
+        return generate_builtin(corpus.name, n, seed)
+    try:
+        pairs = load_corpus(corpus).test[:n]
+    except (CorpusError, OSError) as error:
+        raise UserError(f"its corpus {corpus.describe()} could not be read ({error})") from None
+    if not pairs:
+        raise UserError(f"the test split of {corpus.describe()} is empty; the corpus is too small")
+    return pairs
 
 
 def head_importance(

@@ -43,9 +43,8 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 
 
 def run_heads(args) -> int:
-    from model.attribution.importance import head_importance, heads_before_drop, pruning_curve
+    from model.attribution.importance import head_importance, heads_before_drop, measured_pairs, pruning_curve
     from model.cli.options import corpus_spec
-    from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
     from model.io.models import model_source, open_model
 
     if not args.importance and not args.prune_curve and not args.aer_table:
@@ -64,12 +63,7 @@ def run_heads(args) -> int:
     bundle = open_model(args.model)
     if getattr(bundle.model, "family", "") != "transformer":
         raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
-    if args.corpus in BUILTIN_CORPORA and args.target is None:
-        pairs = generate_builtin(args.corpus, args.n, args.seed)
-    else:
-        pairs = load_corpus(corpus_spec(args)).test[: args.n]
-        if not pairs:
-            raise CommandError(f"{args.corpus}: its test split is empty; the corpus is too small")
+    pairs = measured_pairs(corpus_spec(args), args.n, args.seed)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
 
     def progress(what: str):

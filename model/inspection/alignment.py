@@ -80,6 +80,16 @@ def alignment_error_rate(predicted: set, gold: set, possible: set | None = None)
     return float(counts.aer())
 
 
+def gold_word_groups(bundle, pair: Pair, source_ids, target_ids) -> tuple[np.ndarray, np.ndarray] | None:
+    """(word of each source piece, word of each target piece) for a gold pair's pieces (no <s>, </s>), or None when
+    the tokenizer's words differ from the pair's whitespace words (its gold indices would not match)."""
+    source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(source_ids))
+    target_groups, target_words = word_groups(bundle.target_tokenizer.pieces(target_ids))
+    if len(source_words) != len(pair.source.split()) or len(target_words) != len(pair.target.split()):
+        return None
+    return source_groups, target_groups
+
+
 @torch.inference_mode()
 def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int = 32) -> AlignmentReport:
     model, config = bundle.model, bundle.config
@@ -99,10 +109,10 @@ def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int 
         _, weights = model.inspect(source, target[:, :-1])
         cross = torch.stack(weights.cross, dim=1).float().cpu().numpy()  # [B, layers, heads, T, S]
         for row, (pair, (source_ids, target_ids)) in enumerate(zip(chunk, encoded)):
-            source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(source_ids))
-            target_groups, target_words = word_groups(bundle.target_tokenizer.pieces(target_ids))
-            if len(source_words) != len(pair.source.split()) or len(target_words) != len(pair.target.split()):
-                continue  # the tokenizer's words differ from whitespace words; gold indices would not match
+            groups = gold_word_groups(bundle, pair, source_ids, target_ids)
+            if groups is None:
+                continue
+            source_groups, target_groups = groups
             used += 1
             gold = set(pair.alignment)
             n_source, n_target = len(source_ids), len(target_ids)

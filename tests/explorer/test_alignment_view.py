@@ -95,10 +95,10 @@ def test_cancel_stops_the_run_early_and_stop_joins_it(qtbot, scoring):
         view.cancel_button.click()
     assert "cancelled" in messages[-1] and alignment.done_pairs < 400
     assert not tables and view.table.rowCount() == 0 and view.score_button.isEnabled() and not view.cancel_button.isEnabled()
-    assert alignment.stop(60000) and not alignment._threads
+    assert alignment.stop(60000) and not alignment.runs.threads
     # stop() during a run cancels and joins it at once, reporting nothing.
     assert alignment.compute(400, ("attention",))
-    thread = alignment._threads[-1]
+    thread = alignment.runs.threads[-1]
     assert alignment.stop(60000) and not thread.is_alive()
     qtbot.wait(50)  # whatever the worker had queued is delivered, and dropped
     assert not tables and not alignment.is_running
@@ -115,7 +115,7 @@ def test_a_model_without_gold_alignments_gives_a_message_and_no_run(qtbot, scori
     view.score_button.click()
     assert len(messages) == 1 and "Gold word alignments exist for toy-fr only" in messages[0]
     assert view.status.text() == messages[0]
-    assert not runs and not alignment._threads and view.table.rowCount() == 0
+    assert not runs and not alignment.runs.threads and view.table.rowCount() == 0
     session.set_model(None)
     assert not alignment.compute(6) and "Open or train a model first" in messages[-1]
 
