@@ -46,7 +46,7 @@ def scored_bundle(session):
     if session.stepper is not None:
         model = session.stepper.model
     elif session.masked_heads:  # no sentence decoded yet: the heads the user knocked out, all the same
-        from model.attribution.masking import masked_model
+        from model.nn.masking import masked_model
 
         model = masked_model(bundle.model, tuple(session.masked_heads))
     else:

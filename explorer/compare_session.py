@@ -20,20 +20,20 @@ from explorer.workers import start_task
 from model.data.corpora import Pair, toy_fr
 from model.decoding.stepper import Stepper
 from model.errors import UserError
-from model.family import architecture_of
 from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.kinds import AttentionKind
 
 
 def model_name(bundle) -> str:
     """The name a user knows a model by: its file's stem, or its description."""
-    return Path(bundle.path).stem if getattr(bundle, "path", None) else bundle.describe().split(":")[0]
+    return Path(bundle.path).stem if bundle.path else bundle.describe().split(":")[0]
 
 
 def can_compare(bundle) -> str:
     """Why a model cannot be put side by side ('' when it can): the view compares cross-attention."""
-    if architecture_of(bundle.model) != "encoder-decoder" or AttentionKind.CROSS not in bundle.model.kinds:
-        return f"{model_name(bundle)} has no cross-attention to compare (it is {architecture_of(bundle.model)})"
+    can = bundle.family.capabilities
+    if AttentionKind.CROSS not in can.kinds:
+        return f"{model_name(bundle)} has no cross-attention to compare (it is {can.architecture.value})"
     return ""
 
 

@@ -76,11 +76,11 @@ class ImportanceSession(QObject):
         bundle = self.session.bundle
         if bundle is None:
             return "Open or train a model first: head importance is measured on the session's model."
-        family = getattr(bundle.model, "family", "")
-        if family != "transformer":
+        family = bundle.family
+        if not family.capabilities.head_importance:
             return (
-                f"Head importance is measured on the app's encoder-decoder Transformer; this model is "
-                f"{family or 'a pretrained one'}, whose heads cannot be gated or knocked out here."
+                f"Head importance is measured on the app's encoder-decoder Transformer; this model is the "
+                f"{family.title} ({family.name}), whose heads cannot be gated or knocked out here."
             )
         if bundle.corpus is None:
             return "This model does not say which corpus it was trained on: head importance needs sentences of that corpus."

@@ -297,7 +297,7 @@ class MainWindow(QMainWindow):
         if self.session.bundle is None:
             self.show_error("Nothing to save", "Open or train a model first.")
             return False
-        if not getattr(self.session.bundle, "saveable", True):
+        if not self.session.bundle.family.capabilities.trainable:
             self.show_error(
                 "A pretrained model stays in its folder",
                 f"{self.session.bundle.path}\n\nModel files hold this app's own Transformer; the pretrained model "
@@ -343,7 +343,7 @@ class MainWindow(QMainWindow):
             self.model_label.setText("No model: File ▸ Open model… (Ctrl+O), or train one in the Train tab")
             self.save_action.setEnabled(False)
             return
-        self.save_action.setEnabled(getattr(bundle, "saveable", True))
+        self.save_action.setEnabled(bundle.family.capabilities.trainable)
         where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
         self.model_label.setText(f"Model: {bundle.describe()}{where}")
         self.setWindowTitle(f"Transformer Explorer{where}")

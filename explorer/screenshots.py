@@ -112,7 +112,7 @@ def family_shots(app, window, shot) -> int:
     window.session.run_to_end()
     shot("side-by-side")
     window.open_model("tagger")
-    _wait(app, 30, lambda: window.session.bundle is not None and window.session.bundle.model.family == "classifier")
+    _wait(app, 30, lambda: window.session.bundle is not None and window.session.bundle.family.capabilities.labels)
     tab.controls.source.setText("The old farmers that her dog follows do not cook the fish.")
     tab.controls.translate_button.click()
     tab.views.setCurrentWidget(tab.grid)
@@ -124,9 +124,9 @@ def family_shots(app, window, shot) -> int:
 def measure_shots(app, window, shot) -> int:
     """Each measure in the focus view (cross-attention where it has it, at the fourth step), then head importance
     on the grid with the best alignment head knocked out, the pruning curve, and the AER table of every measure."""
-    from model.attribution.masking import Head
     from model.attribution.measures import CONTRIBUTIONS, MEASURES
     from model.kinds import AttentionKind
+    from model.nn.masking import Head
 
     tab = window.explore_tab
     tab.views.setCurrentWidget(tab.grid)

@@ -43,7 +43,7 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.text = ""
         self.options = DecodingOptions()
-        self.masked_heads: tuple = ()  # model.attribution.masking.Head: knocked out in the active model
+        self.masked_heads: tuple = ()  # model.nn.masking.Head: knocked out in the active model
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
         self._trained: ModelBundle | None = None  # the last model trained in this session
 
@@ -102,7 +102,7 @@ class Session(QObject):
 
     @staticmethod
     def _example_candidates(bundle: ModelBundle):
-        for text in getattr(bundle, "examples", ()):  # a pretrained model's: its task prefix, a mask token
+        for text in bundle.examples:  # a pretrained model's: its task prefix, a mask token
             yield text, "an example for this kind of model"
         for validation in reversed(bundle.history.get("validations") or []):
             for sample in (validation.get("samples") or [])[:EXAMPLE_CANDIDATES]:
@@ -178,7 +178,7 @@ class Session(QObject):
 
     def toggle_head(self, head) -> None:
         """Knock ``head`` (a masking.Head) out, or put it back, and decode the sentence again at once."""
-        from model.attribution.masking import Head, check_heads, describe_heads
+        from model.nn.masking import Head, check_heads, describe_heads
 
         assert isinstance(head, Head)
         heads = set(self.masked_heads) ^ {head}

@@ -1,67 +1,355 @@
-"""The interface every model family implements, so the stepper, trainer, checkpoints and views work
-with any of them: today's encoder-decoder Transformer (model/nn/transformer.py) is the first.
+"""The one interface every model family implements, and the registry of families with what each can do.
 
-A family names the kinds of attention it has (``kinds``): an encoder-decoder Transformer all three, an
-encoder-only model only ``AttentionKind.ENCODER``, a decoder-only model only ``AttentionKind.DECODER``, an
-RNN encoder-decoder with attention only ``AttentionKind.CROSS`` (one layer, one head). Its ``architecture``
-says how it reads and writes: "encoder-decoder" (encodes a source, then decodes step by step),
-"encoder-only" (reads a text, its head labels it) or "decoder-only" (continues a prompt); a family that
-does not say is taken from its kinds (``architecture_of``).
-Its inspection pass and its decoding steps return the attention of those kinds only, and the Trace
-it fills holds None for the others (model/decoding/trace.py), which views hide.
+A **family** is one registry entry (``Family``): its name (what a checkpoint records), its config and network
+classes, the tasks it learns and its quality measure, the options a user can set (one schema read by the
+command line, the Train form and the presets) and its ``Capabilities``. Code never compares family or
+architecture names: it asks ``family_of(network).capabilities`` (or ``bundle.family.capabilities``) whether
+something is possible. Adding a family is registering one entry (``register``), as a test does with a toy one.
 
-The methods, with the shapes they take and return (B sentences, S source and T target pieces):
+A **network** (``Network``) is what the stepper, trainer, checkpoints and views drive. With B sentences, S source
+and T target pieces:
 
-- ``encode(source_ids [B, S], need_weights)`` -> (memory [B, S, d_model], padding mask, per-layer
-  encoder self-attention [B, heads, S, S] when asked);
+- ``encode(source_ids [B, S], need_weights)`` -> (memory [B, S, d_model], padding mask or None, per-layer encoder
+  self-attention [B, heads, S, S] when asked);
 - ``start_cache(memory, mask)`` -> a cache that ``decode_step`` extends by one position per call;
 - ``decode_step(token_ids [B], cache)`` -> (hidden [B, d_model], per-layer decoder self-attention rows
-  [B, heads, t + 1], per-layer cross-attention rows [B, heads, S]);
+  [B, heads, t + 1] or None, per-layer cross-attention rows [B, heads, S] or None);
 - ``logits(hidden [..., d_model])`` -> [..., target vocabulary];
-- ``inspect(source_ids, target_input_ids)`` -> (logits, ``AttentionWeights`` of every layer and kind) in
-  one teacher-forced pass: the full-pass trace that incremental decoding must equal;
-- ``config`` (its sizes, ``describe()``), ``parameter_count()``.
+- ``inspect(source_ids, target_input_ids)`` -> (logits, ``AttentionWeights`` of every layer and kind) in one
+  teacher-forced pass: the full-pass trace that incremental decoding must equal;
+- an encoder-only network also has ``predictions(memory, source_ids, k)``: its head's reading of the text.
 
-A ``ModelBundle`` (model/io/checkpoint.py) pairs a family's network with its tokenizers, corpus and
-training history; the checkpoint records the family's name and refuses one it does not know.
+A **bundle** (``Bundle``) pairs a network with its tokenizers and what it was trained on: ``ModelBundle``
+(model/io/bundle.py) for the app's own families, ``PretrainedBundle`` (model/pretrained/loading.py) for a
+Hugging Face folder.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol, runtime_checkable
+import enum
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from model.errors import UserError
 from model.kinds import AttentionKind
+
+if TYPE_CHECKING:  # the registry is read without PyTorch (the window starts before importing it)
+    import torch
+
+
+class Architecture(enum.Enum):
+    """How a model reads and writes."""
+
+    ENCODER_DECODER = "encoder-decoder"  # encodes a source, then decodes step by step
+    ENCODER_ONLY = "encoder-only"  # reads a text; its head labels it (tags, a class, masked words)
+    DECODER_ONLY = "decoder-only"  # continues a prompt
+
+    @property
+    def has_encoder(self) -> bool:
+        return self is not Architecture.DECODER_ONLY
+
+    @property
+    def has_decoder(self) -> bool:
+        return self is not Architecture.ENCODER_ONLY
+
+
+class Positions(enum.Enum):
+    """What a family's positional report shows (model/inspection/positional.py)."""
+
+    TABLE = "table"  # an absolute table of its own (``positional_table``: sinusoidal or learned)
+    RECURRENCE = "recurrence"  # none: a recurrence reads the pieces in order, so position is in its state
+    PRETRAINED = "pretrained"  # whatever a pretrained model has (model/pretrained/positional.py)
+    NONE = "none"  # no positional information at all
+
+    def describe(self, config: Any) -> str:
+        """The info panel's line: the table's kind, or why there is none."""
+        if self is Positions.RECURRENCE:
+            return "none: the recurrence carries the order"
+        if self is Positions.NONE:
+            return "none"
+        return str(config.positional_encoding)  # an own table's kind, or what a pretrained model has
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a family supports; every question code asks of a family is one of these fields."""
+
+    architecture: Architecture
+    kinds: tuple[AttentionKind, ...]  # the kinds of attention it has; its traces hold None for the others
+    positions: Positions
+    trainable: bool = False  # trained by this app and saved in its model files (a pretrained folder is not)
+    labels: bool = False  # learns and predicts labels (tags, sentence classes) rather than a target text
+    teacher_forced_scores: bool = True  # validation loss and accuracy by the app's own teacher-forced pass
+    head_masking: bool = False  # heads can be knocked out (model/attribution/masking.py)
+    head_importance: bool = False  # heads can be gated and scored (model/attribution/importance.py)
+    contribution_measures: bool = False  # measures beyond raw attention (model/attribution/measures.py)
+    numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
+    beam_search: bool = True  # beam search applies (an encoder-decoder's)
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """One option of a family's model, as the command line (``--flag``), the Train form and presets know it.
+
+    ``dest`` is the command line's and the form's name for it (several families may declare the same one with
+    the same meaning); ``fields`` the config fields it sets (``--layers`` sets two). A later option of a family
+    overrides an earlier one that sets the same field."""
+
+    dest: str  # "encoder_layers": --encoder-layers on the command line, the form's row
+    fields: tuple[str, ...]  # the config fields it sets: ("n_encoder_layers",)
+    label: str  # the form's label: "Encoder layers"
+    type: type  # int, float, str or bool
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float = 1
+    form: bool = True  # shown as a row of the Train form (--layers is a command-line shortcut only)
+    flag_inverts: bool = False  # a bool option given as --no-<dest> (--no-tie-embeddings) sets False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+    def check(self, value: Any) -> None:
+        """A ``UserError`` naming the option when ``value`` is outside its choices or range."""
+        if self.choices and value not in self.choices:
+            raise UserError(f"{self.label}: {value!r} is not one of {', '.join(self.choices)}")
+        if self.type in (int, float) and not isinstance(value, bool):
+            if self.minimum is not None and value < self.minimum or self.maximum is not None and value > self.maximum:
+                raise UserError(f"{self.label} must be between {self.minimum:g} and {self.maximum:g}, got {value}")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family: everything the rest of the app needs to know about it."""
+
+    name: str  # what a checkpoint records: "transformer"
+    title: str  # what a person reads: "encoder-decoder Transformer"
+    config_class: type
+    # The network's class, or its dotted path ("model.nn.transformer.Transformer"): a path is imported only when a
+    # network is built, so that the command line and the window read the registry without importing PyTorch.
+    network: type | str
+    capabilities: Capabilities
+    tasks: tuple[str, ...] = ("translation",)  # what its corpora are for (model/data/corpora: a corpus's task)
+    quality_measure: str = "BLEU"  # what validation keeps the best model by
+    options: tuple[ModelOption, ...] = ()
+    summary: Callable[[dict], str] | None = None  # one line describing model options ("2+2 layers, d_model 128…")
+    # Its model options when a corpus's preset was made for another family that learns the same task (an RNN on
+    # a corpus whose preset trains the Transformer): the corpus's tokenizer, data and time budget stay.
+    default_model: dict = field(default_factory=dict)
+    # Its positional report (model/inspection/positional.py: bundle, positions, largest offset -> PositionalReport or
+    # None) when its positions are not an absolute table of its own.
+    read_positions: Callable[[Any, int | None, int], Any] | None = None
+    tip: str = ""  # one line for the Train form's family box
+
+    @property
+    def network_class(self) -> type:
+        if isinstance(self.network, type):
+            return self.network
+        module, _, name = self.network.rpartition(".")
+        return getattr(importlib.import_module(module), name)  # deferred on purpose: see ``network``
+
+    def owns(self, cls: type) -> bool:
+        """Whether ``cls`` is this family's network class (compared by name when it is declared by path)."""
+        if isinstance(self.network, type):
+            return cls is self.network
+        return f"{cls.__module__}.{cls.__qualname__}" == self.network
+
+    def option_dests(self) -> tuple[str, ...]:
+        return tuple(option.dest for option in self.options)
+
+    def config_fields(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The config fields that option values (by ``dest``; None = not given) set, in the options' order."""
+        fields: dict[str, Any] = {}
+        for option in self.options:
+            value = given.get(option.dest)
+            if value is None:
+                continue
+            for name in option.fields:
+                fields[name] = (not value) if option.flag_inverts else value
+        return fields
+
+    def build_config(
+        self,
+        options: dict,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        joint_vocab: bool = True,
+        labels: tuple[str, list[str]] | None = None,
+    ) -> Any:
+        """Its config from model options and what the tokenizers and corpus fix: the vocabularies' sizes, and for a
+        family that learns labels, ``labels`` = (its task, "tagging" or "sentence"; the class names)."""
+        if self.capabilities.labels:
+            fixed: dict[str, Any] = dict(vocab_size=source_vocab_size)
+            if labels is not None:
+                fixed.update(task=labels[0], class_names=list(labels[1]))
+        else:
+            fixed = dict(source_vocab_size=source_vocab_size, target_vocab_size=target_vocab_size, joint_vocab=joint_vocab)
+        return self.config_class(**fixed, **options)
+
+    def describe_options(self, options: dict) -> str:
+        if self.summary is not None:
+            return self.summary(options)
+        return ", ".join(f"{name} {value}" for name, value in options.items())
+
+
+class FamilyError(UserError):
+    """A model family this version does not know."""
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Make ``family`` known by its name and its network class (registering the same entry again is a no-op)."""
+    known = _FAMILIES.get(family.name)
+    if known is not None and known != family:
+        raise ValueError(f"a different family named {family.name!r} is already registered")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Forget a family (a test's toy family, once the test is done)."""
+    _FAMILIES.pop(name, None)
+
+
+def family_named(name: str) -> Family:
+    if name not in _FAMILIES:
+        raise FamilyError(f"unknown model family {name!r}; choose one of {', '.join(trainable_family_names())}")
+    return _FAMILIES[name]
+
+
+def families() -> tuple[Family, ...]:
+    return tuple(_FAMILIES.values())
+
+
+def trainable_family_names() -> tuple[str, ...]:
+    return tuple(family.name for family in _FAMILIES.values() if family.capabilities.trainable)
+
+
+def family_of(network: Any) -> Family:
+    """The family a network belongs to, by its class (a subclass belongs to its parent's family)."""
+    for cls in type(network).__mro__:
+        for family in _FAMILIES.values():
+            if family.owns(cls):
+                return family
+    raise FamilyError(f"no model family has a network of type {type(network).__name__}")
+
+
+def family_of_config(config: Any) -> Family:
+    for family in _FAMILIES.values():
+        if isinstance(config, family.config_class):
+            return family
+    raise FamilyError(f"no model family has a config of type {type(config).__name__}")
+
+
+def capabilities_of(network: Any) -> Capabilities:
+    return family_of(network).capabilities
+
+
+@dataclass
+class AttentionWeights:
+    """Probabilities of every layer and head: lists over layers of [B, H, queries, keys] (empty: the kind is absent)."""
+
+    encoder_self: list[torch.Tensor] = field(default_factory=list)
+    decoder_self: list[torch.Tensor] = field(default_factory=list)
+    cross: list[torch.Tensor] = field(default_factory=list)
+
+
+class NetworkConfig(Protocol):
+    """What every family's config says (sizes and special ids under the app's names)."""
+
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    max_len: int
+    n_heads: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    target_vocab_size: int
+
+    def describe(self) -> str: ...
+
+
+class DecoderCache(Protocol):
+    """A decoder's state after the positions fed so far; ``truncate(n)`` goes back to the first n."""
+
+    def truncate(self, n_positions: int) -> None: ...
 
 
 @runtime_checkable
-class ModelFamily(Protocol):
-    family: ClassVar[str]  # the name a checkpoint records ("transformer")
-    kinds: ClassVar[tuple[AttentionKind, ...]]  # the kinds of attention it has
-    config: Any  # its configuration: sizes, special ids (pad_id, bos_id, eos_id), max_len, describe()
+class Network(Protocol):
+    """A family's network (a ``torch.nn.Module``), as the stepper, trainer, checkpoints and views drive it."""
 
-    def encode(self, source_ids: Any, need_weights: bool = False) -> tuple[Any, Any, Any]: ...
+    @property
+    def config(self) -> Any: ...  # a NetworkConfig, with the family's own fields beside
 
-    def start_cache(self, memory: Any, memory_mask: Any) -> Any: ...
+    def encode(
+        self, source_ids: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None, Sequence[torch.Tensor]]: ...
 
-    def decode_step(self, token_ids: Any, cache: Any) -> tuple[Any, Any, Any]: ...
+    def start_cache(self, memory: torch.Tensor | None, memory_mask: torch.Tensor | None) -> Any: ...
 
-    def logits(self, hidden: Any) -> Any: ...
+    def decode_step(
+        self, token_ids: torch.Tensor, cache: Any
+    ) -> tuple[torch.Tensor, Sequence[torch.Tensor] | None, Sequence[torch.Tensor] | None]: ...
 
-    def inspect(self, source_ids: Any, target_input_ids: Any) -> tuple[Any, Any]: ...
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
+
+    def inspect(
+        self, source_ids: torch.Tensor | None, target_input_ids: torch.Tensor | None
+    ) -> tuple[torch.Tensor, AttentionWeights]: ...
 
     def parameter_count(self) -> int: ...
 
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
 
-FAMILIES = ("transformer", "rnn", "classifier")  # the families a checkpoint may name
-ARCHITECTURES = ("encoder-decoder", "encoder-only", "decoder-only")
+    def eval(self) -> Any: ...
 
 
-def architecture_of(model: Any) -> str:
-    """How a model reads and writes: its own ``architecture``, else what its kinds of attention imply."""
-    declared = getattr(model, "architecture", None)
-    if declared in ARCHITECTURES:
-        return declared
-    kinds = set(getattr(model, "kinds", tuple(AttentionKind)))
-    if AttentionKind.CROSS in kinds or {AttentionKind.ENCODER, AttentionKind.DECODER} <= kinds:
-        return "encoder-decoder"
-    return "encoder-only" if AttentionKind.ENCODER in kinds else "decoder-only"
+class TextTokenizer(Protocol):
+    """What the app asks of a tokenizer (model/data/tokenizer.py, model/pretrained/tokenizer.py)."""
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Any) -> str: ...
+
+    def pieces(self, ids: Any) -> list[str]: ...
+
+    def piece_to_id(self, piece: str) -> int | None: ...
+
+
+@runtime_checkable
+class Bundle(Protocol):
+    """A network with its tokenizers and what it was trained on: the app's own (``ModelBundle``) or a pretrained
+    folder's (``PretrainedBundle``)."""
+
+    model: Any  # a Network (typed Any: torch modules' attributes are dynamic)
+    source_tokenizer: Any  # a TextTokenizer
+    target_tokenizer: Any
+    path: str | None
+    corpus: Any  # model.data.corpora.CorpusSpec, or None when unknown
+    history: dict
+    training: dict
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def family(self) -> Family: ...
+
+    @property
+    def examples(self) -> list[str]: ...  # sentences that show it at its best ([] for the app's own)
+
+    def source_ids(self, text: str) -> tuple[list[int], int, int]: ...
+
+    def info(self) -> list[tuple[str, str]]: ...
+
+    def describe(self) -> str: ...

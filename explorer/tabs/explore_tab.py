@@ -40,7 +40,6 @@ from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
-from model.family import architecture_of
 from model.inspection.selection import AGGREGATES, SelectionError, head_title
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
@@ -253,7 +252,7 @@ class ExploreTab(QWidget):
 
     def _on_source_edited(self, _text: str) -> None:
         bundle = self.session.bundle
-        if bundle is not None and architecture_of(bundle.model) == "encoder-only":
+        if bundle is not None and not bundle.family.capabilities.architecture.has_decoder:
             self._live.start()  # restarted by every key: one pass once the typing pauses
 
     def _on_live_edit_due(self) -> None:
@@ -318,7 +317,7 @@ class ExploreTab(QWidget):
 
     def _on_head_toggled(self, layer: int, head: int) -> None:
         """Ctrl+click on the grid: knock that head of the kind shown out, or put it back."""
-        from model.attribution.masking import Head
+        from model.nn.masking import Head
 
         self.session.toggle_head(Head(self.current_kind(), layer, head))
 

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLi
 from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.lines_view import head_colour
 from explorer.widgets.plot_style import show_light_grid
+from model.family import Positions
 from model.figures.layout import FigureError
 from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, positional_report
 from model.inspection.positional import colour_scale as positional_colour_scale
@@ -245,7 +246,7 @@ class PositionalTab(QWidget):
             self.rotation.clear()
             why = (
                 "an RNN has no positional encoding: its recurrence reads the pieces in order, so position is in its state"
-                if getattr(bundle.model, "family", "") == "rnn"
+                if bundle.family.capabilities.positions is Positions.RECURRENCE
                 else "this model has no positional table or position bias to show"
             )
             self.summary.setText(f"{bundle.describe()}: {why}.")

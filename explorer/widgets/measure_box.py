@@ -12,6 +12,7 @@ from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox
 
 from model.attribution.measures import MEASURES, NAMES, unsupported
+from model.family import family_of
 
 TOOLTIP = (
     "What the attention views show: the raw weights, or a measure of what each token contributed — "
@@ -43,7 +44,7 @@ class MeasureBox(QComboBox):
 
     def set_available(self, model, kind) -> None:
         """Enable what ``model`` (None: nothing open) defines for ``kind``, disable the rest with the reason."""
-        key = (getattr(model, "family", None), kind)  # what the answers depend on: redrawn steps change neither
+        key = (None if model is None else family_of(model).name, kind)  # what the answers depend on: redrawn steps change neither
         if key == self._available_for:
             return
         self._available_for = key

@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.attribution.masking import Head, MaskError, attention_module, masked_model
 from model.data.batching import encode_pairs
 from model.data.corpora import CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
+from model.family import family_of
 from model.kinds import AttentionKind
+from model.nn.masking import Head, MaskError, attention_module, masked_model
 from model.training.evaluation import Interrupted, score
 
 
@@ -75,7 +76,7 @@ def _gated_copy(model) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tenso
     config = gated.config
     d_k = config.d_model // config.n_heads
     gates: dict[tuple[AttentionKind, int], torch.Tensor] = {}
-    for kind in gated.kinds:
+    for kind in family_of(gated).capabilities.kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
             gate = gates[(kind, layer)] = torch.ones(config.n_heads, requires_grad=True)  # [H]
@@ -107,12 +108,15 @@ def head_importance(
 ) -> HeadImportance:
     """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
-    if getattr(bundle.model, "family", "") != "transformer":
-        raise MaskError("head importance is measured on the app's encoder-decoder Transformer")
+    if not bundle.family.capabilities.head_importance:
+        raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on a {bundle.family.title}")
     model, gates = _gated_copy(bundle.model)
     config: Any = model.config
     device = next(model.parameters()).device
-    layers = {kind: config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers for kind in model.kinds}
+    layers = {
+        kind: config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        for kind in bundle.family.capabilities.kinds
+    }
     raw = {kind: np.zeros((n, config.n_heads)) for kind, n in layers.items()}
     examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
     for done, (source_ids, target_ids) in enumerate(examples, start=1):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from model.family import family_of
 from model.kinds import AttentionKind
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
@@ -113,7 +114,7 @@ def unsupported(model, name: str, kind: AttentionKind | None = None) -> str:
     measure = MEASURES[name]
     if name == "attention":
         return ""
-    if getattr(model, "family", "") != "transformer":
+    if not family_of(model).capabilities.contribution_measures:
         return f"{measure.label} is computed for the app's encoder-decoder Transformer, not for this model"
     if kind is not None and kind not in measure.kinds:
         return f"{measure.label} has no {kind.label}: {measure.why_not}"

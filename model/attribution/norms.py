@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from model.attribution.masking import attention_module
+from model.family import family_of
 from model.kinds import AttentionKind
+from model.nn.masking import attention_module
 
 
 def _value_norms(module, args: tuple, kwargs: dict) -> torch.Tensor:
@@ -43,7 +44,7 @@ def norm_contributions(
     norms: dict[tuple[AttentionKind, int], torch.Tensor] = {}
     handles = []
     config = model.config
-    for kind in model.kinds:
+    for kind in family_of(model).capabilities.kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
 
@@ -63,5 +64,5 @@ def norm_contributions(
     }
     return {
         kind: [layer_weights * norms[(kind, layer)][:, :, None, :] for layer, layer_weights in enumerate(tables[kind])]
-        for kind in model.kinds
+        for kind in family_of(model).capabilities.kinds
     }

@@ -43,7 +43,6 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_attribute(args) -> int:
-    from model.attribution.masking import parse_heads
     from model.attribution.measures import MeasureError, measured_trace, trace_measure, unsupported
     from model.cli.export import model_name
     from model.decoding.stepper import DecodingOptions, Stepper
@@ -51,6 +50,7 @@ def run_attribute(args) -> int:
     from model.figures.saving import save_figure
     from model.io.models import model_source, open_model
     from model.kinds import AttentionKind
+    from model.nn.masking import parse_heads
 
     suffix = Path(args.out).suffix.lower()
     if suffix not in SUFFIXES:

@@ -17,7 +17,7 @@ from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
 from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
 from model.device import resolve_device
 from model.errors import UserError
-from model.family import architecture_of
+from model.family import Architecture
 from model.io.files import check_output
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute")
@@ -151,9 +151,9 @@ def _print_encoder_predictions(trace) -> None:
 def run_translate(args) -> int:
     import torch
 
-    from model.attribution.masking import masked_model, parse_heads
     from model.decoding.beam import beam_search
     from model.decoding.greedy import greedy_decode
+    from model.nn.masking import masked_model, parse_heads
 
     positive("beam", args.beam)
     alpha(args.alpha)
@@ -162,18 +162,18 @@ def run_translate(args) -> int:
     text = " ".join(args.text)
     if not text.strip():
         raise CommandError("nothing to translate: the sentence is empty")
-    shape = architecture_of(bundle.model)
-    if bundle.model.family == "classifier":
+    can = bundle.family.capabilities
+    if can.labels:
         from model.cli.labels import print_labels
 
         print_labels(bundle, [text])
         return 0
-    if shape != "encoder-decoder":  # a prompt to continue, or a text whose masks or class the head reads
+    if can.architecture is not Architecture.ENCODER_DECODER:  # a prompt to continue, or a text the head reads
         from model.decoding.stepper import Stepper
 
         stepper = Stepper(bundle, text)
         stepper.run()
-        if shape == "decoder-only":
+        if can.architecture.has_decoder:
             print(stepper.translation())
         else:
             _print_encoder_predictions(stepper.trace())
@@ -198,8 +198,9 @@ def run_evaluate(args) -> int:
     if args.aer_pairs < 0:
         raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
     bundle = _load(args.model, args.device)
-    labelled = bundle.model.family == "classifier"
-    if architecture_of(bundle.model) != "encoder-decoder" and not labelled:
+    can = bundle.family.capabilities
+    labelled = can.labels
+    if can.architecture is not Architecture.ENCODER_DECODER and not labelled:
         raise CommandError(f"evaluate scores translations, and {bundle.describe()} is not an encoder-decoder model")
     if args.n is not None:
         if args.target is not None or args.corpus not in BUILTIN_CORPORA:
@@ -265,9 +266,9 @@ def run_evaluate(args) -> int:
 def run_trace(args) -> int:
     import numpy as np
 
-    from model.attribution.masking import parse_heads
     from model.decoding.stepper import DecodingOptions, Stepper
     from model.inspection.heads import all_head_statistics
+    from model.nn.masking import parse_heads
 
     # Every option and the output are checked before the model loads and decoding starts.
     positive("beam", args.beam)

@@ -60,7 +60,7 @@ def run_compare(args) -> int:
     panels = []
     for name in (args.model, args.other):
         bundle = open_model(name)
-        if AttentionKind.CROSS not in getattr(bundle.model, "kinds", ()):
+        if AttentionKind.CROSS not in bundle.family.capabilities.kinds:
             raise CommandError(f"{model_name(name)} has no cross-attention to compare ({bundle.describe()})")
         panel = decoded_panel(model_name(name), bundle, text, step=args.step, gold=gold)
         panels.append(panel)

@@ -129,9 +129,9 @@ def model_name(name: str) -> str:
 
 
 def run_export(args) -> int:
-    from model.attribution.masking import parse_heads
     from model.decoding.stepper import DecodingOptions, Stepper
     from model.io.models import model_source, open_model
+    from model.nn.masking import parse_heads
 
     if args.view == "positional":
         return run_positional(args)

@@ -61,7 +61,7 @@ def run_heads(args) -> int:
         raise CommandError("two tables are given the same file")
     measures = _measures(args.measures)
     bundle = open_model(args.model)
-    if getattr(bundle.model, "family", "") != "transformer":
+    if not bundle.family.capabilities.head_importance:
         raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
     pairs = measured_pairs(corpus_spec(args), args.n, args.seed)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))

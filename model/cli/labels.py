@@ -78,7 +78,7 @@ def run_classify(args) -> int:
 
     texts = _texts(args)  # before the model loads
     bundle = _load(args.model, args.device)
-    if bundle.model.family != "classifier":
+    if not bundle.family.capabilities.labels:
         raise CommandError(
             f"{bundle.describe()} is not a classifier; classify reads a tagger or sentence classifier (translate translates)"
         )

@@ -14,9 +14,11 @@ import sys
 
 from model.cli.options import CommandError, corpus_spec, positive
 from model.device import resolve_device
+from model.family import ModelOption, families, trainable_family_names
 from model.io import checkpoint
 from model.io.files import check_output
 from model.kinds import StopReason
+from model.nn.registry import family_named
 from model.training.pipeline import TokenizerOptions, check_family_fits
 from model.training.presets import Preset, preset_for
 from model.training.run import Prepared, TrainingCallbacks, TrainingRequest, train
@@ -41,7 +43,7 @@ def add_train_arguments(train: argparse.ArgumentParser) -> None:
     model = train.add_argument_group("model (unset options come from the corpus's preset)")
     model.add_argument(
         "--family",
-        choices=["transformer", "rnn", "classifier"],
+        choices=list(trainable_family_names()),
         help="transformer (the paper's) or rnn (seed 002's, with attention) for translation; classifier (seed 004's "
         "encoder-only Transformer) for a tagging or labelled-sentence corpus (default: what the corpus is for)",
     )
@@ -50,26 +52,8 @@ def add_train_arguments(train: argparse.ArgumentParser) -> None:
         choices=["translation", "tagging", "classification"],
         help="what a corpus FILE holds: source TAB target pairs, word/TAG lines, or text TAB label lines",
     )
-    model.add_argument("--layers", type=int, help="encoder and decoder layers (sets both; a classifier's layers)")
-    model.add_argument("--encoder-layers", type=int)
-    model.add_argument("--decoder-layers", type=int)
-    model.add_argument("--d-model", type=int)
-    model.add_argument("--heads", type=int)
-    model.add_argument("--d-ff", type=int)
-    model.add_argument("--dropout", type=float)
-    model.add_argument("--max-len", type=int, help="longest sequence in pieces")
-    model.add_argument("--norm", choices=["post", "pre"], default="post", help="post (the paper) or pre")
-    model.add_argument("--positions", choices=["sinusoidal", "learned"], default="sinusoidal")
-    model.add_argument("--no-tie-embeddings", action="store_true", help="separate embedding and output matrices")
-    model.add_argument(
-        "--attention",
-        choices=["bahdanau", "luong-dot", "luong-general", "luong-concat"],
-        help="an RNN's attention: Bahdanau's additive score of the previous state, or Luong's of the current one",
-    )
-    model.add_argument("--local-window", type=int, help="an RNN's Luong local-p attention with this window D (0: global)")
-    model.add_argument("--cell", choices=["gru", "lstm"], help="an RNN's cell, encoder and decoder")
-    model.add_argument("--d-embed", type=int, help="an RNN's embedding width")
-    model.add_argument("--hidden", type=int, help="an RNN's decoder state width (even; the encoder's two directions share it)")
+    for option in all_model_options():
+        _add_model_option(model, option)
     options = train.add_argument_group(
         "training (unset options come from the corpus's preset; --epochs or --max-steps replace its time budget)"
     )
@@ -150,7 +134,7 @@ def _given(values: dict) -> dict:
 def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, TrainingOptions]:
     """The preset, with every option given on the command line in its place. --epochs or --max-steps
     replace the preset's time budget (a run of that length was asked for)."""
-    model_options = {**preset.model, **_given(_model_arguments(args, preset.family))}
+    model_options = {**preset.model, **_model_arguments(args, preset.family)}
     tokenizer = {**preset.tokenizer, **_given(dict(vocab_size=args.vocab_size))}
     tokenizer_options = TokenizerOptions(
         tokenizer["vocab_size"], args.target_vocab_size, not args.separate_vocab, args.tokenizer_type
@@ -185,47 +169,43 @@ def settings_from(args, preset: Preset) -> tuple[dict, TokenizerOptions, Trainin
     return model_options, tokenizer_options, TrainingOptions.from_dict(training)
 
 
+def all_model_options() -> list[ModelOption]:
+    """Every trainable family's model options, each ``dest`` once (families that share one share its meaning)."""
+    seen: dict[str, ModelOption] = {}
+    for family in families():
+        if family.capabilities.trainable:
+            for option in family.options:
+                seen.setdefault(option.dest, option)
+    return list(seen.values())
+
+
+def _add_model_option(group, option: ModelOption) -> None:
+    """One family option as a flag; unset (None) unless given, so the preset's value stands."""
+    if option.type is bool:
+        flag = "--no-" + option.dest.replace("_", "-") if option.flag_inverts else option.flag
+        group.add_argument(flag, dest=option.dest, action="store_const", const=True, default=None, help=option.help)
+        return
+    choices = list(option.choices) or None
+    group.add_argument(option.flag, dest=option.dest, type=option.type, choices=choices, help=option.help or None)
+
+
 def _model_arguments(args, family: str) -> dict:
     """The model options given on the command line, named as the family's config names them."""
-    shared = dict(dropout=args.dropout, max_len=args.max_len)
-    if family == "rnn":
-        return dict(
-            shared,
-            cell=args.cell,
-            attention=args.attention,
-            local_window=args.local_window,
-            d_embed=args.d_embed,
-            d_hidden=args.hidden,
-        )
-    transformer = dict(
-        shared,
-        d_model=args.d_model,
-        n_heads=args.heads,
-        d_ff=args.d_ff,
-        norm_placement=args.norm,
-        positional_encoding=args.positions,
-    )
-    if family == "classifier":
-        return dict(transformer, n_layers=args.layers or args.encoder_layers)
-    layers = (args.layers, args.layers) if args.layers is not None else (args.encoder_layers, args.decoder_layers)
-    return dict(transformer, n_encoder_layers=layers[0], n_decoder_layers=layers[1], tie_embeddings=not args.no_tie_embeddings)
+    spec = family_named(family)
+    return spec.config_fields({dest: getattr(args, dest) for dest in spec.option_dests()})
 
 
 def _check_family_options(args, family: str) -> None:
     """Options of another family are refused rather than silently ignored."""
-    foreign = {
-        "transformer": ("attention", "local_window", "cell", "d_embed", "hidden"),
-        "rnn": ("layers", "encoder_layers", "decoder_layers", "d_model", "heads", "d_ff"),
-        "classifier": ("attention", "local_window", "cell", "d_embed", "hidden", "decoder_layers"),
-    }[family]
-    given = [f"--{name.replace('_', '-')}" for name in foreign if getattr(args, name) is not None]
-    if given:
-        raise CommandError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not an option of the {family} family")
+    own = set(family_named(family).option_dests())
+    foreign = [option for option in all_model_options() if option.dest not in own and getattr(args, option.dest) is not None]
+    if foreign:
+        flags = [("--no-" + o.dest.replace("_", "-")) if o.flag_inverts else o.flag for o in foreign]
+        raise CommandError(f"{', '.join(flags)} {'is' if len(flags) == 1 else 'are'} not an option of the {family} family")
 
 
 def run_train(args) -> int:
     from model.data.corpora import load_corpus
-    from model.nn.registry import config_class
 
     _check_train_numbers(args)
     resolve_device(args.device)  # a missing device is refused before anything slow
@@ -243,7 +223,7 @@ def run_train(args) -> int:
     check_family_fits(family, spec)
     model_options, tokenizer_options, training = settings_from(args, preset)
     training.validate()
-    config_class(family)(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    family_named(family).config_class(**model_options)  # its ConfigError (heads, even d_model) before anything slow
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     say(f"preset {preset.name}: {preset.why}; training {describe_length(training)}")
 
@@ -320,7 +300,7 @@ def run_train(args) -> int:
         return 1
     what = "interrupted; saved the model trained so far" if outcome.stopped is StopReason.CANCELLED else "saved"
     if "kept_step" in bundle.history:
-        best = "macro-F1" if family == "classifier" else "BLEU"
+        best = family_named(family).quality_measure
         what += f" the weights of step {bundle.history['kept_step']} (the best validation {best})"
     say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}")
     return 0

@@ -29,7 +29,7 @@ class DecodingOptions:
     n_candidates: int = 10  # candidates kept per step for display
     stop_at_eos: bool = True  # benchmarks turn this off to decode a fixed length
     engine: str = "auto"  # "numpy" (one sentence on the CPU, least overhead), "torch", or auto
-    masked_heads: tuple = ()  # model.attribution.masking.Head: heads knocked out (their outputs zeroed)
+    masked_heads: tuple = ()  # model.nn.masking.Head: heads knocked out (their outputs zeroed)
 
     def validate(self) -> None:
         """Raise a DecodingError naming the first option that cannot be used."""

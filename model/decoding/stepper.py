@@ -11,20 +11,19 @@ and any hypothesis can be stepped through).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
 
-from model.attribution.masking import masked_model
 from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.trace import Trace
-from model.family import architecture_of
-from model.io.checkpoint import ModelBundle
+from model.family import Bundle
 from model.kinds import AttentionKind
+from model.nn.masking import masked_model
 
 __all__ = ["MAX_SEED", "STRATEGIES", "TEMPERATURE_RANGE", "DecodingError", "DecodingOptions", "Stepper", "Step", "full_pass_trace"]
 
@@ -51,7 +50,7 @@ class Stepper:
     (``given``: their tokens are forced) and then continues; an encoder-only model makes no steps, and its
     head's reading of the text (mask candidates, classes) comes with the trace."""
 
-    def __init__(self, bundle: ModelBundle, text: str, options: DecodingOptions | None = None):
+    def __init__(self, bundle: Bundle, text: str, options: DecodingOptions | None = None):
         self.bundle = bundle
         self.config: Any = bundle.config
         self.options = options or DecodingOptions()
@@ -60,12 +59,12 @@ class Stepper:
         self.model: Any = masked_model(bundle.model, tuple(self.options.masked_heads))
         if not isinstance(text, str) or not text.strip():
             raise DecodingError("the source sentence is empty: type something to translate")
-        kinds = getattr(self.model, "kinds", tuple(AttentionKind))
-        architecture = architecture_of(self.model)  # an RNN encodes and decodes, but its only attention is cross
-        self.has_encoder, self.has_decoder = architecture != "decoder-only", architecture != "encoder-only"
+        can = bundle.family.capabilities
+        kinds = can.kinds
+        self.has_encoder, self.has_decoder = can.architecture.has_encoder, can.architecture.has_decoder
         self.has_encoder_self, self.has_decoder_self = AttentionKind.ENCODER in kinds, AttentionKind.DECODER in kinds
-        self.has_cross = AttentionKind.CROSS in kinds
-        if architecture == "decoder-only" and self.options.strategy == "beam":
+        self.has_cross = AttentionKind.CROSS in kinds  # an RNN encodes and decodes, but its only attention is cross
+        if self.has_decoder and not can.beam_search and self.options.strategy == "beam":
             raise DecodingError(
                 "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
             )
@@ -85,16 +84,16 @@ class Stepper:
         self.predictions = None  # an encoder-only model's head output (model/nn/classifier.Predictions)
         self.cache: Any = None
         with torch.inference_mode():
-            if self.has_encoder:
+            weights: Any = ()
+            if not self.has_decoder:  # an encoder-only model: its head reads the text in the encoder's pass
+                self.predictions, weights = self.model.read(self.source, self.options.n_candidates)
+            elif self.has_encoder:
                 memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
-                if self.has_encoder_self:
-                    self.encoder_self = torch.stack(weights)[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
-                if self.has_decoder:
-                    self.cache = self.model.start_cache(memory, memory_mask)
-                elif (predict := getattr(self.model, "predictions", None)) is not None:
-                    self.predictions = predict(memory, self.source_ids, self.options.n_candidates)
-            elif self.has_decoder:
-                self.cache = cast(Any, self.model).start_cache(None, None)  # a decoder-only family: no memory
+                self.cache = self.model.start_cache(memory, memory_mask)
+            else:
+                self.cache = self.model.start_cache(None, None)  # a decoder-only family: no memory
+            if self.has_encoder_self:
+                self.encoder_self = torch.stack(list(weights))[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
         forced_first = getattr(self.config, "forced_bos_id", None)
         if self.has_encoder:  # decoding starts from the start token; some models force the first target token
             self.first_input, self.given = self.config.bos_id, ([forced_first] if forced_first is not None else [])
@@ -102,7 +101,7 @@ class Stepper:
             self.first_input, self.given = self.source_ids[0], list(self.source_ids[1:])
         self.suppressed = list(getattr(self.config, "suppressed_ids", ()))  # tokens the model's generation never picks
         use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
-        use_numpy = use_numpy and self.has_decoder and getattr(self.model, "family", "") == "transformer"
+        use_numpy = use_numpy and self.has_decoder and can.numpy_engine
         self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
         if not self.has_decoder:
             self.max_steps = 0
@@ -352,7 +351,7 @@ class Stepper:
 
 
 @torch.inference_mode()
-def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list[int], first_input: int | None = None) -> Trace:
+def full_pass_trace(bundle: Bundle, source_ids: list[int], target_ids: list[int], first_input: int | None = None) -> Trace:
     """The trace of one teacher-forced inspection pass over source and produced target ids (the attention
     that incremental decoding must equal). A decoder-only model reads ``[first_input] + target_ids[:-1]``
     (its prompt's first token, then the rest); an encoder-only model reads the source alone."""
@@ -361,15 +360,15 @@ def full_pass_trace(bundle: ModelBundle, source_ids: list[int], target_ids: list
     device = next(model.parameters()).device
     start = config.bos_id if first_input is None else first_input
     inputs = [start] + target_ids[:-1] if target_ids else []
-    architecture = architecture_of(model)
-    source = torch.tensor([source_ids], device=device) if architecture != "decoder-only" else None
-    target = torch.tensor([inputs], device=device) if architecture != "encoder-only" else None
+    architecture = bundle.family.capabilities.architecture
+    has_source = architecture.has_encoder
+    source = torch.tensor([source_ids], device=device) if has_source else None
+    target = torch.tensor([inputs], device=device) if architecture.has_decoder else None
     _, weights = model.inspect(source, target)
 
     def as_numpy(layers):  # [layers][1, heads, Q, K] -> [layers, heads, Q, K]; None for a kind the model lacks
         return torch.stack(layers)[:, 0].float().cpu().numpy() if layers else None
 
-    has_source = architecture != "decoder-only"
     return Trace(
         as_numpy(weights.encoder_self),
         as_numpy(weights.decoder_self),

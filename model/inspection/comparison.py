@@ -53,9 +53,13 @@ def alignment_pairs(n: int = ALIGNMENT_PAIRS, seed: int = ALIGNMENT_SEED) -> lis
 
 def aligns_toy_fr(bundle) -> bool:
     """Whether gold alignments can score the model: it has cross-attention and was trained on toy-fr."""
-    corpus = getattr(bundle, "corpus", None)
-    kinds = getattr(bundle.model, "kinds", ())
-    return AttentionKind.CROSS in kinds and corpus is not None and corpus.is_builtin and corpus.name == "toy-fr"
+    corpus = bundle.corpus
+    return (
+        AttentionKind.CROSS in bundle.family.capabilities.kinds
+        and corpus is not None
+        and corpus.is_builtin
+        and corpus.name == "toy-fr"
+    )
 
 
 def best_alignment_head(bundle, pairs: list[Pair] | None = None) -> HeadChoice:
@@ -75,7 +79,7 @@ def best_alignment_head(bundle, pairs: list[Pair] | None = None) -> HeadChoice:
 def sentence_aer(bundle, pair: Pair, choice: HeadChoice) -> float | None:
     """The AER of the chosen head on one gold pair (teacher-forced on its reference); None when the pair's
     words cannot be matched to the model's tokens."""
-    if not pair.alignment or AttentionKind.CROSS not in getattr(bundle.model, "kinds", ()):
+    if not pair.alignment or AttentionKind.CROSS not in bundle.family.capabilities.kinds:
         return None
     report = cross_attention_aer(bundle, [pair])
     if not report.n_pairs:

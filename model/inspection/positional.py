@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from model.family import Positions
+
 
 @dataclass
 class PositionalReport:
@@ -69,13 +71,11 @@ def rotate(table: np.ndarray, k: int) -> np.ndarray:
 def positional_report(bundle: Any, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport | None:
     """The report of a model's positions; None for a model that has none (an RNN, whose recurrence carries the
     order; a pretrained one without)."""
-    family = getattr(bundle.model, "family", "")
-    if family == "rnn":
+    family = bundle.family
+    if family.read_positions is not None:  # a family with positions of its own kind (a pretrained model's)
+        return family.read_positions(bundle, n_positions, max_offset)
+    if family.capabilities.positions is not Positions.TABLE:
         return None
-    if family not in ("transformer", "classifier"):
-        from model.pretrained.positional import pretrained_report
-
-        return pretrained_report(bundle, n_positions, max_offset)
     table = bundle.model.positional_table.detach().float().cpu().numpy()  # [max_len, d_model]
     return table_report(bundle.config.positional_encoding, table[:n_positions] if n_positions else table, max_offset)
 

@@ -11,13 +11,14 @@ from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
+from model.family import Family, family_of
 
 
 @dataclass
 class ModelBundle:
     """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
 
-    model: Any  # the family's network (model/family.py, model/nn/registry.py): Transformer, RNN or classifier
+    model: Any  # a Network of one of the app's families (model/family.py, model/nn/registry.py)
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
     corpus: CorpusSpec | None = None
@@ -30,8 +31,17 @@ class ModelBundle:
         return self.model.config
 
     @property
+    def family(self) -> Family:
+        return family_of(self.model)
+
+    @property
+    def examples(self) -> list[str]:
+        """Sentences that show the model at its best: none of its own (the window takes one of its corpus)."""
+        return []
+
+    @property
     def is_tagger(self) -> bool:
-        return self.model.family == "classifier" and self.config.task == "tagging"
+        return self.family.capabilities.labels and self.config.task == "tagging"
 
     def source_ids(self, text: str) -> tuple[list[int], int, int]:
         """(the ids the encoder reads: pieces cut to fit, then EOS; the pieces the text has; the pieces kept).
@@ -45,32 +55,22 @@ class ModelBundle:
 
     def info(self) -> list[tuple[str, str]]:
         """(label, value) rows for the info panel."""
-        config, family = self.config, self.model.family
-        kind = {
-            "transformer": "encoder-decoder Transformer",
-            "rnn": "RNN encoder-decoder with attention",
-            "classifier": "encoder-only Transformer",
-        }[family]
-        layers = {
-            "transformer": f"{config.n_encoder_layers} encoder, {config.n_decoder_layers} decoder",
-            "rnn": f"bidirectional {config.cell.upper()} encoder, {config.cell.upper()} decoder",
-            "classifier": f"{config.n_encoder_layers} encoder",
-        }[family]
+        config, family = self.config, self.family
         rows = [
             ("Model", Path(self.path).name if self.path else "unsaved"),
-            ("Family", f"{kind} ({family}, trained by this app)"),
-            ("Layers", layers),
+            ("Family", f"{family.title} ({family.name}, trained by this app)"),
+            ("Layers", config.layer_summary()),
             ("Sizes", config.describe()),
             ("Parameters", f"{self.model.parameter_count():,}"),
             ("Attention", "the app's own (weights returned by every layer)"),
-            ("Positions", getattr(config, "positional_encoding", "none: the recurrence carries the order")),
+            ("Positions", family.capabilities.positions.describe(config)),
             (
                 "Tokenizer",
                 f"SentencePiece, {self.source_tokenizer.vocab_size:,} source / {self.target_tokenizer.vocab_size:,} target pieces",
             ),
             ("Corpus", self.corpus.describe() if self.corpus else "unknown"),
         ]
-        if family == "classifier":
+        if family.capabilities.labels:
             rows.append(("Classes", ", ".join(config.class_names)))
         return rows
 

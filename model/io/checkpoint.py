@@ -29,7 +29,7 @@ from safetensors.torch import save as save_tensors
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
-from model.family import FAMILIES
+from model.family import trainable_family_names
 from model.io.bundle import ModelBundle
 from model.io.files import OutputError, atomic_output, check_output
 from model.nn.config import ConfigError
@@ -68,7 +68,7 @@ def _metadata(bundle: ModelBundle) -> dict[str, str]:
     )
     return {
         "format": FORMAT,
-        "family": bundle.model.family,
+        "family": bundle.family.name,
         "config": json.dumps(bundle.config.to_dict()),
         "corpus": json.dumps(bundle.corpus.to_dict() if bundle.corpus else None),
         "history": json.dumps(bundle.history),
@@ -142,9 +142,10 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
     if not all(isinstance(value, str) for value in metadata.values()):
         raise CheckpointError(f"{name}: damaged model file (its metadata must be text)")
     family = metadata.get("family", "transformer")  # files written before families were named
-    if family not in FAMILIES:
+    known = trainable_family_names()
+    if family not in known:
         raise CheckpointError(
-            f"{name}: a model of the family {family!r}, which this version cannot open (it opens: {', '.join(FAMILIES)})"
+            f"{name}: a model of the family {family!r}, which this version cannot open (it opens: {', '.join(known)})"
         )
     entries = _entries(header, name)
     data_size = max((entry["data_offsets"][1] for entry in entries.values()), default=0)

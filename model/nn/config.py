@@ -125,6 +125,10 @@ class TransformerConfig:
     def from_dict(cls, data: dict) -> TransformerConfig:
         return cls(**config_fields(cls, data))
 
+    def layer_summary(self) -> str:
+        """The info panel's line on its layers."""
+        return f"{self.n_encoder_layers} encoder, {self.n_decoder_layers} decoder"
+
     def describe(self) -> str:
         """One line for status bars and logs."""
         return (

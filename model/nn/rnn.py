@@ -34,17 +34,16 @@ it has that kind only, with one layer and one head. Dropout (embeddings, each st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from model.kinds import AttentionKind
+from model.family import AttentionWeights
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
 from model.nn.rnn_config import ATTENTIONS, CELLS, RNNConfig
-from model.nn.transformer import AttentionWeights, init_linear, side_embedding
+from model.nn.transformer import init_linear, side_embedding
 
 __all__ = ["ATTENTIONS", "CELLS", "DecoderState", "RNNAttention", "RNNCache", "RNNConfig"]
 
@@ -101,10 +100,6 @@ class RNNCache:
 
 class RNNAttention(nn.Module):
     """Bidirectional RNN encoder, RNN decoder with one attention per step; see RNNConfig for every choice it makes."""
-
-    family: ClassVar[str] = "rnn"
-    kinds: ClassVar[tuple[AttentionKind, ...]] = (AttentionKind.CROSS,)
-    architecture: ClassVar[str] = "encoder-decoder"
 
     def __init__(self, config: RNNConfig):
         super().__init__()

@@ -87,6 +87,10 @@ class RNNConfig:
     def from_dict(cls, data: dict) -> RNNConfig:
         return cls(**config_fields(cls, data))
 
+    def layer_summary(self) -> str:
+        """The info panel's line on its layers."""
+        return f"bidirectional {self.cell.upper()} encoder, {self.cell.upper()} decoder"
+
     def describe(self) -> str:
         """One line for status bars and logs."""
         cell = self.cell.upper()

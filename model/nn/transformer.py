@@ -15,13 +15,13 @@ are -inf, so padded keys and future positions get probability exactly 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import ClassVar, cast
+from typing import cast
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model.family import AttentionWeights
 from model.kinds import AttentionKind
 from model.nn.caches import DecoderCache, LayerCache
 from model.nn.config import TransformerConfig
@@ -209,15 +209,6 @@ class DecoderLayer(_Sublayers):
         return x, self_weights, cross_weights
 
 
-@dataclass
-class AttentionWeights:
-    """Probabilities of every layer and head: lists over layers of [B, H, queries, keys]."""
-
-    encoder_self: list[torch.Tensor] = field(default_factory=list)
-    decoder_self: list[torch.Tensor] = field(default_factory=list)
-    cross: list[torch.Tensor] = field(default_factory=list)
-
-
 def side_embedding(embeddings: nn.ModuleDict, side: str) -> nn.Embedding:
     """The ``side`` ("source" or "target") embedding of a family's ModuleDict: the shared one when there is one."""
     return cast(nn.Embedding, embeddings["shared" if "shared" in embeddings else side])
@@ -246,8 +237,6 @@ class Transformer(nn.Module):
     (model/family.py): it has all three kinds of attention."""
 
     positional_table: torch.Tensor  # [max_len, d_model]: a buffer (sinusoidal) or a parameter (learned)
-    family: ClassVar[str] = "transformer"
-    kinds: ClassVar[tuple[AttentionKind, ...]] = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -297,6 +286,13 @@ class Transformer(nn.Module):
     def decoder_stack(self) -> list[DecoderLayer]:
         """The decoder layers, typed (an nn.ModuleList yields plain Modules to a type checker)."""
         return cast("list[DecoderLayer]", list(self.decoder_layers))
+
+    def attention_module(self, kind: AttentionKind, layer: int) -> MultiHeadAttention:
+        """The attention of ``kind`` in ``layer`` (0-based): what knocking a head out zeroes a slice of."""
+        if kind is AttentionKind.ENCODER:
+            return cast(EncoderLayer, self.encoder_layers[layer]).self_attention
+        decoder_layer = self.decoder_stack[layer]
+        return decoder_layer.self_attention if kind is AttentionKind.DECODER else decoder_layer.cross_attention
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())

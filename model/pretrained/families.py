@@ -18,16 +18,17 @@ and ``logits`` passes them on: the stepper, greedy and beam search call both in 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 import numpy as np
 import torch
 
+from model.family import Architecture, AttentionWeights, Capabilities, Family, Positions, register
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
-from model.nn.transformer import AttentionWeights
+from model.pretrained.positional import pretrained_report
 
-ENCODER_DECODER, ENCODER_ONLY, DECODER_ONLY = "encoder-decoder", "encoder-only", "decoder-only"
+ENCODER_DECODER, ENCODER_ONLY, DECODER_ONLY = Architecture.ENCODER_DECODER, Architecture.ENCODER_ONLY, Architecture.DECODER_ONLY
 
 
 @dataclass
@@ -36,7 +37,7 @@ class PretrainedConfig:
 
     architecture: str  # the transformers class, "T5ForConditionalGeneration"
     model_type: str  # "t5", "marian", "bart", "bert", "gpt2"
-    shape: str  # encoder-decoder, encoder-only or decoder-only
+    shape: Architecture  # encoder-decoder, encoder-only or decoder-only
     n_encoder_layers: int
     n_decoder_layers: int
     n_heads: int  # of the decoder (of the encoder in an encoder-only model)
@@ -62,7 +63,7 @@ class PretrainedConfig:
             layers = f"{self.n_decoder_layers} decoder layers"
         else:
             layers = f"{self.n_encoder_layers}+{self.n_decoder_layers} layers"
-        return f"{self.model_type} {self.shape}, {layers}, d_model {self.d_model}, {self.n_heads} heads"
+        return f"{self.model_type} {self.shape.value}, {layers}, d_model {self.d_model}, {self.n_heads} heads"
 
 
 def _first(config: Any, *names: str, default: Any = None) -> Any:
@@ -75,7 +76,7 @@ def _first(config: Any, *names: str, default: Any = None) -> Any:
 
 def read_config(
     hf_config: Any,
-    shape: str,
+    shape: Architecture,
     architecture: str,
     vocab_size: int,
     max_len_hint: int | None,
@@ -160,9 +161,6 @@ class PretrainedCache:
 class PretrainedNetwork:
     """What every adapter shares: the wrapped model, its config, parameters, evaluation mode."""
 
-    family: ClassVar[str] = "pretrained"
-    kinds: ClassVar[tuple[AttentionKind, ...]] = ()
-
     def __init__(self, hf_model: Any, config: PretrainedConfig):
         self.hf_model = hf_model
         self.config = config
@@ -185,8 +183,6 @@ class PretrainedNetwork:
 
 
 class Seq2SeqNetwork(PretrainedNetwork):
-    kinds = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
-
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         mask = self._mask(source_ids)  # [B, S]
         out = self.hf_model.get_encoder()(
@@ -228,8 +224,6 @@ class Seq2SeqNetwork(PretrainedNetwork):
 
 
 class DecoderNetwork(PretrainedNetwork):
-    kinds = (AttentionKind.DECODER,)
-
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         raise NotImplementedError("a decoder-only model has no encoder: its prompt goes through decode_step")
 
@@ -249,19 +243,25 @@ class DecoderNetwork(PretrainedNetwork):
 
 
 class EncoderNetwork(PretrainedNetwork):
-    kinds = (AttentionKind.ENCODER,)
-
     def __init__(self, hf_model: Any, config: PretrainedConfig, head: str, mask_id: int | None):
         super().__init__(hf_model, config)
         self.head = head  # "masked-lm", "sequence-classification", "token-classification" or "none"
         self.mask_id = mask_id
 
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
-        """(the head's output [B, S, V] / [B, C] / [B, S, C], or the hidden states without a head; mask; weights)."""
+        """(the last layer's hidden states [B, S, d_model]; mask; per-layer weights when asked)."""
         mask = self._mask(source_ids)
-        out = self.hf_model(input_ids=source_ids, attention_mask=mask, output_attentions=need_weights, return_dict=True)
+        out = self.hf_model(
+            input_ids=source_ids, attention_mask=mask, output_attentions=need_weights, output_hidden_states=True, return_dict=True
+        )
+        return out.hidden_states[-1], mask, (list(out.attentions) if need_weights else [])
+
+    def read(self, source_ids: torch.Tensor, k: int) -> tuple[Predictions, list[torch.Tensor]]:
+        """The head's reading of one text [1, S] and every layer's self-attention [1, H, S, S], in one pass."""
+        mask = self._mask(source_ids)
+        out = self.hf_model(input_ids=source_ids, attention_mask=mask, output_attentions=True, return_dict=True)
         head_output = out.logits if self.head != "none" else out.last_hidden_state
-        return head_output, mask, (list(out.attentions) if need_weights else None)
+        return self.predictions(head_output, source_ids[0].tolist(), k), list(out.attentions)
 
     def inspect(self, source_ids: torch.Tensor, target_input_ids: Any = None):
         out = self.hf_model(input_ids=source_ids, attention_mask=self._mask(source_ids), output_attentions=True, return_dict=True)
@@ -282,3 +282,39 @@ class EncoderNetwork(PretrainedNetwork):
             classes = torch.softmax(head_output[0].float(), dim=-1).cpu().numpy()  # [C] or [S, C]
         names = self.config.labels or [f"class {i}" for i in range(classes.shape[-1] if classes.size else 0)]
         return Predictions(positions, ids, probabilities.astype(np.float32), names, classes.astype(np.float32))
+
+
+def _pretrained(name: str, title: str, network: type, architecture: Architecture, kinds: tuple[AttentionKind, ...]) -> Family:
+    """A pretrained adapter's registry entry: not trained here, scored on its translations only, its positions
+    read from the wrapped model (model/pretrained/positional.py)."""
+    capabilities = Capabilities(
+        architecture,
+        kinds,
+        Positions.PRETRAINED,
+        teacher_forced_scores=False,
+        beam_search=architecture is Architecture.ENCODER_DECODER,
+    )
+    return register(Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report))
+
+
+SEQ2SEQ = _pretrained(
+    "pretrained-encoder-decoder",
+    "pretrained encoder-decoder (Hugging Face)",
+    Seq2SeqNetwork,
+    Architecture.ENCODER_DECODER,
+    (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS),
+)
+ENCODER = _pretrained(
+    "pretrained-encoder",
+    "pretrained encoder-only model (Hugging Face)",
+    EncoderNetwork,
+    Architecture.ENCODER_ONLY,
+    (AttentionKind.ENCODER,),
+)
+DECODER = _pretrained(
+    "pretrained-decoder",
+    "pretrained decoder-only model (Hugging Face)",
+    DecoderNetwork,
+    Architecture.DECODER_ONLY,
+    (AttentionKind.DECODER,),
+)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from model.family import Architecture, Family, family_of
 from model.pretrained.families import (
     DECODER_ONLY,
     ENCODER_DECODER,
@@ -51,7 +52,7 @@ EXAMPLES = {
 
 @dataclass
 class PretrainedBundle:
-    """A pretrained network with its tokenizer, shaped like model.io.checkpoint.ModelBundle for the views."""
+    """A pretrained network with its tokenizer: a ``Bundle`` (model/family.py), as the app's own ``ModelBundle``."""
 
     model: Any  # a families.PretrainedNetwork
     source_tokenizer: PretrainedTokenizer
@@ -63,14 +64,18 @@ class PretrainedBundle:
     corpus: Any = None  # no corpus, history or training of ours
     history: dict = field(default_factory=dict)
     training: dict = field(default_factory=dict)
-    saveable = False  # it stays in its folder; the app's model files hold its own Transformer only
 
     @property
     def config(self) -> PretrainedConfig:
         return self.model.config
 
     @property
-    def shape(self) -> str:
+    def family(self) -> Family:
+        """Its adapter's family: not trainable, so it stays in its folder (the app's model files hold its own)."""
+        return family_of(self.model)
+
+    @property
+    def shape(self) -> Architecture:
         return self.config.shape
 
     @property
@@ -103,7 +108,7 @@ class PretrainedBundle:
         rows = [
             ("Model", self.name),
             ("Folder", str(self.path)),
-            ("Family", f"{config.shape} ({config.model_type}, {config.architecture})"),
+            ("Family", f"{config.shape.value} ({config.model_type}, {config.architecture})"),
             ("Layers", f"{config.n_encoder_layers} encoder, {config.n_decoder_layers} decoder"),
             ("Heads", f"{config.n_encoder_heads} encoder, {config.n_heads} {'decoder' if config.n_decoder_layers else 'encoder'}"),
             ("Sizes", f"d_model {config.d_model}, d_ff {config.d_ff}, {config.max_len} positions"),
@@ -177,7 +182,7 @@ def check_weights(folder: Path) -> int:
     return needed
 
 
-def _shape_and_class(hf_config: Any) -> tuple[str, str, str]:
+def _shape_and_class(hf_config: Any) -> tuple[Architecture, str, str]:
     """(shape, auto class name, head) from the config's declared architecture."""
     architecture = str((getattr(hf_config, "architectures", None) or [""])[0])
     if getattr(hf_config, "is_encoder_decoder", False):
@@ -244,7 +249,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     return PretrainedBundle(network, wrapped, wrapped, str(folder), name, prefix, notes)
 
 
-def _conventions(hf_config: Any, tokenizer: Any, shape: str, head: str, forced_bos: int | None) -> tuple[str, list[str]]:
+def _conventions(hf_config: Any, tokenizer: Any, shape: Architecture, head: str, forced_bos: int | None) -> tuple[str, list[str]]:
     """(the source prefix the model expects, notes on its conventions for the info panel)."""
     notes, prefix = [], ""
     tasks = getattr(hf_config, "task_specific_params", None) or {}

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from model.inspection.positional import PositionalReport, table_report
+
 
 def _first_table(hf_model: Any) -> tuple[str, np.ndarray] | None:
     """(kind, [positions, d_model]) of the model's absolute position table, None when it has none."""
@@ -49,8 +51,6 @@ def relative_bias(hf_model: Any, max_distance: int) -> tuple[np.ndarray, np.ndar
 
 def pretrained_report(bundle: Any, n_positions: int | None, max_offset: int = 32):
     """The PositionalReport of a pretrained model (see the module docstring)."""
-    from model.inspection.positional import PositionalReport, table_report
-
     hf_model = bundle.model.hf_model
     if bundle.config.positional_encoding == "relative":
         distance = max(2, min(n_positions or 32, 64) // 2)

@@ -23,7 +23,7 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
+LAYOUTS = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
 VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
@@ -206,36 +206,36 @@ def _save(network, tokenizer, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-def build(family: str, folder: str | Path, seed: int = 0, size: str = "tiny") -> Path:
-    """Write a random-weight model of ``family`` with its tokenizer into ``folder`` (save_pretrained layout)."""
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, not {family!r}")
+def build(layout: str, folder: str | Path, seed: int = 0, size: str = "tiny") -> Path:
+    """Write a random-weight model of ``layout`` with its tokenizer into ``folder`` (save_pretrained layout)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     texts = sentences()
     with tempfile.TemporaryDirectory() as work:
-        if family == "t5":
+        if layout == "t5":
             _t5(folder, texts, Path(work), size)
-        elif family == "marian":
+        elif layout == "marian":
             _marian(folder, texts, Path(work))
-        elif family == "bart":
+        elif layout == "bart":
             _bart(folder, texts, Path(work))
-        elif family == "gpt2":
+        elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
         else:
-            _bert(folder, texts, Path(work), classifier=family == "bert-classifier")
+            _bert(folder, texts, Path(work), classifier=layout == "bert-classifier")
     return folder
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m model.pretrained.tiny", description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="folder to write one sub-folder per family into")
-    parser.add_argument("--family", action="append", choices=FAMILIES, help="only these families (default: all)")
+    parser.add_argument("out", help="folder to write one sub-folder per layout into")
+    parser.add_argument("--family", dest="layout", action="append", choices=LAYOUTS, help="only these layouts (default: all)")
     parser.add_argument("--size", choices=("tiny", "base"), default="tiny")
     args = parser.parse_args(argv)
-    for family in args.family or FAMILIES:
-        print(build(family, Path(args.out) / family, size=args.size))
+    for layout in args.layout or LAYOUTS:
+        print(build(layout, Path(args.out) / layout, size=args.size))
     return 0
 
 

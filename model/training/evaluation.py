@@ -15,6 +15,7 @@ import torch
 from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
+from model.family import family_of
 from model.training.labelling import score_labels
 from model.training.loss import smoothed_cross_entropy
 
@@ -142,7 +143,8 @@ def score(
     first ``decode_limit``. With ``stop``, raises Interrupted between batches once it returns True. A pretrained
     model (its own target conventions) is scored on its translations only: loss and accuracy are NaN. A classifier
     is scored on its labels (model/training/labelling.py): accuracy, exact match, per-class and macro F1."""
-    if getattr(model, "family", "") == "classifier":
+    can = family_of(model).capabilities
+    if can.labels:
         labels = score_labels(model, source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop))
         return Scores(
             labels.exact_match,
@@ -154,7 +156,7 @@ def score(
             labels.macro_f1,
             labels.per_class_f1,
         )
-    if getattr(model, "family", "") in ("transformer", "rnn"):
+    if can.teacher_forced_scores:
         examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
         loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
     else:

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from model.data.corpora import CorpusError, CorpusSpec, Splits, label_names, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.data.tokenizer import Tokenizer
+from model.family import families, family_named
 from model.io.checkpoint import ModelBundle
-from model.nn.classifier import ClassifierConfig
-from model.nn.registry import FAMILY_TASKS, build_network, config_class
+from model.nn.registry import build_network
 
 
 @dataclass
@@ -71,7 +71,7 @@ def prepare(
         report(f"{'Generating' if corpus.is_builtin else 'Reading'} {size}{corpus.describe()} pairs…")
         splits = load_corpus(corpus)
     report(f"Training the tokenizer ({tokenizer_options.vocab_size:,} pieces at most) on {len(splits.train):,} pairs…")
-    labelled = family == "classifier"
+    labelled = family_named(family).capabilities.labels
     source_tokenizer, target_tokenizer = train_tokenizers(splits, tokenizer_options, corpus, labelled)
     report("Building the model…")
     config = model_config(
@@ -91,9 +91,8 @@ def prepare(
 
 def check_family_fits(family: str, corpus: CorpusSpec) -> None:
     """A translation corpus trains an encoder-decoder; a tagging or classification corpus, the classifier."""
-    config_class(family)  # an unknown family's FamilyError
-    if corpus.task not in FAMILY_TASKS[family]:
-        wanted = " or ".join(f for f, tasks in FAMILY_TASKS.items() if corpus.task in tasks)
+    if corpus.task not in family_named(family).tasks:  # (an unknown family's FamilyError first)
+        wanted = " or ".join(f.name for f in families() if f.capabilities.trainable and corpus.task in f.tasks)
         raise CorpusError(
             f"{corpus.describe()} is a {corpus.task} corpus, which the {family} family cannot learn; train a {wanted} model on it"
         )
@@ -101,9 +100,8 @@ def check_family_fits(family: str, corpus: CorpusSpec) -> None:
 
 def model_config(family: str, options: dict, source_vocab: int, target_vocab: int, joint: bool, corpus: CorpusSpec, splits: Splits):
     """The family's config from the user's options and what the corpus and tokenizers fix."""
-    if family == "classifier":
-        task = "tagging" if corpus.task == "tagging" else "sentence"
-        names = label_names(splits.train, corpus.task)
-        return ClassifierConfig(vocab_size=source_vocab, class_names=names, task=task, **options)
-    fixed = dict(source_vocab_size=source_vocab, target_vocab_size=target_vocab, joint_vocab=joint)
-    return config_class(family)(**fixed, **options)
+    spec = family_named(family)
+    labels = None
+    if spec.capabilities.labels:  # a tag per word, or a class per sentence: the corpus names them
+        labels = ("tagging" if corpus.task == "tagging" else "sentence", label_names(splits.train, corpus.task))
+    return spec.build_config(options, source_vocab, target_vocab, joint, labels)

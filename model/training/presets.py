@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from model.data.corpora import BUILTIN_CORPORA, DEFAULT_SIZES, Pair, Splits
+from model.nn.registry import family_named
 
 NO_EPOCH_LIMIT = 100_000  # epochs of a run that a time budget or a step count ends
 COMMON_TRAINING = dict(epochs=NO_EPOCH_LIMIT, lr_decay="linear", label_smoothing=0.1, clip_norm=1.0)
@@ -40,19 +41,7 @@ class Preset:
         return self.training.get("max_minutes")
 
     def describe(self) -> str:
-        model = self.model
-        if self.family == "rnn":
-            shape = f"RNN: {model['cell'].upper()} {model['d_hidden']} wide, {model['attention']} attention" + (
-                f", local window {model['local_window']}" if model.get("local_window") else ""
-            )
-        elif self.family == "classifier":
-            shape = f"encoder-only: {model['n_layers']} layers, d_model {model['d_model']}, {model['n_heads']} heads"
-        else:
-            shape = (
-                f"{model['n_encoder_layers']}+{model['n_decoder_layers']} layers, d_model {model['d_model']}, "
-                f"{model['n_heads']} heads, d_ff {model['d_ff']}"
-            )
-        return f"{shape}; {self.minutes:g} min budget"
+        return f"{family_named(self.family).describe_options(self.model)}; {self.minutes:g} min budget"
 
 
 _SYMBOLS_MODEL = dict(n_encoder_layers=2, n_decoder_layers=2, d_model=128, n_heads=8, d_ff=256, dropout=0.1)
@@ -96,11 +85,9 @@ BUILTIN_PRESETS = {
 }
 
 
-# Seed 002's RNN with attention: a bidirectional GRU encoder (96 a direction) and a GRU decoder, Bahdanau's
-# additive attention. Sized so that the shipped toy-fr model stays under 5 MB.
-RNN_MODEL = dict(cell="gru", attention="bahdanau", local_window=0, d_embed=96, d_hidden=192, dropout=0.1)
-# Seed 004's encoder-only classifier: small, since a tag or a sentence class needs far less than a translation.
-CLASSIFIER_MODEL = dict(n_layers=2, d_model=64, n_heads=4, d_ff=256, dropout=0.1)
+# Seed 002's RNN with attention, and seed 004's encoder-only classifier: their families' default models.
+RNN_MODEL = family_named("rnn").default_model
+CLASSIFIER_MODEL = family_named("classifier").default_model
 # Half the encoder-decoder's learning rate, and an average of the weights: at the full rate a tagger's validation
 # accuracy swings between 0.97 and 0.995 and early stopping keeps a lucky step; so it climbs to 0.9998.
 _CLASSIFIER_TRAINING = dict(
@@ -118,16 +105,18 @@ for _name, _why in (
 
 
 def family_preset(preset: Preset, family: str) -> Preset:
-    """The corpus's preset for another family: an RNN keeps the corpus's tokenizer, data and time budget and takes
-    the RNN's model (its max_len too); a family the corpus does not fit is refused later, by the pipeline."""
+    """The corpus's preset for another family that learns the same task (an RNN on a Transformer's corpus): it keeps
+    the corpus's tokenizer, data and time budget and takes that family's default model (its max_len too). A family
+    that cannot learn the corpus's task is refused later, by the pipeline."""
     if family == preset.family:
         return preset
-    if family != "rnn" or preset.family != "transformer":
+    wanted, made_for = family_named(family), family_named(preset.family)
+    if not set(wanted.tasks) & set(made_for.tasks) or not wanted.default_model:
         return replace(preset, family=family)  # refused by the pipeline's check_family_fits
-    model = dict(RNN_MODEL, **({"max_len": preset.model["max_len"]} if "max_len" in preset.model else {}))
-    why = f"{preset.why}; with seed 002's RNN and attention in place of the Transformer"
+    model = dict(wanted.default_model, **({"max_len": preset.model["max_len"]} if "max_len" in preset.model else {}))
+    why = f"{preset.why}; with the {wanted.title} in place of the {made_for.title}"
     return Preset(
-        preset.name, model, dict(preset.tokenizer), dict(preset.training), preset.corpus_size, why, preset.sized_from, "rnn"
+        preset.name, model, dict(preset.tokenizer), dict(preset.training), preset.corpus_size, why, preset.sized_from, family
     )
 
 
@@ -268,21 +257,18 @@ def measure_step_seconds(
 
     import torch
 
-    from model.nn.registry import build_network, config_class
+    from model.nn.registry import build_network
     from model.runtime import set_cpu_threads
     from model.training.step import make_optimizer, training_step
 
     set_cpu_threads()
     options = {k: v for k, v in model_options.items() if k != "max_len"}
-    if family == "classifier":
-        config = config_class(family)(vocab_size=vocab_size, **options)
-    else:
-        config = config_class(family)(source_vocab_size=vocab_size, target_vocab_size=vocab_size, **options)
-    model = build_network(config)
+    spec = family_named(family)
+    model = build_network(spec.build_config(options, vocab_size, vocab_size))
     optimizer = make_optimizer(model)
     generator = torch.Generator().manual_seed(0)
     source = torch.randint(4, vocab_size, (batch_pairs, pieces), generator=generator)  # [B, S]
-    if family == "classifier":
+    if spec.capabilities.labels:
         target = torch.randint(1, 3, (batch_pairs, pieces), generator=generator)  # [B, S] labels of two classes
     else:
         target = torch.randint(4, vocab_size, (batch_pairs, pieces + 1), generator=generator)  # [B, T + 1]

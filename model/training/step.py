@@ -13,6 +13,7 @@ import math
 import torch
 
 from model.data.batching import encode_pairs
+from model.family import family_of
 from model.nn.packing import PackedRows
 from model.training.labelling import batch_logits as labelled_batch_logits
 from model.training.labelling import encode_labelled
@@ -54,7 +55,7 @@ def training_step(
 def batch_logits(model, source: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores [N, V] of the N positions a batch teaches, their gold ids [N]): the next piece at every real target
     position of an encoder-decoder (Transformer or RNN), the labels of a classifier."""
-    if model.family == "classifier":
+    if family_of(model).capabilities.labels:
         return labelled_batch_logits(model, source, target)
     gold = target[:, 1:]  # [B, T]
     real = gold != model.config.pad_id  # [B, T]
@@ -64,6 +65,6 @@ def batch_logits(model, source: torch.Tensor, target: torch.Tensor) -> tuple[tor
 
 def encode_examples(model, pairs, source_tokenizer, target_tokenizer) -> list[tuple[list[int], list[int]]]:
     """The pairs as the family learns them: (source ids, target ids), or (input ids, shifted labels)."""
-    if model.family == "classifier":
+    if family_of(model).capabilities.labels:
         return encode_labelled(pairs, source_tokenizer, model.config)
     return encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)

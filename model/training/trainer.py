@@ -24,6 +24,7 @@ import torch
 from model.data.batching import collate, length_batches
 from model.data.labelling import NO_LABEL
 from model.errors import UserError
+from model.family import family_of
 from model.kinds import StopReason
 from model.runtime import CoreFollower
 from model.training.evaluation import Interrupted, Scores, score
@@ -201,7 +202,7 @@ class Trainer:
         self.history = history if history is not None else {"steps": [], "validations": []}
         options.validate()
         self.train_examples = encode_examples(model, splits.train, source_tokenizer, target_tokenizer)
-        self.target_pad = NO_LABEL if model.family == "classifier" else None  # a classifier's labels: 0 = none
+        self.target_pad = NO_LABEL if family_of(model).capabilities.labels else None  # labels: 0 = none
         self.optimizer = make_optimizer(self.model)
         self.autocast_dtype = torch.bfloat16 if device.type == "cuda" else None
         self.average = WeightAverage(self.optimizer.flat_parameters, options.average_steps)

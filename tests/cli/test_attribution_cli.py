@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.attribution.masking import masked_model, parse_heads
 from model.attribution.norms import norm_contributions
 from model.cli.commands import main
 from model.io import checkpoint
+from model.nn.masking import masked_model, parse_heads
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from PySide6.QtCore import QPointF, Qt
 
-from model.attribution.masking import Head
 from model.kinds import AttentionKind
+from model.nn.masking import Head
 from tests.explorer.gui_helpers import explore_window
 
 

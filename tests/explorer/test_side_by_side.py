@@ -66,11 +66,11 @@ def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
 def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
     qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path
 ):
-    from types import SimpleNamespace
-
+    from model.io.bundle import ModelBundle
     from model.nn.classifier import ClassifierConfig, EncoderClassifier
 
-    tagger = SimpleNamespace(model=EncoderClassifier(ClassifierConfig(vocab_size=50)), path=None, describe=lambda: "a tagger")
+    tokenizer = toy_fr_bundle[0].source_tokenizer
+    tagger = ModelBundle(EncoderClassifier(ClassifierConfig(vocab_size=tokenizer.vocab_size)), tokenizer, tokenizer)
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the cat sleeps")
     messages = []
     window.session.message.connect(messages.append)

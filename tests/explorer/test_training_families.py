@@ -49,7 +49,7 @@ def _train_small(qtbot, window, corpus: str, family: str) -> None:
         box.setValue(value)
     tab.start_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=90000)
-    qtbot.waitUntil(lambda: window.session.bundle is not None and window.session.bundle.model.family == family, timeout=10000)
+    qtbot.waitUntil(lambda: window.session.bundle is not None and window.session.bundle.family.name == family, timeout=10000)
 
 
 def test_an_rnn_trained_in_the_window_is_explored_through_its_one_head(qtbot, window):

@@ -12,7 +12,7 @@ import pytest
 
 from model.decoding.trace import Trace
 from model.errors import UserError
-from model.family import ModelFamily
+from model.family import Bundle, Network
 from model.figures.export import ExportRequest, export_all, export_view
 from model.inspection.heads import all_head_statistics
 from model.inspection.selection import heads_for, select
@@ -115,8 +115,8 @@ def test_attention_kind_is_one_vocabulary():
 
 def test_the_transformer_is_a_model_family(copy_bundle):
     bundle, _ = copy_bundle
-    assert isinstance(bundle.model, ModelFamily)
-    assert bundle.model.family == "transformer" and set(bundle.model.kinds) == set(AttentionKind)
+    assert isinstance(bundle.model, Network) and isinstance(bundle, Bundle)
+    assert bundle.family.name == "transformer" and set(bundle.family.capabilities.kinds) == set(AttentionKind)
 
 
 def test_a_checkpoint_of_an_unknown_family_is_refused(copy_bundle, tmp_path):

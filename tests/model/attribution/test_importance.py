@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from model.attribution.importance import PruningPoint, head_importance, heads_before_drop, pruning_curve
-from model.attribution.masking import Head, attention_module, zero_heads
 from model.cli.commands import main
 from model.data.batching import encode_pairs
 from model.io import checkpoint
 from model.kinds import AttentionKind
+from model.nn.masking import Head, attention_module, zero_heads
 from model.training.evaluation import score
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.attribution.masking import Head, MaskError, attention_module, masked_model, parse_heads
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.kinds import AttentionKind
 from model.nn.config import TransformerConfig
+from model.nn.masking import Head, MaskError, attention_module, masked_model, parse_heads
 from model.nn.transformer import Transformer
 
 CONFIG = dict(source_vocab_size=40, target_vocab_size=40, n_encoder_layers=2, n_decoder_layers=2, d_model=16, n_heads=4, d_ff=32)

@@ -196,9 +196,10 @@ def test_a_measure_the_model_or_kind_does_not_define_says_why():
     assert "cross-attention" in unsupported(model, "alti", AttentionKind.CROSS)
     assert "encoder" in unsupported(model, "ig", AttentionKind.ENCODER)
 
-    class Other(torch.nn.Module):
-        family = "rnn"
+    from model.nn.registry import build_network
+    from model.nn.rnn_config import RNNConfig
 
-    assert "Transformer" in unsupported(Other(), "norm")
+    rnn = build_network(RNNConfig(source_vocab_size=30, target_vocab_size=30, d_embed=8, d_hidden=12))
+    assert unsupported(rnn, "norm") == "Norm-based ‖α f(x)‖ is computed for the app's encoder-decoder Transformer, not for this model"
     with pytest.raises(MeasureError, match="one of"):
         compute_measure(model, SOURCE, CHOSEN, "nonsense")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from model.attribution.masking import attention_module
 from model.attribution.norms import norm_contributions
 from model.kinds import AttentionKind
 from model.nn.config import TransformerConfig
+from model.nn.masking import attention_module
 from model.nn.transformer import Transformer
 
 SOURCE = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from model.decoding.beam import beam_search
 from model.decoding.greedy import greedy_decode
-from model.family import ModelFamily, architecture_of
+from model.family import Architecture, Network, family_of
 from model.kinds import AttentionKind
 from model.nn.config import ConfigError
 from model.nn.packing import PackedRows
@@ -337,8 +337,10 @@ def test_config_round_trip_and_description():
 
 def test_the_family_interface():
     model = build_network(RNNConfig(source_vocab_size=30, target_vocab_size=40, joint_vocab=False, d_embed=8, d_hidden=12))
-    assert isinstance(model, RNNAttention) and isinstance(model, ModelFamily)
-    assert model.family == "rnn" and model.kinds == (AttentionKind.CROSS,) and architecture_of(model) == "encoder-decoder"
+    assert isinstance(model, RNNAttention) and isinstance(model, Network)
+    family = family_of(model)
+    assert family.name == "rnn" and family.capabilities.kinds == (AttentionKind.CROSS,)
+    assert family.capabilities.architecture is Architecture.ENCODER_DECODER
     assert model.source_embedding is not model.target_embedding
     assert model.parameter_count() == sum(p.numel() for p in model.parameters())
     with torch.no_grad():

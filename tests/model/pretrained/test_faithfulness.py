@@ -28,7 +28,7 @@ KINDS = {
 @pytest.mark.parametrize("family", sorted(KINDS))
 def test_incremental_trace_equals_one_full_pass(tiny_bundles, family):
     bundle = tiny_bundles[family]
-    stepper = Stepper(bundle, SENTENCE[bundle.shape], DecodingOptions(max_steps=10))
+    stepper = Stepper(bundle, SENTENCE[bundle.family.capabilities.architecture.value], DecodingOptions(max_steps=10))
     stepper.run()
     trace = stepper.trace()
     assert tuple(str(kind) for kind in trace.kinds) == KINDS[family]

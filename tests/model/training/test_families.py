@@ -48,7 +48,7 @@ def test_the_rnn_trains_saves_and_decodes_like_its_full_pass(rnn_bundle, tmp_pat
     assert np.mean(losses[-5:]) < np.mean(losses[:5])
     path = checkpoint.save(rnn_bundle, tmp_path / "rnn.safetensors")
     loaded = checkpoint.load(path)
-    assert loaded.model.family == "rnn" and loaded.config.to_dict() == rnn_bundle.config.to_dict()
+    assert loaded.family.name == "rnn" and loaded.config.to_dict() == rnn_bundle.config.to_dict()
     stepper = Stepper(loaded, "a b c d", DecodingOptions(max_steps=6))
     stepper.run()
     trace = stepper.trace()
@@ -71,7 +71,7 @@ def test_the_tagger_learns_tags_and_its_trace_is_one_full_pass(tagger_bundle, tm
     from model.training.evaluation import score
     from model.training.labelling import predict
 
-    assert tagger_bundle.model.family == "classifier" and tagger_bundle.config.task == "tagging"
+    assert tagger_bundle.family.name == "classifier" and tagger_bundle.config.task == "tagging"
     assert "NOUN" in tagger_bundle.config.class_names
     losses = [row[1] for row in tagger_bundle.history["steps"]]
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from model.errors import UserError
+from model.family import family_of
 from model.kinds import AttentionKind, KindError
 
 
@@ -71,25 +72,22 @@ def describe_heads(heads: tuple[Head, ...]) -> str:
     return ", ".join(head.describe() for head in heads) or "none"
 
 
-def attention_module(model, kind: AttentionKind, layer: int):
-    """The MultiHeadAttention of ``kind`` in ``layer`` of the app's Transformer (or encoder-only classifier)."""
-    if kind is AttentionKind.ENCODER:
-        layers: Any = getattr(model, "encoder_layers", None) or model.layers  # the classifier's are "layers"
-        return layers[layer].self_attention
-    layer_module = model.decoder_layers[layer]
-    return layer_module.self_attention if kind is AttentionKind.DECODER else layer_module.cross_attention
+def attention_module(model: Any, kind: AttentionKind, layer: int) -> Any:
+    """The MultiHeadAttention of ``kind`` in ``layer`` of a family that supports head masking (its
+    ``attention_module``: the Transformer's, the encoder-only classifier's)."""
+    return model.attention_module(kind, layer)
 
 
 def check_heads(model, heads: tuple[Head, ...]) -> None:
     """Refuse heads the model does not have, or a model whose heads cannot be masked, with the reason."""
     if not heads:
         return
-    family = getattr(model, "family", "")
-    if family not in ("transformer", "classifier"):
-        raise MaskError(f"heads can be masked in the app's own Transformers; a {family or 'pretrained'} model's cannot")
+    family = family_of(model)
+    if not family.capabilities.head_masking:
+        raise MaskError(f"heads can be masked in the app's own Transformers; a {family.title}'s cannot")
     config = model.config
     for head in heads:
-        if head.kind not in model.kinds:
+        if head.kind not in family.capabilities.kinds:
             raise MaskError(f"{head}: this model has no {head.kind.label}")
         n_layers = config.n_encoder_layers if head.kind is AttentionKind.ENCODER else config.n_decoder_layers
         if head.layer >= n_layers or head.head >= config.n_heads:
