@@ -13,10 +13,12 @@ __all__ = ["Transformer", "TransformerConfig"]
 def __getattr__(name: str):
     """Lazy: ``import model.io.shipped`` (or the app's window) does not pay for importing PyTorch."""
     if name == "Transformer":
+        # deferred: `import model` must not pay for PyTorch (the window starts before it)
         from model.nn.transformer import Transformer
 
         return Transformer
     if name == "TransformerConfig":
+        # deferred: `import model` stays light (see above)
         from model.nn.config import TransformerConfig
 
         return TransformerConfig

@@ -9,10 +9,12 @@ import sys
 
 def _run() -> int:
     try:
+        # deferred: imported inside the try so that Ctrl-C during the imports ends in one line
         from model.runtime import COMMAND_IMPORTS, import_shielded
 
         if import_shielded(*COMMAND_IMPORTS):  # Ctrl-C while the libraries loaded: stop now, cleanly
             raise KeyboardInterrupt
+        # deferred: after import_shielded has loaded the libraries (Ctrl-C in between is one line)
         from model.cli.commands import main
 
         code = main()

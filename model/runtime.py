@@ -77,6 +77,7 @@ def apply_process_policies(environ: MutableMapping[str, str] | None = None) -> b
 @functools.cache
 def default_cpu_threads() -> int:
     """torch's own choice (the machine's cores), read on first use, before anything changes it."""
+    # deferred: this module sets OpenMP's policy before torch loads; torch only once a thread count is set
     import torch
 
     return torch.get_num_threads()
@@ -92,6 +93,7 @@ def set_cpu_threads(count: int | None = None) -> int:
     worker thread ran at half the command line's speed because the GUI thread had a team of its own. So an
     application with a training thread runs its other threads' torch work on one core.
     """
+    # deferred: as above (torch loads after the OpenMP policy is set)
     import torch
 
     default = default_cpu_threads()  # read on every call, so it is known before the first change

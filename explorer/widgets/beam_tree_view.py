@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from model.inspection.labels import CONTINUATION_MARK, display_labels
+from model.data.token_labels import CONTINUATION_MARK, display_labels
 
 NODE = Qt.UserRole  # on tree rows: (first node, last node) of the row's chain
 PRUNED = QColor("#8a8a8a")

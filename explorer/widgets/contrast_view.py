@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from model.inspection.labels import display_labels
+from model.data.token_labels import display_labels
 
 FOR_CHOSEN = (245, 133, 24)  # orange, as the chosen candidate's bar
 FOR_OTHER = (76, 120, 168)  # blue, as the other candidates' bars

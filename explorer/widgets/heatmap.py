@@ -19,7 +19,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 from PySide6.QtWidgets import QGraphicsRectItem, QToolTip
 
-from model.inspection.labels import HIGHLIGHT, display_labels
+from model.data.token_labels import HIGHLIGHT, display_labels
 
 COLORMAPS = ("viridis", "magma", "inferno", "plasma", "cividis")  # perceptually uniform
 MIN_POINT_SIZE = 7.0  # the smallest legible label

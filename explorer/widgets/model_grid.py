@@ -22,7 +22,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
-from model.inspection.labels import HIGHLIGHT
+from model.data.token_labels import HIGHLIGHT
 
 GAP = 0.12  # space between cells, as a share of a cell
 IMPORTANCE_FONT_POINTS = 7

@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea
 
-from model.inspection.labels import display_mask_candidate, is_special
+from model.data.token_labels import display_mask_candidate, is_special
 
 BAR_SPACES = 30  # spaces of a probability of 1
 SHOWN = 5  # candidates per mask

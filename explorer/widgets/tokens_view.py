@@ -2,7 +2,7 @@
 step highlighted and forced tokens marked (✎). Clicking a target token selects that step; so do the
 arrow keys and Enter when the row has the keyboard focus. A chip's tooltip names its raw piece.
 
-Chips show tokens as people read them (``model.inspection.labels.display_labels``: "▁La" prints "La", a
+Chips show tokens as people read them (``model.data.token_labels.display_labels``: "▁La" prints "La", a
 continuation piece "·a"), never the tokenizer's word marker; ``tokens`` keeps the raw pieces.
 
 The chips are painted by the widget itself, wrapped to its width: a rich-text label of 200 linked

@@ -21,6 +21,7 @@ from model.attribution.measures import MEASURES, NAMES, compute_measure, unsuppo
 from model.data.batching import encode_pairs
 from model.data.corpora import Pair
 from model.decoding.trace import group_matrix
+from model.files import atomic_output
 from model.inspection.alignment import AlignmentCounts, alignment_links, gold_word_groups
 from model.kinds import AttentionKind
 
@@ -60,8 +61,6 @@ class AlignmentTable:
 
     def write_csv(self, path: str | Path) -> None:
         """measure, reading, AER: every row of the table (written atomically)."""
-        from model.io.files import atomic_output
-
         with atomic_output(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow(["measure", "reading", "aer", "pairs"])

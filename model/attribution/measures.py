@@ -14,95 +14,34 @@ disables the choice with that as its tooltip).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
+from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
+from model.attribution.gradients import attention_gradient, saliency
+from model.attribution.norms import norm_contributions
+from model.attribution.passes import token_pass
+from model.attribution.value_zeroing import value_zeroing
 from model.family import family_of
+from model.inspection.measure_catalogue import ALL_KINDS, CONTRIBUTIONS, CROSS, DECODER, ENCODER, MEASURES, NAMES, Measure
 from model.kinds import AttentionKind
 
-ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
-ALL_KINDS = (ENCODER, DECODER, CROSS)
-
-
-@dataclass(frozen=True)
-class Measure:
-    name: str  # what the command line and files call it
-    label: str  # what a person reads
-    what: str  # one line: how it is computed (tooltips, captions)
-    kinds: tuple[AttentionKind, ...]  # the kinds it defines
-    per_head: bool = False  # False: one map per layer (or one in all)
-    rollout: bool = False  # layer l reads through layers 1..l
-    gradient: bool = False  # needs backward passes (slower: computed in a worker)
-    single: bool = False  # one map in all, not per layer
-    why_not: str = ""  # why a kind it does not define is missing
-
-
-MEASURES: dict[str, Measure] = {
-    m.name: m
-    for m in (
-        Measure("attention", "Attention weights", "softmax(QKᵀ/√d_k): the raw weights", ALL_KINDS, per_head=True),
-        Measure("norm", "Norm-based ‖α f(x)‖", "‖α_ij · x_j W_V W_O‖ per head (Kobayashi et al. 2020)", ALL_KINDS, per_head=True),
-        Measure(
-            "alti",
-            "ALTI",
-            "token contributions through attention, residual and layer norm, rolled out (Ferrando et al. 2022)",
-            (ENCODER, DECODER),
-            rollout=True,
-            why_not="ALTI rolls out self-attention; ALTI+ adds what cross-attention brings from the source",
-        ),
-        Measure(
-            "alti+",
-            "ALTI+",
-            "ALTI through the decoder: each prediction split into source and target-prefix shares (Ferrando et al. 2022)",
-            ALL_KINDS,
-            rollout=True,
-        ),
-        Measure(
-            "value-zeroing",
-            "Value zeroing",
-            "cosine distance of the layer's output when one value vector is zeroed (Mohebbi et al. 2023)",
-            ALL_KINDS,
-        ),
-        Measure(
-            "attn-grad",
-            "Attention × gradient",
-            "(∇A ⊙ A)⁺ averaged over heads with the encoder-decoder rules (Chefer et al. 2021)",
-            ALL_KINDS,
-            rollout=True,
-            gradient=True,
-        ),
-        Measure(
-            "grad-input",
-            "Gradient × input",
-            "∇ log p(token) · embedding, over source and target-prefix tokens",
-            (DECODER, CROSS),
-            gradient=True,
-            single=True,
-            why_not="saliency is of a prediction over the source and the target prefix; the encoder predicts nothing",
-        ),
-        Measure(
-            "ig",
-            "Integrated gradients",
-            "gradients integrated from zero embeddings (Sundararajan et al. 2017), over source and target prefix",
-            (DECODER, CROSS),
-            gradient=True,
-            single=True,
-            why_not="saliency is of a prediction over the source and the target prefix; the encoder predicts nothing",
-        ),
-        Measure(
-            "shift-att",
-            "Shift-Att",
-            "cross-attention read at the step where the word is the decoder's input (Chen et al. 2020)",
-            (CROSS,),
-            per_head=True,
-            why_not="Shift-Att is a reading of cross-attention",
-        ),
-    )
-}
-NAMES = tuple(MEASURES)
-CONTRIBUTIONS = NAMES[1:]  # every measure beyond raw attention
+__all__ = [
+    "CONTRIBUTIONS",
+    "MEASURES",
+    "NAMES",
+    "Measure",
+    "MeasureError",
+    "MeasureResult",
+    "compute_measure",
+    "measure_caption",
+    "measured_trace",
+    "merge_rows",
+    "trace_measure",
+    "unsupported",
+]  # the catalogue (model/inspection/measure_catalogue.py) with the code that computes it
 
 
 class MeasureError(ValueError):
@@ -162,31 +101,21 @@ def compute_measure(
     if name in ("attention", "shift-att"):
         return _attention_readings(model, source, chosen, name)
     if name == "norm":
-        from model.attribution.norms import norm_contributions
-
         tables = norm_contributions(model, source, inputs)
         values = {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()}
         return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
     if name in ("grad-input", "ig"):
         return _saliency_result(model, source, inputs, chosen, name, steps)
     if name == "attn-grad":
-        from model.attribution.gradients import attention_gradient
-
         encoder, decoder, cross = attention_gradient(model, source, inputs, chosen)
         values = {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)}
         return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
-    from model.attribution.passes import token_pass
-
     with torch.inference_mode():
         record = token_pass(model, source, inputs)
         if name == "value-zeroing":
-            from model.attribution.value_zeroing import value_zeroing
-
             encoder, decoder, cross = value_zeroing(model, record)
             values = {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)}
             return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
-        from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
-
         values = {ENCODER: _stack(encoder_rollout(record))}
         if name == "alti":
             values[DECODER] = _stack(decoder_rollout(record))
@@ -217,8 +146,6 @@ def _attention_readings(model, source: torch.Tensor, chosen: torch.Tensor, name:
 def _saliency_result(model, source, inputs, chosen, name: str, steps: list[int] | None) -> MeasureResult:
     """Gradient × input or integrated gradients of the chosen steps' log-probabilities: signed values, and
     shares of |attribution| over source and target prefix together (so a row's two parts sum to 1)."""
-    from model.attribution.gradients import saliency
-
     n = chosen.shape[0]
     steps = list(range(n)) if steps is None else steps
     source_values = np.zeros((n, source.shape[1]), np.float32)
@@ -251,18 +178,6 @@ def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) ->
     return first
 
 
-def measure_place(name: str, layer: int, head: int | str) -> str:
-    """'ALTI+ through layer 2', 'Norm-based ‖α f(x)‖, layer 1, head 3', 'Integrated gradients' (views' titles)."""
-    from model.inspection.selection import head_title
-
-    measure = MEASURES[name]
-    if measure.single:
-        return measure.label
-    if not measure.per_head:
-        return f"{measure.label} {'through' if measure.rollout else 'in'} layer {layer + 1}"
-    return f"{measure.label}, layer {layer + 1}, {head_title(head)}"
-
-
 def measure_caption(trace) -> str:
     """A figure caption's line saying what the colours are, with the source share of the last prediction."""
     measure = MEASURES[trace.measure]
@@ -276,8 +191,6 @@ def measure_caption(trace) -> str:
 def measured_trace(trace, result: MeasureResult):
     """``trace`` with the measure's shares in place of the attention weights (a kind the measure does not
     define becomes None) and its source share per prediction."""
-    from dataclasses import replace
-
     if result.measure == "attention":
         return trace
     arrays = {kind.field: result.shares.get(kind) if trace.has(kind) else None for kind in ALL_KINDS}

@@ -22,10 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from model.attribution.measures import CONTRIBUTIONS, MEASURES
-from model.cli.export import add_figure_arguments, figure_options
+from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, measured_trace, trace_measure, unsupported
+from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError
-from model.io.files import check_output
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.figures.attention import grid_figure
+from model.figures.saving import save_figure
+from model.files import check_output
+from model.io.models import model_source, open_model
+from model.kinds import AttentionKind
+from model.nn.masking import parse_heads
 
 SUFFIXES = (".npz", ".png", ".svg", ".pdf")
 
@@ -43,15 +49,6 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_attribute(args) -> int:
-    from model.attribution.measures import MeasureError, measured_trace, trace_measure, unsupported
-    from model.cli.export import model_name
-    from model.decoding.stepper import DecodingOptions, Stepper
-    from model.figures.attention import grid_figure
-    from model.figures.saving import save_figure
-    from model.io.models import model_source, open_model
-    from model.kinds import AttentionKind
-    from model.nn.masking import parse_heads
-
     suffix = Path(args.out).suffix.lower()
     if suffix not in SUFFIXES:
         raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {Path(args.out).name!r}")

@@ -1,4 +1,5 @@
-"""The command line of the core: train, translate, evaluate, trace. No Qt is imported here.
+"""The command line of the core: the parser of every sub-command and the one place that runs them and turns their
+errors into one line. No Qt is imported here; each sub-command lives in its own module (train.py, decode.py, ...).
 
 ``transformer-explorer`` (the GUI launcher in explorer/) hands these sub-commands to ``main``;
 ``python -m model`` reaches them directly. Every error prints one line to stderr and exits non-zero.
@@ -7,32 +8,28 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
-from typing import Any
 
-from model.cli.options import CommandError, alpha, corpus_spec, forces, positive
-from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
-from model.device import resolve_device
+from model.cli.attribute import add_attribute_arguments, run_attribute
+from model.cli.compare import add_compare_arguments, run_compare
+from model.cli.decode import (
+    add_evaluate_arguments,
+    add_trace_arguments,
+    add_translate_arguments,
+    run_evaluate,
+    run_trace,
+    run_translate,
+)
+from model.cli.export import add_arguments as add_export_arguments
+from model.cli.export import run_export
+from model.cli.heads import add_heads_arguments, run_heads
+from model.cli.labels import add_classify_arguments, run_classify
+from model.cli.options import CommandError
+from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
-from model.family import Architecture
-from model.io.files import check_output
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute")
-
-
-def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument(
-        "--corpus",
-        required=required,
-        metavar="{" + ",".join(BUILTIN_CORPORA) + ",PATH}",
-        help="a built-in corpus, a TSV file (source TAB target, or text TAB label), the source file of a Moses pair, "
-        "or a tagging file (word/TAG word/TAG ... per line, with --task tagging)",
-    )
-    parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
-    parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,296 +41,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from model.cli.train import add_train_arguments
-
     add_train_arguments(sub.add_parser("train", help="train a model and save it to one file"))
-
-    from model.cli.labels import add_classify_arguments
 
     add_classify_arguments(sub.add_parser("classify", help="a classifier's tags or class of sentences"))
 
-    from model.cli.compare import add_compare_arguments
-
     add_compare_arguments(sub.add_parser("compare", help="two models' cross-attention on one sentence, as one figure"))
-
-    from model.cli.heads import add_heads_arguments
 
     add_heads_arguments(sub.add_parser("heads", help="each head's importance, and the pruning curve"))
 
-    from model.cli.attribute import add_attribute_arguments
-
     add_attribute_arguments(sub.add_parser("attribute", help="a contribution measure of a decoded sentence"))
 
-    translate = sub.add_parser("translate", help="translate a sentence")
-    translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
-    translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
-    translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
-    translate.add_argument("--device", default="cpu")
-    translate.add_argument(
-        "--mask-heads",
-        metavar="KIND:LAYER:HEAD,...",
-        default="",
-        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
-    )
-    translate.add_argument("text", nargs="+", help="the sentence")
-
-    evaluate = sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set")
-    evaluate.add_argument("--model", required=True)
-    corpus_arguments(evaluate)
-    evaluate.add_argument("--n", type=int, help="score N freshly generated pairs of a built-in corpus")
-    evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
-    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
-    evaluate.add_argument("--device", default="cpu")
-    evaluate.add_argument("--aer-pairs", type=int, default=500, help="pairs scored for alignment error rate")
-
-    trace = sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)")
-    trace.add_argument("--model", required=True)
-    trace.add_argument("--text", required=True, help="the source sentence")
-    strategy = trace.add_mutually_exclusive_group()
-    strategy.add_argument("--beam", type=int, help="beam search of this width (the best hypothesis is traced)")
-    strategy.add_argument("--sample", action="store_true", help="sample instead of greedy")
-    trace.add_argument("--temperature", type=float, default=1.0)
-    trace.add_argument("--top-k", type=int, default=0)
-    trace.add_argument("--top-p", type=float, default=1.0)
-    trace.add_argument("--seed", type=int, default=0)
-    trace.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
-    trace.add_argument(
-        "--force",
-        action="append",
-        default=[],
-        metavar="STEP:TOKEN",
-        help="what-if: make step STEP (1-based) produce TOKEN (a target piece or word); repeatable",
-    )
-    trace.add_argument("--max-steps", type=int, help="stop after this many target tokens")
-    trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
-    trace.add_argument("--out", required=True, metavar="FILE.npz")
-    trace.add_argument("--device", default="cpu")
-    trace.add_argument(
-        "--mask-heads",
-        metavar="KIND:LAYER:HEAD,...",
-        default="",
-        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
-    )
-
-    from model.cli.export import add_arguments
-
-    add_arguments(
+    add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
+    add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
+    add_trace_arguments(sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)"))
+    add_export_arguments(
         sub.add_parser(
             "export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data (CSV, NPY), without a window"
         )
     )
     return parser
-
-
-def _load(name: str, device: str = "cpu"):
-    """The app's own model file, a shipped model, or a pretrained model's folder or cached id (model/io/models.py)."""
-    from model.io.models import open_model
-
-    return open_model(name, resolve_device(device))
-
-
-def _print_encoder_predictions(trace) -> None:
-    """What an encoder-only model's head says: each mask's candidates, or the class probabilities."""
-    from model.inspection.labels import display_mask_candidate
-
-    for position, tokens, probabilities in zip(
-        trace.mask_positions, trace.mask_candidate_tokens, trace.mask_candidate_probabilities
-    ):
-        shown = ", ".join(f"{display_mask_candidate(t)} {p:.3f}" for t, p in zip(tokens[:5], probabilities[:5]))
-        print(f"mask at piece {int(position) + 1}: {shown}")
-    if trace.class_probabilities.ndim == 1 and trace.class_probabilities.size:
-        for name, probability in sorted(zip(trace.class_names, trace.class_probabilities), key=lambda item: -item[1]):
-            print(f"{name}\t{probability:.4f}")
-    if not trace.mask_positions.size and not trace.class_probabilities.size:
-        print("this encoder-only model has no head to read; `trace` and `export` show its attention")
-
-
-def run_translate(args) -> int:
-    import torch
-
-    from model.decoding.beam import beam_search
-    from model.decoding.greedy import greedy_decode
-    from model.nn.masking import masked_model, parse_heads
-
-    positive("beam", args.beam)
-    alpha(args.alpha)
-    heads = parse_heads(args.mask_heads)
-    bundle = _load(args.model, args.device)
-    text = " ".join(args.text)
-    if not text.strip():
-        raise CommandError("nothing to translate: the sentence is empty")
-    can = bundle.family.capabilities
-    if can.labels:
-        from model.cli.labels import print_labels
-
-        print_labels(bundle, [text])
-        return 0
-    if can.architecture is not Architecture.ENCODER_DECODER:  # a prompt to continue, or a text the head reads
-        from model.decoding.stepper import Stepper
-
-        stepper = Stepper(bundle, text)
-        stepper.run()
-        if can.architecture.has_decoder:
-            print(stepper.translation())
-        else:
-            _print_encoder_predictions(stepper.trace())
-        return 0
-    ids, n_pieces, kept = bundle.source_ids(text)
-    if n_pieces > kept:
-        print(f"note: the sentence has {n_pieces} pieces; only the first {kept} fit this model", file=sys.stderr)
-    source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
-    model = masked_model(bundle.model, heads)
-    if args.beam > 1:
-        output = beam_search(model, source, args.beam, args.alpha).best
-    else:
-        output = greedy_decode(model, source)[0]
-    print(bundle.target_tokenizer.decode(output))
-    return 0
-
-
-def run_evaluate(args) -> int:
-    from model.training.evaluation import score
-
-    positive("n", args.n)
-    if args.aer_pairs < 0:
-        raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
-    bundle = _load(args.model, args.device)
-    can = bundle.family.capabilities
-    labelled = can.labels
-    if can.architecture is not Architecture.ENCODER_DECODER and not labelled:
-        raise CommandError(f"evaluate scores translations, and {bundle.describe()} is not an encoder-decoder model")
-    if args.n is not None:
-        if args.target is not None or args.corpus not in BUILTIN_CORPORA:
-            raise CommandError(f"--n generates fresh pairs and needs a built-in corpus ({', '.join(BUILTIN_CORPORA)})")
-        pairs = generate_builtin(args.corpus, args.n, args.seed)
-        what = f"{args.n} fresh {args.corpus} pairs (seed {args.seed})"
-    else:
-        spec = corpus_spec(args)
-        trained_on = bundle.corpus
-        if spec.is_builtin and trained_on is not None and trained_on.is_builtin and trained_on.name == spec.name:
-            spec = trained_on  # the same generation settings, so the test split is the held-out one
-        pairs = load_corpus(spec).test
-        what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
-        if not pairs:
-            raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
-    scores = score(
-        bundle.model,
-        bundle.source_tokenizer,
-        bundle.target_tokenizer,
-        pairs,
-        next(bundle.model.parameters()).device,
-        encode=lambda text: bundle.source_ids(text)[0],
-    )
-    if labelled:
-        from model.cli.labels import report_label_scores
-
-        return report_label_scores(scores, what, args.json)
-    result: dict[str, Any] = {
-        "exact_match": round(scores.exact_match, 6),
-        "bleu": round(scores.bleu, 4),
-        "token_accuracy": None if math.isnan(scores.token_accuracy) else round(scores.token_accuracy, 6),
-        "n": scores.n,
-    }
-    aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
-    if aligned:
-        from model.inspection.alignment import cross_attention_aer
-
-        report = cross_attention_aer(bundle, aligned)
-        if report.n_pairs:
-            aer, layer, head, reading = report.best
-            result.update(
-                aer=round(aer, 6),
-                aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
-                aer_layer_average=round(float(report.layer_aer.min()), 6),
-                aer_pairs=report.n_pairs,
-            )
-    if args.json:
-        print(json.dumps(result))
-    else:
-        accuracy = (
-            "n/a (a pretrained model is scored on its translations)"
-            if math.isnan(scores.token_accuracy)
-            else f"{scores.token_accuracy:.4f}"
-        )
-        line = f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, token accuracy {accuracy}"
-        if "aer" in result:
-            head = result["aer_head"]
-            line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
-        print(line)
-    return 0
-
-
-def run_trace(args) -> int:
-    import numpy as np
-
-    from model.decoding.stepper import DecodingOptions, Stepper
-    from model.inspection.heads import all_head_statistics
-    from model.nn.masking import parse_heads
-
-    # Every option and the output are checked before the model loads and decoding starts.
-    positive("beam", args.beam)
-    positive("max-steps", args.max_steps)
-    alpha(args.alpha)
-    strategy = "beam" if args.beam is not None else "sample" if args.sample else "greedy"
-    options = DecodingOptions(
-        strategy=strategy,
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        seed=args.seed,
-        beam_width=args.beam or 4,
-        length_penalty=args.alpha,
-        max_steps=args.max_steps,
-        masked_heads=parse_heads(args.mask_heads),
-    )
-    options.validate()  # its messages name the option: temperature, top-p, top-k, seed
-    forced = forces(args.force)
-    from model.io.models import model_source
-
-    model_path = model_source(args.model)
-    if Path(args.out).suffix.lower() != ".npz" and str(args.out).strip() and not Path(args.out).is_dir():
-        raise CommandError(f"--out must end in .npz, not {Path(args.out).name!r}")
-    check_output(args.out, (model_path,) if model_path else ())
-    bundle = _load(args.model, args.device)
-    stepper = Stepper(bundle, args.text, options)
-    for message in stepper.messages:
-        print(f"note: {message}", file=sys.stderr)
-    for step_number, token in forced:
-        stepper.force(step_number - 1, stepper.token_id(token))
-    stepper.run()
-    trace = stepper.trace()
-    extra = {}
-    for kind, table in all_head_statistics(trace).items():
-        extra[f"{kind.field}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
-        extra[f"{kind.field}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
-    if args.word_level:
-        words = trace.word_level()
-        for kind in words.kinds:
-            extra[f"word_{kind.field}"] = words.matrix(kind)
-        extra.update(
-            word_source_tokens=np.array(words.source_tokens, dtype=str),
-            word_target_tokens=np.array(words.target_tokens, dtype=str),
-            word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str),
-        )
-    if stepper.beam is not None:
-        nodes = stepper.beam.nodes
-        extra.update(
-            beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
-            beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
-            beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
-            beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
-            beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
-            beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
-            beam_score_note=np.array(
-                "score = log p / ((5 + length) / 6) ** alpha (GNMT length "
-                "normalisation); log p is the hypothesis' summed log probability"
-            ),
-            beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64),
-        )
-    trace.save_npz(args.out, extra)
-    print(f"{trace.n_steps} steps: {stepper.translation()}")
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,13 +68,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
-    from model.cli.attribute import run_attribute
-    from model.cli.compare import run_compare
-    from model.cli.export import run_export
-    from model.cli.heads import run_heads
-    from model.cli.labels import run_classify
-    from model.cli.train import run_train
-
     runners = {
         "train": run_train,
         "translate": run_translate,

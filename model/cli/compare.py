@@ -11,8 +11,13 @@ import argparse
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError
-from model.figures.saving import FIGURE_SUFFIXES
-from model.io.files import check_output
+from model.data.corpora import toy_fr
+from model.figures.comparison import pair_figure
+from model.figures.saving import FIGURE_SUFFIXES, save_figure
+from model.files import check_output
+from model.inspection.comparison import FRESH_SEED, decoded_panel
+from model.io.models import model_source, open_model
+from model.kinds import AttentionKind
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +38,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args) -> int:
-    from model.figures.comparison import pair_figure
-    from model.figures.saving import save_figure
-    from model.inspection.comparison import FRESH_SEED, decoded_panel
-    from model.io.models import model_source, open_model
-    from model.kinds import AttentionKind
-
     if args.toy_fr is not None and not 1 <= args.toy_fr <= 100_000:
         raise CommandError(f"--toy-fr must be a sentence number from 1 to 100000, got {args.toy_fr}")
     if args.step is not None and args.step < 0:
@@ -53,8 +52,6 @@ def run_compare(args) -> int:
     gold = None
     text = args.text
     if args.toy_fr is not None:
-        from model.data.corpora import toy_fr
-
         gold = toy_fr.generate(args.toy_fr, FRESH_SEED)[-1]
         text = gold.source
     panels = []

@@ -14,10 +14,17 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError
+from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
-from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view
+from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
 from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
-from model.io.files import check_output
+from model.figures.positional import positional_figure
+from model.figures.saving import save_figure
+from model.files import check_output
+from model.inspection.positional import positional_report
+from model.inspection.selection import parse_head
+from model.io.models import model_source, open_model
+from model.nn.masking import parse_heads
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,8 +107,6 @@ def figure_options(args) -> FigureOptions:
 
 
 def request_from(args) -> ExportRequest:
-    from model.inspection.selection import parse_head
-
     heads = None
     if args.heads:
         try:
@@ -129,10 +134,6 @@ def model_name(name: str) -> str:
 
 
 def run_export(args) -> int:
-    from model.decoding.stepper import DecodingOptions, Stepper
-    from model.io.models import model_source, open_model
-    from model.nn.masking import parse_heads
-
     if args.view == "positional":
         return run_positional(args)
     if not args.text:
@@ -171,12 +172,6 @@ def run_export(args) -> int:
 
 def run_positional(args) -> int:
     """The positional-encoding figure (PNG, SVG, PDF) or its table (CSV, NPY: positions x d_model)."""
-    from model.figures.export import save_table
-    from model.figures.positional import positional_figure
-    from model.figures.saving import save_figure
-    from model.inspection.positional import positional_report
-    from model.io.models import model_source, open_model
-
     model_path = model_source(args.model)
     out = check_output(args.out, (model_path,) if model_path else ())
     if out.suffix.lower() not in SUFFIXES:
@@ -209,10 +204,3 @@ def _dimensions(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise CommandError(f"--dimensions must be numbers such as 0,1,8, not {text!r}") from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The export command on its own (``transformer-explorer export`` goes through model.cli)."""
-    from model.cli.commands import main as cli_main
-
-    return cli_main(["export", *(argv or [])])

@@ -16,13 +16,15 @@ import argparse
 import csv
 import sys
 
-from model.cli.options import CommandError
-from model.io.files import atomic_output, check_output
+from model.attribution.alignment_table import alignment_table
+from model.attribution.importance import head_importance, heads_before_drop, measured_pairs, pruning_curve
+from model.attribution.measures import NAMES
+from model.cli.options import CommandError, corpus_arguments, corpus_spec
+from model.files import atomic_output, check_output
+from model.io.models import model_source, open_model
 
 
 def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
-    from model.cli.commands import corpus_arguments
-
     parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name (default)")
     corpus_arguments(parser)
     parser.add_argument("--n", type=int, default=200, help="sentences: fresh pairs of a built-in corpus (default 200)")
@@ -43,10 +45,6 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 
 
 def run_heads(args) -> int:
-    from model.attribution.importance import head_importance, heads_before_drop, measured_pairs, pruning_curve
-    from model.cli.options import corpus_spec
-    from model.io.models import model_source, open_model
-
     if not args.importance and not args.prune_curve and not args.aer_table:
         raise CommandError("nothing to write: give --importance OUT.csv, --prune-curve OUT.csv, --aer-table OUT.csv")
     if args.n < 1 or args.every < 1:
@@ -104,8 +102,6 @@ def run_heads(args) -> int:
 
 
 def _measures(text: str) -> tuple[str, ...]:
-    from model.attribution.measures import NAMES
-
     names = tuple(name.strip() for name in text.split(",") if name.strip()) or NAMES
     unknown = [name for name in names if name not in NAMES]
     if unknown:
@@ -114,8 +110,6 @@ def _measures(text: str) -> tuple[str, ...]:
 
 
 def _write_aer_table(bundle, pairs, measures: tuple[str, ...], path: str, progress) -> None:
-    from model.attribution.alignment_table import alignment_table
-
     if not any(pair.alignment for pair in pairs):
         raise CommandError("the corpus has no gold word alignments to score against (toy-fr has them)")
     table = alignment_table(bundle, pairs, measures, progress)

@@ -14,9 +14,10 @@ import math
 import sys
 from pathlib import Path
 
-from model.cli.options import CommandError
+from model.cli.options import CommandError, load_bundle
 from model.data.corpora.files import CorpusError
 from model.data.corpora.files import _read_lines as read_lines
+from model.training.labelling import predict
 
 
 def add_classify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +48,6 @@ def _texts(args) -> list[str]:
 
 def print_labels(bundle, texts: list[str], as_json: bool = False, probabilities: bool = False) -> None:
     """Each text's labels: ``word/TAG`` for a tagger, ``class<TAB>probability`` for a sentence classifier."""
-    from model.training.labelling import predict
-
     device = next(bundle.model.parameters()).device
     for text, labelled in zip(texts, predict(bundle.model, bundle.source_tokenizer, texts, device)):
         if as_json:
@@ -74,10 +73,8 @@ def print_labels(bundle, texts: list[str], as_json: bool = False, probabilities:
 
 
 def run_classify(args) -> int:
-    from model.cli.commands import _load
-
     texts = _texts(args)  # before the model loads
-    bundle = _load(args.model, args.device)
+    bundle = load_bundle(args.model, args.device)
     if not bundle.family.capabilities.labels:
         raise CommandError(
             f"{bundle.describe()} is not a classifier; classify reads a tagger or sentence classifier (translate translates)"

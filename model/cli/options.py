@@ -1,12 +1,17 @@
-"""What the commands share: the error they print as one line, and checks of options before anything slow."""
+"""What the commands share: the error they print as one line, checks of options before anything slow, the corpus
+options and opening the model a command names."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from pathlib import Path
 
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec
+from model.device import resolve_device
 from model.errors import UserError
+from model.family import Bundle
+from model.io.models import open_model
 
 
 class CommandError(UserError):
@@ -48,3 +53,20 @@ def forces(items: list[str]) -> list[tuple[int, str]]:
             raise CommandError(f"--force: step {step} is given twice ({forces[step]!r} and {token!r}); give one token per step")
         forces[step] = token
     return sorted(forces.items())
+
+
+def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument(
+        "--corpus",
+        required=required,
+        metavar="{" + ",".join(BUILTIN_CORPORA) + ",PATH}",
+        help="a built-in corpus, a TSV file (source TAB target, or text TAB label), the source file of a Moses pair, "
+        "or a tagging file (word/TAG word/TAG ... per line, with --task tagging)",
+    )
+    parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
+    parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
+
+
+def load_bundle(name: str, device: str = "cpu") -> Bundle:
+    """The app's own model file, a shipped model, or a pretrained model's folder or cached id (model/io/models.py)."""
+    return open_model(name, resolve_device(device))

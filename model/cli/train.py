@@ -12,11 +12,14 @@ import math
 import signal
 import sys
 
-from model.cli.options import CommandError, corpus_spec, positive
+from tqdm import tqdm
+
+from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive
+from model.data.corpora import load_corpus
 from model.device import resolve_device
 from model.family import ModelOption, families, trainable_family_names
+from model.files import check_output
 from model.io import checkpoint
-from model.io.files import check_output
 from model.kinds import StopReason
 from model.nn.registry import family_named
 from model.training.pipeline import TokenizerOptions, check_family_fits
@@ -27,8 +30,6 @@ from model.training.trainer import Progress, TrainingControl, TrainingOptions, V
 
 def add_train_arguments(train: argparse.ArgumentParser) -> None:
     """The options of ``train``: corpus, output, tokenizer, model (of any family) and training."""
-    from model.cli.commands import corpus_arguments
-
     corpus_arguments(train)
     train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
     train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
@@ -205,8 +206,6 @@ def _check_family_options(args, family: str) -> None:
 
 
 def run_train(args) -> int:
-    from model.data.corpora import load_corpus
-
     _check_train_numbers(args)
     resolve_device(args.device)  # a missing device is refused before anything slow
     spec = corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
@@ -249,8 +248,6 @@ def run_train(args) -> int:
 
     bar = None
     if not args.quiet:
-        from tqdm import tqdm
-
         bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
 
     def on_progress(progress: Progress) -> None:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from model.inspection.labels import is_special, piece_text, word_starts
+from model.data.token_labels import is_special, piece_text, word_starts
+from model.files import atomic_output
 from model.kinds import AttentionKind, SelectionError
 
 if TYPE_CHECKING:  # the trace itself needs only NumPy
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # the trace itself needs only NumPy
 
 def word_groups(pieces: list[str]) -> tuple[np.ndarray, list[str]]:
     """Pieces -> (word index of each piece, word texts), for every tokenizer's word marks: SentencePiece's "▁"
-    and byte-level BPE's "Ġ" start a word, WordPiece's "##" continues one (model/inspection/labels.py);
+    and byte-level BPE's "Ġ" start a word, WordPiece's "##" continues one (model/data/token_labels.py);
     special pieces are words of their own."""
     groups: list[int] = []
     words: list[str] = []
@@ -237,8 +238,6 @@ class Trace:
 
     def save_npz(self, path: str | Path, extra: dict[str, np.ndarray] | None = None) -> None:
         """Every array into one .npz, written atomically (an error leaves an earlier file intact)."""
-        from model.io.files import atomic_output
-
         with atomic_output(path) as temporary, open(temporary, "wb") as handle:
             np.savez_compressed(handle, **self.to_arrays(), **(extra or {}))  # type: ignore[arg-type]
 

@@ -20,6 +20,8 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
+from model.attribution.measures import measure_caption
+from model.data.token_labels import HIGHLIGHT, display_labels, pieces_text
 from model.figures.layout import (
     DEFAULT_WIDTH,
     FIGURE_RC,
@@ -35,7 +37,6 @@ from model.figures.layout import (
     thinning_note,
     widest,
 )
-from model.inspection.labels import HIGHLIGHT, display_labels, pieces_text
 from model.inspection.selection import AttentionMatrix
 from model.kinds import AttentionKind
 
@@ -100,8 +101,6 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
     if trace.masked_heads:  # as KIND:LAYER:HEAD, counted from 1
         where.append(f"heads knocked out: {', '.join(trace.masked_heads)}")
     if trace.measure:
-        from model.attribution.measures import measure_caption
-
         lines.append(measure_caption(trace))
     if trace.level == "word":
         where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries averaged)")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from model.data.token_labels import display_candidate
 from model.decoding.candidates import format_probability
 from model.figures.attention import HEAD_COLOURS, MARGIN, FigureOptions, new_figure, place_axes, trace_details
 from model.figures.layout import LINE, POINTS_PER_INCH, Caption, draw_caption, text_width, widest
-from model.inspection.labels import display_candidate
 
 
 def candidates_figure(

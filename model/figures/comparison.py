@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.data.token_labels import display_labels
 from model.figures.attention import (
     MARGIN,
     AttentionFigure,
@@ -35,7 +36,6 @@ from model.figures.layout import (
     wrap,
 )
 from model.inspection.comparison import Panel, compared_matrix
-from model.inspection.labels import display_labels
 from model.kinds import AttentionKind
 
 PANEL_GAP = 14.0  # pt between the two panels

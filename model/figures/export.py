@@ -22,9 +22,9 @@ from model.figures.attention import FigureOptions, focus_figure, grid_figure, li
 from model.figures.candidates import candidates_figure
 from model.figures.layout import FIGURE_RC, Caption
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
+from model.files import OutputError, atomic_output, check_output
 from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, write_csv
 from model.inspection.view import ExploreView, shown_trace
-from model.io.files import OutputError, atomic_output, check_output
 from model.kinds import AttentionKind
 
 VIEWS = ("focus", "grid", "lines", "candidates")
@@ -246,6 +246,7 @@ class _FocusFrames:
     colour map) and its title over that background. A 6 x 8 model's ~200 figures take seconds."""
 
     def __init__(self, matrix: AttentionMatrix, trace: Trace, request: ExportRequest):
+        # deferred: matplotlib's Agg canvas only when a figure is drawn (the window starts without matplotlib)
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         caption = Caption(_title(matrix), trace_details(trace, request.figure))
@@ -272,6 +273,7 @@ class _FocusFrames:
         self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
 
     def save(self, matrix: AttentionMatrix, path: Path) -> Future:
+        # deferred: Pillow only when a PNG is written
         from PIL import Image
 
         self.canvas.restore_region(self.background)

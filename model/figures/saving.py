@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from model.figures.layout import FIGURE_RC, FigureError
-from model.io.files import atomic_output
+from model.files import atomic_output
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 

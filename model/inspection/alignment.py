@@ -16,7 +16,7 @@ import torch
 from model.data.batching import collate, encode_pairs
 from model.data.corpora import Pair
 from model.decoding.trace import group_matrix, word_groups
-from model.io.checkpoint import ModelBundle
+from model.family import Bundle
 
 READINGS = ("predicting", "input")
 
@@ -91,7 +91,7 @@ def gold_word_groups(bundle, pair: Pair, source_ids, target_ids) -> tuple[np.nda
 
 
 @torch.inference_mode()
-def cross_attention_aer(bundle: ModelBundle, pairs: list[Pair], batch_size: int = 32) -> AlignmentReport:
+def cross_attention_aer(bundle: Bundle, pairs: list[Pair], batch_size: int = 32) -> AlignmentReport:
     model, config = bundle.model, bundle.config
     model.eval()
     device = next(model.parameters()).device

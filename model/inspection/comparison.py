@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.data.corpora import Pair, toy_fr
+from model.decoding.stepper import Stepper
 from model.decoding.trace import Trace
 from model.inspection.alignment import cross_attention_aer
 from model.inspection.selection import AttentionMatrix, head_title
@@ -139,8 +140,6 @@ def make_panel(name: str, bundle, trace: Trace, choice: HeadChoice, gold: Pair |
 
 def decoded_panel(name: str, bundle, text: str, options=None, step: int | None = None, gold: Pair | None = None) -> Panel:
     """``text`` decoded by ``bundle`` (to ``step`` steps, or to its end) as a panel showing its best alignment head."""
-    from model.decoding.stepper import Stepper
-
     stepper = Stepper(bundle, text, options)
     if step is None:
         stepper.run()

@@ -15,6 +15,7 @@ import numpy as np
 
 from model.decoding.trace import Trace
 from model.inspection.heads import max_over_heads, mean_over_heads, rollout
+from model.inspection.measure_catalogue import MEASURES
 from model.kinds import AttentionKind, SelectionError, current_row
 
 AGGREGATES = ("mean", "max", "rollout")  # what a view can show instead of one head
@@ -57,8 +58,6 @@ class AttentionMatrix:
     def title(self) -> str:
         if not self.measure:
             return f"{self.kind.label}, layer {self.layer + 1}, {head_title(self.head)}"
-        from model.attribution.measures import measure_place
-
         return f"{measure_place(self.measure, self.layer, self.head)} ({self.kind.value})"
 
     @property
@@ -109,3 +108,13 @@ def select(trace: Trace, kind: AttentionKind | str, layer: int, head: int | str,
     return AttentionMatrix(
         np.ascontiguousarray(values, dtype=np.float32), list(queries), list(keys), kind, layer, head, trace.n_steps, trace.measure
     )
+
+
+def measure_place(name: str, layer: int, head: int | str) -> str:
+    """'ALTI+ through layer 2', 'Norm-based ‖α f(x)‖, layer 1, head 3', 'Integrated gradients' (views' titles)."""
+    measure = MEASURES[name]
+    if measure.single:
+        return measure.label
+    if not measure.per_head:
+        return f"{measure.label} {'through' if measure.rollout else 'in'} layer {layer + 1}"
+    return f"{measure.label}, layer {layer + 1}, {head_title(head)}"

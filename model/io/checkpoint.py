@@ -30,8 +30,8 @@ from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
 from model.family import trainable_family_names
+from model.files import OutputError, atomic_output, check_output
 from model.io.bundle import ModelBundle
-from model.io.files import OutputError, atomic_output, check_output
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
 
@@ -91,7 +91,7 @@ def to_bytes(bundle: ModelBundle) -> bytes:
 
 
 def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
-    """Write atomically (model.io.files.atomic_output): a failure leaves an earlier file as it was."""
+    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was."""
     try:
         path = check_output(path)
         data = to_bytes(bundle)

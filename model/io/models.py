@@ -8,8 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from model.device import resolve_device
+from model.io import checkpoint
 from model.io.shipped import ModelNotFoundError, resolve_model, shipped_models
 from model.pretrained.hub import MODEL_ID, cached_models, fetch_command, is_pretrained_folder
+from model.pretrained.loading import load_pretrained
 
 
 def is_pretrained_name(name: str) -> bool:
@@ -34,14 +37,8 @@ def model_source(name: str) -> Path | None:
 
 def open_model(name: str, device: Any = "cpu") -> Any:
     """A ModelBundle (the app's own model file) or a PretrainedBundle; a UserError saying why otherwise."""
-    from model.device import resolve_device
-
     if is_pretrained_name(name):
-        from model.pretrained.loading import load_pretrained
-
         return load_pretrained(name, resolve_device(device) if isinstance(device, str) else device)
-    from model.io import checkpoint
-
     try:
         path = resolve_model(name)
     except ModelNotFoundError as error:

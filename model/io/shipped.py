@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 
 from model.errors import UserError
@@ -15,8 +16,6 @@ class ModelNotFoundError(UserError):
 
 def models_folder() -> Path:
     try:
-        from importlib.resources import files
-
         return Path(str(files("resources") / "models"))
     except (ModuleNotFoundError, TypeError):
         return Path(__file__).resolve().parents[2] / "resources" / "models"

@@ -194,6 +194,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
         return PretrainedCache(memory, memory_mask)
 
     def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        # deferred: transformers is the optional "hf" extra: imported when a pretrained model runs
         from transformers.modeling_outputs import BaseModelOutput
 
         out = self.hf_model(

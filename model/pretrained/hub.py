@@ -38,6 +38,7 @@ def require_transformers():
     """The transformers module, offline; a PretrainedError saying how to install it when it is missing."""
     go_offline()
     try:
+        # deferred: the optional "hf" extra: its absence is a clear message, not an ImportError at start
         import transformers
     except ImportError:
         raise PretrainedError(INSTALL_HINT) from None
@@ -47,6 +48,7 @@ def require_transformers():
 
 def transformers_available() -> bool:
     try:
+        # deferred: only asked when a pretrained model is opened
         import importlib.util
 
         return importlib.util.find_spec("transformers") is not None

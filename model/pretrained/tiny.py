@@ -47,6 +47,7 @@ def sentences(n: int = 300, seed: int = 7) -> list[str]:
 
 def _sentencepiece(texts: list[str], folder: Path, vocab: int, specials: dict[str, Any]) -> Path:
     """Train a unigram SentencePiece model; returns the .model file."""
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     import sentencepiece as spm
 
     prefix = folder / "spm"
@@ -66,7 +67,10 @@ def _sentencepiece(texts: list[str], folder: Path, vocab: int, specials: dict[st
 
 def _unigram_fast(model_file: Path, unk_id: int):
     """A `tokenizers` Unigram tokenizer with the SentencePiece model's pieces and scores (as T5's fast one)."""
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     import sentencepiece as spm
+
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     processor = spm.SentencePieceProcessor(model_file=str(model_file))
@@ -80,6 +84,7 @@ def _unigram_fast(model_file: Path, unk_id: int):
 
 def _t5(folder: Path, texts: list[str], work: Path, size: str) -> None:
     transformers = require_transformers()
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import processors
 
     model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1})
@@ -110,6 +115,7 @@ def _t5(folder: Path, texts: list[str], work: Path, size: str) -> None:
 def _marian(folder: Path, texts: list[str], work: Path) -> None:
     transformers = require_transformers()
     model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": -1, "eos_id": 0, "unk_id": 1, "bos_id": -1})
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor(model_file=str(model_file))
@@ -135,6 +141,7 @@ def _marian(folder: Path, texts: list[str], work: Path) -> None:
 
 
 def _byte_level(texts: list[str], specials: list[str]):
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import ByteLevelBPETokenizer
 
     tokenizer = ByteLevelBPETokenizer()
@@ -161,6 +168,7 @@ def _bart(folder: Path, texts: list[str], work: Path) -> None:
 
 def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
     transformers = require_transformers()
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import BertWordPieceTokenizer
 
     wordpiece = BertWordPieceTokenizer(lowercase=True)

@@ -1,7 +1,7 @@
 """A Hugging Face tokenizer behind the app's tokenizer interface (model/data/tokenizer.py): ``encode``,
 ``decode``, ``pieces``, ``piece_to_id``, ``vocab_size``.
 
-Pieces keep each scheme's word marks, which model/inspection/labels.py reads: SentencePiece's "▁"
+Pieces keep each scheme's word marks, which model/data/token_labels.py reads: SentencePiece's "▁"
 (T5, Marian), WordPiece's "##" (BERT) and byte-level BPE's "Ġ" (GPT-2, BART). Byte-level pieces are
 stored as one printable character per byte ("Ã©" for "é"); they are shown decoded ("Ġcafé") when
 their bytes are whole UTF-8 characters, so figures print the text people typed.

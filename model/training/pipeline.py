@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import torch
+
 from model.data.corpora import CorpusError, CorpusSpec, Splits, label_names, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.data.tokenizer import Tokenizer
@@ -62,8 +64,6 @@ def prepare(
     sizes (and a classifier's classes and task, which the corpus gives). ``report(text)`` hears each stage
     as it begins (the Train tab shows them).
     """
-    import torch
-
     report = report or (lambda text: None)
     check_family_fits(family, corpus)
     if splits is None:

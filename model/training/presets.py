@@ -13,10 +13,12 @@ so the two train the same model from the same defaults.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 from model.data.corpora import BUILTIN_CORPORA, DEFAULT_SIZES, Pair, Splits
-from model.nn.registry import family_named
+from model.nn.registry import build_network, family_named
+from model.runtime import set_cpu_threads
 
 NO_EPOCH_LIMIT = 100_000  # epochs of a run that a time budget or a step count ends
 COMMON_TRAINING = dict(epochs=NO_EPOCH_LIMIT, lr_decay="linear", label_smoothing=0.1, clip_norm=1.0)
@@ -221,6 +223,7 @@ def planned_steps(training, train_pairs: int) -> int | None:
 
 def expected_duration(training, train_pairs: int, seconds_per_step: float | None) -> str:
     """One line saying how long a run will take, before it starts."""
+    # deferred: the Train form reads presets before PyTorch is imported (trainer.py imports it)
     from model.training.trainer import format_duration
 
     early = "; early stopping may end it sooner" if training.patience else ""
@@ -253,13 +256,10 @@ def measure_step_seconds(
 ) -> float:
     """Seconds one training step of this model takes here, now: a few steps on a made-up batch of
     ``batch_pairs`` pairs of ``pieces`` pieces each, on every core (a fraction of a second)."""
-    import time
-
+    # deferred: measuring a step needs PyTorch; reading presets must not (the Train form at start)
     import torch
 
-    from model.nn.registry import build_network
-    from model.runtime import set_cpu_threads
-    from model.training.step import make_optimizer, training_step
+    from model.training.step import make_optimizer, training_step  # deferred: torch, as above
 
     set_cpu_threads()
     options = {k: v for k, v in model_options.items() if k != "max_len"}

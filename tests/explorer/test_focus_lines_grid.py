@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
-from model.inspection.labels import display_labels
+from model.data.token_labels import display_labels
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
 

@@ -142,7 +142,7 @@ def test_every_error_a_user_can_cause_is_a_user_error_and_not_a_value_error():
     from model.device import DeviceError
     from model.figures.layout import FigureError
     from model.io.checkpoint import CheckpointError
-    from model.io.files import OutputError
+    from model.files import OutputError
     from model.io.shipped import ModelNotFoundError
     from model.nn.config import ConfigError
     from model.training.trainer import TrainingOptionsError

@@ -21,9 +21,9 @@ from model.figures.attention import FigureOptions, focus_figure, grid_figure
 from model.figures.export import ExportRequest, export_all, export_view, shown_trace, view_table
 from model.figures.layout import MIN_FONT_SIZE, FigureError, parse_width
 from model.figures.saving import save_figure
-from model.inspection.labels import display_labels
+from model.data.token_labels import display_labels
 from model.inspection.selection import select
-from model.io.files import OutputError
+from model.files import OutputError
 from tests.conftest import reference_required
 
 RENDERERS = ("rsvg-convert", "pdftoppm", "pdftotext")
@@ -334,7 +334,7 @@ def test_candidates_at_word_level_stay_pieces_printed_without_word_markers(tmp_p
 
 
 def test_rewriting_keeps_permissions_follows_links_and_refuses_read_only_files(tmp_path):
-    from model.io.files import atomic_output
+    from model.files import atomic_output
 
     trace = synthetic_trace(5)
     kept = tmp_path / "kept.csv"

@@ -15,7 +15,7 @@ import torch
 
 from model.io import checkpoint
 from model.io.checkpoint import CheckpointError, ModelBundle
-from model.io.files import atomic_output
+from model.files import atomic_output
 from model.io.shipped import shipped_models
 from model.nn.config import TransformerConfig
 from model.nn.transformer import Transformer

@@ -139,7 +139,7 @@ def test_pieces_group_into_the_words_typed(tiny_bundles, family, text, words):
 
 
 def test_byte_level_pieces_print_as_text(tiny_bundles):
-    from model.inspection.labels import display_labels
+    from model.data.token_labels import display_labels
 
     tokenizer = tiny_bundles["gpt2"].source_tokenizer
     pieces = tokenizer.pieces(tokenizer.encode("the café"))
