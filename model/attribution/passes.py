@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from model.nn.transformer import attention_weights
+
 
 @dataclass
 class AttentionRecord:
@@ -76,12 +78,7 @@ def attend(
         k, v = module._split_projection(module.kv_projection(memory), 2)  # 2 x [B, H, K, d_k]
     if value_scale is not None:
         v = v * value_scale[:, None, :, None]  # [B, H, K, d_k]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(module.d_k)  # [B, H, Q, K]
-    if causal:
-        n_queries = scores.shape[-1]
-        allowed = torch.ones(n_queries, n_queries, dtype=torch.bool, device=x.device).tril()  # [Q, Q]
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)  # [B, H, Q, K]
+    weights = attention_weights(q, k, is_causal=causal)  # [B, H, Q, K]: the model's own computation
     out = module.out_projection.weight.view(-1, module.n_heads, module.d_k)  # [d_model, H, d_k]
     transformed = torch.einsum("bhkd,mhd->bhkm", v, out)  # [B, H, K, d_model]: f_h(h_j)
     output = torch.einsum("bhqk,bhkm->bqm", weights, transformed)  # [B, Q, d_model]

@@ -40,6 +40,25 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
+def attention_weights(
+    q: torch.Tensor,  # [B, H, Q, d_k]
+    k: torch.Tensor,  # [B, H, K, d_k]
+    mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
+    is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
+) -> torch.Tensor:
+    """softmax(QKᵀ / √d_k) with masked keys at -inf: [B, H, Q, K]. The one computation of attention probabilities that
+    every path shares (the inspection pass, one-token decoding steps, the attribution passes); training's fast path
+    asks PyTorch's fused kernel for the same softmax(QKᵀ / √d_k) V without the weights."""
+    scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(q.shape[-1]))  # [B, H, Q, K]
+    if is_causal:
+        n_queries = q.shape[-2]
+        causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=q.device).tril()  # [Q, Q]
+        mask = causal if mask is None else mask & causal
+    if mask is not None:
+        scores = scores.masked_fill_(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: self-attention projects Q, K, V from one input in a single matmul.
 
@@ -85,13 +104,7 @@ class MultiHeadAttention(nn.Module):
             k, v = keys_values  # [B, H, S, d_k]
         batch, _, n_queries, _ = q.shape
         if need_weights:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # [B, H, Q, K]
-            if is_causal:
-                causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=x.device).tril()  # [Q, Q]
-                mask = causal if mask is None else mask & causal
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = torch.softmax(scores, dim=-1)  # [B, H, Q, K]
+            weights = attention_weights(q, k, mask, is_causal)  # [B, H, Q, K]
             context = weights @ v  # [B, H, Q, d_k]
         else:
             weights = None
@@ -114,10 +127,7 @@ class MultiHeadAttention(nn.Module):
         else:
             q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
             k, v = keys_values  # [B, H, S, d_k]
-        scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(self.d_k))  # [B, H, 1, K]
-        if mask is not None:
-            scores = scores.masked_fill_(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)  # [B, H, 1, K]
+        weights = attention_weights(q, k, mask)  # [B, H, 1, K]
         context = torch.matmul(weights, v).view(batch, -1)  # [B, H * d_k]
         return F.linear(context, self.out_projection.weight), weights[:, :, 0]
 
