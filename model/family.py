@@ -274,6 +274,8 @@ class NetworkConfig(Protocol):
 
     def describe(self) -> str: ...
 
+    def layer_summary(self) -> str: ...  # the info panel's line on its layers
+
 
 class DecoderCache(Protocol):
     """A decoder's state after the positions fed so far; ``truncate(n)`` goes back to the first n."""

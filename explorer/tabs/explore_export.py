@@ -12,8 +12,8 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QImage, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu
 
-from model.inspection.selection import SelectionError
 from model.files import OutputError
+from model.inspection.selection import SelectionError
 
 EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;NumPy array (*.npy)"
 VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}

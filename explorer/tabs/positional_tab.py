@@ -25,9 +25,9 @@ from explorer.widgets.lines_view import head_colour
 from explorer.widgets.plot_style import show_light_grid
 from model.family import Positions
 from model.figures.layout import FigureError
+from model.files import OutputError
 from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, positional_report
 from model.inspection.positional import colour_scale as positional_colour_scale
-from model.files import OutputError
 
 MAX_DIMENSIONS = 12  # curves drawn at most
 TICK_TARGET = 8  # about this many numbered ticks along an axis

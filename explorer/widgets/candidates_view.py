@@ -14,8 +14,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 
-from model.decoding.candidates import candidate_rows, format_probability
 from model.data.token_labels import display_candidate
+from model.decoding.candidates import candidate_rows, format_probability
 from model.training.trainer import TrainingOptions
 
 CHOSEN_BRUSH = pg.mkBrush("#f58518")

@@ -141,8 +141,8 @@ def test_every_error_a_user_can_cause_is_a_user_error_and_not_a_value_error():
     from model.decoding.stepper import DecodingError
     from model.device import DeviceError
     from model.figures.layout import FigureError
-    from model.io.checkpoint import CheckpointError
     from model.files import OutputError
+    from model.io.checkpoint import CheckpointError
     from model.io.shipped import ModelNotFoundError
     from model.nn.config import ConfigError
     from model.training.trainer import TrainingOptionsError

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from model.data.token_labels import display_labels
 from model.decoding.candidates import candidate_rows
 from model.decoding.trace import Trace
 from model.figures.attention import FigureOptions, focus_figure, grid_figure
 from model.figures.export import ExportRequest, export_all, export_view, shown_trace, view_table
 from model.figures.layout import MIN_FONT_SIZE, FigureError, parse_width
 from model.figures.saving import save_figure
-from model.data.token_labels import display_labels
-from model.inspection.selection import select
 from model.files import OutputError
+from model.inspection.selection import select
 from tests.conftest import reference_required
 
 RENDERERS = ("rsvg-convert", "pdftoppm", "pdftotext")

@@ -13,9 +13,9 @@ import time
 import pytest
 import torch
 
+from model.files import atomic_output
 from model.io import checkpoint
 from model.io.checkpoint import CheckpointError, ModelBundle
-from model.files import atomic_output
 from model.io.shipped import shipped_models
 from model.nn.config import TransformerConfig
 from model.nn.transformer import Transformer
