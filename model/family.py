@@ -313,6 +313,23 @@ class Network(Protocol):
     def eval(self) -> Any: ...
 
 
+@runtime_checkable
+class TrainableNetwork(Network, Protocol):
+    """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save."""
+
+    training: bool
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def state_dict(self) -> Any: ...
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any: ...
+
+    def to(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+
 class TextTokenizer(Protocol):
     """What the app asks of a tokenizer (model/data/tokenizer.py, model/pretrained/tokenizer.py)."""
 
@@ -333,7 +350,7 @@ class Bundle(Protocol):
     """A network with its tokenizers and what it was trained on: the app's own (``ModelBundle``) or a pretrained
     folder's (``PretrainedBundle``)."""
 
-    model: Any  # a Network (typed Any: torch modules' attributes are dynamic)
+    model: Network
     source_tokenizer: Any  # a TextTokenizer
     target_tokenizer: Any
     path: str | None

@@ -21,6 +21,7 @@ from model.attribution.measures import MEASURES, NAMES, compute_measure, unsuppo
 from model.data.batching import encode_pairs
 from model.data.corpora import Pair
 from model.decoding.trace import group_matrix
+from model.family import Bundle
 from model.files import atomic_output
 from model.inspection.alignment import AlignmentCounts, alignment_links, gold_word_groups
 from model.kinds import AttentionKind
@@ -79,7 +80,7 @@ class AlignmentTable:
 
 
 def alignment_table(
-    bundle,
+    bundle: Bundle,
     pairs: list[Pair],
     names: tuple[str, ...] = NAMES,
     on_progress: Callable[[int, int], None] | None = None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -25,9 +25,10 @@ import torch
 from model.data.batching import encode_pairs
 from model.data.corpora import CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
-from model.family import family_of
+from model.family import Bundle, family_of
 from model.kinds import AttentionKind
 from model.nn.masking import Head, MaskError, attention_module, masked_model
+from model.nn.transformer import Transformer
 from model.training.evaluation import Interrupted, score
 
 
@@ -67,7 +68,7 @@ class HeadImportance:
         ]
 
 
-def _gated_copy(model) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
+def _gated_copy(model: Transformer) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
     """A copy of ``model`` whose heads' outputs are scaled by gates of value 1 that gradients reach:
     one gate tensor [heads] per (kind, layer)."""
     gated = copy.deepcopy(model).eval()
@@ -104,13 +105,13 @@ def measured_pairs(corpus: CorpusSpec, n: int, seed: int) -> list[Pair]:
 
 
 def head_importance(
-    bundle, pairs: list[Pair], progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None
+    bundle: Bundle, pairs: list[Pair], progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None
 ) -> HeadImportance:
     """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
     if not bundle.family.capabilities.head_importance:
         raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on a {bundle.family.title}")
-    model, gates = _gated_copy(bundle.model)
+    model, gates = _gated_copy(cast(Transformer, bundle.model))  # head_importance: the Transformer's heads
     config: Any = model.config
     device = next(model.parameters()).device
     layers = {
@@ -149,7 +150,7 @@ class PruningPoint:
 
 
 def pruning_curve(
-    bundle,
+    bundle: Bundle,
     importance: HeadImportance,
     pairs: list[Pair],
     counts: list[int] | None = None,

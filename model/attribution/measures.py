@@ -15,6 +15,7 @@ disables the choice with that as its tooltip).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import torch
@@ -24,9 +25,10 @@ from model.attribution.gradients import attention_gradient, saliency
 from model.attribution.norms import norm_contributions
 from model.attribution.passes import token_pass
 from model.attribution.value_zeroing import value_zeroing
-from model.family import family_of
+from model.family import Network, family_of
 from model.inspection.measure_catalogue import ALL_KINDS, CONTRIBUTIONS, CROSS, DECODER, ENCODER, MEASURES, NAMES, Measure
 from model.kinds import AttentionKind
+from model.nn.transformer import Transformer
 
 __all__ = [
     "CONTRIBUTIONS",
@@ -48,7 +50,7 @@ class MeasureError(ValueError):
     """A measure asked of a model or kind that does not define it."""
 
 
-def unsupported(model, name: str, kind: AttentionKind | None = None) -> str:
+def unsupported(model: Network, name: str, kind: AttentionKind | None = None) -> str:
     """Why ``model`` cannot show measure ``name`` (for ``kind``), or '' when it can."""
     measure = MEASURES[name]
     if name == "attention":
@@ -81,7 +83,7 @@ def _stack(tables: list[torch.Tensor]) -> np.ndarray:
 
 
 def compute_measure(
-    model,
+    model: Network,
     source_ids: list[int],  # the source pieces, </s> last
     chosen_ids: list[int],  # the decoded tokens: step t produced chosen_ids[t]
     name: str,
@@ -93,6 +95,10 @@ def compute_measure(
     reason = unsupported(model, name)
     if reason:
         raise MeasureError(reason)
+    return _compute(cast(Transformer, model), source_ids, chosen_ids, name, steps)  # contribution_measures: its internals
+
+
+def _compute(model: Transformer, source_ids: list[int], chosen_ids: list[int], name: str, steps: list[int] | None) -> MeasureResult:
     device = next(model.parameters()).device
     bos = model.config.bos_id
     source = torch.tensor([source_ids], device=device)  # [1, S]
@@ -126,7 +132,7 @@ def compute_measure(
 
 
 @torch.inference_mode()
-def _attention_readings(model, source: torch.Tensor, chosen: torch.Tensor, name: str) -> MeasureResult:
+def _attention_readings(model: Transformer, source: torch.Tensor, chosen: torch.Tensor, name: str) -> MeasureResult:
     """The raw weights, or Shift-Att: the cross-attention row of the step whose decoder input is the word."""
     bos = torch.tensor([[model.config.bos_id]], device=source.device)
     inputs = torch.cat([bos, chosen[None]], dim=1)  # [1, T + 1]: the last token is an input too
@@ -143,7 +149,7 @@ def _attention_readings(model, source: torch.Tensor, chosen: torch.Tensor, name:
     return MeasureResult(name, values, dict(values))
 
 
-def _saliency_result(model, source, inputs, chosen, name: str, steps: list[int] | None) -> MeasureResult:
+def _saliency_result(model: Transformer, source, inputs, chosen, name: str, steps: list[int] | None) -> MeasureResult:
     """Gradient × input or integrated gradients of the chosen steps' log-probabilities: signed values, and
     shares of |attribution| over source and target prefix together (so a row's two parts sum to 1)."""
     n = chosen.shape[0]
@@ -198,6 +204,6 @@ def measured_trace(trace, result: MeasureResult):
     return replace(trace, **arrays, measure=result.measure, source_share=source_share)
 
 
-def trace_measure(model, source_ids: list[int], trace, name: str, steps: list[int] | None = None) -> MeasureResult:
+def trace_measure(model: Network, source_ids: list[int], trace, name: str, steps: list[int] | None = None) -> MeasureResult:
     """``compute_measure`` of the sentence a trace decoded, for its own tokens (the hypothesis it follows)."""
     return compute_measure(model, source_ids, [int(i) for i in trace.chosen_ids], name, steps)

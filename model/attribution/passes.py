@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from model.nn.transformer import attention_weights
+from model.nn.transformer import Transformer, attention_weights
 
 
 @dataclass
@@ -48,7 +48,7 @@ class PassRecord:
     logits: torch.Tensor | None = None  # [B, T, V], or [B, V] at one position per row (``logits_at``)
 
 
-def embed_tokens(model, ids: torch.Tensor, side: str) -> torch.Tensor:
+def embed_tokens(model: Transformer, ids: torch.Tensor, side: str) -> torch.Tensor:
     """Token ids [B, L] -> their embeddings scaled as the model scales them [B, L, d_model] (no positions)."""
     embedding = model.source_embedding if side == "source" else model.target_embedding
     return embedding(ids) * math.sqrt(model.config.d_model)  # [B, L, d_model]
@@ -115,7 +115,7 @@ def decoder_layer(
 
 
 def transparent_pass(
-    model, source_vectors: torch.Tensor, target_vectors: torch.Tensor, logits_at: torch.Tensor | None = None
+    model: Transformer, source_vectors: torch.Tensor, target_vectors: torch.Tensor, logits_at: torch.Tensor | None = None
 ) -> PassRecord:
     """The teacher-forced pass from token embeddings: source [B, S, d_model], decoder inputs [B, T, d_model]
     (``embed_tokens``, or scaled copies of them). Sentences are unpadded (one sentence, repeated). With
@@ -141,6 +141,6 @@ def transparent_pass(
     return record
 
 
-def token_pass(model, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> PassRecord:
+def token_pass(model: Transformer, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> PassRecord:
     """``transparent_pass`` from token ids [B, S] and [B, T]."""
     return transparent_pass(model, embed_tokens(model, source_ids, "source"), embed_tokens(model, target_input_ids, "target"))

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from model.attribution.passes import PassRecord, decoder_layer, encoder_layer
+from model.nn.transformer import Transformer
 
 
 def _distances(outputs: torch.Tensor) -> torch.Tensor:
@@ -31,7 +32,7 @@ def _scales(n_keys: int, like: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def value_zeroing(model, record: PassRecord) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+def value_zeroing(model: Transformer, record: PassRecord) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
     """Per layer, from one sentence's transparent pass (batch 1): (encoder [S, S], decoder [T, T], cross [T, S])."""
     encoder, decoder, cross = [], [], []
     for layer, x in zip(model.encoder_layers, record.encoder_inputs):

@@ -20,6 +20,7 @@ from model.attribution.alignment_table import alignment_table
 from model.attribution.importance import head_importance, heads_before_drop, measured_pairs, pruning_curve
 from model.attribution.measures import NAMES
 from model.cli.options import CommandError, corpus_arguments, corpus_spec
+from model.family import Bundle
 from model.files import atomic_output, check_output
 from model.io.models import model_source, open_model
 
@@ -109,7 +110,7 @@ def _measures(text: str) -> tuple[str, ...]:
     return names
 
 
-def _write_aer_table(bundle, pairs, measures: tuple[str, ...], path: str, progress) -> None:
+def _write_aer_table(bundle: Bundle, pairs, measures: tuple[str, ...], path: str, progress) -> None:
     if not any(pair.alignment for pair in pairs):
         raise CommandError("the corpus has no gold word alignments to score against (toy-fr has them)")
     table = alignment_table(bundle, pairs, measures, progress)

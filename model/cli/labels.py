@@ -13,10 +13,13 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import cast
 
 from model.cli.options import CommandError, load_bundle
 from model.data.corpora.files import CorpusError
 from model.data.corpora.files import _read_lines as read_lines
+from model.family import Bundle
+from model.nn.classifier import EncoderClassifier
 from model.training.labelling import predict
 
 
@@ -46,10 +49,11 @@ def _texts(args) -> list[str]:
     return [text]
 
 
-def print_labels(bundle, texts: list[str], as_json: bool = False, probabilities: bool = False) -> None:
+def print_labels(bundle: Bundle, texts: list[str], as_json: bool = False, probabilities: bool = False) -> None:
     """Each text's labels: ``word/TAG`` for a tagger, ``class<TAB>probability`` for a sentence classifier."""
     device = next(bundle.model.parameters()).device
-    for text, labelled in zip(texts, predict(bundle.model, bundle.source_tokenizer, texts, device)):
+    classifier = cast(EncoderClassifier, bundle.model)  # its callers asked for the labels capability
+    for text, labelled in zip(texts, predict(classifier, bundle.source_tokenizer, texts, device)):
         if as_json:
             print(
                 json.dumps(

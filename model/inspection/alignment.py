@@ -80,7 +80,7 @@ def alignment_error_rate(predicted: set, gold: set, possible: set | None = None)
     return float(counts.aer())
 
 
-def gold_word_groups(bundle, pair: Pair, source_ids, target_ids) -> tuple[np.ndarray, np.ndarray] | None:
+def gold_word_groups(bundle: Bundle, pair: Pair, source_ids, target_ids) -> tuple[np.ndarray, np.ndarray] | None:
     """(word of each source piece, word of each target piece) for a gold pair's pieces (no <s>, </s>), or None when
     the tokenizer's words differ from the pair's whitespace words (its gold indices would not match)."""
     source_groups, source_words = word_groups(bundle.source_tokenizer.pieces(source_ids))

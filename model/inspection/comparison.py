@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from model.data.corpora import Pair, toy_fr
 from model.decoding.stepper import Stepper
 from model.decoding.trace import Trace
+from model.family import Bundle
 from model.inspection.alignment import cross_attention_aer
 from model.inspection.selection import AttentionMatrix, head_title
 from model.inspection.view import ExploreView
@@ -52,7 +53,7 @@ def alignment_pairs(n: int = ALIGNMENT_PAIRS, seed: int = ALIGNMENT_SEED) -> lis
     return toy_fr.generate(n, seed)
 
 
-def aligns_toy_fr(bundle) -> bool:
+def aligns_toy_fr(bundle: Bundle) -> bool:
     """Whether gold alignments can score the model: it has cross-attention and was trained on toy-fr."""
     corpus = bundle.corpus
     return (
@@ -63,7 +64,7 @@ def aligns_toy_fr(bundle) -> bool:
     )
 
 
-def best_alignment_head(bundle, pairs: list[Pair] | None = None) -> HeadChoice:
+def best_alignment_head(bundle: Bundle, pairs: list[Pair] | None = None) -> HeadChoice:
     """The single cross-attention head with the lowest AER on ``pairs`` (fresh toy-fr pairs by default); the
     last layer's mean for a model that gold alignments cannot score."""
     n_layers = bundle.config.n_decoder_layers
@@ -77,7 +78,7 @@ def best_alignment_head(bundle, pairs: list[Pair] | None = None) -> HeadChoice:
     return HeadChoice(layer, head, aer, report.n_pairs)
 
 
-def sentence_aer(bundle, pair: Pair, choice: HeadChoice) -> float | None:
+def sentence_aer(bundle: Bundle, pair: Pair, choice: HeadChoice) -> float | None:
     """The AER of the chosen head on one gold pair (teacher-forced on its reference); None when the pair's
     words cannot be matched to the model's tokens."""
     if not pair.alignment or AttentionKind.CROSS not in bundle.family.capabilities.kinds:
@@ -125,7 +126,7 @@ class Panel:
         return f"{self.name}: {self.details()}"
 
 
-def make_panel(name: str, bundle, trace: Trace, choice: HeadChoice, gold: Pair | None) -> Panel:
+def make_panel(name: str, bundle: Bundle, trace: Trace, choice: HeadChoice, gold: Pair | None) -> Panel:
     """A panel for ``bundle``'s trace, with the sentence's AER when its gold alignment is known."""
     return Panel(
         name,
@@ -138,7 +139,7 @@ def make_panel(name: str, bundle, trace: Trace, choice: HeadChoice, gold: Pair |
     )
 
 
-def decoded_panel(name: str, bundle, text: str, options=None, step: int | None = None, gold: Pair | None = None) -> Panel:
+def decoded_panel(name: str, bundle: Bundle, text: str, options=None, step: int | None = None, gold: Pair | None = None) -> Panel:
     """``text`` decoded by ``bundle`` (to ``step`` steps, or to its end) as a panel showing its best alignment head."""
     stepper = Stepper(bundle, text, options)
     if step is None:

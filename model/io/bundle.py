@@ -11,14 +11,14 @@ from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
-from model.family import Family, family_of
+from model.family import Family, TrainableNetwork, family_of
 
 
 @dataclass
 class ModelBundle:
     """A model with everything needed to use it: tokenizers, what it was trained on, how it went."""
 
-    model: Any  # a Network of one of the app's families (model/family.py, model/nn/registry.py)
+    model: TrainableNetwork  # a network of one of the app's families (model/family.py, model/nn/registry.py)
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
     corpus: CorpusSpec | None = None

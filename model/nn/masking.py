@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from model.errors import UserError
-from model.family import family_of
+from model.family import Network, family_of
 from model.kinds import AttentionKind, KindError
 
 
@@ -78,7 +78,7 @@ def attention_module(model: Any, kind: AttentionKind, layer: int) -> Any:
     return model.attention_module(kind, layer)
 
 
-def check_heads(model, heads: tuple[Head, ...]) -> None:
+def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
     """Refuse heads the model does not have, or a model whose heads cannot be masked, with the reason."""
     if not heads:
         return
@@ -94,7 +94,7 @@ def check_heads(model, heads: tuple[Head, ...]) -> None:
             raise MaskError(f"{head}: this model's {head.kind.label} has {n_layers} layers of {config.n_heads} heads")
 
 
-def zero_heads(model, heads: tuple[Head, ...]) -> None:
+def zero_heads(model: Network, heads: tuple[Head, ...]) -> None:
     """Zero, in place, the W^O columns that carry each head's output."""
     d_k = model.config.d_model // model.config.n_heads
     with torch.no_grad():
@@ -103,7 +103,7 @@ def zero_heads(model, heads: tuple[Head, ...]) -> None:
             weight[:, head.head * d_k : (head.head + 1) * d_k] = 0.0
 
 
-def masked_model(model, heads: tuple[Head, ...]):
+def masked_model(model: Network, heads: tuple[Head, ...]):
     """A copy of ``model`` whose ``heads`` output zero; the model itself when there is nothing to mask."""
     check_heads(model, heads)
     if not heads:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import sacrebleu
 import torch
@@ -15,7 +16,8 @@ import torch
 from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
-from model.family import family_of
+from model.family import Network, TrainableNetwork, family_of
+from model.nn.classifier import EncoderClassifier
 from model.training.labelling import score_labels
 from model.training.loss import smoothed_cross_entropy
 
@@ -88,7 +90,7 @@ def bleu_score(hypotheses: list[str], references: list[str]) -> float:
 
 
 @torch.inference_mode()
-def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple[float, float]:
+def teacher_forced(model: TrainableNetwork, examples, batch_size: int, device, stop=None) -> tuple[float, float]:
     """(mean loss, token accuracy) over encoded examples."""
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
@@ -109,7 +111,7 @@ def teacher_forced(model, examples, batch_size: int, device, stop=None) -> tuple
 
 @torch.inference_mode()
 def translate_batch(
-    model, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None, encode=None
+    model: Network, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None, encode=None
 ) -> list[str]:
     """Greedy translations, batched by similar length; ``stop()`` is asked before each batch. ``encode(text)``
     gives the source ids (default: the app's own pieces + EOS; a pretrained model adds its own special tokens)."""
@@ -128,7 +130,7 @@ def translate_batch(
 
 
 def score(
-    model,
+    model: Network,
     source_tokenizer,
     target_tokenizer,
     pairs: list[Pair],
@@ -145,7 +147,9 @@ def score(
     is scored on its labels (model/training/labelling.py): accuracy, exact match, per-class and macro F1."""
     can = family_of(model).capabilities
     if can.labels:
-        labels = score_labels(model, source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop))
+        labels = score_labels(
+            cast(EncoderClassifier, model), source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop)
+        )
         return Scores(
             labels.exact_match,
             float("nan"),
@@ -158,7 +162,7 @@ def score(
         )
     if can.teacher_forced_scores:
         examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
-        loss, accuracy = teacher_forced(model, examples, batch_size, device, stop)
+        loss, accuracy = teacher_forced(cast(TrainableNetwork, model), examples, batch_size, device, stop)
     else:
         loss, accuracy = float("nan"), float("nan")
     decoded = pairs if decode_limit is None else pairs[:decode_limit]

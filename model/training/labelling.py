@@ -18,6 +18,7 @@ import torch
 from model.data.batching import collate, encode_source
 from model.data.corpora import CorpusError, Pair
 from model.data.labelling import NO_LABEL, encode_words, split_words, tag_labels
+from model.nn.classifier import EncoderClassifier
 from model.training.loss import smoothed_cross_entropy
 
 
@@ -40,7 +41,7 @@ def encode_labelled(pairs: list[Pair], tokenizer, config) -> list[tuple[list[int
     return [_encode(pair, tokenizer, config, index)[:2] for pair in pairs]
 
 
-def batch_logits(model, source: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def batch_logits(model: EncoderClassifier, source: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(class scores of the labelled positions [N, C], their gold classes [N]) of a padded batch."""
     scores = model(source)  # [B, S, C] (tagger) or [B, C] (sentence)
     if scores.dim() == 2:
@@ -72,7 +73,13 @@ def f1_per_class(gold: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.
 
 @torch.inference_mode()
 def score_labels(
-    model, tokenizer, pairs: list[Pair], device, batch_size: int = 64, n_samples: int = 3, stop: Callable[[], None] | None = None
+    model: EncoderClassifier,
+    tokenizer,
+    pairs: list[Pair],
+    device,
+    batch_size: int = 64,
+    n_samples: int = 3,
+    stop: Callable[[], None] | None = None,
 ) -> LabelScores:
     """Score a classifier on labelled pairs; ``stop()`` runs before each batch (it may raise to interrupt)."""
     model.eval()
@@ -131,7 +138,7 @@ class Labelled:
 
 
 @torch.inference_mode()
-def predict(model, tokenizer, texts: list[str], device) -> list[Labelled]:
+def predict(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
     """Labels of typed texts: a tag per word (punctuation split off) or one class per text."""
     model.eval()
     config = model.config

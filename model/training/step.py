@@ -9,11 +9,13 @@ learns its labels (model/training/labelling.py). Either way a step is one label-
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 
 from model.data.batching import encode_pairs
-from model.family import family_of
+from model.family import TrainableNetwork, family_of
+from model.nn.classifier import EncoderClassifier
 from model.nn.packing import PackedRows
 from model.training.labelling import batch_logits as labelled_batch_logits
 from model.training.labelling import encode_labelled
@@ -32,7 +34,7 @@ def make_optimizer(model: torch.nn.Module) -> FlatAdam:
 
 
 def training_step(
-    model, optimizer, source, target, label_smoothing: float, clip_norm: float, autocast_dtype=None
+    model: TrainableNetwork, optimizer, source, target, label_smoothing: float, clip_norm: float, autocast_dtype=None
 ) -> tuple[float, int, int]:
     """One optimizer step on a padded batch; returns (loss, correct pieces, real pieces).
 
@@ -52,18 +54,18 @@ def training_step(
     return value, correct, gold.numel()
 
 
-def batch_logits(model, source: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def batch_logits(model: TrainableNetwork, source: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores [N, V] of the N positions a batch teaches, their gold ids [N]): the next piece at every real target
     position of an encoder-decoder (Transformer or RNN), the labels of a classifier."""
     if family_of(model).capabilities.labels:
-        return labelled_batch_logits(model, source, target)
+        return labelled_batch_logits(cast(EncoderClassifier, model), source, target)
     gold = target[:, 1:]  # [B, T]
     real = gold != model.config.pad_id  # [B, T]
     hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
     return model.logits(hidden), gold[real]  # [N, V], [N]
 
 
-def encode_examples(model, pairs, source_tokenizer, target_tokenizer) -> list[tuple[list[int], list[int]]]:
+def encode_examples(model: TrainableNetwork, pairs, source_tokenizer, target_tokenizer) -> list[tuple[list[int], list[int]]]:
     """The pairs as the family learns them: (source ids, target ids), or (input ids, shifted labels)."""
     if family_of(model).capabilities.labels:
         return encode_labelled(pairs, source_tokenizer, model.config)
