@@ -247,10 +247,6 @@ def family_of_config(config: Any) -> Family:
     raise FamilyError(f"no model family has a config of type {type(config).__name__}")
 
 
-def capabilities_of(network: Any) -> Capabilities:
-    return family_of(network).capabilities
-
-
 @dataclass
 class AttentionWeights:
     """Probabilities of every layer and head: lists over layers of [B, H, queries, keys] (empty: the kind is absent)."""

@@ -73,13 +73,6 @@ class AlignmentCounts:
         return np.where(total > 0, 1.0 - (self.sure_hits + self.possible_hits) / np.maximum(total, 1), 0.0)
 
 
-def alignment_error_rate(predicted: set, gold: set, possible: set | None = None) -> float:
-    """AER of one sentence's links (the same computation as a corpus's, over one sentence)."""
-    counts = AlignmentCounts()
-    counts.add((), predicted, gold, possible)
-    return float(counts.aer())
-
-
 def gold_word_groups(bundle: Bundle, pair: Pair, source_ids, target_ids) -> tuple[np.ndarray, np.ndarray] | None:
     """(word of each source piece, word of each target piece) for a gold pair's pieces (no <s>, </s>), or None when
     the tokenizer's words differ from the pair's whitespace words (its gold indices would not match)."""

@@ -69,13 +69,6 @@ STATISTIC_NAMES = (
 )
 
 
-def head_statistics(
-    matrix: np.ndarray, key_tokens: list[str] | None = None, kind: AttentionKind = AttentionKind.ENCODER
-) -> HeadStatistics:
-    """Statistics and role of one head's [queries, keys] matrix of a kind of attention."""
-    return heads_statistics(np.asarray(matrix)[None], key_tokens, kind)[0]
-
-
 def heads_statistics(
     weights: np.ndarray, key_tokens: list[str] | None = None, kind: AttentionKind = AttentionKind.ENCODER
 ) -> list[HeadStatistics]:

@@ -5,13 +5,13 @@ import pytest
 
 from model.data.corpora import generate_builtin
 from model.decoding.stepper import DecodingOptions, Stepper
-from model.inspection.alignment import alignment_error_rate, alignment_links, cross_attention_aer
+from model.inspection.alignment import AlignmentCounts, alignment_links, cross_attention_aer
 from model.inspection.heads import (
     ALIGNMENT_ENTROPY,
     BROAD_ENTROPY,
     all_head_statistics,
     describe_role,
-    head_statistics,
+    heads_statistics,
     max_over_heads,
     mean_over_heads,
     rollout,
@@ -20,6 +20,18 @@ from model.kinds import AttentionKind
 from tests.conftest import tiny_bundle
 
 N = 6
+
+
+def head_statistics(matrix, key_tokens=None, kind=AttentionKind.ENCODER):
+    """One head's statistics: the core's, of a stack of one [queries, keys] matrix."""
+    return heads_statistics(np.asarray(matrix)[None], key_tokens, kind)[0]
+
+
+def alignment_error_rate(predicted: set, gold: set, possible: set | None = None) -> float:
+    """One sentence's AER, by the corpus counter the core scores with."""
+    counts = AlignmentCounts()
+    counts.add((), predicted, gold, possible)
+    return float(counts.aer())
 
 
 def shifted(offset: int, n: int = N) -> np.ndarray:
