@@ -17,9 +17,9 @@ import common  # noqa: F401  (puts the project on the path)
 from model.data.corpora.symbolic import SYMBOLS
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import focus_figure
-from model.figures.export import ExportRequest, _heads, export_all, file_stem
+from model.figures.export import ExportRequest, export_all, file_stem
 from model.figures.saving import save_figure
-from model.inspection.selection import KIND_NAMES, select
+from model.inspection.selection import heads_for, select
 
 TARGET_SECONDS = 10.0
 
@@ -37,10 +37,10 @@ def decoded_trace(tokens: int, layers: int, heads: int):
 def whole_figures(trace, folder: Path, request: ExportRequest, limit: int) -> tuple[float, int]:
     """Seconds per figure when each is built and saved whole (the first ``limit`` of them)."""
     started, count = time.perf_counter(), 0
-    for kind in KIND_NAMES:
+    for kind in trace.kinds:
         n_layers, n_heads = trace.matrix(kind).shape[:2]
         for layer in range(n_layers):
-            for head in _heads(n_heads, kind):
+            for head in heads_for(kind, n_heads):
                 if count == limit:
                     return (time.perf_counter() - started) / count, count
                 matrix = select(trace, kind, layer, head)
@@ -73,7 +73,7 @@ def main() -> None:
             times.append(time.perf_counter() - started)
         print(f"  run {repeat + 1}: {len(written)} files in {times[-1]:.2f} s")
     figures = sum(
-        1 for kind in KIND_NAMES for _ in range(trace.matrix(kind).shape[0]) for _ in _heads(trace.matrix(kind).shape[1], kind)
+        1 for kind in trace.kinds for _ in range(trace.matrix(kind).shape[0]) for _ in heads_for(kind, trace.matrix(kind).shape[1])
     )
     with tempfile.TemporaryDirectory() as folder:
         per_figure, sampled = whole_figures(trace, Path(folder), request, 12)
