@@ -70,30 +70,13 @@ class Stepper:
             )
         self.messages: list[str] = []
         self.text = text
-        self.source_ids, n_pieces, kept = bundle.source_ids(text)
-        if n_pieces == 0:
-            raise DecodingError("the source sentence has nothing the tokenizer can read")
-        if n_pieces > kept:
-            self.messages.append(
-                f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
-            )
+        self.source_ids = self._read_source(text)
         self.device = next(self.model.parameters()).device
         self.source = torch.tensor([self.source_ids], device=self.device)
         self.model.eval()
         self.encoder_self: np.ndarray | None = None
         self.predictions = None  # an encoder-only model's head output (model/nn/classifier.Predictions)
-        self.cache: Any = None
-        with torch.inference_mode():
-            weights: Any = ()
-            if not self.has_decoder:  # an encoder-only model: its head reads the text in the encoder's pass
-                self.predictions, weights = self.model.read(self.source, self.options.n_candidates)
-            elif self.has_encoder:
-                memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
-                self.cache = self.model.start_cache(memory, memory_mask)
-            else:
-                self.cache = self.model.start_cache(None, None)  # a decoder-only family: no memory
-            if self.has_encoder_self:
-                self.encoder_self = torch.stack(list(weights))[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+        self._start()
         forced_first = getattr(self.config, "forced_bos_id", None)
         if self.has_encoder:  # decoding starts from the start token; some models force the first target token
             self.first_input, self.given = self.config.bos_id, ([forced_first] if forced_first is not None else [])
@@ -103,15 +86,7 @@ class Stepper:
         use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
         use_numpy = use_numpy and self.has_decoder and can.numpy_engine
         self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
-        if not self.has_decoder:
-            self.max_steps = 0
-        elif self.has_encoder:
-            limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
-            self.max_steps = min(self.options.max_steps or limit, self.config.max_len - 1)
-        else:
-            self.max_steps = min(len(self.given) + (self.options.max_steps or DEFAULT_CONTINUATION), self.config.max_len - 1)
-            if self.max_steps <= len(self.given):
-                self.messages.append(f"the prompt fills the model's {self.config.max_len} positions: nothing is left to generate")
+        self.max_steps = self._step_limit()
         self.steps: list[Step] = []
         heads, layers, rows = self.config.n_heads, self.config.n_decoder_layers, max(self.max_steps, 0)
         # Every step's new attention rows, kept in place so that trace() copies slices instead of
@@ -130,6 +105,44 @@ class Stepper:
             self.follow_hypothesis(0)
         elif self.given:
             self.jump(len(self.given))  # the prompt (or the forced first token) is decoded at once
+
+    def _read_source(self, text: str) -> list[int]:
+        """The ids the model reads, with a message when the sentence had to be cut."""
+        source_ids, n_pieces, kept = self.bundle.source_ids(text)
+        if n_pieces == 0:
+            raise DecodingError("the source sentence has nothing the tokenizer can read")
+        if n_pieces > kept:
+            self.messages.append(
+                f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
+            )
+        return source_ids
+
+    @torch.inference_mode()
+    def _start(self) -> None:
+        """Encode the source (or read it with an encoder-only model's head) and start the decoder's cache."""
+        weights: Any = ()
+        self.cache: Any = None  # the decoder's (none for an encoder-only model)
+        if not self.has_decoder:  # an encoder-only model: its head reads the text in the encoder's pass
+            self.predictions, weights = self.model.read(self.source, self.options.n_candidates)
+        elif self.has_encoder:
+            memory, memory_mask, weights = self.model.encode(self.source, need_weights=True)
+            self.cache = self.model.start_cache(memory, memory_mask)
+        else:
+            self.cache = self.model.start_cache(None, None)  # a decoder-only family: no memory
+        if self.has_encoder_self:
+            self.encoder_self = torch.stack(list(weights))[:, 0].float().cpu().numpy()  # [layers, heads, S, S]
+
+    def _step_limit(self) -> int:
+        """How many steps decoding may take: none for an encoder-only model; a decoder-only one's prompt counts."""
+        if not self.has_decoder:
+            return 0
+        if self.has_encoder:
+            limit = default_max_target(len(self.source_ids), self.config.max_len) - 1
+            return min(self.options.max_steps or limit, self.config.max_len - 1)
+        max_steps = min(len(self.given) + (self.options.max_steps or DEFAULT_CONTINUATION), self.config.max_len - 1)
+        if max_steps <= len(self.given):
+            self.messages.append(f"the prompt fills the model's {self.config.max_len} positions: nothing is left to generate")
+        return max_steps
 
     # --- state ----------------------------------------------------------------------------------
     @property
