@@ -15,12 +15,13 @@ import torch
 
 from model.cli.labels import print_labels, report_label_scores
 from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, positive
-from model.data.corpora import BUILTIN_CORPORA, generate_builtin, load_corpus
+from model.data.corpora import BUILTIN_CORPORA, Pair, generate_builtin, load_corpus
 from model.data.token_labels import display_mask_candidate
-from model.decoding.beam import beam_search
+from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import greedy_decode
 from model.decoding.stepper import DecodingOptions, Stepper
-from model.family import Architecture
+from model.decoding.trace import Trace
+from model.family import Architecture, Bundle
 from model.files import check_output
 from model.inspection.alignment import cross_attention_aer
 from model.inspection.heads import all_head_statistics
@@ -130,6 +131,22 @@ def run_translate(args) -> int:
     return 0
 
 
+def _alignment_fields(bundle: Bundle, aligned: list[Pair]) -> dict[str, Any]:
+    """The best cross-attention head's AER against the pairs' gold alignments (nothing without any)."""
+    if not aligned:
+        return {}
+    report = cross_attention_aer(bundle, aligned)
+    if not report.n_pairs:
+        return {}
+    aer, layer, head, reading = report.best
+    return dict(
+        aer=round(aer, 6),
+        aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
+        aer_layer_average=round(float(report.layer_aer.min()), 6),
+        aer_pairs=report.n_pairs,
+    )
+
+
 def run_evaluate(args) -> int:
     positive("n", args.n)
     if args.aer_pairs < 0:
@@ -169,17 +186,7 @@ def run_evaluate(args) -> int:
         "token_accuracy": None if math.isnan(scores.token_accuracy) else round(scores.token_accuracy, 6),
         "n": scores.n,
     }
-    aligned = [p for p in pairs if p.alignment][: args.aer_pairs]
-    if aligned:
-        report = cross_attention_aer(bundle, aligned)
-        if report.n_pairs:
-            aer, layer, head, reading = report.best
-            result.update(
-                aer=round(aer, 6),
-                aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
-                aer_layer_average=round(float(report.layer_aer.min()), 6),
-                aer_pairs=report.n_pairs,
-            )
+    result.update(_alignment_fields(bundle, [p for p in pairs if p.alignment][: args.aer_pairs]))
     if args.json:
         print(json.dumps(result))
     else:
@@ -194,6 +201,42 @@ def run_evaluate(args) -> int:
             line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
         print(line)
     return 0
+
+
+def _trace_extras(trace: Trace, word_level: bool) -> dict[str, np.ndarray]:
+    """The head statistics (roles, entropy) of every kind, and the word-level matrices when asked."""
+    extra: dict[str, np.ndarray] = {}
+    for kind, table in all_head_statistics(trace).items():
+        extra[f"{kind.field}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
+        extra[f"{kind.field}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
+    if word_level:
+        words = trace.word_level()
+        for kind in words.kinds:
+            extra[f"word_{kind.field}"] = words.matrix(kind)
+        extra.update(
+            word_source_tokens=np.array(words.source_tokens, dtype=str),
+            word_target_tokens=np.array(words.target_tokens, dtype=str),
+            word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str),
+        )
+    return extra
+
+
+def _beam_fields(beam: BeamTree, alpha: float) -> dict[str, np.ndarray]:
+    """The beam's tree and hypotheses as arrays, with how its scores were computed."""
+    nodes = beam.nodes
+    return dict(
+        beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
+        beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
+        beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
+        beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
+        beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
+        beam_length_penalty_alpha=np.array(alpha, dtype=np.float64),
+        beam_score_note=np.array(
+            "score = log p / ((5 + length) / 6) ** alpha (GNMT length "
+            "normalisation); log p is the hypothesis' summed log probability"
+        ),
+        beam_hypotheses=np.array(beam.hypotheses, dtype=np.int64),
+    )
 
 
 def run_trace(args) -> int:
@@ -227,34 +270,9 @@ def run_trace(args) -> int:
         stepper.force(step_number - 1, stepper.token_id(token))
     stepper.run()
     trace = stepper.trace()
-    extra = {}
-    for kind, table in all_head_statistics(trace).items():
-        extra[f"{kind.field}_roles"] = np.array([[s.role for s in layer] for layer in table], dtype=str)
-        extra[f"{kind.field}_entropy"] = np.array([[s.entropy for s in layer] for layer in table], dtype=np.float32)
-    if args.word_level:
-        words = trace.word_level()
-        for kind in words.kinds:
-            extra[f"word_{kind.field}"] = words.matrix(kind)
-        extra.update(
-            word_source_tokens=np.array(words.source_tokens, dtype=str),
-            word_target_tokens=np.array(words.target_tokens, dtype=str),
-            word_decoder_input_tokens=np.array(words.decoder_input_tokens, dtype=str),
-        )
+    extra = _trace_extras(trace, args.word_level)
     if stepper.beam is not None:
-        nodes = stepper.beam.nodes
-        extra.update(
-            beam_token_ids=np.array([n.token_id for n in nodes], dtype=np.int64),
-            beam_parents=np.array([n.parent for n in nodes], dtype=np.int64),
-            beam_steps=np.array([n.step for n in nodes], dtype=np.int64),
-            beam_scores=np.array([n.score for n in nodes], dtype=np.float32),
-            beam_log_probabilities=np.array([n.log_probability for n in nodes], dtype=np.float32),
-            beam_length_penalty_alpha=np.array(args.alpha, dtype=np.float64),
-            beam_score_note=np.array(
-                "score = log p / ((5 + length) / 6) ** alpha (GNMT length "
-                "normalisation); log p is the hypothesis' summed log probability"
-            ),
-            beam_hypotheses=np.array(stepper.beam.hypotheses, dtype=np.int64),
-        )
+        extra.update(_beam_fields(stepper.beam, args.alpha))
     trace.save_npz(args.out, extra)
     print(f"{trace.n_steps} steps: {stepper.translation()}")
     print(f"wrote {args.out}", file=sys.stderr)

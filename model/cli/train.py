@@ -11,11 +11,13 @@ import argparse
 import math
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from tqdm import tqdm
 
 from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive
-from model.data.corpora import load_corpus
+from model.data.corpora import CorpusSpec, Splits, load_corpus
 from model.device import resolve_device
 from model.family import ModelOption, families, trainable_family_names
 from model.files import check_output
@@ -205,7 +207,9 @@ def _check_family_options(args, family: str) -> None:
         raise CommandError(f"{', '.join(flags)} {'is' if len(flags) == 1 else 'are'} not an option of the {family} family")
 
 
-def run_train(args) -> int:
+def _checked_request(args) -> tuple[CorpusSpec, Splits | None, Preset, dict, TokenizerOptions, TrainingOptions]:
+    """Everything ``train`` will use, checked before anything slow: the corpus, its preset for the family, the model,
+    tokenizer and training options (a run must not fail at its end, so the output is checked here too)."""
     _check_train_numbers(args)
     resolve_device(args.device)  # a missing device is refused before anything slow
     spec = corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
@@ -217,12 +221,34 @@ def run_train(args) -> int:
     preset = preset_for(spec.name, splits, args.family, spec.task)
     if spec.is_builtin and spec.size is None:
         spec.size = preset.corpus_size
-    family = preset.family
-    _check_family_options(args, family)
-    check_family_fits(family, spec)
+    _check_family_options(args, preset.family)
+    check_family_fits(preset.family, spec)
     model_options, tokenizer_options, training = settings_from(args, preset)
     training.validate()
-    family_named(family).config_class(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    family_named(preset.family).config_class(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    return spec, splits, preset, model_options, tokenizer_options, training
+
+
+def _progress_bar(quiet: bool) -> tuple[Any, Callable[[Progress], None]]:
+    """A tqdm bar on stderr (None when quiet) and the callback that moves it."""
+    bar = None if quiet else tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
+
+    def on_progress(progress: Progress) -> None:
+        if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
+            bar.n = int(progress.fraction * 1000)
+            eta = progress.eta_seconds
+            bar.set_description_str(
+                f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
+                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
+                f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
+            )
+
+    return bar, on_progress
+
+
+def run_train(args) -> int:
+    spec, splits, preset, model_options, tokenizer_options, training = _checked_request(args)
+    family = preset.family
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     say(f"preset {preset.name}: {preset.why}; training {describe_length(training)}")
 
@@ -246,19 +272,7 @@ def run_train(args) -> int:
             raise KeyboardInterrupt
         control.cancel()  # the first: stop at the next step and save what was learned
 
-    bar = None
-    if not args.quiet:
-        bar = tqdm(total=1000, file=sys.stderr, bar_format="{percentage:3.0f}%|{bar:24}| {desc}", leave=True)
-
-    def on_progress(progress: Progress) -> None:
-        if bar is not None and (progress.step % 5 == 0 or progress.fraction >= 1):
-            bar.n = int(progress.fraction * 1000)
-            eta = progress.eta_seconds
-            bar.set_description_str(
-                f"epoch {progress.epoch} step {progress.step} loss {progress.train_loss:.3f} "
-                f"acc {progress.token_accuracy:.3f} lr {progress.learning_rate:.2e} "
-                f"{progress.tokens_per_second:,.0f} tok/s ETA {format_duration(eta)}"
-            )
+    bar, on_progress = _progress_bar(args.quiet)
 
     def on_validation(validation: Validation) -> None:
         line = f"epoch {validation.epoch} step {validation.step}: valid {validation.scores.summary()}" + (
