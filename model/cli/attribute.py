@@ -24,7 +24,7 @@ import numpy as np
 
 from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
-from model.cli.options import CommandError
+from model.cli.options import CommandError, mask_heads_argument
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import grid_figure
 from model.figures.saving import save_figure
@@ -43,7 +43,7 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
         "--measure", choices=list(CONTRIBUTIONS), default="norm", help="; ".join(f"{m}: {MEASURES[m].what}" for m in CONTRIBUTIONS)
     )
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross", help="the kind a figure shows")
-    parser.add_argument("--mask-heads", metavar="KIND:LAYER:HEAD,...", default="", help="heads knocked out, e.g. cross:3:1")
+    mask_heads_argument(parser)
     add_figure_arguments(parser)
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)})")
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from model.cli.labels import print_labels, report_label_scores
-from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, positive
+from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, mask_heads_argument, positive
 from model.data.corpora import BUILTIN_CORPORA, Pair, generate_builtin, load_corpus
 from model.data.token_labels import display_mask_candidate
 from model.decoding.beam import BeamTree, beam_search
@@ -35,12 +35,7 @@ def add_translate_arguments(translate: argparse.ArgumentParser) -> None:
     translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
     translate.add_argument("--device", default="cpu")
-    translate.add_argument(
-        "--mask-heads",
-        metavar="KIND:LAYER:HEAD,...",
-        default="",
-        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
-    )
+    mask_heads_argument(translate)
     translate.add_argument("text", nargs="+", help="the sentence")
 
 
@@ -76,12 +71,7 @@ def add_trace_arguments(trace: argparse.ArgumentParser) -> None:
     trace.add_argument("--word-level", action="store_true", help="also store word-level matrices (word_*)")
     trace.add_argument("--out", required=True, metavar="FILE.npz")
     trace.add_argument("--device", default="cpu")
-    trace.add_argument(
-        "--mask-heads",
-        metavar="KIND:LAYER:HEAD,...",
-        default="",
-        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
-    )
+    mask_heads_argument(trace)
 
 
 def _print_encoder_predictions(trace) -> None:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from model.cli.options import CommandError
+from model.cli.options import CommandError, mask_heads_argument
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -49,12 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--step", type=int, help="decoding steps to show (default: the whole translation)")
     parser.add_argument("--beam", type=int, help="decode with beam search of this width")
     parser.add_argument("--word-level", action="store_true", help="words instead of sub-word pieces")
-    parser.add_argument(
-        "--mask-heads",
-        metavar="KIND:LAYER:HEAD,...",
-        default="",
-        help="knock heads out (outputs zeroed) before decoding, e.g. cross:3:1,encoder:1:2 (from 1)",
-    )
+    mask_heads_argument(parser)
     figure = parser.add_argument_group("figures (.png, .svg, .pdf)")
     figure.add_argument(
         "--width", default=str(DEFAULT_WIDTH), help="column (3.3 in), page (6.9 in, the default), or a size: 5in, 12cm"

@@ -70,3 +70,13 @@ def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> 
 def load_bundle(name: str, device: str = "cpu") -> Bundle:
     """The app's own model file, a shipped model, or a pretrained model's folder or cached id (model/io/models.py)."""
     return open_model(name, resolve_device(device))
+
+
+def mask_heads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--mask-heads``: the heads a command knocks out (model/nn/masking.py reads the list)."""
+    parser.add_argument(
+        "--mask-heads",
+        metavar="KIND:LAYER:HEAD,...",
+        default="",
+        help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
+    )
