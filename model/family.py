@@ -113,14 +113,6 @@ class ModelOption:
     def flag(self) -> str:
         return "--" + self.dest.replace("_", "-")
 
-    def check(self, value: Any) -> None:
-        """A ``UserError`` naming the option when ``value`` is outside its choices or range."""
-        if self.choices and value not in self.choices:
-            raise UserError(f"{self.label}: {value!r} is not one of {', '.join(self.choices)}")
-        if self.type in (int, float) and not isinstance(value, bool):
-            if self.minimum is not None and value < self.minimum or self.maximum is not None and value > self.maximum:
-                raise UserError(f"{self.label} must be between {self.minimum:g} and {self.maximum:g}, got {value}")
-
 
 @dataclass(frozen=True)
 class Family:

@@ -1,0 +1,63 @@
+"""The family registry (model/family.py, model/nn/registry.py): each family's options schema names real config fields,
+the command line's and the form's values map onto them in order, and reading the registry imports no PyTorch."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from model.family import Architecture, FamilyError, families, family_named, family_of_config, trainable_family_names
+from model.nn.registry import build_network
+from model.training.presets import BUILTIN_PRESETS
+
+
+def test_the_app_trains_three_families_and_each_option_sets_a_config_field():
+    assert trainable_family_names()[:3] == ("transformer", "rnn", "classifier")
+    for family in families():
+        if not family.capabilities.trainable:
+            continue
+        names = {f.name for f in dataclasses.fields(family.config_class)}
+        for option in family.options:
+            assert set(option.fields) <= names, (family.name, option.dest)
+            if option.choices:
+                assert getattr(family.config_class(), option.fields[0]) in option.choices
+
+
+def test_a_later_option_overrides_an_earlier_one_and_an_inverted_flag_sets_false():
+    transformer = family_named("transformer")
+    fields = transformer.config_fields({"encoder_layers": 2, "decoder_layers": 5, "layers": 4, "tie_embeddings": True})
+    assert fields == {"n_encoder_layers": 4, "n_decoder_layers": 4, "tie_embeddings": False}
+    classifier = family_named("classifier")
+    assert classifier.config_fields({"encoder_layers": 3}) == {"n_layers": 3}
+    assert classifier.config_fields({"encoder_layers": 3, "layers": 1}) == {"n_layers": 1}
+
+
+def test_every_preset_builds_its_family_and_describes_itself():
+    for preset in BUILTIN_PRESETS.values():
+        family = family_named(preset.family)
+        config = family.build_config(preset.model, 100, 100, labels=("sentence", ["no", "yes"]))
+        assert family_of_config(config) is family
+        assert build_network(config).parameter_count() > 0
+        assert preset.describe().endswith(f"; {preset.minutes:g} min budget")
+
+
+def test_capabilities_follow_the_architecture():
+    for family in families():
+        can = family.capabilities
+        assert can.architecture.has_encoder == (can.architecture is not Architecture.DECODER_ONLY)
+        if can.beam_search:
+            assert can.architecture is Architecture.ENCODER_DECODER
+
+
+def test_an_unknown_family_is_a_clear_error():
+    with pytest.raises(FamilyError, match="unknown model family 'lstm'; choose one of transformer, rnn, classifier"):
+        family_named("lstm")
+
+
+def test_reading_the_registry_imports_no_pytorch():
+    code = "import sys, model.nn.registry, model.training.presets; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
