@@ -9,9 +9,12 @@ import sys
 
 import pytest
 
+from model.data.corpora import CorpusSpec
 from model.family import Architecture, FamilyError, families, family_named, family_of_config, trainable_family_names
 from model.nn.registry import build_network
+from model.training.pipeline import TokenizerOptions, prepare
 from model.training.presets import BUILTIN_PRESETS
+from tests.conftest import tiny_bundle
 
 
 def test_the_app_trains_three_families_and_each_option_sets_a_config_field():
@@ -61,3 +64,27 @@ def test_reading_the_registry_imports_no_pytorch():
     code = "import sys, model.nn.registry, model.training.presets; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "family, corpus, layers",
+    [
+        ("transformer", "copy", "2 encoder, 2 decoder"),
+        ("rnn", "copy", "bidirectional GRU encoder, GRU decoder"),
+        ("classifier", "toy-fr-tags", "2 encoder"),
+    ],
+)
+def test_the_info_panel_rows_of_every_family(family, corpus, layers):
+    """File ▸ Model info… read another family's config fields (a Transformer has no ``cell``) and failed for all but
+    the RNN: each family's rows come from its own config now."""
+    if family == "classifier":
+        small = dict(n_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0)
+        bundle, _ = prepare(CorpusSpec(corpus, size=200, seed=1), TokenizerOptions(vocab_size=200), small, family=family)
+    else:
+        bundle, _ = tiny_bundle(corpus, size=200, family=family)
+    rows = dict(bundle.info())
+    assert rows["Layers"] == layers
+    assert rows["Family"] == f"{bundle.family.title} ({family}, trained by this app)"
+    expected_positions = "none: the recurrence carries the order" if family == "rnn" else "sinusoidal"
+    assert rows["Positions"] == expected_positions
+    assert ("Classes" in rows) == (family == "classifier")
