@@ -6,8 +6,10 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
+
+from explorer.runtime import apply_window_policies
 
 
 def apply_palette_to_plots() -> None:
@@ -16,15 +18,26 @@ def apply_palette_to_plots() -> None:
 
     palette = QGuiApplication.palette()
     pg.setConfigOptions(
-        antialias=True, imageAxisOrder="row-major", background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text)
+        antialias=True,
+        imageAxisOrder="row-major",
+        background=palette.color(QPalette.ColorRole.Base),
+        foreground=palette.color(QPalette.ColorRole.Text),
     )
 
 
-def make_application(argv: list[str] | None = None) -> QApplication:
-    from explorer.runtime import apply_window_policies
+def leaks_none() -> bool:
+    """Whether Qt calls that return nothing give up references to None they never took (explorer/runtime.py)."""
+    colour = QColor(0, 0, 0)
+    before = sys.getrefcount(None)
+    for _ in range(100):
+        colour.setAlphaF(0.5)
+    return sys.getrefcount(None) < before - 50
 
-    apply_window_policies()  # the None guard and the GIL hand-over (explorer/runtime.py)
+
+def make_application(argv: list[str] | None = None) -> QApplication:
+    apply_window_policies(leaks_none)  # logging, the None guard and the GIL hand-over (explorer/runtime.py)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    assert isinstance(app, QApplication)
     QCoreApplication.setOrganizationName("TransformerExplorer")
     QCoreApplication.setApplicationName("Transformer Explorer")
     apply_palette_to_plots()
@@ -58,6 +71,6 @@ def run_app(argv: list[str]) -> int:
 
     QTimer.singleShot(30, build)
     code = app.exec()
-    if window.built and window.is_training():
-        window.training_tab.stop()
+    if window.built:
+        window.close_controllers()  # every job cancelled and joined (a training run stops within a step)
     return code

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.tabs.form_values import CORPUS_TIPS, PRESET_FIELDS, get_value, preset_value, set_value
-from explorer.tabs.model_group import MODEL_FIELDS, ModelGroup, spin
-from explorer.workers import start_task
-from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, generate_builtin, load_corpus
+from explorer.controllers.training import TrainingController
+from explorer.tabs.form_values import CORPUS_TIPS, SETTING_FIELDS, get_value, preset_value, set_value
+from explorer.tabs.model_group import ModelGroup, spin
+from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, Splits, generate_builtin
 from model.device import available_devices
 from model.errors import UserError
 from model.training.pipeline import TokenizerOptions
@@ -50,17 +50,15 @@ class TrainingForm(QWidget):
     corpus_error = Signal(str)
     settings_changed = Signal()  # any field, the corpus or the preset changed: the expected duration follows
 
-    def __init__(self, settings: QSettings):
+    def __init__(self, training: TrainingController, settings: QSettings) -> None:
         super().__init__()
-        self.settings = settings
+        self.training, self.settings = training, settings
         self.corpus_paths: tuple[str, str | None] | None = None  # a chosen file (and Moses target)
-        self._tasks = set()
         self.preset: Preset | None = None  # the corpus's preset for the chosen family
         self.base_preset: Preset | None = None  # the corpus's own preset
         self.corpus_task = "translation"  # what a chosen file holds
         self.changed: set[str] = set()  # fields the user set, kept when the preset changes
         self._applying = False
-        self._preview_generation = 0
         self.corpus_figures: dict | None = None  # pairs and lengths of the chosen corpus, for the estimate
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -70,7 +68,7 @@ class TrainingForm(QWidget):
         self.corpus = QComboBox()
         self.corpus.addItems([*BUILTIN_CORPORA, *FILE_TASKS])
         for index, name in enumerate(BUILTIN_CORPORA):
-            self.corpus.setItemData(index, CORPUS_TIPS[name], 3)  # Qt.ToolTipRole
+            self.corpus.setItemData(index, CORPUS_TIPS[name], 3)  # Qt.ItemDataRole.ToolTipRole
         self.corpus.setToolTip("A built-in corpus, or your own tab-separated file or Moses-style pair of files")
         self.corpus_size = spin(100, 1_000_000, 20000, "Pairs to generate for a built-in corpus", 1000)
         self.corpus_seed = spin(0, 2**31 - 1, 0, "Generation seed of a built-in corpus")
@@ -78,9 +76,9 @@ class TrainingForm(QWidget):
         self.corpus_info.setWordWrap(True)
         self.samples = QTableWidget(0, 2)
         self.samples.setHorizontalHeaderLabels(["Source", "Target"])
-        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.samples.verticalHeader().setVisible(False)
-        self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.samples.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.samples.setMaximumHeight(150)
         self.samples.setToolTip("Some pairs of the corpus")
         corpus_form.addRow("Corpus", self.corpus)
@@ -92,8 +90,10 @@ class TrainingForm(QWidget):
 
         row = QVBoxLayout()  # stacked: each form keeps the panel's full width
         self.model_group = ModelGroup()
-        for name in MODEL_FIELDS:  # the group's boxes are this form's fields (presets, remembered changes)
-            setattr(self, name, getattr(self.model_group, name))
+        for name, box in self.model_group.fields().items():  # the group's boxes are this form's fields (presets, changes)
+            setattr(self, name, box)
+        self.vocab_size, self.joint_vocab = self.model_group.vocab_size, self.model_group.joint_vocab
+        self.preset_fields = (*self.model_group.rows, *SETTING_FIELDS)  # what a preset sets
         self.model_group.family.activated.connect(self._on_family_chosen)
         row.addWidget(self.model_group)
 
@@ -181,6 +181,8 @@ class TrainingForm(QWidget):
         self.corpus.currentTextChanged.connect(self._on_corpus_changed)
         self.corpus_seed.valueChanged.connect(self._on_preview_requested)
         self.corpus_size.valueChanged.connect(self._on_preview_requested)
+        training.corpus_read.connect(self._on_corpus_read)
+        training.corpus_failed.connect(self._on_corpus_failed)
         self._on_preview_requested()
 
     # --- corpus ---------------------------------------------------------------------------------
@@ -190,7 +192,7 @@ class TrainingForm(QWidget):
         choice = self.corpus.currentText()
         if choice not in FILE_TASKS:
             return
-        folder = self.settings.value("train/corpus_folder", str(Path.home()))
+        folder = str(self.settings.value("train/corpus_folder", str(Path.home())))
         source, _ = QFileDialog.getOpenFileName(
             self, "Source side of a Moses pair" if choice == MOSES_CHOICE else choice.rstrip("…"), folder
         )
@@ -218,14 +220,12 @@ class TrainingForm(QWidget):
         """Fill the form with ``preset`` (for the chosen family); fields the user changed keep their values unless
         ``keep_changes`` is False ("Use the preset")."""
         self.base_preset = preset
-        allowed = ("classifier",) if preset.family == "classifier" else ("transformer", "rnn")
-        family = self.model_group.current_family()
-        self.model_group.set_family(family if family in allowed else preset.family, allowed)
+        self.model_group.offer_families(preset.family, self.task())
         preset = family_preset(preset, self.model_group.current_family())
         self.preset = preset
         if not keep_changes:
             self.changed.clear()
-        values = {name: preset_value(preset, name) for name in PRESET_FIELDS}
+        values = {name: preset_value(preset, name) for name in self.preset_fields}
         if preset.corpus_size:
             values["corpus_size"] = preset.corpus_size
         self._applying = True
@@ -254,7 +254,7 @@ class TrainingForm(QWidget):
             return
         what = "this file" if self.preset.name == "file" else self.preset.name
         text = f"<b>Preset</b> ({what}): {self.preset.why}."
-        mine = sorted(name for name in self.changed if name in PRESET_FIELDS or name == "corpus_size")
+        mine = sorted(name for name in self.changed if name in self.preset_fields or name == "corpus_size")
         if mine:
             text += " Changed by you: " + ", ".join(name.replace("_", " ") for name in mine) + "."
         self.preset_info.setText(text)
@@ -275,10 +275,15 @@ class TrainingForm(QWidget):
             raise ValueError("choose a corpus file first")
         return CorpusSpec(self.corpus_paths[0], target_path=self.corpus_paths[1], task=self.corpus_task)
 
+    def task(self) -> str:
+        """What the chosen corpus is for (translation, tagging, classification)."""
+        choice = self.corpus.currentText()
+        return CorpusSpec(choice).task if choice in BUILTIN_CORPORA else self.corpus_task
+
     def _on_preview_requested(self, _value=None) -> None:
         builtin = self.corpus.currentText() in BUILTIN_CORPORA
         if builtin:
-            self._preview_generation += 1  # any file still being read is no longer wanted
+            self.training.drop_corpus_reading()  # any file still being read is no longer wanted
         self.corpus_size.setEnabled(builtin)
         self.corpus_seed.setEnabled(builtin)
         try:
@@ -288,7 +293,7 @@ class TrainingForm(QWidget):
             return
         if builtin:  # a handful generated at once: the full corpus is generated when training starts
             sample = generate_builtin(spec.name, 200, spec.seed)
-            self.corpus_figures = dict(corpus_figures(sample), pairs=int(spec.size * 0.9))  # lengths from a sample
+            self.corpus_figures = dict(corpus_figures(sample), pairs=int((spec.size or 0) * 0.9))  # lengths from a sample
             self._show_preview(
                 generate_builtin(spec.name, 6, spec.seed),
                 f"{spec.size:,} pairs, generated from "
@@ -296,41 +301,26 @@ class TrainingForm(QWidget):
             )
             return
         self.corpus_info.setText("Reading the corpus…")
-        self._preview_generation += 1
-        generation = self._preview_generation  # a later choice makes this reading's result stale
+        self.training.read_corpus(spec)  # a later choice supersedes this reading
 
-        def read():
-            splits = load_corpus(spec)
-            return splits
+    def _on_corpus_read(self, spec: CorpusSpec, splits: Splits) -> None:
+        total = len(splits.train) + len(splits.valid) + len(splits.test)
+        skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
+        self.corpus_figures = corpus_figures(splits.train)
+        self.apply_preset(file_preset(splits, spec.task))
+        self._show_preview(
+            splits.train[:6],
+            f"{total:,} pairs: {len(splits.train):,} training, "
+            f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.",
+        )
 
-        def done(splits):
-            self._tasks.discard(task)
-            if generation != self._preview_generation:
-                return  # the user chose another corpus meanwhile
-            total = len(splits.train) + len(splits.valid) + len(splits.test)
-            skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
-            self.corpus_figures = corpus_figures(splits.train)
-            self.apply_preset(file_preset(splits, spec.task))
-            self._show_preview(
-                splits.train[:6],
-                f"{total:,} pairs: {len(splits.train):,} training, "
-                f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.",
-            )
-
-        def failed(text):
-            self._tasks.discard(task)
-            if generation != self._preview_generation:
-                return
-            self._show_preview_error(text)
-            self.corpus_error.emit(text)
-
-        task = start_task(read, done, failed)
-        self._tasks.add(task)
+    def _on_corpus_failed(self, text: str) -> None:
+        self._show_preview_error(text)
+        self.corpus_error.emit(text)
 
     def _show_preview(self, pairs, info: str) -> None:
         self.corpus_info.setText(info)
-        task = self.corpus_spec().task if self.corpus.currentText() in BUILTIN_CORPORA else self.corpus_task
-        self.samples.setHorizontalHeaderLabels(PREVIEW_COLUMNS[task])
+        self.samples.setHorizontalHeaderLabels(PREVIEW_COLUMNS[self.task()])
         self.samples.setRowCount(len(pairs))
         for row, pair in enumerate(pairs):
             for column, text in enumerate((pair.source, pair.target)):
