@@ -10,11 +10,12 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 from explorer.runtime import apply_window_policies
+from model.io.shipped import shipped_models
 
 
 def apply_palette_to_plots() -> None:
     """pyqtgraph draws its own backgrounds: take them from the light or dark system palette."""
-    import pyqtgraph as pg
+    import pyqtgraph as pg  # deferred: the plots' library loads after the QApplication, as the window starts
 
     palette = QGuiApplication.palette()
     pg.setConfigOptions(
@@ -47,7 +48,6 @@ def make_application(argv: list[str] | None = None) -> QApplication:
 def open_first_model(window, path: str | None) -> None:
     """The model named on the command line, else the shipped default; without one, the window says
     how to get a model (status bar and the Explore tab)."""
-    from model.io.shipped import shipped_models
 
     if path:
         window.open_model(path)
@@ -58,7 +58,7 @@ def open_first_model(window, path: str | None) -> None:
 def run_app(argv: list[str]) -> int:
     """``transformer-explorer [MODEL]``: open the window; returns the exit code."""
     app = make_application()
-    from explorer.main_window import MainWindow
+    from explorer.main_window import MainWindow  # deferred: after the QApplication and its policies
 
     window = MainWindow(QSettings(), build=False)  # the frame shows now; the tabs load PyTorch next
     window.show()

@@ -15,8 +15,12 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
+from explorer.pretrained_dialog import PretrainedDialog
 from explorer.qt_runner import gui_runner
 from explorer.runtime import freeze_long_lived
+from explorer.widgets.model_info import ModelInfoDialog
+from model.errors import UserError
+from model.io.shipped import shipped_models
 
 if TYPE_CHECKING:
     from explorer.controllers.explore import ExploreController
@@ -65,10 +69,9 @@ class MainWindow(QMainWindow):
             return
         self._early_quit.setEnabled(False)
         self._early_quit.deleteLater()
-        # deferred: the controllers, the tabs and the core import PyTorch, after the frame shows
-        from explorer.controllers.window import WindowControllers
-        from explorer.tabs.explore_tab import ExploreTab
-        from model.device import describe_device, resolve_device
+        from explorer.controllers.window import WindowControllers  # deferred: PyTorch loads after the frame shows
+        from explorer.tabs.explore_tab import ExploreTab  # deferred: as above
+        from model.device import describe_device, resolve_device  # deferred: as above
 
         self.runner = gui_runner()
         self.controllers: WindowControllers = WindowControllers.build(self.runner, self._explore)
@@ -167,7 +170,6 @@ class MainWindow(QMainWindow):
             QKeySequence.StandardKey.Open,
             "Open a model file (.safetensors); you can also drop one onto the window",
         )
-        from model.io.shipped import shipped_models
 
         shipped = file_menu.addMenu("Open &shipped model")
         for name in shipped_models():
@@ -243,14 +245,12 @@ class MainWindow(QMainWindow):
             self.open_model(path)
 
     def _on_open_pretrained_requested(self) -> None:
-        from explorer.pretrained_dialog import PretrainedDialog
 
         self.pretrained_dialog = dialog = PretrainedDialog(self, str(self.settings.value("last_model_folder", str(Path.home()))))
         dialog.accepted.connect(lambda: self.open_model(dialog.chosen))
         dialog.open()
 
     def _on_info_requested(self) -> None:
-        from explorer.widgets.model_info import ModelInfoDialog
 
         if self.explore.bundle is None:
             self.show_error("No model", "Open or train a model first.")
@@ -261,7 +261,7 @@ class MainWindow(QMainWindow):
     def open_model(self, path: str) -> None:
         """Load a model file, a shipped model, or a pretrained model's folder or cached id in the thread pool;
         on failure say why and keep the current model."""
-        from model.io.models import open_model
+        from model.io.models import open_model  # deferred: PyTorch loads after the frame shows
 
         if not self.confirm_replacing_model():
             return
@@ -325,8 +325,7 @@ class MainWindow(QMainWindow):
         return bool(path) and self.save_model(path)
 
     def save_model(self, path: str) -> bool:
-        from model.errors import UserError
-        from model.io import checkpoint
+        from model.io import checkpoint  # deferred: PyTorch loads after the frame shows
 
         bundle = self.explore.bundle
         if bundle is None:

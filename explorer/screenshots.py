@@ -20,6 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from explorer.app import make_application
+from explorer.main_window import MainWindow
+from model.attribution.measures import CONTRIBUTIONS, MEASURES
+from model.kinds import AttentionKind
+from model.nn.masking import Head
+
 SENTENCE = "the black cat sees the small dog"
 
 
@@ -42,11 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QMessageBox
-
-    from explorer.app import make_application
-    from explorer.main_window import MainWindow
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -124,9 +128,6 @@ def family_shots(app, window, shot) -> int:
 def measure_shots(app, window, shot) -> int:
     """Each measure in the focus view (cross-attention where it has it, at the fourth step), then head importance
     on the grid with the best alignment head knocked out, the pruning curve, and the AER table of every measure."""
-    from model.attribution.measures import CONTRIBUTIONS, MEASURES
-    from model.kinds import AttentionKind
-    from model.nn.masking import Head
 
     tab = window.explore_tab
     tab.views.setCurrentWidget(tab.grid)

@@ -70,6 +70,10 @@ class CancelToken:
         """The flag as a function (what the core's ``stop=`` and ``cancelled=`` arguments take)."""
         return self._flag.is_set()
 
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the token is cancelled (or ``timeout_s`` passes); True when it is cancelled."""
+        return self._flag.wait(timeout_s)
+
     def cancel(self) -> None:
         with self._lock:
             if self._flag.is_set():

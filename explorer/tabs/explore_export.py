@@ -22,7 +22,7 @@ VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view"
 
 def export_errors() -> tuple[type[Exception], ...]:
     """The errors an export reports to the user (a bad path, choice or figure setting)."""
-    from model.figures.layout import FigureError
+    from model.figures.layout import FigureError  # deferred: matplotlib loads with the first export
 
     return OutputError, SelectionError, FigureError
 
@@ -57,7 +57,7 @@ class ExploreExports(QObject):
     # --- what is exported -----------------------------------------------------------------------
     def request(self, view: str):
         """The ExportRequest (model.figures.export) of a view as the window shows it."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.export import ExportRequest
 
         tab = self.tab
@@ -83,20 +83,20 @@ class ExploreExports(QObject):
 
     # --- doing it -------------------------------------------------------------------------------
     def export_view(self, view: str, path: str | Path) -> Path:
-        from model.figures.export import export_view
+        from model.figures.export import export_view  # deferred: matplotlib loads with the first export
 
         return export_view(self.trace(), self.request(view), path, self.model_path())
 
     def export_all_to(self, folder: str | Path) -> list[Path]:
-        from model.figures.export import export_all
+        from model.figures.export import export_all  # deferred: matplotlib loads with the first export
 
         return export_all(self.trace(), folder, self.request("focus"))
 
     def export_pair(self, path: str | Path) -> Path | None:
         """The side-by-side view's two heatmaps as one figure; a message says where it went or why not."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.comparison import pair_figure
-        from model.figures.saving import save_figure
+        from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
 
         tab = self.tab
         panels = tab.compare_view.panels
@@ -112,7 +112,7 @@ class ExploreExports(QObject):
         return written
 
     def figure_image(self, view: str) -> QImage:
-        from model.figures.export import draw, request_trace
+        from model.figures.export import draw, request_trace  # deferred: matplotlib loads with the first export
         from model.figures.saving import figure_png
 
         request = self.request(view)
@@ -180,7 +180,7 @@ class ExploreExports(QObject):
         )
 
     def settings_dialog(self):
-        from explorer.widgets.figure_settings import FigureSettingsDialog
+        from explorer.widgets.figure_settings import FigureSettingsDialog  # deferred: matplotlib loads with the first export
 
         dialog = FigureSettingsDialog(self.tab.settings, self.tab)
         dialog.open()

@@ -44,6 +44,7 @@ from model.decoding.trace import Trace
 from model.inspection.selection import AGGREGATES, AttentionMatrix, SelectionError, head_title
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
+from model.nn.masking import Head
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
 LIVE_DELAY_MS = 250  # an encoder-only model reads the text again this long after the last key
@@ -332,8 +333,6 @@ class ExploreTab(QWidget):
 
     def _on_head_toggled(self, layer: int, head: int) -> None:
         """Ctrl+click on the grid: knock that head of the kind shown out, or put it back."""
-        from model.nn.masking import Head
-
         self.explore.toggle_head(Head(self.current_kind(), layer, head))
 
     # --- drawing --------------------------------------------------------------------------------

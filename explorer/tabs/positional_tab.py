@@ -325,9 +325,9 @@ class PositionalTab(QWidget):
     # --- export ---------------------------------------------------------------------------------
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.export import save_table
-        from model.figures.positional import positional_figure
+        from model.figures.positional import positional_figure  # deferred: matplotlib loads with the first export
         from model.figures.saving import save_figure
 
         if self.report is None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, 
 from explorer.widgets.heatmap import HeatmapView
 from model.inspection.comparison import Panel, compared_matrix
 from model.inspection.selection import head_title
+from model.io.shipped import shipped_models
 
 NONE_CHOICE, FILE_CHOICE = "(none)", "Model file…"
 FIGURE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)"
@@ -78,8 +79,6 @@ class CompareView(QWidget):
         self.show_panels([], "")
 
     def _fill_partners(self) -> None:
-        from model.io.shipped import shipped_models
-
         self.partner.addItem(NONE_CHOICE, None)
         for name, path in shipped_models().items():
             self.partner.addItem(name, str(path))

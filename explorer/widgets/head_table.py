@@ -157,10 +157,5 @@ class HeadTable(QTableWidget):
                 self.scrollToItem(item)
         self.blockSignals(False)
 
-    def selected_head(self) -> tuple[int, int] | None:
-        """The (layer, head) of the selected row, if any."""
-        rows = self.selectionModel().selectedRows()
-        return self.head_at(rows[0].row()) if rows else None
-
     def _on_cell_clicked(self, row: int, _column: int) -> None:
         self.head_clicked.emit(*self.head_at(row))

@@ -96,14 +96,6 @@ class LinesView(QWidget):
             box.blockSignals(False)
         self._redraw()
 
-    def set_focused_head(self, head: int | None) -> None:
-        """Draw ``head`` on top and dim the others; None (mean, max, rollout): every head alike."""
-        head = head if head is not None and 0 <= head < self.weights.shape[0] else None
-        if head != self.focused_head:
-            self.focused_head = head
-            self._style_head_boxes()
-            self._redraw()
-
     def set_weights(
         self,
         weights: np.ndarray,
