@@ -1,4 +1,4 @@
-"""The main window: tabs (Explore, Positional encoding, Train), the File menu with recent models,
+"""The main window: tabs (Explore, Positional encoding, Train), the menus (explorer/window_menus.py),
 drag-and-drop of checkpoints, the status bar naming the model and device, and settings that persist.
 
 It builds the window's controllers (explorer/controllers/window.py) over one runner whose reports arrive on the
@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from explorer.pretrained_dialog import PretrainedDialog
 from explorer.qt_runner import gui_runner
 from explorer.runtime import freeze_long_lived
 from explorer.widgets.model_info import ModelInfoDialog
+from explorer.window_menus import MenuActions, WindowMenus
 from model.errors import UserError
-from model.io.shipped import shipped_models
 
 if TYPE_CHECKING:
     from explorer.controllers.explore import ExploreController
@@ -32,7 +32,6 @@ OPEN_CHANNEL = "open-model"  # the runner's channel of model loads
 CLOSE_TIMEOUT_S = 60  # how long closing waits for the jobs to end (each stops within a step, a pair or a batch)
 
 MODEL_FILTER = "Transformer Explorer models (*.safetensors);;All files (*)"
-MAX_RECENT = 8
 
 
 class MainWindow(QMainWindow):
@@ -151,91 +150,20 @@ class MainWindow(QMainWindow):
         return self.built and self.controllers.training.running
 
     # --- menus ----------------------------------------------------------------------------------
-    def _action(self, menu, text, slot, shortcut=None, tip=""):
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setStatusTip(tip)
-        action.setToolTip(tip)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self._action(
-            file_menu,
-            "&Open model…",
+        actions = MenuActions(
             self._on_open_requested,
-            QKeySequence.StandardKey.Open,
-            "Open a model file (.safetensors); you can also drop one onto the window",
-        )
-
-        shipped = file_menu.addMenu("Open &shipped model")
-        for name in shipped_models():
-            self._action(
-                shipped,
-                name,
-                lambda checked=False, n=name: self.open_model(str(shipped_models()[n])),
-                tip=f"The {name} model that comes with the app",
-            )
-        shipped.setEnabled(bool(shipped_models()))
-        self._action(
-            file_menu,
-            "Open &pretrained model…",
+            self.open_model,
             self._on_open_pretrained_requested,
-            "Ctrl+Shift+O",
-            "A Hugging Face model on this computer (its cache, or a save_pretrained folder): T5, Marian, BART, BERT, GPT-2",
-        )
-        self.recent_menu = file_menu.addMenu("&Recent models")
-        self.save_action = self._action(
-            file_menu,
-            "&Save model as…",
             self._on_save_requested,
-            QKeySequence.StandardKey.SaveAs,
-            "Save the active model, its tokenizers and training history to one file",
+            self._on_info_requested,
+            self.close,
         )
-        self._action(
-            file_menu, "Model &info…", self._on_info_requested, "Ctrl+I", "Family, sizes, parameters, attention, tokenizer"
-        )
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, "Ctrl+Q", "Quit Transformer Explorer")
-        view_menu = self.menuBar().addMenu("&View")
-        for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3")):
-            self._action(
-                view_menu,
-                self.tabs.tabText(index).replace("&", ""),
-                lambda checked=False, i=index: self.tabs.setCurrentIndex(i),
-                key,
-            )
-        help_menu = self.menuBar().addMenu("&Help")
-        self._action(help_menu, "&Keyboard shortcuts", self._on_shortcuts_requested, "F1")
-        self._action(
-            help_menu,
-            "&About",
-            lambda: QMessageBox.about(
-                self,
-                "Transformer Explorer",
-                "See inside the Transformer of “Attention Is All You Need”: train a small "
-                "encoder-decoder, step through decoding and inspect every layer's and head's attention.",
-            ),
-        )
-        self._update_recent_menu()
-
-    def _update_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for path in self.recent_models():
-            self._action(self.recent_menu, path, lambda checked=False, p=path: self.open_model(p), tip=path)
-        self.recent_menu.setEnabled(bool(self.recent_models()))
+        self.menus = WindowMenus(self, self.settings, self.tabs, actions)
+        self.recent_menu, self.save_action = self.menus.recent_menu, self.menus.save_action
 
     def recent_models(self) -> list[str]:
-        value = self.settings.value("recent_models", [])
-        return [value] if isinstance(value, str) else [str(path) for path in value or []]  # type: ignore[attr-defined]
-
-    def _remember(self, path: str) -> None:
-        recent = [path] + [p for p in self.recent_models() if p != path]
-        self.settings.setValue("recent_models", recent[:MAX_RECENT])
-        self._update_recent_menu()
+        return self.menus.recent_models()
 
     # --- opening and saving models -----------------------------------------------------------
     def _on_open_requested(self) -> None:
@@ -270,7 +198,7 @@ class MainWindow(QMainWindow):
         def done(bundle):
             self.explore.set_model(bundle)
             if Path(path).exists():
-                self._remember(str(Path(path).resolve()))
+                self.menus.remember(str(Path(path).resolve()))
                 self.settings.setValue("last_model_folder", str(Path(path).resolve().parent))
             self.statusBar().showMessage(f"Opened {path}", 5000)
 
@@ -336,7 +264,7 @@ class MainWindow(QMainWindow):
             self.show_error("Could not save the model", f"{path}\n\n{error}")
             return False
         bundle.path = str(saved)
-        self._remember(str(Path(saved).resolve()))
+        self.menus.remember(str(Path(saved).resolve()))
         self.statusBar().showMessage(f"Saved {saved}", 5000)
         self._on_model_changed(self.explore.bundle)
         return True
@@ -363,21 +291,6 @@ class MainWindow(QMainWindow):
         where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
         self.model_label.setText(f"Model: {bundle.describe()}{where}")
         self.setWindowTitle(f"Transformer Explorer{where}")
-
-    def _on_shortcuts_requested(self) -> None:
-        QMessageBox.information(
-            self,
-            "Keyboard shortcuts",
-            "\n".join(
-                [
-                    "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
-                    "Ctrl+1/2/3  Explore / Positional encoding / Train",
-                    "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
-                    "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
-                    "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel",
-                ]
-            ),
-        )
 
     # --- drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:

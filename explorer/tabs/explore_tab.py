@@ -14,34 +14,22 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSpinBox,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.controllers.window import WindowControllers
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_measures import ExploreMeasures
-from explorer.widgets.beam_tree_view import BeamTreeView
-from explorer.widgets.candidates_view import CandidatesView
 from explorer.widgets.compare_view import CompareView
+from explorer.widgets.decoding_panels import DecodingPanels
 from explorer.widgets.head_table import HeadTable
-from explorer.widgets.heatmap import COLORMAPS, HeatmapView
+from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
-from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
+from explorer.widgets.view_choices import ViewChoices
 from model.decoding.trace import Trace
-from model.inspection.selection import AGGREGATES, AttentionMatrix, SelectionError, head_title
+from model.inspection.selection import AttentionMatrix, SelectionError
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
 from model.nn.masking import Head
@@ -69,23 +57,10 @@ class ExploreTab(QWidget):
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
         self.source_tokens = TokensView("Source pieces:", "How the tokenizer split the sentence")
         self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step (✎ = forced by you)")
-        self.kind = QComboBox()
+        self.choices = ViewChoices(self.state.word_level, str(settings.value("explore/colormap", "viridis")))
+        self.kind, self.layer_box, self.head_box = self.choices.kind, self.choices.layer_box, self.choices.head_box
+        self.word_level, self.colormap = self.choices.word_level, self.choices.colormap
         self._set_kinds(tuple(AttentionKind))
-        self.kind.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
-        self.layer_box = QSpinBox()
-        self.layer_box.setPrefix("layer ")
-        self.layer_box.setRange(1, 1)
-        self.layer_box.setToolTip("The layer in the focus and lines views")
-        self.head_box = QComboBox()
-        self.head_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.head_box.setToolTip("A head, the mean or max over heads, or attention rollout through the layers")
-        self.word_level = QCheckBox("Words")
-        self.word_level.setToolTip("Merge sub-word pieces into words (keys summed, queries averaged)")
-        self.word_level.setChecked(self.state.word_level)
-        self.colormap = QComboBox()
-        self.colormap.addItems(COLORMAPS)
-        self.colormap.setCurrentText(str(settings.value("explore/colormap", "viridis")))
-        self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
         self.exports = ExploreExports(self)  # the Export menu, Ctrl+E and Ctrl+Shift+C
         export_button = QPushButton("Export ▾")
         export_button.setToolTip(
@@ -118,14 +93,16 @@ class ExploreTab(QWidget):
             view_row.addWidget(widget)
         view_row.addStretch(1)
 
+        self._build_views(controllers, view_row)
+        self._connect(controllers)
+
+    def _build_views(self, controllers: WindowControllers, view_row: QHBoxLayout) -> None:
+        """The views (grid, lines, heads, AER table, importance, side by side), the side panels, the hint, laid out."""
         colours = self.colormap.currentText()
         self.grid = ModelGrid(colours)
         self.focus = HeatmapView(colours)
         self.lines = LinesView()
         self.head_table = HeadTable()
-        self.candidates = CandidatesView()
-        self.predictions = PredictionsView()  # an encoder-only model's head: mask candidates, classes
-        self.beam_tree = BeamTreeView()
         self.views = QTabWidget()
         self.views.addTab(self.grid, "Model grid")
         self.views.addTab(self.lines, "Lines")
@@ -135,13 +112,8 @@ class ExploreTab(QWidget):
         self.compare = controllers.compare  # a second model on the same sentence, stepping together
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
-        self.side = QSplitter(Qt.Orientation.Horizontal)
-        self.side.addWidget(self.candidates)
-        self.side.addWidget(self.predictions)
-        self.side.addWidget(self.contrast)
-        self.side.addWidget(self.beam_tree)
-        self.beam_tree.hide()
-        self.predictions.hide()
+        self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
+        self.candidates, self.predictions, self.beam_tree = self.side.candidates, self.side.predictions, self.side.beam_tree
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
@@ -155,7 +127,7 @@ class ExploreTab(QWidget):
         self.main_splitter.addWidget(self.side)
         self.main_splitter.setSizes([560, 300])
         for splitter, key in ((self.top_splitter, "explore/top_splitter"), (self.main_splitter, "explore/splitter")):
-            state = settings.value(key)
+            state = self.settings.value(key)
             if state is not None:
                 splitter.restoreState(state)
         layout = QVBoxLayout(self)
@@ -166,6 +138,9 @@ class ExploreTab(QWidget):
         layout.addWidget(self.hint)
         layout.addWidget(self.main_splitter, 1)
 
+    def _connect(self, controllers: WindowControllers) -> None:
+        """The user's requests to the controllers, and the controllers' events to the views."""
+        explore = self.explore
         self.controls.translate_requested.connect(self._on_translate_requested)
         self._live = QTimer(self)  # an encoder-only model's labels and attention follow the text as it is edited
         self._live.setSingleShot(True)
@@ -223,30 +198,11 @@ class ExploreTab(QWidget):
 
     def _set_kinds(self, kinds: tuple[AttentionKind, ...]) -> None:
         """Offer the kinds the trace has, keeping the chosen one when it is among them."""
-        if [self.kind.itemData(i) for i in range(self.kind.count())] == list(kinds):
-            return
-        self.kind.blockSignals(True)
-        self.kind.clear()
-        for kind in kinds:
-            self.kind.addItem(kind.label, kind)
-        self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))  # the wish, when it is offered
-        self.kind.blockSignals(False)
+        self.choices.set_kinds(kinds, self.state.kind)
 
-    def _set_choices(self, trace) -> None:
+    def _set_choices(self, trace: Trace) -> None:
         """The layer and head boxes for the kind shown: its layers, its heads and the aggregates it allows."""
-        n_layers, n_heads = trace.matrix(self.shown_state.kind).shape[:2]
-        choices = [*range(n_heads), *AGGREGATES]  # rollout of cross-attention shows the mean, with a note
-        for box in (self.layer_box, self.head_box):
-            box.blockSignals(True)
-        self.layer_box.setRange(1, n_layers)
-        self.layer_box.setValue(self.shown_state.layer + 1)
-        if [self.head_box.itemData(i) for i in range(self.head_box.count())] != choices:
-            self.head_box.clear()
-            for choice in choices:
-                self.head_box.addItem(head_title(choice), choice)
-        self.head_box.setCurrentIndex(max(0, self.head_box.findData(self.state.head)))
-        for box in (self.layer_box, self.head_box):
-            box.blockSignals(False)
+        self.choices.set_choices(trace, self.shown_state.kind, self.shown_state.layer, self.state.head)
 
     # --- the Explore controller's events ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
@@ -344,10 +300,8 @@ class ExploreTab(QWidget):
             self.target_tokens.set_tokens([])
             self.focus.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             self.lines.set_weights(np.zeros((0, 0, 0), np.float32), [], [])
-            self.candidates.set_candidates(None, [], [], [], None)
+            self.side.clear()
             self.head_table.setRowCount(0)
-            self.beam_tree.set_tree(None, None)
-            self.beam_tree.hide()
             return
         self._show_decoding(trace)  # tokens, candidates, beam: they never depend on the focus choice
         self._set_kinds(trace.kinds)
@@ -362,7 +316,6 @@ class ExploreTab(QWidget):
         self.hint.setVisible(bool(note))
         shown = self.shown = self.shown_state.shown_trace(view_trace)
         state = self.shown_state
-        weights = shown.matrix(state.kind)  # [layers, heads, queries, keys]
         queries, keys = shown.axis_labels(state.kind)
         try:
             focus_matrix = self.focus_matrix = state.matrix(shown)
@@ -380,6 +333,11 @@ class ExploreTab(QWidget):
                 current_row,
                 token_level=shown.level,
             )
+        self._draw_view(state, shown, queries, keys, current_row)
+
+    def _draw_view(self, state: ExploreView, shown: Trace, queries: list[str], keys: list[str], current_row: int | None) -> None:
+        """The grid, lines or head table (whichever tab is shown; the others update when chosen) for ``state``."""
+        weights = shown.matrix(state.kind)  # [layers, heads, queries, keys]
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
         self.restore_button.setVisible(bool(self.explore.masked_heads))
@@ -402,42 +360,12 @@ class ExploreTab(QWidget):
         """Each head's importance on the model grid (None: taken away, e.g. another model)."""
         self.refresh()
 
-    def _show_decoding(self, trace) -> None:
-        """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam; for an
-        encoder-only model, what its head says instead of candidates."""
+    def _show_decoding(self, trace: Trace) -> None:
+        """Tokens, and the candidates (or an encoder-only model's predictions) and beam of the current step."""
         self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
-        head_output = self.predictions.set_trace(trace)
-        self.predictions.setVisible(head_output)
-        self.candidates.setVisible(not head_output)
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
-        vocabulary = trace.target_vocab_size or None
-        if n and len(trace.candidate_ids) == n:  # a trace may hold no candidates (a teacher-forced pass)
-            self.candidates.set_candidates(
-                n - 1,
-                trace.candidate_ids[-1],
-                trace.candidate_tokens[-1],
-                trace.candidate_probabilities[-1],
-                int(trace.chosen_ids[-1]),
-                vocabulary,
-            )
-        elif len(trace.next_candidate_ids):
-            self.candidates.set_candidates(
-                0, trace.next_candidate_ids, trace.next_candidate_tokens, trace.next_candidate_probabilities, None, vocabulary
-            )
-        else:
-            self.candidates.set_candidates(None, [], [], [], None)
-        beam = trace.beam
-        appearing = beam is not None and self.beam_tree.isHidden()
-        self.beam_tree.set_tree(beam, trace.hypothesis_rank)
-        self.beam_tree.setVisible(beam is not None)
-        total = sum(self.side.sizes())
-        if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
-            wanted = min(self.beam_tree.sizeHint().width(), int(total * 0.65))
-            sizes = [0] * self.side.count()  # the hidden head predictions and contrast get nothing
-            sizes[self.side.indexOf(self.candidates)] = total - wanted
-            sizes[self.side.indexOf(self.beam_tree)] = wanted
-            self.side.setSizes(sizes)
+        self.side.show_trace(trace)
 
     def _on_beam_node_clicked(self, rank: int, n_steps: int) -> None:
         """A row of the beam tree: its best hypothesis, at the step where the row's first token was chosen."""
