@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QCheckBox, QComboBox, QWidget
 
 from model.family import family_named
@@ -74,3 +75,22 @@ def set_value(widget: QWidget, value: Any) -> None:
             widget.setValue(type(widget.value())(float(value)))  # type: ignore[attr-defined]
         except (TypeError, ValueError):
             pass  # a damaged setting: the preset's value stays
+
+
+def save_changed(settings: QSettings, fields: dict[str, QWidget], changed: set[str]) -> None:
+    """Remember the fields the user changed from the preset (the rest follows the preset)."""
+    names = sorted(name for name in changed if name in fields)
+    settings.setValue("train/changed", ",".join(names))
+    for name in names:
+        settings.setValue(f"train/{name}", get_value(fields[name]))
+
+
+def restore_changed(settings: QSettings, fields: dict[str, QWidget]) -> set[str]:
+    """Set the fields the user had changed to their saved values; their names."""
+    restored = set()
+    for name in filter(None, str(settings.value("train/changed") or "").split(",")):
+        value = settings.value(f"train/{name}")
+        if name in fields and value is not None:
+            set_value(fields[name], value)
+            restored.add(name)
+    return restored

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.controllers.training import TrainingController
-from explorer.tabs.form_values import CORPUS_TIPS, SETTING_FIELDS, get_value, preset_value, set_value
+from explorer.tabs.form_values import CORPUS_TIPS, SETTING_FIELDS, preset_value, restore_changed, save_changed, set_value
 from explorer.tabs.model_group import ModelGroup, spin
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, Splits, generate_builtin
 from model.device import available_devices
@@ -63,6 +63,40 @@ class TrainingForm(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
 
+        layout.addWidget(self._corpus_box())
+
+        row = QVBoxLayout()  # stacked: each form keeps the panel's full width
+        self.model_group = ModelGroup()
+        for name, box in self.model_group.fields().items():  # the group's boxes are this form's fields (presets, changes)
+            setattr(self, name, box)
+        self.vocab_size, self.joint_vocab = self.model_group.vocab_size, self.model_group.joint_vocab
+        self.preset_fields = (*self.model_group.rows, *SETTING_FIELDS)  # what a preset sets
+        self.model_group.family.activated.connect(self._on_family_chosen)
+        row.addWidget(self.model_group)
+
+        row.addWidget(self._training_box())
+        layout.addLayout(row)
+
+        self._restore()
+        for name, widget in self._fields().items():
+            signal = (
+                widget.toggled
+                if isinstance(widget, QCheckBox)
+                else widget.currentTextChanged
+                if isinstance(widget, QComboBox)
+                else widget.valueChanged
+            )
+            signal.connect(lambda _value=None, name=name: self._on_field_edited(name))
+        self.corpus.activated.connect(self._on_corpus_chosen)
+        self.corpus.currentTextChanged.connect(self._on_corpus_changed)
+        self.corpus_seed.valueChanged.connect(self._on_preview_requested)
+        self.corpus_size.valueChanged.connect(self._on_preview_requested)
+        training.corpus_read.connect(self._on_corpus_read)
+        training.corpus_failed.connect(self._on_corpus_failed)
+        self._on_preview_requested()
+
+    def _corpus_box(self) -> QGroupBox:
+        """The corpus: a built-in one (its size and seed) or a file, and a preview of its pairs."""
         corpus_box = QGroupBox("Corpus")
         corpus_form = QFormLayout(corpus_box)
         self.corpus = QComboBox()
@@ -86,17 +120,10 @@ class TrainingForm(QWidget):
         corpus_form.addRow("Seed", self.corpus_seed)
         corpus_form.addRow(self.corpus_info)
         corpus_form.addRow(self.samples)
-        layout.addWidget(corpus_box)
+        return corpus_box
 
-        row = QVBoxLayout()  # stacked: each form keeps the panel's full width
-        self.model_group = ModelGroup()
-        for name, box in self.model_group.fields().items():  # the group's boxes are this form's fields (presets, changes)
-            setattr(self, name, box)
-        self.vocab_size, self.joint_vocab = self.model_group.vocab_size, self.model_group.joint_vocab
-        self.preset_fields = (*self.model_group.rows, *SETTING_FIELDS)  # what a preset sets
-        self.model_group.family.activated.connect(self._on_family_chosen)
-        row.addWidget(self.model_group)
-
+    def _training_box(self) -> QGroupBox:
+        """The training options, under the preset line and its "Use the preset" button."""
         options_box = QGroupBox("Training")
         options_form = QFormLayout(options_box)
         self.preset_info = QLabel()
@@ -104,6 +131,31 @@ class TrainingForm(QWidget):
         self.preset_button = QPushButton("Use the preset")
         self.preset_button.setToolTip("Put back every value of this corpus's preset")
         self.preset_button.clicked.connect(self._on_preset_requested)
+        self._make_training_boxes()
+        options_form.addRow(self.preset_info)
+        options_form.addRow(self.preset_button)
+        for label, widget in (
+            ("Time budget (min)", self.max_minutes),
+            ("Epochs", self.epochs),
+            ("Max steps", self.max_steps),
+            ("Batch size", self.batch_size),
+            ("Batch pieces", self.batch_tokens),
+            ("Warm-up", self.warmup),
+            ("Learning rate ×", self.lr_factor),
+            ("Schedule", self.lr_decay),
+            ("Averaging (steps)", self.average_steps),
+            ("Validate every", self.valid_every),
+            ("Early stop after", self.patience),
+            ("", self.keep_best),
+            ("Label smoothing", self.label_smoothing),
+            ("Seed", self.seed),
+            ("Device", self.device),
+        ):
+            options_form.addRow(label, widget)
+        return options_box
+
+    def _make_training_boxes(self) -> None:
+        """The Training group's boxes, each with its range, its "none" text and its tooltip."""
         self.max_minutes = spin(
             0.0,
             10000.0,
@@ -144,46 +196,6 @@ class TrainingForm(QWidget):
         self.device.addItems(available_devices())
         self.device.setCurrentIndex(self.device.count() - 1)
         self.device.setToolTip("Train on the CPU or a CUDA GPU (bf16 autocast there)")
-        options_form.addRow(self.preset_info)
-        options_form.addRow(self.preset_button)
-        for label, widget in (
-            ("Time budget (min)", self.max_minutes),
-            ("Epochs", self.epochs),
-            ("Max steps", self.max_steps),
-            ("Batch size", self.batch_size),
-            ("Batch pieces", self.batch_tokens),
-            ("Warm-up", self.warmup),
-            ("Learning rate ×", self.lr_factor),
-            ("Schedule", self.lr_decay),
-            ("Averaging (steps)", self.average_steps),
-            ("Validate every", self.valid_every),
-            ("Early stop after", self.patience),
-            ("", self.keep_best),
-            ("Label smoothing", self.label_smoothing),
-            ("Seed", self.seed),
-            ("Device", self.device),
-        ):
-            options_form.addRow(label, widget)
-        row.addWidget(options_box)
-        layout.addLayout(row)
-
-        self._restore()
-        for name, widget in self._fields().items():
-            signal = (
-                widget.toggled
-                if isinstance(widget, QCheckBox)
-                else widget.currentTextChanged
-                if isinstance(widget, QComboBox)
-                else widget.valueChanged
-            )
-            signal.connect(lambda _value=None, name=name: self._on_field_edited(name))
-        self.corpus.activated.connect(self._on_corpus_chosen)
-        self.corpus.currentTextChanged.connect(self._on_corpus_changed)
-        self.corpus_seed.valueChanged.connect(self._on_preview_requested)
-        self.corpus_size.valueChanged.connect(self._on_preview_requested)
-        training.corpus_read.connect(self._on_corpus_read)
-        training.corpus_failed.connect(self._on_corpus_failed)
-        self._on_preview_requested()
 
     # --- corpus ---------------------------------------------------------------------------------
     def _on_corpus_chosen(self, _index=None) -> None:
@@ -375,11 +387,7 @@ class TrainingForm(QWidget):
         """The corpus, and the fields the user changed from its preset (the rest follows the preset)."""
         if self.corpus.currentText() in BUILTIN_CORPORA:
             self.settings.setValue("train/corpus", self.corpus.currentText())
-        fields = self._fields()
-        changed = sorted(name for name in self.changed if name in fields)
-        self.settings.setValue("train/changed", ",".join(changed))
-        for name in changed:
-            self.settings.setValue(f"train/{name}", get_value(fields[name]))
+        save_changed(self.settings, self._fields(), self.changed)
 
     def _restore(self) -> None:
         corpus = self.settings.value("train/corpus")
@@ -387,11 +395,5 @@ class TrainingForm(QWidget):
             corpus = BUILTIN_CORPORA[0]
         self.corpus.setCurrentText(corpus)
         self.apply_preset(preset_for(corpus))
-        fields = self._fields()
-        saved = str(self.settings.value("train/changed") or "")
-        for name in filter(None, saved.split(",")):
-            value = self.settings.value(f"train/{name}")
-            if name in fields and value is not None:
-                set_value(fields[name], value)
-                self.changed.add(name)
+        self.changed |= restore_changed(self.settings, self._fields())
         self._show_preset_info()

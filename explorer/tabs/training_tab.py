@@ -101,6 +101,45 @@ class TrainingTab(QWidget):
         self.form.settings_changed.connect(self._expected_timer.start)
         self.progress_label = status_label("Choose a corpus and settings, then Start.")
         self.progress_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        monitor = self._monitor(buttons)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(form_scroll)
+        self.splitter.addWidget(monitor)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([460, 900])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.splitter)
+        for splitter, key in ((self.splitter, "train/splitter"), (self.monitor_splitter, "train/monitor_splitter")):
+            state = settings.value(key)
+            if state is not None:
+                splitter.restoreState(state)
+
+        self._expected_timer.start()
+        QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
+        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        QShortcut(
+            QKeySequence(Qt.Key.Key_Escape),
+            self,
+            lambda: self._on_stop(keep=False),
+            context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
+        )
+        self._listen(training)
+        self._update_buttons()
+
+    def _listen(self, training: TrainingController) -> None:
+        """The training controller's events, shown here."""
+        training.status.connect(self._on_status)
+        training.prepared.connect(self._on_prepared)
+        training.progress.connect(self._on_progress)
+        training.validation.connect(self._on_validation)
+        training.finished.connect(self._on_finished)
+        training.failed.connect(self._on_failed)
+        training.running_changed.connect(self._on_running_changed)
+        training.step_measured.connect(self._on_step_measured)
+
+    def _monitor(self, buttons: QHBoxLayout) -> QWidget:
+        """The right-hand side: the buttons, the expected duration, progress, the curves and the samples."""
         self.curves = TrainingCurves()
         self.samples = QTableWidget(0, 3)
         self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])
@@ -127,36 +166,7 @@ class TrainingTab(QWidget):
         self.monitor_splitter.setSizes([500, 200])
         monitor_layout.addWidget(self.monitor_splitter, 1)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(form_scroll)
-        self.splitter.addWidget(monitor)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([460, 900])
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.splitter)
-        for splitter, key in ((self.splitter, "train/splitter"), (self.monitor_splitter, "train/monitor_splitter")):
-            state = settings.value(key)
-            if state is not None:
-                splitter.restoreState(state)
-
-        self._expected_timer.start()
-        QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
-        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        QShortcut(
-            QKeySequence(Qt.Key.Key_Escape),
-            self,
-            lambda: self._on_stop(keep=False),
-            context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
-        )
-        training.status.connect(self._on_status)
-        training.prepared.connect(self._on_prepared)
-        training.progress.connect(self._on_progress)
-        training.validation.connect(self._on_validation)
-        training.finished.connect(self._on_finished)
-        training.failed.connect(self._on_failed)
-        training.running_changed.connect(self._on_running_changed)
-        training.step_measured.connect(self._on_step_measured)
-        self._update_buttons()
+        return monitor
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
