@@ -23,13 +23,15 @@ from model.nn.masking import Head, check_heads, describe_heads
 class ExploreController:
     """Events: ``model_changed(bundle or None)``, ``trace_changed(trace or None)``, ``message(text)`` (something
     the user should read: truncation, a forced token, an error), ``text_replaced(sentence, why)`` (the sentence
-    decoded instead of the user's: the controls show it)."""
+    decoded instead of the user's: the controls show it); ``running``/``running_changed`` as every controller has
+    (always False here)."""
 
     def __init__(self) -> None:
         self.model_changed = Event("model_changed")
         self.trace_changed = Event("trace_changed")
         self.message = Event("message")
         self.text_replaced = Event("text_replaced")
+        self.running_changed = Event("running_changed")  # never emitted: decoding runs on the window's thread
         self.bundle: Bundle | None = None
         self.stepper: Stepper | None = None
         self.trace: Trace | None = None
@@ -38,6 +40,11 @@ class ExploreController:
         self.masked_heads: tuple[Head, ...] = ()  # knocked out in the active model
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
         self._trained: Bundle | None = None  # the last model trained in this session
+
+    @property
+    def running(self) -> bool:
+        """Nothing of the Explore controller runs in the background: it decodes on the window's thread at once."""
+        return False
 
     # --- the model ------------------------------------------------------------------------------
     def set_model(self, bundle: Bundle | None, trained: bool = False) -> None:
