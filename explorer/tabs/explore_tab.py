@@ -156,7 +156,7 @@ class ExploreTab(QWidget):
         self.candidates.candidate_clicked.connect(explore.force)
         self.candidates.contrast_requested.connect(self.measures.request_contrast)
         self.measures.changed.connect(self.refresh)
-        controllers.importance.importance_ready.connect(self._on_importance_ready)
+        controllers.importance.importance_ready.connect(lambda _importance: self.refresh())  # the numbers on the grid
         self.beam_tree.hypothesis_clicked.connect(explore.show_hypothesis)
         self.beam_tree.node_clicked.connect(self._on_beam_node_clicked)
         self.grid.cell_clicked.connect(self._on_head_chosen)
@@ -235,10 +235,10 @@ class ExploreTab(QWidget):
         self.settings.setValue("explore/text", text)
         self.explore.translate(text, self.controls.options())
 
-    def _on_trace_changed(self, _trace) -> None:
+    def _on_trace_changed(self, trace: Trace | None) -> None:
         explore = self.explore
         self.controls.set_steps(explore.current_step, explore.total_steps, explore.finished)
-        self.refresh()
+        self._draw(trace)
 
     # --- view options ---------------------------------------------------------------------------
     def current_kind(self) -> AttentionKind:
@@ -293,7 +293,10 @@ class ExploreTab(QWidget):
 
     # --- drawing --------------------------------------------------------------------------------
     def refresh(self) -> None:
-        trace = self.explore.trace
+        """Draw the Explore controller's trace again (the view options, the measure or the importance changed)."""
+        self._draw(self.explore.trace)
+
+    def _draw(self, trace: Trace | None) -> None:
         if trace is None:  # nothing decoded (yet): empty views, not the last model's attention
             self.shown, self.focus_matrix, self.view_trace = None, None, None
             self.source_tokens.set_tokens([])
@@ -355,10 +358,6 @@ class ExploreTab(QWidget):
         else:
             self.head_table.set_weights(weights, keys, state.kind)
             self.head_table.select_head(state.layer, single_head)
-
-    def _on_importance_ready(self, _importance) -> None:
-        """Each head's importance on the model grid (None: taken away, e.g. another model)."""
-        self.refresh()
 
     def _show_decoding(self, trace: Trace) -> None:
         """Tokens, and the candidates (or an encoder-only model's predictions) and beam of the current step."""
