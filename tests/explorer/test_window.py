@@ -3,6 +3,8 @@ live progress and curves, pauses, resumes, stops, finishes, and survives closing
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from PySide6.QtWidgets import QApplication
 
@@ -88,7 +90,18 @@ def _tiny_training(form, epochs=2, corpus_size=400):
         box.setValue(value)
 
 
-def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window):
+def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window, monkeypatch):
+    from model.training.trainer import TrainingControl
+
+    holding = threading.Event()  # set when the trainer waits while paused (before a step, or in a validation)
+    wait_while_paused = TrainingControl.wait_while_paused
+
+    def waiting(control):
+        if control.paused:
+            holding.set()
+        return wait_while_paused(control)
+
+    monkeypatch.setattr(TrainingControl, "wait_while_paused", waiting)
     tab = window.training_tab
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
@@ -104,10 +117,12 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
 
     tab.pause_button.click()
     assert tab.is_paused() and tab.resume_button.isEnabled()
-    qtbot.wait(300)
+    qtbot.waitUntil(lambda: holding.wait(0), timeout=30000)  # the trainer waits: no step can come any more
+    QApplication.processEvents()  # the steps it reported before it stopped
     paused_at = tab.last_progress.step
-    qtbot.wait(400)
-    assert tab.last_progress.step <= paused_at + 1  # within one step
+    holding.clear()
+    QApplication.processEvents()
+    assert tab.last_progress.step == paused_at and tab.is_paused() and not holding.is_set()
     tab.resume_button.click()
     qtbot.waitUntil(lambda: tab.last_progress.step > paused_at + 3, timeout=30000)
     qtbot.waitUntil(lambda: len(tab.validations) >= 1, timeout=60000)
