@@ -70,11 +70,11 @@ def window_times(bundle, text: str, tokens: int) -> dict[str, tuple[float, float
     window = MainWindow(QSettings(os.devnull, QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
-    window.session.set_model(bundle)
+    window.explore.set_model(bundle)
     tab = window.explore_tab
     options = tab.controls.options()
     options.max_steps, options.stop_at_eos = tokens, False
-    window.session.translate(text, options, run=True)
+    window.explore.translate(text, options, run=True)
     app.processEvents()
     window.grab()
     results = {}
@@ -98,7 +98,6 @@ def window_times(bundle, text: str, tokens: int) -> dict[str, tuple[float, float
             time.sleep(0.001)
         window.grab()
         results[name] = ((time.perf_counter() - started) * 1000, longest_gap * 1000)
-    tab.stop_workers()
     window.close()
     return results
 

@@ -56,12 +56,12 @@ def measure(window, app, tokens: int, steps: int, view: str) -> dict[str, list[f
     text = " ".join(SYMBOLS[i % len(SYMBOLS)] for i in range(tokens))
     options = tab.controls.options()
     options.max_steps, options.stop_at_eos = tokens, False
-    window.session.translate(text, options, run=True)
+    window.explore.translate(text, options, run=True)
     app.processEvents()
     window.grab()
     times = {"back": [], "forward": [], "cpu": []}
     for _ in range(steps):
-        for direction, action in (("back", window.session.step_back), ("forward", window.session.step_forward)):
+        for direction, action in (("back", window.explore.step_back), ("forward", window.explore.step_forward)):
             started, cpu = time.perf_counter(), time.process_time()
             action()
             window.grab()  # paint everything visible now
@@ -88,7 +88,7 @@ def main() -> None:
     window = MainWindow(QSettings(os.devnull, QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
-    window.session.set_model(make_bundle(args.layers, args.heads, args.d_model))
+    window.explore.set_model(make_bundle(args.layers, args.heads, args.d_model))
     app.processEvents()
     print(
         f"{args.layers} layers x {args.heads} heads, d_model {args.d_model}, window 1600x1000, "

@@ -45,7 +45,7 @@ def main() -> None:
 
     open_first_model(window, None)
     deadline = time.perf_counter() + 60
-    while window.session.bundle is None and time.perf_counter() < deadline:
+    while window.explore.bundle is None and time.perf_counter() < deadline:
         app.processEvents()
         time.sleep(0.01)
     for _ in range(50):  # let the first decode and paint finish

@@ -34,7 +34,7 @@ PROBE = textwrap.dedent("""
         open_first_model(window, None)
     QTimer.singleShot(30, build)
     def check():
-        session = window.session
+        session = window.explore
         if session is not None and getattr(session, "trace", None) is not None and session.trace.n_steps > 0:
             print("decoded", time.time(), flush=True)
             app.quit()

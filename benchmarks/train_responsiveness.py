@@ -49,7 +49,7 @@ def main() -> None:
             time.sleep(0.002)
         return time.perf_counter() - started
 
-    wait(lambda: window.session.bundle is not None)
+    wait(lambda: window.explore.bundle is not None)
     wait(lambda: False, 1.0)
     step = lambda: tab.last_progress.step if tab.last_progress else 0  # noqa: E731
     rows = []

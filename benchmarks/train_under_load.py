@@ -79,7 +79,7 @@ TAB_PROBE = textwrap.dedent("""
     window.ask_to_keep_trained_model = lambda *a: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.Discard
     window.show()
     open_first_model(window, None)
-    while window.session.bundle is None:
+    while window.explore.bundle is None:
         app.processEvents(); time.sleep(0.01)
     tab = window.training_tab
     window.tabs.setCurrentWidget(tab)

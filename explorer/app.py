@@ -6,25 +6,39 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
+
+from explorer.runtime import apply_window_policies
+from model.io.shipped import shipped_models
 
 
 def apply_palette_to_plots() -> None:
     """pyqtgraph draws its own backgrounds: take them from the light or dark system palette."""
-    import pyqtgraph as pg
+    import pyqtgraph as pg  # deferred: the plots' library loads after the QApplication, as the window starts
 
     palette = QGuiApplication.palette()
     pg.setConfigOptions(
-        antialias=True, imageAxisOrder="row-major", background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text)
+        antialias=True,
+        imageAxisOrder="row-major",
+        background=palette.color(QPalette.ColorRole.Base),
+        foreground=palette.color(QPalette.ColorRole.Text),
     )
 
 
-def make_application(argv: list[str] | None = None) -> QApplication:
-    from explorer.runtime import apply_window_policies
+def leaks_none() -> bool:
+    """Whether Qt calls that return nothing give up references to None they never took (explorer/runtime.py)."""
+    colour = QColor(0, 0, 0)
+    before = sys.getrefcount(None)
+    for _ in range(100):
+        colour.setAlphaF(0.5)
+    return sys.getrefcount(None) < before - 50
 
-    apply_window_policies()  # the None guard and the GIL hand-over (explorer/runtime.py)
+
+def make_application(argv: list[str] | None = None) -> QApplication:
+    apply_window_policies(leaks_none)  # logging, the None guard and the GIL hand-over (explorer/runtime.py)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    assert isinstance(app, QApplication)
     QCoreApplication.setOrganizationName("TransformerExplorer")
     QCoreApplication.setApplicationName("Transformer Explorer")
     apply_palette_to_plots()
@@ -34,7 +48,6 @@ def make_application(argv: list[str] | None = None) -> QApplication:
 def open_first_model(window, path: str | None) -> None:
     """The model named on the command line, else the shipped default; without one, the window says
     how to get a model (status bar and the Explore tab)."""
-    from model.io.shipped import shipped_models
 
     if path:
         window.open_model(path)
@@ -45,7 +58,7 @@ def open_first_model(window, path: str | None) -> None:
 def run_app(argv: list[str]) -> int:
     """``transformer-explorer [MODEL]``: open the window; returns the exit code."""
     app = make_application()
-    from explorer.main_window import MainWindow
+    from explorer.main_window import MainWindow  # deferred: after the QApplication and its policies
 
     window = MainWindow(QSettings(), build=False)  # the frame shows now; the tabs load PyTorch next
     window.show()
@@ -58,6 +71,6 @@ def run_app(argv: list[str]) -> int:
 
     QTimer.singleShot(30, build)
     code = app.exec()
-    if window.built and window.is_training():
-        window.training_tab.stop()
+    if window.built:
+        window.close_controllers()  # every job cancelled and joined (a training run stops within a step)
     return code

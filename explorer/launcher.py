@@ -29,7 +29,7 @@ def _window(argv: list[str]) -> int:
     if not has_display():
         print(NO_DISPLAY, file=sys.stderr)  # one line instead of Qt's abort
         return 1
-    from explorer.app import run_app
+    from explorer.app import run_app  # deferred: Qt loads only for the window, never for a command
 
     return run_app(argv)
 
@@ -50,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     if not argv:  # the desktop app; the core (and torch) load after the window shows
         return _window([])
-    from model.runtime import COMMAND_IMPORTS, import_shielded
+    from model.runtime import COMMAND_IMPORTS, import_shielded  # deferred: after the window's check, Ctrl-C shielded
 
     if import_shielded(*COMMAND_IMPORTS):  # Ctrl-C while the libraries loaded: stop now, cleanly
         raise KeyboardInterrupt
-    from model.cli.commands import COMMANDS
+    from model.cli.commands import COMMANDS  # deferred: the libraries, imported shielded above
     from model.cli.commands import main as core_main
 
     if argv[0] in COMMANDS or argv[0] in ("-h", "--help") or len(argv) > 1 or argv[0].startswith("-"):

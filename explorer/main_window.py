@@ -1,33 +1,47 @@
-"""The main window: tabs (Explore, Positional encoding, Train), the File menu with recent models,
+"""The main window: tabs (Explore, Positional encoding, Train), the menus (explorer/window_menus.py),
 drag-and-drop of checkpoints, the status bar naming the model and device, and settings that persist.
+
+It builds the window's controllers (explorer/controllers/window.py) over one runner whose reports arrive on the
+window's thread (explorer/qt_runner.py), hands each tab the controllers it shows, and closes them (every job
+cancelled and joined) when it closes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
+from explorer.pretrained_dialog import PretrainedDialog
+from explorer.qt_runner import gui_runner
 from explorer.runtime import freeze_long_lived
-from explorer.workers import start_task
+from explorer.widgets.model_info import ModelInfoDialog
+from explorer.window_menus import MenuActions, WindowMenus
+from model.errors import UserError
+
+if TYPE_CHECKING:
+    from explorer.controllers.explore import ExploreController
+    from explorer.controllers.window import WindowControllers
+    from model.io.bundle import ModelBundle
 
 EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB = 0, 1, 2  # positions in the tab bar
+OPEN_CHANNEL = "open-model"  # the runner's channel of model loads
+CLOSE_TIMEOUT_S = 60  # how long closing waits for the jobs to end (each stops within a step, a pair or a batch)
 
 MODEL_FILTER = "Transformer Explorer models (*.safetensors);;All files (*)"
-MAX_RECENT = 8
 
 
 class MainWindow(QMainWindow):
     """``build=False`` shows the frame at once and leaves the tabs (which load PyTorch) to ``build()``,
     so the window appears in well under a second; tests build at once."""
 
-    def __init__(self, settings: QSettings | None = None, session=None, build: bool = True):
+    def __init__(self, settings: QSettings | None = None, explore: ExploreController | None = None, build: bool = True):
         super().__init__()
         self.settings = settings or QSettings()
-        self.session = session
-        self._tasks = set()  # running load tasks, kept alive until they report
+        self._explore = explore
         self.error_box: QMessageBox | None = None
         self.built = False
         self._built_tabs: dict[int, QWidget] = {}
@@ -40,11 +54,11 @@ class MainWindow(QMainWindow):
         self.model_label = QLabel("Loading PyTorch and the model…")
         self.statusBar().addPermanentWidget(self.model_label, 1)
         loading = QLabel("Loading…")
-        loading.setAlignment(Qt.AlignCenter)
+        loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setCentralWidget(loading)
         self.closed_early = False  # closed before build(): build() then does nothing
         # Ctrl+Q works from the first frame on; the File menu's Quit takes over once built.
-        self._early_quit = QShortcut(QKeySequence("Ctrl+Q"), self, self.close, context=Qt.ApplicationShortcut)
+        self._early_quit = QShortcut(QKeySequence("Ctrl+Q"), self, self.close, context=Qt.ShortcutContext.ApplicationShortcut)
         if build:
             self.build()
 
@@ -54,13 +68,15 @@ class MainWindow(QMainWindow):
             return
         self._early_quit.setEnabled(False)
         self._early_quit.deleteLater()
-        from explorer.session import Session
-        from explorer.tabs.explore_tab import ExploreTab
-        from model.device import describe_device, resolve_device
+        from explorer.controllers.window import WindowControllers  # deferred: PyTorch loads after the frame shows
+        from explorer.tabs.explore_tab import ExploreTab  # deferred: as above
+        from model.device import describe_device, resolve_device  # deferred: as above
 
-        self.session = self.session or Session()
+        self.runner = gui_runner()
+        self.controllers: WindowControllers = WindowControllers.build(self.runner, self._explore)
+        self.explore = self.controllers.explore
         self.tabs = QTabWidget()
-        self.explore_tab = ExploreTab(self.session, self.settings)
+        self.explore_tab = ExploreTab(self.controllers, self.settings)
         # The other two tabs are built the first time they are shown (or asked for): the window
         # opens sooner, with the default model decoded.
         self._lazy_tabs = {POSITIONAL_TAB: self._make_positional_tab, TRAIN_TAB: self._make_training_tab}
@@ -81,24 +97,24 @@ class MainWindow(QMainWindow):
 
         self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
         self.statusBar().addPermanentWidget(self.device_label)
-        self.session.model_changed.connect(self._on_model_changed)
-        self.session.message.connect(self._on_message)
+        self.explore.model_changed.connect(self._on_model_changed)
+        self.explore.message.connect(self._on_message)
         self._build_menus()
         self._restore_settings()
-        self._on_model_changed(self.session.bundle)
+        self._on_model_changed(self.explore.bundle)
         self.built = True
         freeze_long_lived()  # PyTorch's and Qt's modules live as long as the app (explorer/runtime.py)
 
     # --- tabs -----------------------------------------------------------------------------------
-    def _make_positional_tab(self):
-        from explorer.tabs.positional_tab import PositionalTab
+    def _make_positional_tab(self) -> QWidget:
+        from explorer.tabs.positional_tab import PositionalTab  # deferred: built when first shown
 
-        return PositionalTab(self.session, self.settings)
+        return PositionalTab(self.explore, self.settings)
 
-    def _make_training_tab(self):
-        from explorer.tabs.training_tab import TrainingTab
+    def _make_training_tab(self) -> QWidget:
+        from explorer.tabs.training_tab import TrainingTab  # deferred: built when first shown
 
-        tab = TrainingTab(self.session, self.settings)
+        tab = TrainingTab(self.explore, self.controllers.training, self.settings)
         tab.trained.connect(self._on_trained)
         tab.failed.connect(lambda text: self.show_error("Training failed", text))
         return tab
@@ -115,7 +131,8 @@ class MainWindow(QMainWindow):
             self.tabs.setTabToolTip(index, tip)
             self.tabs.setCurrentIndex(current)
             self.tabs.blockSignals(False)
-            placeholder.deleteLater()
+            if placeholder is not None:
+                placeholder.deleteLater()
         return self._built_tabs[index]
 
     def _on_tab_changed(self, index: int) -> None:
@@ -130,156 +147,81 @@ class MainWindow(QMainWindow):
         return self._tab(TRAIN_TAB)
 
     def is_training(self) -> bool:
-        return TRAIN_TAB in self._built_tabs and self.training_tab.is_training()
+        return self.built and self.controllers.training.running
 
     # --- menus ----------------------------------------------------------------------------------
-    def _action(self, menu, text, slot, shortcut=None, tip=""):
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-        action.setStatusTip(tip)
-        action.setToolTip(tip)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self._action(
-            file_menu,
-            "&Open model…",
+        actions = MenuActions(
             self._on_open_requested,
-            QKeySequence.Open,
-            "Open a model file (.safetensors); you can also drop one onto the window",
-        )
-        from model.io.shipped import shipped_models
-
-        shipped = file_menu.addMenu("Open &shipped model")
-        for name in shipped_models():
-            self._action(
-                shipped,
-                name,
-                lambda checked=False, n=name: self.open_model(str(shipped_models()[n])),
-                tip=f"The {name} model that comes with the app",
-            )
-        shipped.setEnabled(bool(shipped_models()))
-        self._action(
-            file_menu,
-            "Open &pretrained model…",
+            self.open_model,
             self._on_open_pretrained_requested,
-            "Ctrl+Shift+O",
-            "A Hugging Face model on this computer (its cache, or a save_pretrained folder): T5, Marian, BART, BERT, GPT-2",
-        )
-        self.recent_menu = file_menu.addMenu("&Recent models")
-        self.save_action = self._action(
-            file_menu,
-            "&Save model as…",
             self._on_save_requested,
-            QKeySequence.SaveAs,
-            "Save the active model, its tokenizers and training history to one file",
+            self._on_info_requested,
+            self.close,
         )
-        self._action(
-            file_menu, "Model &info…", self._on_info_requested, "Ctrl+I", "Family, sizes, parameters, attention, tokenizer"
-        )
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, "Ctrl+Q", "Quit Transformer Explorer")
-        view_menu = self.menuBar().addMenu("&View")
-        for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3")):
-            self._action(
-                view_menu,
-                self.tabs.tabText(index).replace("&", ""),
-                lambda checked=False, i=index: self.tabs.setCurrentIndex(i),
-                key,
-            )
-        help_menu = self.menuBar().addMenu("&Help")
-        self._action(help_menu, "&Keyboard shortcuts", self._on_shortcuts_requested, "F1")
-        self._action(
-            help_menu,
-            "&About",
-            lambda: QMessageBox.about(
-                self,
-                "Transformer Explorer",
-                "See inside the Transformer of “Attention Is All You Need”: train a small "
-                "encoder-decoder, step through decoding and inspect every layer's and head's attention.",
-            ),
-        )
-        self._update_recent_menu()
-
-    def _update_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        for path in self.recent_models():
-            self._action(self.recent_menu, path, lambda checked=False, p=path: self.open_model(p), tip=path)
-        self.recent_menu.setEnabled(bool(self.recent_models()))
+        self.menus = WindowMenus(self, self.settings, self.tabs, actions)
+        self.recent_menu, self.save_action = self.menus.recent_menu, self.menus.save_action
 
     def recent_models(self) -> list[str]:
-        value = self.settings.value("recent_models", [])
-        return [value] if isinstance(value, str) else list(value or [])
-
-    def _remember(self, path: str) -> None:
-        recent = [path] + [p for p in self.recent_models() if p != path]
-        self.settings.setValue("recent_models", recent[:MAX_RECENT])
-        self._update_recent_menu()
+        return self.menus.recent_models()
 
     # --- opening and saving models -----------------------------------------------------------
     def _on_open_requested(self) -> None:
-        start = self.settings.value("last_model_folder", str(Path.home()))
+        start = str(self.settings.value("last_model_folder", str(Path.home())))
         path, _ = QFileDialog.getOpenFileName(self, "Open model", start, MODEL_FILTER)
         if path:
             self.open_model(path)
 
     def _on_open_pretrained_requested(self) -> None:
-        from explorer.pretrained_dialog import PretrainedDialog
 
         self.pretrained_dialog = dialog = PretrainedDialog(self, str(self.settings.value("last_model_folder", str(Path.home()))))
         dialog.accepted.connect(lambda: self.open_model(dialog.chosen))
         dialog.open()
 
     def _on_info_requested(self) -> None:
-        from explorer.widgets.model_info import ModelInfoDialog
 
-        if self.session.bundle is None:
+        if self.explore.bundle is None:
             self.show_error("No model", "Open or train a model first.")
             return
-        self.info_dialog = ModelInfoDialog(self.session.bundle.info(), self)
+        self.info_dialog = ModelInfoDialog(self.explore.bundle.info(), self)
         self.info_dialog.open()
 
     def open_model(self, path: str) -> None:
         """Load a model file, a shipped model, or a pretrained model's folder or cached id in the thread pool;
         on failure say why and keep the current model."""
-        from model.io.models import open_model
+        from model.io.models import open_model  # deferred: PyTorch loads after the frame shows
 
         if not self.confirm_replacing_model():
             return
         self.statusBar().showMessage(f"Opening {path}…")
 
-        def load():
-            return open_model(path)
-
         def done(bundle):
-            self._tasks.discard(task)
-            self.session.set_model(bundle)
+            self.explore.set_model(bundle)
             if Path(path).exists():
-                self._remember(str(Path(path).resolve()))
+                self.menus.remember(str(Path(path).resolve()))
                 self.settings.setValue("last_model_folder", str(Path(path).resolve().parent))
             self.statusBar().showMessage(f"Opened {path}", 5000)
 
         def failed(text):
-            self._tasks.discard(task)
             self.statusBar().clearMessage()
             self.show_error("Could not open the model", f"{path}\n\n{text}\n\nThe model you had is still open.")
 
-        task = start_task(load, done, failed, daemon=True)  # a slow read never outlives the window
-        self._tasks.add(task)
+        # A daemon thread: a read that never ends (a FIFO) never keeps the process alive after the window closes.
+        self.runner.submit(OPEN_CHANNEL, lambda job: open_model(path), on_done=done, on_error=failed, joinable=False)
+
+    def is_opening(self) -> bool:
+        """Whether a model is being loaded."""
+        return self.built and self.runner.is_running(OPEN_CHANNEL)
 
     def confirm_replacing_model(self, what_happens: str = "Opening another model replaces it.") -> bool:
         """Before another model replaces the active one (or the window closes): a model trained in this
         session and never saved would be lost, so ask (Save… / Discard / Cancel). True when it may go on."""
-        if not self.session.has_unsaved_training():
+        if not self.explore.has_unsaved_training():
             return True
         answer = self.ask_to_keep_trained_model(what_happens)
-        if answer == QMessageBox.Save:
+        if answer == QMessageBox.StandardButton.Save:
             return self._on_save_requested()
-        return answer == QMessageBox.Discard
+        return answer == QMessageBox.StandardButton.Discard
 
     def ask_to_keep_trained_model(self, what_happens: str = "Opening another model replaces it."):
         """Asked before an unsaved trained model is lost (tests replace it): Save, Discard or Cancel."""
@@ -288,51 +230,53 @@ class MainWindow(QMainWindow):
             "Save the trained model?",
             f"The model trained in this session has not been saved. {what_happens}\n\n"
             "Save it first, discard it, or cancel and keep it open?",
-            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel,
-            QMessageBox.Save,
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
         )
 
     def _on_save_requested(self) -> bool:
         """The save dialog; True when the model was saved."""
-        if self.session.bundle is None:
+        if self.explore.bundle is None:
             self.show_error("Nothing to save", "Open or train a model first.")
             return False
-        if not self.session.bundle.family.capabilities.trainable:
+        if not self.explore.bundle.family.capabilities.trainable:
             self.show_error(
                 "A pretrained model stays in its folder",
-                f"{self.session.bundle.path}\n\nModel files hold this app's own Transformer; the pretrained model "
+                f"{self.explore.bundle.path}\n\nModel files hold this app's own Transformer; the pretrained model "
                 "is already on disk, and exports save what you see of it.",
             )
             return False
-        start = self.session.bundle.path or str(
-            Path(self.settings.value("last_model_folder", str(Path.home()))) / "model.safetensors"
+        start = self.explore.bundle.path or str(
+            Path(str(self.settings.value("last_model_folder", str(Path.home())))) / "model.safetensors"
         )
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
         return bool(path) and self.save_model(path)
 
     def save_model(self, path: str) -> bool:
-        from model.errors import UserError
-        from model.io import checkpoint
+        from model.io import checkpoint  # deferred: PyTorch loads after the frame shows
 
+        bundle = self.explore.bundle
+        if bundle is None:
+            return False
         try:
-            saved = checkpoint.save(self.session.bundle, path)
+            saved = checkpoint.save(cast("ModelBundle", bundle), path)  # the save action is offered for trainable models
         except UserError as error:
             self.show_error("Could not save the model", f"{path}\n\n{error}")
             return False
-        self.session.bundle.path = str(saved)
-        self._remember(str(Path(saved).resolve()))
+        bundle.path = str(saved)
+        self.menus.remember(str(Path(saved).resolve()))
         self.statusBar().showMessage(f"Saved {saved}", 5000)
-        self._on_model_changed(self.session.bundle)
+        self._on_model_changed(self.explore.bundle)
         return True
 
     def _on_trained(self, bundle) -> None:
-        self.session.set_model(bundle, trained=True)
+        self.explore.set_model(bundle, trained=True)
         self.statusBar().showMessage("Training done: the new model is active. File ▸ Save model as… keeps it.", 10000)
 
     # --- feedback -------------------------------------------------------------------------------
     def show_error(self, title: str, text: str) -> None:
         """A window-modal message that does not block the event loop (tests read ``error_box``)."""
-        self.error_box = QMessageBox(QMessageBox.Warning, title, text, QMessageBox.Ok, self)
+        self.error_box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, self)
         self.error_box.open()
 
     def _on_message(self, text: str) -> None:
@@ -347,21 +291,6 @@ class MainWindow(QMainWindow):
         where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
         self.model_label.setText(f"Model: {bundle.describe()}{where}")
         self.setWindowTitle(f"Transformer Explorer{where}")
-
-    def _on_shortcuts_requested(self) -> None:
-        QMessageBox.information(
-            self,
-            "Keyboard shortcuts",
-            "\n".join(
-                [
-                    "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
-                    "Ctrl+1/2/3  Explore / Positional encoding / Train",
-                    "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
-                    "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
-                    "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel",
-                ]
-            ),
-        )
 
     # --- drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -379,7 +308,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        self.tabs.setCurrentIndex(int(self.settings.value("window/tab", 0)))
+        self.tabs.setCurrentIndex(int(str(self.settings.value("window/tab", 0))))
 
     def closeEvent(self, event) -> None:
         if not self.built:  # still loading: nothing to save or ask about
@@ -388,10 +317,9 @@ class MainWindow(QMainWindow):
             return
         if self.is_training():
             answer = self.ask_to_stop_training()
-            if answer != QMessageBox.Yes:
+            if answer != QMessageBox.StandardButton.Yes:
                 event.ignore()
                 return
-            self.training_tab.stop(keep=False)
         elif not self.confirm_replacing_model("Quitting closes it."):
             event.ignore()
             return
@@ -399,11 +327,16 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/state", self.saveState())
         self.settings.setValue("window/tab", self.tabs.currentIndex())
         self.explore_tab.save_settings()
-        self.explore_tab.stop_workers()  # measures, importance, alignment: joined before the window goes
         if TRAIN_TAB in self._built_tabs:
             self.training_tab.save_settings()
         self.settings.sync()
+        self.close_controllers()
         event.accept()
+
+    def close_controllers(self) -> bool:
+        """Stop training (nothing kept) and every other job, and join them; True when all have ended. Nothing a job
+        reports afterwards reaches the window."""
+        return self.controllers.close(CLOSE_TIMEOUT_S)
 
     def ask_to_stop_training(self):
         """Asked on close while training runs (tests replace it)."""

@@ -54,7 +54,7 @@ class PretrainedDialog(QDialog):
         row = QHBoxLayout()
         row.addWidget(self.entry, 1)
         row.addWidget(browse)
-        buttons = QDialogButtonBox(QDialogButtonBox.Open | QDialogButtonBox.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

@@ -1,5 +1,8 @@
 """Every process-wide policy of the window, in one place (the core's own, OpenMP's wait and the CPU
-threads of a thread, are in ``model/runtime.py``):
+threads of a thread, are in ``model/runtime.py``). No Qt here: the controllers and the runner use it too.
+
+- **Logging**: the ``explorer`` logger writes warnings and errors (an internal error's traceback) to stderr
+  (``configure_logging``).
 
 - **GIL hand-over**: every Python call the window makes (slots, pyqtgraph's paint methods) first takes
   the GIL from the training thread; at Python's default 5 ms interval a repaint needing dozens of them
@@ -16,25 +19,42 @@ threads of a thread, are in ``model/runtime.py``):
   reach zero after some thousands of calls and the interpreter aborts ("Fatal Python error:
   none_dealloc" or "bool_dealloc"). The guard measures the leak once and, only where it exists, adds a
   large reserve to the counts of None, True, False and the cached small integers (objects that are
-  never freed, so the reserve is safe).
+  never freed, so the reserve is safe). The probe that measures the leak makes Qt calls, so the app passes it
+  in (``explorer/app.py``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import logging
 import platform
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from model.runtime import set_cpu_threads
+
 GIL_SWITCH_INTERVAL = 0.001  # seconds; Python's default is 0.005
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(threadName)s]: %(message)s"
 
 
-def apply_window_policies() -> None:
-    """Before the QApplication: the None guard and the GIL hand-over interval."""
-    protect_none()
+def apply_window_policies(leaks_none: Callable[[], bool]) -> None:
+    """Before the QApplication: logging, the None guard (``leaks_none``: the app's Qt probe) and the GIL hand-over."""
+    configure_logging()
+    protect_none(leaks_none)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+
+
+def configure_logging() -> None:
+    """Warnings and errors of the window (``explorer``) on stderr, once, unless the program set up logging itself."""
+    logger = logging.getLogger("explorer")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
 
 
 def freeze_long_lived() -> None:
@@ -62,15 +82,11 @@ def collector_paused() -> Iterator[None]:
 
 def for_light_work() -> None:
     """This thread (the window's, or a short task's) runs PyTorch on one core: the rest stay with training."""
-    from model.runtime import set_cpu_threads
-
     set_cpu_threads(1)
 
 
 def for_training() -> None:
     """This thread trains: every core for its team (the window and tasks run PyTorch on one)."""
-    from model.runtime import set_cpu_threads
-
     set_cpu_threads()
 
 
@@ -78,18 +94,8 @@ RESERVE = 1 << 40  # about 10^12 leaked references before it runs out: years of 
 LOW_WATER = 1 << 39
 
 
-def leaks_none() -> bool:
-    from PySide6.QtGui import QColor
-
-    colour = QColor(0, 0, 0)
-    before = sys.getrefcount(None)
-    for _ in range(100):
-        colour.setAlphaF(0.5)
-    return sys.getrefcount(None) < before - 50
-
-
-def protect_none() -> bool:
-    """Top up None's reference count where the bug is present; True when the guard is active."""
+def protect_none(leaks_none: Callable[[], bool]) -> bool:
+    """Top up None's reference count where ``leaks_none()`` finds the bug; True when the guard is active."""
     if sys.version_info >= (3, 12) or platform.python_implementation() != "CPython":
         return False
     if sys.getrefcount(None) > LOW_WATER:

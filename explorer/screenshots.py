@@ -20,6 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from explorer.app import make_application
+from explorer.main_window import MainWindow
+from model.attribution.measures import CONTRIBUTIONS, MEASURES
+from model.kinds import AttentionKind
+from model.nn.masking import Head
+
 SENTENCE = "the black cat sees the small dog"
 
 
@@ -42,24 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QMessageBox
-
-    from explorer.app import make_application
-    from explorer.main_window import MainWindow
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     app = make_application()
-    settings = QSettings(str(Path(tempfile.mkdtemp()) / "screenshots.ini"), QSettings.IniFormat)
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "screenshots.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings)
-    window.ask_to_stop_training = lambda: QMessageBox.Yes
+    window.ask_to_stop_training = lambda: QMessageBox.StandardButton.Yes  # type: ignore[method-assign]
     width, height = (int(v) for v in args.size.split("x"))
     window.resize(width, height)
     window.show()
     window.open_model(args.model)
-    _wait(app, 30, lambda: window.session.bundle is not None)
-    if window.session.bundle is None:
+    _wait(app, 30, lambda: window.explore.bundle is not None)
+    if window.explore.bundle is None:
         print(f"could not open model {args.model!r}", file=sys.stderr)
         return 1
     tab = window.explore_tab
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.measures:
         return measure_shots(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
-    report_layer = window.session.bundle.config.n_decoder_layers - 1
+    report_layer = window.explore.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
     shot("explore-grid")
     tab.views.setCurrentWidget(tab.lines)
@@ -109,10 +113,10 @@ def family_shots(app, window, shot) -> int:
     tab.compare_view.partner.setCurrentText("rnn-bahdanau")
     tab.compare_view.fresh.click()
     _wait(app, 30, lambda: all(p.choice.corpus_aer is not None for p in tab.compare_view.panels))
-    window.session.run_to_end()
+    window.explore.run_to_end()
     shot("side-by-side")
     window.open_model("tagger")
-    _wait(app, 30, lambda: window.session.bundle is not None and window.session.bundle.family.capabilities.labels)
+    _wait(app, 30, lambda: window.explore.bundle is not None and window.explore.bundle.family.capabilities.labels)
     tab.controls.source.setText("The old farmers that her dog follows do not cook the fish.")
     tab.controls.translate_button.click()
     tab.views.setCurrentWidget(tab.grid)
@@ -124,13 +128,10 @@ def family_shots(app, window, shot) -> int:
 def measure_shots(app, window, shot) -> int:
     """Each measure in the focus view (cross-attention where it has it, at the fourth step), then head importance
     on the grid with the best alignment head knocked out, the pruning curve, and the AER table of every measure."""
-    from model.attribution.measures import CONTRIBUTIONS, MEASURES
-    from model.kinds import AttentionKind
-    from model.nn.masking import Head
 
     tab = window.explore_tab
     tab.views.setCurrentWidget(tab.grid)
-    window.session.go_to_step(4)
+    window.explore.go_to_step(4)
     for name in CONTRIBUTIONS:
         kind = MEASURES[name].kinds[-1]
         tab.kind.setCurrentIndex(tab.kind.findData(kind))
@@ -143,12 +144,12 @@ def measure_shots(app, window, shot) -> int:
     importance = tab.readings.importance
     importance.compute(100)
     _wait(app, 600, lambda: importance.curve is not None)
-    window.session.toggle_head(Head(AttentionKind.CROSS, 2, 3))  # the best-aligning head (AER 0.132)
+    window.explore.toggle_head(Head(AttentionKind.CROSS, 2, 3))  # the best-aligning head (AER 0.132)
     tab.views.setCurrentWidget(tab.grid)
     shot("importance-grid-knocked-out")
     tab.views.setCurrentWidget(tab.readings.importance_view)
     shot("pruning-curve")
-    window.session.restore_heads()
+    window.explore.restore_heads()
     tab.views.setCurrentWidget(tab.readings.alignment_view)
     tab.readings.alignment.compute(30)
     _wait(app, 900, lambda: tab.readings.alignment.table is not None)

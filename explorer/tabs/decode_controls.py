@@ -74,7 +74,7 @@ class DecodeControls(QWidget):
         self.forward_button = self._button("Step ▶", "Decode one more token (Alt+Right)", self.step_forward.emit, "Alt+Right")
         self.run_button = self._button("Run ▶▶", "Decode to the end (Alt+End)", self.run_to_end.emit, "Alt+End")
         self.reset_button = self._button("⟲ Reset", "Back to the start of decoding (Alt+Home)", self.reset.emit, "Alt+Home")
-        self.slider = QSlider(Qt.Horizontal)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setToolTip("Scrub through the decoding steps")
         self.slider.setRange(0, 0)
         self.slider.valueChanged.connect(self._on_slider_moved)

@@ -16,23 +16,23 @@ from model.files import OutputError
 from model.inspection.selection import SelectionError
 
 EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;NumPy array (*.npy)"
+EXPORT_CHANNEL = "export-all"  # the runner's channel of Export all
 VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
 
 
 def export_errors() -> tuple[type[Exception], ...]:
     """The errors an export reports to the user (a bad path, choice or figure setting)."""
-    from model.figures.layout import FigureError
+    from model.figures.layout import FigureError  # deferred: matplotlib loads with the first export
 
     return OutputError, SelectionError, FigureError
 
 
 class ExploreExports(QObject):
-    """Export actions of an ExploreTab (``tab``): it reads the tab's choices and the session's trace."""
+    """Export actions of an ExploreTab (``tab``): it reads the tab's choices and the Explore controller's trace."""
 
     def __init__(self, tab):
         super().__init__(tab)
         self.tab = tab
-        self._tasks = set()  # Export all runs, kept alive until they report
         self.menu = QMenu(tab)
         self.focus_action = self._action("Focus view…", lambda: self.export_dialog("focus"), "Ctrl+E")
         for name in ("grid", "lines", "candidates"):
@@ -49,7 +49,7 @@ class ExploreExports(QObject):
         action.triggered.connect(slot)
         if shortcut:  # one binding: the action lives in the tab (so the key works there) and in the menu
             action.setShortcut(QKeySequence(shortcut))
-            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             self.tab.addAction(action)
         self.menu.addAction(action)
         return action
@@ -57,11 +57,11 @@ class ExploreExports(QObject):
     # --- what is exported -----------------------------------------------------------------------
     def request(self, view: str):
         """The ExportRequest (model.figures.export) of a view as the window shows it."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.export import ExportRequest
 
         tab = self.tab
-        bundle = tab.session.bundle
+        bundle = tab.explore.bundle
         model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
         options, dpi = figure_options(tab.settings, tab.colormap.currentText(), model_name)
         heads = tab.lines.visible_heads() if view == "lines" and tab.lines.head_boxes else None
@@ -69,8 +69,8 @@ class ExploreExports(QObject):
         return ExportRequest(**vars(state), view=view, figure=options, dpi=dpi, heads=heads)
 
     def trace(self):
-        """The trace the views draw: the session's, with the measure chosen in place of the weights."""
-        trace = self.tab.session.trace
+        """The trace the views draw: the Explore controller's, with the measure chosen in place of the weights."""
+        trace = self.tab.explore.trace
         if trace is not None and self.tab.view_trace is not None:
             trace = self.tab.view_trace
         if trace is None:
@@ -78,25 +78,25 @@ class ExploreExports(QObject):
         return trace
 
     def model_path(self) -> tuple:
-        bundle = self.tab.session.bundle
+        bundle = self.tab.explore.bundle
         return (bundle.path,) if bundle is not None and bundle.path else ()
 
     # --- doing it -------------------------------------------------------------------------------
     def export_view(self, view: str, path: str | Path) -> Path:
-        from model.figures.export import export_view
+        from model.figures.export import export_view  # deferred: matplotlib loads with the first export
 
         return export_view(self.trace(), self.request(view), path, self.model_path())
 
     def export_all_to(self, folder: str | Path) -> list[Path]:
-        from model.figures.export import export_all
+        from model.figures.export import export_all  # deferred: matplotlib loads with the first export
 
         return export_all(self.trace(), folder, self.request("focus"))
 
     def export_pair(self, path: str | Path) -> Path | None:
         """The side-by-side view's two heatmaps as one figure; a message says where it went or why not."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.comparison import pair_figure
-        from model.figures.saving import save_figure
+        from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
 
         tab = self.tab
         panels = tab.compare_view.panels
@@ -106,13 +106,13 @@ class ExploreExports(QObject):
             options, dpi = figure_options(tab.settings, tab.colormap.currentText(), "")
             written = save_figure(pair_figure(panels, options), path, dpi)
         except export_errors() as error:
-            tab.session.message.emit(f"Export failed: {error}")
+            tab.explore.message.emit(f"Export failed: {error}")
             return None
-        tab.session.message.emit(f"Exported {written}")
+        tab.explore.message.emit(f"Exported {written}")
         return written
 
     def figure_image(self, view: str) -> QImage:
-        from model.figures.export import draw, request_trace
+        from model.figures.export import draw, request_trace  # deferred: matplotlib loads with the first export
         from model.figures.saving import figure_png
 
         request = self.request(view)
@@ -125,10 +125,10 @@ class ExploreExports(QObject):
         try:
             image = self.figure_image(view)
         except export_errors() as error:
-            self.tab.session.message.emit(f"Copy failed: {error}")
+            self.tab.explore.message.emit(f"Copy failed: {error}")
             return None
         QGuiApplication.clipboard().setImage(image)
-        self.tab.session.message.emit(f"Copied the {VIEW_NAMES[view]} to the clipboard")
+        self.tab.explore.message.emit(f"Copied the {VIEW_NAMES[view]} to the clipboard")
         return image
 
     # --- dialogs --------------------------------------------------------------------------------
@@ -147,16 +147,15 @@ class ExploreExports(QObject):
         try:
             written = self.export_view(view, path)
         except export_errors() as error:
-            self.tab.session.message.emit(f"Export failed: {error}")
+            self.tab.explore.message.emit(f"Export failed: {error}")
             return
         self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
-        self.tab.session.message.emit(f"Exported {written}")
+        self.tab.explore.message.emit(f"Exported {written}")
 
     def export_all_dialog(self) -> None:
         """Export all into a chosen folder, in a worker thread (a few seconds for a large model): the window
         stays responsive and the status bar says when the files are written."""
-        from explorer.workers import start_task
-        from model.figures.export import export_all
+        from model.figures.export import export_all  # deferred: matplotlib loads with the first export
 
         folder = QFileDialog.getExistingDirectory(
             self.tab,
@@ -168,24 +167,20 @@ class ExploreExports(QObject):
         try:
             trace, request = self.trace(), self.request("focus")  # the trace is a snapshot: stepping on is safe
         except export_errors() as error:
-            self.tab.session.message.emit(f"Export failed: {error}")
+            self.tab.explore.message.emit(f"Export failed: {error}")
             return
-        message = self.tab.session.message
-
-        def done(written) -> None:
-            self._tasks.discard(task)
-            message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)")
-
-        def failed(text: str) -> None:
-            self._tasks.discard(task)
-            message.emit(f"Export failed: {text}")
+        message = self.tab.explore.message
 
         message.emit(f"Exporting every kind, layer and head to {folder}…")
-        task = start_task(lambda: export_all(trace, folder, request), done, failed)
-        self._tasks.add(task)
+        self.tab.runner.submit(
+            EXPORT_CHANNEL,
+            lambda job: export_all(trace, folder, request),
+            on_done=lambda written: message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)"),
+            on_error=lambda text: message.emit(f"Export failed: {text}"),
+        )
 
     def settings_dialog(self):
-        from explorer.widgets.figure_settings import FigureSettingsDialog
+        from explorer.widgets.figure_settings import FigureSettingsDialog  # deferred: matplotlib loads with the first export
 
         dialog = FigureSettingsDialog(self.tab.settings, self.tab)
         dialog.open()

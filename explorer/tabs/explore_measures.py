@@ -1,9 +1,10 @@
-"""The Explore tab's readings beyond raw attention, gathered in one place: the Reading box and its worker, the
-contrastive saliency, the AER table of every measure, and head importance with the pruning curve.
+"""The Explore tab's readings beyond raw attention, gathered in one place: the Reading box, the contrastive
+saliency, the AER table of every measure, and head importance with the pruning curve.
 
-``ExploreMeasures`` builds these widgets and their sessions for the tab (which places them), says which trace the
-views draw (``measured``: the chosen measure in place of the weights, or the weights and why), and ends every
-worker when the window closes (``stop``).
+``ExploreMeasures`` builds these widgets for the tab (which places them) and wires them to the controllers the
+main window built (explorer/controllers/: measures, alignment, importance): each widget is handed plain data and
+says what the user asked through its signals. It also says which trace the views draw (``measured``: the chosen
+measure in place of the weights, or the weights and why).
 """
 
 from __future__ import annotations
@@ -11,43 +12,48 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QLabel
 
-from explorer.alignment_session import AlignmentSession
-from explorer.importance_session import ImportanceSession
-from explorer.measure_session import MeasureSession
+from explorer.controllers.alignment import AlignmentController
+from explorer.controllers.explore import ExploreController
+from explorer.controllers.importance import ImportanceController
+from explorer.controllers.measures import MeasureController
 from explorer.widgets.alignment_view import AlignmentView
 from explorer.widgets.contrast_view import ContrastView
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.measure_box import MeasureBox
+from model.decoding.trace import Trace
 from model.kinds import AttentionKind
 
 
 class ExploreMeasures:
-    def __init__(self, session):
-        self.session = session
-        self.measures = MeasureSession(session)  # raw weights or a contribution measure, computed off the window's thread
+    def __init__(
+        self,
+        explore: ExploreController,
+        measures: MeasureController,
+        alignment: AlignmentController,
+        importance: ImportanceController,
+    ) -> None:
+        self.explore, self.measures, self.alignment, self.importance = explore, measures, alignment, importance
         self.box = MeasureBox()
         self.status = QLabel()
         self.status.setStyleSheet("color: palette(mid); font-style: italic;")
         self.contrast = ContrastView()  # why this token and not that one (Ctrl+click a candidate)
-        self.alignment = AlignmentSession(session)
-        self.alignment_view = AlignmentView(self.alignment)
-        self.importance = ImportanceSession(session)
-        self.importance_view = ImportanceView(self.importance)
-        self.measures.contrast_ready.connect(self.contrast.set_contrast)
-        self.contrast.closed.connect(self.measures.clear_contrast)
-        self.box.measure_chosen.connect(self.measures.set_measure)
-        self.measures.busy.connect(self.status.setText)
-        for source in (self.measures, self.alignment, self.alignment_view, self.importance):
-            source.message.connect(session.message)
+        self.alignment_view = AlignmentView()
+        self.importance_view = ImportanceView()
+        measures.contrast_ready.connect(self.contrast.set_contrast)
+        self.contrast.closed.connect(measures.clear_contrast)
+        self.box.measure_chosen.connect(measures.set_measure)
+        measures.busy.connect(self.status.setText)
+        wire_alignment(self.alignment_view, alignment)
+        wire_importance(self.importance_view, importance)
+        for source in (measures.message, alignment.message, self.alignment_view.message, importance.message):
+            source.connect(explore.message)
 
-    def measured(self, trace, kind: AttentionKind):
+    def measured(self, trace: Trace, kind: AttentionKind) -> tuple[Trace, str]:
         """(the trace the views draw, a note): the chosen measure in place of the weights, or the weights and why."""
-        stepper, bundle = self.session.stepper, self.session.bundle
-        model = stepper.model if stepper is not None else (bundle.model if bundle is not None else None)
-        self.box.set_available(model, kind)
+        self.box.set_available(self.measures.availability(kind))
         if self.box.measure == "attention" or not trace.n_steps and kind is not AttentionKind.ENCODER:
             return trace, ""
-        reason = self.box.reason(model, kind)
+        reason = self.box.reason()
         if reason:
             return trace, f"{reason}: showing the attention weights."
         measured = self.measures.shown(trace)
@@ -56,15 +62,31 @@ class ExploreMeasures:
         return measured, ""
 
     @staticmethod
-    def focus_title(title: str, shown) -> str:
+    def focus_title(title: str, shown: Trace) -> str:
         """The focus matrix's title; with a measure that splits predictions, the current step's source share."""
         shares = shown.source_share
         if len(shares) and shown.n_steps and not np.isnan(shares[-1]):
             title += f" · step {shown.n_steps}: {shares[-1]:.0%} source, {1 - shares[-1]:.0%} target prefix"
         return title
 
-    def stop(self) -> None:
-        """The window is closing: end the background work (a measure, importance, the alignment table)."""
-        self.measures.stop()
-        self.alignment.stop()
-        self.importance.stop()
+
+def wire_alignment(view: AlignmentView, alignment: AlignmentController) -> None:
+    """The AER table view shows what the alignment controller reports and sends it the user's requests."""
+    view.score_requested.connect(alignment.compute)
+    view.cancel_requested.connect(alignment.cancel)
+    alignment.progress.connect(view.set_progress)
+    alignment.ready.connect(lambda table: view.show_table(table, alignment.unavailable()))
+    alignment.message.connect(view.show_message)
+    alignment.running_changed.connect(view.set_running)
+    view.show_table(alignment.table, alignment.unavailable())
+
+
+def wire_importance(view: ImportanceView, importance: ImportanceController) -> None:
+    """The importance view shows what the importance controller reports and sends it the user's requests."""
+    view.compute_requested.connect(importance.compute)
+    view.cancel_requested.connect(importance.cancel)
+    importance.progress.connect(view.set_progress)
+    importance.importance_ready.connect(view.show_importance)
+    importance.curve_ready.connect(view.show_curve)
+    importance.message.connect(view.show_message)
+    importance.running_changed.connect(view.set_running)

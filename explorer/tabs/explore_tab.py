@@ -1,6 +1,6 @@
 """The Explore tab: type a sentence, step through decoding, and see every attention head.
 
-It reads only the session's Trace: the model grid (layers x heads), the focus heatmap (a head, the
+It reads only the Explore controller's Trace: the model grid (layers x heads), the focus heatmap (a head, the
 mean or max over heads, or rollout), the lines view, the head table, the tokens, the next-token
 candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, PDF, CSV, NPY).
 What the views show (kind, layer, head, level) is one ``ExploreView`` (model/inspection/view.py), fitted
@@ -14,47 +14,38 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSpinBox,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from explorer.compare_session import CompareSession
+from explorer.controllers.window import WindowControllers
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_measures import ExploreMeasures
-from explorer.widgets.beam_tree_view import BeamTreeView
-from explorer.widgets.candidates_view import CandidatesView
 from explorer.widgets.compare_view import CompareView
+from explorer.widgets.decoding_panels import DecodingPanels
 from explorer.widgets.head_table import HeadTable
-from explorer.widgets.heatmap import COLORMAPS, HeatmapView
+from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
-from explorer.widgets.predictions_view import PredictionsView
 from explorer.widgets.tokens_view import TokensView
-from model.inspection.selection import AGGREGATES, SelectionError, head_title
+from explorer.widgets.view_choices import ViewChoices
+from model.decoding.trace import Trace
+from model.inspection.selection import AttentionMatrix, SelectionError
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
+from model.nn.masking import Head
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
 LIVE_DELAY_MS = 250  # an encoder-only model reads the text again this long after the last key
 
 
 class ExploreTab(QWidget):
-    def __init__(self, session, settings: QSettings):
+    def __init__(self, controllers: WindowControllers, settings: QSettings) -> None:
         super().__init__()
-        self.session, self.settings = session, settings
-        self.shown = None  # the trace as displayed (word level when chosen)
-        self.view_trace = None  # the whole trace the views read: the session's, or its measured copy
-        self.focus_matrix = None  # the AttentionMatrix in the focus view
+        self.explore, self.runner, self.settings = controllers.explore, controllers.runner, settings
+        explore = self.explore
+        self.shown: Trace | None = None  # the trace as displayed (word level when chosen)
+        self.view_trace: Trace | None = None  # the whole trace the views read: the Explore controller's, or its measured copy
+        self.focus_matrix: AttentionMatrix | None = None  # the AttentionMatrix in the focus view
         # What the user chose, and that choice fitted to the trace (what the views and exports show).
         self.state = ExploreView(
             kind=AttentionKind.parse(str(settings.value("explore/kind", "cross"))),
@@ -66,23 +57,10 @@ class ExploreTab(QWidget):
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
         self.source_tokens = TokensView("Source pieces:", "How the tokenizer split the sentence")
         self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step (✎ = forced by you)")
-        self.kind = QComboBox()
+        self.choices = ViewChoices(self.state.word_level, str(settings.value("explore/colormap", "viridis")))
+        self.kind, self.layer_box, self.head_box = self.choices.kind, self.choices.layer_box, self.choices.head_box
+        self.word_level, self.colormap = self.choices.word_level, self.choices.colormap
         self._set_kinds(tuple(AttentionKind))
-        self.kind.setToolTip("Which attention to show: encoder self, decoder masked self, or cross")
-        self.layer_box = QSpinBox()
-        self.layer_box.setPrefix("layer ")
-        self.layer_box.setRange(1, 1)
-        self.layer_box.setToolTip("The layer in the focus and lines views")
-        self.head_box = QComboBox()
-        self.head_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.head_box.setToolTip("A head, the mean or max over heads, or attention rollout through the layers")
-        self.word_level = QCheckBox("Words")
-        self.word_level.setToolTip("Merge sub-word pieces into words (keys summed, queries averaged)")
-        self.word_level.setChecked(self.state.word_level)
-        self.colormap = QComboBox()
-        self.colormap.addItems(COLORMAPS)
-        self.colormap.setCurrentText(str(settings.value("explore/colormap", "viridis")))
-        self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
         self.exports = ExploreExports(self)  # the Export menu, Ctrl+E and Ctrl+Shift+C
         export_button = QPushButton("Export ▾")
         export_button.setToolTip(
@@ -93,8 +71,10 @@ class ExploreTab(QWidget):
         self.restore_button = QPushButton("Restore heads")
         self.restore_button.setToolTip("Put back every head knocked out (Ctrl+click a cell of the model grid knocks one out)")
         self.restore_button.hide()
-        self.readings = ExploreMeasures(session)  # measures beyond attention, AER table, head importance
-        self.measure_box, self.measures, self.contrast = self.readings.box, self.readings.measures, self.readings.contrast
+        self.readings = ExploreMeasures(  # measures beyond attention, AER table, head importance
+            explore, controllers.measures, controllers.alignment, controllers.importance
+        )
+        self.measure_box, self.measures, self.contrast = self.readings.box, controllers.measures, self.readings.contrast
         view_row = QHBoxLayout()
         for widget in (
             QLabel("Attention:"),
@@ -113,89 +93,99 @@ class ExploreTab(QWidget):
             view_row.addWidget(widget)
         view_row.addStretch(1)
 
+        self._build_views(controllers, view_row)
+        self._connect(controllers)
+
+    def _build_views(self, controllers: WindowControllers, view_row: QHBoxLayout) -> None:
+        """The views (grid, lines, heads, AER table, importance, side by side), the side panels, the hint, laid out."""
         colours = self.colormap.currentText()
         self.grid = ModelGrid(colours)
         self.focus = HeatmapView(colours)
         self.lines = LinesView()
         self.head_table = HeadTable()
-        self.candidates = CandidatesView()
-        self.predictions = PredictionsView()  # an encoder-only model's head: mask candidates, classes
-        self.beam_tree = BeamTreeView()
         self.views = QTabWidget()
         self.views.addTab(self.grid, "Model grid")
         self.views.addTab(self.lines, "Lines")
         self.views.addTab(self.head_table, "Heads")
         self.views.addTab(self.readings.alignment_view, "Alignment (AER)")
         self.views.addTab(self.readings.importance_view, "Head importance")
-        self.compare = CompareSession(session)  # a second model on the same sentence, stepping together
-        self.compare_view = CompareView(self.compare, colours)
+        self.compare = controllers.compare  # a second model on the same sentence, stepping together
+        self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
-        self.side = QSplitter(Qt.Horizontal)
-        self.side.addWidget(self.candidates)
-        self.side.addWidget(self.predictions)
-        self.side.addWidget(self.contrast)
-        self.side.addWidget(self.beam_tree)
-        self.beam_tree.hide()
-        self.predictions.hide()
+        self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
+        self.candidates, self.predictions, self.beam_tree = self.side.candidates, self.side.predictions, self.side.beam_tree
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
 
-        self.top_splitter = QSplitter(Qt.Horizontal)
+        self.top_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.top_splitter.addWidget(self.views)
         self.top_splitter.addWidget(self.focus)
         self.top_splitter.setSizes([600, 700])
-        self.main_splitter = QSplitter(Qt.Vertical)
+        self.main_splitter = QSplitter(Qt.Orientation.Vertical)
         self.main_splitter.addWidget(self.top_splitter)
         self.main_splitter.addWidget(self.side)
         self.main_splitter.setSizes([560, 300])
         for splitter, key in ((self.top_splitter, "explore/top_splitter"), (self.main_splitter, "explore/splitter")):
-            state = settings.value(key)
+            state = self.settings.value(key)
             if state is not None:
                 splitter.restoreState(state)
         layout = QVBoxLayout(self)
-        for widget in (self.controls, self.source_tokens, self.target_tokens):
-            layout.addWidget(widget)
+        layout.addWidget(self.controls)
+        layout.addWidget(self.source_tokens)
+        layout.addWidget(self.target_tokens)
         layout.addLayout(view_row)
         layout.addWidget(self.hint)
         layout.addWidget(self.main_splitter, 1)
 
+    def _connect(self, controllers: WindowControllers) -> None:
+        """The user's requests to the controllers, and the controllers' events to the views."""
+        explore = self.explore
         self.controls.translate_requested.connect(self._on_translate_requested)
         self._live = QTimer(self)  # an encoder-only model's labels and attention follow the text as it is edited
         self._live.setSingleShot(True)
         self._live.setInterval(LIVE_DELAY_MS)
         self._live.timeout.connect(self._on_live_edit_due)
         self.controls.source.textEdited.connect(self._on_source_edited)
-        self.controls.step_forward.connect(session.step_forward)
-        self.controls.step_back.connect(session.step_back)
-        self.controls.run_to_end.connect(session.run_to_end)
-        self.controls.reset.connect(session.reset)
-        self.controls.step_chosen.connect(session.go_to_step)
-        self.target_tokens.token_clicked.connect(lambda index: session.go_to_step(index + 1))
-        self.candidates.candidate_clicked.connect(session.force)
+        self.controls.step_forward.connect(explore.step_forward)
+        self.controls.step_back.connect(explore.step_back)
+        self.controls.run_to_end.connect(explore.run_to_end)
+        self.controls.reset.connect(explore.reset)
+        self.controls.step_chosen.connect(explore.go_to_step)
+        self.target_tokens.token_clicked.connect(lambda index: explore.go_to_step(index + 1))
+        self.candidates.candidate_clicked.connect(explore.force)
         self.candidates.contrast_requested.connect(self.measures.request_contrast)
         self.measures.changed.connect(self.refresh)
-        self.readings.importance.importance_ready.connect(self._on_importance_ready)
-        self.beam_tree.hypothesis_clicked.connect(session.show_hypothesis)
+        controllers.importance.importance_ready.connect(lambda _importance: self.refresh())  # the numbers on the grid
+        self.beam_tree.hypothesis_clicked.connect(explore.show_hypothesis)
         self.beam_tree.node_clicked.connect(self._on_beam_node_clicked)
         self.grid.cell_clicked.connect(self._on_head_chosen)
         self.grid.head_toggled.connect(self._on_head_toggled)
-        self.restore_button.clicked.connect(session.restore_heads)
+        self.restore_button.clicked.connect(explore.restore_heads)
         self.head_table.head_clicked.connect(self._on_head_chosen)
         self.views.currentChanged.connect(self._on_views_tab_changed)
-        self.compare_view.sentence_chosen.connect(self._on_compare_sentence_chosen)
-        self.compare_view.export_requested.connect(self.exports.export_pair)
-        self.compare.message.connect(session.message)
+        self._wire_compare()
         self.kind.currentIndexChanged.connect(self._on_view_option_changed)
         self.layer_box.valueChanged.connect(self._on_layer_changed)
         self.head_box.currentIndexChanged.connect(self._on_head_box_changed)
         self.word_level.toggled.connect(self._on_view_option_changed)
         self.colormap.currentTextChanged.connect(self._on_colormap_changed)
-        session.model_changed.connect(self._on_model_changed)
-        session.trace_changed.connect(self._on_trace_changed)
-        session.text_replaced.connect(self._on_text_replaced)
-        session.set_source(self.controls.source.text(), self.controls.options())
-        self._on_model_changed(session.bundle)
+        explore.model_changed.connect(self._on_model_changed)
+        explore.trace_changed.connect(self._on_trace_changed)
+        explore.text_replaced.connect(self._on_text_replaced)
+        explore.set_source(self.controls.source.text(), self.controls.options())
+        self._on_model_changed(explore.bundle)
+
+    def _wire_compare(self) -> None:
+        """The side-by-side view shows the compare controller's panels and sends it what the user chose."""
+        view, compare = self.compare_view, self.compare
+        compare.changed.connect(view.show_panels)
+        compare.message.connect(self.explore.message)
+        view.partner_chosen.connect(compare.open)
+        view.partner_cleared.connect(compare.clear)
+        view.head_chosen.connect(compare.set_head)
+        view.fresh_requested.connect(self._on_fresh_sentence_requested)
+        view.export_requested.connect(self.exports.export_pair)
 
     # --- the view's state -----------------------------------------------------------------------
     @property
@@ -208,32 +198,13 @@ class ExploreTab(QWidget):
 
     def _set_kinds(self, kinds: tuple[AttentionKind, ...]) -> None:
         """Offer the kinds the trace has, keeping the chosen one when it is among them."""
-        if [self.kind.itemData(i) for i in range(self.kind.count())] == list(kinds):
-            return
-        self.kind.blockSignals(True)
-        self.kind.clear()
-        for kind in kinds:
-            self.kind.addItem(kind.label, kind)
-        self.kind.setCurrentIndex(max(0, self.kind.findData(self.state.kind)))  # the wish, when it is offered
-        self.kind.blockSignals(False)
+        self.choices.set_kinds(kinds, self.state.kind)
 
-    def _set_choices(self, trace) -> None:
+    def _set_choices(self, trace: Trace) -> None:
         """The layer and head boxes for the kind shown: its layers, its heads and the aggregates it allows."""
-        n_layers, n_heads = trace.matrix(self.shown_state.kind).shape[:2]
-        choices = [*range(n_heads), *AGGREGATES]  # rollout of cross-attention shows the mean, with a note
-        for box in (self.layer_box, self.head_box):
-            box.blockSignals(True)
-        self.layer_box.setRange(1, n_layers)
-        self.layer_box.setValue(self.shown_state.layer + 1)
-        if [self.head_box.itemData(i) for i in range(self.head_box.count())] != choices:
-            self.head_box.clear()
-            for choice in choices:
-                self.head_box.addItem(head_title(choice), choice)
-        self.head_box.setCurrentIndex(max(0, self.head_box.findData(self.state.head)))
-        for box in (self.layer_box, self.head_box):
-            box.blockSignals(False)
+        self.choices.set_choices(trace, self.shown_state.kind, self.shown_state.layer, self.state.head)
 
-    # --- session signals ------------------------------------------------------------------------
+    # --- the Explore controller's events ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
         if bundle is None:
             self.hint.setText(
@@ -245,13 +216,13 @@ class ExploreTab(QWidget):
         self.hint.hide()
 
     def _on_text_replaced(self, text: str, why: str) -> None:
-        """The session decoded another sentence than the one typed (the model cannot read it): show both."""
+        """The controller decoded another sentence than the one typed (the model cannot read it): show both."""
         self.controls.source.setText(text)
         self.hint.setText(why)
         self.hint.show()
 
     def _on_source_edited(self, _text: str) -> None:
-        bundle = self.session.bundle
+        bundle = self.explore.bundle
         if bundle is not None and not bundle.family.capabilities.architecture.has_decoder:
             self._live.start()  # restarted by every key: one pass once the typing pauses
 
@@ -262,12 +233,12 @@ class ExploreTab(QWidget):
 
     def _on_translate_requested(self, text: str) -> None:
         self.settings.setValue("explore/text", text)
-        self.session.translate(text, self.controls.options())
+        self.explore.translate(text, self.controls.options())
 
-    def _on_trace_changed(self, trace) -> None:
-        session = self.session
-        self.controls.set_steps(session.current_step, session.total_steps, session.finished)
-        self.refresh()
+    def _on_trace_changed(self, trace: Trace | None) -> None:
+        explore = self.explore
+        self.controls.set_steps(explore.current_step, explore.total_steps, explore.finished)
+        self._draw(trace)
 
     # --- view options ---------------------------------------------------------------------------
     def current_kind(self) -> AttentionKind:
@@ -295,8 +266,9 @@ class ExploreTab(QWidget):
         self.focus.setVisible(not comparing)  # the two heatmaps take the focus view's place
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
-    def _on_compare_sentence_chosen(self, text: str) -> None:
-        """A toy-fr sentence with a gold alignment, drawn by the side-by-side view: translate it."""
+    def _on_fresh_sentence_requested(self) -> None:
+        """A toy-fr sentence with a gold alignment, for the side-by-side view: drawn, then translated."""
+        text = self.compare.fresh_sentence()
         self.controls.source.setText(text)
         self._on_translate_requested(text)
 
@@ -317,23 +289,22 @@ class ExploreTab(QWidget):
 
     def _on_head_toggled(self, layer: int, head: int) -> None:
         """Ctrl+click on the grid: knock that head of the kind shown out, or put it back."""
-        from model.nn.masking import Head
-
-        self.session.toggle_head(Head(self.current_kind(), layer, head))
+        self.explore.toggle_head(Head(self.current_kind(), layer, head))
 
     # --- drawing --------------------------------------------------------------------------------
     def refresh(self) -> None:
-        trace = self.session.trace
+        """Draw the Explore controller's trace again (the view options, the measure or the importance changed)."""
+        self._draw(self.explore.trace)
+
+    def _draw(self, trace: Trace | None) -> None:
         if trace is None:  # nothing decoded (yet): empty views, not the last model's attention
             self.shown, self.focus_matrix, self.view_trace = None, None, None
             self.source_tokens.set_tokens([])
             self.target_tokens.set_tokens([])
             self.focus.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             self.lines.set_weights(np.zeros((0, 0, 0), np.float32), [], [])
-            self.candidates.set_candidates(None, [], [], [], None)
+            self.side.clear()
             self.head_table.setRowCount(0)
-            self.beam_tree.set_tree(None, None)
-            self.beam_tree.hide()
             return
         self._show_decoding(trace)  # tokens, candidates, beam: they never depend on the focus choice
         self._set_kinds(trace.kinds)
@@ -346,31 +317,35 @@ class ExploreTab(QWidget):
         self._set_choices(view_trace)
         self.hint.setText(note)  # a note replaces the last hint; a replaced sentence's is set after this refresh
         self.hint.setVisible(bool(note))
-        self.shown = self.shown_state.shown_trace(view_trace)
-        state, shown = self.shown_state, self.shown
-        weights = shown.matrix(state.kind)  # [layers, heads, queries, keys]
+        shown = self.shown = self.shown_state.shown_trace(view_trace)
+        state = self.shown_state
         queries, keys = shown.axis_labels(state.kind)
         try:
-            self.focus_matrix = state.matrix(shown)
+            focus_matrix = self.focus_matrix = state.matrix(shown)
         except SelectionError as error:
-            self.session.message.emit(str(error))
+            self.explore.message.emit(str(error))
             return
-        current_row = self.focus_matrix.current_row
+        current_row = focus_matrix.current_row
         if self.focus.isVisibleTo(self):  # hidden beside Side by side: not redrawn at every step
             self.focus.set_value_label(shown.value_label)
             self.focus.set_matrix(
-                self.focus_matrix.values,
+                focus_matrix.values,
                 queries,
                 keys,
-                self.readings.focus_title(self.focus_matrix.title, shown),
+                self.readings.focus_title(focus_matrix.title, shown),
                 current_row,
                 token_level=shown.level,
             )
+        self._draw_view(state, shown, queries, keys, current_row)
+
+    def _draw_view(self, state: ExploreView, shown: Trace, queries: list[str], keys: list[str], current_row: int | None) -> None:
+        """The grid, lines or head table (whichever tab is shown; the others update when chosen) for ``state``."""
+        weights = shown.matrix(state.kind)  # [layers, heads, queries, keys]
         single_head = state.head if isinstance(state.head, int) else None
         shown_view = self.views.currentWidget()  # the other two update when their tab is chosen
-        self.restore_button.setVisible(bool(self.session.masked_heads))
+        self.restore_button.setVisible(bool(self.explore.masked_heads))
         if shown_view is self.grid:
-            self.grid.set_masked({(h.layer, h.head) for h in self.session.masked_heads if h.kind is state.kind})
+            self.grid.set_masked({(h.layer, h.head) for h in self.explore.masked_heads if h.kind is state.kind})
             self.grid.set_weights(weights)
             importance = self.readings.importance.importance_table(state.kind)
             fits = importance is not None and importance.shape == weights.shape[:2]  # not on a layer-wide measure
@@ -384,55 +359,17 @@ class ExploreTab(QWidget):
             self.head_table.set_weights(weights, keys, state.kind)
             self.head_table.select_head(state.layer, single_head)
 
-    def stop_workers(self) -> None:
-        """The window is closing: end the background work (a measure, importance, the alignment table)."""
-        self.readings.stop()
-
-    def _on_importance_ready(self, _importance) -> None:
-        """Each head's importance on the model grid (None: taken away, e.g. another model)."""
-        self.refresh()
-
-    def _show_decoding(self, trace) -> None:
-        """Tokens, the candidates of the current step (at step 0: those step 1 is chosen from) and the beam; for an
-        encoder-only model, what its head says instead of candidates."""
+    def _show_decoding(self, trace: Trace) -> None:
+        """Tokens, and the candidates (or an encoder-only model's predictions) and beam of the current step."""
         self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
-        head_output = self.predictions.set_trace(trace)
-        self.predictions.setVisible(head_output)
-        self.candidates.setVisible(not head_output)
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
-        vocabulary = trace.target_vocab_size or None
-        if n and len(trace.candidate_ids) == n:  # a trace may hold no candidates (a teacher-forced pass)
-            self.candidates.set_candidates(
-                n - 1,
-                trace.candidate_ids[-1],
-                trace.candidate_tokens[-1],
-                trace.candidate_probabilities[-1],
-                int(trace.chosen_ids[-1]),
-                vocabulary,
-            )
-        elif len(trace.next_candidate_ids):
-            self.candidates.set_candidates(
-                0, trace.next_candidate_ids, trace.next_candidate_tokens, trace.next_candidate_probabilities, None, vocabulary
-            )
-        else:
-            self.candidates.set_candidates(None, [], [], [], None)
-        beam = trace.beam
-        appearing = beam is not None and self.beam_tree.isHidden()
-        self.beam_tree.set_tree(beam, trace.hypothesis_rank)
-        self.beam_tree.setVisible(beam is not None)
-        total = sum(self.side.sizes())
-        if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
-            wanted = min(self.beam_tree.sizeHint().width(), int(total * 0.65))
-            sizes = [0] * self.side.count()  # the hidden head predictions and contrast get nothing
-            sizes[self.side.indexOf(self.candidates)] = total - wanted
-            sizes[self.side.indexOf(self.beam_tree)] = wanted
-            self.side.setSizes(sizes)
+        self.side.show_trace(trace)
 
     def _on_beam_node_clicked(self, rank: int, n_steps: int) -> None:
         """A row of the beam tree: its best hypothesis, at the step where the row's first token was chosen."""
-        self.session.show_hypothesis(rank)
-        self.session.go_to_step(n_steps)
+        self.explore.show_hypothesis(rank)
+        self.explore.go_to_step(n_steps)
 
     # --- export (explorer/tabs/explore_export.py) ---------------------------------------------------------------
     def export_view(self, name: str, path: str | Path) -> Path:

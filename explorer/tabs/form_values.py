@@ -1,10 +1,15 @@
-"""The Train form's values as plain data: which preset setting each field shows, and reading or setting a
-box of any kind (spin box, combo box, check box) from a preset or a saved setting."""
+"""The Train form's values as plain data: which preset setting each field shows (a model row: the field its family's
+option sets; the others: SETTING_FIELDS), and reading or setting a box of any kind (spin box, combo box, check box)
+from a preset or a saved setting."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QComboBox
+from typing import Any
 
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QCheckBox, QComboBox, QWidget
+
+from model.family import family_named
 from model.training.presets import NO_EPOCH_LIMIT, Preset
 
 CORPUS_TIPS = {
@@ -18,19 +23,8 @@ CORPUS_TIPS = {
     "toy-fr-relative": "toy-fr's English sentences, with or without a relative clause: a sentence classifier",
 }
 
-# Form field -> (preset group, preset key).
-PRESET_FIELDS = {
-    "encoder_layers": ("model", "n_encoder_layers"),
-    "decoder_layers": ("model", "n_decoder_layers"),
-    "d_model": ("model", "d_model"),
-    "heads": ("model", "n_heads"),
-    "d_ff": ("model", "d_ff"),
-    "dropout": ("model", "dropout"),
-    "cell": ("model", "cell"),
-    "attention": ("model", "attention"),
-    "local_window": ("model", "local_window"),
-    "d_embed": ("model", "d_embed"),
-    "hidden": ("model", "d_hidden"),
+# Form field -> (preset group, preset key), for the fields outside the model's options.
+SETTING_FIELDS = {
     "vocab_size": ("tokenizer", "vocab_size"),
     "max_minutes": ("training", "max_minutes"),
     "batch_size": ("training", "batch_size"),
@@ -46,13 +40,14 @@ PRESET_FIELDS = {
 }
 
 
-def preset_value(preset: Preset, name: str):
-    """The preset's value for a form field; a setting the preset leaves unset reads as the box's "none" (0)."""
-    group, key = PRESET_FIELDS[name]
-    values = getattr(preset, group)
-    if key not in values and group == "model":  # another family's setting: the box keeps its value (hidden)
-        return values.get("n_layers") if key == "n_encoder_layers" else None
-    value = values.get(key)
+def preset_value(preset: Preset, name: str) -> Any:
+    """The preset's value for a form field; None keeps the box's value (another family's row, or a model setting the
+    preset leaves to the config); a training setting the preset leaves unset reads as the box's "none" (0)."""
+    if name not in SETTING_FIELDS:  # a model row: the field its option sets in the preset's family
+        option = next((o for o in family_named(preset.family).options if o.dest == name), None)
+        return None if option is None else preset.model.get(option.fields[0])
+    group, key = SETTING_FIELDS[name]
+    value = getattr(preset, group).get(key)
     if name == "epochs" and value is not None and value >= NO_EPOCH_LIMIT:
         return 0
     if name == "lr_decay":
@@ -60,15 +55,15 @@ def preset_value(preset: Preset, name: str):
     return 0 if value is None else value
 
 
-def get_value(widget):
+def get_value(widget: QWidget) -> Any:
     if isinstance(widget, QCheckBox):
         return widget.isChecked()
     if isinstance(widget, QComboBox):
         return widget.currentText()
-    return widget.value()
+    return widget.value()  # type: ignore[attr-defined]
 
 
-def set_value(widget, value) -> None:
+def set_value(widget: QWidget, value: Any) -> None:
     """Set a box from a preset or a saved setting (saved ones come back as strings)."""
     if isinstance(widget, QCheckBox):
         widget.setChecked(value in (True, "true"))
@@ -77,6 +72,25 @@ def set_value(widget, value) -> None:
             widget.setCurrentText(str(value))
     else:
         try:
-            widget.setValue(type(widget.value())(float(value)))
+            widget.setValue(type(widget.value())(float(value)))  # type: ignore[attr-defined]
         except (TypeError, ValueError):
             pass  # a damaged setting: the preset's value stays
+
+
+def save_changed(settings: QSettings, fields: dict[str, QWidget], changed: set[str]) -> None:
+    """Remember the fields the user changed from the preset (the rest follows the preset)."""
+    names = sorted(name for name in changed if name in fields)
+    settings.setValue("train/changed", ",".join(names))
+    for name in names:
+        settings.setValue(f"train/{name}", get_value(fields[name]))
+
+
+def restore_changed(settings: QSettings, fields: dict[str, QWidget]) -> set[str]:
+    """Set the fields the user had changed to their saved values; their names."""
+    restored = set()
+    for name in filter(None, str(settings.value("train/changed") or "").split(",")):
+        value = settings.value(f"train/{name}")
+        if name in fields and value is not None:
+            set_value(fields[name], value)
+            restored.add(name)
+    return restored

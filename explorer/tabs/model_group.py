@@ -1,58 +1,49 @@
-"""The Train form's Model group: the family (the paper's Transformer, seed 002's RNN with attention, seed 004's
-encoder-only classifier) and its settings. Only the rows of the chosen family are shown; ``options()`` gives
-them as the family's config fields (model/nn/registry.py)."""
+"""The Train form's Model group, built from the family registry (model/family.py): a box listing the families this
+app trains (each by its title, its tip as the tooltip) and one row per option a family shows on the form
+(``ModelOption`` with ``form=True``); only the rows of the chosen family are shown. ``options()`` gives them as
+the family's config fields, checked by building its config, so a choice that cannot work is named at once.
+
+The "Joint vocabulary, tied embeddings" box is a tokenizer option (one vocabulary for both sides) that also sets
+``tie_embeddings`` for a family that has that option; a family that learns labels reads one text and shows none.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QSpinBox
+from typing import Any, overload
 
-from model.nn.config import ConfigError, check_heads
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QSpinBox, QWidget
 
-FAMILY_LABELS = {
-    "transformer": "Transformer (encoder-decoder)",
-    "rnn": "RNN with attention (seed 002)",
-    "classifier": "Encoder-only classifier (seed 004)",
-}
-FAMILY_TIPS = {
-    "transformer": "The paper's encoder-decoder Transformer: encoder self, decoder masked self and cross-attention",
-    "rnn": "A bidirectional RNN encoder and an RNN decoder with Bahdanau or Luong attention: "
-    "one cross-attention distribution per step, the history the Transformer's cross-attention comes from",
-    "classifier": "The Transformer's encoder with a linear head: a tag for every word, or one class per sentence",
-}
-# The rows each family shows (the shared ones: dropout, vocabulary).
-FAMILY_ROWS = {
-    "transformer": ("encoder_layers", "decoder_layers", "d_model", "heads", "d_ff", "norm", "positions", "joint_vocab"),
-    "rnn": ("cell", "attention", "local_window", "d_embed", "hidden", "joint_vocab"),
-    "classifier": ("encoder_layers", "d_model", "heads", "d_ff", "norm", "positions"),
-}
+from model.family import Family, ModelOption, families, family_named
 
-MODEL_FIELDS = (  # the boxes, as the Train form names its fields
-    "family",
-    "encoder_layers",
-    "decoder_layers",
-    "d_model",
-    "heads",
-    "d_ff",
-    "cell",
-    "attention",
-    "local_window",
-    "d_embed",
-    "hidden",
-    "dropout",
-    "norm",
-    "positions",
-    "vocab_size",
-    "joint_vocab",
-)
+TIE_EMBEDDINGS = "tie_embeddings"  # the option the joint-vocabulary box sets, in a family that has it
+SHARED_ROWS = ("vocab_size", "joint_vocab")  # the form's own rows after the family's
 
 
-def spin(low, high, value, tip, step=1, decimals=None):
-    box = QDoubleSpinBox() if decimals is not None else QSpinBox()
+@overload
+def spin(low: float, high: float, value: float, tip: str, step: float = 1, decimals: None = None) -> QSpinBox: ...
+
+
+@overload
+def spin(low: float, high: float, value: float, tip: str, step: float, decimals: int) -> QDoubleSpinBox: ...
+
+
+def spin(
+    low: float, high: float, value: float, tip: str, step: float = 1, decimals: int | None = None
+) -> QSpinBox | QDoubleSpinBox:
+    """A spin box over [low, high] (a QDoubleSpinBox with ``decimals``, else whole numbers)."""
     if decimals is not None:
-        box.setDecimals(decimals)
-    box.setRange(low, high)
-    box.setSingleStep(step)
-    box.setValue(value)
+        double = QDoubleSpinBox()
+        double.setDecimals(decimals)
+        double.setRange(low, high)
+        double.setSingleStep(step)
+        double.setValue(value)
+        double.setToolTip(tip)
+        return double
+    box = QSpinBox()
+    box.setRange(int(low), int(high))
+    box.setSingleStep(int(step))
+    box.setValue(int(value))
     box.setToolTip(tip)
     return box
 
@@ -64,108 +55,112 @@ def combo(items: list[str], tip: str) -> QComboBox:
     return box
 
 
+def trainable_families() -> list[Family]:
+    return [family for family in families() if family.capabilities.trainable]
+
+
+def option_box(option: ModelOption, initial: Any) -> QWidget:
+    """The box of one option: a combo box for choices, a check box for a flag, else a spin box in its range."""
+    if option.choices:
+        choices = combo(list(option.choices), option.help)
+        if initial in option.choices:
+            choices.setCurrentText(str(initial))
+        return choices
+    if option.type is bool:
+        check = QCheckBox(option.label)
+        check.setToolTip(option.help)
+        check.setChecked(bool(initial))
+        return check
+    low = option.minimum if option.minimum is not None else 0
+    high = option.maximum if option.maximum is not None else 1_000_000
+    start = initial if initial is not None else low
+    if option.type is float:
+        return spin(low, high, start, option.help, option.step, 2)
+    box = spin(low, high, start, option.help, option.step)
+    if option.dest == "local_window":
+        box.setSpecialValueText("global")  # Luong's local-p window: 0 is global attention
+    return box
+
+
+def initial_value(option: ModelOption, owners: list[Family]) -> Any:
+    """A box's value before any preset: a family's default for the field it sets, else none."""
+    for family in owners:
+        if option.fields[0] in family.default_model:
+            return family.default_model[option.fields[0]]
+    return None
+
+
 class ModelGroup(QGroupBox):
     def __init__(self) -> None:
         super().__init__("Model")
         self.form = QFormLayout(self)
         self.family = QComboBox()
-        for family, label in FAMILY_LABELS.items():
-            self.family.addItem(label, family)
-            self.family.setItemData(self.family.count() - 1, FAMILY_TIPS[family], 3)  # Qt.ToolTipRole
+        for family in trainable_families():
+            self.family.addItem(family.title[:1].upper() + family.title[1:], family.name)
+            self.family.setItemData(self.family.count() - 1, family.tip, Qt.ItemDataRole.ToolTipRole)
         self.family.setToolTip("Which model to train; a tagging or labelled-sentence corpus trains the classifier")
-        self.encoder_layers = spin(1, 12, 3, "Encoder layers")
-        self.decoder_layers = spin(1, 12, 3, "Decoder layers")
-        self.d_model = spin(16, 1024, 128, "Width of every representation (d_model); a multiple of the heads", 16)
-        self.heads = spin(1, 16, 4, "Attention heads per layer")
-        self.d_ff = spin(16, 4096, 512, "Inner width of the feed-forward sublayers (d_ff)", 64)
-        self.cell = combo(["gru", "lstm"], "The RNN cell of the encoder (both directions) and the decoder")
-        self.attention = combo(
-            ["bahdanau", "luong-dot", "luong-general", "luong-concat"],
-            "Bahdanau: additive score of the previous decoder state; Luong: dot, general or concat score of the current one",
-        )
-        self.local_window = spin(
-            0, 50, 0, "Luong's local-p attention: a window of ±D source positions around a predicted one (0 = global)"
-        )
-        self.local_window.setSpecialValueText("global")
-        self.d_embed = spin(16, 1024, 96, "Width of the RNN's word embeddings", 16)
-        self.hidden = spin(16, 2048, 192, "Width of the RNN decoder's state (even: the encoder's two directions share it)", 16)
-        self.dropout = spin(0.0, 0.9, 0.1, "Dropout on sublayer outputs and embeddings", 0.05, 2)
-        self.norm = combo(["post", "pre"], "post: LayerNorm after each residual, as in the paper; pre: before each sublayer")
-        self.positions = combo(["sinusoidal", "learned"], "Sinusoidal positional encoding (the paper) or a learned table")
+        self.form.addRow("Family", self.family)
+        self.rows: dict[str, QWidget] = {}  # option dest -> its box, shared by the families that declare it
+        self.family_rows: dict[str, tuple[str, ...]] = {}  # family name -> the dests of its rows
+        for family in trainable_families():
+            shown = [option for option in family.options if option.form]
+            self.family_rows[family.name] = tuple(option.dest for option in shown)
+            for option in shown:
+                if option.dest not in self.rows:
+                    owners = [f for f in trainable_families() if option.dest in f.option_dests()]
+                    self.rows[option.dest] = box = option_box(option, initial_value(option, owners))
+                    self.form.addRow("" if option.type is bool else option.label, box)
         self.vocab_size = spin(20, 32000, 2000, "SentencePiece vocabulary size (a soft limit)", 100)
         self.joint_vocab = QCheckBox("Joint vocabulary, tied embeddings")
         self.joint_vocab.setChecked(True)
         self.joint_vocab.setToolTip("One tokenizer for both languages; source, target and output share one matrix")
-        self.rows = {}
-        for name, label in (
-            ("family", "Family"),
-            ("encoder_layers", "Encoder layers"),
-            ("decoder_layers", "Decoder layers"),
-            ("d_model", "d_model"),
-            ("heads", "Heads"),
-            ("d_ff", "d_ff"),
-            ("cell", "Cell"),
-            ("attention", "Attention"),
-            ("local_window", "Local window"),
-            ("d_embed", "Embedding width"),
-            ("hidden", "Hidden width"),
-            ("dropout", "Dropout"),
-            ("norm", "Norm"),
-            ("positions", "Positions"),
-            ("vocab_size", "Vocabulary"),
-            ("joint_vocab", ""),
-        ):
-            self.form.addRow(label, getattr(self, name))
-            self.rows[name] = getattr(self, name)
-        self.show_family("transformer")
+        self.form.addRow("Vocabulary", self.vocab_size)
+        self.form.addRow("", self.joint_vocab)
+        self.family.currentIndexChanged.connect(lambda _index: self.show_family(self.current_family()))
+        self.show_family(self.current_family())
+
+    def fields(self) -> dict[str, QWidget]:
+        """Every box of the group by the form's name for it (the option's dest): presets and saved changes set them."""
+        return {"family": self.family, **self.rows, "vocab_size": self.vocab_size, "joint_vocab": self.joint_vocab}
 
     def current_family(self) -> str:
         return str(self.family.currentData())
 
-    def set_family(self, family: str, allowed: tuple[str, ...]) -> None:
-        """Choose ``family`` and offer only the ``allowed`` ones (what the corpus can train)."""
-        model = self.family.model()
+    def offer_families(self, wanted: str, task: str) -> None:
+        """Offer the families that learn ``task`` (what the corpus is for); keep the chosen one if it is among
+        them, else choose ``wanted`` (the corpus's preset's)."""
+        items = self.family.model()
+        allowed = [family.name for family in trainable_families() if task in family.tasks]
         for index in range(self.family.count()):
-            model.item(index).setEnabled(self.family.itemData(index) in allowed)
+            items.item(index).setEnabled(self.family.itemData(index) in allowed)  # type: ignore[attr-defined]
+        family = self.current_family() if self.current_family() in allowed else wanted
         self.family.setCurrentIndex(self.family.findData(family))
         self.show_family(family)
 
-    def show_family(self, family: str) -> None:
-        for name, widget in self.rows.items():
-            if name in ("family", "dropout", "vocab_size"):
-                continue
-            self.form.setRowVisible(widget, name in FAMILY_ROWS[family])
+    def show_family(self, name: str) -> None:
+        family = family_named(name)
+        for dest, box in self.rows.items():
+            self.form.setRowVisible(box, dest in self.family_rows[name])
+        self.form.setRowVisible(self.joint_vocab, not family.capabilities.labels)
 
-    def options(self) -> dict:
-        """The chosen family's config fields (other than the vocabulary and what the corpus fixes)."""
-        family = self.current_family()
-        if family == "rnn":
-            if self.hidden.value() % 2:
-                raise ConfigError(
-                    f"the hidden width must be even (the encoder's two directions share it), got {self.hidden.value()}"
-                )
-            return dict(
-                cell=self.cell.currentText(),
-                attention=self.attention.currentText(),
-                local_window=self.local_window.value(),
-                d_embed=self.d_embed.value(),
-                d_hidden=self.hidden.value(),
-                dropout=self.dropout.value(),
-            )
-        check_heads(self.d_model.value(), self.heads.value())
-        shared = dict(
-            d_model=self.d_model.value(),
-            n_heads=self.heads.value(),
-            d_ff=self.d_ff.value(),
-            dropout=self.dropout.value(),
-            norm_placement=self.norm.currentText(),
-            positional_encoding=self.positions.currentText(),
-        )
-        if family == "classifier":
-            return dict(shared, n_layers=self.encoder_layers.value())
-        return dict(
-            shared,
-            n_encoder_layers=self.encoder_layers.value(),
-            n_decoder_layers=self.decoder_layers.value(),
-            tie_embeddings=self.joint_vocab.isChecked(),
-        )
+    def options(self) -> dict[str, Any]:
+        """The chosen family's config fields (other than the vocabulary and what the corpus fixes); a ConfigError
+        (a UserError) names a choice its config refuses."""
+        family = family_named(self.current_family())
+        given = {dest: read_box(self.rows[dest]) for dest in self.family_rows[family.name]}
+        if TIE_EMBEDDINGS in family.option_dests():
+            option = next(option for option in family.options if option.dest == TIE_EMBEDDINGS)
+            joint = self.joint_vocab.isChecked()
+            given[TIE_EMBEDDINGS] = not joint if option.flag_inverts else joint
+        fields = family.config_fields(given)
+        family.build_config(fields, self.vocab_size.value(), self.vocab_size.value(), joint_vocab=self.joint_vocab.isChecked())
+        return fields
+
+
+def read_box(box: QWidget) -> Any:
+    if isinstance(box, QCheckBox):
+        return box.isChecked()
+    if isinstance(box, QComboBox):
+        return box.currentText()
+    assert isinstance(box, (QSpinBox, QDoubleSpinBox))
+    return box.value()

@@ -20,13 +20,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
+from explorer.controllers.explore import ExploreController
 from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.lines_view import head_colour
 from explorer.widgets.plot_style import show_light_grid
 from model.family import Positions
 from model.figures.layout import FigureError
 from model.files import OutputError
-from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, positional_report
+from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, PositionalReport, positional_report
 from model.inspection.positional import colour_scale as positional_colour_scale
 
 MAX_DIMENSIONS = 12  # curves drawn at most
@@ -56,7 +57,8 @@ def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
 
 def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
     """The dimensions to draw from a comma-separated list, and why each other entry was ignored."""
-    chosen, problems = [], []
+    chosen: list[int] = []
+    problems: list[str] = []
     for part in text.replace(";", ",").split(","):
         part = part.strip()
         if not part:
@@ -103,8 +105,8 @@ class LegendPlot(QWidget):
         self.entries: list[tuple[str, str, bool]] = []  # (name, colour, dashed)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
-        self.legend.setTextFormat(Qt.RichText)
-        self.legend.setAlignment(Qt.AlignCenter)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.legend.setToolTip("What each curve is")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -119,7 +121,7 @@ class LegendPlot(QWidget):
         item = self.plot_item.plot(*args, name=name, **kwargs)
         if name is not None:
             pen = pg.mkPen(kwargs.get("pen"))
-            self.entries.append((name, pen.color().name(), pen.style() != Qt.SolidLine))
+            self.entries.append((name, pen.color().name(), pen.style() != Qt.PenStyle.SolidLine))
             self._show_legend()
         return item
 
@@ -142,10 +144,10 @@ class LegendPlot(QWidget):
 
 
 class PositionalTab(QWidget):
-    def __init__(self, session, settings: QSettings | None = None):
+    def __init__(self, explore: ExploreController, settings: QSettings | None = None) -> None:
         super().__init__()
-        self.session, self.settings = session, settings if settings is not None else QSettings()
-        self.report = None
+        self.explore, self.settings = explore, settings if settings is not None else QSettings()
+        self.report: PositionalReport | None = None
         self.dimension_problems: list[str] = []
         self.positions = QSpinBox()
         self.positions.setRange(2, 4096)
@@ -199,8 +201,8 @@ class PositionalTab(QWidget):
         layout.addLayout(grid, 1)
         self.positions.valueChanged.connect(self._on_options_changed)
         self.dimensions.editingFinished.connect(self._on_options_changed)
-        session.model_changed.connect(self._on_model_changed)
-        self._on_model_changed(session.bundle)
+        explore.model_changed.connect(self._on_model_changed)
+        self._on_model_changed(explore.bundle)
 
     def chosen_dimensions(self, d_model: int) -> list[int]:
         return parse_dimensions(self.dimensions.text(), d_model)[0]
@@ -235,7 +237,7 @@ class PositionalTab(QWidget):
         view.plot.getAxis("top").setLabel(axes[1])
 
     def _on_options_changed(self, *_args) -> None:
-        bundle = self.session.bundle
+        bundle = self.explore.bundle
         if bundle is None:
             return
         self.report = report = positional_report(bundle, self.positions.value())
@@ -313,7 +315,7 @@ class PositionalTab(QWidget):
         self.rotation.plot(
             report.offsets,
             np.maximum(report.unrotated_error, 1e-12),
-            pen=pg.mkPen("#e45756", width=2, style=Qt.DashLine),
+            pen=pg.mkPen("#e45756", width=2, style=Qt.PenStyle.DashLine),
             name="without rotation",
         )
         plot = self.rotation.plot_item
@@ -323,15 +325,15 @@ class PositionalTab(QWidget):
     # --- export ---------------------------------------------------------------------------------
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
-        from explorer.widgets.figure_settings import figure_options
+        from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
         from model.figures.export import save_table
-        from model.figures.positional import positional_figure
+        from model.figures.positional import positional_figure  # deferred: matplotlib loads with the first export
         from model.figures.saving import save_figure
 
         if self.report is None:
             raise OutputError("no model is open")
         path = Path(path)
-        bundle = self.session.bundle
+        bundle = self.explore.bundle
         table = self.report.table  # [positions, d_model]
         if path.suffix.lower() in (".csv", ".npy"):
             return save_table(
@@ -360,6 +362,6 @@ class PositionalTab(QWidget):
         try:
             written = self.export_to(path)
         except (OutputError, FigureError) as error:
-            self.session.message.emit(f"Export failed: {error}")
+            self.explore.message.emit(f"Export failed: {error}")
             return
-        self.session.message.emit(f"Exported {written}")
+        self.explore.message.emit(f"Exported {written}")

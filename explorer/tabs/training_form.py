@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from explorer.tabs.form_values import CORPUS_TIPS, PRESET_FIELDS, get_value, preset_value, set_value
-from explorer.tabs.model_group import MODEL_FIELDS, ModelGroup, spin
-from explorer.workers import start_task
-from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, generate_builtin, load_corpus
+from explorer.controllers.training import TrainingController
+from explorer.tabs.form_values import CORPUS_TIPS, SETTING_FIELDS, preset_value, restore_changed, save_changed, set_value
+from explorer.tabs.model_group import ModelGroup, spin
+from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, Splits, generate_builtin
 from model.device import available_devices
 from model.errors import UserError
 from model.training.pipeline import TokenizerOptions
@@ -50,27 +50,59 @@ class TrainingForm(QWidget):
     corpus_error = Signal(str)
     settings_changed = Signal()  # any field, the corpus or the preset changed: the expected duration follows
 
-    def __init__(self, settings: QSettings):
+    def __init__(self, training: TrainingController, settings: QSettings) -> None:
         super().__init__()
-        self.settings = settings
+        self.training, self.settings = training, settings
         self.corpus_paths: tuple[str, str | None] | None = None  # a chosen file (and Moses target)
-        self._tasks = set()
         self.preset: Preset | None = None  # the corpus's preset for the chosen family
         self.base_preset: Preset | None = None  # the corpus's own preset
         self.corpus_task = "translation"  # what a chosen file holds
         self.changed: set[str] = set()  # fields the user set, kept when the preset changes
         self._applying = False
-        self._preview_generation = 0
         self.corpus_figures: dict | None = None  # pairs and lengths of the chosen corpus, for the estimate
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
 
+        layout.addWidget(self._corpus_box())
+
+        row = QVBoxLayout()  # stacked: each form keeps the panel's full width
+        self.model_group = ModelGroup()
+        for name, box in self.model_group.fields().items():  # the group's boxes are this form's fields (presets, changes)
+            setattr(self, name, box)
+        self.vocab_size, self.joint_vocab = self.model_group.vocab_size, self.model_group.joint_vocab
+        self.preset_fields = (*self.model_group.rows, *SETTING_FIELDS)  # what a preset sets
+        self.model_group.family.activated.connect(self._on_family_chosen)
+        row.addWidget(self.model_group)
+
+        row.addWidget(self._training_box())
+        layout.addLayout(row)
+
+        self._restore()
+        for name, widget in self._fields().items():
+            signal = (
+                widget.toggled
+                if isinstance(widget, QCheckBox)
+                else widget.currentTextChanged
+                if isinstance(widget, QComboBox)
+                else widget.valueChanged
+            )
+            signal.connect(lambda _value=None, name=name: self._on_field_edited(name))
+        self.corpus.activated.connect(self._on_corpus_chosen)
+        self.corpus.currentTextChanged.connect(self._on_corpus_changed)
+        self.corpus_seed.valueChanged.connect(self._on_preview_requested)
+        self.corpus_size.valueChanged.connect(self._on_preview_requested)
+        training.corpus_read.connect(self._on_corpus_read)
+        training.corpus_failed.connect(self._on_corpus_failed)
+        self._on_preview_requested()
+
+    def _corpus_box(self) -> QGroupBox:
+        """The corpus: a built-in one (its size and seed) or a file, and a preview of its pairs."""
         corpus_box = QGroupBox("Corpus")
         corpus_form = QFormLayout(corpus_box)
         self.corpus = QComboBox()
         self.corpus.addItems([*BUILTIN_CORPORA, *FILE_TASKS])
         for index, name in enumerate(BUILTIN_CORPORA):
-            self.corpus.setItemData(index, CORPUS_TIPS[name], 3)  # Qt.ToolTipRole
+            self.corpus.setItemData(index, CORPUS_TIPS[name], 3)  # Qt.ItemDataRole.ToolTipRole
         self.corpus.setToolTip("A built-in corpus, or your own tab-separated file or Moses-style pair of files")
         self.corpus_size = spin(100, 1_000_000, 20000, "Pairs to generate for a built-in corpus", 1000)
         self.corpus_seed = spin(0, 2**31 - 1, 0, "Generation seed of a built-in corpus")
@@ -78,9 +110,9 @@ class TrainingForm(QWidget):
         self.corpus_info.setWordWrap(True)
         self.samples = QTableWidget(0, 2)
         self.samples.setHorizontalHeaderLabels(["Source", "Target"])
-        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.samples.verticalHeader().setVisible(False)
-        self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.samples.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.samples.setMaximumHeight(150)
         self.samples.setToolTip("Some pairs of the corpus")
         corpus_form.addRow("Corpus", self.corpus)
@@ -88,15 +120,10 @@ class TrainingForm(QWidget):
         corpus_form.addRow("Seed", self.corpus_seed)
         corpus_form.addRow(self.corpus_info)
         corpus_form.addRow(self.samples)
-        layout.addWidget(corpus_box)
+        return corpus_box
 
-        row = QVBoxLayout()  # stacked: each form keeps the panel's full width
-        self.model_group = ModelGroup()
-        for name in MODEL_FIELDS:  # the group's boxes are this form's fields (presets, remembered changes)
-            setattr(self, name, getattr(self.model_group, name))
-        self.model_group.family.activated.connect(self._on_family_chosen)
-        row.addWidget(self.model_group)
-
+    def _training_box(self) -> QGroupBox:
+        """The training options, under the preset line and its "Use the preset" button."""
         options_box = QGroupBox("Training")
         options_form = QFormLayout(options_box)
         self.preset_info = QLabel()
@@ -104,6 +131,31 @@ class TrainingForm(QWidget):
         self.preset_button = QPushButton("Use the preset")
         self.preset_button.setToolTip("Put back every value of this corpus's preset")
         self.preset_button.clicked.connect(self._on_preset_requested)
+        self._make_training_boxes()
+        options_form.addRow(self.preset_info)
+        options_form.addRow(self.preset_button)
+        for label, widget in (
+            ("Time budget (min)", self.max_minutes),
+            ("Epochs", self.epochs),
+            ("Max steps", self.max_steps),
+            ("Batch size", self.batch_size),
+            ("Batch pieces", self.batch_tokens),
+            ("Warm-up", self.warmup),
+            ("Learning rate ×", self.lr_factor),
+            ("Schedule", self.lr_decay),
+            ("Averaging (steps)", self.average_steps),
+            ("Validate every", self.valid_every),
+            ("Early stop after", self.patience),
+            ("", self.keep_best),
+            ("Label smoothing", self.label_smoothing),
+            ("Seed", self.seed),
+            ("Device", self.device),
+        ):
+            options_form.addRow(label, widget)
+        return options_box
+
+    def _make_training_boxes(self) -> None:
+        """The Training group's boxes, each with its range, its "none" text and its tooltip."""
         self.max_minutes = spin(
             0.0,
             10000.0,
@@ -144,44 +196,6 @@ class TrainingForm(QWidget):
         self.device.addItems(available_devices())
         self.device.setCurrentIndex(self.device.count() - 1)
         self.device.setToolTip("Train on the CPU or a CUDA GPU (bf16 autocast there)")
-        options_form.addRow(self.preset_info)
-        options_form.addRow(self.preset_button)
-        for label, widget in (
-            ("Time budget (min)", self.max_minutes),
-            ("Epochs", self.epochs),
-            ("Max steps", self.max_steps),
-            ("Batch size", self.batch_size),
-            ("Batch pieces", self.batch_tokens),
-            ("Warm-up", self.warmup),
-            ("Learning rate ×", self.lr_factor),
-            ("Schedule", self.lr_decay),
-            ("Averaging (steps)", self.average_steps),
-            ("Validate every", self.valid_every),
-            ("Early stop after", self.patience),
-            ("", self.keep_best),
-            ("Label smoothing", self.label_smoothing),
-            ("Seed", self.seed),
-            ("Device", self.device),
-        ):
-            options_form.addRow(label, widget)
-        row.addWidget(options_box)
-        layout.addLayout(row)
-
-        self._restore()
-        for name, widget in self._fields().items():
-            signal = (
-                widget.toggled
-                if isinstance(widget, QCheckBox)
-                else widget.currentTextChanged
-                if isinstance(widget, QComboBox)
-                else widget.valueChanged
-            )
-            signal.connect(lambda _value=None, name=name: self._on_field_edited(name))
-        self.corpus.activated.connect(self._on_corpus_chosen)
-        self.corpus.currentTextChanged.connect(self._on_corpus_changed)
-        self.corpus_seed.valueChanged.connect(self._on_preview_requested)
-        self.corpus_size.valueChanged.connect(self._on_preview_requested)
-        self._on_preview_requested()
 
     # --- corpus ---------------------------------------------------------------------------------
     def _on_corpus_chosen(self, _index=None) -> None:
@@ -190,7 +204,7 @@ class TrainingForm(QWidget):
         choice = self.corpus.currentText()
         if choice not in FILE_TASKS:
             return
-        folder = self.settings.value("train/corpus_folder", str(Path.home()))
+        folder = str(self.settings.value("train/corpus_folder", str(Path.home())))
         source, _ = QFileDialog.getOpenFileName(
             self, "Source side of a Moses pair" if choice == MOSES_CHOICE else choice.rstrip("…"), folder
         )
@@ -218,14 +232,12 @@ class TrainingForm(QWidget):
         """Fill the form with ``preset`` (for the chosen family); fields the user changed keep their values unless
         ``keep_changes`` is False ("Use the preset")."""
         self.base_preset = preset
-        allowed = ("classifier",) if preset.family == "classifier" else ("transformer", "rnn")
-        family = self.model_group.current_family()
-        self.model_group.set_family(family if family in allowed else preset.family, allowed)
+        self.model_group.offer_families(preset.family, self.task())
         preset = family_preset(preset, self.model_group.current_family())
         self.preset = preset
         if not keep_changes:
             self.changed.clear()
-        values = {name: preset_value(preset, name) for name in PRESET_FIELDS}
+        values = {name: preset_value(preset, name) for name in self.preset_fields}
         if preset.corpus_size:
             values["corpus_size"] = preset.corpus_size
         self._applying = True
@@ -254,7 +266,7 @@ class TrainingForm(QWidget):
             return
         what = "this file" if self.preset.name == "file" else self.preset.name
         text = f"<b>Preset</b> ({what}): {self.preset.why}."
-        mine = sorted(name for name in self.changed if name in PRESET_FIELDS or name == "corpus_size")
+        mine = sorted(name for name in self.changed if name in self.preset_fields or name == "corpus_size")
         if mine:
             text += " Changed by you: " + ", ".join(name.replace("_", " ") for name in mine) + "."
         self.preset_info.setText(text)
@@ -275,10 +287,15 @@ class TrainingForm(QWidget):
             raise ValueError("choose a corpus file first")
         return CorpusSpec(self.corpus_paths[0], target_path=self.corpus_paths[1], task=self.corpus_task)
 
+    def task(self) -> str:
+        """What the chosen corpus is for (translation, tagging, classification)."""
+        choice = self.corpus.currentText()
+        return CorpusSpec(choice).task if choice in BUILTIN_CORPORA else self.corpus_task
+
     def _on_preview_requested(self, _value=None) -> None:
         builtin = self.corpus.currentText() in BUILTIN_CORPORA
         if builtin:
-            self._preview_generation += 1  # any file still being read is no longer wanted
+            self.training.drop_corpus_reading()  # any file still being read is no longer wanted
         self.corpus_size.setEnabled(builtin)
         self.corpus_seed.setEnabled(builtin)
         try:
@@ -288,7 +305,7 @@ class TrainingForm(QWidget):
             return
         if builtin:  # a handful generated at once: the full corpus is generated when training starts
             sample = generate_builtin(spec.name, 200, spec.seed)
-            self.corpus_figures = dict(corpus_figures(sample), pairs=int(spec.size * 0.9))  # lengths from a sample
+            self.corpus_figures = dict(corpus_figures(sample), pairs=int((spec.size or 0) * 0.9))  # lengths from a sample
             self._show_preview(
                 generate_builtin(spec.name, 6, spec.seed),
                 f"{spec.size:,} pairs, generated from "
@@ -296,41 +313,26 @@ class TrainingForm(QWidget):
             )
             return
         self.corpus_info.setText("Reading the corpus…")
-        self._preview_generation += 1
-        generation = self._preview_generation  # a later choice makes this reading's result stale
+        self.training.read_corpus(spec)  # a later choice supersedes this reading
 
-        def read():
-            splits = load_corpus(spec)
-            return splits
+    def _on_corpus_read(self, spec: CorpusSpec, splits: Splits) -> None:
+        total = len(splits.train) + len(splits.valid) + len(splits.test)
+        skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
+        self.corpus_figures = corpus_figures(splits.train)
+        self.apply_preset(file_preset(splits, spec.task))
+        self._show_preview(
+            splits.train[:6],
+            f"{total:,} pairs: {len(splits.train):,} training, "
+            f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.",
+        )
 
-        def done(splits):
-            self._tasks.discard(task)
-            if generation != self._preview_generation:
-                return  # the user chose another corpus meanwhile
-            total = len(splits.train) + len(splits.valid) + len(splits.test)
-            skipped = f"; {splits.skipped_lines} malformed lines skipped" if splits.skipped_lines else ""
-            self.corpus_figures = corpus_figures(splits.train)
-            self.apply_preset(file_preset(splits, spec.task))
-            self._show_preview(
-                splits.train[:6],
-                f"{total:,} pairs: {len(splits.train):,} training, "
-                f"{len(splits.valid):,} validation, {len(splits.test):,} test{skipped}.",
-            )
-
-        def failed(text):
-            self._tasks.discard(task)
-            if generation != self._preview_generation:
-                return
-            self._show_preview_error(text)
-            self.corpus_error.emit(text)
-
-        task = start_task(read, done, failed)
-        self._tasks.add(task)
+    def _on_corpus_failed(self, text: str) -> None:
+        self._show_preview_error(text)
+        self.corpus_error.emit(text)
 
     def _show_preview(self, pairs, info: str) -> None:
         self.corpus_info.setText(info)
-        task = self.corpus_spec().task if self.corpus.currentText() in BUILTIN_CORPORA else self.corpus_task
-        self.samples.setHorizontalHeaderLabels(PREVIEW_COLUMNS[task])
+        self.samples.setHorizontalHeaderLabels(PREVIEW_COLUMNS[self.task()])
         self.samples.setRowCount(len(pairs))
         for row, pair in enumerate(pairs):
             for column, text in enumerate((pair.source, pair.target)):
@@ -385,11 +387,7 @@ class TrainingForm(QWidget):
         """The corpus, and the fields the user changed from its preset (the rest follows the preset)."""
         if self.corpus.currentText() in BUILTIN_CORPORA:
             self.settings.setValue("train/corpus", self.corpus.currentText())
-        fields = self._fields()
-        changed = sorted(name for name in self.changed if name in fields)
-        self.settings.setValue("train/changed", ",".join(changed))
-        for name in changed:
-            self.settings.setValue(f"train/{name}", get_value(fields[name]))
+        save_changed(self.settings, self._fields(), self.changed)
 
     def _restore(self) -> None:
         corpus = self.settings.value("train/corpus")
@@ -397,11 +395,5 @@ class TrainingForm(QWidget):
             corpus = BUILTIN_CORPORA[0]
         self.corpus.setCurrentText(corpus)
         self.apply_preset(preset_for(corpus))
-        fields = self._fields()
-        saved = str(self.settings.value("train/changed") or "")
-        for name in filter(None, saved.split(",")):
-            value = self.settings.value(f"train/{name}")
-            if name in fields and value is not None:
-                set_value(fields[name], value)
-                self.changed.add(name)
+        self.changed |= restore_changed(self.settings, self._fields())
         self._show_preset_info()

@@ -1,7 +1,8 @@
 """The Train tab: the settings form, Start / Pause / Resume / Stop & keep / Cancel, a progress bar
 with ETA and tokens/s, live curves and the sample translations of each validation.
 
-Training runs in a TrainingThread; this tab only reacts to its signals (slots ``_on_*``).
+Training runs in the training controller's job (explorer/controllers/training.py); this tab sends it the
+user's requests and shows its events (``_on_*``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.controllers.explore import ExploreController
+from explorer.controllers.training import TrainingController
 from explorer.tabs.training_form import TrainingForm
 from explorer.widgets.training_curves import TrainingCurves
-from explorer.workers import TrainingThread, start_task
 from model.errors import UserError
 from model.kinds import StopReason
 from model.training.evaluation import same_translation
+from model.training.presets import expected_duration
 from model.training.run import Prepared, TrainingOutcome
 from model.training.trainer import Progress, Validation, format_duration
 
@@ -48,7 +51,7 @@ def status_label(text: str = "") -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
     policy = label.sizePolicy()
-    policy.setHorizontalPolicy(QSizePolicy.Ignored)  # keeps the height-for-width of a wrapping label
+    policy.setHorizontalPolicy(QSizePolicy.Policy.Ignored)  # keeps the height-for-width of a wrapping label
     label.setSizePolicy(policy)
     label.setMinimumWidth(1)
     return label
@@ -58,14 +61,13 @@ class TrainingTab(QWidget):
     trained = Signal(object)  # the ModelBundle that training produced
     failed = Signal(str)
 
-    def __init__(self, session, settings: QSettings):
+    def __init__(self, explore: ExploreController, training: TrainingController, settings: QSettings) -> None:
         super().__init__()
-        self.session, self.settings = session, settings
-        self.training: TrainingThread | None = None
+        self.explore, self.training, self.settings = explore, training, settings
         self.last_progress: Progress | None = None
         self.validations: list[Validation] = []
 
-        self.form = TrainingForm(settings)
+        self.form = TrainingForm(training, settings)
         self.form.corpus_error.connect(self.failed)
         form_scroll = QScrollArea()
         form_scroll.setWidget(self.form)
@@ -91,43 +93,17 @@ class TrainingTab(QWidget):
         self.progress_bar.setToolTip("Share of the planned steps done")
         self.expected_label = status_label()
         self.expected_label.setToolTip("How long Start will train with these settings, measured on this machine")
-        self._step_seconds: dict[tuple, float] = {}  # measured seconds a step, by model shape and batch
-        self._probe = None
-        self._probe_key: tuple | None = None  # what the running measurement measures
+        self._step_seconds: dict[tuple, float | None] = {}  # measured seconds a step, by model shape and batch
         self._expected_timer = QTimer(self)
         self._expected_timer.setSingleShot(True)
         self._expected_timer.setInterval(300)
         self._expected_timer.timeout.connect(self._on_expected_requested)
         self.form.settings_changed.connect(self._expected_timer.start)
         self.progress_label = status_label("Choose a corpus and settings, then Start.")
-        self.progress_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.curves = TrainingCurves()
-        self.samples = QTableWidget(0, 3)
-        self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])
-        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.samples.verticalHeader().setVisible(False)
-        self.samples.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
-        self.samples_label = status_label("Sample translations appear at each validation.")
+        self.progress_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        monitor = self._monitor(buttons)
 
-        monitor = QWidget()
-        monitor_layout = QVBoxLayout(monitor)
-        monitor_layout.addLayout(buttons)
-        monitor_layout.addWidget(self.expected_label)
-        monitor_layout.addWidget(self.progress_bar)
-        monitor_layout.addWidget(self.progress_label)
-        self.monitor_splitter = QSplitter(Qt.Vertical)
-        self.monitor_splitter.addWidget(self.curves)
-        samples_box = QWidget()
-        samples_layout = QVBoxLayout(samples_box)
-        samples_layout.setContentsMargins(0, 0, 0, 0)
-        samples_layout.addWidget(self.samples_label)
-        samples_layout.addWidget(self.samples)
-        self.monitor_splitter.addWidget(samples_box)
-        self.monitor_splitter.setSizes([500, 200])
-        monitor_layout.addWidget(self.monitor_splitter, 1)
-
-        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(form_scroll)
         self.splitter.addWidget(monitor)
         self.splitter.setStretchFactor(1, 1)
@@ -141,9 +117,56 @@ class TrainingTab(QWidget):
 
         self._expected_timer.start()
         QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)
-        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.WidgetWithChildrenShortcut)
-        QShortcut(QKeySequence(Qt.Key_Escape), self, lambda: self._on_stop(keep=False), context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence("Ctrl+P"), self, self._on_toggle_pause, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        QShortcut(
+            QKeySequence(Qt.Key.Key_Escape),
+            self,
+            lambda: self._on_stop(keep=False),
+            context=Qt.ShortcutContext.WidgetWithChildrenShortcut,
+        )
+        self._listen(training)
         self._update_buttons()
+
+    def _listen(self, training: TrainingController) -> None:
+        """The training controller's events, shown here."""
+        training.status.connect(self._on_status)
+        training.prepared.connect(self._on_prepared)
+        training.progress.connect(self._on_progress)
+        training.validation.connect(self._on_validation)
+        training.finished.connect(self._on_finished)
+        training.failed.connect(self._on_failed)
+        training.running_changed.connect(self._on_running_changed)
+        training.step_measured.connect(self._on_step_measured)
+
+    def _monitor(self, buttons: QHBoxLayout) -> QWidget:
+        """The right-hand side: the buttons, the expected duration, progress, the curves and the samples."""
+        self.curves = TrainingCurves()
+        self.samples = QTableWidget(0, 3)
+        self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])
+        self.samples.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.samples.verticalHeader().setVisible(False)
+        self.samples.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.samples.setToolTip("Sample translations of the validation pairs after the latest epoch (✓ = exact)")
+        self.samples_label = status_label("Sample translations appear at each validation.")
+
+        monitor = QWidget()
+        monitor_layout = QVBoxLayout(monitor)
+        monitor_layout.addLayout(buttons)
+        monitor_layout.addWidget(self.expected_label)
+        monitor_layout.addWidget(self.progress_bar)
+        monitor_layout.addWidget(self.progress_label)
+        self.monitor_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.monitor_splitter.addWidget(self.curves)
+        samples_box = QWidget()
+        samples_layout = QVBoxLayout(samples_box)
+        samples_layout.setContentsMargins(0, 0, 0, 0)
+        samples_layout.addWidget(self.samples_label)
+        samples_layout.addWidget(self.samples)
+        self.monitor_splitter.addWidget(samples_box)
+        self.monitor_splitter.setSizes([500, 200])
+        monitor_layout.addWidget(self.monitor_splitter, 1)
+
+        return monitor
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
@@ -153,10 +176,10 @@ class TrainingTab(QWidget):
 
     # --- state ----------------------------------------------------------------------------------
     def is_training(self) -> bool:
-        return self.training is not None and self.training.is_running()
+        return self.training.running
 
     def is_paused(self) -> bool:
-        return self.training is not None and self.training.worker.control.paused
+        return self.training.paused
 
     def _update_buttons(self) -> None:
         running = self.is_training()
@@ -185,36 +208,26 @@ class TrainingTab(QWidget):
         return shape, form.vocab_size.value(), pairs, pieces, form.model_group.current_family()
 
     def _on_expected_requested(self) -> None:
-        from model.training.presets import expected_duration, measure_step_seconds
-
         try:
             training = self.form.training_options()
         except UserError as error:
             self.expected_label.setText(str(error))
             return
         key = self._current_probe_key()
-        seconds = self._step_seconds.get(key)
+        seconds = self._step_seconds.get(key) if key is not None else None
         pairs = (self.form.corpus_figures or {}).get("pairs", 0)
         self.expected_label.setText(expected_duration(training, pairs, seconds))
-        if key is None or seconds is not None or self._probe is not None or self.is_training():
+        if key is None or key in self._step_seconds or self.is_training():
             return
         shape, vocab, batch_pairs, pieces, family = key
-        self._probe_key = key
-        # Bound slots of this tab: if the window closes first, the measurement reports to no one.
-        self._probe = start_task(
-            lambda: measure_step_seconds(dict(shape), vocab, batch_pairs, pieces, family=family),
-            self._on_step_measured,
-            self._on_step_probe_failed,
-            daemon=True,
-        )
+        self.training.measure_step(key, dict(shape), vocab, batch_pairs, pieces, family)
 
-    def _on_step_measured(self, seconds: float) -> None:
-        self._probe = None
-        self._step_seconds[self._probe_key] = seconds
+    def _on_step_measured(self, key: tuple, seconds: float | None) -> None:
+        """A step timed (None: it could not be; the line keeps what it can say without it)."""
+        if seconds is None:
+            return
+        self._step_seconds[key] = seconds
         self._on_expected_requested()
-
-    def _on_step_probe_failed(self, _text: str) -> None:
-        self._probe = None  # the line keeps what it can say without a measured step
 
     # --- controls -------------------------------------------------------------------------------
     def _on_start(self) -> None:
@@ -233,32 +246,22 @@ class TrainingTab(QWidget):
         self.last_progress = None
         self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
         self.progress_bar.setFormat("preparing…")
-        self.training = TrainingThread(request)
-        worker = self.training.worker
-        worker.status.connect(self._on_status)
-        worker.prepared.connect(self._on_prepared)
-        worker.progress.connect(self._on_progress)
-        worker.validation.connect(self._on_validation)
-        worker.finished.connect(self._on_finished)
-        worker.failed.connect(self._on_failed)
-        self.training.thread.finished.connect(self._update_buttons)
-        self.training.start()
-        self._update_buttons()
-        if self.session.has_unsaved_training():  # not asked: nothing is replaced before training finishes
-            self.session.message.emit(
+        self.training.start(request)
+        if self.explore.has_unsaved_training():  # not asked: nothing is replaced before training finishes
+            self.explore.message.emit(
                 "The model trained before is not saved: it stays active until this training "
                 "finishes, then this one replaces it. File ▸ Save model as… keeps it."
             )
 
     def _on_pause(self) -> None:
         if self.is_training():
-            self.training.worker.control.pause()
+            self.training.pause()
             self.progress_label.setText(self.progress_label.text() + " — paused")
             self._update_buttons()
 
     def _on_resume(self) -> None:
         if self.is_training():
-            self.training.worker.control.resume()
+            self.training.resume()
             self._update_buttons()
 
     def _on_toggle_pause(self) -> None:
@@ -266,14 +269,11 @@ class TrainingTab(QWidget):
 
     def _on_stop(self, keep: bool) -> None:
         if self.is_training():
-            self.training.worker.cancel(keep)
+            self.training.stop(keep)
             self.progress_label.setText("Stopping after the current step…")
 
-    def stop(self, keep: bool = False) -> None:
-        """Stop and join the worker thread (closing the window)."""
-        if self.training is not None:
-            self.training.stop(keep)
-            self._update_buttons()
+    def _on_running_changed(self, _running: bool) -> None:
+        self._update_buttons()
 
     # --- worker signals -------------------------------------------------------------------------
     def _on_status(self, text: str) -> None:
@@ -320,7 +320,6 @@ class TrainingTab(QWidget):
                 self.samples.setItem(row, column, QTableWidgetItem(text))
 
     def _on_finished(self, outcome: TrainingOutcome) -> None:
-        self._update_buttons()
         self.progress_bar.setRange(0, 1000)
         steps = f"{self.last_progress.step:,} steps" if self.last_progress else "no steps"
         bundle, cancelled = outcome.bundle, outcome.stopped is StopReason.CANCELLED
@@ -336,7 +335,6 @@ class TrainingTab(QWidget):
         self.trained.emit(bundle)
 
     def _on_failed(self, text: str) -> None:
-        self._update_buttons()
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("%p%")
         self.progress_label.setText(f"Training failed: {text}")

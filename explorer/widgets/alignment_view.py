@@ -6,9 +6,11 @@ per-head measure's heads, a layer-wide measure's map, a rollout read through tha
 the saliencies. A cell is the reading's AER on the pairs scored (lower is better), empty where the measure has
 no such reading; each column's best cell is bold on a highlighted background, and the last row names it.
 
-The view is given an ``AlignmentSession`` (explorer/alignment_session.py): its buttons start and cancel the
-run, its signals fill the table. ``message`` carries what the view itself has to say (saving the CSV); the
-label under the buttons shows those and the alignment session's messages.
+The view shows plain data: its buttons ask for a run (``score_requested(pairs)``) or its end
+(``cancel_requested``), and the Explore tab calls ``set_running``, ``set_progress``, ``show_table`` and
+``show_message`` with what the alignment controller (explorer/controllers/alignment.py) reports. ``message``
+carries what the view itself has to say (saving the CSV); the label under the buttons shows those and the
+controller's messages.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from model.attribution.alignment_table import AlignmentTable
 from model.attribution.measures import MEASURES
 
 DEFAULT_PAIRS, MIN_PAIRS, MAX_PAIRS = 30, 5, 500
@@ -89,11 +92,13 @@ def describe_reading(result, reading: Reading) -> str:
 
 class AlignmentView(QWidget):
     message = Signal(str)  # what the view has to say itself (a CSV saved, or why it was not)
+    score_requested = Signal(int)  # score every measure on this many fresh pairs
+    cancel_requested = Signal()
 
-    def __init__(self, alignment) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.alignment = alignment
-        self.table_shown = None  # the AlignmentTable the table shows, or None
+        self.running = False
+        self.table_shown: AlignmentTable | None = None  # the AlignmentTable the table shows, or None
         self.best_cells: dict[int, int] = {}  # column -> row of its best reading
 
         self.score_button = QPushButton("Score every measure")
@@ -137,39 +142,36 @@ class AlignmentView(QWidget):
         self.cancel_button.clicked.connect(self._on_cancel_clicked)
         self.save_button.clicked.connect(self._on_save_clicked)
         self.pairs.valueChanged.connect(self._on_pairs_changed)
-        alignment.progress.connect(self._on_progress)
-        alignment.ready.connect(self._on_ready)
-        alignment.message.connect(self._on_message)
-        alignment.running.connect(self._on_running)
         self._on_pairs_changed(self.pairs.value())
-        self._on_ready(alignment.table)
 
     # --- the controls ---------------------------------------------------------------------------
     def _on_score_clicked(self) -> None:
         self.status.clear()
-        self.alignment.compute(self.pairs.value())
+        self.score_requested.emit(self.pairs.value())
 
     def _on_cancel_clicked(self) -> None:
-        self.alignment.cancel()
+        self.cancel_requested.emit()
 
     def _on_pairs_changed(self, value: int) -> None:
         self.note.setText(NOTE.format(n=value))
-        if not self.alignment.is_running:
+        if not self.running:
             self.progress.setRange(0, value)
             self.progress.setValue(0)
 
-    def _on_running(self, running: bool) -> None:
+    def set_running(self, running: bool) -> None:
+        """A run started (True) or ended, whatever its outcome (False)."""
+        self.running = running
         self.score_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         if running:
             self.progress.setRange(0, self.pairs.value())
             self.progress.setValue(0)
 
-    def _on_progress(self, done: int, total: int) -> None:
+    def set_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
 
-    def _on_message(self, text: str) -> None:
+    def show_message(self, text: str) -> None:
         self.status.setText(text)
 
     def _on_save_clicked(self) -> None:
@@ -198,8 +200,8 @@ class AlignmentView(QWidget):
         return True
 
     # --- the table ------------------------------------------------------------------------------
-    def _on_ready(self, table) -> None:
-        """A table to show (None: clear it)."""
+    def show_table(self, table: AlignmentTable | None, why_none: str = "") -> None:
+        """A table to show (None: clear it, and say ``why_none``)."""
         self.table_shown = table
         self.best_cells = {}
         self.save_button.setEnabled(table is not None)
@@ -208,7 +210,7 @@ class AlignmentView(QWidget):
             self.table.setRowCount(0)
             self.table.setColumnCount(0)
             self.progress.setValue(0)
-            self.status.setText(self.alignment.unavailable())
+            self.status.setText(why_none)
             return
         readings = table_readings(table)
         self.table.setUpdatesEnabled(False)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QSplitter,
 
 from model.data.token_labels import CONTINUATION_MARK, display_labels
 
-NODE = Qt.UserRole  # on tree rows: (first node, last node) of the row's chain
+NODE = Qt.ItemDataRole.UserRole  # on tree rows: (first node, last node) of the row's chain
 PRUNED = QColor("#8a8a8a")
 
 
@@ -47,15 +47,15 @@ class BeamTreeView(QWidget):
         self.ranked.setRootIsDecorated(False)
         self.ranked.setUniformRowHeights(True)
         self.ranked.setHeaderLabels(["#", "Score", "log p", "Hypothesis"])
-        self.ranked.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.ranked.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Tokens", "log p", "Score", "#"])
         self.tree.setIndentation(12)
         self.tree.setUniformRowHeights(True)
-        self.tree.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         for view in (self.ranked, self.tree):
             view.header().setStretchLastSection(view is self.ranked)
-            view.header().setSectionResizeMode(QHeaderView.Interactive)
+            view.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.title = QLabel("<b>Beam search</b>: finished hypotheses, best first")
         self.tree_title = QLabel("Beam tree: every token kept on the beam (grey: fell off it)")
         lower = QWidget()
@@ -63,7 +63,7 @@ class BeamTreeView(QWidget):
         lower_layout.setContentsMargins(0, 0, 0, 0)
         lower_layout.addWidget(self.tree_title)
         lower_layout.addWidget(self.tree, 1)
-        self.splitter = QSplitter(Qt.Vertical)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.ranked)
         self.splitter.addWidget(lower)
         layout = QVBoxLayout(self)
@@ -130,8 +130,8 @@ class BeamTreeView(QWidget):
             node = nodes[end]
             item = QTreeWidgetItem([f"#{rank + 1}", f"{node.score:.3f}", f"{node.log_probability:.3f}", sentence(labels[end])])
             for column in (0, 1, 2):
-                item.setTextAlignment(column, Qt.AlignRight | Qt.AlignVCenter)
-            item.setData(0, Qt.UserRole, rank)
+                item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setData(0, Qt.ItemDataRole.UserRole, rank)
             item.setToolTip(3, "Pieces: " + " ".join(labels[end]))
             self.ranked.addTopLevelItem(item)
             self.rank_items.append(item)
@@ -162,7 +162,7 @@ class BeamTreeView(QWidget):
             )
             item.setData(0, NODE, (first, last))
             for column in (1, 2, 3):
-                item.setTextAlignment(column, Qt.AlignRight | Qt.AlignVCenter)
+                item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if rank is not None:
                 font = item.font(0)
                 font.setBold(True)
@@ -236,7 +236,7 @@ class BeamTreeView(QWidget):
             self._on_tree_clicked(self.items[node_index], 0)
 
     def _on_ranked_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
-        self.hypothesis_clicked.emit(int(item.data(0, Qt.UserRole)))
+        self.hypothesis_clicked.emit(int(item.data(0, Qt.ItemDataRole.UserRole)))
 
     def _on_tree_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
         first, last = item.data(0, NODE)

@@ -111,5 +111,5 @@ class CandidatesView(pg.PlotWidget):
         point = self.getPlotItem().vb.mapSceneToView(event.scenePos())
         if 0 <= point.x() <= 1.05:
             row = int(round(point.y()))
-            contrast = event.button() == Qt.RightButton or bool(event.modifiers() & Qt.ControlModifier)
+            contrast = event.button() == Qt.MouseButton.RightButton or bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
             (self.contrast_candidate if contrast else self.click_candidate)(row)

@@ -1,9 +1,11 @@
-"""The Explore tab's "Side by side" view: the session's model and a second one on the same sentence.
+"""The Explore tab's "Side by side" view: the explored model and a second one on the same sentence.
 
 Two heatmaps, each a model's cross-attention head chosen by its alignment with toy-fr's gold alignments
-(explorer/compare_session.py), with the model's name, the head and its AER above it. They step together
-with the decoding controls. The row above them picks the second model (a shipped one or a file), draws a
+(explorer/controllers/compare.py), with the model's name, the head and its AER above it. They step together
+with the decoding controls. The row above them picks the second model (a shipped one or a file), asks for a
 fresh toy-fr sentence whose gold alignment is known, and exports the pair as one figure (PNG, SVG, PDF).
+The view is given the panels and the note to show (``show_panels``) and says what the user asked through its
+signals; it never sees the controller.
 """
 
 from __future__ import annotations
@@ -16,21 +18,25 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import HeatmapView
-from model.inspection.comparison import compared_matrix
+from model.inspection.comparison import Panel, compared_matrix
 from model.inspection.selection import head_title
+from model.io.shipped import shipped_models
 
 NONE_CHOICE, FILE_CHOICE = "(none)", "Model file…"
 FIGURE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)"
 
 
 class CompareView(QWidget):
-    sentence_chosen = Signal(str)  # a toy-fr sentence to decode (its gold alignment is known)
+    fresh_requested = Signal()  # a toy-fr sentence (its gold alignment known) to decode
     export_requested = Signal(str)  # the path to write the pair figure to
+    partner_chosen = Signal(str)  # the model to put beside: a shipped model's or a file's path
+    partner_cleared = Signal()  # nothing beside
+    head_chosen = Signal(int, object)  # (side, (layer, head) or None: the best-aligning one)
 
-    def __init__(self, compare, colormap_name: str = "viridis"):
+    def __init__(self, colormap_name: str = "viridis") -> None:
         super().__init__()
-        self.compare = compare
-        self.panels: list = []
+        self.panels: list[Panel] = []
+        self.note_text = ""
         self._stale = False  # panels arrived while the view was hidden: drawn when it is shown
         self.partner = QComboBox()
         self.partner.setToolTip("The model shown beside the session's: a shipped model, or a model file")
@@ -70,12 +76,9 @@ class CompareView(QWidget):
         self.partner.activated.connect(self._on_partner_chosen)
         self.fresh.clicked.connect(self._on_fresh_requested)
         self.export_button.clicked.connect(self._on_export_clicked)
-        compare.changed.connect(self._on_panels_changed)
-        self._on_panels_changed([])
+        self.show_panels([], "")
 
     def _fill_partners(self) -> None:
-        from model.io.shipped import shipped_models
-
         self.partner.addItem(NONE_CHOICE, None)
         for name, path in shipped_models().items():
             self.partner.addItem(name, str(path))
@@ -89,7 +92,7 @@ class CompareView(QWidget):
     def _on_partner_chosen(self, index: int) -> None:
         choice = self.partner.itemText(index)
         if choice == NONE_CHOICE:
-            self.compare.clear()
+            self.partner_cleared.emit()
             return
         path = self.partner.itemData(index)
         if choice == FILE_CHOICE:
@@ -98,10 +101,10 @@ class CompareView(QWidget):
             )
             if not path:
                 return
-        self.compare.open(path)
+        self.partner_chosen.emit(path)
 
     def _on_head_chosen(self, side: int, index: int) -> None:
-        self.compare.set_head(side, self.head_boxes[side].itemData(index))
+        self.head_chosen.emit(side, self.head_boxes[side].itemData(index))
 
     def _fill_heads(self, box: QComboBox, panel) -> None:
         """The heads a side offers: its best-aligning one first, then each layer's mean and heads."""
@@ -117,7 +120,7 @@ class CompareView(QWidget):
         box.setCurrentIndex(choices.index(shown) if shown in choices else 0)  # findData compares tuples by identity
 
     def _on_fresh_requested(self) -> None:
-        self.sentence_chosen.emit(self.compare.fresh_sentence())
+        self.fresh_requested.emit()
 
     def _on_export_clicked(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export the pair", str(Path.home() / "side-by-side.pdf"), FIGURE_FILTER)
@@ -125,9 +128,9 @@ class CompareView(QWidget):
             self.export_requested.emit(path)
 
     # --- drawing --------------------------------------------------------------------------------
-    def _on_panels_changed(self, panels: list) -> None:
-        """Every step of the session's decoding: drawn at once when the view is shown, else when it is next shown."""
-        self.panels = panels
+    def show_panels(self, panels: list[Panel], note: str) -> None:
+        """Every step of the explored decoding: drawn at once when the view is shown, else when it is next shown."""
+        self.panels, self.note_text = panels, note
         self.export_button.setEnabled(len(panels) == 2)
         self._stale = True
         if self.isVisible():
@@ -142,7 +145,7 @@ class CompareView(QWidget):
         self._stale = False
         panels = self.panels
         if len(panels) != 2:
-            why = self.compare.unavailable()
+            why = self.note_text
             if why == self.note.text() and not any(heatmap.values.size for heatmap in self.heatmaps):
                 return  # already says so, with nothing drawn
             self.note.setText(why)
@@ -152,12 +155,7 @@ class CompareView(QWidget):
                 box.clear()
                 heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             return
-        gold = self.compare.gold(self.compare.session.text)
-        self.note.setText(
-            "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
-            if gold is not None
-            else "A typed sentence has no gold alignment: “toy-fr sentence” draws one that has (each side's AER is then shown)."
-        )
+        self.note.setText(self.note_text)
         self.note.show()
         for panel, heading, box, heatmap in zip(panels, self.headings, self.head_boxes, self.heatmaps):
             self._fill_heads(box, panel)

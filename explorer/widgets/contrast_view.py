@@ -2,7 +2,7 @@
 
 Ctrl+click (or right-click) a candidate other than the chosen token: the saliency of log p(chosen) − log p(other)
 (gradient × input, or integrated gradients when that is the reading) is computed in the background
-(explorer/measure_session.py) and shown here over the source pieces and the decoder's inputs up to that step.
+(explorer/controllers/measures.py) and shown here over the source pieces and the decoder's inputs up to that step.
 Orange tokens speak for the chosen token, blue ones for the other; the stronger the colour, the larger the share
 of the total |attribution|, which each token also carries as a signed percentage.
 """
@@ -41,8 +41,8 @@ class ContrastView(QWidget):
         self.title.setWordWrap(True)
         self.tokens = QLabel()
         self.tokens.setWordWrap(True)
-        self.tokens.setTextFormat(Qt.RichText)
-        self.tokens.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.tokens.setTextFormat(Qt.TextFormat.RichText)
+        self.tokens.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QPushButton("×")
         close.setFixedWidth(28)
         close.setToolTip("Close the contrastive saliency")
@@ -62,7 +62,7 @@ class ContrastView(QWidget):
         self.hide()
 
     def set_contrast(self, contrast) -> None:
-        """A measure_session.Contrast, or None to hide the view."""
+        """A controllers.measures.Contrast, or None to hide the view."""
         self.contrast = contrast
         if contrast is None:
             self.hide()

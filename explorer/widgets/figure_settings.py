@@ -47,7 +47,7 @@ class FigureSettingsDialog(QDialog):
         form.addRow("PNG resolution", self.dpi)
         form.addRow(self.caption)
         form.addRow(self.outline)
-        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
@@ -56,13 +56,13 @@ class FigureSettingsDialog(QDialog):
         self.load()
 
     def load(self) -> None:
-        width = float(self.settings.value("export/width", WIDTH_PRESETS["page"]))
+        width = float(str(self.settings.value("export/width", WIDTH_PRESETS["page"])))
         self.width_box.setValue(width)
         index = next((i for i, (_n, inches) in enumerate(WIDTHS) if inches == width), len(WIDTHS) - 1)
         self.preset.setCurrentIndex(index)
         self._on_preset_changed(index)
-        self.font_size.setValue(float(self.settings.value("export/font_size", 8.0)))
-        self.dpi.setValue(int(self.settings.value("export/dpi", 300)))
+        self.font_size.setValue(float(str(self.settings.value("export/font_size", 8.0))))
+        self.dpi.setValue(int(str(self.settings.value("export/dpi", 300))))
         self.caption.setChecked(_flag(self.settings.value("export/caption"), True))
         self.outline.setChecked(_flag(self.settings.value("export/outline_step"), False))
 
@@ -83,11 +83,11 @@ class FigureSettingsDialog(QDialog):
 def figure_options(settings: QSettings, colormap: str, model_name: str) -> tuple[FigureOptions, float]:
     """The saved settings as the core's FigureOptions, and the PNG dpi."""
     options = FigureOptions(
-        width=float(settings.value("export/width", WIDTH_PRESETS["page"])),
-        font_size=float(settings.value("export/font_size", 8.0)),
+        width=float(str(settings.value("export/width", WIDTH_PRESETS["page"]))),
+        font_size=float(str(settings.value("export/font_size", 8.0))),
         colormap=colormap,
         caption=_flag(settings.value("export/caption"), True),
         outline_step=_flag(settings.value("export/outline_step"), False),
         model_name=model_name,
     )
-    return options, float(settings.value("export/dpi", 300))
+    return options, float(str(settings.value("export/dpi", 300)))

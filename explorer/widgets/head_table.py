@@ -24,7 +24,7 @@ COLUMN_HELP = (
     "Mean distance between query and key weighted by attention (for cross-attention: from the diagonal)",
     "Mean over queries of the largest weight of the row (peakedness)",
 )
-HEAD_ROLE = Qt.UserRole + 1  # (layer, head) on every item of a row
+HEAD_ROLE = Qt.ItemDataRole.UserRole + 1  # (layer, head) on every item of a row
 COLUMN_PADDING = 6  # pixels beside the widest header or value
 SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight")
 
@@ -38,16 +38,16 @@ class HeadTable(QTableWidget):
         for column, text in enumerate(COLUMN_HELP):
             self.horizontalHeaderItem(column).setToolTip(text)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.Interactive)  # fitted to contents after every update
-        header.setDefaultAlignment(Qt.AlignCenter)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # fitted to contents after every update
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
         header.setStretchLastSection(True)
         header.setSectionsClickable(True)
         header.sectionClicked.connect(self._on_header_clicked)
         self.verticalHeader().setVisible(False)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.sort_column, self.sort_order = -1, Qt.AscendingOrder  # rows are sorted here, not by Qt's items
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.sort_column, self.sort_order = -1, Qt.SortOrder.AscendingOrder  # rows are sorted here, not by Qt's items
         self.setToolTip("What each head does at this step; click a header to sort, a row to focus the head")
         self.cellClicked.connect(self._on_cell_clicked)
         self.rows: list[dict] = []
@@ -79,7 +79,7 @@ class HeadTable(QTableWidget):
         which keeps a step at 200 tokens within the window's redraw budget."""
         if self.sort_column >= 0:
             key = SORT_KEYS[self.sort_column]
-            self.rows.sort(key=lambda values: values[key], reverse=self.sort_order == Qt.DescendingOrder)
+            self.rows.sort(key=lambda values: values[key], reverse=self.sort_order == Qt.SortOrder.DescendingOrder)
         self.setUpdatesEnabled(False)
         self.clearSelection()
         if self.rowCount() != len(self.rows):
@@ -93,7 +93,7 @@ class HeadTable(QTableWidget):
                 if item is None:
                     item = QTableWidgetItem()
                     if column != 2:
-                        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     self.setItem(row, column, item)
                 item.setText(text)
                 item.setData(HEAD_ROLE, (values["layer"], values["head"]))
@@ -106,18 +106,20 @@ class HeadTable(QTableWidget):
 
     def _on_header_clicked(self, column: int) -> None:
         """Sort by a column; a second click on it reverses the order."""
-        reverse = column == self.sort_column and self.sort_order == Qt.AscendingOrder
-        self.sortByColumn(column, Qt.DescendingOrder if reverse else Qt.AscendingOrder)
+        reverse = column == self.sort_column and self.sort_order == Qt.SortOrder.AscendingOrder
+        self.sortByColumn(column, Qt.SortOrder.DescendingOrder if reverse else Qt.SortOrder.AscendingOrder)
 
-    def sortItems(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:  # noqa: N802 - Qt's name
+    def sortItems(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:  # noqa: N802 - Qt's name
         self.sortByColumn(column, order)
 
     def sortByColumn(self, column: int, order: Qt.SortOrder) -> None:  # noqa: N802 - Qt's name
         """Sort by ``column`` in ``order`` (as a header click does)."""
         self.sort_column, self.sort_order = column, order
         for index, label in enumerate(COLUMNS):
-            arrow = (" ▲" if order == Qt.AscendingOrder else " ▼") if index == column else ""
-            self.horizontalHeaderItem(index).setText(label + arrow)
+            arrow = (" ▲" if order == Qt.SortOrder.AscendingOrder else " ▼") if index == column else ""
+            header_item = self.horizontalHeaderItem(index)
+            if header_item is not None:
+                header_item.setText(label + arrow)
         self._fill()
 
     def fit_columns(self) -> None:
@@ -128,7 +130,10 @@ class HeadTable(QTableWidget):
             header.resizeSection(column, width)
 
     def head_at(self, row: int) -> tuple[int, int]:
-        return tuple(self.item(row, 0).data(HEAD_ROLE))
+        item = self.item(row, 0)
+        assert item is not None
+        layer, head = item.data(HEAD_ROLE)
+        return int(layer), int(head)
 
     def row_of(self, layer: int, head: int) -> int | None:
         """The row showing (layer, head) in the current sort, None if absent."""
@@ -141,19 +146,16 @@ class HeadTable(QTableWidget):
     def select_head(self, layer: int | None, head: int | None) -> None:
         """Select the row of the focused head whatever the sort; no row for the mean, max or rollout."""
         self.focused = (layer, head) if layer is not None and head is not None else None
-        row = self.row_of(layer, head) if self.focused is not None else None
+        row = self.row_of(*self.focused) if self.focused is not None else None
         self.blockSignals(True)
         if row is None:
             self.clearSelection()
         else:
             self.selectRow(row)
-            self.scrollToItem(self.item(row, 0))
+            item = self.item(row, 0)
+            if item is not None:
+                self.scrollToItem(item)
         self.blockSignals(False)
-
-    def selected_head(self) -> tuple[int, int] | None:
-        """The (layer, head) of the selected row, if any."""
-        rows = self.selectionModel().selectedRows()
-        return self.head_at(rows[0].row()) if rows else None
 
     def _on_cell_clicked(self, row: int, _column: int) -> None:
         self.head_clicked.emit(*self.head_at(row))

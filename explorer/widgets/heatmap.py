@@ -78,7 +78,7 @@ class TokenViewBox(pg.ViewBox):
     """A view box that zooms only with Ctrl+wheel: a plain wheel is left to the window (scrolling)."""
 
     def wheelEvent(self, event, axis=None) -> None:
-        if event.modifiers() & Qt.ControlModifier:
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             super().wheelEvent(event, axis)
         else:
             event.ignore()
@@ -101,7 +101,7 @@ class TokenAxis(pg.AxisItem):
         # Kept as a pixmap between changes: replaying the QPicture pyqtgraph caches re-shapes every label.
         self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
         self._all_widths: dict[float, np.ndarray] = {}  # point size -> [tokens] widths
-        self._layout = None
+        self._layout: tuple[float, bool, int] | None = None
 
     def set_tokens(self, tokens: list[str] | None, cell: float = 1.0, offset: float = 0.0, highlighted: int | None = None) -> None:
         tokens = list(tokens) if tokens is not None else None
@@ -220,19 +220,19 @@ class TokenAxis(pg.AxisItem):
             if right:
                 rect = QRectF(edge + TICK + TEXT_GAP, position - height / 2, bounds.right() - edge - TICK - TEXT_GAP, height)
                 ticks.append((tick_pen, QPointF(edge, position), QPointF(edge + TICK, position)))
-                flags = Qt.AlignLeft | Qt.AlignVCenter
+                flags = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
             elif vertical:
                 rect = QRectF(0, position - height / 2, text_end, height)
                 ticks.append((tick_pen, QPointF(edge - TICK, position), QPointF(edge, position)))
-                flags = Qt.AlignRight | Qt.AlignVCenter
+                flags = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
             elif self.rotated:
                 rect = QRectF(position - height / 2, text_end - LABEL_SPACE, height, LABEL_SPACE)
                 ticks.append((tick_pen, QPointF(position, edge - TICK), QPointF(position, edge)))
-                flags = Qt.AlignLeft | Qt.AlignVCenter
+                flags = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
             else:
                 rect = QRectF(position - cell_px / 2, text_end - height, cell_px, height)
                 ticks.append((tick_pen, QPointF(position, edge - TICK), QPointF(position, edge)))
-                flags = Qt.AlignHCenter | Qt.AlignBottom
+                flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom
             texts.append((rect, flags, text, index == self.highlighted))
             self.drawn.append((index, text, rect))
         return axis_spec, ticks, texts
@@ -255,7 +255,7 @@ class TokenAxis(pg.AxisItem):
             painter.setPen(highlight_pen if highlighted else text_pen)
             room = LABEL_SPACE if self.rotated else rect.width()
             if width >= room - 0.5:  # too long (widths stop at LABEL_SPACE): end it with "…"
-                text = metrics.elidedText(text, Qt.ElideRight, room)
+                text = metrics.elidedText(text, Qt.TextElideMode.ElideRight, room)
             if self.rotated:  # drawn along the rect's height, reading upwards from the axis line
                 painter.save()
                 painter.translate(rect.center().x(), rect.bottom())
@@ -277,7 +277,9 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.display_query_labels: list[str] = []  # as people read them (axes, tooltip)
         self.display_key_labels: list[str] = []
         self.highlighted_row: int | None = None
-        self._title, self._levels, self._token_level = None, None, None
+        self._title: str | None = None
+        self._levels: tuple[float, float] | None = None
+        self._token_level: str | None = None
         self.plot = self.addPlot(
             row=0, col=0, viewBox=TokenViewBox(), axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")}
         )

@@ -1,20 +1,20 @@
 """Head importance and the pruning curve: how much each head is worth, and how many can go.
 
-"Compute importance" measures every head of the session's model over N fresh sentences of its corpus
-(explorer/importance_session.py, in a worker; Cancel stops it), then scores greedy translations as the heads are
+"Compute importance" measures every head of the explored model over N fresh sentences of its corpus
+(explorer/controllers/importance.py, in a job of the runner; Cancel stops it), then scores greedy translations as the heads are
 knocked out from the least important up. The plot shows exact match and BLEU/100 against the number of heads
 removed, with a dashed line 0.05 below the full model's exact match, and says how many heads can go before exact
 match falls to it; the table lists the least important heads.
 
-The view shows what the importance session emits and calls its ``compute``/``cancel``; it never reads the model.
+The view shows plain data the Explore tab hands it from the importance controller (``set_running``,
+``set_progress``, ``show_importance``, ``show_curve``, ``show_message``) and asks for a run
+(``compute_requested(sentences)``) or its end (``cancel_requested``); it never reads the model.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.plot_style import show_light_grid
-from model.attribution.importance import heads_before_drop
+from model.attribution.importance import HeadImportance, PruningPoint, heads_before_drop
 
 DROP = 0.05  # the fall in exact match the summary counts heads up to (the command line's)
 LEAST_SHOWN = 12  # rows of the least-important table
@@ -45,11 +45,11 @@ HINT = (
 
 
 class ImportanceView(QWidget):
-    def __init__(self, importance_session: Any) -> None:
-        """``importance_session``: an explorer.importance_session.ImportanceSession (not imported: widgets never
-        import the session or the workers)."""
+    compute_requested = Signal(int)  # measure over this many sentences
+    cancel_requested = Signal()
+
+    def __init__(self) -> None:
         super().__init__()
-        self.importance_session = importance_session
         self.sentences = QSpinBox()
         self.sentences.setRange(10, 1000)
         self.sentences.setValue(100)
@@ -106,21 +106,16 @@ class ImportanceView(QWidget):
         layout.addWidget(self.summary)
         self.compute_button.clicked.connect(self._on_compute_clicked)
         self.cancel_button.clicked.connect(self._on_cancel_clicked)
-        importance_session.progress.connect(self._on_progress)
-        importance_session.importance_ready.connect(self._on_importance_ready)
-        importance_session.curve_ready.connect(self._on_curve_ready)
-        importance_session.message.connect(self._on_message)
-        importance_session.running_changed.connect(self._on_running_changed)
 
     # --- the buttons ------------------------------------------------------------------------------
     def _on_compute_clicked(self) -> None:
-        self.importance_session.compute(self.sentences.value())
+        self.compute_requested.emit(self.sentences.value())
 
     def _on_cancel_clicked(self) -> None:
-        self.importance_session.cancel()
+        self.cancel_requested.emit()
 
-    # --- the session ------------------------------------------------------------------------------
-    def _on_running_changed(self, running: bool) -> None:
+    # --- what the importance controller reports -----------------------------------------------------
+    def set_running(self, running: bool) -> None:
         self.cancel_button.setEnabled(running)
         if running:
             self.note.setText(f"Measuring {self.sentences.value()} sentences in the background…")
@@ -128,10 +123,10 @@ class ImportanceView(QWidget):
             self._show_curve(None)
             self._set_progress("starting", 0, 1)
 
-    def _on_progress(self, what: str, done: int, total: int) -> None:
+    def set_progress(self, what: str, done: int, total: int) -> None:
         self._set_progress(what, done, total)
 
-    def _on_importance_ready(self, importance) -> None:
+    def show_importance(self, importance: HeadImportance | None) -> None:
         self._show_least(importance)
         if importance is None:  # another model: nothing measured yet
             self._set_progress("", 0, 1)
@@ -139,14 +134,14 @@ class ImportanceView(QWidget):
         else:
             self.note.setText(f"Importance measured over {importance.n_sentences} sentences; scoring the pruning curve…")
 
-    def _on_curve_ready(self, points) -> None:
+    def show_curve(self, points: list[PruningPoint] | None) -> None:
         self._show_curve(points)
         if points:
             self.note.setText(
                 "Heads removed from the least important up; the translations are greedy, scored against the references."
             )
 
-    def _on_message(self, text: str) -> None:
+    def show_message(self, text: str) -> None:
         self.note.setText(text)
 
     # --- drawing ----------------------------------------------------------------------------------
@@ -155,7 +150,7 @@ class ImportanceView(QWidget):
         self.progress_bar.setValue(min(done, max(total, 1)))
         self.progress_bar.setFormat(f"{what} {done}/{total}" if what else "")
 
-    def _show_least(self, importance) -> None:
+    def _show_least(self, importance: HeadImportance | None) -> None:
         ranking = importance.ranking()[:LEAST_SHOWN] if importance is not None else []
         self.least_table.setRowCount(len(ranking))
         for row, (head, value) in enumerate(ranking):
@@ -165,7 +160,7 @@ class ImportanceView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.least_table.setItem(row, column, item)
 
-    def _show_curve(self, points) -> None:
+    def _show_curve(self, points: list[PruningPoint] | None) -> None:
         if not points:
             self.exact_line.setData([], [])
             self.bleu_line.setData([], [])

@@ -18,24 +18,6 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsPathItem, QHBoxLayout, QLabel,
 
 from explorer.widgets.heatmap import TokenAxis, shown_labels
 
-HEAD_COLOURS = (
-    "#4c78a8",
-    "#f58518",
-    "#54a24b",
-    "#e45756",
-    "#72b7b2",
-    "#b279a2",
-    "#eeca3b",
-    "#9d755d",
-    "#ff9da6",
-    "#bab0ac",
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#8c564b",
-    "#17becf",
-)
 BANDS = 8  # opacity levels
 MIN_WEIGHT = 0.05  # lighter lines are nearly invisible and are not drawn
 DIMMED = 0.2  # opacity factor of the other heads' lines while one head is focused
@@ -43,7 +25,10 @@ LINE_WIDTH = 1  # px, the focused head's too (it stands out by opacity): 2 px an
 
 
 def head_colour(head: int) -> str:
-    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+    """A head's colour: the core's (model/figures/attention.py), so the window and the figures agree."""
+    from model.figures.attention import head_colour as core_colour  # deferred: matplotlib loads once lines are drawn
+
+    return core_colour(head)
 
 
 class LinesView(QWidget):
@@ -110,14 +95,6 @@ class LinesView(QWidget):
             box.setChecked(head in heads)
             box.blockSignals(False)
         self._redraw()
-
-    def set_focused_head(self, head: int | None) -> None:
-        """Draw ``head`` on top and dim the others; None (mean, max, rollout): every head alike."""
-        head = head if head is not None and 0 <= head < self.weights.shape[0] else None
-        if head != self.focused_head:
-            self.focused_head = head
-            self._style_head_boxes()
-            self._redraw()
 
     def set_weights(
         self,

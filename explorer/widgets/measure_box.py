@@ -11,8 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox
 
-from model.attribution.measures import MEASURES, NAMES, unsupported
-from model.family import family_of
+from model.inspection.measure_catalogue import MEASURES, NAMES
 
 TOOLTIP = (
     "What the attention views show: the raw weights, or a measure of what each token contributed — "
@@ -28,10 +27,10 @@ class MeasureBox(QComboBox):
         super().__init__()
         for name in NAMES:
             self.addItem(MEASURES[name].label, name)
-            self.setItemData(self.count() - 1, MEASURES[name].what, Qt.ToolTipRole)
+            self.setItemData(self.count() - 1, MEASURES[name].what, Qt.ItemDataRole.ToolTipRole)
         self.setToolTip(TOOLTIP)
-        self.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self._available_for: tuple | None = None  # (model family, kind) the items were last enabled for
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.reasons: dict[str, str] = {}  # why each measure cannot be shown now ('' when it can)
         self.currentIndexChanged.connect(self._on_index_changed)
 
     @property
@@ -42,23 +41,22 @@ class MeasureBox(QComboBox):
         index = NAMES.index(name) if name in NAMES else 0
         self.setCurrentIndex(index)
 
-    def set_available(self, model, kind) -> None:
-        """Enable what ``model`` (None: nothing open) defines for ``kind``, disable the rest with the reason."""
-        key = (None if model is None else family_of(model).name, kind)  # what the answers depend on: redrawn steps change neither
-        if key == self._available_for:
+    def set_available(self, reasons: dict[str, str]) -> None:
+        """Enable the measures with no reason against them; disable the rest, their tooltip saying why."""
+        if reasons == self.reasons:  # redrawn steps change nothing here
             return
-        self._available_for = key
+        self.reasons = dict(reasons)
         items = self.model()
         assert isinstance(items, QStandardItemModel)
         for index, name in enumerate(NAMES):
-            reason = unsupported(model, name, kind) if model is not None else ""
+            reason = reasons.get(name, "")
             item = items.item(index)
             item.setEnabled(not reason)
-            self.setItemData(index, reason or MEASURES[name].what, Qt.ToolTipRole)
+            self.setItemData(index, reason or MEASURES[name].what, Qt.ItemDataRole.ToolTipRole)
 
-    def reason(self, model, kind) -> str:
-        """Why the chosen measure cannot be shown for ``kind`` ('' when it can)."""
-        return unsupported(model, self.measure, kind) if model is not None else ""
+    def reason(self) -> str:
+        """Why the chosen measure cannot be shown now ('' when it can)."""
+        return self.reasons.get(self.measure, "")
 
     def _on_index_changed(self, _index: int) -> None:
         self.measure_chosen.emit(self.measure)

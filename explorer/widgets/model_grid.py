@@ -176,9 +176,6 @@ class ModelGrid(pg.GraphicsLayoutWidget):
     def visible_importance_labels(self) -> list[pg.TextItem]:
         return [item for item in self.importance_items if item.isVisible()]
 
-    def visible_frames(self) -> list[QGraphicsRectItem]:
-        return [frame for frame in self.frames if frame.isVisible()]
-
     def _draw_selection(self) -> None:
         n_layers, n_heads = self.weights.shape[:2]
         rects = []

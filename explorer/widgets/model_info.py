@@ -16,9 +16,9 @@ class ModelInfoDialog(QDialog):
         for label, value in rows:
             text = QLabel(value)
             text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             form.addRow(f"{label}:", text)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)

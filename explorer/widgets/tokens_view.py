@@ -34,7 +34,7 @@ class TokensView(QWidget):
         self.forced: list[bool] = []
         self.keyboard_index: int | None = None  # the chip Enter would choose
         self.chip_rects: list[QRectF] = []  # where each chip is drawn
-        self._shown = None  # what was last set, so an unchanged row is not laid out again
+        self._shown: tuple | None = None  # what was last set, so an unchanged row is not laid out again
         self._laid_out_width = -1
         self._height = 0.0
         self._widths: dict[tuple[str, bool], float] = {}
@@ -43,8 +43,8 @@ class TokensView(QWidget):
         self.setToolTip(tip)
         self.setAccessibleName(caption)
         self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.StrongFocus)
-        policy = QSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
         self.set_tokens([])
@@ -121,7 +121,7 @@ class TokensView(QWidget):
         return QSize(100, int(QFontMetricsF(self._fonts()[1]).height() + 2 * (PAD_Y + MARGIN)))
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if event.type() in (QEvent.FontChange, QEvent.PaletteChange):
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.PaletteChange):
             self._widths.clear()
             self._statics.clear()
             self._laid_out_width, self._pixmap = -1, None
@@ -140,7 +140,7 @@ class TokensView(QWidget):
             if len(self._statics) > 5000:
                 self._statics.clear()
             static = self._statics[(text, bold)] = QStaticText(text)
-            static.setTextFormat(Qt.PlainText)
+            static.setTextFormat(Qt.TextFormat.PlainText)
             static.prepare(font=self._fonts()[bold])
         return static
 
@@ -149,13 +149,13 @@ class TokensView(QWidget):
         ratio = self.devicePixelRatioF()
         pixmap = QPixmap(max(1, int(self.width() * ratio)), max(1, int(self.height() * ratio)))
         pixmap.setDevicePixelRatio(ratio)
-        pixmap.fill(Qt.transparent)
+        pixmap.fill(Qt.GlobalColor.transparent)
         painter = QPainter(pixmap)
         palette = self.palette()
         regular, bold = self._fonts()
         text_height = QFontMetricsF(bold).height()
         painter.setFont(bold)
-        painter.setPen(palette.color(QPalette.WindowText))
+        painter.setPen(palette.color(QPalette.ColorRole.WindowText))
         painter.drawStaticText(QPointF(MARGIN, MARGIN + PAD_Y), self._static(self.caption, True))
         if not self.display_tokens:
             italic = QFont(regular)
@@ -165,7 +165,11 @@ class TokensView(QWidget):
                 QPointF(MARGIN + self._text_width(self.caption, True) + SPACING, MARGIN + PAD_Y + QFontMetricsF(italic).ascent()),
                 "—",
             )
-        border, link, base = palette.color(QPalette.Mid), palette.color(QPalette.Link), palette.color(QPalette.Base)
+        border, link, base = (
+            palette.color(QPalette.ColorRole.Mid),
+            palette.color(QPalette.ColorRole.Link),
+            palette.color(QPalette.ColorRole.Base),
+        )
         highlight, white = QColor(HIGHLIGHT), QColor("white")
         for index, rect in enumerate(self.chip_rects):
             current = index == self.current
@@ -178,7 +182,7 @@ class TokensView(QWidget):
             painter.drawStaticText(QPointF(rect.left() + PAD_X, rect.top() + (rect.height() - text_height) / 2), static)
             if self.forced[index]:
                 painter.setFont(regular)
-                painter.setPen(palette.color(QPalette.WindowText))
+                painter.setPen(palette.color(QPalette.ColorRole.WindowText))
                 painter.drawStaticText(QPointF(rect.right() + 1, rect.top()), self._static(FORCED_MARK, False))
         painter.end()
         return pixmap
@@ -190,7 +194,7 @@ class TokensView(QWidget):
         painter = QPainter(self)
         painter.drawPixmap(0, 0, self._pixmap)
         if self.keyboard_index is not None and self.hasFocus() and self.keyboard_index < len(self.chip_rects):
-            painter.setPen(self.palette().color(QPalette.Highlight))
+            painter.setPen(self.palette().color(QPalette.ColorRole.Highlight))
             painter.drawRect(self.chip_rects[self.keyboard_index].adjusted(-2, -2, 1, 1))
         painter.end()
 
@@ -203,26 +207,28 @@ class TokensView(QWidget):
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt's name
         index = self.chip_at(event.position())
-        if index is not None and event.button() == Qt.LeftButton:
+        if index is not None and event.button() == Qt.MouseButton.LeftButton:
             self._on_chip_chosen(index)
         else:
             super().mousePressEvent(event)
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt's name
         over = self.chip_at(event.position()) is not None
-        self.setCursor(Qt.PointingHandCursor if over else Qt.ArrowCursor)
+        self.setCursor(Qt.CursorShape.PointingHandCursor if over else Qt.CursorShape.ArrowCursor)
         super().mouseMoveEvent(event)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
         key, count = event.key(), len(self.tokens)
-        if event.modifiers() & (Qt.AltModifier | Qt.ControlModifier | Qt.MetaModifier):
+        if event.modifiers() & (
+            Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.MetaModifier
+        ):
             super().keyPressEvent(event)  # Alt+Left and the like are the window's shortcuts
-        elif count and key in (Qt.Key_Left, Qt.Key_Right, Qt.Key_Home, Qt.Key_End):
+        elif count and key in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Home, Qt.Key.Key_End):
             start = self.keyboard_index if self.keyboard_index is not None else (self.current or 0)
-            moved = {Qt.Key_Left: start - 1, Qt.Key_Right: start + 1, Qt.Key_Home: 0, Qt.Key_End: count - 1}[key]
+            moved = {Qt.Key.Key_Left: start - 1, Qt.Key.Key_Right: start + 1, Qt.Key.Key_Home: 0, Qt.Key.Key_End: count - 1}[key]
             self.keyboard_index = max(0, min(count - 1, moved))
             self.update()
-        elif count and key in (Qt.Key_Return, Qt.Key_Enter, Qt.Key_Space) and self.keyboard_index is not None:
+        elif count and key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space) and self.keyboard_index is not None:
             self._on_chip_chosen(self.keyboard_index)
         else:
             super().keyPressEvent(event)
@@ -232,7 +238,7 @@ class TokensView(QWidget):
         self.token_clicked.emit(index)  # the chip's index, whatever its label shows
 
     def event(self, event) -> bool:
-        if event.type() == QEvent.ToolTip:
+        if event.type() == QEvent.Type.ToolTip:
             index = self.chip_at(QPointF(event.pos()))
             if index is None:
                 QToolTip.showText(event.globalPos(), self.tip, self)

@@ -38,7 +38,7 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
             "valid_accuracy": self.accuracy_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
             "learning_rate": self.rate_plot.plot(pen=pg.mkPen("#54a24b", width=2)),
             "bleu": self.bleu_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
-            "exact_match": self.bleu_plot.plot(pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.DashLine)),
+            "exact_match": self.bleu_plot.plot(pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
         }
         self._dirty = False
         self._timer = QTimer(self)

@@ -1,15 +1,17 @@
-"""The alignment table (issue 18): every measure and head of the session's model scored against toy-fr's gold
-alignments in a worker thread, one column per measure with its best reading in bold and named in the last row;
-a run can be cancelled and is joined by ``stop``, a model without gold alignments is refused with a message,
-and another model clears the table."""
+"""The alignment table (issue 18) in its view: every measure and head of the explored model scored against toy-fr's
+gold alignments in a job of the runner, one column per measure with its best reading in bold and named in the last
+row; a run can be cancelled and is joined when the runner closes, a model without gold alignments is refused with a
+message, and another model clears the table. (The controller alone: tests/explorer/test_controllers.py.)"""
 
 from __future__ import annotations
 
 import pytest
 from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QApplication
 
-from explorer.alignment_session import AlignmentSession
-from explorer.session import Session
+from explorer.controllers.window import WindowControllers
+from explorer.qt_runner import gui_runner
+from explorer.tabs.explore_measures import wire_alignment
 from explorer.widgets.alignment_view import AER_ROLE, BEST_BACKGROUND, AlignmentView
 from model.attribution.measures import MEASURES
 from tests.conftest import tiny_bundle
@@ -20,17 +22,17 @@ TIMEOUT_MS = 120000  # a slow machine; nothing here is timed
 
 @pytest.fixture
 def scoring(qtbot, toy_fr_bundle):
-    """(session, alignment session, view) with the toy-fr model open; every run joined after the test."""
+    """(Explore controller, alignment controller, view) with the toy-fr model open; every job joined after the test."""
     from explorer.app import make_application
 
     make_application()
-    session = Session()
-    session.set_model(toy_fr_bundle[0])
-    alignment = AlignmentSession(session)
-    view = AlignmentView(alignment)
+    controllers = WindowControllers.build(gui_runner())
+    controllers.explore.set_model(toy_fr_bundle[0])
+    view = AlignmentView()
+    wire_alignment(view, controllers.alignment)
     qtbot.addWidget(view)
-    yield session, alignment, view
-    assert alignment.stop(60000), "the alignment worker outlived its test"
+    yield controllers.explore, controllers.alignment, view
+    assert controllers.runner.close(60), "the alignment job outlived its test"
 
 
 def column_values(view: AlignmentView, column: int) -> list[float]:
@@ -45,7 +47,7 @@ def test_scoring_fills_one_column_per_measure_with_its_best_reading_in_bold(qtbo
     with qtbot.waitSignal(alignment.ready, timeout=TIMEOUT_MS) as ready:
         assert alignment.compute(6, CHEAP_MEASURES)
         assert not view.score_button.isEnabled() and view.cancel_button.isEnabled()
-    qtbot.waitUntil(lambda: not alignment.is_running, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not alignment.running, timeout=TIMEOUT_MS)
     result = ready.args[0]
     assert result is alignment.table and result.n_pairs > 0
     assert [m.measure for m in result.measures] == list(CHEAP_MEASURES)
@@ -90,18 +92,18 @@ def test_cancel_stops_the_run_early_and_stop_joins_it(qtbot, scoring):
     alignment.message.connect(messages.append)
     tables = []
     alignment.ready.connect(tables.append)
-    with qtbot.waitSignal(alignment.running, timeout=TIMEOUT_MS, check_params_cb=lambda running: not running):
+    with qtbot.waitSignal(alignment.running_changed, timeout=TIMEOUT_MS, check_params_cb=lambda running: not running):
         assert alignment.compute(400, ("attention",))
         view.cancel_button.click()
     assert "cancelled" in messages[-1] and alignment.done_pairs < 400
     assert not tables and view.table.rowCount() == 0 and view.score_button.isEnabled() and not view.cancel_button.isEnabled()
-    assert alignment.stop(60000) and not alignment.runs.threads
-    # stop() during a run cancels and joins it at once, reporting nothing.
+    assert alignment.runner.join(60)
+    # Closing the runner during a run (the window closing) cancels and joins it at once, reporting nothing.
     assert alignment.compute(400, ("attention",))
-    thread = alignment.runs.threads[-1]
-    assert alignment.stop(60000) and not thread.is_alive()
-    qtbot.wait(50)  # whatever the worker had queued is delivered, and dropped
-    assert not tables and not alignment.is_running
+    thread = alignment.runner.current("alignment-table").thread
+    assert alignment.runner.close(60) and not thread.is_alive()
+    QApplication.processEvents()  # whatever the job had queued is delivered, and dropped
+    assert not tables and not alignment.running
 
 
 def test_a_model_without_gold_alignments_gives_a_message_and_no_run(qtbot, scoring):
@@ -111,11 +113,11 @@ def test_a_model_without_gold_alignments_gives_a_message_and_no_run(qtbot, scori
     assert "toy-fr" in view.status.text()
     messages, runs = [], []
     alignment.message.connect(messages.append)
-    alignment.running.connect(runs.append)
+    alignment.running_changed.connect(runs.append)
     view.score_button.click()
     assert len(messages) == 1 and "Gold word alignments exist for toy-fr only" in messages[0]
     assert view.status.text() == messages[0]
-    assert not runs and not alignment.runs.threads and view.table.rowCount() == 0
+    assert not runs and not alignment.running and view.table.rowCount() == 0
     session.set_model(None)
     assert not alignment.compute(6) and "Open or train a model first" in messages[-1]
 
@@ -124,7 +126,7 @@ def test_another_model_clears_the_table_and_drops_a_run(qtbot, scoring, toy_fr_b
     session, alignment, view = scoring
     with qtbot.waitSignal(alignment.ready, timeout=TIMEOUT_MS):
         alignment.compute(5, ("attention",))
-    qtbot.waitUntil(lambda: not alignment.is_running, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not alignment.running, timeout=TIMEOUT_MS)
     assert view.table.rowCount() > 0 and view.save_button.isEnabled()
     with qtbot.waitSignal(alignment.ready) as cleared:
         session.set_model(toy_fr_bundle[0])
@@ -133,13 +135,14 @@ def test_another_model_clears_the_table_and_drops_a_run(qtbot, scoring, toy_fr_b
     # A model change during a run cancels it: the run ends at once and its table never arrives.
     tables, runs = [], []
     alignment.ready.connect(tables.append)
-    alignment.running.connect(runs.append)
+    alignment.running_changed.connect(runs.append)
     assert alignment.compute(400, ("attention",))
+    thread = alignment.runner.current("alignment-table").thread
     session.set_model(None)
-    assert tables == [None] and runs == [True, False] and not alignment.is_running and view.score_button.isEnabled()
-    assert alignment.stop(60000)
-    qtbot.wait(50)
-    assert tables == [None] and view.table.rowCount() == 0
+    assert tables == [None] and runs == [True, False] and not alignment.running and view.score_button.isEnabled()
+    thread.join(60)  # the dropped job ends at its next pair
+    QApplication.processEvents()  # its end is delivered, and dropped
+    assert tables == [None] and runs == [True, False] and view.table.rowCount() == 0
 
 
 def test_single_map_and_layer_wide_measures_have_their_own_rows(qtbot, scoring):
@@ -158,7 +161,7 @@ def test_single_map_and_layer_wide_measures_have_their_own_rows(qtbot, scoring):
         ],
         n_pairs=7,
     )
-    alignment.ready.emit(table)
+    view.show_table(table)
     grid = view.table
     rows = [grid.verticalHeaderItem(row).text() for row in range(grid.rowCount())]
     assert rows == ["L1 H1", "L1 H2", "L2 H1", "L2 H2", "L1 (layer)", "L2 (layer)", "one map", "best"]
@@ -178,16 +181,19 @@ def test_single_map_and_layer_wide_measures_have_their_own_rows(qtbot, scoring):
     assert "through layers 1 to 2" in grid.item(5, 1).toolTip() and "7 pairs" in grid.item(5, 1).toolTip()
 
 
-def test_a_failing_run_is_a_message(qtbot, scoring, monkeypatch):
-    import model.attribution.alignment_table as core
+def test_a_failing_run_is_an_internal_error_with_its_traceback_logged(qtbot, scoring, monkeypatch, caplog):
+    import explorer.controllers.alignment as controller
 
     def broken(*_args, **_kwargs):
         raise ValueError("the measure broke")
 
-    monkeypatch.setattr(core, "alignment_table", broken)
+    monkeypatch.setattr(controller, "alignment_table", broken)
     _session, alignment, view = scoring
     with qtbot.waitSignal(alignment.message, timeout=TIMEOUT_MS) as said:
         assert alignment.compute(5, ("attention",))
-    assert said.args == ["The alignment table could not be computed: the measure broke"]
+    assert said.args == ["The alignment table could not be computed: internal error: the measure broke"]
     qtbot.waitUntil(lambda: view.score_button.isEnabled(), timeout=TIMEOUT_MS)
     assert view.status.text() == said.args[0] and view.table.rowCount() == 0
+    logged = [record for record in caplog.records if record.name == "explorer" and record.exc_info]
+    assert len(logged) == 1 and "alignment-table" in logged[0].getMessage()
+    assert logged[0].exc_info[0] is ValueError and "broken" in caplog.text  # the traceback names the failing function

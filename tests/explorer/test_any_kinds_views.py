@@ -16,18 +16,20 @@ from tests.model.test_kinds_and_families import decoder_only_trace, encoder_only
 @pytest.fixture
 def explore_tab(qtbot, tmp_path):
     from explorer.app import make_application
-    from explorer.session import Session
+    from explorer.controllers.window import WindowControllers
+    from explorer.qt_runner import gui_runner
     from explorer.tabs.explore_tab import ExploreTab
 
     make_application()
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
-    session = Session()
-    tab = ExploreTab(session, settings)
+    controllers = WindowControllers.build(gui_runner())
+    tab = ExploreTab(controllers, settings)
     qtbot.addWidget(tab)
     tab.resize(1200, 800)
     tab.show()
-    yield session, tab
+    yield controllers.explore, tab
     tab.close()
+    assert controllers.close(60)
 
 
 @pytest.mark.parametrize("make, kind", [(encoder_only_trace, AttentionKind.ENCODER), (decoder_only_trace, AttentionKind.DECODER)])

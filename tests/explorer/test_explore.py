@@ -26,7 +26,7 @@ def reference_trace(bundle, text=SENTENCE, **options):
 
 def test_enter_translates_and_the_views_hold_the_trace(explore, copy_bundle):
     window, tab = explore
-    trace = window.session.trace
+    trace = window.explore.trace
     expected = reference_trace(copy_bundle[0])
     assert trace.target_tokens == expected.target_tokens and trace.n_steps > 0
     assert tab.source_tokens.tokens == expected.source_tokens
@@ -53,7 +53,7 @@ def test_enter_translates_and_the_views_hold_the_trace(explore, copy_bundle):
 
 def test_stepping_back_forward_reset_and_the_slider(explore):
     window, tab = explore
-    session, controls = window.session, tab.controls
+    session, controls = window.explore, tab.controls
     total = session.total_steps
     controls.back_button.click()
     assert session.trace.n_steps == total - 1 and controls.slider.value() == total - 1
@@ -128,7 +128,7 @@ def test_lines_view_heads_switch_on_and_off(explore):
 
 def test_clicking_a_candidate_forces_it_and_decoding_continues(explore, copy_bundle):
     window, tab = explore
-    session = window.session
+    session = window.explore
     original = list(session.trace.target_tokens)
     tab.target_tokens.token_clicked.emit(1)  # go to step 2; its candidates show
     assert tab.candidates.step_index == 1
@@ -147,10 +147,10 @@ def test_beam_search_shows_the_tree_and_a_clicked_hypothesis(explore, copy_bundl
     tab.controls.beam_width.setValue(3)
     tab.controls.translate_button.click()
     assert tab.beam_tree.isVisibleTo(tab) and len(tab.beam_tree.ranks) >= 2
-    stepper = window.session.stepper
+    stepper = window.explore.stepper
     tab.beam_tree.click_hypothesis(1)
     second = stepper.beam.token_ids(stepper.beam.hypotheses[1])
-    assert list(window.session.trace.chosen_ids) == second and window.session.hypothesis_rank == 1
+    assert list(window.explore.trace.chosen_ids) == second and window.explore.hypothesis_rank == 1
 
 
 def test_sampling_is_repeatable_with_its_seed(explore):
@@ -159,31 +159,31 @@ def test_sampling_is_repeatable_with_its_seed(explore):
     tab.controls.temperature.setValue(1.5)
     tab.controls.seed.setValue(7)
     tab.controls.translate_button.click()
-    first = list(window.session.trace.chosen_ids)
+    first = list(window.explore.trace.chosen_ids)
     tab.controls.translate_button.click()
-    assert list(window.session.trace.chosen_ids) == first
+    assert list(window.explore.trace.chosen_ids) == first
 
 
 @pytest.mark.parametrize("text", ["", "   ", "a b " * 600, "a b 🙂 \u0000 ∑ 漢字 c"], ids=["empty", "blank", "too-long", "unicode"])
 def test_bad_input_gives_messages_not_crashes(explore, text):
     window, tab = explore
     messages = []
-    window.session.message.connect(messages.append)
+    window.explore.message.connect(messages.append)
     tab.controls.source.setText(text)
     tab.controls.translate_button.click()
     if not text.strip():
-        assert messages and "Type a sentence" in messages[-1] and window.session.trace is None
+        assert messages and "Type a sentence" in messages[-1] and window.explore.trace is None
     elif len(text) > 1000:
-        assert any("cut" in m for m in messages) and window.session.trace is not None
+        assert any("cut" in m for m in messages) and window.explore.trace is not None
     else:
-        assert window.session.trace is not None and tab.focus.values.size > 0
+        assert window.explore.trace is not None and tab.focus.values.size > 0
 
 
 def test_switching_the_model_mid_decode(explore, toy_fr_bundle):
     window, tab = explore
     tab.controls.back_button.click()
-    window.session.set_model(toy_fr_bundle[0])
-    trace = window.session.trace
+    window.explore.set_model(toy_fr_bundle[0])
+    trace = window.explore.trace
     assert trace is not None and trace.source_tokens == toy_fr_bundle[0].source_tokenizer.pieces(
         toy_fr_bundle[0].source_tokenizer.encode(SENTENCE) + [3]
     )

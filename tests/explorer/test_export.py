@@ -35,7 +35,7 @@ def pixels(path) -> np.ndarray:
 def explore(qtbot, tmp_path, window, copy_bundle):
     model = saved_model(copy_bundle[0], tmp_path)
     window.open_model(str(model))
-    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
+    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
     tab = window.explore_tab
     tab.controls.source.setText(TEXT)
     tab.controls.translate_button.click()
@@ -82,8 +82,8 @@ def test_the_window_and_the_command_write_the_same_data_and_the_same_figure(expl
     assert (tmp_path / "window.svg").read_bytes() == (tmp_path / "command.svg").read_bytes()
     assert (tmp_path / "window.pdf").read_bytes() == (tmp_path / "command.pdf").read_bytes()
     keys, queries, values = read_csv(tmp_path / "window.csv")
-    np.testing.assert_array_equal(values, window.session.trace.cross[1, 2])
-    assert queries == window.session.trace.target_tokens and keys == window.session.trace.source_tokens
+    np.testing.assert_array_equal(values, window.explore.trace.cross[1, 2])
+    assert queries == window.explore.trace.target_tokens and keys == window.explore.trace.source_tokens
 
 
 @pytest.mark.parametrize("view", ["focus", "grid", "lines", "candidates"])
@@ -93,7 +93,7 @@ def test_every_view_exports_as_a_figure_and_as_data(explore, tmp_path, view):
     image = pixels(tab.export_view(view, tmp_path / f"{view}.png"))
     assert image.shape[1] == round(6.9 * 80)  # two columns at 80 dpi
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 10
-    trace = window.session.trace
+    trace = window.explore.trace
     values = np.load(tab.export_view(view, tmp_path / f"{view}.npy"))
     expected = {
         "focus": select(trace, "cross", 0, "mean").values,
@@ -108,7 +108,7 @@ def test_export_all_from_the_window_writes_figures_data_and_an_index(explore, tm
     window, tab, _ = explore
     window.settings.setValue("export/dpi", 60)
     written = tab.export_all_to(tmp_path / "all")
-    trace = window.session.trace
+    trace = window.explore.trace
     # 3 kinds x 2 layers x (4 heads + mean + max [+ rollout]) x (png, csv, npy) + 3 grids + index.csv
     assert len(written) == (2 * 7 + 2 * 7 + 2 * 6) * 3 + 3 + 1
     np.testing.assert_array_equal(np.load(tmp_path / "all" / "cross_L2_H3.npy"), trace.cross[1, 2])
@@ -141,7 +141,7 @@ def test_a_failed_export_says_why_and_keeps_the_earlier_file(explore, tmp_path, 
     earlier = tmp_path / "kept.png"
     earlier.write_bytes(b"earlier")
     messages = []
-    window.session.message.connect(messages.append)
+    window.explore.message.connect(messages.append)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(tmp_path / "no" / "x.svg"), ""))
     tab.exports.export_dialog("focus")
     assert messages[-1].startswith("Export failed:") and "does not exist" in messages[-1]
@@ -194,12 +194,12 @@ def test_export_all_from_the_menu_runs_off_the_window_thread_and_reports(explore
     window, tab, _ = explore
     window.settings.setValue("export/dpi", 60)
     messages = []
-    window.session.message.connect(messages.append)
+    window.explore.message.connect(messages.append)
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(tmp_path / "menu"))
     tab.exports.export_all_dialog()
     assert messages[-1].startswith("Exporting every kind")  # returned at once; the files come later
     qtbot.waitUntil(lambda: messages[-1].startswith("Exported"), timeout=60000)
     assert "index.csv" in messages[-1] and (tmp_path / "menu" / "index.csv").is_file()
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(window.session.bundle.path))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(window.explore.bundle.path))
     tab.exports.export_all_dialog()  # a file, not a folder
     qtbot.waitUntil(lambda: messages[-1].startswith("Export failed"), timeout=60000)

@@ -57,7 +57,7 @@ def wheel(view, modifiers) -> None:
 
 def test_every_key_and_query_of_a_13_piece_sentence_is_labelled(explore):
     window, tab = explore
-    trace = window.session.trace
+    trace = window.explore.trace
     pieces = trace.source_tokens
     assert len(pieces) == 13
     tab.kind.setCurrentIndex(tab.kind.findData("encoder"))
@@ -72,11 +72,11 @@ def test_every_key_and_query_of_a_13_piece_sentence_is_labelled(explore):
     top = tab.focus.plot.getAxis("top")
     assert_readable(drawn["top"], horizontal=not top.rotated)
     # cross-attention after 13 steps: 13 queries, 13 keys
-    window.session.go_to_step(13)
+    window.explore.go_to_step(13)
     tab.kind.setCurrentIndex(tab.kind.findData("cross"))
     drawn = painted(tab.focus)
     assert [index for index, _, _ in drawn["left"]] == list(range(13))
-    assert [text for _, text, _ in drawn["left"]] == display_labels(window.session.trace.target_tokens)
+    assert [text for _, text, _ in drawn["left"]] == display_labels(window.explore.trace.target_tokens)
     assert [index for index, _, _ in drawn["top"]] == list(range(13))
     # word level: 8 words on the key axis, every one labelled, as they are
     tab.word_level.setChecked(True)
@@ -150,7 +150,7 @@ def test_lines_view_draws_the_focused_head_on_top_with_display_labels(explore):
         full = (band + 0.5) / 8
         expected = full if head == 2 else full * 0.2
         assert item.pen().color().alphaF() == pytest.approx(expected, abs=0.01)
-    trace = window.session.trace
+    trace = window.explore.trace
     assert lines.display_key_labels == display_labels(trace.source_tokens)
     assert lines.key_labels == trace.source_tokens  # raw pieces kept for the data
     assert lines.key_axis.tokens == lines.display_key_labels and not any("▁" in t for t in lines.key_axis.tokens)
@@ -165,7 +165,7 @@ def test_model_grid_at_step_0_says_so_and_draws_no_frames(explore):
         return [item for item in tab.grid.plot.items if isinstance(item, kind) and item.isVisible()]
 
     tab.controls.reset_button.click()
-    assert window.session.trace.n_steps == 0
+    assert window.explore.trace.n_steps == 0
     grid = tab.grid
     assert grid.weights.shape[2] == 0 and grid.empty
     assert not visible(QGraphicsRectItem)  # no selection frames (they were red lines)
@@ -176,7 +176,7 @@ def test_model_grid_at_step_0_says_so_and_draws_no_frames(explore):
     assert grid.empty and grid.message.isVisible() and not visible(QGraphicsRectItem)
     tab.kind.setCurrentIndex(tab.kind.findData("encoder"))  # the source is encoded at step 0
     assert not grid.empty and grid.image.isVisible() and not grid.message.isVisible()
-    np.testing.assert_allclose(grid.image.image[:13, :13], window.session.trace.encoder_self[0, 0], atol=1e-6)
+    np.testing.assert_allclose(grid.image.image[:13, :13], window.explore.trace.encoder_self[0, 0], atol=1e-6)
     assert len(visible(QGraphicsRectItem)) == 4  # mean over heads: layer 1's four heads framed
     tab.kind.setCurrentIndex(tab.kind.findData("cross"))
     tab.controls.forward_button.click()
@@ -185,7 +185,7 @@ def test_model_grid_at_step_0_says_so_and_draws_no_frames(explore):
 
 def test_token_chips_show_display_labels_and_click_through_to_their_step(explore, qtbot):
     window, tab = explore
-    trace = window.session.trace
+    trace = window.explore.trace
     source = tab.source_tokens
     assert source.tokens == trace.source_tokens and "▁black" in source.tokens
     assert source.display_tokens == display_labels(trace.source_tokens)
@@ -195,8 +195,8 @@ def test_token_chips_show_display_labels_and_click_through_to_their_step(explore
     chips = tab.target_tokens.chip_rects
     assert len(chips) == trace.n_steps
     qtbot.mouseClick(tab.target_tokens, Qt.LeftButton, pos=chips[4].center().toPoint())
-    assert window.session.trace.n_steps == 5 and tab.target_tokens.current == 4
+    assert window.explore.trace.n_steps == 5 and tab.target_tokens.current == 4
     tab.target_tokens.setFocus()
     qtbot.keyClick(tab.target_tokens, Qt.Key_Left)
     qtbot.keyClick(tab.target_tokens, Qt.Key_Return)
-    assert window.session.trace.n_steps == 4
+    assert window.explore.trace.n_steps == 4

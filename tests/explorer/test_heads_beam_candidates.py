@@ -53,7 +53,7 @@ def assert_columns_fit(view, header, columns) -> None:
 # --- 1. candidates at step 0 --------------------------------------------------------------------------
 def test_step_zero_shows_the_candidates_for_step_1_and_clicking_one_forces_it(explore):
     window, tab = explore
-    session = window.session
+    session = window.explore
     tab.controls.reset_button.click()
     trace = session.trace
     assert trace.n_steps == 0 and len(trace.next_candidate_ids) == 10
@@ -153,7 +153,7 @@ def assert_candidates_match(tab, trace):
 def test_beam_view_ranks_hypotheses_and_no_column_is_clipped(shipped):
     window, tab = shipped
     beam(tab)
-    view, tree = tab.beam_tree, window.session.stepper.beam
+    view, tree = tab.beam_tree, window.explore.stepper.beam
     assert view.isVisibleTo(tab) and view.ranked.topLevelItemCount() == len(tree.hypotheses) >= 4
     first, second = view.ranked.topLevelItem(0), view.ranked.topLevelItem(1)
     assert first.text(0) == "#1" and second.text(0) == "#2"
@@ -174,7 +174,7 @@ def test_beam_view_ranks_hypotheses_and_no_column_is_clipped(shipped):
 
 def test_clicking_a_hypothesis_in_the_list_or_the_tree_updates_the_candidates(shipped):
     window, tab = shipped
-    session = window.session
+    session = window.explore
     beam(tab)
     tree = session.stepper.beam
     for rank in (1, 0, 3):
@@ -226,7 +226,7 @@ def test_candidates_list_until_99_percent_then_the_rest_in_one_row(qtbot):
 
 def test_a_label_smoothed_model_shows_its_spread_with_significant_digits(shipped, shipped_bundle):
     window, tab = shipped
-    panel, trace = tab.candidates, window.session.trace
+    panel, trace = tab.candidates, window.explore.trace
     assert len(panel.token_ids) == 10  # the best token near 0.91: ten candidates never reach 99%
     assert panel.other_count == shipped_bundle.config.target_vocab_size - 10
     assert panel.other_probability == pytest.approx(1 - trace.candidate_probabilities[-1].sum(), abs=1e-5)

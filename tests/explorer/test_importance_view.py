@@ -1,14 +1,17 @@
 """Head importance in the window: the importance session measures every head and the pruning curve in a worker
 (progress on the bar, the curve and the least important heads in the view), the model grid writes each head's
-importance in its cell, Cancel and stop() end a run before its curve, and another model clears the results."""
+importance in its cell, Cancel and closing the runner end a run before its curve, and another model clears the results."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QApplication
 
-from explorer.importance_session import IMPORTANCE, PRUNING, ImportanceSession
-from explorer.session import Session
+from explorer.controllers.importance import IMPORTANCE, PRUNING
+from explorer.controllers.window import WindowControllers
+from explorer.qt_runner import gui_runner
+from explorer.tabs.explore_measures import wire_importance
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.model_grid import ModelGrid
 from model.kinds import AttentionKind
@@ -18,14 +21,18 @@ WAIT_MS = 120_000  # a generous bound on a run of a few sentences, not a timing 
 
 @pytest.fixture
 def measured(qtbot, toy_fr_bundle):
-    """A session with the tiny toy-fr model, its importance session and view; every run joined after the test."""
-    session = Session()
-    session.set_model(toy_fr_bundle[0])
-    importance_session = ImportanceSession(session)
-    view = ImportanceView(importance_session)
+    """The Explore controller with the tiny toy-fr model, the importance controller and its view; every job joined
+    after the test."""
+    from explorer.app import make_application
+
+    make_application()
+    controllers = WindowControllers.build(gui_runner())
+    controllers.explore.set_model(toy_fr_bundle[0])
+    view = ImportanceView()
+    wire_importance(view, controllers.importance)
     qtbot.addWidget(view)
-    yield session, importance_session, view
-    assert importance_session.stop(WAIT_MS), "the importance worker outlived its test"
+    yield controllers.explore, controllers.importance, view
+    assert controllers.runner.close(WAIT_MS / 1000), "the importance job outlived its test"
 
 
 def n_heads_of(bundle) -> int:
@@ -56,7 +63,7 @@ def test_compute_measures_every_head_then_the_pruning_curve(qtbot, measured, toy
     assert view.least_table.rowCount() == min(12, n_heads)
     assert view.least_table.item(0, 1).text() == importance.ranking()[0][0].describe()
     assert f"of {n_heads} heads can go before exact match drops by 0.05" in view.summary.text()
-    assert not importance_session.running and importance_session.stop(WAIT_MS)
+    assert not importance_session.running and importance_session.runner.join(WAIT_MS / 1000)
 
 
 def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot, measured):
@@ -104,15 +111,15 @@ def test_cancel_ends_a_run_before_its_curve(qtbot, measured):
     view.cancel_button.click()
     assert not importance_session.running and not view.cancel_button.isEnabled()
     assert messages[-1] == "Head importance cancelled."
-    assert importance_session.stop(WAIT_MS)
-    qtbot.wait(50)  # whatever the worker had queued is delivered, and dropped
+    assert importance_session.runner.join(WAIT_MS / 1000)
+    QApplication.processEvents()  # whatever the job had queued is delivered, and dropped
     assert importance_session.importance is None and curves == []
     # Cancelled once the importance is known: the curve never comes.
     importance_session.importance_ready.connect(lambda importance: importance_session.cancel())
     with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
         importance_session.compute(50)
-    assert importance_session.stop(WAIT_MS)
-    qtbot.wait(50)
+    assert importance_session.runner.join(WAIT_MS / 1000)
+    QApplication.processEvents()
     assert curves == [] and importance_session.curve is None
 
 
@@ -127,8 +134,8 @@ def test_another_model_clears_the_results_and_an_rnn_is_not_measured(qtbot, meas
     session.set_model(toy_fr_rnn_bundle[0])  # mid-run (the curve is still being scored) or after it
     assert cleared == [("importance", None), ("curve", None)]
     assert importance_session.importance is None and importance_session.curve is None and not importance_session.running
-    assert importance_session.stop(WAIT_MS)
-    qtbot.wait(50)
+    assert importance_session.runner.join(WAIT_MS / 1000)
+    QApplication.processEvents()
     assert cleared == [("importance", None), ("curve", None)]  # nothing of the old model's run arrives after
     assert view.least_table.rowCount() == 0 and view.summary.text() == "" and view.progress_bar.format() == ""
     messages = []

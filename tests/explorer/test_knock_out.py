@@ -23,7 +23,7 @@ def ctrl_click(grid, layer: int, head: int) -> None:
 
 def test_ctrl_click_knocks_a_head_out_and_the_translation_follows(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle):
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
-    session = window.session
+    session = window.explore
     tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
     tab.views.setCurrentWidget(tab.grid)
     before = list(session.trace.chosen_ids)

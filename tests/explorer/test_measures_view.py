@@ -48,25 +48,25 @@ def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr
     qtbot.waitUntil(lambda: not np.isnan(tab.shown.source_share).any(), timeout=120000)
     assert tab.measure_box.measure == "ig" and "Integrated gradients" in tab.focus_matrix.title
     # Stepping back shows the rows already computed at once.
-    window.session.step_back()
+    window.explore.step_back()
     assert tab.shown.measure == "ig"
     # Another family: every measure but the weights disabled.
-    window.session.set_model(toy_fr_rnn_bundle[0])
-    qtbot.waitUntil(lambda: window.session.trace is not None)
+    window.explore.set_model(toy_fr_rnn_bundle[0])
+    qtbot.waitUntil(lambda: window.explore.trace is not None)
     assert not items.item(NAMES.index("norm")).isEnabled() and items.item(0).isEnabled()
 
 
 def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy_fr_bundle):
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
-    window.session.go_to_step(2)
+    window.explore.go_to_step(2)
     candidates = tab.candidates
     other = next(i for i, token in enumerate(candidates.token_ids) if int(token) != candidates.chosen_id)
     point = candidates.getPlotItem().vb.mapViewToScene(__import__("PySide6.QtCore").QtCore.QPointF(0.01, other))
-    before = list(window.session.trace.chosen_ids)
+    before = list(window.explore.trace.chosen_ids)
     click = SimpleNamespace(scenePos=lambda: point, modifiers=lambda: Qt.ControlModifier, button=lambda: Qt.LeftButton)
     with qtbot.waitSignal(tab.measures.contrast_ready, timeout=60000):
         candidates._on_clicked(click)
-    assert list(window.session.trace.chosen_ids) == before  # nothing forced
+    assert list(window.explore.trace.chosen_ids) == before  # nothing forced
     assert tab.contrast.isVisible() and "why" in tab.contrast.title.text()
     contrast = tab.contrast.contrast
     assert contrast.step == 1 and len(contrast.prefix_values) == 2 and len(contrast.source_values) == len(contrast.source_tokens)
@@ -81,7 +81,7 @@ def test_head_importance_shows_on_the_grid(qtbot, open_window, toy_fr_bundle):
     importance = tab.readings.importance
     assert importance.compute(8)
     qtbot.waitUntil(lambda: importance.curve is not None, timeout=120000)
-    n_layers, n_heads = window.session.trace.cross.shape[:2]
+    n_layers, n_heads = window.explore.trace.cross.shape[:2]
     assert len(tab.grid.visible_importance_labels()) == n_layers * n_heads
     choose(qtbot, tab, "alti+")  # one map per layer: no per-head numbers on it
     assert tab.grid.visible_importance_labels() == []

@@ -41,17 +41,17 @@ def test_crafted_files_and_a_fifo_never_become_the_active_model(qtbot, tmp_path,
         path.write_bytes(content)
         text = refused(qtbot, window, path)
         assert expected in text and str(path) in text and "still open" in text, case
-        assert window.session.bundle is bundle, case
+        assert window.explore.bundle is bundle, case
     assert len(crafted_files(data)) == len(CASES)
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)
     assert "is not a regular file (a FIFO)" in refused(qtbot, window, fifo)
-    assert window.session.bundle is bundle
+    assert window.explore.bundle is bundle
     good = tmp_path / "good.safetensors"
     good.write_bytes(data)
     window.open_model(str(good))  # the window still opens a sound file afterwards
-    qtbot.waitUntil(lambda: window.session.bundle is not bundle, timeout=20000)
-    assert window.session.bundle.path == str(good)
+    qtbot.waitUntil(lambda: window.explore.bundle is not bundle, timeout=20000)
+    assert window.explore.bundle.path == str(good)
 
 
 def test_closing_the_window_ends_the_process_while_a_load_still_runs(tmp_path):

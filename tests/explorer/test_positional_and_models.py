@@ -198,7 +198,7 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     assert window.width() == width
     # a second run while the first model is unsaved: said in the status bar, nothing asked
     window.ask_to_keep_trained_model = lambda *_: pytest.fail("nothing is replaced when training starts")
-    assert window.session.has_unsaved_training()
+    assert window.explore.has_unsaved_training()
     tab.form.epochs.setValue(500)
     tab.start_button.click()
     assert "not saved" in window.statusBar().currentMessage()
@@ -226,14 +226,14 @@ def _explore_with(open_window, bundle):
     window = open_window()
     tab = window.explore_tab
     assert tab.controls.source.text() == EXAMPLE_SENTENCE
-    window.session.set_model(bundle)
+    window.explore.set_model(bundle)
     return window, tab
 
 
 def test_a_model_of_another_language_gets_a_sentence_of_its_corpus(open_window, russian_bundle):
     bundle, _corpus, lines = russian_bundle
     window, tab = _explore_with(open_window, bundle)
-    session = window.session
+    session = window.explore
     assert session.unknown_share(EXAMPLE_SENTENCE) == 1.0
     assert tab.controls.source.text() == lines[0][0] and session.text == lines[0][0]
     assert "<unk>" not in session.trace.source_tokens and session.trace.source_tokens[0] != "<unk>"
@@ -247,7 +247,7 @@ def test_the_history_samples_serve_when_the_corpus_file_is_gone(open_window, rus
     corpus.unlink()
     bundle.history["validations"] = [{"epoch": 1, "samples": [["дом и сад", "s t", "s t"]]}]
     window, tab = _explore_with(open_window, bundle)
-    assert tab.controls.source.text() == "дом и сад" and window.session.trace is not None
+    assert tab.controls.source.text() == "дом и сад" and window.explore.trace is not None
     assert "training history" in tab.hint.text()
 
 
@@ -256,7 +256,7 @@ def test_with_nothing_to_read_a_clear_hint_and_no_crash(open_window, russian_bun
     corpus.unlink()
     window, tab = _explore_with(open_window, bundle)
     assert tab.controls.source.text() == EXAMPLE_SENTENCE  # kept: nothing better was found
-    assert window.session.trace is not None and "<unk>" in window.session.trace.source_tokens
+    assert window.explore.trace is not None and "<unk>" in window.explore.trace.source_tokens
     assert not tab.hint.isHidden() and "no example sentence was found" in tab.hint.text()
     assert "type a sentence" in tab.hint.text()
 
@@ -266,9 +266,9 @@ def test_a_builtin_symbol_model_gets_a_generated_example_and_a_readable_sentence
     window, tab = _explore_with(open_window, bundle)
     expected = generate_builtin("copy", 20, bundle.corpus.seed)[0].source
     assert tab.controls.source.text() == expected and "its corpus (copy)" in tab.hint.text()
-    assert "<unk>" not in window.session.trace.source_tokens
+    assert "<unk>" not in window.explore.trace.source_tokens
     tab.controls.source.setText(EXAMPLE_SENTENCE)  # toy-fr reads English: nothing is replaced
-    window.session.set_model(toy_fr_bundle[0])
+    window.explore.set_model(toy_fr_bundle[0])
     assert tab.controls.source.text() == EXAMPLE_SENTENCE and tab.hint.isHidden()
 
 
@@ -281,7 +281,7 @@ def trained_window(tmp_path, window):
     asked = []
     answers = []
     window.ask_to_keep_trained_model = lambda *_: asked.append(True) or (answers.pop(0) if answers else QMessageBox.Discard)
-    assert window.session.bundle is trained
+    assert window.explore.bundle is trained
     yield window, trained, other, asked, answers
     window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard
 
@@ -290,7 +290,7 @@ def test_quitting_asks_too_and_cancel_keeps_the_window_open(trained_window):
     window, trained, _other, asked, answers = trained_window
     answers.append(QMessageBox.Cancel)
     assert not window.close()
-    assert asked == [True] and window.isVisible() and window.session.bundle is trained
+    assert asked == [True] and window.isVisible() and window.explore.bundle is trained
 
 
 def test_cancel_keeps_the_trained_model_and_opens_nothing(trained_window):
@@ -300,25 +300,25 @@ def test_cancel_keeps_the_trained_model_and_opens_nothing(trained_window):
     window, trained, other, asked, answers = trained_window
     answers.append(QMessageBox.Cancel)
     window.open_model(str(other))
-    assert asked == [True] and not window._tasks and window.session.bundle is trained
+    assert asked == [True] and not window.is_opening() and window.explore.bundle is trained
     answers.append(QMessageBox.Cancel)  # dropping a file asks the same
     data = QMimeData()
     data.setUrls([QUrl.fromLocalFile(str(other))])
     window.dropEvent(QDropEvent(QPoint(10, 10), Qt.CopyAction, data, Qt.LeftButton, Qt.NoModifier))
-    assert len(asked) == 2 and not window._tasks and window.session.bundle is trained
+    assert len(asked) == 2 and not window.is_opening() and window.explore.bundle is trained
 
 
 def test_discard_opens_the_other_model(qtbot, trained_window):
     window, trained, other, asked, answers = trained_window
-    assert window.session.has_unsaved_training()
+    assert window.explore.has_unsaved_training()
     answers.append(QMessageBox.Discard)
     window.open_model(str(other))
-    qtbot.waitUntil(lambda: window.session.bundle is not trained, timeout=10000)
-    assert asked == [True] and window.session.bundle.path == str(other)
-    assert not window.session.has_unsaved_training()
+    qtbot.waitUntil(lambda: window.explore.bundle is not trained, timeout=10000)
+    assert asked == [True] and window.explore.bundle.path == str(other)
+    assert not window.explore.has_unsaved_training()
     window.open_model(str(other))  # a model opened from a file is not asked about
     assert asked == [True]
-    qtbot.waitUntil(lambda: not window._tasks, timeout=10000)
+    qtbot.waitUntil(lambda: not window.is_opening(), timeout=10000)
 
 
 def test_save_runs_the_dialog_and_opens_only_once_saved(qtbot, tmp_path, trained_window, monkeypatch):
@@ -327,11 +327,11 @@ def test_save_runs_the_dialog_and_opens_only_once_saved(qtbot, tmp_path, trained
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: chosen.pop(0))
     answers.append(QMessageBox.Save)
     window.open_model(str(other))
-    assert not window._tasks and window.session.bundle is trained and trained.path is None
+    assert not window.is_opening() and window.explore.bundle is trained and trained.path is None
     answers.append(QMessageBox.Save)
     window.open_model(str(other))
     assert trained.path == str(tmp_path / "kept.safetensors")
     kept = checkpoint.load(tmp_path / "kept.safetensors")
     assert kept.config == trained.config and kept.corpus.name == "copy"
-    qtbot.waitUntil(lambda: window.session.bundle is not trained, timeout=10000)
-    assert window.session.bundle.path == str(other) and len(asked) == 2
+    qtbot.waitUntil(lambda: window.explore.bundle is not trained, timeout=10000)
+    assert window.explore.bundle.path == str(other) and len(asked) == 2

@@ -28,20 +28,20 @@ SHAPE_KINDS = {
 
 def opened(qtbot, window, folder: str):
     window.open_model(folder)
-    qtbot.waitUntil(lambda: window.session.bundle is not None and window.session.bundle.path is not None, timeout=30000)
-    qtbot.waitUntil(lambda: window.session.trace is not None, timeout=30000)
-    return window.session.bundle
+    qtbot.waitUntil(lambda: window.explore.bundle is not None and window.explore.bundle.path is not None, timeout=30000)
+    qtbot.waitUntil(lambda: window.explore.trace is not None, timeout=30000)
+    return window.explore.bundle
 
 
 def test_every_family_opens_and_its_views_show_its_kinds(qtbot, window, tiny_folders):
     tab = window.explore_tab
     for family in ("t5", "gpt2", "bert-mlm", "bert-classifier", "bart", "marian"):
-        window.session.set_model(None)
+        window.explore.set_model(None)
         bundle = opened(qtbot, window, tiny_folders[family])
         assert bundle.config.model_type in family.replace("-mlm", "").replace("-classifier", "")
         text = {"bert-mlm": "the small [MASK] sees the dog"}.get(family, "the small cat sees the dog")
-        window.session.translate(text)
-        trace = window.session.trace
+        window.explore.translate(text)
+        trace = window.explore.trace
         kinds = [tab.kind.itemData(i) for i in range(tab.kind.count())]
         assert [str(kind) for kind in kinds] == SHAPE_KINDS[family], family
         for index in range(tab.views.count()):  # grid, lines, heads: each draws what the trace holds
@@ -84,7 +84,7 @@ def test_a_missing_id_keeps_the_open_model_and_says_how_to_fetch_it(qtbot, windo
     window.open_model("nobody-here/no-such-model")
     qtbot.waitUntil(lambda: window.error_box is not None, timeout=20000)
     assert "hf download nobody-here/no-such-model" in window.error_box.text()
-    assert window.session.bundle is bundle
+    assert window.explore.bundle is bundle
 
 
 def test_the_open_pretrained_dialog_lists_the_cache(qtbot, window, tiny_folders, tmp_path, monkeypatch):
@@ -100,4 +100,4 @@ def test_the_open_pretrained_dialog_lists_the_cache(qtbot, window, tiny_folders,
     dialog.accept()
     assert dialog.chosen == "org/tiny-gpt2"
     window.open_model(dialog.chosen)
-    qtbot.waitUntil(lambda: window.session.bundle is not None and window.session.bundle.name == "org/tiny-gpt2", timeout=30000)
+    qtbot.waitUntil(lambda: window.explore.bundle is not None and window.explore.bundle.name == "org/tiny-gpt2", timeout=30000)

@@ -20,7 +20,7 @@ def _side_by_side(qtbot, open_window, transformer, rnn):
 
 def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle):
     window, tab = _side_by_side(qtbot, open_window, toy_fr_bundle[0], toy_fr_rnn_bundle[0])
-    view, session = tab.compare_view, window.session
+    view, session = tab.compare_view, window.explore
     left, right = view.panels
     assert right.choice.head == 0 and "its one attention" in view.headings[1].text()
     assert "best-aligning head" in view.headings[0].text()
@@ -33,7 +33,7 @@ def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_
     session.step_back()
     assert [panel.trace.n_steps for panel in view.panels] == [1, 1]
     session.run_to_end()
-    assert view.panels[1].trace.n_steps == len(view.compare.stepper.steps) and view.compare.stepper.finished
+    assert view.panels[1].trace.n_steps == len(tab.compare.stepper.steps) and tab.compare.stepper.finished
     # Any head can be shown instead of the best-aligning one, and back.
     box = view.head_boxes[0]
     index = [box.itemData(i) for i in range(box.count())].index((0, 1))
@@ -53,7 +53,7 @@ def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
     view = tab.compare_view
     view.fresh.click()
     sentence = tab.controls.source.text()
-    assert window.session.text == sentence and view.compare.gold(sentence) is not None
+    assert window.explore.text == sentence and tab.compare.gold(sentence) is not None
     assert all(panel.sentence_aer is not None for panel in view.panels)
     assert "on this sentence" in view.headings[0].text() and "Gold alignment known" in view.note.text()
     for suffix in ("png", "svg", "pdf"):
@@ -73,7 +73,7 @@ def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
     tagger = ModelBundle(EncoderClassifier(ClassifierConfig(vocab_size=tokenizer.vocab_size)), tokenizer, tokenizer)
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the cat sleeps")
     messages = []
-    window.session.message.connect(messages.append)
+    window.explore.message.connect(messages.append)
     assert not tab.compare.set_model(tagger)
     assert any("no cross-attention" in text for text in messages)
     path = checkpoint.save(toy_fr_rnn_bundle[0], tmp_path / "rnn.safetensors")

@@ -49,12 +49,12 @@ def _train_small(qtbot, window, corpus: str, family: str) -> None:
         box.setValue(value)
     tab.start_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=90000)
-    qtbot.waitUntil(lambda: window.session.bundle is not None and window.session.bundle.family.name == family, timeout=10000)
+    qtbot.waitUntil(lambda: window.explore.bundle is not None and window.explore.bundle.family.name == family, timeout=10000)
 
 
 def test_an_rnn_trained_in_the_window_is_explored_through_its_one_head(qtbot, window):
     _train_small(qtbot, window, "copy", "rnn")
-    session = window.session
+    session = window.explore
     window.tabs.setCurrentWidget(window.explore_tab)
     session.translate("a b c")
     trace = session.trace
@@ -64,7 +64,7 @@ def test_an_rnn_trained_in_the_window_is_explored_through_its_one_head(qtbot, wi
 
 def test_a_tagger_trained_in_the_window_shows_a_tag_for_every_word(qtbot, window):
     _train_small(qtbot, window, "toy-fr-tags", "classifier")
-    session = window.session
+    session = window.explore
     window.tabs.setCurrentWidget(window.explore_tab)
     session.translate("The small cat sleeps.")
     tab = window.explore_tab

@@ -58,13 +58,13 @@ def test_preparation_is_shown_in_stages(qtbot, window):
     ):
         box.setValue(value)
     stages = []
+    window.controllers.training.status.connect(stages.append)  # before Start: no stage can be missed
     tab.start_button.click()
-    tab.training.worker.status.connect(stages.append, Qt.DirectConnection)
     assert tab.progress_bar.maximum() == 0  # busy until the first step
-    qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)  # the stages arrive before the end, in order
     text = " | ".join(stages)
     assert "Training the tokenizer" in text and "Building the model" in text and "first step" in text, text
+    assert stages.index(next(s for s in stages if "tokenizer" in s)) < stages.index(next(s for s in stages if "first step" in s))
     assert tab.progress_bar.maximum() == 1000
 
 

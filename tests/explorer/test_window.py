@@ -3,7 +3,10 @@ live progress and curves, pauses, resumes, stops, finishes, and survives closing
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+from PySide6.QtWidgets import QApplication
 
 from tests.conftest import saved_model
 from tests.explorer.gui_helpers import close_window
@@ -21,7 +24,7 @@ def test_open_a_model_names_it_in_the_status_bar_and_remembers_it(qtbot, tmp_pat
     path = saved_model(bundle, tmp_path)
     window = open_window()
     window.open_model(str(path))
-    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
+    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
     text = window.model_label.text()
     assert "copy" in text and "2+2 layers" in text and "d_model 32" in text and "parameters" in text
     assert str(path.resolve()) in window.recent_models()
@@ -46,11 +49,11 @@ def test_a_bad_model_file_gets_a_message_and_the_model_stays(qtbot, tmp_path, op
     assert window.error_box.windowTitle() == "Could not open the model"
     assert "broken.safetensors" in message and "not a Transformer Explorer model" in message
     assert "still open" in message
-    assert window.session.bundle is bundle
+    assert window.explore.bundle is bundle
     window.error_box.close()
     window.open_model(str(tmp_path / "missing.safetensors"))
     qtbot.waitUntil(lambda: "no such file" in window.error_box.text(), timeout=10000)
-    assert window.session.bundle is bundle
+    assert window.explore.bundle is bundle
 
 
 def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, window, copy_bundle):
@@ -62,7 +65,7 @@ def test_dropping_a_checkpoint_opens_it(qtbot, tmp_path, window, copy_bundle):
     data.setUrls([QUrl.fromLocalFile(str(path))])
     event = QDropEvent(QPoint(10, 10), Qt.CopyAction, data, Qt.LeftButton, Qt.NoModifier)
     window.dropEvent(event)
-    qtbot.waitUntil(lambda: window.session.bundle is not None, timeout=10000)
+    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
     assert "dropped.safetensors" in window.model_label.text()
 
 
@@ -87,7 +90,18 @@ def _tiny_training(form, epochs=2, corpus_size=400):
         box.setValue(value)
 
 
-def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window):
+def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window, monkeypatch):
+    from model.training.trainer import TrainingControl
+
+    holding = threading.Event()  # set when the trainer waits while paused (before a step, or in a validation)
+    wait_while_paused = TrainingControl.wait_while_paused
+
+    def waiting(control):
+        if control.paused:
+            holding.set()
+        return wait_while_paused(control)
+
+    monkeypatch.setattr(TrainingControl, "wait_while_paused", waiting)
     tab = window.training_tab
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
@@ -103,10 +117,12 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
 
     tab.pause_button.click()
     assert tab.is_paused() and tab.resume_button.isEnabled()
-    qtbot.wait(300)
+    qtbot.waitUntil(lambda: holding.wait(0), timeout=30000)  # the trainer waits: no step can come any more
+    QApplication.processEvents()  # the steps it reported before it stopped
     paused_at = tab.last_progress.step
-    qtbot.wait(400)
-    assert tab.last_progress.step <= paused_at + 1  # within one step
+    holding.clear()
+    QApplication.processEvents()
+    assert tab.last_progress.step == paused_at and tab.is_paused() and not holding.is_set()
     tab.resume_button.click()
     qtbot.waitUntil(lambda: tab.last_progress.step > paused_at + 3, timeout=30000)
     qtbot.waitUntil(lambda: len(tab.validations) >= 1, timeout=60000)
@@ -115,7 +131,7 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
 
     with qtbot.waitSignal(tab.trained, timeout=30000) as trained:
         tab.keep_button.click()
-    assert trained.args[0] is window.session.bundle
+    assert trained.args[0] is window.explore.bundle
     qtbot.waitUntil(lambda: not tab.is_training() and tab.start_button.isEnabled(), timeout=10000)
     assert "stopped" in tab.progress_label.text() and not tab.cancel_button.isEnabled()
     assert "copy" in window.model_label.text() and "unsaved" in window.model_label.text()
@@ -128,7 +144,7 @@ def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, w
         tab.start_button.click()
     assert len(tab.validations) == 2 and "finished" in tab.progress_label.text()
     assert tab.progress_bar.value() == 1000
-    trained = window.session.bundle
+    trained = window.explore.bundle
     assert trained is not None and trained.history["validations"]
     # a second run, cancelled: the first model stays
     qtbot.waitUntil(tab.start_button.isEnabled, timeout=10000)
@@ -137,7 +153,7 @@ def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, w
     qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress.step >= 2, timeout=60000)
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
-    assert window.session.bundle is trained and "nothing was kept" in tab.progress_label.text()
+    assert window.explore.bundle is trained and "nothing was kept" in tab.progress_label.text()
 
 
 def test_closing_mid_training_stops_the_worker(qtbot, window):
@@ -145,9 +161,13 @@ def test_closing_mid_training_stops_the_worker(qtbot, window):
     _tiny_training(tab.form, epochs=500, corpus_size=2000)
     tab.start_button.click()
     qtbot.waitUntil(lambda: tab.last_progress is not None, timeout=60000)
-    thread = tab.training.thread
+    thread = window.runner.current("training").thread
+    finished = []
+    tab.training.finished.connect(finished.append)
     assert window.close()
-    assert not thread.isRunning()
+    assert not thread.is_alive() and not window.controllers.training.running
+    QApplication.processEvents()  # what the job had sent before it ended is dropped: the window has closed
+    assert finished == []
 
 
 def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path, window):
@@ -184,9 +204,10 @@ def test_many_qt_calls_do_not_exhaust_none(window):
 
     from PySide6.QtGui import QColor
 
+    from explorer.app import leaks_none
     from explorer.runtime import protect_none
 
-    active = protect_none()
+    active = protect_none(leaks_none)
     assert not active or (sys.version_info < (3, 12) and sys.getrefcount(None) > 1 << 39)
     colour = QColor(0, 0, 0)
     for _ in range(50000):  # far more than None's ordinary reference count
@@ -245,7 +266,7 @@ def test_training_curves_draw_a_light_cached_grid(qtbot):
 
 def test_positional_and_train_tabs_are_built_when_first_shown(window, copy_bundle):
     bundle, _ = copy_bundle
-    window.session.set_model(bundle)
+    window.explore.set_model(bundle)
     assert set(window._built_tabs) == {0}  # only Explore at start-up
     assert not window.is_training()
     window.tabs.setCurrentIndex(2)  # as a click on "Train" does
@@ -255,7 +276,7 @@ def test_positional_and_train_tabs_are_built_when_first_shown(window, copy_bundl
     assert "Train" in window.tabs.tabText(2) and window.tabs.tabToolTip(2)
     positional = window.positional_tab  # asking for it builds it too, already showing the open model
     assert window.tabs.indexOf(positional) == 1 and window.tabs.currentIndex() == 2
-    assert positional.session.bundle is bundle and positional.summary.text()
+    assert positional.explore.bundle is bundle and positional.summary.text()
 
 
 def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, window, monkeypatch):

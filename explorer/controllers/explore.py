@@ -1,54 +1,53 @@
-"""The one session object the views listen to: the active model and the decoding being explored.
+"""The Explore controller: the active model and the decoding being explored (no Qt: the views observe its events).
 
-It owns the sentence and the decoding options, and it alone decodes: when the model changes it decodes
-the sentence again through the new one (replacing a sentence the model cannot read by an example it
-can, and saying so). Views read the decoding ``Trace`` it emits (tokens, attention, candidates, the
-beam), never the model; everything that changes what is shown goes through a method here, which
-emits a signal.
+It owns the sentence and the decoding options, and it alone decodes: when the model changes it decodes the
+sentence again through the new one (replacing a sentence the model cannot read by an example it can, and saying
+so: explorer/controllers/examples.py). Views read the decoding ``Trace`` it emits (tokens, attention, candidates,
+the beam), never the model; everything that changes what is shown goes through a method here, which emits an event.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
-
+from explorer.controllers.events import Event
+from explorer.controllers.examples import can_read, example_sentence, unknown_share
 from explorer.runtime import for_light_work
-from model.data.corpora import CorpusError, generate_builtin
-from model.data.corpora.files import read_moses, read_tsv
-from model.data.tokenizer import UNK_ID
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.errors import UserError
-from model.io.checkpoint import ModelBundle
-
-WORD_MARK = "▁"  # SentencePiece's word-start piece: a lone one says nothing about the words
-UNREADABLE_SHARE = 0.5  # a sentence more than half of whose pieces are unknown cannot be read by the model
-EXAMPLE_CANDIDATES = 20  # sentences tried from the history or the corpus
-MAX_EXAMPLE_PIECES = 24  # an example stays short enough to read its attention
-MAX_CORPUS_FILE_BYTES = 50 * 1024 * 1024  # a larger corpus file is not read just to find an example
+from model.family import Bundle
+from model.nn.masking import Head, check_heads, describe_heads
 
 
-class Session(QObject):
-    model_changed = Signal(object)  # ModelBundle or None
-    trace_changed = Signal(object)  # Trace or None
-    message = Signal(str)  # something the user should read (truncation, a forced token, an error)
-    text_replaced = Signal(str, str)  # (the sentence decoded instead of the user's, why): the controls show it
+class ExploreController:
+    """Events: ``model_changed(bundle or None)``, ``trace_changed(trace or None)``, ``message(text)`` (something
+    the user should read: truncation, a forced token, an error), ``text_replaced(sentence, why)`` (the sentence
+    decoded instead of the user's: the controls show it); ``running``/``running_changed`` as every controller has
+    (always False here)."""
 
-    def __init__(self):
-        super().__init__()
-        self.bundle: ModelBundle | None = None
+    def __init__(self) -> None:
+        self.model_changed = Event("model_changed")
+        self.trace_changed = Event("trace_changed")
+        self.message = Event("message")
+        self.text_replaced = Event("text_replaced")
+        self.running_changed = Event("running_changed")  # never emitted: decoding runs on the window's thread
+        self.bundle: Bundle | None = None
         self.stepper: Stepper | None = None
         self.trace: Trace | None = None
         self.text = ""
         self.options = DecodingOptions()
-        self.masked_heads: tuple = ()  # model.nn.masking.Head: knocked out in the active model
+        self.masked_heads: tuple[Head, ...] = ()  # knocked out in the active model
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
-        self._trained: ModelBundle | None = None  # the last model trained in this session
+        self._trained: Bundle | None = None  # the last model trained in this session
+
+    @property
+    def running(self) -> bool:
+        """Nothing of the Explore controller runs in the background: it decodes on the window's thread at once."""
+        return False
 
     # --- the model ------------------------------------------------------------------------------
-    def set_model(self, bundle: ModelBundle | None, trained: bool = False) -> None:
+    def set_model(self, bundle: Bundle | None, trained: bool = False) -> None:
         """Make ``bundle`` the active model; ``trained``: it was just trained here (and is not saved yet)."""
         if trained or bundle is not self._trained:
             self._trained = bundle if trained else None  # a model replaced is not kept alive here
@@ -75,57 +74,11 @@ class Session(QObject):
 
     # --- whether the model can read a sentence ----------------------------------------------------
     def unknown_share(self, text: str) -> float:
-        """Share of the sentence's source pieces (lone word marks aside) that the active model's source
-        tokenizer does not know (<unk>); 0 without a model or text."""
-        if self.bundle is None:
-            return 0.0
-        tokenizer = self.bundle.source_tokenizer
-        unk_id = getattr(tokenizer, "unk_id", UNK_ID)  # a pretrained tokenizer's own
-        ids = [i for i in tokenizer.encode(text) if tokenizer.piece(i) != WORD_MARK]
-        return sum(i == unk_id for i in ids) / len(ids) if ids else 0.0
+        """Share of the sentence's source pieces the active model's source tokenizer does not know (<unk>)."""
+        return unknown_share(self.bundle, text)
 
     def can_read(self, text: str) -> bool:
-        return self.unknown_share(text) <= UNREADABLE_SHARE
-
-    def example_sentence(self) -> tuple[str, str] | None:
-        """A short source sentence the active model can read, and where it comes from: a sample
-        translation of its training history, or a sentence of its corpus (a built-in one is generated
-        again; a file is read if it is still there). None when nothing fits."""
-        bundle = self.bundle
-        if bundle is None:
-            return None
-        for text, origin in self._example_candidates(bundle):
-            text = " ".join(str(text).split())
-            if text and len(bundle.source_tokenizer.encode(text)) <= MAX_EXAMPLE_PIECES and self.unknown_share(text) == 0.0:
-                return text, origin
-        return None
-
-    @staticmethod
-    def _example_candidates(bundle: ModelBundle):
-        for text in bundle.examples:  # a pretrained model's: its task prefix, a mask token
-            yield text, "an example for this kind of model"
-        for validation in reversed(bundle.history.get("validations") or []):
-            for sample in (validation.get("samples") or [])[:EXAMPLE_CANDIDATES]:
-                if sample:
-                    yield sample[0], "its training history's sample translations"
-        corpus = bundle.corpus
-        if corpus is None:
-            return
-        try:
-            if corpus.is_builtin:
-                pairs = generate_builtin(corpus.name, EXAMPLE_CANDIDATES, corpus.seed)
-            elif Path(corpus.name).is_file() and Path(corpus.name).stat().st_size <= MAX_CORPUS_FILE_BYTES:
-                pairs = (
-                    read_moses(corpus.name, corpus.target_path, skip_malformed=True)
-                    if corpus.target_path
-                    else read_tsv(corpus.name, skip_malformed=True)
-                ).pairs[:EXAMPLE_CANDIDATES]
-            else:
-                return  # the corpus file has moved, or is too large to read for one example
-        except (CorpusError, OSError):  # the file moved or became unreadable: no example from it
-            return
-        for pair in pairs:
-            yield pair.source, f"its corpus ({corpus.describe()})"
+        return can_read(self.bundle, text)
 
     # --- decoding -------------------------------------------------------------------------------
     def translate(self, text: str, options: DecodingOptions | None = None, run: bool = True) -> bool:
@@ -160,7 +113,7 @@ class Session(QObject):
         if self.bundle is None or self.can_read(text):
             self.translate(text)
             return
-        share, example = self.unknown_share(text), self.example_sentence()
+        share, example = self.unknown_share(text), example_sentence(self.bundle)
         quoted = text if len(text) <= 60 else text[:57].rstrip() + "…"
         unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
         if example is None:
@@ -176,11 +129,8 @@ class Session(QObject):
         self.text_replaced.emit(sentence, f"{unknown}: showing “{sentence}”, from {origin}, instead.")
         self.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
 
-    def toggle_head(self, head) -> None:
-        """Knock ``head`` (a masking.Head) out, or put it back, and decode the sentence again at once."""
-        from model.nn.masking import Head, check_heads, describe_heads
-
-        assert isinstance(head, Head)
+    def toggle_head(self, head: Head) -> None:
+        """Knock ``head`` out, or put it back, and decode the sentence again at once."""
         heads = set(self.masked_heads) ^ {head}
         wanted = tuple(sorted(heads, key=Head.sort_key))
         if self.bundle is not None:
@@ -266,7 +216,7 @@ class Session(QObject):
             return
         self.stepper.run()
         self.total_steps = 0
-        token = self.bundle.target_tokenizer.piece(token_id)
+        token = self.stepper.bundle.target_tokenizer.piece(token_id)
         self.message.emit(f"Step {step_index + 1} forced to “{token}”; decoded on from there.")
         self._publish()
 

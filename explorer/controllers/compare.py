@@ -1,0 +1,256 @@
+"""A second open model that follows the Explore controller's decoding: the same sentence, stepping together.
+
+The Explore tab's "Side by side" view puts the explored model next to this one (e.g. the Transformer's best
+cross-attention head next to the RNN's attention). It listens to the Explore controller: a new sentence is decoded
+again here with the same options, and each step forward or back, jump or reset moves this decoding to the same step
+(when the explored decoding has ended, this one runs to its own end). Which head each side shows is chosen once per
+model, in a job of the runner, by its alignment with toy-fr's gold alignments (model/inspection/comparison.py); a
+sentence drawn from toy-fr keeps its gold pair, so each side also gets its AER on that sentence.
+It emits ``changed`` with the panels to draw (or an empty list) and the note to show above them, and ``message``
+with what the user should read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from explorer.controllers.events import Event
+from explorer.controllers.explore import ExploreController
+from explorer.controllers.runner import Runner
+from model.data.corpora import Pair, toy_fr
+from model.decoding.stepper import Stepper
+from model.decoding.trace import Trace
+from model.errors import UserError
+from model.family import Bundle
+from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
+from model.io.models import open_model
+from model.kinds import AttentionKind
+
+OPEN_CHANNEL = "compare-open"
+GOLD_NOTE = "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
+NO_GOLD_NOTE = "A typed sentence has no gold alignment: “toy-fr sentence” draws one that has (each side's AER is then shown)."
+
+
+def model_name(bundle: Bundle) -> str:
+    """The name a user knows a model by: its file's stem, or its description."""
+    return Path(bundle.path).stem if bundle.path else bundle.describe().split(":")[0]
+
+
+def can_compare(bundle: Bundle) -> str:
+    """Why a model cannot be put side by side ('' when it can): the view compares cross-attention."""
+    can = bundle.family.capabilities
+    if AttentionKind.CROSS not in can.kinds:
+        return f"{model_name(bundle)} has no cross-attention to compare (it is {can.architecture.value})"
+    return ""
+
+
+class CompareController:
+    """Events: ``changed(panels, note)`` (list[Panel]: the explored model first, then the second; empty: nothing to
+    show, the note then says why), ``message(text)``, ``running_changed(bool)`` (a model or a best head is measured)."""
+
+    def __init__(self, explore: ExploreController, runner: Runner) -> None:
+        self.explore = explore
+        self.runner = runner
+        self.changed = Event("changed")
+        self.message = Event("message")
+        self.running_changed = Event("running_changed")
+        self.bundle: Bundle | None = None  # the second model
+        self.stepper: Stepper | None = None
+        self.text = ""
+        self.choices: dict[int, tuple[Bundle, HeadChoice]] = {}  # id(bundle) -> (bundle, the head shown)
+        self.overrides: dict[int, tuple[int, int | str]] = {}  # id(bundle) -> (layer, head) the user chose instead
+        self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
+        self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
+        self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
+        self._was_running = False
+        self._channels: set[str] = {OPEN_CHANNEL}  # the runner's channels of this controller's jobs
+        explore.trace_changed.connect(self._on_trace_changed)
+        explore.model_changed.connect(self._on_model_changed)
+
+    @property
+    def running(self) -> bool:
+        """Whether a model is being opened or a best-aligning head measured."""
+        return any(self.runner.is_running(channel) for channel in self._channels)
+
+    def _set_running(self) -> None:
+        if self.running != self._was_running:
+            self._was_running = self.running
+            self.running_changed.emit(self.running)
+
+    # --- the second model -----------------------------------------------------------------------
+    def set_model(self, bundle: Bundle) -> bool:
+        """Put ``bundle`` beside the explored model; False (and a message) when it cannot be compared."""
+        why = can_compare(bundle)
+        if why:
+            self.message.emit(why + ".")
+            return False
+        self.bundle, self.stepper, self.text = bundle, None, ""
+        self._choose_head(bundle)
+        if self.explore.bundle is not None and not can_compare(self.explore.bundle):
+            self._choose_head(self.explore.bundle)
+        self._follow()
+        return True
+
+    def open(self, path: str) -> None:
+        """Load a model file or a shipped model in a job, then put it beside the explored model."""
+        self.runner.submit(
+            OPEN_CHANNEL,
+            lambda job: open_model(path),
+            on_done=self.set_model,
+            on_error=lambda text: self.message.emit(f"Could not open {path}: {text}"),
+            on_end=self._set_running,
+            joinable=False,  # a file read that never ends never holds the window's closing
+        )
+        self._set_running()
+
+    def unavailable(self) -> str:
+        """Why there is nothing side by side ('' when there is)."""
+        explore = self.explore
+        if explore.bundle is None:
+            return "Open or train a model first: it is shown on the left."
+        why = can_compare(explore.bundle)
+        if why:
+            return f"{why}: the side-by-side view compares cross-attention."
+        if self.bundle is None:
+            return (
+                "Choose a model to put beside it (e.g. the RNN with Bahdanau attention, rnn-bahdanau, beside the "
+                "Transformer, default): both decode the sentence and step together."
+            )
+        if explore.trace is None:
+            return "Translate a sentence: both models decode it, step by step together."
+        return ""
+
+    def cancel(self) -> None:
+        """Stop opening a model to put beside (the one beside, if any, stays)."""
+        self.runner.cancel(OPEN_CHANNEL)
+
+    def clear(self) -> None:
+        """Nothing beside the explored model (a model still being opened is dropped)."""
+        self.runner.cancel(OPEN_CHANNEL, drop=True)
+        self.bundle, self.stepper, self.text = None, None, ""
+        self._set_running()
+        self._publish()
+
+    @property
+    def active(self) -> bool:
+        return self.bundle is not None
+
+    def _on_model_changed(self, bundle: Bundle | None) -> None:
+        if self.bundle is not None and bundle is not None and not can_compare(bundle):
+            self._choose_head(bundle)
+        self._publish()
+
+    def _choose_head(self, bundle: Bundle) -> None:
+        """The head shown for ``bundle``: its last layer's mean at once, its best alignment head when measured."""
+        key = id(bundle)
+        if key in self.choices:
+            return
+        shown = {id(b) for b in (bundle, self.bundle, self.explore.bundle) if b is not None}
+        self.choices = {k: v for k, v in self.choices.items() if k in shown}  # a model replaced is not kept alive
+        self.choices[key] = (bundle, HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0))
+
+        def done(choice: HeadChoice) -> None:
+            if key in self.choices:
+                self.choices[key] = (bundle, choice)
+                self._publish()
+
+        channel = f"compare-head-{key}"
+        self._channels.add(channel)
+        self.runner.submit(
+            channel,
+            lambda job: best_alignment_head(bundle),
+            on_done=done,
+            on_error=lambda text: self.message.emit(
+                f"The best alignment head of {model_name(bundle)} could not be measured: {text}"
+            ),
+            on_end=self._set_running,
+        )
+        self._set_running()
+
+    def set_head(self, side: int, head: tuple[int, int | str] | None) -> None:
+        """Show (layer, head) on ``side`` (0: the explored model, 1: the second); None: its best-aligning head."""
+        bundle = self.explore.bundle if side == 0 else self.bundle
+        if bundle is None:
+            return
+        if head is None:
+            self.overrides.pop(id(bundle), None)
+        else:
+            self.overrides[id(bundle)] = head
+        self._publish()
+
+    def head_of(self, bundle: Bundle) -> HeadChoice:
+        """The head shown for ``bundle``: the user's choice, else its best-aligning one (the last layer's mean
+        until that is measured)."""
+        if id(bundle) in self.overrides:
+            layer, head = self.overrides[id(bundle)]
+            return HeadChoice(layer, head, None, 0)
+        default = HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0)
+        return self.choices.get(id(bundle), (bundle, default))[1]
+
+    # --- sentences with gold alignments ---------------------------------------------------------
+    def fresh_sentence(self) -> str:
+        """A toy-fr source sentence not seen in training, whose gold alignment is kept for the AER."""
+        pair = self._fresh.pair()
+        self.known_pairs[" ".join(pair.source.split())] = pair
+        return pair.source
+
+    def gold(self, text: str) -> Pair | None:
+        return gold_pair(text, self.known_pairs)
+
+    # --- following the Explore controller ------------------------------------------------------------------
+    def _on_trace_changed(self, _trace: Trace | None) -> None:
+        self._follow()  # with no second model: an empty list, so the view says what is missing
+
+    def _follow(self) -> None:
+        explore = self.explore
+        if self.bundle is None or explore.trace is None or explore.stepper is None:
+            self._publish()
+            return
+        if self.stepper is None or explore.text != self.text:
+            self.text = explore.text
+            try:
+                self.stepper = Stepper(self.bundle, explore.text, explore.options)
+            except UserError:
+                try:  # an option this model cannot take (a beam for a decoder-only one): greedy instead
+                    self.stepper = Stepper(self.bundle, explore.text, replace(explore.options, strategy="greedy"))
+                except UserError as error:
+                    self.stepper = None
+                    self.message.emit(f"{model_name(self.bundle)} cannot read this sentence: {error}")
+                    self.changed.emit([], self.unavailable())
+                    return
+        if explore.finished:
+            self.stepper.run()
+        else:
+            self.stepper.jump(explore.current_step)
+        self._publish()
+
+    def panels(self) -> list[Panel]:
+        """The session's model and the second one, at the shared step; [] when either has nothing to show."""
+        explore = self.explore
+        if self.bundle is None or self.stepper is None or explore.bundle is None or explore.trace is None:
+            return []
+        if can_compare(explore.bundle):
+            return []
+        gold = self.gold(explore.text)
+        panels = []
+        for bundle, trace in ((explore.bundle, explore.trace), (self.bundle, self.stepper.trace())):
+            choice = self.head_of(bundle)
+            panel = make_panel(model_name(bundle), bundle, trace, choice, None)
+            if gold is not None:  # teacher-forced on the reference: measured once per sentence and head, not per step
+                key = (id(bundle), gold.source, choice)
+                if key not in self._aer:
+                    self._aer[key] = sentence_aer(bundle, gold, choice)
+                panel.sentence_aer = self._aer[key]
+            panels.append(panel)
+        return panels
+
+    def note(self, panels: list[Panel]) -> str:
+        """What the view says above the panels: why there are none, or whether the sentence's gold alignment is known."""
+        if len(panels) != 2:
+            return self.unavailable()
+        return GOLD_NOTE if self.gold(self.explore.text) is not None else NO_GOLD_NOTE
+
+    def _publish(self) -> None:
+        panels = self.panels()
+        self.changed.emit(panels, self.note(panels))

@@ -1,0 +1,44 @@
+"""Every controller of one window, built together over one runner: what the main window makes and hands to its
+tabs (each tab takes the controllers it shows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.controllers.alignment import AlignmentController
+from explorer.controllers.compare import CompareController
+from explorer.controllers.explore import ExploreController
+from explorer.controllers.importance import ImportanceController
+from explorer.controllers.measures import MeasureController
+from explorer.controllers.runner import Runner
+from explorer.controllers.training import TrainingController
+
+
+@dataclass
+class WindowControllers:
+    runner: Runner
+    explore: ExploreController
+    measures: MeasureController
+    alignment: AlignmentController
+    importance: ImportanceController
+    compare: CompareController
+    training: TrainingController
+
+    @classmethod
+    def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
+        """The controllers of a window whose background work goes through ``runner``."""
+        explore = explore or ExploreController()
+        return cls(
+            runner,
+            explore,
+            MeasureController(explore, runner),
+            AlignmentController(explore, runner),
+            ImportanceController(explore, runner),
+            CompareController(explore, runner),
+            TrainingController(runner),
+        )
+
+    def close(self, timeout_s: float = 60.0) -> bool:
+        """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""
+        self.training.stop(keep=False)
+        return self.runner.close(timeout_s)
