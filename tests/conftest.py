@@ -105,6 +105,84 @@ def saved_model(bundle, folder: Path, name: str = "model.safetensors") -> Path:
     return path
 
 
+# --- written figures: a valid file of the expected size and content, not just "some bytes" --------------------
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels of the PNG at ``path``; fails unless it is a complete PNG."""
+    from PIL import Image
+
+    data = Path(path).read_bytes()
+    assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR", f"{path} is not a PNG"
+    assert data.endswith(b"IEND\xaeB`\x82"), f"{path} is a truncated PNG"
+    with Image.open(path) as image:
+        image.load()  # every chunk decodes
+        return image.size
+
+
+def svg_root(path: Path):
+    """The parsed root of the SVG at ``path`` (fails unless it is well-formed SVG)."""
+    import xml.etree.ElementTree as ElementTree
+
+    root = ElementTree.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+    return root
+
+
+def pdf_pages(path: Path) -> list[tuple[float, float]]:
+    """The page sizes in points of the PDF at ``path``: it starts with %PDF-, ends with %%EOF and, where
+    poppler is installed, renders (pdftoppm) with that many pages."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    data = Path(path).read_bytes()
+    assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF"), f"{path} is not a complete PDF"
+    boxes = [tuple(float(v) for v in box) for box in re.findall(rb"/MediaBox\s*\[\s*0 0 ([\d.]+) ([\d.]+)\s*\]", data)]
+    assert boxes, f"{path} has no page"
+    if shutil.which("pdftoppm"):
+        with tempfile.TemporaryDirectory() as folder:
+            subprocess.run(["pdftoppm", "-png", "-r", "20", str(path), f"{folder}/page"], check=True, timeout=120)
+            assert len(list(Path(folder).glob("page*.png"))) == len(boxes)
+    return boxes
+
+
+def pdf_text(path: Path) -> str | None:
+    """The PDF's text as poppler reads it (None where pdftotext is not installed)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdftotext"):
+        return None
+    return subprocess.run(["pdftotext", "-raw", str(path), "-"], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def assert_figure(path: Path, width: float = 6.9, dpi: float = 300, texts: tuple[str, ...] = ()) -> None:
+    """``path`` is a complete figure in the format its suffix names, ``width`` inches wide (PNG: at ``dpi``), and
+    where the format keeps text as text (SVG, PDF through pdftotext) it holds every one of ``texts``."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".png":
+        pixels_wide, pixels_high = png_size(path)
+        assert pixels_wide == round(width * dpi) and pixels_high >= 100, (pixels_wide, pixels_high)
+    elif suffix == ".svg":
+        root = svg_root(path)
+        assert root.get("width") == f"{width * 72:g}pt", root.get("width")
+        content = Path(path).read_text(encoding="utf-8")
+        missing = [text for text in texts if text not in content]
+        assert not missing, missing
+    elif suffix == ".pdf":
+        pages = pdf_pages(path)
+        assert len(pages) == 1 and pages[0][0] == pytest.approx(width * 72), pages
+        text = pdf_text(path)
+        if text is not None:
+            missing = [t for t in texts if t not in text]
+            assert not missing, missing
+    else:
+        raise AssertionError(f"not a figure suffix: {suffix}")
+
+
 # --- pretrained-layout models (model/pretrained/tiny.py), for tests/model/pretrained and tests/explorer ----------
 PRETRAINED_FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
 

@@ -12,6 +12,7 @@ from model.attribution.norms import norm_contributions
 from model.cli.commands import main
 from model.io import checkpoint
 from model.nn.masking import masked_model, parse_heads
+from tests.conftest import assert_figure
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +74,16 @@ def test_attribute_writes_the_norm_measure_of_the_decoded_sentence(toy_fr_bundle
             main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--kind", "encoder", "--out", str(figure)])
             == 0
         )
-        assert figure.stat().st_size > 1000
+        assert_figure(figure, texts=("cat", "sleeps"))  # 6.9 in wide, PNG at 300 dpi; the PDF holds the words
 
 
 def test_attribute_refuses_what_it_cannot_do(model_file, tmp_path, capsys):
     assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--out", str(tmp_path / "x.txt")]) == 1
     assert "--out must end in" in capsys.readouterr().err
+    before = model_file.read_bytes()
     assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--out", str(model_file)]) == 1
-    assert model_file.stat().st_size > 1000
+    assert "--out must end in" in capsys.readouterr().err
+    assert model_file.read_bytes() == before and sorted(p.name for p in model_file.parent.iterdir()) == [model_file.name]
 
 
 @pytest.mark.parametrize("measure", ["alti+", "value-zeroing", "attn-grad", "grad-input", "shift-att"])
@@ -103,7 +106,7 @@ def test_attribute_writes_every_measure_as_data_and_figure(measure, toy_fr_bundl
     assert (
         main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", measure, "--out", str(figure)]) == 0
     )
-    assert MEASURES[measure].label.split(" ")[0] in figure.read_text(encoding="utf-8")
+    assert_figure(figure, texts=(MEASURES[measure].label.split(" ")[0], "cat", "sleeps"))
 
 
 def test_attribute_says_which_kinds_a_measure_lacks(model_file, tmp_path, capsys):

@@ -1,8 +1,9 @@
 """Fault injection: `train` killed (SIGKILL) or interrupted (SIGINT) at random moments — during the
-imports, the corpus and tokenizer preparation, training, or the save — 50 times over an existing
-good model file. Afterwards the file is always either the old model, byte for byte, or a complete
-new one that loads with finite weights and at least one training step: never an untrained or a
-half-written one. A later save to the same folder leaves no temporary file behind."""
+imports, the corpus and tokenizer preparation, training, or the save — over an existing good model file.
+The moments are stratified over the span of a run measured on the spot: each twelfth of it is hit by both
+signals (24 runs). Afterwards the file is always either the old model, byte for byte, or a complete new one
+that loads with finite weights and consecutive training steps (all of them, or those before a Ctrl-C):
+never an untrained or a half-written one. A later save to the same folder leaves no temporary file behind."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import torch
 from model.io import checkpoint
 from tests.cli.test_cli import ROOT
 
-RUNS = 50  # in total, over two files trained side by side
+STRATA = 12  # parts of a run's span, each hit once per file: 24 runs over two files trained side by side
+RUNS = 2 * STRATA
+MAX_STEPS = 60
 TINY = [
     "--layers",
     "1",
@@ -34,7 +37,7 @@ TINY = [
     "--corpus-size",
     "300",
     "--max-steps",
-    "60",
+    str(MAX_STEPS),
     "--valid-decode",
     "5",
     "--quiet",
@@ -49,8 +52,9 @@ def run_and_interrupt(out: Path, seed: int, delay: float, how: int) -> tuple[int
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(delay)
-    if process.poll() is None:
+    try:
+        process.wait(timeout=delay)  # a run that ends sooner (a complete new model) is not waited for any longer
+    except subprocess.TimeoutExpired:
         process.send_signal(how)
     try:
         _out, err = process.communicate(timeout=120)
@@ -67,9 +71,23 @@ def check_file(out: Path, old: bytes, code: int, err: str) -> str:
     if data == old:
         return "old"
     bundle = checkpoint.load(out)  # complete: it loads (checksum, shapes, finite weights all checked)
-    assert len(bundle.history.get("steps", [])) > 0, f"an untrained model was written (exit {code}): {err}"
+    steps = [row[0] for row in bundle.history.get("steps", [])]
+    assert steps, f"an untrained model was written (exit {code}): {err}"
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) <= MAX_STEPS
+    # Finished (every step), or stopped by Ctrl-C and saved with what it had learnt: nothing else writes a model.
+    assert bundle.history["stopped"] == ("max steps" if len(steps) == MAX_STEPS else "cancelled"), bundle.history["stopped"]
     assert all(torch.isfinite(p).all() for p in bundle.model.parameters())
     return "new"
+
+
+def complete_run(out: Path, seed: int) -> float:
+    """Seconds that one train run, left alone, takes here and now; it writes a complete new model."""
+    old = out.read_bytes()
+    started = time.monotonic()
+    code, err = run_and_interrupt(out, seed, 600.0, signal.SIGKILL)
+    seconds = time.monotonic() - started
+    assert code == 0 and check_file(out, old, code, err) == "new", err
+    return seconds
 
 
 def test_kills_and_interrupts_never_lose_the_model(tmp_path, copy_bundle):
@@ -78,14 +96,25 @@ def test_kills_and_interrupts_never_lose_the_model(tmp_path, copy_bundle):
     for out in outs:
         out.parent.mkdir()
         checkpoint.save(copy_bundle[0], out)
-    plans = [
-        (outs[i % 2], i, rng.uniform(0.2, 6.0), signal.SIGKILL if i % 2 == rng.randint(0, 1) else signal.SIGINT)
-        for i in range(RUNS)
-    ]
+    # The signals land while the command runs, from its start (imports) to about its end (the save): the span is
+    # that of a run left alone beside another one, measured here, since a run that ended first injects no fault.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        span = 1.1 * max(pool.map(complete_run, outs, [RUNS, RUNS + 1]))
+    # Stratified: the span cut into STRATA equal parts, and each file gets one moment drawn in every part, with
+    # SIGKILL on one file and SIGINT on the other (which one, drawn per part): every part of a run is hit by both.
+    width = (span - 0.2) / STRATA
+    plans = []
+    for part in range(STRATA):
+        kill = rng.randint(0, 1)
+        for i, out in enumerate(outs):
+            delay = 0.2 + (part + rng.random()) * width
+            plans.append((out, len(plans), delay, signal.SIGKILL if i == kill else signal.SIGINT))
+    rng.shuffle(plans)
+    plans.sort(key=lambda plan: plan[0] == outs[1])  # each worker runs one file's plans, in a random order
 
     def worker(index: int) -> list[str]:
         results = []
-        for out, seed, delay, how in plans[index::2]:
+        for out, seed, delay, how in plans[index * STRATA : (index + 1) * STRATA]:
             old = out.read_bytes()
             code, err = run_and_interrupt(out, seed, delay, how)
             results.append(check_file(out, old, code, err))

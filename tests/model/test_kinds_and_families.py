@@ -18,6 +18,7 @@ from model.inspection.heads import all_head_statistics
 from model.inspection.selection import heads_for, select
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind, KindError, SelectionError, StopReason, current_row
+from tests.conftest import assert_figure
 
 
 def _rows(rng: np.random.Generator, shape: tuple[int, ...], causal: bool = False) -> np.ndarray:
@@ -89,7 +90,7 @@ def test_a_trace_with_one_kind_shows_it_and_refuses_the_others(make, kind, tmp_p
     assert written and all(path.name.startswith(kind.value) or path.name == "index.csv" for path in written)
     for view_name in ("focus", "grid", "lines"):
         path = export_view(trace, ExportRequest(view=view_name, kind=kind, layer=0, head=0), tmp_path / f"{view_name}.svg")
-        assert path.stat().st_size > 1000
+        assert_figure(path, texts=("cat",) if kind is AttentionKind.ENCODER else ("once",))  # an SVG of its tokens
     with pytest.raises(SelectionError, match="this model has no"):
         export_view(trace, ExportRequest(view="focus", kind=AttentionKind.CROSS), tmp_path / "cross.png")
     assert not (tmp_path / "cross.png").exists()

@@ -31,12 +31,12 @@ SOURCE = [5, 6, 7, 8, 9, 3]
 CHOSEN = [10, 11, 12, 13, 3]
 
 
-def tiny(norm: str = "post", seed: int = 4) -> Transformer:
+def tiny(norm: str = "post", seed: int = 4, encoder_layers: int = 2) -> Transformer:
     torch.manual_seed(seed)
     config = TransformerConfig(
         source_vocab_size=24,
         target_vocab_size=24,
-        n_encoder_layers=2,
+        n_encoder_layers=encoder_layers,
         n_decoder_layers=2,
         d_model=16,
         n_heads=2,
@@ -149,12 +149,12 @@ def test_shift_att_reads_the_row_where_the_word_is_the_input():
 
 @pytest.mark.parametrize("name", CONTRIBUTIONS)
 def test_every_measure_gives_shares_for_the_kinds_it_defines(name):
-    model = tiny()
+    model = tiny(encoder_layers=3)  # three encoder layers, two decoder layers: each kind has its own depth
     result = compute_measure(model, SOURCE, CHOSEN, name)
     measure = MEASURES[name]
     assert set(result.shares) == set(measure.kinds)
     for kind, shares in result.shares.items():
-        n_layers = 1 if measure.single else (2 if kind is not AttentionKind.ENCODER else 2)
+        n_layers = 1 if measure.single else (3 if kind is AttentionKind.ENCODER else 2)
         n_heads = 2 if measure.per_head else 1
         queries = len(SOURCE) if kind is AttentionKind.ENCODER else len(CHOSEN)
         keys = len(CHOSEN) if kind is AttentionKind.DECODER else len(SOURCE)

@@ -157,10 +157,14 @@ def test_beam_tree_records_every_hypothesis_and_traces_any_of_them(toy_fr_bundle
         assert node.parent < 0 or tree.nodes[node.parent].step == node.step - 1
     stepper.run()
     assert stepper.target_ids() == tree.best
-    if len(tree.hypotheses) > 1:
-        stepper.follow_hypothesis(1)
+    # The briefly trained model ends no hypothesis within 10 steps, so the beam keeps its 3 alive ones, best first.
+    assert len(tree.hypotheses) == 3
+    scores = [tree.nodes[h].score for h in tree.hypotheses]
+    assert scores == sorted(scores, reverse=True)
+    for rank in (1, 2):
+        stepper.follow_hypothesis(rank)
         stepper.run()
-        assert stepper.target_ids() == tree.token_ids(tree.hypotheses[1])
+        assert stepper.target_ids() == tree.token_ids(tree.hypotheses[rank]) != tree.best
         assert_traces_equal(stepper.trace(), full_pass_trace(bundle, stepper.source_ids, stepper.target_ids()))
 
 
@@ -241,7 +245,8 @@ def test_step_zero_trace_holds_the_distribution_of_step_1_without_disturbing_dec
 
     untouched = Stepper(bundle, SENTENCE, options())
     previewed = Stepper(bundle, SENTENCE, options())
-    if strategy == "beam" and len(previewed.beam.hypotheses) > 1:
+    if strategy == "beam":  # not the best one: the preview must not fall back to it
+        assert len(previewed.beam.hypotheses) == 3
         untouched.follow_hypothesis(1)
         previewed.follow_hypothesis(1)
     start = previewed.trace()  # one step and one step back, inside

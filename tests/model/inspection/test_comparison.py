@@ -25,6 +25,7 @@ from model.inspection.comparison import (
     sentence_aer,
 )
 from model.io import checkpoint
+from tests.conftest import assert_figure, png_size
 from tests.model.figures.test_figures import renderer
 
 
@@ -92,7 +93,10 @@ def test_the_pair_figure_is_drawn_right_by_real_viewers(transformer, rnn, tmp_pa
     # The independent renderers: missing, the test skips with the reason (and fails in CI, which installs them).
     subprocess.run([renderer("rsvg-convert"), str(tmp_path / "pair3.3.svg"), "-o", str(tmp_path / "svg.png")], check=True)
     subprocess.run([renderer("pdftoppm"), "-png", "-r", "50", str(tmp_path / "pair.pdf"), str(tmp_path / "pdf")], check=True)
-    assert (tmp_path / "svg.png").stat().st_size > 1000 and list(tmp_path.glob("pdf*.png"))
+    assert png_size(tmp_path / "svg.png")[0] == round(3.3 * 96)  # librsvg draws 96 pixels an inch
+    assert [png_size(page)[0] for page in tmp_path.glob("pdf*.png")] == [round(6.9 * 50)]  # one page, 6.9 in at 50 dpi
+    assert_figure(tmp_path / "pair.pdf", texts=("sees",))
+    assert_figure(tmp_path / "one.png")
 
 
 def test_the_compare_command(transformer, rnn, tmp_path, capsys):
@@ -101,11 +105,13 @@ def test_the_compare_command(transformer, rnn, tmp_path, capsys):
     out = tmp_path / "pair.png"
     assert main(["compare", "--model", str(first), "--with", str(second), "--toy-fr", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert out.stat().st_size > 1000 and "transformer: layer" in printed and "rnn: its one attention" in printed
+    assert "transformer: layer" in printed and "rnn: its one attention" in printed
+    assert_figure(out)
     assert "on this sentence" in printed  # a toy-fr sentence has its gold alignment
     assert main(["compare", "--model", str(first), "--with", str(second), "--text", "the cat", "--out", str(out)]) == 0
     assert main(["compare", "--model", str(first), "--with", str(second), "--text", " ", "--out", str(out)]) == 1
     assert "--text is empty" in capsys.readouterr().err
     assert main(["compare", "--model", str(first), "--with", str(second), "--text", "x", "--out", str(tmp_path / "a.txt")]) == 1
+    before = first.read_bytes()
     assert main(["compare", "--model", str(first), "--with", str(first), "--text", "x", "--out", str(first)]) == 1
-    assert first.stat().st_size > 1000  # the model file was not overwritten by the figure
+    assert first.read_bytes() == before  # the model file was not overwritten by the figure

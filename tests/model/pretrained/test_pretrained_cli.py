@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from model.cli.commands import main
+from tests.conftest import assert_figure
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
@@ -45,7 +46,7 @@ def test_export_figures(capsys, tiny_folders, tmp_path, family, kind):
     out = tmp_path / f"{family}.png"
     code, _, err = run(capsys, "export", "--model", tiny_folders[family], "--text", "the small cat", "--kind", kind, "--out", out)
     assert code == 0, err
-    assert out.stat().st_size > 1000
+    assert_figure(out)
     positional = tmp_path / f"{family}-positions.svg"
     code, _, err = run(
         capsys, "export", "--view", "positional", "--positions", "24", "--model", tiny_folders[family], "--out", positional

@@ -6,12 +6,17 @@ import threading
 import time
 
 import pytest
+import sacrebleu
 import torch
 
+import model.training.trainer
+from model.data.batching import collate, encode_source
 from model.data.corpora import CorpusSpec
+from model.decoding.greedy import greedy_decode
 from model.nn.config import TransformerConfig
 from model.nn.transformer import Transformer
 from model.runtime import CoreFollower
+from model.training.evaluation import score
 from model.training.pipeline import TokenizerOptions, prepare
 from model.training.trainer import Trainer, TrainingControl, TrainingOptions, learning_rate, make_optimizer, training_step
 from tests.conftest import ROOT, TINY_MODEL
@@ -32,8 +37,29 @@ def test_learning_rate_warms_up_then_decays():
     assert rates[4] == pytest.approx(rates[2] / 2)
 
 
-def test_training_reports_progress_and_learns():
-    progress, validations = [], []
+def decoded_here(model, source_tokenizer, target_tokenizer, pairs) -> list[str]:
+    """Greedy translations of ``pairs`` as one padded batch in their order (the evaluation sorts them by length
+    first; one batch, as here, as long as they are at most 64)."""
+    assert len(pairs) <= 64
+    ids = [encode_source(source_tokenizer, pair.source, model.config)[0] for pair in pairs]
+    source, _ = collate([(row, [0]) for row in ids], model.config.pad_id, torch.device("cpu"))
+    with torch.no_grad():
+        return [target_tokenizer.decode(row) for row in greedy_decode(model, source)]
+
+
+def test_training_reports_progress_and_learns(monkeypatch):
+    progress, validations, recomputed = [], [], []
+
+    def checked_score(model, source_tokenizer, target_tokenizer, pairs, device, **options):
+        """The validation's own scores, and its exact match and BLEU recomputed from the same weights."""
+        decoded = pairs[: options["decode_limit"]]
+        hypotheses = decoded_here(model, source_tokenizer, target_tokenizer, decoded)
+        references = [pair.target for pair in decoded]
+        exact = sum(h.split() == r.split() for h, r in zip(hypotheses, references)) / len(decoded)
+        recomputed.append((exact, sacrebleu.corpus_bleu(hypotheses, [references]).score, len(pairs)))
+        return score(model, source_tokenizer, target_tokenizer, pairs, device, **options)
+
+    monkeypatch.setattr(model.training.trainer, "score", checked_score)
     trainer = make_trainer(steps=80, epochs=3, on_progress=progress.append, on_validation=validations.append)
     result = trainer.run()
     assert [p.step for p in progress] == list(range(1, result.steps + 1))
@@ -41,9 +67,12 @@ def test_training_reports_progress_and_learns():
     assert last.train_loss < first.train_loss
     assert 0 < last.learning_rate and last.tokens_per_second > 0 and 0 < last.fraction <= 1
     assert last.eta_seconds >= 0
-    assert validations and validations[-1].scores.n > 0
-    scores = validations[-1].scores
-    assert 0 <= scores.exact_match <= 1 and 0 <= scores.bleu <= 100 and 0 <= scores.token_accuracy <= 1
+    assert validations and len(validations) == len(recomputed)
+    for validation, (exact, bleu, n) in zip(validations, recomputed):
+        scores = validation.scores
+        assert scores.n == n == len(trainer.splits.valid) > 0
+        assert scores.exact_match == pytest.approx(exact, abs=1e-9) and scores.bleu == pytest.approx(bleu, abs=1e-6)
+        assert 0 < scores.token_accuracy <= 1
     assert len(scores.samples) == 3 and all(len(s) == 3 for s in scores.samples)
     assert result.history["steps"] and result.history["validations"]
 
