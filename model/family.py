@@ -154,14 +154,20 @@ class Family:
         return tuple(option.dest for option in self.options)
 
     def config_fields(self, given: dict[str, Any]) -> dict[str, Any]:
-        """The config fields that option values (by ``dest``; None = not given) set, in the options' order."""
+        """The config fields that option values (by ``dest``; None = not given) set. Where two options set one
+        field, the more specific one (fewer fields) wins: ``--layers 2 --encoder-layers 3`` is 3 + 2 layers."""
         fields: dict[str, Any] = {}
-        for option in self.options:
+        set_by: dict[str, ModelOption] = {}
+        for option in sorted(self.options, key=lambda option: -len(option.fields)):  # stable: general ones first
             value = given.get(option.dest)
             if value is None:
                 continue
             for name in option.fields:
-                fields[name] = (not value) if option.flag_inverts else value
+                value_here = (not value) if option.flag_inverts else value
+                earlier = set_by.get(name)
+                if earlier is not None and len(earlier.fields) == len(option.fields) and fields[name] != value_here:
+                    raise UserError(f"{earlier.flag} and {option.flag} both set {name}: give one of them")
+                fields[name], set_by[name] = value_here, option
         return fields
 
     def build_config(

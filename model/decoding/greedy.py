@@ -18,17 +18,23 @@ def default_max_target(source_length: int, max_len: int) -> int:
 
 @torch.inference_mode()
 def greedy_decode(model: Network, source_ids: torch.Tensor, max_target: int | None = None) -> list[list[int]]:
-    """source_ids [B, S] (padded) -> per sentence the generated ids, without BOS and EOS."""
+    """source_ids [B, S] (padded) -> per sentence the generated ids, without BOS and EOS.
+
+    Each sentence's length limit is its own (``max_target``, else from its unpadded length), so a sentence
+    decodes the same whatever it is batched with, and the same as the Stepper decodes it alone."""
     config = model.config
     batch = source_ids.shape[0]
-    max_target = max_target or default_max_target(source_ids.shape[1], config.max_len)
+    source_lengths = (source_ids != config.pad_id).sum(dim=1).tolist()  # [B]
+    limits = [max_target or default_max_target(length, config.max_len) for length in source_lengths]
     memory, memory_mask, _ = model.encode(source_ids)  # [B, S, d_model]
     cache = model.start_cache(memory, memory_mask)
     current = torch.full((batch,), config.bos_id, dtype=torch.long, device=source_ids.device)  # [B]
-    finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)  # [B]
+    # The ids each row may still generate: BOS is one of its limit's pieces.
+    generated_limit = torch.tensor(limits, device=source_ids.device) - 1  # [B]
     suppressed = list(getattr(config, "suppressed_ids", ()))  # tokens a pretrained model's generation never picks
     generated = []
-    for _ in range(max_target - 1):
+    for count in range(1, max(limits)):
         hidden, _, _ = model.decode_step(current, cache)  # [B, d_model]
         logits = model.logits(hidden)  # [B, V]
         if suppressed:
@@ -36,7 +42,7 @@ def greedy_decode(model: Network, source_ids: torch.Tensor, max_target: int | No
         next_ids = logits.argmax(dim=-1)  # [B]
         next_ids = next_ids.masked_fill(finished, config.pad_id)
         generated.append(next_ids)
-        finished |= next_ids == config.eos_id
+        finished |= (next_ids == config.eos_id) | (generated_limit <= count)
         if bool(finished.all()):
             break
         current = next_ids

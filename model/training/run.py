@@ -3,7 +3,7 @@
 ``train(request, callbacks, control)`` resolves the device, prepares the corpus, tokenizers and model
 (``pipeline.prepare``), trains (``Trainer``) and finishes the bundle (its settings and why it stopped in
 the history, the weights on the CPU). The command line (``model/cli/train.py``) and the window's
-training worker (``explorer/workers.py``) are thin adapters: they build the request, listen through
+training controller (``explorer/controllers/training.py``) are thin adapters: they build the request, listen through
 ``TrainingCallbacks`` (typed objects: ``Prepared``, ``Progress``, ``Validation``) and pause or cancel
 through the ``TrainingControl``.
 """

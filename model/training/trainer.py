@@ -265,7 +265,8 @@ class Trainer:
         paused_for = 0.0
         step, smoothed_loss, smoothed_accuracy, tokens_seen = 0, None, None, 0
         stopped, epochs_completed, detail, since_best = StopReason.FINISHED, 0, "", 0
-        no_better = f"no better validation BLEU in the last {options.patience} validations"
+        measure = family_of(self.model).quality_measure
+        no_better = f"no better validation {measure} in the last {options.patience} validations"
 
         def done_fraction(elapsed: float) -> float:
             """The share of the plan done: of the steps, or of the time budget if that is further along."""

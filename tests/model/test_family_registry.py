@@ -1,5 +1,6 @@
-"""The family registry (model/family.py, model/nn/registry.py): each family's options schema names real config fields,
-the command line's and the form's values map onto them in order, and reading the registry imports no PyTorch."""
+"""The family registry (model/family.py, model/nn/registry.py): each family's options schema names real config
+fields, the command line's and the form's values map onto them (the more specific option winning), and reading the
+registry imports no PyTorch."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from model.data.corpora import CorpusSpec
+from model.errors import UserError
 from model.family import Architecture, FamilyError, families, family_named, family_of_config, trainable_family_names
 from model.nn.registry import build_network
 from model.training.pipeline import TokenizerOptions, prepare
@@ -29,13 +31,16 @@ def test_the_app_trains_three_families_and_each_option_sets_a_config_field():
                 assert getattr(family.config_class(), option.fields[0]) in option.choices
 
 
-def test_a_later_option_overrides_an_earlier_one_and_an_inverted_flag_sets_false():
+def test_the_more_specific_option_wins_a_contradiction_is_refused_and_an_inverted_flag_sets_false():
     transformer = family_named("transformer")
     fields = transformer.config_fields({"encoder_layers": 2, "decoder_layers": 5, "layers": 4, "tie_embeddings": True})
-    assert fields == {"n_encoder_layers": 4, "n_decoder_layers": 4, "tie_embeddings": False}
+    assert fields == {"n_encoder_layers": 2, "n_decoder_layers": 5, "tie_embeddings": False}
+    assert transformer.config_fields({"encoder_layers": 3, "layers": 1}) == {"n_encoder_layers": 3, "n_decoder_layers": 1}
     classifier = family_named("classifier")
     assert classifier.config_fields({"encoder_layers": 3}) == {"n_layers": 3}
-    assert classifier.config_fields({"encoder_layers": 3, "layers": 1}) == {"n_layers": 1}
+    assert classifier.config_fields({"encoder_layers": 3, "layers": 3}) == {"n_layers": 3}
+    with pytest.raises(UserError, match="--encoder-layers and --layers both set n_layers: give one of them"):
+        classifier.config_fields({"encoder_layers": 3, "layers": 1})
 
 
 def test_every_preset_builds_its_family_and_describes_itself():

@@ -29,6 +29,31 @@ def test_batched_greedy_equals_one_at_a_time(copy_bundle):
     assert together == alone
 
 
+def test_each_sentence_keeps_its_own_length_limit_in_a_batch(copy_bundle):
+    """Without an explicit limit, a sentence's limit comes from its own length, not from the batch's longest
+    (a model that never ends shows it: each output is cut at exactly its own limit)."""
+    bundle, _ = copy_bundle
+    model = bundle.model
+    eos = model.config.eos_id
+    texts = ["a", "a b c d e f g h i j k l m n"]
+    ids, batch = sources(bundle, texts)
+    original = model.logits
+
+    def never_ending(hidden):
+        logits = original(hidden)
+        logits[..., eos] = float("-inf")
+        return logits
+
+    model.logits = never_ending
+    try:
+        together = greedy_decode(model, batch)
+        alone = [greedy_decode(model, torch.tensor([s]))[0] for s in ids]
+    finally:
+        del model.logits
+    assert together == alone
+    assert [len(row) for row in together] == [2 * len(s) + 10 - 1 for s in ids]
+
+
 def test_greedy_matches_a_full_recomputation_each_step(copy_bundle):
     bundle, _ = copy_bundle
     ids, batch = sources(bundle, ["c a b d"])

@@ -5,6 +5,7 @@ long a run will take, said before it starts."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -126,16 +127,39 @@ def test_the_best_validated_weights_are_kept():
     assert torch.equal(trainer.optimizer.flat_parameters, trainer.best[2])
 
 
+def _never_better_after_the_first(trainer) -> list[int]:
+    """Validations that find the first one best and none after it; returns the steps validated."""
+    validated: list[int] = []
+
+    def validate(epoch, step):
+        validated.append(step)
+        return SimpleNamespace(best=len(validated) == 1)
+
+    trainer.validate = validate
+    return validated
+
+
 def test_early_stop_after_validations_without_a_better_bleu():
-    trainer, _ = _trainer(max_steps=400, valid_every=5, patience=2, lr_factor=0.01)
-    validations = []
-    trainer.on_validation = validations.append
+    trainer, _ = _trainer(max_steps=400, valid_every=5, patience=2)
+    validated = _never_better_after_the_first(trainer)
     result = trainer.run()
-    if result.stopped == "early stop":
-        assert not any(v.best for v in validations[-2:])
-        assert "2 validations" in result.detail
-    else:  # it improved at least every other validation all the way
-        assert result.stopped == "max steps"
+    assert result.stopped == "early stop" and validated == [5, 10, 15] and result.steps == 15
+    assert result.detail == "no better validation BLEU in the last 2 validations"
+
+
+def test_a_classifiers_early_stop_names_its_own_measure():
+    bundle, splits = prepare(
+        CorpusSpec("toy-fr-negation", size=200, seed=1),
+        TokenizerOptions(vocab_size=100),
+        dict(n_layers=1, d_model=32, n_heads=4, d_ff=64, dropout=0.0),
+        family="classifier",
+    )
+    options = TrainingOptions(epochs=50, max_steps=400, batch_size=32, warmup_steps=30, valid_every=5, patience=3)
+    trainer = Trainer(bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, splits, options, torch.device("cpu"))
+    _never_better_after_the_first(trainer)
+    result = trainer.run()
+    assert result.stopped == "early stop" and result.steps == 20
+    assert result.detail == "no better validation macro-F1 in the last 3 validations"
 
 
 def test_weight_average_follows_the_weights():

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 import threading
-import time
+from types import SimpleNamespace
 
 import pytest
 import sacrebleu
@@ -77,53 +77,64 @@ def test_training_reports_progress_and_learns(monkeypatch):
     assert result.history["steps"] and result.history["validations"]
 
 
+class WatchedControl(TrainingControl):
+    """A TrainingControl that says when the trainer is blocked in a pause: the tests wait on that, not on time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait_while_paused(self) -> float:
+        if self.paused:
+            self.waiting.set()
+        return super().wait_while_paused()
+
+
 def test_pause_resume_and_cancel_take_effect_within_one_step():
-    control = TrainingControl()
+    control = WatchedControl()
     seen = []
-    paused_at = threading.Event()
 
     def on_progress(progress):
         seen.append(progress.step)
         if progress.step == 5:
             control.pause()
-            paused_at.set()
+        if progress.step == 10:
+            control.cancel()
 
     trainer = make_trainer(steps=10_000, on_progress=on_progress, control=control)
     thread = threading.Thread(target=lambda: seen.append(trainer.run()))
     thread.start()
-    assert paused_at.wait(30)
-    time.sleep(0.5)
-    assert seen[-1] == 5  # no step ran while paused
+    assert control.waiting.wait(30)  # the trainer is blocked before step 6
+    assert seen == [1, 2, 3, 4, 5]  # no step ran once paused
     control.resume()
-    while len(seen) < 10:
-        time.sleep(0.01)
-    control.cancel()
     thread.join(30)
     result = seen[-1]
     assert result.stopped == "cancelled"
-    assert result.steps <= seen[-2] + 1
+    assert seen[:-1] == list(range(1, 11)) and result.steps == 10  # cancelled before the next step
 
 
 def test_cancel_while_paused_stops():
-    control = TrainingControl()
+    control = WatchedControl()
     control.pause()
     trainer = make_trainer(control=control)
     thread = threading.Thread(target=trainer.run)
     thread.start()
-    time.sleep(0.2)
+    assert control.waiting.wait(30)
     control.cancel()
-    thread.join(10)
+    thread.join(30)
     assert not thread.is_alive()
 
 
-def test_time_budget_stops_at_a_step_boundary():
+def test_time_budget_stops_at_a_step_boundary(monkeypatch):
+    """A clock that moves 10 s per reading: the budget of 1 minute runs out after a fixed number of steps."""
+    clock = iter(range(0, 10**6, 10))
+    monkeypatch.setattr(model.training.trainer, "time", SimpleNamespace(monotonic=lambda: float(next(clock))))
     trainer = make_trainer(steps=None, epochs=1000)
-    trainer.options.max_minutes = 0.02
-    started = time.monotonic()
+    trainer.options.max_minutes = 1.0
     result = trainer.run()
     assert result.stopped == "time budget"
-    assert result.steps > 0
-    assert time.monotonic() - started < 30
+    # Each step reads the clock twice (before and after it): 60 s are reached at the start of step 4.
+    assert result.steps == 3
 
 
 def test_same_seed_same_model(monkeypatch):
