@@ -9,7 +9,7 @@ from PySide6.QtCore import QCoreApplication, QSettings, QTimer
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from explorer.runtime import apply_window_policies
+from explorer.runtime import apply_window_policies, end_process
 from model.io.shipped import shipped_models
 
 
@@ -56,7 +56,8 @@ def open_first_model(window, path: str | None) -> None:
 
 
 def run_app(argv: list[str]) -> int:
-    """``transformer-explorer [MODEL]``: open the window; returns the exit code."""
+    """``transformer-explorer [MODEL]``: open the window; returns the exit code once it has closed (or ends the
+    process, where a job could not be joined: ``end_process``)."""
     app = make_application()
     from explorer.main_window import MainWindow  # deferred: after the QApplication and its policies
 
@@ -73,4 +74,4 @@ def run_app(argv: list[str]) -> int:
     code = app.exec()
     if window.built:
         window.close_controllers()  # every job cancelled and joined (a training run stops within a step)
-    return code
+    return end_process(code)

@@ -28,8 +28,10 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
+import os
 import platform
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -44,6 +46,19 @@ def apply_window_policies(leaks_none: Callable[[], bool]) -> None:
     configure_logging()
     protect_none(leaks_none)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+
+
+def end_process(code: int) -> int:
+    """The window has closed and its jobs are joined: end the process with ``code``. A job that cannot be joined
+    (a model still loading, which cannot poll its token) may be inside PyTorch's C++ code, where the interpreter's
+    teardown would crash (a segfault or "terminate called"): with such a thread left, the process ends at once,
+    its output flushed (the settings are already written); else ``code`` is returned, for a normal exit."""
+    if any(thread is not threading.main_thread() and thread.is_alive() for thread in threading.enumerate()):
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def configure_logging() -> None:
