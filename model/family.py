@@ -136,6 +136,7 @@ class Family:
     # None) when its positions are not an absolute table of its own.
     read_positions: Callable[[Any, int | None, int], Any] | None = None
     tip: str = ""  # one line for the Train form's family box
+    label: str = ""  # the family box's item (the title, capitalised, when empty)
 
     @property
     def network_class(self) -> type:
@@ -152,6 +153,11 @@ class Family:
 
     def option_dests(self) -> tuple[str, ...]:
         return tuple(option.dest for option in self.options)
+
+    @property
+    def form_label(self) -> str:
+        """The Train form's name for the family: its label, else its title with a capital."""
+        return self.label or self.title[:1].upper() + self.title[1:]
 
     def config_fields(self, given: dict[str, Any]) -> dict[str, Any]:
         """The config fields that option values (by ``dest``; None = not given) set. Where two options set one

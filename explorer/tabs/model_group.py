@@ -96,7 +96,7 @@ class ModelGroup(QGroupBox):
         self.form = QFormLayout(self)
         self.family = QComboBox()
         for family in trainable_families():
-            self.family.addItem(family.title[:1].upper() + family.title[1:], family.name)
+            self.family.addItem(family.form_label, family.name)
             self.family.setItemData(self.family.count() - 1, family.tip, Qt.ItemDataRole.ToolTipRole)
         self.family.setToolTip("Which model to train; a tagging or labelled-sentence corpus trains the classifier")
         self.form.addRow("Family", self.family)

@@ -69,6 +69,7 @@ TRANSFORMER = register(
     Family(
         name="transformer",
         title="encoder-decoder Transformer",
+        label="Transformer (encoder-decoder)",
         config_class=TransformerConfig,
         network="model.nn.transformer.Transformer",
         capabilities=Capabilities(
@@ -98,6 +99,7 @@ TRANSFORMER = register(
             _D_MODEL,
             _HEADS,
             _D_FF,
+            _DROPOUT,
             _NORM,
             _POSITIONS,
             ModelOption(
@@ -109,11 +111,10 @@ TRANSFORMER = register(
                 form=False,
                 flag_inverts=True,
             ),
-            _DROPOUT,
             _MAX_LEN,
         ),
         summary=_transformer_summary,
-        tip="The paper's encoder-decoder Transformer: every layer's and head's self- and cross-attention",
+        tip="The paper's encoder-decoder Transformer: encoder self, decoder masked self and cross-attention",
     )
 )
 
@@ -127,6 +128,7 @@ RNN = register(
     Family(
         name="rnn",
         title="RNN encoder-decoder with attention",
+        label="RNN with attention (seed 002)",
         config_class=RNNConfig,
         network="model.nn.rnn.RNNAttention",
         capabilities=Capabilities(Architecture.ENCODER_DECODER, (AttentionKind.CROSS,), Positions.RECURRENCE, trainable=True),
@@ -171,7 +173,10 @@ RNN = register(
         # A bidirectional GRU encoder (96 a direction) and a GRU decoder, Bahdanau's additive attention: sized so
         # that the shipped toy-fr model stays under 5 MB.
         default_model=dict(cell="gru", attention="bahdanau", local_window=0, d_embed=96, d_hidden=192, dropout=0.1),
-        tip="Seed 002's RNN encoder-decoder: one cross-attention head, Bahdanau's or Luong's",
+        tip=(
+            "A bidirectional RNN encoder and an RNN decoder with Bahdanau or Luong attention: one cross-attention "
+            "distribution per step, the history the Transformer's cross-attention comes from"
+        ),
     )
 )
 
@@ -184,6 +189,7 @@ CLASSIFIER = register(
     Family(
         name="classifier",
         title="encoder-only Transformer",
+        label="Encoder-only classifier (seed 004)",
         config_class=ClassifierConfig,
         network="model.nn.classifier.EncoderClassifier",
         capabilities=Capabilities(
@@ -203,15 +209,15 @@ CLASSIFIER = register(
             _D_MODEL,
             _HEADS,
             _D_FF,
+            _DROPOUT,
             _NORM,
             _POSITIONS,
-            _DROPOUT,
             _MAX_LEN,
         ),
         summary=_classifier_summary,
         # Small: a tag or a sentence class needs far less than a translation.
         default_model=dict(n_layers=2, d_model=64, n_heads=4, d_ff=256, dropout=0.1),
-        tip="Seed 004's encoder-only Transformer: a tag per word or a class per sentence",
+        tip="The Transformer's encoder with a linear head: a tag for every word, or one class per sentence",
     )
 )
 
