@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
 
         tab = TrainingTab(self.explore, self.controllers.training, self.settings)
         tab.trained.connect(self._on_trained)
+        tab.confirm_start = lambda: self.confirm_replacing_model("The model this training makes will replace it.")
         tab.failed.connect(lambda text: self.show_error("Training failed", text))
         return tab
 

@@ -8,6 +8,7 @@ user's requests and shows its events (``_on_*``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -64,6 +65,9 @@ class TrainingTab(QWidget):
     def __init__(self, explore: ExploreController, training: TrainingController, settings: QSettings) -> None:
         super().__init__()
         self.explore, self.training, self.settings = explore, training, settings
+        # Asked before a run starts (the window asks Save / Discard / Cancel when an unsaved trained model would be
+        # replaced by this run's): False keeps things as they are.
+        self.confirm_start: Callable[[], bool] = lambda: True
         self.last_progress: Progress | None = None
         self.validations: list[Validation] = []
 
@@ -238,6 +242,8 @@ class TrainingTab(QWidget):
         except UserError as error:
             self.failed.emit(str(error))
             return
+        if not self.confirm_start():
+            return
         self.form.save_settings()
         self.curves.clear_curves()
         self.samples.setRowCount(0)
@@ -247,11 +253,6 @@ class TrainingTab(QWidget):
         self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
         self.progress_bar.setFormat("preparing…")
         self.training.start(request)
-        if self.explore.has_unsaved_training():  # not asked: nothing is replaced before training finishes
-            self.explore.message.emit(
-                "The model trained before is not saved: it stays active until this training "
-                "finishes, then this one replaces it. File ▸ Save model as… keeps it."
-            )
 
     def _on_pause(self) -> None:
         if self.is_training():

@@ -335,3 +335,17 @@ def test_save_runs_the_dialog_and_opens_only_once_saved(qtbot, tmp_path, trained
     assert kept.config == trained.config and kept.corpus.name == "copy"
     qtbot.waitUntil(lambda: window.explore.bundle is not trained, timeout=10000)
     assert window.explore.bundle.path == str(other) and len(asked) == 2
+
+
+def test_training_another_model_asks_first_and_cancel_starts_nothing(qtbot, trained_window):
+    window, trained, _other, asked, answers = trained_window
+    tab = window.training_tab
+    answers.append(QMessageBox.Cancel)
+    tab.start_button.click()
+    assert asked == [True] and not tab.is_training() and window.explore.bundle is trained
+    answers.append(QMessageBox.Discard)
+    tab.start_button.click()
+    assert len(asked) == 2 and tab.is_training()
+    window.controllers.training.stop(keep=False)
+    qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
+    assert window.explore.bundle is trained  # nothing replaced it: the run was stopped without keeping
