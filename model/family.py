@@ -344,6 +344,9 @@ class TextTokenizer(Protocol):
 
     def piece_to_id(self, piece: str) -> int | None: ...
 
+    @property
+    def unk_id(self) -> int: ...  # the unknown piece's id (-1 where there is none: a byte-level tokenizer)
+
 
 @runtime_checkable
 class Bundle(Protocol):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from model.data.corpora import CorpusError, generate_builtin
 from model.data.corpora.files import read_moses, read_tsv
-from model.data.tokenizer import UNK_ID
 from model.family import Bundle
 
 WORD_MARK = "▁"  # SentencePiece's word-start piece: a lone one says nothing about the words
@@ -24,9 +23,8 @@ def unknown_share(bundle: Bundle | None, text: str) -> float:
     if bundle is None:
         return 0.0
     tokenizer = bundle.source_tokenizer
-    unk_id = getattr(tokenizer, "unk_id", UNK_ID)  # a pretrained tokenizer's own
     ids = [i for i in tokenizer.encode(text) if tokenizer.piece(i) != WORD_MARK]
-    return sum(i == unk_id for i in ids) / len(ids) if ids else 0.0
+    return sum(i == tokenizer.unk_id for i in ids) / len(ids) if ids else 0.0
 
 
 def can_read(bundle: Bundle | None, text: str) -> bool:

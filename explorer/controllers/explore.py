@@ -100,8 +100,8 @@ class ExploreController:
             self.message.emit(str(error))
             return False
         self.total_steps = 0
-        for text_message in self.stepper.messages:
-            self.message.emit(text_message[0].upper() + text_message[1:] + ".")
+        if self.stepper.messages:  # one line, so that none hides another (a cut sentence and unknown pieces)
+            self.message.emit(" ".join(text[0].upper() + text[1:] + "." for text in self.stepper.messages))
         if run:
             self.stepper.run()
         self._publish()

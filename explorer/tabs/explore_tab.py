@@ -361,7 +361,7 @@ class ExploreTab(QWidget):
 
     def _show_decoding(self, trace: Trace) -> None:
         """Tokens, and the candidates (or an encoder-only model's predictions) and beam of the current step."""
-        self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level)
+        self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level, unknown=list(trace.source_unknown))
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
         self.side.show_trace(trace)

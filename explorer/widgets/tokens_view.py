@@ -1,5 +1,6 @@
 """A row of tokens as clickable chips: the source pieces, or the target so far with the current
-step highlighted and forced tokens marked (✎). Clicking a target token selects that step; so do the
+step highlighted, forced tokens marked (✎) and pieces the model does not know (<unk>) in a dashed warning
+border. Clicking a target token selects that step; so do the
 arrow keys and Enter when the row has the keyboard focus. A chip's tooltip names its raw piece.
 
 Chips show tokens as people read them (``model.data.token_labels.display_labels``: "▁La" prints "La", a
@@ -12,13 +13,14 @@ chips took about 10 ms to lay out again on every step; this takes well under one
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPixmap, QStaticText
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QPixmap, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from explorer.widgets.heatmap import HIGHLIGHT, shown_labels
 
 PAD_X, PAD_Y, SPACING, MARGIN = 4.0, 2.0, 4.0, 2.0  # px inside a chip, between chips, around the row
 FORCED_MARK = "✎"
+UNKNOWN_COLOUR = "#d95f02"  # the border of a piece the model does not know (orange: visible on light and dark)
 
 
 class TokensView(QWidget):
@@ -32,6 +34,7 @@ class TokensView(QWidget):
         self.display_tokens: list[str] = []  # as the chips show them
         self.current: int | None = None
         self.forced: list[bool] = []
+        self.unknown: list[bool] = []  # pieces the model's tokenizer did not know (read as <unk>)
         self.keyboard_index: int | None = None  # the chip Enter would choose
         self.chip_rects: list[QRectF] = []  # where each chip is drawn
         self._shown: tuple | None = None  # what was last set, so an unchanged row is not laid out again
@@ -50,15 +53,22 @@ class TokensView(QWidget):
         self.set_tokens([])
 
     def set_tokens(
-        self, tokens: list[str], current: int | None = None, forced: list[bool] | None = None, token_level: str | None = None
+        self,
+        tokens: list[str],
+        current: int | None = None,
+        forced: list[bool] | None = None,
+        token_level: str | None = None,
+        unknown: list[bool] | None = None,
     ) -> None:
-        """Raw pieces (or words: ``token_level`` "word"), the current one highlighted, forced ones marked."""
+        """Raw pieces (or words: ``token_level`` "word"), the current one highlighted, forced ones marked, unknown
+        ones (``unknown``: one flag per token, or none) bordered."""
         forced = list(forced) if forced is not None else [False] * len(tokens)
-        shown = (list(tokens), current, forced, token_level)
+        unknown = [bool(flag) for flag in unknown] if unknown is not None and len(unknown) == len(tokens) else []
+        shown = (list(tokens), current, forced, token_level, unknown)
         if shown == self._shown:
             return
         self._shown = shown
-        self.tokens, self.current, self.forced = list(tokens), current, forced
+        self.tokens, self.current, self.forced, self.unknown = list(tokens), current, forced, unknown
         self.display_tokens = shown_labels(self.tokens, token_level)
         self.setAccessibleDescription(" ".join(self.display_tokens))  # what a screen reader says
         if self.keyboard_index is not None and self.keyboard_index >= len(self.tokens):
@@ -175,6 +185,8 @@ class TokensView(QWidget):
             current = index == self.current
             painter.fillRect(rect, highlight if current else base)
             painter.setPen(highlight if current else border)
+            if self.is_unknown(index):
+                painter.setPen(QPen(QColor(UNKNOWN_COLOUR), 2, Qt.PenStyle.DashLine))
             painter.drawRect(rect.adjusted(0, 0, -1, -1))
             painter.setFont(bold if current else regular)
             painter.setPen(white if current else link)
@@ -197,6 +209,9 @@ class TokensView(QWidget):
             painter.setPen(self.palette().color(QPalette.ColorRole.Highlight))
             painter.drawRect(self.chip_rects[self.keyboard_index].adjusted(-2, -2, 1, 1))
         painter.end()
+
+    def is_unknown(self, index: int) -> bool:
+        return index < len(self.unknown) and self.unknown[index]
 
     # --- mouse and keyboard ------------------------------------------------------------------------
     def chip_at(self, position: QPointF) -> int | None:
@@ -244,6 +259,8 @@ class TokensView(QWidget):
                 QToolTip.showText(event.globalPos(), self.tip, self)
             else:
                 mark = " (forced by you)" if self.forced[index] else ""
+                if self.is_unknown(index):
+                    mark += " (unknown to this model: it reads <unk>)"
                 QToolTip.showText(event.globalPos(), f"#{index + 1}: {self.tokens[index]!r}{mark} — {self.tip}", self)
             return True
         return super().event(event)

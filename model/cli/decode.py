@@ -17,6 +17,7 @@ from model.cli.labels import print_labels, report_label_scores
 from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, mask_heads_argument, positive
 from model.data.corpora import BUILTIN_CORPORA, Pair, generate_builtin, load_corpus
 from model.data.token_labels import display_mask_candidate
+from model.data.tokenizer import unknown_note
 from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import greedy_decode
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -103,6 +104,8 @@ def run_translate(args) -> int:
     if can.architecture is not Architecture.ENCODER_DECODER:  # a prompt to continue, or a text the head reads
         stepper = Stepper(bundle, text)
         stepper.run()
+        for message in stepper.messages:
+            print(f"note: {message}", file=sys.stderr)
         if can.architecture.has_decoder:
             print(stepper.translation())
         else:
@@ -111,6 +114,9 @@ def run_translate(args) -> int:
     ids, n_pieces, kept = bundle.source_ids(text)
     if n_pieces > kept:
         print(f"note: the sentence has {n_pieces} pieces; only the first {kept} fit this model", file=sys.stderr)
+    unknown = unknown_note(bundle.source_tokenizer, ids, kept)
+    if unknown:
+        print(f"note: {unknown}", file=sys.stderr)
     source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
     model = masked_model(bundle.model, heads)
     if args.beam > 1:

@@ -7,7 +7,9 @@ Any string encodes without error: characters never seen in training become the u
 from __future__ import annotations
 
 import io
+from typing import Any
 
+import numpy as np
 import sentencepiece as spm
 
 from model.errors import UserError
@@ -42,6 +44,11 @@ class Tokenizer:
         self.model_proto = bytes(model_proto)
         if self._processor.pad_id() != PAD_ID or self._processor.eos_id() != EOS_ID:
             raise TokenizerError("tokenizer must use pad=0, unk=1, bos=2, eos=3")
+
+    @property
+    def unk_id(self) -> int:
+        """The id every piece outside the vocabulary becomes (<unk>)."""
+        return UNK_ID
 
     @classmethod
     def train(cls, texts: list[str], vocab_size: int, model_type: str = "unigram") -> Tokenizer:
@@ -106,3 +113,21 @@ class Tokenizer:
             if piece_id != UNK_ID or candidate == "<unk>":
                 return piece_id
         return None
+
+
+def unknown_pieces(tokenizer: Any, ids: list[int]) -> np.ndarray:
+    """[S] whether each id is the tokenizer's unknown piece (a word or mark it never saw, read as <unk>)."""
+    return np.array([piece_id == tokenizer.unk_id for piece_id in ids], dtype=bool)
+
+
+def unknown_note(tokenizer: Any, ids: list[int], n_pieces: int) -> str:
+    """A line for the user when some of the ``n_pieces`` pieces read (``ids``: those, and any end token) are unknown
+    to the tokenizer; empty when none are."""
+    unknown = int(unknown_pieces(tokenizer, ids).sum())
+    if not unknown:
+        return ""
+    share = unknown / max(n_pieces, 1)
+    return (
+        f"{unknown} of the sentence's {n_pieces} pieces ({share:.0%}) are unknown to this model (<unk>): it never saw "
+        "them in training and reads each as the same unknown piece, so what they say is lost"
+    )

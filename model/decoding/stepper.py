@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from model.data.tokenizer import unknown_note, unknown_pieces
 from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
@@ -115,6 +116,9 @@ class Stepper:
             self.messages.append(
                 f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
             )
+        note = unknown_note(self.bundle.source_tokenizer, source_ids, kept)
+        if note:
+            self.messages.append(note)
         return source_ids
 
     @torch.inference_mode()
@@ -325,6 +329,7 @@ class Stepper:
             decoder_self=decoder_self,
             cross=cross,
             source_tokens=self.source_tokens,
+            source_unknown=unknown_pieces(self.bundle.source_tokenizer, self.source_ids),
             target_tokens=tokenizer.pieces(targets),
             decoder_input_tokens=tokenizer.pieces(inputs),
             candidate_ids=candidate_ids,

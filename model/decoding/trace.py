@@ -96,6 +96,7 @@ class Trace:
     # What the attention arrays hold: "" for the weights, else a measure's shares (model/attribution/measures.py).
     measure: str = ""
     source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of each prediction, when known
+    source_unknown: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [S] read as <unk>: never seen
 
     @property
     def value_label(self) -> str:
@@ -196,6 +197,7 @@ class Trace:
             decoder_input_tokens=input_words,
             class_probabilities=self.word_classes(),
             source_share=self._word_source_share(target_groups),
+            source_unknown=self._word_unknown(source_groups),
             level="word",
         )
 
@@ -205,6 +207,12 @@ class Trace:
             return self.source_share
         totals = np.bincount(target_groups, weights=self.source_share.astype(np.float64))
         return (totals / np.bincount(target_groups)).astype(np.float32)
+
+    def _word_unknown(self, source_groups: np.ndarray | None) -> np.ndarray:
+        """A source word is unknown when any of its pieces is."""
+        if source_groups is None or len(self.source_unknown) != len(source_groups):
+            return self.source_unknown
+        return np.bincount(source_groups, weights=self.source_unknown.astype(np.float64)) > 0
 
     def word_classes(self) -> np.ndarray:
         """A tagger's class probabilities per word (read at each word's first piece): [words, C]; a sentence's [C]

@@ -117,6 +117,14 @@ def test_translate_prints_the_translation(copy_model, capsys):
     assert capsys.readouterr().out.strip() == "q r s"
 
 
+def test_translate_names_the_pieces_the_model_does_not_know(copy_model, capsys):
+    assert main(["translate", "--model", str(copy_model), "a b € c"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith("note: 1 of the sentence's ") and "unknown to this model (<unk>)" in captured.err
+    assert main(["translate", "--model", str(copy_model), "a b c"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_evaluate_on_the_test_split_reports_plain_text(copy_model, capsys):
     assert main(["evaluate", "--model", str(copy_model), "--corpus", "copy", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)

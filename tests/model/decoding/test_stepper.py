@@ -285,3 +285,26 @@ def test_step_zero_candidates_in_npz_files_and_files_without_them(toy_fr_bundle,
     loaded = Trace.load_npz(tmp_path / "older.npz")
     assert loaded.next_candidate_tokens == [] and loaded.next_candidate_ids.shape == (0,)
     assert loaded.source_tokens == start.source_tokens
+
+
+def test_pieces_the_model_does_not_know_are_flagged_in_the_trace_and_named_in_a_note(toy_fr_bundle, tmp_path):
+    bundle, _ = toy_fr_bundle
+    text = "the cat € sees the dog €"
+    stepper = Stepper(bundle, text)
+    stepper.run()
+    trace = stepper.trace()
+    unk = bundle.source_tokenizer.unk_id
+    expected = [piece_id == unk for piece_id in stepper.source_ids]
+    assert trace.source_unknown.tolist() == expected and sum(expected) == 2
+    assert [token for token, flag in zip(trace.source_tokens, expected) if flag] == ["<unk>", "<unk>"]
+    pieces = len(stepper.source_ids) - 1  # the end token is not one of the sentence's pieces
+    assert stepper.messages == [
+        f"2 of the sentence's {pieces} pieces ({2 / pieces:.0%}) are unknown to this model (<unk>): it never saw them in "
+        "training and reads each as the same unknown piece, so what they say is lost"
+    ]
+    words = trace.word_level()
+    assert [word for word, flag in zip(words.source_tokens, words.source_unknown) if flag] == ["<unk>", "<unk>"]
+    trace.save_npz(tmp_path / "t.npz")
+    assert Trace.load_npz(tmp_path / "t.npz").source_unknown.tolist() == expected
+    known = Stepper(bundle, "the cat sees the dog")
+    assert known.messages == [] and not known.trace().source_unknown.any()
