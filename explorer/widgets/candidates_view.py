@@ -1,6 +1,6 @@
 """The candidates for the next token: a horizontal bar chart of the most likely tokens at the current
 step, the chosen token highlighted. Rows go down until they hold 99% of the probability (at most the k
-kept), then one "other (N tokens)" row holds the rest of the vocabulary's mass. Clicking a candidate
+kept: ten by default), then one "other (N tokens)" row holds the rest of the vocabulary's mass. Clicking a candidate
 forces that token (what-if); the "other" row is not clickable. At step 0 the panel shows the
 distribution step 1 will be chosen from, nothing marked as chosen.
 
