@@ -49,6 +49,7 @@ FILE_TASKS = {TSV_CHOICE: "translation", MOSES_CHOICE: "translation", TAGGING_CH
 class TrainingForm(QWidget):
     corpus_error = Signal(str)
     settings_changed = Signal()  # any field, the corpus or the preset changed: the expected duration follows
+    corpus_changed = Signal()  # another corpus was chosen: the last run's curves are not about it
 
     def __init__(self, training: TrainingController, settings: QSettings) -> None:
         super().__init__()
@@ -218,6 +219,7 @@ class TrainingForm(QWidget):
             self.set_corpus_file(source, target, FILE_TASKS[choice])
 
     def _on_corpus_changed(self, choice: str) -> None:
+        self.corpus_changed.emit()
         if choice in BUILTIN_CORPORA:
             self.apply_preset(preset_for(choice))
             self._on_preview_requested()

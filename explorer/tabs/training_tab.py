@@ -73,6 +73,7 @@ class TrainingTab(QWidget):
 
         self.form = TrainingForm(training, settings)
         self.form.corpus_error.connect(self.failed)
+        self.form.corpus_changed.connect(self._on_corpus_switched)
         form_scroll = QScrollArea()
         form_scroll.setWidget(self.form)
         form_scroll.setWidgetResizable(True)
@@ -253,6 +254,14 @@ class TrainingTab(QWidget):
         self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
         self.progress_bar.setFormat("preparing…")
         self.training.start(request)
+
+    def _on_corpus_switched(self) -> None:
+        """Another corpus: the last run's curves and samples were about the one before, so they go."""
+        if self.is_training():
+            return
+        self.curves.clear_curves()
+        self.samples.setRowCount(0)
+        self.validations.clear()
 
     def _on_pause(self) -> None:
         if self.is_training():

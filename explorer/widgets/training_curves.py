@@ -30,15 +30,22 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.rate_plot = self._plot(1, 0, "Learning rate")
         self.bleu_plot = self._plot(1, 1, "Validation BLEU / exact match ×100")
         self.accuracy_plot.setYRange(0, 1, padding=0.02)
+        self.bleu_plot.setYRange(0, 100, padding=0.02)  # both series are out of 100
+        for plot in (self.accuracy_plot, self.rate_plot, self.bleu_plot):
+            # One step axis for the four: a single validation point sits at its step, not alone on a 1-step axis.
+            plot.setXLink(self.loss_plot)
         self.loss_plot.addLegend(offset=(-10, 10))
+        self.bleu_plot.addLegend(offset=(-10, -10))
         self.curves = {
             "train_loss": self.loss_plot.plot(pen=TRAIN_PEN, name="train"),
             "valid_loss": self.loss_plot.plot(pen=VALID_PEN, name="validation", **VALID_SYMBOL),
             "train_accuracy": self.accuracy_plot.plot(pen=TRAIN_PEN),
             "valid_accuracy": self.accuracy_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
             "learning_rate": self.rate_plot.plot(pen=pg.mkPen("#54a24b", width=2)),
-            "bleu": self.bleu_plot.plot(pen=VALID_PEN, **VALID_SYMBOL),
-            "exact_match": self.bleu_plot.plot(pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
+            "bleu": self.bleu_plot.plot(pen=VALID_PEN, name="BLEU", **VALID_SYMBOL),
+            "exact_match": self.bleu_plot.plot(
+                pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.PenStyle.DashLine), name="exact match ×100"
+            ),
         }
         self._dirty = False
         self._timer = QTimer(self)
