@@ -40,7 +40,7 @@ def resolve_device(name: str = "auto") -> torch.device:
                 "(or this PyTorch build has no CUDA support); use --device cpu"
             )
         index_text = name.partition(":")[2] or "0"
-        if not index_text.isdigit() or int(index_text) >= torch.cuda.device_count():
+        if not (index_text.isascii() and index_text.isdigit()) or int(index_text) >= torch.cuda.device_count():
             raise DeviceError(f"device {name!r} does not exist; found {torch.cuda.device_count()} CUDA device(s)")
         return torch.device(f"cuda:{index_text}")
     raise DeviceError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N")

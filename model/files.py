@@ -1,4 +1,8 @@
-"""Writing the user's files safely: every file the app writes goes through ``atomic_output``.
+"""Reading and writing the user's files safely: every file the app reads is opened by ``open_input``, every
+file it writes goes through ``atomic_output``.
+
+``open_input`` opens only a regular file (a FIFO, a device such as /dev/zero or /dev/stdin, a socket or a folder
+would block or never end), and never waits while opening.
 
 The data is written to a hidden temporary file in the destination's folder, flushed to disk and then
 renamed over the destination in one step, so a failure (disk full, a size limit, a kill, an
@@ -13,17 +17,73 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from model.errors import UserError
 
 
 class OutputError(UserError):
     """A destination that cannot or must not be written; the message says why."""
+
+
+class InputError(UserError):
+    """A file to read that cannot be: missing, a folder, not a regular file, unreadable; the message says why."""
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a FIFO", "a character device", ...)."""
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
+def open_input(path: str | os.PathLike, what: str = "input file", error: type[UserError] = InputError) -> BinaryIO:
+    """``path`` opened for reading in binary, after checking that it is a regular file: a missing file, a folder,
+    a FIFO, a device (/dev/zero, /dev/stdin) or a socket raises ``error`` (its message names the file and says
+    it is not ``what``) before anything is read. Opening never waits (O_NONBLOCK), and the open file is checked
+    again, so one replaced between the two looks is refused too. The caller closes the file."""
+    path = Path(path)
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except OSError as problem:
+        raise error(f"{path}: cannot be read ({problem.strerror or problem})") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise error(f"{path}: is a folder, not a {what}")
+    if not stat.S_ISREG(status.st_mode):
+        raise error(f"{path}: is not a regular file ({file_kind(status.st_mode)}), not a {what}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as problem:
+        raise error(f"{path}: cannot be read ({problem.strerror or problem})") from None
+    handle = os.fdopen(descriptor, "rb")
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):  # replaced between the two looks
+        handle.close()
+        raise error(f"{path}: is not a regular file ({file_kind(mode)}), not a {what}")
+    return handle
+
+
+def read_input(path: str | os.PathLike, what: str = "input file", error: type[UserError] = InputError) -> bytes:
+    """Every byte of a regular file (``open_input``'s checks first); a failed read raises ``error`` naming the file."""
+    with open_input(path, what, error) as handle:
+        try:
+            return handle.read()
+        except OSError as problem:
+            raise error(f"{path}: cannot be read ({problem.strerror or problem})") from None
 
 
 def _same_file(first: Path, second: Path) -> bool:

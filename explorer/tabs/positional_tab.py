@@ -63,11 +63,11 @@ def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
         part = part.strip()
         if not part:
             continue
-        try:
-            dimension = int(part)
-        except ValueError:
+        digits = part.removeprefix("-")
+        if not (digits.isascii() and digits.isdigit()):  # ASCII digits only: int() would take '٣' or '1_0'
             problems.append(f"“{part}” is not a number")
             continue
+        dimension = int(part)
         if not 0 <= dimension < d_model:
             problems.append(f"{dimension} is out of range 0..{d_model - 1}")
         elif dimension in chosen:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from model.data.batching import encode_pairs
-from model.data.corpora import CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
+from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
 from model.family import Bundle, family_of
 from model.kinds import AttentionKind
@@ -90,18 +90,39 @@ def _gated_copy(model: Transformer) -> tuple[Any, dict[tuple[AttentionKind, int]
     return gated, gates
 
 
-def measured_pairs(corpus: CorpusSpec, n: int, seed: int) -> list[Pair]:
+class TooManySentences(UserError):
+    """More sentences asked for than the corpus gives; ``available`` is how many it does."""
+
+    def __init__(self, message: str, available: int) -> None:
+        super().__init__(message)
+        self.available = available
+
+
+def fresh_pair_limit(name: str) -> int:
+    """The most fresh pairs of the built-in corpus ``name`` heads are measured on: its default size (what a model
+    trains on), which keeps a run's time and memory bounded."""
+    return DEFAULT_SIZES[name]
+
+
+def measured_pairs(corpus: CorpusSpec, n: int, seed: int, exact: bool = False) -> list[Pair]:
     """The sentences heads are measured on: ``n`` fresh pairs of a built-in corpus (generated with ``seed``), else
-    the first ``n`` of a corpus file's test split. UserError when the file cannot be read or its split is empty."""
+    the first ``n`` of a corpus file's test split. UserError when the file cannot be read or its split is empty;
+    TooManySentences when ``n`` is more than a built-in corpus gives (``fresh_pair_limit``), or, with ``exact``, more
+    than the file's test split holds (without it, the split's pairs are measured)."""
     if corpus.is_builtin:
+        limit = fresh_pair_limit(corpus.name)
+        if n > limit:
+            raise TooManySentences(f"{corpus.name} gives at most {limit:,} fresh pairs to measure (its default size)", limit)
         return generate_builtin(corpus.name, n, seed)
     try:
-        pairs = load_corpus(corpus).test[:n]
+        test = load_corpus(corpus).test
     except (CorpusError, OSError) as error:
         raise UserError(f"its corpus {corpus.describe()} could not be read ({error})") from None
-    if not pairs:
+    if not test:
         raise UserError(f"the test split of {corpus.describe()} is empty; the corpus is too small")
-    return pairs
+    if exact and n > len(test):
+        raise TooManySentences(f"the test split of {corpus.describe()} has {len(test):,} pairs", len(test))
+    return test[:n]
 
 
 def head_importance(

@@ -8,6 +8,7 @@ errors into one line. No Qt is imported here; each sub-command lives in its own 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("transformer-explorer: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # what reads the output has gone (`classify --file F | head`): stop quietly, as tools do
+        _drop_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline's writer it stopped
     except (UserError, OSError) as error:  # OSError: the machine refused a file (disk full, permissions)
         print(f"transformer-explorer {args.command}: error: {_describe(error)}", file=sys.stderr)
         return 1
@@ -98,6 +102,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing goes to a pipe
+        pass
 
 
 def _out_of_memory(error: RuntimeError) -> bool:

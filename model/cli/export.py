@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from model.cli.options import CommandError, mask_heads_argument
+from model.cli.options import CommandError, mask_heads_argument, whole_numbers
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -104,10 +104,10 @@ def figure_options(args) -> FigureOptions:
 def request_from(args) -> ExportRequest:
     heads = None
     if args.heads:
-        try:
-            heads = sorted({int(part) - 1 for part in args.heads.split(",") if part.strip()})
-        except ValueError:
-            raise CommandError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}") from None
+        numbers = whole_numbers(args.heads)
+        if numbers is None:
+            raise CommandError(f"--heads must be head numbers from 1 such as 1,3, not {args.heads!r}")
+        heads = sorted({number - 1 for number in numbers})
     options = figure_options(args)
     return ExportRequest(
         view=args.view,
@@ -195,7 +195,7 @@ def run_positional(args) -> int:
 
 
 def _dimensions(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CommandError(f"--dimensions must be numbers such as 0,1,8, not {text!r}") from None
+    numbers = whole_numbers(text)
+    if numbers is None:
+        raise CommandError(f"--dimensions must be numbers such as 0,1,8, not {text!r}")
+    return numbers

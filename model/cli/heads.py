@@ -4,10 +4,12 @@
     transformer-explorer heads --model default --corpus toy-fr --n 100 --aer-table aer.csv
 
 Head importance (Michel et al., NeurIPS 2019; model/attribution/importance.py) over N fresh pairs of a built-in
-corpus, or the test split of a corpus file; then, with ``--prune-curve``, exact match and BLEU of greedy
+translation corpus (at most its default size), or the first N pairs of the test split of a corpus file (more
+than either gives is refused, naming how many there are); then, with ``--prune-curve``, exact match and BLEU of greedy
 translations as heads are knocked out from the least important up. ``--aer-table``: the AER of every measure's
 reading of cross-attention (each head, each layer) against the gold alignments of the pairs (toy-fr's; a corpus
 without gold alignments is refused); model/attribution/alignment_table.py. Every table is CSV, written atomically.
+Each stage shows a progress bar on stderr (not with ``--quiet``).
 """
 
 from __future__ import annotations
@@ -15,27 +17,40 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tqdm import tqdm
 
 from model.attribution.alignment_table import alignment_table
-from model.attribution.importance import head_importance, heads_before_drop, measured_pairs, pruning_curve
+from model.attribution.importance import TooManySentences, head_importance, heads_before_drop, measured_pairs, pruning_curve
 from model.attribution.measures import NAMES
-from model.cli.options import CommandError, corpus_arguments, corpus_spec
+from model.cli.options import TRANSLATION_CORPORA, CommandError, corpus_arguments, corpus_spec
+from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import atomic_output, check_output
 from model.io.models import model_source, open_model
 
+DEFAULT_SENTENCES = 200
+
 
 def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name (default)")
-    corpus_arguments(parser)
-    parser.add_argument("--n", type=int, default=200, help="sentences: fresh pairs of a built-in corpus (default 200)")
+    corpus_arguments(parser, translation_only=True)
+    parser.add_argument(
+        "--n",
+        type=int,
+        help=f"sentences: fresh pairs of a built-in corpus (at most its default size), or the first N of a file's test "
+        f"split (default {DEFAULT_SENTENCES}, or all the split has if fewer)",
+    )
     parser.add_argument("--seed", type=int, default=12345, help="generation seed of the fresh pairs")
     parser.add_argument("--importance", metavar="OUT.csv", help="every head's importance (raw, per-layer normalised, rank)")
     parser.add_argument("--prune-curve", metavar="OUT.csv", help="exact match and BLEU as heads are removed, least important first")
     parser.add_argument("--every", type=int, default=1, help="prune curve: score after every N removals (default 1)")
     parser.add_argument("--aer-table", metavar="OUT.csv", help="AER of every measure and head against the gold alignments")
     parser.add_argument("--measures", default="", help="the measures of --aer-table, comma-separated (default: all)")
-    parser.add_argument("--quiet", action="store_true", help="no progress")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def _write_csv(path: str, rows: list[dict]) -> None:
@@ -45,10 +60,48 @@ def _write_csv(path: str, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
+def _pairs(args) -> list[Pair]:
+    """The pairs to measure: --n of them (refused, naming how many there are, when the corpus gives fewer)."""
+    spec = corpus_spec(args)
+    if spec.task != "translation":
+        raise CommandError(
+            f"heads measures a translation model on translations; {spec.describe()} is a built-in {spec.task} corpus "
+            f"(give one of {', '.join(TRANSLATION_CORPORA)} or a file of pairs)"
+        )
+    try:
+        return measured_pairs(spec, DEFAULT_SENTENCES if args.n is None else args.n, args.seed, exact=args.n is not None)
+    except TooManySentences as error:
+        raise CommandError(f"--n {args.n}: {error}; give --n {error.available} or fewer") from None
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, int], None]]]:
+    """A maker of stage progress: each stage's (done, total) moves a tqdm bar of its own on stderr, drawn from its
+    first report (nothing when quiet); every bar is closed on the way out, an error's message then has its own line."""
+    bars: list[tuple[str, Any]] = []  # (stage, its bar)
+
+    def stage(what: str, unit: str) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            if not bars or bars[-1][0] != what:
+                bars.append((what, tqdm(total=total, desc=what, unit=f" {unit}", file=sys.stderr, disable=quiet, leave=True)))
+            bar = bars[-1][1]
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()  # the next stage's bar is drawn below it, not beside
+
+        return report
+
+    try:
+        yield stage
+    finally:
+        for _, bar in bars:
+            bar.close()
+
+
 def run_heads(args) -> int:
     if not args.importance and not args.prune_curve and not args.aer_table:
         raise CommandError("nothing to write: give --importance OUT.csv, --prune-curve OUT.csv, --aer-table OUT.csv")
-    if args.n < 1 or args.every < 1:
+    if (args.n is not None and args.n < 1) or args.every < 1:
         raise CommandError("--n and --every must be at least 1")
     protected = tuple(path for path in (model_source(args.model), args.corpus, args.target) if path)
     outputs = [path for path in (args.importance, args.prune_curve, args.aer_table) if path]
@@ -62,17 +115,19 @@ def run_heads(args) -> int:
     bundle = open_model(args.model)
     if not bundle.family.capabilities.head_importance:
         raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
-    pairs = measured_pairs(corpus_spec(args), args.n, args.seed)
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    pairs = _pairs(args)
+    with _progress(args.quiet) as progress:
+        _measure(args, bundle, pairs, measures, progress)
+    return 0
 
-    def progress(what: str):
-        return lambda done, total: say(f"{what}: {done}/{total}") if done == total or done % 50 == 0 else None
 
+def _measure(args, bundle: Bundle, pairs: list[Pair], measures: tuple[str, ...], progress) -> None:
+    """The stages asked for, each table written as soon as it is ready."""
     if args.aer_table:
-        _write_aer_table(bundle, pairs, measures, args.aer_table, progress("AER table"))
+        _write_aer_table(bundle, pairs, measures, args.aer_table, progress("AER table", "pair"))
         if not args.importance and not args.prune_curve:
-            return 0
-    importance = head_importance(bundle, pairs, progress("importance"))
+            return
+    importance = head_importance(bundle, pairs, progress("importance", "sentence"))
     if args.importance:
         _write_csv(args.importance, importance.rows())
         print(
@@ -83,7 +138,7 @@ def run_heads(args) -> int:
     if args.prune_curve:
         n_heads = len(importance.ranking())
         counts = sorted(set(range(0, n_heads + 1, args.every)) | {n_heads})
-        points = pruning_curve(bundle, importance, pairs, counts, progress("pruning curve"))
+        points = pruning_curve(bundle, importance, pairs, counts, progress("pruning curve", "point"))
         rows = [
             {
                 "heads_removed": point.n_removed,
@@ -99,7 +154,6 @@ def run_heads(args) -> int:
             f"wrote the pruning curve to {args.prune_curve}: {kept} of {n_heads} heads can go before exact match drops "
             f"by 0.05 (from {points[0].exact_match:.3f})"
         )
-    return 0
 
 
 def _measures(text: str) -> tuple[str, ...]:

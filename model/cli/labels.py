@@ -4,6 +4,9 @@ sentence classifier (model/nn/classifier.py) says about texts, and how right it 
     transformer-explorer classify --model tagger "The small cat sleeps."
     The/DET small/ADJ cat/NOUN sleeps/VERB ./PUNCT
     transformer-explorer classify --model negation --file sentences.txt --json
+
+A file's lines are read as they are classified (model/data/lines.py), a batch at a time, and each batch's results
+are printed at once: a long file shows its first results within seconds, with a progress bar on stderr.
 """
 
 from __future__ import annotations
@@ -12,78 +15,126 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
 from typing import cast
 
+from tqdm import tqdm
+
 from model.cli.options import CommandError, load_bundle
-from model.data.corpora.files import CorpusError
-from model.data.corpora.files import _read_lines as read_lines
+from model.data.lines import TextLines
 from model.family import Bundle
 from model.nn.classifier import EncoderClassifier
-from model.training.labelling import predict
+from model.training.labelling import Labelled, predict
+
+BATCH = 32  # texts classified in one forward pass, and printed together
 
 
 def add_classify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a classifier's model file, or a shipped model's name (tagger)")
-    parser.add_argument("--file", metavar="PATH", help="classify every non-empty line of a UTF-8 text file")
+    parser.add_argument(
+        "--file", metavar="PATH", help="classify every non-empty line of a UTF-8 text file (each result printed as it is ready)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per text")
     parser.add_argument("--probabilities", action="store_true", help="each label's probability too")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (--file)")
     parser.add_argument("text", nargs="*", help="the sentence (or give --file)")
 
 
-def _texts(args) -> list[str]:
+def _file_texts(lines: TextLines) -> Iterator[str]:
+    """The file's non-blank lines, stripped, as they are read."""
+    for line in lines:
+        if line.strip():
+            yield line.strip()
+    if not lines.saw_text:
+        raise CommandError(f"{lines.path}: the file is empty")
+
+
+def _texts(args) -> tuple[list[str], Iterator[str], TextLines | None]:
+    """(the first two texts, the rest as they are read, the file's lines when --file): the file is checked and its
+    first lines read before the model loads, the rest only as the results are printed."""
     text = " ".join(args.text).strip()
     if args.file and text:
         raise CommandError("give a sentence or --file, not both")
-    if args.file:
-        try:
-            texts = [line.strip() for line in read_lines(Path(args.file)) if line.strip()]
-        except CorpusError as error:
-            raise CommandError(str(error)) from None
-        if not texts:
-            raise CommandError(f"{args.file}: no text to classify")
-        return texts
-    if not text:
-        raise CommandError("nothing to classify: give a sentence or --file")
-    return [text]
+    if not args.file:
+        if not text:
+            raise CommandError("nothing to classify: give a sentence or --file")
+        return [text], iter(()), None
+    lines = TextLines(args.file, "text file", CommandError)
+    rest = _file_texts(lines)
+    first = list(islice(rest, 2))
+    if not first:
+        raise CommandError(f"{args.file}: no text to classify")
+    return first, rest, lines
 
 
-def print_labels(bundle: Bundle, texts: list[str], as_json: bool = False, probabilities: bool = False) -> None:
-    """Each text's labels: ``word/TAG`` for a tagger, ``class<TAB>probability`` for a sentence classifier."""
+def _line(bundle: Bundle, text: str, labelled: Labelled, as_json: bool, probabilities: bool, many: bool) -> str:
+    """One text's labels: ``word/TAG`` for a tagger, ``class<TAB>probability`` for a sentence classifier."""
+    if as_json:
+        return json.dumps(
+            {
+                "text": text,
+                "words": labelled.words,
+                "labels": labelled.labels,
+                "probabilities": [round(p, 6) for p in labelled.probabilities],
+            },
+            ensure_ascii=False,
+        )
+    if bundle.config.task == "tagging":
+        return " ".join(
+            f"{word}/{label}" + (f"({p:.2f})" if probabilities else "")
+            for word, label, p in zip(labelled.words, labelled.labels, labelled.probabilities)
+        )
+    return f"{labelled.labels[0]}\t{labelled.probabilities[0]:.4f}" + (f"\t{text}" if many else "")
+
+
+def print_labels(
+    bundle: Bundle,
+    texts: Iterable[str],
+    as_json: bool = False,
+    probabilities: bool = False,
+    many: bool | None = None,
+    on_printed: Callable[[int], None] | None = None,
+) -> None:
+    """Each text's labels, printed (and flushed) a batch at a time as they are ready, so a long input shows its first
+    results at once; ``many``: a sentence class is followed by its text (default: when there is more than one text).
+    ``on_printed(n)`` after each batch of n printed texts."""
+    if many is None:
+        texts = list(texts)
+        many = len(texts) > 1
     device = next(bundle.model.parameters()).device
     classifier = cast(EncoderClassifier, bundle.model)  # its callers asked for the labels capability
-    for text, labelled in zip(texts, predict(classifier, bundle.source_tokenizer, texts, device)):
-        if as_json:
-            print(
-                json.dumps(
-                    {
-                        "text": text,
-                        "words": labelled.words,
-                        "labels": labelled.labels,
-                        "probabilities": [round(p, 6) for p in labelled.probabilities],
-                    },
-                    ensure_ascii=False,
-                )
-            )
-        elif bundle.config.task == "tagging":
-            shown = (
-                f"{word}/{label}" + (f"({p:.2f})" if probabilities else "")
-                for word, label, p in zip(labelled.words, labelled.labels, labelled.probabilities)
-            )
-            print(" ".join(shown))
-        else:
-            print(f"{labelled.labels[0]}\t{labelled.probabilities[0]:.4f}" + (f"\t{text}" if len(texts) > 1 else ""))
+    iterator = iter(texts)
+    while batch := list(islice(iterator, BATCH)):
+        results = predict(classifier, bundle.source_tokenizer, batch, device)  # one forward pass
+        lines = [_line(bundle, text, labelled, as_json, probabilities, many) for text, labelled in zip(batch, results)]
+        tqdm.write("\n".join(lines), file=sys.stdout)  # a progress bar on stderr is cleared, then drawn again below
+        sys.stdout.flush()
+        if on_printed is not None:
+            on_printed(len(batch))
 
 
 def run_classify(args) -> int:
-    texts = _texts(args)  # before the model loads
-    bundle = load_bundle(args.model, args.device)
-    if not bundle.family.capabilities.labels:
-        raise CommandError(
-            f"{bundle.describe()} is not a classifier; classify reads a tagger or sentence classifier (translate translates)"
-        )
-    print_labels(bundle, texts, args.json, args.probabilities)
+    first, rest, lines = _texts(args)  # the file checked, and its first lines read, before the model loads
+    try:
+        bundle = load_bundle(args.model, args.device)
+        if not bundle.family.capabilities.labels:
+            raise CommandError(
+                f"{bundle.describe()} is not a classifier; classify reads a tagger or sentence classifier (translate translates)"
+            )
+        quiet = lines is None or args.quiet
+        size = lines.size if lines is not None else 0
+        with tqdm(total=size, file=sys.stderr, unit="B", unit_scale=True, desc="classify", leave=False, disable=quiet) as bar:
+
+            def progress(_printed: int) -> None:
+                if lines is not None:
+                    bar.update(lines.consumed - bar.n)  # the bytes of the lines read so far
+
+            print_labels(bundle, chain(first, rest), args.json, args.probabilities, len(first) > 1, progress)
+    finally:
+        if lines is not None:
+            lines.close()
     return 0
 
 

@@ -13,6 +13,8 @@ from model.errors import UserError
 from model.family import Bundle
 from model.io.models import open_model
 
+TRANSLATION_CORPORA = tuple(name for name in BUILTIN_CORPORA if CorpusSpec(name).task == "translation")
+
 
 class CommandError(UserError):
     """An error to print as one line."""
@@ -55,14 +57,31 @@ def forces(items: list[str]) -> list[tuple[int, str]]:
     return sorted(forces.items())
 
 
-def corpus_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument(
-        "--corpus",
-        required=required,
-        metavar="{" + ",".join(BUILTIN_CORPORA) + ",PATH}",
-        help="a built-in corpus, a TSV file (source TAB target, or text TAB label), the source file of a Moses pair, "
-        "or a tagging file (word/TAG word/TAG ... per line, with --task tagging)",
-    )
+def whole_numbers(text: str) -> list[int] | None:
+    """The comma-separated whole numbers of ``text`` in ASCII digits ("1, 3" -> [1, 3]); None when a part is anything
+    else ('²', '٣', '1_0', '-1', 'x': Python's isdigit() and int() accept some of those)."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        return None
+    return [int(part) for part in parts]
+
+
+def corpus_arguments(
+    parser: argparse.ArgumentParser, required: bool = True, translation_only: bool = False, task_option: bool = False
+) -> None:
+    """``--corpus``, ``--target`` and ``--skip-malformed``, with help that names what the command accepts: only
+    translation corpora (``translation_only``), and tagging files only where the command has ``--task``."""
+    names = TRANSLATION_CORPORA if translation_only else BUILTIN_CORPORA
+    if translation_only:
+        forms = "a built-in translation corpus, a TSV file (source TAB target) or the source file of a Moses pair"
+    elif task_option:
+        forms = (
+            "a built-in corpus, a TSV file (source TAB target, or text TAB label), the source file of a Moses pair, "
+            "or a tagging file (word/TAG word/TAG ... per line, with --task tagging)"
+        )
+    else:
+        forms = "a built-in corpus, a TSV file (source TAB target, or text TAB label) or the source file of a Moses pair"
+    parser.add_argument("--corpus", required=required, metavar="{" + ",".join(names) + ",PATH}", help=forms)
     parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
     parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
 

@@ -32,7 +32,7 @@ from model.training.trainer import Progress, TrainingControl, TrainingOptions, V
 
 def add_train_arguments(train: argparse.ArgumentParser) -> None:
     """The options of ``train``: corpus, output, tokenizer, model (of any family) and training."""
-    corpus_arguments(train)
+    corpus_arguments(train, task_option=True)
     train.add_argument("--out", required=True, metavar="FILE", help="model file to write (any name)")
     train.add_argument("--corpus-size", type=int, help="pairs to generate for a built-in corpus")
     train.add_argument("--corpus-seed", type=int, default=0, help="generation seed of a built-in corpus")

@@ -38,7 +38,7 @@ def parse_head(text: str | int) -> int | str:
     text = str(text).strip().lower()
     if text in AGGREGATES:
         return text
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # ASCII digits: '²' is a digit int() refuses
         raise SelectionError(f"head must be a number from 1, or one of {', '.join(AGGREGATES)}, not {text!r}")
     return int(text) - 1
 

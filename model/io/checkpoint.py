@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
 from model.family import trainable_family_names
-from model.files import OutputError, atomic_output, check_output
+from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
@@ -323,49 +322,24 @@ def from_bytes(data: bytes, name: str = "model file", device: str | torch.device
 
 
 def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> ModelBundle:
-    """Load a model file. Only a regular file is opened (a FIFO or device would block or never end), and its
-    header is checked (size, config, shapes) before the rest is read."""
+    """Load a model file. Only a regular file is opened (a FIFO or device would block or never end; model/files.py),
+    and its header is checked (size, config, shapes) before the rest is read."""
     path = Path(path)
-    try:
-        status = os.stat(path)
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such file") from None
-    except OSError as error:
-        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
-    if stat.S_ISDIR(status.st_mode):
-        raise CheckpointError(f"{path}: is a folder, not a model file")
-    if not stat.S_ISREG(status.st_mode):
-        raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), not a model file")
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            if not stat.S_ISREG(status.st_mode):  # replaced between the two looks
-                raise CheckpointError(f"{path}: is not a regular file ({_file_kind(status.st_mode)}), not a model file")
+    with open_input(path, "model file", CheckpointError) as handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
             head = handle.read(8)
             if len(head) == 8:
                 (header_size,) = struct.unpack("<Q", head)
-                head += handle.read(min(header_size, MAX_HEADER_BYTES, max(status.st_size - 8, 0)))
-            entries, metadata, _ = _read_header(head, status.st_size, str(path))
+                head += handle.read(min(header_size, MAX_HEADER_BYTES, max(size - 8, 0)))
+            entries, metadata, _ = _read_header(head, size, str(path))
             _check_config(metadata, entries, str(path))  # before the weights are read, let alone built
             handle.seek(0)
-            data = handle.read(status.st_size)  # exactly the size the header describes, in one piece
-            if len(data) != status.st_size:
+            data = handle.read(size)  # exactly the size the header describes, in one piece
+            if len(data) != size:
                 raise CheckpointError(f"{path}: damaged model file (it changed while being read)")
-    except OSError as error:
-        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+        except OSError as error:
+            raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
     bundle = from_bytes(data, str(path), device)
     bundle.path = str(path)
     return bundle
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return kind
-    return "not a plain file"

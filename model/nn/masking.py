@@ -54,7 +54,7 @@ def parse_heads(text: str) -> tuple[Head, ...]:
         if not item.strip():
             continue
         parts = [part.strip() for part in item.split(":")]
-        if len(parts) != 3 or not all(part.isdigit() for part in parts[1:]):
+        if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts[1:]):  # not '²' (int() refuses it)
             raise MaskError(f"{item.strip()!r}: write a head as KIND:LAYER:HEAD, e.g. cross:3:1 (layers and heads from 1)")
         try:
             kind = AttentionKind.parse(parts[0])

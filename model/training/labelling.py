@@ -9,8 +9,9 @@ cross-entropy; ``predict`` gives the labels and probabilities of typed texts (th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import torch
@@ -137,22 +138,40 @@ class Labelled:
     probabilities: list[float]  # of each chosen label
 
 
+def _encode_text(text: str, tokenizer, config) -> tuple[list[str], list[int], list[int]]:
+    """(the words read, the input ids, the positions whose labels are read) of a typed text."""
+    if config.task == "tagging":
+        words = split_words(text)
+        ids, starts = encode_words(tokenizer, words, config.max_len, config.eos_id)
+        return words[: len(starts)], ids, starts
+    ids, _ = encode_source(tokenizer, text, config)
+    return [text], ids, [0]
+
+
 @torch.inference_mode()
-def predict(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
-    """Labels of typed texts: a tag per word (punctuation split off) or one class per text."""
-    model.eval()
+def _predict_batch(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
+    """One padded forward pass for ``texts`` (padding is masked: each text reads as it would alone)."""
     config = model.config
+    encoded = [_encode_text(text, tokenizer, config) for text in texts]
+    source, _ = collate([(ids, [0]) for _, ids, _ in encoded], config.pad_id, device)
+    probabilities = torch.softmax(model(source).float(), dim=-1)  # [B, S, C] or [B, C]
     results = []
-    for text in texts:
-        if config.task == "tagging":
-            words = split_words(text)
-            ids, starts = encode_words(tokenizer, words, config.max_len, config.eos_id)
-            words = words[: len(starts)]
-        else:
-            ids, _ = encode_source(tokenizer, text, config)
-            words, starts = [text], [0]
-        probabilities = torch.softmax(model(torch.tensor([ids], device=device))[0].float(), dim=-1)  # [S, C] or [C]
-        rows = probabilities[starts] if probabilities.dim() == 2 else probabilities[None]  # [words, C]
+    for row, (words, _, starts) in enumerate(encoded):
+        rows = probabilities[row, starts] if probabilities.dim() == 3 else probabilities[row][None]  # [words, C]
         best = rows.max(-1)
         results.append(Labelled(words, [config.class_names[int(i)] for i in best.indices], [float(p) for p in best.values]))
     return results
+
+
+def predict_stream(model: EncoderClassifier, tokenizer, texts: Iterable[str], device, batch_size: int = 32) -> Iterator[Labelled]:
+    """Labels of typed texts as they come: a tag per word (punctuation split off) or one class per text. Texts are
+    read ``batch_size`` at a time, so the first results are ready before a long input has been read to its end."""
+    model.eval()
+    iterator = iter(texts)
+    while batch := list(islice(iterator, batch_size)):
+        yield from _predict_batch(model, tokenizer, batch, device)
+
+
+def predict(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
+    """Labels of typed texts (``predict_stream``, all at once)."""
+    return list(predict_stream(model, tokenizer, texts, device))

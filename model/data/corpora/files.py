@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.data.corpora.pairs import Pair
+from model.data.lines import TextLines
 from model.errors import UserError
 
 
@@ -28,36 +29,20 @@ class FileCorpus:
     skipped_lines: int
 
 
-def _read_lines(path: Path) -> list[str]:
-    if not path.exists():
-        raise CorpusError(f"{path}: no such file")
-    if path.is_dir():
-        raise CorpusError(f"{path}: is a folder, not a corpus file")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise CorpusError(f"{path}: cannot be read ({error.strerror or error})") from None
-    if not data.strip():
+def read_lines(path: str | Path) -> list[str]:
+    """Every line of a corpus file, decoded (model/data/lines.py: only a regular file is read, a FIFO or a device
+    is refused); CorpusError when it cannot be read, is empty or a line is not UTF-8."""
+    lines = TextLines(path, "corpus file", CorpusError)
+    decoded = list(lines)
+    if not lines.saw_text:
         raise CorpusError(f"{path}: the file is empty")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark, as some editors write
-    lines = data.splitlines()  # \n, \r\n and \r (old Mac files) all end a line; a last line end adds none
-    decoded = []
-    for number, raw in enumerate(lines, start=1):
-        try:
-            decoded.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise CorpusError(
-                f"{path}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
-                f"{error.start + 1}); save the file as UTF-8"
-            ) from None
     return decoded
 
 
 def read_tsv(path: str | Path, skip_malformed: bool = False) -> FileCorpus:
     path = Path(path)
     pairs, skipped = [], 0
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         columns = line.split("\t")
@@ -81,7 +66,7 @@ def read_tagged(path: str | Path, skip_malformed: bool = False) -> FileCorpus:
     """A tagging file as pairs (the words, their tags), each space-separated."""
     path = Path(path)
     pairs, skipped = [], 0
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         words, tags, problem = [], [], None
@@ -105,7 +90,7 @@ def read_tagged(path: str | Path, skip_malformed: bool = False) -> FileCorpus:
 
 def read_moses(source_path: str | Path, target_path: str | Path, skip_malformed: bool = False) -> FileCorpus:
     source_path, target_path = Path(source_path), Path(target_path)
-    sources, targets = _read_lines(source_path), _read_lines(target_path)
+    sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
         raise CorpusError(
             f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; the two files must be line-aligned"
