@@ -31,6 +31,7 @@ from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, Positiona
 from model.inspection.positional import colour_scale as positional_colour_scale
 
 MAX_DIMENSIONS = 12  # curves drawn at most
+DEFAULT_DIMENSIONS = "0, 1, 8, 9, 32, 33"  # two pairs of fast and one pair of slower (sin, cos) waves
 TICK_TARGET = 8  # about this many numbered ticks along an axis
 ROTATION_TITLE = "Relative position: max |Rₖ·PE(pos) − PE(pos+k)| over pos"
 
@@ -55,8 +56,9 @@ def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], str]:
     return levels, DIVERGING_MAP if diverging else SEQUENTIAL_MAP
 
 
-def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
-    """The dimensions to draw from a comma-separated list, and why each other entry was ignored."""
+def parse_dimensions(text: str, d_model: int, first: int = 0) -> tuple[list[int], list[str]]:
+    """The dimensions (or heads) to draw from a comma-separated list numbered from ``first`` (heads count from 1,
+    as everywhere in the app), as indices from 0, and why each other entry was ignored."""
     chosen: list[int] = []
     problems: list[str] = []
     for part in text.replace(";", ",").split(","):
@@ -67,13 +69,14 @@ def parse_dimensions(text: str, d_model: int) -> tuple[list[int], list[str]]:
         if not (digits.isascii() and digits.isdigit()):  # ASCII digits only: int() would take '٣' or '1_0'
             problems.append(f"“{part}” is not a number")
             continue
-        dimension = int(part)
+        number = int(part)
+        dimension = number - first
         if not 0 <= dimension < d_model:
-            problems.append(f"{dimension} is out of range 0..{d_model - 1}")
+            problems.append(f"{number} is out of range {first}..{first + d_model - 1}")
         elif dimension in chosen:
-            problems.append(f"{dimension} is a duplicate")
+            problems.append(f"{number} is a duplicate")
         elif len(chosen) >= MAX_DIMENSIONS:
-            problems.append(f"{dimension}: at most {MAX_DIMENSIONS} dimensions are drawn")
+            problems.append(f"{number}: at most {MAX_DIMENSIONS} are drawn")
         else:
             chosen.append(dimension)
     return chosen, problems
@@ -149,11 +152,13 @@ class PositionalTab(QWidget):
         self.explore, self.settings = explore, settings if settings is not None else QSettings()
         self.report: PositionalReport | None = None
         self.dimension_problems: list[str] = []
+        self._new_model = False  # the model changed: a dimension list that does not fit it is replaced
         self.positions = QSpinBox()
         self.positions.setRange(2, 4096)
         self.positions.setValue(64)
         self.positions.setToolTip("How many positions to show")
-        self.dimensions = QLineEdit("0, 1, 8, 9, 32, 33")
+        self.dimensions = QLineEdit(DEFAULT_DIMENSIONS)
+        self.dimensions_label = QLabel("Dimensions:")
         self.dimensions.setToolTip(f"Dimensions drawn as curves over positions (comma-separated, at most {MAX_DIMENSIONS})")
         self.dimensions_error = QLabel()
         self.dimensions_error.setWordWrap(True)
@@ -181,7 +186,7 @@ class PositionalTab(QWidget):
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Positions:"))
         controls.addWidget(self.positions)
-        controls.addWidget(QLabel("Dimensions:"))
+        controls.addWidget(self.dimensions_label)
         controls.addWidget(self.dimensions, 1)
         export_button = QPushButton("Export…")
         export_button.setToolTip(
@@ -205,7 +210,20 @@ class PositionalTab(QWidget):
         self._on_model_changed(explore.bundle)
 
     def chosen_dimensions(self, d_model: int) -> list[int]:
-        return parse_dimensions(self.dimensions.text(), d_model)[0]
+        first = 1 if self.report is not None and self.report.relative else 0
+        return parse_dimensions(self.dimensions.text(), d_model, first)[0]
+
+    def _choices_for(self, report: PositionalReport) -> tuple[list[int], list[str]]:
+        """The dimensions (heads, from 1, for a relative bias) the box names. On a model's first drawing, a list
+        written for another model (dimension 8 for 4 heads) is replaced by this model's default, not flagged."""
+        first, count = (1, report.table.shape[1]) if report.relative else (0, report.table.shape[1])
+        chosen, problems = parse_dimensions(self.dimensions.text(), count, first)
+        if problems and self._new_model:
+            default = ", ".join(str(first + d) for d in range(min(count, 4))) if report.relative else DEFAULT_DIMENSIONS
+            self.dimensions.setText(default)
+            chosen, problems = parse_dimensions(default, count, first)
+        self._new_model = False
+        return chosen, problems
 
     def _on_model_changed(self, bundle) -> None:
         if bundle is None:
@@ -215,6 +233,7 @@ class PositionalTab(QWidget):
         self.positions.blockSignals(True)
         self.positions.setMaximum(bundle.config.max_len)
         self.positions.blockSignals(False)
+        self._new_model = True
         self._on_options_changed()
 
     def _show_dimension_problems(self, problems: list[str]) -> None:
@@ -254,15 +273,20 @@ class PositionalTab(QWidget):
             self.summary.setText(f"{bundle.describe()}: {why}.")
             return
         n_positions, d_model = report.table.shape
-        titles = report.panel_titles()
-        self._draw_matrix(self.table_view, report.table, report.row_labels, [str(d) for d in range(d_model)], *titles["table"])
-        second_columns = [str(d) for d in range(report.similarity.shape[1])]
+        titles, first = report.panel_titles(), 1 if report.relative else 0  # heads from 1, dimensions from 0
+        columns = [str(first + d) for d in range(d_model)]
+        for view, label in zip((self.table_view, self.similarity_view), report.value_labels()):
+            view.set_value_label(label)
+        self._draw_matrix(self.table_view, report.table, report.row_labels, columns, *titles["table"])
+        second_columns = [str(first + d) for d in range(report.similarity.shape[1])]
         second_rows = report.row_labels if report.relative else [str(p) for p in range(n_positions)]
         self._draw_matrix(self.similarity_view, report.similarity, second_rows, second_columns, *titles["second"])
-        chosen, problems = parse_dimensions(self.dimensions.text(), d_model)
+        self.dimensions_label.setText("Heads:" if report.relative else "Dimensions:")
+        chosen, problems = self._choices_for(report)
         self._show_dimension_problems(problems)
         self._draw_curves(report, chosen)
         self._draw_rotation(report)
+        self.rotation.setVisible(not report.relative)  # a bias by distance has no rotation to measure
         if report.relative:
             self.summary.setText(
                 f"T5 adds no position vector to the embeddings: each of the {d_model} heads of the first layer adds a learned "
@@ -287,10 +311,17 @@ class PositionalTab(QWidget):
         chosen), so that choosing others keeps the scale and the tick step."""
         n_positions = report.table.shape[0]
         positions = report.row_values if report.relative else np.arange(n_positions)
+        title, (x_label, prefix) = report.panel_titles()["curves"]
+        first = 1 if report.relative else 0
         self.curves.clear()
+        self.curves.plot_item.setTitle(title[:1].upper() + title[1:])
+        self.curves.plot_item.setLabel("bottom", x_label)
         for index, dimension in enumerate(chosen):
             self.curves.plot(
-                positions, report.table[:, dimension], pen=pg.mkPen(head_colour(index), width=2), name=f"dim {dimension}"
+                positions,
+                report.table[:, dimension],
+                pen=pg.mkPen(head_colour(index), width=2),
+                name=f"{prefix} {first + dimension}",
             )
         limit = float(np.abs(report.table).max()) or 1.0
         plot = self.curves.plot_item

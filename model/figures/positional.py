@@ -28,10 +28,13 @@ def _matrix(
     size: float,
     options: FigureOptions,
     rows: np.ndarray | None = None,
+    value_label: str = "",
 ) -> None:
-    """A heatmap; ``rows``: the values its rows stand for (T5's distances), else 0, 1, 2, ..."""
+    """A heatmap; ``rows``: the values its rows stand for (T5's distances: its columns are then heads, numbered from
+    1 as everywhere in the app), else 0, 1, 2, ...; ``value_label`` names the colour bar."""
     levels, diverging = colour_scale(values)
     first, last = (float(rows[0]), float(rows[-1])) if rows is not None and len(rows) else (0.0, float(len(values) - 1))
+    first_column = 1 if rows is not None else 0
     image = axes.imshow(
         values,
         cmap=DIVERGING if diverging else options.colours(),
@@ -39,7 +42,7 @@ def _matrix(
         vmax=levels[1],
         aspect="auto",
         interpolation="none",
-        extent=(-0.5, values.shape[1] - 0.5, last + 0.5, first - 0.5),
+        extent=(first_column - 0.5, first_column + values.shape[1] - 0.5, last + 0.5, first - 0.5),
     )
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -49,6 +52,7 @@ def _matrix(
     axes.tick_params(labelsize=size * 0.9)
     bar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
     bar.ax.tick_params(labelsize=size * 0.9)
+    bar.set_label(value_label, fontsize=size * 0.9)
     bar.outline.set_linewidth(0.5)
 
 
@@ -87,12 +91,15 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         table, similarity, curves, rotation = figure.subplots(rows, columns).ravel()
         titles = report.panel_titles()
         distances = report.row_values if report.relative else None
-        _matrix(figure, table, report.table, *titles["table"], size, options, distances)
-        _matrix(figure, similarity, report.similarity, *titles["second"], size, options, distances)
+        table_label, second_label = report.value_labels()
+        _matrix(figure, table, report.table, *titles["table"], size, options, distances, table_label)
+        _matrix(figure, similarity, report.similarity, *titles["second"], size, options, distances, second_label)
         positions = report.row_values if report.relative else np.arange(n_positions)
         curve_title, (x_name, legend) = titles["curves"]
+        first = 1 if report.relative else 0  # heads from 1, dimensions from 0
         for index, dimension in enumerate(dimensions):
-            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1, label=f"{legend} {dimension}")
+            label = f"{legend} {first + dimension}"
+            curves.plot(positions, report.table[:, dimension], color=head_colour(index), linewidth=1, label=label)
         curves.set_title(curve_title, fontsize=size, pad=3)
         curves.set_xlabel(x_name, fontsize=size)
         curves.set_xlim(float(positions[0]), float(max(positions[-1], positions[0] + 1)))

@@ -47,6 +47,12 @@ class PositionalReport:
             "curves": ("chosen dimensions over positions", ("position", "dim")),
         }
 
+    def value_labels(self) -> tuple[str, str]:
+        """What the two matrices' colours mean (their colour bars' labels)."""
+        if self.relative:
+            return ("bias added to the attention logit", "bias added to the attention logit")
+        return ("encoding value", "dot product")
+
     @property
     def row_labels(self) -> list[str]:
         return [str(int(v)) for v in self.row_values] if len(self.row_values) else [str(p) for p in range(self.table.shape[0])]

@@ -101,3 +101,33 @@ def test_the_open_pretrained_dialog_lists_the_cache(qtbot, window, tiny_folders,
     assert dialog.chosen == "org/tiny-gpt2"
     window.open_model(dialog.chosen)
     qtbot.waitUntil(lambda: window.explore.bundle is not None and window.explore.bundle.name == "org/tiny-gpt2", timeout=30000)
+
+
+def test_t5s_bias_is_drawn_as_heads_from_1_over_distance_without_a_rotation_panel(qtbot, window, tiny_folders, copy_bundle):
+    """After a model with a sinusoidal table, T5's relative bias: the dimension list written for the table is
+    replaced by heads 1-4 (no red "Ignored"), the colour bars name the bias, the curves are heads over key − query,
+    heads are numbered from 1 and there is no rotation to show."""
+    window.explore.set_model(copy_bundle[0])
+    window.tabs.setCurrentIndex(1)
+    tab = window.positional_tab
+    qtbot.waitUntil(lambda: tab.report is not None and tab.report.kind == "sinusoidal", timeout=20000)
+    tab.dimensions.setText("0, 1, 8, 9, 31")
+    tab.dimensions.editingFinished.emit()
+    assert tab.curves.legend_names() == ["dim 0", "dim 1", "dim 8", "dim 9", "dim 31"]
+    bundle = opened(qtbot, window, tiny_folders["t5"])
+    qtbot.waitUntil(lambda: tab.report.kind == "relative", timeout=20000)
+    n_heads = bundle.config.n_heads
+    assert tab.dimensions.text() == ", ".join(str(h) for h in range(1, min(n_heads, 4) + 1))
+    assert tab.dimension_problems == [] and tab.dimensions_error.isHidden()
+    assert tab.dimensions_label.text() == "Heads:"
+    assert tab.curves.legend_names() == [f"head {h}" for h in range(1, min(n_heads, 4) + 1)]
+    assert tab.curves.plot_item.getAxis("bottom").labelText == "key − query"
+    assert tab.table_view.key_labels == [str(h) for h in range(1, n_heads + 1)]
+    assert tab.table_view._value_label == tab.similarity_view._value_label == "bias added to the attention logit"
+    assert not tab.rotation.isVisibleTo(window)
+    tab.dimensions.setText(f"1, {n_heads + 1}")
+    tab.dimensions.editingFinished.emit()  # a list typed for this model is flagged, not replaced
+    assert tab.dimension_problems == [f"{n_heads + 1} is out of range 1..{n_heads}"]
+    window.explore.set_model(copy_bundle[0])
+    assert tab.report.kind == "sinusoidal" and tab.rotation.isVisibleTo(window)
+    assert tab.table_view._value_label == "encoding value" and tab.dimensions_label.text() == "Dimensions:"
