@@ -196,12 +196,13 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
     tab._on_status(f"Loading {long_model} and training tokenizers…")
     settle(window)
     assert window.width() == width
-    # a second run while the first model is unsaved: said in the status bar, nothing asked
-    window.ask_to_keep_trained_model = lambda *_: pytest.fail("nothing is replaced when training starts")
+    # a second run while the first model is unsaved asks first (Save / Discard / Cancel); Discard starts it
+    asked = []
+    window.ask_to_keep_trained_model = lambda what: asked.append(what) or QMessageBox.Discard
     assert window.explore.has_unsaved_training()
     tab.form.epochs.setValue(500)
     tab.start_button.click()
-    assert "not saved" in window.statusBar().currentMessage()
+    assert asked == ["The model this training makes will replace it."] and tab.is_training()
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=60000)
     window.ask_to_keep_trained_model = lambda *_: QMessageBox.Discard  # quitting asks (tested below)
