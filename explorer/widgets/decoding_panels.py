@@ -4,7 +4,7 @@ tree, which takes the room its columns need when a beam appears."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QSplitter, QWidget
 
 from explorer.widgets.beam_tree_view import BeamTreeView
@@ -13,6 +13,7 @@ from explorer.widgets.predictions_view import PredictionsView
 from model.decoding.trace import Trace
 
 BEAM_SHARE = 0.65  # the most of the row a beam tree takes when it appears
+CONTRAST_SHARE = 0.4  # the row's share a contrast panel that shows up with no width gets
 
 
 class DecodingPanels(QSplitter):
@@ -21,10 +22,29 @@ class DecodingPanels(QSplitter):
         self.candidates = CandidatesView()
         self.predictions = PredictionsView()  # an encoder-only model's head: mask candidates, classes
         self.beam_tree = BeamTreeView()
+        self.contrast = contrast
         for widget in (self.candidates, self.predictions, contrast, self.beam_tree):
             self.addWidget(widget)
         self.beam_tree.hide()
         self.predictions.hide()
+        contrast.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        """The contrast panel showing up with no width (a beam that appeared while it was hidden took its room, and
+        a splitter keeps a hidden panel's size): it gets a share of the row from the candidates."""
+        if watched is self.contrast and event.type() == QEvent.Type.Show:
+            QTimer.singleShot(0, self._give_the_contrast_room)
+        return super().eventFilter(watched, event)
+
+    def _give_the_contrast_room(self) -> None:
+        sizes, index = self.sizes(), self.indexOf(self.contrast)
+        total = sum(sizes)
+        if self.contrast.isHidden() or total <= 0 or sizes[index] > 0:
+            return
+        donor = self.indexOf(self.candidates if self.candidates.isVisible() else self.predictions)
+        share = int(total * CONTRAST_SHARE)
+        sizes[index], sizes[donor] = share, max(sizes[donor] - share, 0)
+        self.setSizes(sizes)
 
     def clear(self) -> None:
         """Nothing decoded: no candidates, no beam."""
@@ -64,7 +84,10 @@ class DecodingPanels(QSplitter):
         total = sum(self.sizes())
         if appearing and total > 0:  # room for every column of the beam view, the rest to the candidates
             wanted = min(self.beam_tree.sizeHint().width(), int(total * BEAM_SHARE))
-            sizes = [0] * self.count()  # the hidden head predictions and contrast get nothing
-            sizes[self.indexOf(self.candidates)] = total - wanted
+            sizes = [0] * self.count()  # the hidden head predictions get nothing; a contrast shown keeps its width
+            contrast = self.indexOf(self.contrast)
+            if not self.contrast.isHidden():
+                sizes[contrast] = self.sizes()[contrast]
+            sizes[self.indexOf(self.candidates)] = max(total - wanted - sizes[contrast], 0)
             sizes[self.indexOf(self.beam_tree)] = wanted
             self.setSizes(sizes)

@@ -93,3 +93,27 @@ def test_the_colour_bar_says_what_it_measures(qtbot, open_window, toy_fr_bundle)
     assert label == "attention weight"
     choose(qtbot, tab, "norm")
     assert tab.focus.color_bar.getAxis("left").labelText == "share of the row"
+
+
+def test_the_contrast_panel_has_room_after_a_beam_came_and_went(qtbot, open_window, toy_fr_bundle):
+    """A beam tree that appears takes the hidden contrast panel's room; shown later, the panel gets a share back
+    (it opened at zero width: Ctrl+click seemed to do nothing)."""
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    controls = tab.controls
+    for strategy in ("beam", "greedy"):
+        controls.strategy.setCurrentText(strategy)
+        controls.source.returnPressed.emit()
+        beam = strategy == "beam"
+        qtbot.waitUntil(lambda beam=beam: (window.explore.trace.beam is not None) == beam, timeout=30000)
+    panels = tab.side
+    assert panels.sizes()[panels.indexOf(tab.contrast)] == 0  # taken by the beam while hidden
+    window.explore.go_to_step(2)
+    candidates = tab.candidates
+    other = next(i for i, token in enumerate(candidates.token_ids) if int(token) != candidates.chosen_id)
+    point = candidates.getPlotItem().vb.mapViewToScene(__import__("PySide6.QtCore").QtCore.QPointF(0.01, other))
+    click = SimpleNamespace(scenePos=lambda: point, modifiers=lambda: Qt.ControlModifier, button=lambda: Qt.LeftButton)
+    with qtbot.waitSignal(tab.measures.contrast_ready, timeout=60000):
+        candidates._on_clicked(click)
+    total = sum(panels.sizes())
+    qtbot.waitUntil(lambda: panels.sizes()[panels.indexOf(tab.contrast)] >= int(total * 0.35), timeout=5000)
+    assert tab.contrast.width() > 100
