@@ -162,6 +162,7 @@ class CompareView(QWidget):
             matrix, shown = compared_matrix(panel.trace, panel.choice, word_level=True)
             heading.setText(
                 f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}"
+                f"<br>Translation: <i>{html.escape(panel.translation())}</i>"
             )
             heatmap.set_matrix(
                 matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level

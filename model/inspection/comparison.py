@@ -122,6 +122,10 @@ class Panel:
             line += f"; on this sentence {self.sentence_aer:.3f}"
         return line
 
+    def translation(self) -> str:
+        """What the model has written up to the shared step, as text ("—" before its first word)."""
+        return self.trace.target_text or "—"
+
     def heading(self) -> str:
         return f"{self.name}: {self.details()}"
 

@@ -4,6 +4,8 @@ controls, and exported as one figure; a model without cross-attention is refused
 
 from __future__ import annotations
 
+import html
+
 from model.io import checkpoint
 from tests.explorer.gui_helpers import explore_window
 
@@ -27,13 +29,19 @@ def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_
     assert view.heatmaps[0].values.shape[1] == view.heatmaps[1].values.shape[1]  # the same source words
     session.reset()
     assert [panel.trace.n_steps for panel in view.panels] == [0, 0]
+    assert all(heading.text().endswith("Translation: <i>—</i>") for heading in view.headings)
     session.step_forward()
     session.step_forward()
     assert [panel.trace.n_steps for panel in view.panels] == [2, 2]
+    for panel, heading in zip(view.panels, view.headings):  # each model's own words so far, as text
+        assert heading.text().endswith(f"Translation: <i>{html.escape(panel.translation())}</i>")
+    assert view.panels[0].translation() == (window.explore.stepper.translation() or "—")
     session.step_back()
     assert [panel.trace.n_steps for panel in view.panels] == [1, 1]
     session.run_to_end()
     assert view.panels[1].trace.n_steps == len(tab.compare.stepper.steps) and tab.compare.stepper.finished
+    assert view.panels[1].translation() == (tab.compare.stepper.translation() or "—")
+    assert view.headings[1].text().endswith(f"Translation: <i>{html.escape(view.panels[1].translation())}</i>")
     # Any head can be shown instead of the best-aligning one, and back.
     box = view.head_boxes[0]
     index = [box.itemData(i) for i in range(box.count())].index((0, 1))
