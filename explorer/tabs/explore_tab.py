@@ -55,7 +55,12 @@ class ExploreTab(QWidget):
 
         self.controls = DecodeControls()
         self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
-        self.source_tokens = TokensView("Source pieces:", "How the tokenizer split the sentence")
+        self.source_tokens = TokensView(
+            "Source pieces:",
+            "How the tokenizer split the sentence. A word it saw often is one piece; a rarer one (a capitalised word, "
+            "seen mostly at a sentence's start) is split into smaller pieces, “Je” → J·e: that is the tokenizer, not "
+            "the display. A dashed orange chip is a piece it never saw (<unk>).",
+        )
         self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step (✎ = forced by you)")
         self.choices = ViewChoices(self.state.word_level, str(settings.value("explore/colormap", "viridis")))
         self.kind, self.layer_box, self.head_box = self.choices.kind, self.choices.layer_box, self.choices.head_box
