@@ -9,7 +9,6 @@ measure in place of the weights, or the weights and why).
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtWidgets import QLabel
 
 from explorer.controllers.alignment import AlignmentController
@@ -21,6 +20,7 @@ from explorer.widgets.contrast_view import ContrastView
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.measure_box import MeasureBox
 from model.decoding.trace import Trace
+from model.inspection.selection import prediction_source_share
 from model.kinds import AttentionKind
 
 
@@ -62,11 +62,12 @@ class ExploreMeasures:
         return measured, ""
 
     @staticmethod
-    def focus_title(title: str, shown: Trace) -> str:
-        """The focus matrix's title; with a measure that splits predictions, the current step's source share."""
-        shares = shown.source_share
-        if len(shares) and shown.n_steps and not np.isnan(shares[-1]):
-            title += f" · step {shown.n_steps}: {shares[-1]:.0%} source, {1 - shares[-1]:.0%} target prefix"
+    def focus_title(title: str, shown: Trace, layer: int) -> str:
+        """The focus matrix's title; with a measure that splits predictions, the current step's source share (through
+        ``layer`` for a rolled-out one)."""
+        share = prediction_source_share(shown, layer)
+        if share is not None:
+            title += f" · step {shown.n_steps}: {share:.0%} source, {1 - share:.0%} target prefix"
         return title
 
 

@@ -29,7 +29,7 @@ from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.tokens_view import TokensView
 from explorer.widgets.view_choices import ViewChoices
 from model.decoding.trace import Trace
-from model.inspection.selection import AttentionMatrix, SelectionError
+from model.inspection.selection import AttentionMatrix, SelectionError, map_titles
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
 from model.nn.masking import Head
@@ -337,7 +337,7 @@ class ExploreTab(QWidget):
                 focus_matrix.values,
                 queries,
                 keys,
-                self.readings.focus_title(focus_matrix.title, shown),
+                self.readings.focus_title(focus_matrix.title, shown, state.layer),
                 current_row,
                 token_level=shown.level,
             )
@@ -351,7 +351,7 @@ class ExploreTab(QWidget):
         self.restore_button.setVisible(bool(self.explore.masked_heads))
         if shown_view is self.grid:
             self.grid.set_masked({(h.layer, h.head) for h in self.explore.masked_heads if h.kind is state.kind})
-            self.grid.set_weights(weights)
+            self.grid.set_weights(weights, titles=map_titles(shown, state.kind))
             importance = self.readings.importance.importance_table(state.kind)
             fits = importance is not None and importance.shape == weights.shape[:2]  # not on a layer-wide measure
             self.grid.set_importance(importance if fits else None)

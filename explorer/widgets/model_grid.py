@@ -59,6 +59,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             "Ctrl+click to knock the head out (or put it back)"
         )
         self.weights = np.zeros((0, 0, 0, 0), np.float32)  # [layers, heads, queries, keys] shown now
+        self.titles: tuple[list[str], list[str]] | None = None  # each layer's and head's title, when not numbered
         self.levels = (0.0, 1.0)
         self.selected: tuple[int, int] | None = None
         self.empty = False  # no rows (step 0 of decoder or cross attention): a message instead of cells
@@ -91,9 +92,17 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._drawn: tuple | None = None  # (ticks, range) last set, so an unchanged grid is not laid out again
         self.scene().sigMouseClicked.connect(self._on_clicked)
 
-    def set_weights(self, weights: np.ndarray, levels: tuple[float, float] = (0.0, 1.0), empty_text: str = EMPTY_TEXT) -> None:
-        """weights [layers, heads, queries, keys] for one kind at the current step."""
+    def set_weights(
+        self,
+        weights: np.ndarray,
+        levels: tuple[float, float] = (0.0, 1.0),
+        empty_text: str = EMPTY_TEXT,
+        titles: tuple[list[str], list[str]] | None = None,
+    ) -> None:
+        """weights [layers, heads, queries, keys] for one kind at the current step; ``titles``: each row's and
+        column's (model/inspection/selection.map_titles), else "layer 1", "head 1", ..."""
         self.weights = np.asarray(weights, dtype=np.float32)  # [layers, heads, queries, keys]
+        self.titles = titles
         self.levels = levels
         if empty_text != self.message.toPlainText():
             self.message.setText(empty_text)
@@ -133,8 +142,12 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.image.setImage(mosaic, autoLevels=False, levels=self.levels)  # [layers x rows, heads x columns]
         self.image.setRect(QRectF(0, 0, mosaic.shape[1], mosaic.shape[0]))
         self.image.show()
-        left = [((layer + 0.5) * step_rows - gap_rows / 2, f"layer {layer + 1}") for layer in range(n_layers)]
-        top = [((head + 0.5) * step_columns - gap_columns / 2, f"head {head + 1}") for head in range(n_heads)]
+        layer_titles, head_titles = self.titles or (
+            [f"layer {layer + 1}" for layer in range(n_layers)],
+            [f"head {head + 1}" for head in range(n_heads)],
+        )
+        left = [((layer + 0.5) * step_rows - gap_rows / 2, layer_titles[layer]) for layer in range(n_layers)]
+        top = [((head + 0.5) * step_columns - gap_columns / 2, head_titles[head]) for head in range(n_heads)]
         self._set_frame(left, top, mosaic.shape[1], mosaic.shape[0])
         self._draw_selection()
 

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QSpinBox
 
 from explorer.widgets.heatmap import COLORMAPS
 from model.decoding.trace import Trace
-from model.inspection.selection import AGGREGATES, head_title
+from model.inspection.selection import AGGREGATES, head_title, map_titles
 from model.kinds import AttentionKind
 
 
@@ -45,15 +45,19 @@ class ViewChoices:
     def set_choices(self, trace: Trace, kind: AttentionKind, layer: int, wished_head: int | str) -> None:
         """The layer and head boxes for ``kind``: its layers, its heads and the aggregates it allows."""
         n_layers, n_heads = trace.matrix(kind).shape[:2]
-        choices = [*range(n_heads), *AGGREGATES]  # rollout of cross-attention shows the mean, with a note
+        _, head_titles = map_titles(trace, kind)
+        # One map per layer (a layer-wide measure): that map alone, titled "all heads"; else each head, then the
+        # aggregates (rollout of cross-attention shows the mean, with a note).
+        choices = [0] if head_titles == ["all heads"] else [*range(n_heads), *AGGREGATES]
         for box in (self.layer_box, self.head_box):
             box.blockSignals(True)
         self.layer_box.setRange(1, n_layers)
         self.layer_box.setValue(layer + 1)
-        if [self.head_box.itemData(i) for i in range(self.head_box.count())] != choices:
+        titles = [head_titles[choice] if isinstance(choice, int) else head_title(choice) for choice in choices]
+        if [self.head_box.itemText(i) for i in range(self.head_box.count())] != titles:
             self.head_box.clear()
-            for choice in choices:
-                self.head_box.addItem(head_title(choice), choice)
+            for title, choice in zip(titles, choices):
+                self.head_box.addItem(title, choice)
         self.head_box.setCurrentIndex(max(0, self.head_box.findData(wished_head)))
         for box in (self.layer_box, self.head_box):
             box.blockSignals(False)

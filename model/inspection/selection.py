@@ -71,6 +71,37 @@ def head_title(head: int | str) -> str:
     return f"head {head + 1}" if isinstance(head, int) else AGGREGATE_TITLES[head]
 
 
+def one_map_per_layer(trace: Trace) -> bool:
+    """Whether the trace holds a measure that gives one map per layer (or one in all), not one per head."""
+    measure = MEASURES.get(trace.measure) if trace.measure else None
+    return measure is not None and not measure.per_head
+
+
+def map_titles(trace: Trace, kind: AttentionKind | str) -> tuple[list[str], list[str]]:
+    """(a title per layer, a title per head) of the maps the trace holds for ``kind``: "layer 2" / "head 3"; "all
+    heads" for a measure with one map per layer, "all layers" for one with a single map."""
+    n_layers, n_heads = trace.matrix(AttentionKind.parse(kind)).shape[:2]
+    one_map = one_map_per_layer(trace) and n_heads == 1
+    single = one_map and MEASURES[trace.measure].single and n_layers == 1
+    layers = ["all layers"] if single else [f"layer {layer + 1}" for layer in range(n_layers)]
+    return layers, ["all heads"] if one_map else [head_title(head) for head in range(n_heads)]
+
+
+def prediction_source_share(trace: Trace, layer: int) -> float | None:
+    """The share of the last step's prediction that comes from the source: for a rolled-out measure (ALTI+), through
+    ``layer`` (its cross map's row sums); for a single map (saliency), the trace's own; None when the trace does not
+    split predictions."""
+    if not trace.n_steps:
+        return None
+    measure = MEASURES.get(trace.measure) if trace.measure else None
+    if measure is not None and measure.rollout and trace.cross is not None and len(trace.cross):
+        return float(trace.cross[min(layer, len(trace.cross) - 1), 0, -1].sum())
+    shares = trace.source_share
+    if len(shares) and not np.isnan(shares[-1]):
+        return float(shares[-1])
+    return None
+
+
 def heads_for(kind: AttentionKind, n_heads: int) -> list[int | str]:
     """Every choice a view offers for a kind: each head, then the aggregates (no rollout for cross-attention,
     which does not feed its own input)."""

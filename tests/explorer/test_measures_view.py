@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 
 from model.attribution.measures import NAMES
@@ -117,3 +118,26 @@ def test_the_contrast_panel_has_room_after_a_beam_came_and_went(qtbot, open_wind
     total = sum(panels.sizes())
     qtbot.waitUntil(lambda: panels.sizes()[panels.indexOf(tab.contrast)] >= int(total * 0.35), timeout=5000)
     assert tab.contrast.width() > 100
+
+
+def test_a_layer_wide_measure_is_titled_all_heads_and_its_source_share_follows_the_layer(qtbot, open_window, toy_fr_bundle):
+    window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
+    tab.views.setCurrentWidget(tab.grid)
+    choose(qtbot, tab, "alti+")
+    box = tab.choices.head_box
+    assert [box.itemText(i) for i in range(box.count())] == ["all heads"]  # no per-head choices or aggregates
+    assert [title for _, title in tab.grid._drawn[1]] == ["all heads"]
+    n_layers = tab.shown.cross.shape[0]
+    assert [title for _, title in tab.grid._drawn[0]] == [f"layer {layer + 1}" for layer in range(n_layers)]
+    titles = []
+    for layer in range(n_layers):  # through layer N: that layer's rollout, not the last one's
+        tab.choices.layer_box.setValue(layer + 1)
+        share = float(tab.shown.cross[layer, 0, -1].sum())
+        assert f": {share:.0%} source, {1 - share:.0%} target prefix" in tab.focus._title
+        titles.append(tab.focus._title)
+    assert float(tab.shown.cross[-1, 0, -1].sum()) == pytest.approx(float(tab.shown.source_share[-1]), abs=1e-6)
+    tab.measure_box.set_measure("attention")  # the weights again: every head and the aggregates
+    qtbot.waitUntil(lambda: tab.shown is not None and tab.shown.measure == "", timeout=60000)
+    assert [box.itemText(i) for i in range(box.count())][:2] == ["head 1", "head 2"]
+    assert [title for _, title in tab.grid._drawn[1]][0] == "head 1"
