@@ -11,5 +11,8 @@ unchanged. Nothing here downloads: the hub is put offline before ``transformers`
   networks stepped through their own key/value caches, attention from the eager path;
 - ``loading``: the safe load (safetensors, or ``.bin`` through ``torch.load(weights_only=True)``;
   never ``trust_remote_code``), memory checks, the bundle;
+- ``validation`` and ``weights``: every file of a folder checked before the library reads it (JSON files,
+  the config's sizes and token ids, tokenizer files, safetensors headers), so a damaged or edited folder
+  gets one message naming its file, never a traceback or a hang;
 - ``positional``: what each family has for positions (sinusoidal, learned, T5's relative bias).
 """

@@ -4,23 +4,24 @@
   (which refuses any pickle that would build objects or call functions) and then handed to the library,
   which also loads them ``weights_only``; a payload is refused with a message and never runs;
 - ``trust_remote_code`` is never enabled: a model that needs its own Python code is refused;
-- memory: the parameters are counted from the weight files' headers before anything is built, and a
-  model that would not fit in the memory available is refused;
+- checks: every file is checked before the library reads it (validation.py, weights.py): a damaged or
+  edited folder gets one message naming its file, never a traceback;
+- memory: the parameters are counted from the weight files' headers and from what the config would
+  build, before anything is built, and a model that would not fit in the memory available is refused;
 - attention: ``attn_implementation="eager"``, because the fused SDPA and flash paths return no weights.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
-import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from model.family import Architecture, Family, family_of
 from model.pretrained.families import (
@@ -35,7 +36,17 @@ from model.pretrained.families import (
 )
 from model.pretrained.hub import PretrainedError, require_transformers, resolve_pretrained, weight_files
 from model.pretrained.tokenizer import PretrainedTokenizer
+from model.pretrained.validation import (
+    check_config,
+    check_layers,
+    check_tokenizer,
+    check_tokenizer_files,
+    config_parameters,
+    read_json_files,
+)
+from model.pretrained.weights import layer_stacks, read_safetensors
 
+COMMON: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}  # never the network, never their code
 MEMORY_MARGIN = 1.5  # the model, its copy while loading, activations: ask for this much more than its weights
 HEADS = (  # (how a class name ends, the auto class, the head)
     ("ForMaskedLM", "AutoModelForMaskedLM", "masked-lm"),
@@ -123,23 +134,6 @@ class PretrainedBundle:
         return rows
 
 
-def _safetensors_parameters(path: Path) -> int:
-    """Number of values in a safetensors file, read from its header (no weight is loaded)."""
-    with open(path, "rb") as handle:
-        (size,) = struct.unpack("<Q", handle.read(8))
-        if size > 100 * 1024 * 1024:
-            raise PretrainedError(f"{path}: damaged safetensors file (its header claims {size:,} bytes)")
-        header = json.loads(handle.read(size))
-    total = 0
-    for name, entry in header.items():
-        if name != "__metadata__":
-            count = 1
-            for dimension in entry.get("shape", []):
-                count *= int(dimension)
-            total += count
-    return total
-
-
 def available_memory() -> int | None:
     """Bytes of memory available now (Linux's MemAvailable), None where it cannot be read."""
     try:
@@ -152,27 +146,37 @@ def available_memory() -> int | None:
     return None
 
 
-def check_weights(folder: Path) -> int:
-    """The float32 bytes the model needs; refuses a pickle payload and a model too large for memory."""
+def _read_weights(folder: Path) -> tuple[int, list[str]]:
+    """(values the weight files hold, their tensors' names); refuses a damaged safetensors file and a pickle payload."""
     files = weight_files(folder)
     if not files:
         raise PretrainedError(f"{folder}: no weights (model.safetensors or pytorch_model.bin) in the folder")
-    safetensors = [p for p in files if p.suffix == ".safetensors"]
-    try:
-        needed = 4 * sum(_safetensors_parameters(p) for p in safetensors)
-    except (OSError, ValueError, struct.error) as error:
-        raise PretrainedError(f"{folder}: damaged safetensors weights ({error})") from None
-    if not safetensors:
-        for path in files:
-            try:  # only tensors, numbers and plain containers: any other pickle opcode is refused before it runs
-                state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-            except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
-                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                raise PretrainedError(
-                    f"{path.name}: refused — it is a pickle that asks to run code or build objects, not plain weights "
-                    f"({first[:200]}). The app loads .bin weights only as plain tensors; use the model's safetensors weights."
-                ) from None
-            needed += 4 * sum(t.numel() for t in state.values() if isinstance(t, torch.Tensor)) if isinstance(state, dict) else 0
+    safetensors = [read_safetensors(p) for p in files if p.suffix == ".safetensors"]
+    if safetensors:
+        return sum(t.values for tensors in safetensors for t in tensors.values()), [n for tensors in safetensors for n in tensors]
+    values, names = 0, []
+    for path in files:
+        try:  # only tensors, numbers and plain containers: any other pickle opcode is refused before it runs
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise PretrainedError(
+                f"{path.name}: refused — it is a pickle that asks to run code or build objects, not plain weights "
+                f"({first[:200]}). The app loads .bin weights only as plain tensors; use the model's safetensors weights."
+            ) from None
+        tensors = {str(k): t for k, t in state.items() if isinstance(t, torch.Tensor)} if isinstance(state, dict) else {}
+        values += sum(t.numel() for t in tensors.values())
+        names += list(tensors)
+    return values, names
+
+
+def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> int:
+    """The float32 bytes the model needs, from its weights and from what its config would build; refuses damaged
+    weights, a pickle payload, a config whose layers are not the weights' and a model too large for memory."""
+    values, names = _read_weights(folder)
+    files = weight_files(folder)
+    check_layers(hf_config, shape, layer_stacks(names), files[0].name if len(files) == 1 else f"{len(files)} weight files")
+    needed = 4 * max(values, config_parameters(hf_config, shape))
     free = available_memory()
     if free is not None and needed * MEMORY_MARGIN > free:
         raise PretrainedError(
@@ -197,34 +201,56 @@ def _shape_and_class(hf_config: Any) -> tuple[Architecture, str, str]:
     return ENCODER_ONLY, "AutoModel", "none"
 
 
-def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> PretrainedBundle:
-    """Open a save_pretrained folder or a cached model id; a PretrainedError (never a traceback) when it cannot."""
-    transformers = require_transformers()
-    folder = resolve_pretrained(name_or_path)
-    common: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}
+def _open_config(folder: Path, name: str, transformers: Any) -> tuple[Any, Architecture, str, str]:
+    """(the transformers config, shape, auto class, head), every JSON file of the folder and the config checked."""
+    files = read_json_files(folder)
+    if "config.json" not in files:
+        raise PretrainedError(f"{name}: a folder without a config.json, so not a saved pretrained model")
     try:
-        hf_config = transformers.AutoConfig.from_pretrained(folder, **common)
-    except (ValueError, KeyError, OSError, json.JSONDecodeError) as error:
-        raise PretrainedError(f"{name_or_path}: its config.json cannot be used ({_first_line(error)})") from None
+        hf_config = transformers.AutoConfig.from_pretrained(folder, **COMMON)
+    except (ValueError, KeyError, OSError, TypeError, AttributeError) as error:
+        raise PretrainedError(f"{name}: its config.json cannot be used ({_first_line(error)})") from None
+    check_config(files, hf_config)
     shape, auto_class, head = _shape_and_class(hf_config)
-    check_weights(folder)
+    return hf_config, shape, auto_class, head
+
+
+def _open_tokenizer(folder: Path, name: str, transformers: Any, vocab_size: int) -> Any:
+    check_tokenizer_files(folder)
     try:
         with warnings.catch_warnings():  # "install sacremoses" and the like: advice for the library's developers
             warnings.simplefilter("ignore")
-            tokenizer = transformers.AutoTokenizer.from_pretrained(folder, **common)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(folder, **COMMON)
     except (ValueError, KeyError, OSError, TypeError, ImportError) as error:
-        raise PretrainedError(f"{name_or_path}: its tokenizer cannot be opened ({_first_line(error)})") from None
+        raise PretrainedError(f"{name}: its tokenizer cannot be opened ({_first_line(error)})") from None
+    check_tokenizer(tokenizer, folder, vocab_size)
+    return tokenizer
+
+
+def _open_model(folder: Path, name: str, transformers: Any, hf_config: Any, auto_class: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            hf_model = getattr(transformers, auto_class).from_pretrained(
-                folder, attn_implementation="eager", torch_dtype=torch.float32, weights_only=True, use_safetensors=None, **common
+            return getattr(transformers, auto_class).from_pretrained(
+                folder, attn_implementation="eager", torch_dtype=torch.float32, weights_only=True, use_safetensors=None, **COMMON
             )
-    except (ValueError, KeyError, OSError, RuntimeError, TypeError, pickle.UnpicklingError) as error:
+    except (ValueError, KeyError, OSError, RuntimeError, TypeError, pickle.UnpicklingError, SafetensorError) as error:
         raise PretrainedError(
-            f"{name_or_path}: the app has no implementation for this model ({hf_config.model_type}, "
+            f"{name}: the app has no implementation for this model ({hf_config.model_type}, "
             f"{auto_class}), or its weights do not fit its config ({_first_line(error)})"
         ) from None
+
+
+def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> PretrainedBundle:
+    """Open a save_pretrained folder or a cached model id; a PretrainedError (never a traceback) when it cannot:
+    each file is checked before the library reads it (model/pretrained/validation.py, weights.py)."""
+    transformers = require_transformers()
+    folder = resolve_pretrained(name_or_path)
+    hf_config, shape, auto_class, head = _open_config(folder, name_or_path, transformers)
+    check_weights(folder, hf_config, shape)
+    vocab_size = int(getattr(hf_config, "vocab_size", None) or 0)
+    tokenizer = _open_tokenizer(folder, name_or_path, transformers, vocab_size or 2**62)
+    hf_model = _open_model(folder, name_or_path, transformers, hf_config, auto_class)
     hf_model.to(device).eval()
     implementation = getattr(hf_model.config, "_attn_implementation", "eager")
     if implementation != "eager":
