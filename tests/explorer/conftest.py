@@ -1,13 +1,17 @@
 """Fixtures of the GUI tests: ``open_window(bundle=None, build=True)`` opens the app's main window as every
 GUI test does (tests/explorer/gui_helpers.py: its own settings file, 1300x850, shown, the closing questions
 answered), ``window`` is one such window with no model. After the test, whether it passed, failed or raised,
-every window the fixture opened is shut: its training stopped and joined, closed, its tasks finished, deleted."""
+every window the fixture opened is shut: its training stopped and joined, closed, its tasks finished, deleted.
+``russian_bundle`` is a model whose source side is Russian, for the sentences a model cannot read (the window's
+tests and the Explore controller's both use it)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.explorer.gui_helpers import new_window, shut
+
+RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
 
 
 @pytest.fixture
@@ -32,3 +36,22 @@ def open_window(qtbot, tmp_path):
 def window(open_window):
     """A main window with its own settings file and no model; shut after the test."""
     return open_window()
+
+
+@pytest.fixture
+def russian_bundle(tmp_path):
+    """(model, corpus file, its lines): a model of a TSV corpus whose source side is Russian, so English is unknown
+    to its source tokenizer."""
+    import random
+
+    from model.data.corpora import CorpusSpec
+    from model.training.pipeline import TokenizerOptions, prepare
+    from tests.conftest import TINY_MODEL
+
+    rng = random.Random(3)
+    lines = [(" ".join(rng.choice(RUSSIAN) for _ in range(rng.randint(2, 5))), f"s{i} t{i}") for i in range(300)]
+    corpus = tmp_path / "ru-pairs.tsv"
+    corpus.write_text("".join(f"{source}\t{target}\n" for source, target in lines), encoding="utf-8")
+    bundle, _ = prepare(CorpusSpec(str(corpus)), TokenizerOptions(vocab_size=60, joint=False), TINY_MODEL)
+    bundle.model.eval()
+    return bundle, corpus, lines

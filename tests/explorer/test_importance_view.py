@@ -1,6 +1,7 @@
-"""Head importance in the window: the importance session measures every head and the pruning curve in a worker
-(progress on the bar, the curve and the least important heads in the view), the model grid writes each head's
-importance in its cell, Cancel and closing the runner end a run before its curve, and another model clears the results."""
+"""Head importance in its view: Compute and Cancel reach the importance controller, whose progress, importance and
+pruning curve reach the bar, the lines and the least important heads; the model grid writes each head's importance in
+its cell; another model clears the view. What the controller measures, cancels and refuses:
+tests/explorer/controllers/test_importance_controller.py."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from explorer.controllers.importance import IMPORTANCE, PRUNING
 from explorer.controllers.window import WindowControllers
 from explorer.qt_runner import gui_runner
 from explorer.tabs.explore_measures import wire_importance
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.model_grid import ModelGrid
-from model.kinds import AttentionKind
 
 WAIT_MS = 120_000  # a generous bound on a run of a few sentences, not a timing claim
 
@@ -41,24 +40,24 @@ def n_heads_of(bundle) -> int:
 
 
 def test_compute_measures_every_head_then_the_pruning_curve(qtbot, measured, toy_fr_bundle):
+    """Compute reaches the controller with the sentences chosen; its progress, importance and curve reach the view.
+    (What the run measures: tests/explorer/controllers/test_importance_controller.py.)"""
     session, importance_session, view = measured
-    progress, curves = [], []
-    importance_session.progress.connect(lambda what, done, total: progress.append((what, done, total)))
+    curves = []
     importance_session.curve_ready.connect(curves.append)
-    view.sentences.setValue(10)
+    view.sentences.setValue(10)  # the box's least
     with qtbot.waitSignals([importance_session.importance_ready, importance_session.curve_ready], timeout=WAIT_MS):
         view.compute_button.click()
+        assert view.cancel_button.isEnabled() and importance_session.running
     qtbot.waitUntil(lambda: not view.cancel_button.isEnabled(), timeout=WAIT_MS)
     n_heads = n_heads_of(toy_fr_bundle[0])
     importance, points = importance_session.importance, curves[-1]
-    assert importance.n_sentences == 10 and len(importance.ranking()) == n_heads
-    assert [point.n_removed for point in points] == list(range(n_heads + 1))
-    assert all(0.0 <= point.exact_match <= 1.0 and 0.0 <= point.bleu <= 100.0 for point in points)
-    assert (IMPORTANCE, 10, 10) in progress and progress[-1] == (PRUNING, n_heads + 1, n_heads + 1)
+    assert importance.n_sentences == 10 and importance_session.n_sentences == 10
     bar = view.progress_bar
     assert bar.value() == bar.maximum() == n_heads + 1 and bar.format() == f"pruning curve {n_heads + 1}/{n_heads + 1}"
     # The view: both lines over every count, the least important heads, the summary.
     assert list(view.exact_line.getData()[0]) == list(range(n_heads + 1))
+    assert np.allclose(view.exact_line.getData()[1], [point.exact_match for point in points])
     assert np.allclose(view.bleu_line.getData()[1], [point.bleu / 100 for point in points])
     assert view.least_table.rowCount() == min(12, n_heads)
     assert view.least_table.item(0, 1).text() == importance.ranking()[0][0].describe()
@@ -66,14 +65,10 @@ def test_compute_measures_every_head_then_the_pruning_curve(qtbot, measured, toy
     assert not importance_session.running and importance_session.runner.join(WAIT_MS / 1000)
 
 
-def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot, measured):
-    _session, importance_session, _view = measured
-    with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
-        importance_session.compute(8)
-    importance_session.cancel()  # the curve is not needed here
-    table = importance_session.importance_table(AttentionKind.CROSS)  # [layers, heads]
-    assert table is not None and table.shape == (2, 4)
-    assert np.allclose(np.linalg.norm(table, axis=1), 1.0)  # normalised per layer
+def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot):
+    """The model grid with an importance table [layers, heads] (the controller's, normalised per layer: its tests)."""
+    table = np.random.default_rng(3).random((2, 4))
+    table /= np.linalg.norm(table, axis=1, keepdims=True)
     grid = ModelGrid()
     qtbot.addWidget(grid)
     grid.resize(500, 300)
@@ -100,46 +95,31 @@ def test_the_grid_writes_each_heads_importance_in_its_cell(qtbot, measured):
 
 
 def test_cancel_ends_a_run_before_its_curve(qtbot, measured):
+    """Cancel reaches the controller, and the view shows the run's end (what cancelling does: the controller's tests)."""
     _session, importance_session, view = measured
-    curves, messages = [], []
-    importance_session.curve_ready.connect(curves.append)
-    importance_session.message.connect(messages.append)
-    # Cancelled at once: nothing of the run is shown.
     view.sentences.setValue(200)
     view.compute_button.click()
     assert importance_session.running and view.cancel_button.isEnabled()
     view.cancel_button.click()
     assert not importance_session.running and not view.cancel_button.isEnabled()
-    assert messages[-1] == "Head importance cancelled."
+    assert view.note.text() == "Head importance cancelled."
     assert importance_session.runner.join(WAIT_MS / 1000)
     QApplication.processEvents()  # whatever the job had queued is delivered, and dropped
-    assert importance_session.importance is None and curves == []
-    # Cancelled once the importance is known: the curve never comes.
-    importance_session.importance_ready.connect(lambda importance: importance_session.cancel())
-    with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
-        importance_session.compute(50)
-    assert importance_session.runner.join(WAIT_MS / 1000)
-    QApplication.processEvents()
-    assert curves == [] and importance_session.curve is None
+    assert view.least_table.rowCount() == 0 and view.summary.text() == ""
 
 
 def test_another_model_clears_the_results_and_an_rnn_is_not_measured(qtbot, measured, toy_fr_rnn_bundle):
+    """Another model clears the view; the controller's refusal reaches its note (what is cleared and why an RNN is
+    refused: the controller's tests)."""
     session, importance_session, view = measured
     with qtbot.waitSignal(importance_session.importance_ready, timeout=WAIT_MS):
         importance_session.compute(8)
     assert view.least_table.rowCount() > 0
-    cleared = []
-    importance_session.importance_ready.connect(lambda value: cleared.append(("importance", value)))
-    importance_session.curve_ready.connect(lambda value: cleared.append(("curve", value)))
     session.set_model(toy_fr_rnn_bundle[0])  # mid-run (the curve is still being scored) or after it
-    assert cleared == [("importance", None), ("curve", None)]
-    assert importance_session.importance is None and importance_session.curve is None and not importance_session.running
+    assert not view.cancel_button.isEnabled()
     assert importance_session.runner.join(WAIT_MS / 1000)
     QApplication.processEvents()
-    assert cleared == [("importance", None), ("curve", None)]  # nothing of the old model's run arrives after
     assert view.least_table.rowCount() == 0 and view.summary.text() == "" and view.progress_bar.format() == ""
-    messages = []
-    importance_session.message.connect(messages.append)
-    assert not importance_session.compute(8)
-    assert "encoder-decoder Transformer" in messages[-1] and "rnn" in messages[-1]
-    assert view.note.text() == messages[-1]
+    view.compute_button.click()
+    assert not importance_session.running and view.note.text() == importance_session.unavailable()
+    assert "encoder-decoder Transformer" in view.note.text()

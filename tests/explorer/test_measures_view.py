@@ -1,7 +1,8 @@
 """The "Reading" box in the window: a contribution measure replaces the attention weights in every view (computed in
 the background; the views say so until it is ready), a measure a kind or a model does not define is disabled with
 the reason, ALTI+ and the saliencies give each step's source share in the focus title, exports say which measure
-they show, and Ctrl+click on a candidate shows why the model chose its token and not that one."""
+they show, and Ctrl+click on a candidate shows why the model chose its token and not that one. What the measure
+controller computes: tests/explorer/controllers/test_measures_controller.py."""
 
 from __future__ import annotations
 
@@ -23,34 +24,35 @@ def choose(qtbot, tab, name: str) -> None:
 
 
 def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path):
+    """The Reading box reaches the measure controller and its measured traces reach the views; the measures it does not
+    define are disabled with its reasons. (The measured values, the reasons themselves, the gradient job and its rows:
+    tests/explorer/controllers/test_measures_controller.py.)"""
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
+    measures = window.controllers.measures
     tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
     tab.views.setCurrentWidget(tab.grid)
     choose(qtbot, tab, "norm")
-    assert "Norm-based" in tab.focus_matrix.title and tab.grid.levels == (0.0, 1.0)
-    assert np.allclose(tab.shown.cross.sum(-1), 1.0, atol=1e-5)  # each row as shares
+    assert measures.measure == "norm" and "Norm-based" in tab.focus_matrix.title and tab.grid.levels == (0.0, 1.0)
+    np.testing.assert_array_equal(tab.shown.cross, measures.shown(window.explore.trace).cross)
     choose(qtbot, tab, "alti+")
     assert "% source, " in tab.focus._title
-    assert tab.shown.cross.shape[1] == 1  # one map per layer
+    np.testing.assert_array_equal(tab.grid.weights, measures.shown(window.explore.trace).cross)  # one map per layer
     figure = tab.export_view("focus", tmp_path / "focus.svg")
     assert "ALTI+" in figure.read_text(encoding="utf-8")
     # ALTI has no cross-attention: disabled for it, with the reason; the weights are shown if it stays chosen.
     items = tab.measure_box.model()
     alti = items.item(NAMES.index("alti"))
-    assert not alti.isEnabled() and "no cross-attention" in tab.measure_box.itemData(NAMES.index("alti"), Qt.ToolTipRole)
+    reason = measures.availability(AttentionKind.CROSS)["alti"]
+    assert not alti.isEnabled() and reason and tab.measure_box.itemData(NAMES.index("alti"), Qt.ToolTipRole) == reason
     tab.measure_box.set_measure("alti")
     qtbot.waitUntil(lambda: "showing the attention weights" in tab.hint.text())
     assert tab.shown.measure == ""
     tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.ENCODER))
     qtbot.waitUntil(lambda: tab.shown.measure == "alti", timeout=60000)
-    # The gradient methods: computed off the window's thread, the current step first.
+    # The gradient methods: computed off the window's thread; the views show them once they arrive.
     tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
     choose(qtbot, tab, "ig")
-    qtbot.waitUntil(lambda: not np.isnan(tab.shown.source_share).any(), timeout=120000)
     assert tab.measure_box.measure == "ig" and "Integrated gradients" in tab.focus_matrix.title
-    # Stepping back shows the rows already computed at once.
-    window.explore.step_back()
-    assert tab.shown.measure == "ig"
     # Another family: every measure but the weights disabled.
     window.explore.set_model(toy_fr_rnn_bundle[0])
     qtbot.waitUntil(lambda: window.explore.trace is not None)
@@ -58,6 +60,8 @@ def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr
 
 
 def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy_fr_bundle):
+    """Ctrl+click on a candidate asks the measure controller for that step and token, and its contrast is shown.
+    (What the contrast holds: tests/explorer/controllers/test_measures_controller.py.)"""
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
     window.explore.go_to_step(2)
     candidates = tab.candidates
@@ -65,12 +69,13 @@ def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy
     point = candidates.getPlotItem().vb.mapViewToScene(__import__("PySide6.QtCore").QtCore.QPointF(0.01, other))
     before = list(window.explore.trace.chosen_ids)
     click = SimpleNamespace(scenePos=lambda: point, modifiers=lambda: Qt.ControlModifier, button=lambda: Qt.LeftButton)
-    with qtbot.waitSignal(tab.measures.contrast_ready, timeout=60000):
+    with qtbot.waitSignal(tab.measures.contrast_ready, timeout=60000) as ready:
         candidates._on_clicked(click)
     assert list(window.explore.trace.chosen_ids) == before  # nothing forced
-    assert tab.contrast.isVisible() and "why" in tab.contrast.title.text()
-    contrast = tab.contrast.contrast
-    assert contrast.step == 1 and len(contrast.prefix_values) == 2 and len(contrast.source_values) == len(contrast.source_tokens)
+    contrast = ready.args[0]
+    other_piece = window.explore.bundle.target_tokenizer.piece(int(candidates.token_ids[other]))
+    assert (contrast.step, contrast.other) == (1, other_piece)  # the step shown, the token clicked
+    assert tab.contrast.isVisible() and "why" in tab.contrast.title.text() and tab.contrast.contrast is contrast
     tab.contrast._on_close_clicked()
     assert not tab.contrast.isVisible()
 
@@ -81,7 +86,8 @@ def test_head_importance_shows_on_the_grid(qtbot, open_window, toy_fr_bundle):
     tab.views.setCurrentWidget(tab.grid)
     importance = tab.readings.importance
     assert importance.compute(8)
-    qtbot.waitUntil(lambda: importance.curve is not None, timeout=120000)
+    qtbot.waitUntil(lambda: importance.importance is not None, timeout=120000)
+    importance.cancel()  # the pruning curve is not drawn on the grid
     n_layers, n_heads = window.explore.trace.cross.shape[:2]
     assert len(tab.grid.visible_importance_labels()) == n_layers * n_heads
     choose(qtbot, tab, "alti+")  # one map per layer: no per-head numbers on it

@@ -1,11 +1,13 @@
 """The Explore tab's "Side by side" view: a second model (here seed 002's RNN) beside the session's Transformer on
 the same sentence, each showing its best-aligning head with its AER, stepping together with the decoding
-controls, and exported as one figure; a model without cross-attention is refused with a message."""
+controls, and exported as one figure; a model without cross-attention is refused with a message. What the compare
+controller decides: tests/explorer/controllers/test_compare_controller.py."""
 
 from __future__ import annotations
 
 import html
 
+from explorer.controllers.compare import GOLD_NOTE
 from model.io import checkpoint
 from tests.explorer.gui_helpers import explore_window
 
@@ -21,6 +23,8 @@ def _side_by_side(qtbot, open_window, transformer, rnn):
 
 
 def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle):
+    """The compare controller's panels reach the view as the decoding steps, and the head boxes reach the controller.
+    (Which head each side shows, stepping together: tests/explorer/controllers/test_compare_controller.py.)"""
     window, tab = _side_by_side(qtbot, open_window, toy_fr_bundle[0], toy_fr_rnn_bundle[0])
     view, session = tab.compare_view, window.explore
     left, right = view.panels
@@ -28,20 +32,14 @@ def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_
     assert "best-aligning head" in view.headings[0].text()
     assert view.heatmaps[0].values.shape[1] == view.heatmaps[1].values.shape[1]  # the same source words
     session.reset()
-    assert [panel.trace.n_steps for panel in view.panels] == [0, 0]
     assert all(heading.text().endswith("Translation: <i>—</i>") for heading in view.headings)
-    session.step_forward()
-    session.step_forward()
-    assert [panel.trace.n_steps for panel in view.panels] == [2, 2]
+    session.run_to_end()
     for panel, heading in zip(view.panels, view.headings):  # each model's own words so far, as text
         assert heading.text().endswith(f"Translation: <i>{html.escape(panel.translation())}</i>")
     assert view.panels[0].translation() == (window.explore.stepper.translation() or "—")
-    session.step_back()
-    assert [panel.trace.n_steps for panel in view.panels] == [1, 1]
-    session.run_to_end()
-    assert view.panels[1].trace.n_steps == len(tab.compare.stepper.steps) and tab.compare.stepper.finished
     assert view.panels[1].translation() == (tab.compare.stepper.translation() or "—")
-    assert view.headings[1].text().endswith(f"Translation: <i>{html.escape(view.panels[1].translation())}</i>")
+    session.step_back()
+    assert [panel.trace.n_steps for panel in view.panels] == [session.current_step] * 2
     # Any head can be shown instead of the best-aligning one, and back.
     box = view.head_boxes[0]
     index = [box.itemData(i) for i in range(box.count())].index((0, 1))
@@ -57,13 +55,13 @@ def test_two_models_step_together_with_their_best_heads(qtbot, open_window, toy_
 def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
     qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path
 ):
+    """The fresh-sentence button reaches both controllers and the AER reaches the headings; the pair exports."""
     window, tab = _side_by_side(qtbot, open_window, toy_fr_bundle[0], toy_fr_rnn_bundle[0])
     view = tab.compare_view
     view.fresh.click()
     sentence = tab.controls.source.text()
     assert window.explore.text == sentence and tab.compare.gold(sentence) is not None
-    assert all(panel.sentence_aer is not None for panel in view.panels)
-    assert "on this sentence" in view.headings[0].text() and "Gold alignment known" in view.note.text()
+    assert "on this sentence" in view.headings[0].text() and view.note.text() == GOLD_NOTE
     for suffix in ("png", "svg", "pdf"):
         written = tab.exports.export_pair(tmp_path / f"pair.{suffix}")
         assert written is not None and written.stat().st_size > 1000
@@ -74,6 +72,8 @@ def test_a_toy_fr_sentence_brings_each_side_s_aer_and_the_pair_exports(
 def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
     qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, tmp_path
 ):
+    """The compare controller's messages reach the window's, a file opened reaches the view, "(none)" clears it.
+    (What is refused and opened: tests/explorer/controllers/test_compare_controller.py.)"""
     from model.io.bundle import ModelBundle
     from model.nn.classifier import ClassifierConfig, EncoderClassifier
 
@@ -83,7 +83,8 @@ def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
     messages = []
     window.explore.message.connect(messages.append)
     assert not tab.compare.set_model(tagger)
-    assert any("no cross-attention" in text for text in messages)
+    assert messages == ["unknown corpus has no cross-attention to compare (it is encoder-only)."]
+    assert window.statusBar().currentMessage() == messages[0]
     path = checkpoint.save(toy_fr_rnn_bundle[0], tmp_path / "rnn.safetensors")
     tab.compare.open(str(path))
     qtbot.waitUntil(lambda: len(tab.compare_view.panels) == 2, timeout=30000)
@@ -94,3 +95,4 @@ def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_worker(
     tab.compare_view.partner.setCurrentIndex(0)
     tab.compare_view.partner.activated.emit(0)  # "(none)"
     assert tab.compare_view.panels == [] and not tab.compare_view.export_button.isEnabled()
+    assert tab.compare.bundle is None and tab.compare_view.note_text == tab.compare.unavailable()

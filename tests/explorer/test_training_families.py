@@ -4,6 +4,7 @@ what each has: the RNN's one cross-attention head, the tagger's encoder self-att
 
 from __future__ import annotations
 
+from model.kinds import AttentionKind
 from model.training.presets import RNN_MODEL, builtin_preset
 
 
@@ -53,13 +54,16 @@ def _train_small(qtbot, window, corpus: str, family: str) -> None:
 
 
 def test_an_rnn_trained_in_the_window_is_explored_through_its_one_head(qtbot, window):
+    """The RNN trained from the form becomes the explored model and the Explore tab offers its one head. (What its
+    trace holds: tests/explorer/controllers/test_training_controller.py.)"""
     _train_small(qtbot, window, "copy", "rnn")
     session = window.explore
     window.tabs.setCurrentWidget(window.explore_tab)
     session.translate("a b c")
+    tab = window.explore_tab
     trace = session.trace
-    assert trace is not None and trace.kinds == (trace.kinds[0],) and trace.cross is not None
-    assert trace.cross.shape[:2] == (1, 1)
+    assert trace is not None and tab.current_kind() == AttentionKind.CROSS and tab.focus.values.shape == trace.cross[0, 0].shape
+    assert tab.head_box.itemText(0) == "head 1" and tab.head_box.findText("head 2") == -1  # its one head
 
 
 def test_a_tagger_trained_in_the_window_shows_a_tag_for_every_word(qtbot, window):

@@ -1,11 +1,10 @@
-"""The main window (offscreen): models open, fail and persist; training runs in a worker thread with
-live progress and curves, pauses, resumes, stops, finishes, and survives closing mid-training."""
+"""The main window (offscreen): models open, fail and persist; the Train tab's buttons reach the training controller
+and its progress, curves, validations and messages reach the tab, and closing mid-training stops it. What training
+itself does (stages, pause, resume, stop, keep, discard, bad corpora): tests/explorer/controllers/."""
 
 from __future__ import annotations
 
-import threading
-
-import numpy as np
+import pytest
 from PySide6.QtWidgets import QApplication
 
 from tests.conftest import saved_model
@@ -90,44 +89,31 @@ def _tiny_training(form, epochs=2, corpus_size=400):
         box.setValue(value)
 
 
-def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbot, window, monkeypatch):
-    from model.training.trainer import TrainingControl
-
-    holding = threading.Event()  # set when the trainer waits while paused (before a step, or in a validation)
-    wait_while_paused = TrainingControl.wait_while_paused
-
-    def waiting(control):
-        if control.paused:
-            holding.set()
-        return wait_while_paused(control)
-
-    monkeypatch.setattr(TrainingControl, "wait_while_paused", waiting)
+def test_training_buttons_reach_the_run_and_its_progress_reaches_the_tab(qtbot, window):
+    """The wiring: Start, Pause, Resume and Stop & keep reach the training controller, its progress reaches the curves,
+    the bar and the line, and the kept model becomes the active one. What the run does (no step while paused, going on
+    after Resume, the model kept): tests/explorer/controllers/test_training_controller.py."""
     tab = window.training_tab
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     assert "pairs" in tab.form.corpus_info.text() and tab.form.samples.rowCount() > 0
+    reported = []
+    window.controllers.training.progress.connect(reported.append)
     tab.start_button.click()
     assert tab.is_training() and not tab.start_button.isEnabled() and not tab.form.isEnabled()
     qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress.step >= 5, timeout=60000)
     tab.curves.flush()
     steps, losses = tab.curves.series("train_loss")
-    assert len(steps) >= 5 and np.all(np.isfinite(losses)) and losses[0] > 0
+    assert list(steps) == [p.step for p in reported] and list(losses) == [p.train_loss for p in reported]
+    assert tab.last_progress is reported[-1]
     assert "tokens/s" in tab.progress_label.text() and "ETA" in tab.progress_bar.format()
-    assert 0 < tab.last_progress.fraction < 1
     assert tab.progress_bar.value() == int(1000 * tab.last_progress.fraction)
 
     tab.pause_button.click()
-    assert tab.is_paused() and tab.resume_button.isEnabled()
-    qtbot.waitUntil(lambda: holding.wait(0), timeout=30000)  # the trainer waits: no step can come any more
-    QApplication.processEvents()  # the steps it reported before it stopped
-    paused_at = tab.last_progress.step
-    holding.clear()
-    QApplication.processEvents()
-    assert tab.last_progress.step == paused_at and tab.is_paused() and not holding.is_set()
+    assert tab.is_paused() and window.controllers.training.paused
+    assert tab.resume_button.isEnabled() and not tab.pause_button.isEnabled()
+    assert tab.progress_label.text().endswith(" — paused")
     tab.resume_button.click()
-    qtbot.waitUntil(lambda: tab.last_progress.step > paused_at + 3, timeout=30000)
-    qtbot.waitUntil(lambda: len(tab.validations) >= 1, timeout=60000)
-    tab.curves.flush()
-    assert len(tab.curves.series("bleu")[1]) >= 1 and tab.samples.rowCount() > 0
+    assert not tab.is_paused() and tab.is_training() and tab.pause_button.isEnabled() and not tab.resume_button.isEnabled()
 
     with qtbot.waitSignal(tab.trained, timeout=30000) as trained:
         tab.keep_button.click()
@@ -138,19 +124,24 @@ def test_training_shows_progress_pauses_resumes_and_stops_keeping_the_model(qtbo
 
 
 def test_training_to_the_end_makes_the_model_active_and_cancel_discards(qtbot, window):
+    """The validations reach the curves and the samples; the model trained becomes the active one, a cancelled run
+    keeps it. (The run's validations and outcome: tests/explorer/controllers/test_training_controller.py.)"""
     tab = window.training_tab
     _tiny_training(tab.form, epochs=2)
     with qtbot.waitSignal(tab.trained, timeout=120000):
         tab.start_button.click()
     assert len(tab.validations) == 2 and "finished" in tab.progress_label.text()
     assert tab.progress_bar.value() == 1000
+    tab.curves.flush()
+    assert list(tab.curves.series("bleu")[1]) == pytest.approx([v.scores.bleu for v in tab.validations], nan_ok=True)
+    assert tab.samples.rowCount() == len(tab.validations[-1].scores.samples) > 0
     trained = window.explore.bundle
-    assert trained is not None and trained.history["validations"]
+    assert trained is not None and window.explore.has_unsaved_training()
     # a second run, cancelled: the first model stays
     qtbot.waitUntil(tab.start_button.isEnabled, timeout=10000)
     _tiny_training(tab.form, epochs=200, corpus_size=2000)
     tab.start_button.click()
-    qtbot.waitUntil(lambda: tab.last_progress is not None and tab.last_progress.step >= 2, timeout=60000)
+    qtbot.waitUntil(lambda: tab.last_progress is not None, timeout=60000)
     tab.cancel_button.click()
     qtbot.waitUntil(lambda: not tab.is_training(), timeout=30000)
     assert window.explore.bundle is trained and "nothing was kept" in tab.progress_label.text()
@@ -171,30 +162,37 @@ def test_closing_mid_training_stops_the_worker(qtbot, window):
 
 
 def test_a_bad_corpus_and_a_bad_config_get_messages(qtbot, tmp_path, window):
+    """The wiring: the training controller's messages about a bad corpus reach the form, an error box and the progress
+    line; the form refuses a configuration before Start. (The messages themselves:
+    tests/explorer/controllers/test_training_controller.py.)"""
     tab = window.training_tab
+    said = []
+    window.controllers.training.corpus_failed.connect(lambda text: said.append(("corpus", text)))
+    window.controllers.training.failed.connect(lambda text: said.append(("training", text)))
     bad = tmp_path / "pairs.tsv"
     bad.write_text("hello\tbonjour\nno tab on this line\n", encoding="utf-8")
     with qtbot.waitSignal(tab.form.corpus_error, timeout=10000) as error:
         tab.form.set_corpus_file(str(bad))
-    assert "pairs.tsv" in error.args[0] and "2" in error.args[0]
+    [(_, why)] = said
+    assert said == [("corpus", why)] and error.args == [why]
     qtbot.waitUntil(lambda: window.error_box is not None, timeout=5000)
-    assert "Cannot use this corpus" in tab.form.corpus_info.text()
+    assert window.error_box.windowTitle() == "Training failed" and window.error_box.text() == why
+    assert tab.form.corpus_info.text() == f"<b>Cannot use this corpus:</b> {why}"
     window.error_box.close()
     window.error_box = None
     # starting anyway: the worker reports the same problem, the app keeps running
     _tiny_training(tab.form)
     tab.form.set_corpus_file(str(bad))
+    qtbot.waitUntil(lambda: len(said) == 2, timeout=10000)  # the preview read it again
     tab.start_button.click()
     # the failure is reported from the worker thread; Start comes back once the thread's end reaches the window
-    qtbot.waitUntil(
-        lambda: not tab.is_training() and "failed" in tab.progress_label.text() and tab.start_button.isEnabled(), timeout=30000
-    )
-    assert "pairs.tsv" in tab.progress_label.text()
+    qtbot.waitUntil(lambda: not tab.is_training() and tab.start_button.isEnabled() and len(said) == 3, timeout=30000)
+    assert said[2] == ("training", why) and tab.progress_label.text() == f"Training failed: {why}"
     tab.form.corpus.setCurrentText("copy")
     tab.form.heads.setValue(3)  # 32 is not a multiple of 3
     tab.start_button.click()
     qtbot.waitUntil(lambda: window.error_box is not None and "multiple" in window.error_box.text(), timeout=5000)
-    assert not tab.is_training()
+    assert not tab.is_training() and len(said) == 3  # refused by the form: nothing reached the controller
 
 
 def test_many_qt_calls_do_not_exhaust_none(window):

@@ -1,0 +1,128 @@
+"""The measure controller without a window (and without Qt): which measures a model defines for each kind and why
+not, the fast ones measured at once and the gradient ones in a job (saliency rows kept per prefix, so stepping back
+needs no work), and the contrastive saliency of a candidate. (The Reading box and the views:
+tests/explorer/test_measures_view.py.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from model.attribution.measures import MEASURES
+from model.kinds import AttentionKind
+from tests.explorer.controllers.recording import WAIT_S, Recorder
+
+SENTENCE = "the small cat sees the dog"
+
+
+@pytest.fixture
+def measured(controllers, toy_fr_bundle):
+    """(Explore controller, measure controller) with the toy-fr model open and SENTENCE decoded."""
+    controllers.explore.set_model(toy_fr_bundle[0])
+    assert controllers.explore.translate(SENTENCE)
+    return controllers.explore, controllers.measures
+
+
+def test_a_fast_measure_is_shown_at_once_and_a_gradient_one_when_its_job_ends(controllers, toy_fr_bundle):
+    explore, measures = controllers.explore, controllers.measures
+    events = Recorder(measures, "changed", "busy", "running_changed")
+    explore.set_model(toy_fr_bundle[0])
+    explore.translate(SENTENCE)
+    measures.set_measure("norm")
+    assert measures.shown(explore.trace).measure == "norm" and not measures.running
+    measures.set_measure("attn-grad")
+    assert measures.shown(explore.trace) is None and measures.running and events.of("busy")[-1][0].startswith("Computing")
+    assert controllers.inbox.wait_until(lambda: not measures.running, WAIT_S)
+    assert measures.shown(explore.trace).measure == "attn-grad" and events.of("busy")[-1] == ("",)
+    assert events.of("running_changed") == [(True,), (False,)]
+
+
+def test_availability_names_why_a_measure_cannot_be_shown(controllers, toy_fr_bundle, toy_fr_rnn_bundle):
+    """Also test_measures_view.py's test_a_measure_replaces_the_weights_in_every_view (which measures each kind and
+    each model define, and the reasons)."""
+    explore, measures = controllers.explore, controllers.measures
+    assert set(measures.availability(AttentionKind.CROSS).values()) == {""}  # no model: nothing is refused yet
+    explore.set_model(toy_fr_bundle[0])
+    cross = measures.availability(AttentionKind.CROSS)
+    alti = (
+        "ALTI has no cross-attention (encoder-decoder): ALTI rolls out self-attention; "
+        "ALTI+ adds what cross-attention brings from the source"
+    )
+    assert cross == {name: alti if name == "alti" else "" for name in MEASURES}
+    encoder = measures.availability(AttentionKind.ENCODER)
+    assert encoder["alti"] == "" and encoder["norm"] == "" and encoder["attention"] == ""
+    explore.set_model(toy_fr_rnn_bundle[0])
+    rnn = measures.availability(AttentionKind.CROSS)
+    assert rnn == {
+        name: ""
+        if name == "attention"
+        else f"{MEASURES[name].label} is computed for the app's encoder-decoder Transformer, not for this model"
+        for name in MEASURES
+    }
+
+
+def test_norm_gives_shares_and_alti_plus_one_map_per_layer(measured):
+    """Was test_measures_view.py's test_a_measure_replaces_the_weights_in_every_view (the measured traces)."""
+    explore, measures = measured
+    measures.set_measure("norm")
+    shown = measures.shown(explore.trace)
+    assert shown.measure == "norm" and not measures.running
+    assert np.allclose(shown.cross.sum(-1), 1.0, atol=1e-5)  # each row as shares
+    assert shown.cross.shape == explore.trace.cross.shape
+    measures.set_measure("alti+")
+    shown = measures.shown(explore.trace)
+    n_layers, _heads, n_queries, n_keys = explore.trace.cross.shape
+    assert shown.measure == "alti+" and shown.cross.shape == (n_layers, 1, n_queries, n_keys)  # one map per layer
+    measures.set_measure("attention")
+    assert measures.shown(explore.trace) is None  # the weights themselves
+
+
+def test_integrated_gradients_come_from_a_job_and_stepping_back_reuses_their_rows(controllers, measured):
+    """Was test_measures_view.py's test_a_measure_replaces_the_weights_in_every_view (the gradient part)."""
+    explore, measures = measured
+    events = Recorder(measures, "busy", "running_changed", "changed")
+    measures.set_measure("ig")
+    assert measures.running and events.of("busy") == [(f"Computing {MEASURES['ig'].label}…",)]
+    assert controllers.inbox.wait_until(lambda: not measures.running, WAIT_S)
+    shown = measures.shown(explore.trace)
+    assert shown.measure == "ig" and not np.isnan(shown.source_share).any()
+    assert events.of("busy")[-1] == ("",) and events.of("running_changed") == [(True,), (False,)]
+    assert explore.step_back()
+    shown = measures.shown(explore.trace)  # at once: every row of this prefix was computed
+    assert shown.measure == "ig" and not np.isnan(shown.source_share).any() and not measures.running
+    assert events.of("running_changed") == [(True,), (False,)]
+
+
+def test_a_contrast_says_why_the_chosen_token_and_not_another(controllers, measured):
+    """Was test_measures_view.py's test_ctrl_click_on_a_candidate_says_why_not_that_one (the contrast)."""
+    explore, measures = measured
+    events = Recorder(measures, "contrast_ready", "message")
+    explore.go_to_step(2)
+    trace = explore.trace
+    before = list(trace.chosen_ids)
+    chosen = int(trace.chosen_ids[1])
+    other = next(int(token) for token in trace.candidate_ids[1] if int(token) != chosen)
+    measures.request_contrast(1, chosen)
+    assert events.seen == [("message", "Pick a token other than the chosen one to ask why it was not chosen.")]
+    measures.request_contrast(1, other)
+    assert controllers.inbox.wait_until(lambda: bool(events.of("contrast_ready")), WAIT_S)
+    [(contrast,)] = events.of("contrast_ready")
+    assert list(explore.trace.chosen_ids) == before  # nothing forced
+    assert (contrast.step, contrast.chosen, contrast.method) == (1, trace.target_tokens[1], "grad-input")
+    assert contrast.other == explore.bundle.target_tokenizer.piece(other)
+    assert contrast.source_tokens == list(trace.source_tokens) and len(contrast.source_values) == len(contrast.source_tokens)
+    assert contrast.prefix_tokens == list(trace.decoder_input_tokens[:2]) and len(contrast.prefix_values) == 2
+    measures.clear_contrast()
+    assert events.of("contrast_ready")[-1] == (None,)
+
+
+def test_a_contrast_is_refused_for_a_model_without_gradients_of_its_own(controllers, toy_fr_rnn_bundle):
+    explore, measures = controllers.explore, controllers.measures
+    explore.set_model(toy_fr_rnn_bundle[0])
+    assert explore.translate(SENTENCE)
+    messages = Recorder(measures, "message")
+    trace = explore.trace
+    other = next(int(token) for token in trace.candidate_ids[0] if token != trace.chosen_ids[0])
+    measures.request_contrast(0, other)
+    reason = f"{MEASURES['grad-input'].label} is computed for the app's encoder-decoder Transformer, not for this model"
+    assert messages.seen == [("message", f"Contrastive saliency: {reason}.")] and not measures.running
