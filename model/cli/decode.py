@@ -15,7 +15,7 @@ import torch
 
 from model.cli.labels import print_labels, report_label_scores
 from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, mask_heads_argument, positive
-from model.data.corpora import BUILTIN_CORPORA, Pair, generate_builtin, load_corpus
+from model.data.corpora import BUILTIN_CORPORA, Pair, evaluation_pairs, generate_builtin
 from model.data.token_labels import display_mask_candidate
 from model.data.tokenizer import unknown_note
 from model.decoding.beam import BeamTree, beam_search
@@ -159,11 +159,7 @@ def run_evaluate(args) -> int:
         what = f"{args.n} fresh {args.corpus} pairs (seed {args.seed})"
     else:
         spec = corpus_spec(args)
-        trained_on = bundle.corpus
-        if spec.is_builtin and trained_on is not None and trained_on.is_builtin and trained_on.name == spec.name:
-            spec = trained_on  # the same generation settings, so the test split is the held-out one
-        pairs = load_corpus(spec).test
-        what = f"the test split of {spec.describe()} ({len(pairs)} pairs)"
+        pairs, what = evaluation_pairs(spec, bundle.corpus)
         if not pairs:
             raise CommandError(f"{spec.describe()}: the test split is empty; the corpus is too small")
     scores = score(

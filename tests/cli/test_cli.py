@@ -137,7 +137,7 @@ def test_evaluate_on_the_test_split_reports_plain_text(copy_model, capsys):
     assert scores["exact_match"] == pytest.approx(exact_match(batch_translations(bundle, sources), sources), abs=1e-6)
     head = scores["aer_head"]
     assert output == (
-        f"the test split of {bundle.corpus.describe()} ({len(test)} pairs): exact match {scores['exact_match']:.4f}, "
+        f"the held-out test split of {bundle.corpus.describe()} ({len(test)} pairs): exact match {scores['exact_match']:.4f}, "
         f"BLEU {scores['bleu']:.2f}, token accuracy {scores['token_accuracy']:.4f}; best cross-attention head layer "
         f"{head['layer']} head {head['head']}: AER {scores['aer']:.3f}\n"
     )

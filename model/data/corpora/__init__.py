@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from model.data.corpora import labelled, symbolic, toy_fr
 from model.data.corpora.files import CorpusError, read_moses, read_tagged, read_tsv
@@ -118,17 +119,47 @@ def split_pairs(pairs: list[Pair], valid_fraction: float = 0.05, test_fraction: 
     return splits
 
 
-def load_corpus(spec: CorpusSpec) -> Splits:
+def _read_pairs(spec: CorpusSpec) -> tuple[list[Pair], int]:
+    """Every pair of the corpus (generated, or read from its file or files) and the malformed lines skipped."""
     if spec.is_builtin:
-        pairs = generate_builtin(spec.name, spec.size or DEFAULT_SIZES[spec.name], spec.seed)
-        skipped = 0
-    elif spec.target_path:
+        return generate_builtin(spec.name, spec.size or DEFAULT_SIZES[spec.name], spec.seed), 0
+    if spec.target_path:
         corpus = read_moses(spec.name, spec.target_path, spec.skip_malformed)
-        pairs, skipped = corpus.pairs, corpus.skipped_lines
     else:
-        read = read_tagged if spec.task == "tagging" else read_tsv
-        corpus = read(spec.name, spec.skip_malformed)
-        pairs, skipped = corpus.pairs, corpus.skipped_lines
+        corpus = (read_tagged if spec.task == "tagging" else read_tsv)(spec.name, spec.skip_malformed)
+    return corpus.pairs, corpus.skipped_lines
+
+
+def _same_files(spec: CorpusSpec, other: CorpusSpec) -> bool:
+    """Whether two file corpora name the same file (or pair of files)."""
+
+    def resolved(path: str | None) -> str | None:
+        return None if path is None else str(Path(path).resolve())
+
+    return (resolved(spec.name), resolved(spec.target_path)) == (resolved(other.name), resolved(other.target_path))
+
+
+def evaluation_pairs(spec: CorpusSpec, trained_on: CorpusSpec | None) -> tuple[list[Pair], str]:
+    """The pairs to score a model on, and which they are: the held-out test split of a built-in corpus or of the file
+    the model was trained on (generated or split as in training, so no training pair is scored); every pair of a file
+    it was not trained on."""
+    same_builtin = trained_on is not None and spec.is_builtin and trained_on.is_builtin and trained_on.name == spec.name
+    same_file = trained_on is not None and not spec.is_builtin and not trained_on.is_builtin and _same_files(spec, trained_on)
+    if same_builtin or same_file:
+        assert trained_on is not None
+        spec = trained_on  # the same generation settings or split, so the test split is the held-out one
+    if spec.is_builtin or same_file:
+        pairs = load_corpus(spec).test
+        trained = "" if spec.is_builtin else ", the file the model was trained on"
+        return pairs, f"the held-out test split of {spec.describe()}{trained} ({len(pairs)} pairs)"
+    pairs, _ = _read_pairs(spec)
+    if not pairs:
+        raise CorpusError(f"{spec.describe()}: no pairs to score")
+    return pairs, f"all {len(pairs)} pairs of {spec.describe()} (a file the model was not trained on)"
+
+
+def load_corpus(spec: CorpusSpec) -> Splits:
+    pairs, skipped = _read_pairs(spec)
     splits = split_pairs(pairs, spec.valid_fraction, spec.test_fraction)
     splits.skipped_lines = skipped
     if not splits.train:
