@@ -26,14 +26,50 @@ from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, me
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument
 from model.decoding.stepper import DecodingOptions, Stepper
+from model.decoding.trace import Trace
 from model.figures.attention import grid_figure
+from model.figures.export import ExportRequest, FigureOptions, export_view
 from model.figures.saving import save_figure
 from model.files import check_output
+from model.inspection.selection import one_map_per_layer, parse_head
 from model.io.models import model_source, open_model
-from model.kinds import AttentionKind
+from model.kinds import AttentionKind, SelectionError
 from model.nn.masking import parse_heads
 
 SUFFIXES = (".npz", ".png", ".svg", ".pdf")
+
+
+def _check_layer_and_head(args) -> None:
+    """--layer and --head before any work: a layer from 1; a head only with a layer."""
+    if args.layer is not None and args.layer < 1:
+        raise CommandError(f"--layer counts from 1, got {args.layer}")
+    if args.head is not None and args.layer is None:
+        raise CommandError("--head picks a head of the layer --layer names: give --layer too")
+    if args.head is not None:
+        try:
+            parse_head(args.head)
+        except SelectionError as error:
+            raise CommandError(f"--head: {error}") from None
+
+
+def _save_figure(shown: Trace, kind: AttentionKind, args, options: FigureOptions) -> None:
+    """A measure's figure: one map alone (``--layer``, or a measure with one map in all) as the focus view with every
+    token labelled, else every layer and head as a grid."""
+    measure = MEASURES[args.measure]
+    if args.layer is None and not measure.single:
+        title = f"{kind.label[0].upper()}{kind.label[1:]}: {measure.label}"
+        save_figure(grid_figure(shown, kind, options, title), args.out, args.dpi)
+        return
+    n_layers = shown.matrix(kind).shape[0]
+    layer = 0 if args.layer is None else args.layer - 1
+    if layer >= n_layers:
+        raise CommandError(f"--layer {args.layer}: {measure.label} gives {n_layers} layer(s) of {kind.label}")
+    head = 0 if one_map_per_layer(shown) else parse_head(args.head or "mean")
+    request = ExportRequest(view="focus", kind=kind, layer=layer, head=head, figure=options, dpi=args.dpi or 300)
+    try:
+        export_view(shown, request, args.out)
+    except SelectionError as error:
+        raise CommandError(str(error)) from None
 
 
 def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +79,13 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
         "--measure", choices=list(CONTRIBUTIONS), default="norm", help="; ".join(f"{m}: {MEASURES[m].what}" for m in CONTRIBUTIONS)
     )
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross", help="the kind a figure shows")
+    parser.add_argument(
+        "--layer",
+        type=int,
+        help="a figure of this layer alone (from 1), with every token labelled; default: every layer and head as a grid "
+        "(a measure with one map in all, a saliency, is always drawn alone)",
+    )
+    parser.add_argument("--head", help="with --layer: the head from 1, or mean or max (default mean)")
     mask_heads_argument(parser)
     add_figure_arguments(parser)
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)})")
@@ -53,6 +96,7 @@ def run_attribute(args) -> int:
     if suffix not in SUFFIXES:
         raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {Path(args.out).name!r}")
     options = figure_options(args)
+    _check_layer_and_head(args)
     heads = parse_heads(args.mask_heads)
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
@@ -78,9 +122,7 @@ def run_attribute(args) -> int:
     else:
         shown = measured_trace(trace, result)
         options.model_name = model_name(args.model)
-        measure = MEASURES[args.measure]
-        title = f"{kind.label[0].upper()}{kind.label[1:]}: {measure.label}"
-        save_figure(grid_figure(shown, kind, options, title), args.out, args.dpi)
+        _save_figure(shown, kind, args, options)
     print(f"wrote {args.out}")
     if len(result.completeness_gap):
         gaps = result.completeness_gap

@@ -37,7 +37,7 @@ from model.figures.layout import (
     thinning_note,
     widest,
 )
-from model.inspection.selection import AttentionMatrix
+from model.inspection.selection import AttentionMatrix, map_titles
 from model.kinds import AttentionKind
 
 HEAD_COLOURS = (
@@ -326,13 +326,21 @@ def grid_figure(
         interpolation="none",
         extent=(0, mosaic.shape[1], mosaic.shape[0], 0),
     )
-    layer_wide = bool(getattr(trace, "measure", "")) and n_heads == 1  # a measure of a whole layer, or of them all
+    layer_titles, head_titles = map_titles(trace, kind)  # "all heads" for a measure of a whole layer
     for head in range(n_heads):
-        label = "all heads" if layer_wide else f"head {head + 1}"
-        axes.text(head * step_columns + n_keys / 2, -0.3, label, ha="center", va="bottom", fontsize=size)
+        axes.annotate(  # a fixed gap in points above the grid: a row may be many points high (a layer-wide measure)
+            head_titles[head],
+            xy=(head * step_columns + n_keys / 2, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=size,
+        )
     for layer in range(n_layers):
         axes.annotate(  # a fixed gap in points: a cell may be many points wide (one head, a layer-wide measure)
-            f"layer {layer + 1}",
+            layer_titles[layer],
             xy=(0, layer * step_rows + n_queries / 2),
             xycoords=("axes fraction", "data"),
             xytext=(-4, 0),

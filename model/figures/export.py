@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import matplotlib
@@ -23,7 +23,7 @@ from model.figures.candidates import candidates_figure
 from model.figures.layout import FIGURE_RC, Caption
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
 from model.files import OutputError, atomic_output, check_output
-from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, write_csv
+from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, source_shares_through, write_csv
 from model.inspection.view import ExploreView, shown_trace
 from model.kinds import AttentionKind
 
@@ -49,8 +49,12 @@ class ExportRequest(ExploreView):
 
 def request_trace(trace: Trace, request: ExportRequest) -> Trace:
     """The trace a request's view shows: at its step, and at word level unless the view is the
-    candidates (next-token candidates are pieces, whatever the level)."""
-    return shown_trace(trace, request.step, request.word_level and request.view != "candidates")
+    candidates (next-token candidates are pieces, whatever the level). A focus view of a rolled-out measure (ALTI+)
+    gives each prediction's source share through its layer."""
+    shown = shown_trace(trace, request.step, request.word_level and request.view != "candidates")
+    if request.view == "focus":
+        shown = replace(shown, source_share=source_shares_through(shown, request.layer))
+    return shown
 
 
 def step_candidates(trace: Trace) -> tuple[int, list[str], np.ndarray, np.ndarray, int | None]:

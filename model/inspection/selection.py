@@ -87,17 +87,20 @@ def map_titles(trace: Trace, kind: AttentionKind | str) -> tuple[list[str], list
     return layers, ["all heads"] if one_map else [head_title(head) for head in range(n_heads)]
 
 
-def prediction_source_share(trace: Trace, layer: int) -> float | None:
-    """The share of the last step's prediction that comes from the source: for a rolled-out measure (ALTI+), through
-    ``layer`` (its cross map's row sums); for a single map (saliency), the trace's own; None when the trace does not
-    split predictions."""
-    if not trace.n_steps:
-        return None
+def source_shares_through(trace: Trace, layer: int) -> np.ndarray:
+    """[T] each prediction's share from the source: for a rolled-out measure (ALTI+), through ``layer`` (its cross map's
+    row sums); else the trace's own (a saliency's; empty when the trace does not split predictions)."""
     measure = MEASURES.get(trace.measure) if trace.measure else None
     if measure is not None and measure.rollout and trace.cross is not None and len(trace.cross):
-        return float(trace.cross[min(layer, len(trace.cross) - 1), 0, -1].sum())
-    shares = trace.source_share
-    if len(shares) and not np.isnan(shares[-1]):
+        return trace.cross[min(layer, len(trace.cross) - 1), 0].sum(-1).astype(np.float32)  # [T]
+    return trace.source_share
+
+
+def prediction_source_share(trace: Trace, layer: int) -> float | None:
+    """The share of the last step's prediction that comes from the source (``source_shares_through``); None when the
+    trace does not split predictions."""
+    shares = source_shares_through(trace, layer)
+    if trace.n_steps and len(shares) and not np.isnan(shares[-1]):
         return float(shares[-1])
     return None
 

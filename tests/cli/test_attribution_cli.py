@@ -132,3 +132,53 @@ def test_attribute_says_which_kinds_a_measure_lacks(model_file, tmp_path, capsys
         == 1
     )
     assert "the encoder predicts nothing" in capsys.readouterr().err
+
+
+def _attribute(model_file, out, *options) -> int:
+    return main(["attribute", "--model", str(model_file), "--text", "the cat sleeps", *options, "--out", str(out)])
+
+
+def test_one_map_is_drawn_alone_with_its_tokens_and_layer_wide_maps_are_titled_all_heads(model_file, tmp_path):
+    saliency = tmp_path / "saliency.svg"  # one map in all: the focus view, every token on its axes
+    assert _attribute(model_file, saliency, "--measure", "grad-input") == 0
+    assert_figure(saliency, texts=("query (target)", "key (source)", "Gradient × input (cross)"))
+    assert "layer 1" not in saliency.read_text(encoding="utf-8")
+    head = tmp_path / "norm.svg"
+    assert _attribute(model_file, head, "--measure", "norm", "--layer", "2", "--head", "1") == 0
+    assert_figure(head, texts=("layer 2, head 1", "query (target)", "key (source)"))
+    grid = tmp_path / "alti.svg"  # one map per layer, every layer: a grid titled by layer, "all heads" above it
+    assert _attribute(model_file, grid, "--measure", "alti+") == 0
+    assert_figure(grid, texts=("all heads", "layer 1", "layer 2"))
+    assert "head 1" not in grid.read_text(encoding="utf-8")
+
+
+def test_alti_plus_through_a_layer_gives_that_layers_source_share(model_file, tmp_path):
+    data = tmp_path / "alti.npz"
+    assert _attribute(model_file, data, "--measure", "alti+") == 0
+    with np.load(data, allow_pickle=False) as arrays:
+        through_first = float(arrays["cross"][0, 0, -1].sum())  # each row as shares: its sum is the source share
+        through_last = float(arrays["source_share"][-1])
+    figure = tmp_path / "alti-1.svg"
+    assert _attribute(model_file, figure, "--measure", "alti+", "--layer", "1") == 0
+    text = figure.read_text(encoding="utf-8")
+    assert f"last prediction: {through_first:.0%} from the source" in text
+    last = tmp_path / "alti-2.svg"
+    assert _attribute(model_file, last, "--measure", "alti+", "--layer", "2") == 0
+    assert f"last prediction: {through_last:.0%} from the source" in last.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (["--head", "2"], "--head picks a head of the layer --layer names: give --layer too"),
+        (["--layer", "0"], "--layer counts from 1, got 0"),
+        (["--layer", "9"], "--layer 9: Norm-based ‖α f(x)‖ gives 2 layer(s) of cross-attention"),
+        (["--layer", "1", "--head", "x"], "--head: "),
+    ],
+)
+def test_attribute_refuses_a_layer_or_head_it_does_not_have(model_file, tmp_path, capsys, options, message):
+    out = tmp_path / "x.png"
+    assert _attribute(model_file, out, "--measure", "norm", *options) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
