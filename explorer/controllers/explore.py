@@ -81,8 +81,9 @@ class ExploreController:
         return can_read(self.bundle, text)
 
     # --- decoding -------------------------------------------------------------------------------
-    def translate(self, text: str, options: DecodingOptions | None = None, run: bool = True) -> bool:
-        """Start decoding ``text``; with ``run`` decode to the end. False (and a message) when it cannot."""
+    def translate(self, text: str, options: DecodingOptions | None = None, run: bool = True, unknown_said: bool = False) -> bool:
+        """Start decoding ``text``; with ``run`` decode to the end. False (and a message) when it cannot.
+        ``unknown_said``: the caller says itself how much of the text the model does not know."""
         self.text = text
         if options is not None:
             self.options = options
@@ -100,8 +101,9 @@ class ExploreController:
             self.message.emit(str(error))
             return False
         self.total_steps = 0
-        if self.stepper.messages:  # one line, so that none hides another (a cut sentence and unknown pieces)
-            self.message.emit(" ".join(text[0].upper() + text[1:] + "." for text in self.stepper.messages))
+        notes = [note for note in self.stepper.messages if not (unknown_said and note == self.stepper.unknown_note)]
+        if notes:  # one line, so that none hides another (a cut sentence and unknown pieces)
+            self.message.emit(" ".join(note[0].upper() + note[1:] + "." for note in notes))
         if run:
             self.stepper.run()
         self._publish()
@@ -117,7 +119,7 @@ class ExploreController:
         quoted = text if len(text) <= 60 else text[:57].rstrip() + "…"
         unknown = f"{share:.0%} of the pieces of “{quoted}” are unknown (<unk>) to this model's source vocabulary"
         if example is None:
-            self.translate(text)
+            self.translate(text, unknown_said=True)
             self.text_replaced.emit(
                 text,
                 f"{unknown}, and no example sentence was found for it: type a sentence "

@@ -93,8 +93,9 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self._on_redraw_due()
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(x, y) a curve shows now; for tests and exports."""
-        return self.curves[name].getData()
+        """(x, y) a curve holds (all of it: what is drawn is clipped to the view); for tests and exports."""
+        curve = self.curves[name]
+        return curve.xData, curve.yData
 
     def _on_redraw_due(self) -> None:
         if not self._dirty:

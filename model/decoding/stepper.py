@@ -116,9 +116,9 @@ class Stepper:
             self.messages.append(
                 f"the sentence has {n_pieces} pieces; this model reads at most {kept}, so it was cut after piece {kept}"
             )
-        note = unknown_note(self.bundle.source_tokenizer, source_ids, kept)
-        if note:
-            self.messages.append(note)
+        self.unknown_note = unknown_note(self.bundle.source_tokenizer, source_ids, kept)  # "" when every piece is known
+        if self.unknown_note:
+            self.messages.append(self.unknown_note)
         return source_ids
 
     @torch.inference_mode()

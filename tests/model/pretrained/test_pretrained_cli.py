@@ -87,4 +87,5 @@ def test_relative_bias_rows_stand_at_their_distances(tiny_bundles):
 
     figure = positional_figure(positional_report(tiny_bundles["t5"], 24), [0, 1])
     encoder_axes = figure.axes[0]
-    assert encoder_axes.get_ylim() == (12.5, -12.5) and encoder_axes.get_xlim() == (-0.5, 3.5)
+    assert encoder_axes.get_ylim() == (12.5, -12.5) and encoder_axes.get_xlim() == (0.5, 4.5)  # heads 1 to 4
+    assert [text.get_text() for text in figure.axes[2].get_legend().get_texts()] == ["head 1", "head 2"]
