@@ -4,6 +4,8 @@ model files open in a job, and a model without cross-attention is refused. (The 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from explorer.controllers.compare import GOLD_NOTE, NO_GOLD_NOTE, can_compare
@@ -69,7 +71,9 @@ def test_two_models_step_together_and_any_head_can_be_shown(side_by_side):
     explore, compare, changed = side_by_side
     left, right = shown(changed)
     assert (right.choice.layer, right.choice.head) == (0, 0)  # the RNN's one attention
-    assert (left.name, right.name) == ("toy-fr", "toy-fr")  # no file: named by their corpus
+    # Named as the user knows them: a file's stem, else the corpus (a session's bundle may have been saved by then).
+    expected = [Path(b.path).stem if b.path else "toy-fr" for b in (explore.bundle, compare.bundle)]
+    assert [left.name, right.name] == expected
     assert right.choice.corpus_aer is not None and left.choice.corpus_aer is not None
     assert left.trace.source_tokens == right.trace.source_tokens  # the same source pieces on both sides
     assert changed.of("changed")[-1][1] == NO_GOLD_NOTE  # a typed sentence: no gold alignment
@@ -116,7 +120,8 @@ def test_a_model_without_cross_attention_is_refused_and_files_open_in_a_job(
     compare.open(str(path))
     assert compare.running
     assert controllers.inbox.wait_until(lambda: not compare.running, WAIT_S)
-    assert [panel.name for panel in shown(changed)] == ["toy-fr", "rnn"]
+    explored = _explore.bundle.path  # the session's Transformer: its corpus's name, or a file's if a test saved it
+    assert [panel.name for panel in shown(changed)] == [Path(explored).stem if explored else "toy-fr", "rnn"]
     missing = tmp_path / "missing.safetensors"
     compare.open(str(missing))
     assert controllers.inbox.wait_until(lambda: len(messages.seen) == 2, WAIT_S)
