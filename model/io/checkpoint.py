@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
+from torch.overrides import TorchFunctionMode
 
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
@@ -180,7 +181,7 @@ def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str)
             f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
             f"{config.d_model:,}) is beyond what this app can load"
         )
-    with torch.device("meta"):  # shapes only: nothing is allocated
+    with torch.device("meta"), _SkipInitialisation():  # shapes only: nothing is allocated or initialised
         expected = {key: tuple(t.shape) for key, t in build_network(config).state_dict().items()}
     stored = {key.removeprefix("model."): entry for key, entry in entries.items() if key.startswith("model.")}
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
@@ -202,6 +203,17 @@ def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str)
             f"{', '.join(wrong_type[:3]) or ', '.join(sorted(entries)[:3])})"
         )
     return config
+
+
+class _SkipInitialisation(TorchFunctionMode):
+    """Within it (on this thread only: a mode is thread-local), torch.nn.init's functions leave their tensor as it is.
+    Building a network on the meta device for its shapes needs no initial values, and an embedding's normal_ on meta
+    tensors imports torch._dynamo, about a second of the app's start-up."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__module__", "") == "torch.nn.init":
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **(kwargs or {}))
 
 
 def _tensor_digest(named_bytes) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import cast
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,14 +31,16 @@ from model.nn.packing import PackedRows
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
-    positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # [max_len, 1]
-    frequencies = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # [d_model/2]
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle). Computed in NumPy, so that it is
+    a CPU tensor whatever device a network is built under (on the meta device, for its shapes, PyTorch's reference
+    arange would import torch._dynamo, about a second of the app's start-up)."""
+    positions = np.arange(max_len, dtype=np.float64)[:, None]  # [max_len, 1]
+    frequencies = np.power(10000.0, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # [d_model/2]
     angles = positions * frequencies  # [max_len, d_model/2]
-    table = torch.zeros(max_len, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angles)
-    table[:, 1::2] = torch.cos(angles)
-    return table.float()
+    table = np.zeros((max_len, d_model), dtype=np.float64)  # [max_len, d_model]
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles)
+    return torch.from_numpy(table.astype(np.float32))
 
 
 def attention_weights(

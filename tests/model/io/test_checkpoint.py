@@ -97,3 +97,24 @@ def test_saving_into_a_missing_folder_is_a_clear_error(copy_bundle, tmp_path):
         checkpoint.save(bundle, tmp_path / "nope" / "model")
     with pytest.raises(CheckpointError, match="folder"):
         checkpoint.save(bundle, tmp_path)
+
+
+def test_opening_a_model_does_not_import_torch_dynamo():
+    """The shape check builds the network on the meta device, where an embedding's normal_ and PyTorch's reference
+    arange import torch._dynamo (about a second of the app's start-up): every shipped family opens without it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = (
+        "import sys\n"
+        "from model.io import checkpoint\n"
+        "from model.io.shipped import shipped_models\n"
+        "for name in ('default', 'rnn-bahdanau', 'tagger'):\n"
+        "    checkpoint.load(shipped_models()[name])\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "False"
