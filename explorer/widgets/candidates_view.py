@@ -31,6 +31,7 @@ TOOLTIP = (
     "its probability over the whole vocabulary, so the best token rarely goes above about "
     f"{1 - LABEL_SMOOTHING:.1f} and most of the rest is that even spread, not real alternatives."
 )
+MIN_BAR = 0.004  # the narrowest bar drawn (a share of the axis, about 4 px): a rare candidate stays visible
 
 
 class CandidatesView(pg.PlotWidget):
@@ -82,11 +83,11 @@ class CandidatesView(pg.PlotWidget):
             f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
             for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)
         ]
-        widths = list(self.probabilities)
+        widths = [max(float(p), MIN_BAR) for p in self.probabilities]  # a rare candidate still shows a bar to click
         brushes = [CHOSEN_BRUSH if is_chosen else OTHER_BRUSH for is_chosen in chosen]
         if self.other_count:
             self.labels.append(f"other ({self.other_count} tokens)  {format_probability(self.other_probability)}")
-            widths.append(self.other_probability)
+            widths.append(max(self.other_probability, MIN_BAR))
             brushes.append(REST_BRUSH)
         rows = len(self.labels)
         self.bars.setOpts(
@@ -109,7 +110,7 @@ class CandidatesView(pg.PlotWidget):
 
     def _on_clicked(self, event) -> None:
         point = self.getPlotItem().vb.mapSceneToView(event.scenePos())
-        if 0 <= point.x() <= 1.05:
+        if point.x() <= 1.05 and -0.5 <= point.y() < len(self.labels) - 0.5:  # a bar, or its label left of it
             row = int(round(point.y()))
             contrast = event.button() == Qt.MouseButton.RightButton or bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
             (self.contrast_candidate if contrast else self.click_candidate)(row)

@@ -224,6 +224,34 @@ def test_candidates_list_until_99_percent_then_the_rest_in_one_row(qtbot):
     assert "label smoothing" in panel.toolTip() and "ε = 0.1" in panel.toolTip()
 
 
+def test_a_rare_candidate_keeps_a_visible_bar_and_a_label_click_forces_its_token(qtbot):
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import QPointF, Qt
+
+    from explorer.widgets.candidates_view import MIN_BAR
+
+    panel = CandidatesView()
+    qtbot.addWidget(panel)
+    panel.resize(600, 300)
+    panel.show()
+    clicks = []
+    panel.candidate_clicked.connect(lambda step, token: clicks.append((step, token)))
+    probabilities = np.array([0.5, 0.3, 0.0001, 0.00002], np.float32)  # never 99%: four rows, then "other"
+    panel.set_candidates(1, [4, 5, 6, 7], ["a", "b", "c", "d"], probabilities, 4, vocabulary_size=10)
+    np.testing.assert_allclose(panel.bars.opts["width"], [0.5, 0.3, MIN_BAR, MIN_BAR, 0.19988], atol=1e-6)
+    np.testing.assert_allclose(panel.probabilities, probabilities)  # the values themselves are kept
+    assert panel.labels[2] == "·c  1.0e-04"  # and printed as they are (a piece continuing a word)
+    for row in (2, 3):  # a click on the label, left of the bars
+        point = panel.getPlotItem().vb.mapViewToScene(QPointF(-0.2, row))
+        click = SimpleNamespace(scenePos=lambda point=point: point, modifiers=lambda: Qt.NoModifier, button=lambda: Qt.LeftButton)
+        panel._on_clicked(click)
+    assert clicks == [(1, 6), (1, 7)]
+    below = panel.getPlotItem().vb.mapViewToScene(QPointF(-0.2, 7))  # below the last row: nothing
+    panel._on_clicked(SimpleNamespace(scenePos=lambda: below, modifiers=lambda: Qt.NoModifier, button=lambda: Qt.LeftButton))
+    assert clicks == [(1, 6), (1, 7)]
+
+
 def test_a_label_smoothed_model_shows_its_spread_with_significant_digits(shipped, shipped_bundle):
     window, tab = shipped
     panel, trace = tab.candidates, window.explore.trace
