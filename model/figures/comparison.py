@@ -32,6 +32,7 @@ from model.figures.layout import (
     draw_caption,
     fit_axis,
     text_width,
+    thinning_note,
     widest,
     wrap,
 )
@@ -88,6 +89,11 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
         + (" words" if word_level else " pieces")
         + "; one colour scale."
     )
+    for (queries, keys), row_fit, column_fit in zip(labels, rows, columns):  # labels left out are said so
+        for name, fit, count in (("source", column_fit, len(keys)), ("target", row_fit, len(queries))):
+            note = thinning_note(name, fit, count)
+            if fit.every > 1 and note not in details:
+                details.append(note)
     caption = Caption(title, details)
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     heat_heights = [row_cell * max(len(queries), 1) for (queries, _), row_cell in zip(labels, row_cells)]

@@ -13,6 +13,7 @@ from model.cli.commands import main
 from model.data.corpora import toy_fr
 from model.figures.attention import FigureOptions
 from model.figures.comparison import pair_figure
+from model.figures.layout import ordinal
 from model.figures.saving import save_figure
 from model.inspection.alignment import cross_attention_aer
 from model.inspection.comparison import (
@@ -115,3 +116,18 @@ def test_the_compare_command(transformer, rnn, tmp_path, capsys):
     before = first.read_bytes()
     assert main(["compare", "--model", str(first), "--with", str(first), "--text", "x", "--out", str(first)]) == 1
     assert first.read_bytes() == before  # the model file was not overwritten by the figure
+
+
+def test_the_pair_figure_says_when_it_labels_only_every_nth_token(transformer, rnn):
+    text = "the small cat sees the dog"
+    panels = [decoded_panel("transformer", transformer, text), decoded_panel("rnn-model", rnn, text)]
+    every_label = pair_figure(panels, FigureOptions(width=6.9))
+    assert every_label.label_fits["keys"].every == 1
+    assert "label is shown" not in " ".join(t.get_text() for t in every_label.texts)
+    long = " ".join([text] * 12)  # more source words than the figure can label
+    panels = [decoded_panel("transformer", transformer, long), decoded_panel("rnn-model", rnn, long)]
+    figure = pair_figure(panels, FigureOptions(width=5.0))  # the model reads at most its max_len: a narrower figure
+    fit = figure.label_fits["keys"]
+    assert fit.every > 1
+    caption = " ".join(t.get_text() for t in figure.texts).replace("\n", " ")
+    assert f"Only every {ordinal(fit.every)} source label is shown" in caption
