@@ -226,7 +226,8 @@ class ExploreTab(QWidget):
         self.hint.setText(why)
         self.hint.show()
 
-    def _on_source_edited(self, _text: str) -> None:
+    def _on_source_edited(self, text: str) -> None:
+        self.explore.set_source(text)  # the sentence the next model decodes is the one in the field, Enter or not
         bundle = self.explore.bundle
         if bundle is not None and not bundle.family.capabilities.architecture.has_decoder:
             self._live.start()  # restarted by every key: one pass once the typing pauses

@@ -209,3 +209,15 @@ def test_positional_tab_shows_table_similarity_curves_and_rotation(open_window, 
     assert "rotation" in tab.summary.text()
     tab.positions.setValue(20)
     assert tab.table_view.values.shape == (20, 32)
+
+
+def test_another_model_decodes_the_sentence_in_the_field_enter_or_not(explore, toy_fr_bundle):
+    """Typed without Enter, then another model opened: it decodes what the field shows, not the last sentence."""
+    window, tab = explore
+    typed = "the small dog sees the cat"
+    tab.controls.source.setText(typed)
+    tab.controls.source.textEdited.emit(typed)  # as typing does (setText alone is not an edit)
+    assert window.explore.trace.source_text != typed  # nothing decoded yet
+    window.explore.set_model(toy_fr_bundle[0])
+    assert window.explore.text == typed and window.explore.trace.source_text == typed
+    assert tab.controls.source.text() == typed
