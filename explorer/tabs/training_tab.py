@@ -8,6 +8,7 @@ user's requests and shows its events (``_on_*``).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -38,6 +39,8 @@ from model.training.evaluation import same_translation
 from model.training.presets import expected_duration
 from model.training.run import Prepared, TrainingOutcome
 from model.training.trainer import Progress, Validation, format_duration
+
+PROGRESS_INTERVAL_MS = 200  # the progress line's and bar's refresh while training (the curves: once a second)
 
 
 def _cores(progress: Progress) -> str:
@@ -104,6 +107,13 @@ class TrainingTab(QWidget):
         self._expected_timer.setInterval(300)
         self._expected_timer.timeout.connect(self._on_expected_requested)
         self.form.settings_changed.connect(self._expected_timer.start)
+        # The progress line and bar follow the steps at most every PROGRESS_INTERVAL_MS: setting a label's text lays it
+        # out while holding the interpreter lock, which the training thread then waits for at every step.
+        self._progress_shown_at = float("-inf")
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setSingleShot(True)
+        self._progress_timer.setInterval(PROGRESS_INTERVAL_MS)
+        self._progress_timer.timeout.connect(self._show_progress)
         self.progress_label = status_label("Choose a corpus and settings, then Start.")
         self.progress_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         monitor = self._monitor(buttons)
@@ -296,10 +306,21 @@ class TrainingTab(QWidget):
         )
 
     def _on_progress(self, progress: Progress) -> None:
+        """Every step: the curves' point at once, the progress line and bar when PROGRESS_INTERVAL_MS has passed."""
         self.last_progress = progress
+        self.curves.add_progress(progress)
+        if time.monotonic() - self._progress_shown_at >= PROGRESS_INTERVAL_MS / 1000:
+            self._show_progress()
+        elif not self._progress_timer.isActive():
+            self._progress_timer.start()  # the last step's figures, once the interval is over
+
+    def _show_progress(self) -> None:
+        progress = self.last_progress
+        if progress is None:
+            return
+        self._progress_shown_at = time.monotonic()
         if self.progress_bar.maximum() == 0:
             self.progress_bar.setRange(0, 1000)
-        self.curves.add_progress(progress)
         self.progress_bar.setValue(int(1000 * progress.fraction))
         self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress.eta_seconds)}")
         paused = " — paused" if self.is_paused() else ""
@@ -330,6 +351,7 @@ class TrainingTab(QWidget):
                 self.samples.setItem(row, column, QTableWidgetItem(text))
 
     def _on_finished(self, outcome: TrainingOutcome) -> None:
+        self._progress_timer.stop()  # the outcome's line, not a step's shown late over it
         self.progress_bar.setRange(0, 1000)
         steps = f"{self.last_progress.step:,} steps" if self.last_progress else "no steps"
         bundle, cancelled = outcome.bundle, outcome.stopped is StopReason.CANCELLED
@@ -345,6 +367,7 @@ class TrainingTab(QWidget):
         self.trained.emit(bundle)
 
     def _on_failed(self, text: str) -> None:
+        self._progress_timer.stop()
         self.progress_bar.setRange(0, 1000)
         self.progress_bar.setFormat("%p%")
         self.progress_label.setText(f"Training failed: {text}")

@@ -186,6 +186,7 @@ def test_the_window_keeps_its_width_while_training_and_with_long_progress_texts(
             fraction=0.3,
         )
     )
+    qtbot.waitUntil(lambda: "12,345,678 tokens/s" in tab.progress_label.text(), timeout=2000)  # within the refresh
     settle(window)
     assert window.width() == width and "12,345,678 tokens/s" in tab.progress_label.text()
     assert tab.progress_label.heightForWidth(300) > tab.progress_label.fontMetrics().height()  # it wraps
