@@ -251,6 +251,17 @@ def family_of_config(config: Any) -> Family:
     raise FamilyError(f"no model family has a config of type {type(config).__name__}")
 
 
+def suppressed_ids(config: Any) -> list[int]:
+    """Tokens a model's generation never picks: a pretrained model's banned words (its generation config), none for the
+    app's own families, whose configs have no such field."""
+    return list(getattr(config, "suppressed_ids", ()))
+
+
+def forced_first_id(config: Any) -> int | None:
+    """The token a model's decoding must start with after BOS (a pretrained model's forced language token), if any."""
+    return getattr(config, "forced_bos_id", None)
+
+
 @dataclass
 class AttentionWeights:
     """Probabilities of every layer and head: lists over layers of [B, H, queries, keys] (empty: the kind is absent)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from model.decoding.greedy import default_max_target, length_penalty
+from model.family import suppressed_ids
 from model.nn.transformer import Transformer
 
 
@@ -77,7 +78,7 @@ def beam_search(
         log_probs = torch.log_softmax(model.logits(hidden).float(), dim=-1)  # [beams, V]
         log_probs[:, config.pad_id] = float("-inf")
         log_probs[:, config.bos_id] = float("-inf")
-        log_probs[:, list(getattr(config, "suppressed_ids", ()))] = float("-inf")
+        log_probs[:, suppressed_ids(config)] = float("-inf")
         totals = (alive_scores[:, None] + log_probs).view(-1)  # [beams * V]
         top_scores, top_index = totals.topk(min(2 * beam_width, totals.numel()))
         vocab = log_probs.shape[1]

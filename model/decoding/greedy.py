@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from model.family import Network
+from model.family import Network, suppressed_ids
 
 
 def default_max_target(source_length: int, max_len: int) -> int:
@@ -32,7 +32,7 @@ def greedy_decode(model: Network, source_ids: torch.Tensor, max_target: int | No
     finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)  # [B]
     # The ids each row may still generate: BOS is one of its limit's pieces.
     generated_limit = torch.tensor(limits, device=source_ids.device) - 1  # [B]
-    suppressed = list(getattr(config, "suppressed_ids", ()))  # tokens a pretrained model's generation never picks
+    suppressed = suppressed_ids(config)  # tokens a pretrained model's generation never picks
     generated = []
     for count in range(1, max(limits)):
         hidden, _, _ = model.decode_step(current, cache)  # [B, d_model]

@@ -22,7 +22,7 @@ from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.trace import Trace
-from model.family import Bundle
+from model.family import Bundle, forced_first_id, suppressed_ids
 from model.kinds import AttentionKind
 from model.nn.masking import masked_model
 
@@ -78,12 +78,12 @@ class Stepper:
         self.encoder_self: np.ndarray | None = None
         self.predictions = None  # an encoder-only model's head output (model/nn/classifier.Predictions)
         self._start()
-        forced_first = getattr(self.config, "forced_bos_id", None)
+        forced_first = forced_first_id(self.config)
         if self.has_encoder:  # decoding starts from the start token; some models force the first target token
             self.first_input, self.given = self.config.bos_id, ([forced_first] if forced_first is not None else [])
         else:  # a decoder-only model starts from its prompt's first token and is given the rest
             self.first_input, self.given = self.source_ids[0], list(self.source_ids[1:])
-        self.suppressed = list(getattr(self.config, "suppressed_ids", ()))  # tokens the model's generation never picks
+        self.suppressed = suppressed_ids(self.config)  # tokens the model's generation never picks
         use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
         use_numpy = use_numpy and self.has_decoder and can.numpy_engine
         self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
