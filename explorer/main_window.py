@@ -53,6 +53,9 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         self.model_label = QLabel("Loading PyTorch and the model…")
         self.statusBar().addPermanentWidget(self.model_label, 1)
+        # A message (an export written, a note on the sentence) takes the model's line while it shows: beside it, the
+        # model's long description left the message no room at all.
+        self.statusBar().messageChanged.connect(lambda text: self.model_label.setVisible(not text))
         loading = QLabel("Loading…")
         loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setCentralWidget(loading)

@@ -294,3 +294,13 @@ def test_choosing_a_corpus_file_and_cancelling_the_dialog(qtbot, tmp_path, windo
     form.corpus.activated.emit(form.corpus.currentIndex())  # the file entry again; the dialog is cancelled
     assert form.corpus.currentIndex() == 0 and form.corpus.currentText() != TSV_CHOICE
     assert "generated from seed" in form.corpus_info.text()  # the built-in corpus it fell back to
+
+
+def test_a_status_message_has_the_line_while_it_shows_then_the_model_comes_back(qtbot, window):
+    """The model's description (a permanent widget that stretches) left temporary messages no width at all: an
+    export's "Exported …" could not be seen."""
+    bar = window.statusBar()
+    bar.showMessage("Exported /tmp/figure.png", 200)
+    assert window.model_label.isHidden() and bar.currentMessage() == "Exported /tmp/figure.png"
+    qtbot.waitUntil(lambda: bar.currentMessage() == "", timeout=5000)
+    assert not window.model_label.isHidden()
