@@ -1,7 +1,8 @@
-"""The Explore tab's exports: its Export menu, Ctrl+E (export the focus view) and Ctrl+Shift+C (copy
-it), each bound once. Figures are drawn by the core (``model.figures.export``), from the trace the window
-shows and an ExportRequest built from the window's choices, so the ``export`` command with the same
-settings writes the same file. Errors are shown in the status bar; nothing is half-written.
+"""The Explore tab's exports: its Export menu (a view as a figure or data, Export all, the interactive HTML page),
+Ctrl+E (export the focus view) and Ctrl+Shift+C (copy it), each bound once. Figures and pages are made by the core
+(``model.figures.export``), from the trace the window shows and an ExportRequest built from the window's choices,
+so the ``export`` command with the same settings writes the same file. Errors are shown in the status bar; nothing
+is half-written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from model.files import OutputError
 from model.inspection.selection import SelectionError
 
 EXPORT_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv);;NumPy array (*.npy)"
+PAGE_FILTER = "Interactive page (*.html)"
 EXPORT_CHANNEL = "export-all"  # the runner's channel of Export all
 VIEW_NAMES = {"focus": "focus view", "grid": "model grid", "lines": "lines view", "candidates": "candidates"}
 
@@ -40,6 +42,7 @@ class ExploreExports(QObject):
                 f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…", lambda checked=False, n=name: self.export_dialog(n)
             )
         self._action("Export all kinds × layers × heads…", self.export_all_dialog)
+        self.page_action = self._action("Interactive page (HTML)…", self.export_page_dialog)
         self.menu.addSeparator()
         self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"), "Ctrl+Shift+C")
         self._action("Figure settings…", self.settings_dialog)
@@ -137,11 +140,14 @@ class ExploreExports(QObject):
         head = tab.head if isinstance(tab.head, str) else f"H{tab.head + 1}"
         return f"{view}_{tab.current_kind()}_L{tab.layer + 1}_{head}.png"
 
-    def export_dialog(self, view: str) -> None:
+    def export_dialog(self, view: str, page: bool = False) -> None:
+        """Ask for a file and export ``view`` into it; ``page``: the interactive page (HTML) of the current trace."""
         folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
-        path, _ = QFileDialog.getSaveFileName(
-            self.tab, f"Export the {VIEW_NAMES[view]}", str(folder / self.suggested_name(view)), EXPORT_FILTER
-        )
+        name = self.suggested_name(view)
+        title = f"Export the {VIEW_NAMES[view]}"
+        if page:
+            name, title = str(Path(name.replace(f"{view}_", "page_", 1)).with_suffix(".html")), "Export an interactive page"
+        path, _ = QFileDialog.getSaveFileName(self.tab, title, str(folder / name), PAGE_FILTER if page else EXPORT_FILTER)
         if not path:
             return
         try:
@@ -151,6 +157,11 @@ class ExploreExports(QObject):
             return
         self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
         self.tab.explore.message.emit(f"Exported {written}")
+
+    def export_page_dialog(self) -> None:
+        """The interactive page (model.figures.html_page): every kind, layer, head and step of the current trace in
+        one self-contained HTML file, opening on the view the window shows."""
+        self.export_dialog("focus", page=True)
 
     def export_all_dialog(self) -> None:
         """Export all into a chosen folder, in a worker thread (a few seconds for a large model): the window

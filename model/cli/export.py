@@ -1,10 +1,11 @@
 """``transformer-explorer export``: a view of a decoded sentence as a figure (PNG, SVG, PDF, by the
-suffix) or as data (CSV, NPY), or with ``--all`` every kind x layer x head into a folder, without
-a window. The same settings give the same files as the app's Export menu (both go through
-``model.figures.export``).
+suffix), as data (CSV, NPY) or as an interactive page (HTML: every kind, layer, head and step in one
+self-contained file), or with ``--all`` every kind x layer x head into a folder, without a window. The
+same settings give the same files as the app's Export menu (both go through ``model.figures.export``).
 
     transformer-explorer export --model default --text "the cat sleeps" --kind cross --layer 2 \\
         --head mean --width column --out cross.pdf
+    transformer-explorer export --model default --text "the cat sleeps" --kind cross --layer 2 --out page.html
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from model.cli.options import CommandError, mask_heads_argument, whole_numbers
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
+from model.figures.html_page import PAGE_SUFFIX, PAGE_VIEWS
 from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
 from model.figures.positional import positional_figure
 from model.figures.saving import save_figure
@@ -65,7 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write every kind x layer x head and the aggregates (PNG, CSV, NPY) and index.csv into the folder --out",
     )
-    parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)}), or a folder with --all")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help=f"FILE ({', '.join(SUFFIXES)}; .html: an interactive page of every kind, layer, head and step), "
+        "or a folder with --all",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +154,8 @@ def run_export(args) -> int:
     else:
         if out.suffix.lower() not in SUFFIXES:
             raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
+        if out.suffix.lower() == PAGE_SUFFIX and args.view not in PAGE_VIEWS:
+            raise CommandError(f"the page (.html) shows the focus and grid views, not the {args.view} view")
         check_output(out, protected)  # before the decoding, which can take a while
     bundle = open_model(args.model)
     request.figure.model_name = model_name(args.model)

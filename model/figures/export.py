@@ -1,6 +1,6 @@
 """What the app's Export menu and the ``export`` command write: one view of a Trace as a figure
-(PNG, SVG, PDF) or as data (CSV, NPY), and "Export all" — every kind x layer x head and the
-aggregates, figures and data, with an ``index.csv`` naming each file. No Qt here.
+(PNG, SVG, PDF), as data (CSV, NPY) or as an interactive page (HTML, ``html_page.py``), and "Export all" —
+every kind x layer x head and the aggregates, figures and data, with an ``index.csv`` naming each file. No Qt here.
 
 An ``ExportRequest`` holds every setting (view, kind, layer, head, step, word level, figure size,
 fonts, colours, caption); the same request gives the same files from the window and the command line.
@@ -20,6 +20,7 @@ from model.decoding.candidates import candidate_rows
 from model.decoding.trace import Trace
 from model.figures.attention import FigureOptions, focus_figure, grid_figure, lines_figure, trace_details
 from model.figures.candidates import candidates_figure
+from model.figures.html_page import PAGE_SUFFIX, PAGE_VIEWS, save_page
 from model.figures.layout import FIGURE_RC, Caption
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
 from model.files import OutputError, atomic_output, check_output
@@ -29,7 +30,7 @@ from model.kinds import AttentionKind
 
 VIEWS = ("focus", "grid", "lines", "candidates")
 DATA_SUFFIXES = (".csv", ".npy")
-SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES
+SUFFIXES = FIGURE_SUFFIXES + DATA_SUFFIXES + (PAGE_SUFFIX,)
 
 
 @dataclass
@@ -144,7 +145,7 @@ def save_table(
 
 
 def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: tuple = ()) -> Path:
-    """One view of the full ``trace`` into ``path``: a figure or data by the suffix."""
+    """One view of the full ``trace`` into ``path``: a figure, data or the interactive page by the suffix."""
     request.validate()
     path = Path(path)
     suffix = path.suffix.lower()
@@ -152,6 +153,11 @@ def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: 
         raise OutputError(f"the output must end in {', '.join(SUFFIXES)}, not {path.name!r}")
     check_output(path, inputs)
     shown = request_trace(trace, request)
+    if suffix == PAGE_SUFFIX:
+        if request.view not in PAGE_VIEWS:
+            raise SelectionError(f"the page (.html) shows the focus and grid views, not the {request.view} view")
+        request.matrix(shown)  # a layer, head or kind the trace lacks: the same message as a figure's
+        return save_page(trace, request, request.figure, path, inputs)
     if suffix in DATA_SUFFIXES:
         values, table, rows, columns, corner = view_table(shown, request)
         return save_table(values, table, rows, columns, path, corner)

@@ -97,7 +97,7 @@ def workspace(tmp_path_factory, copy_bundle):
     model = folder / "model.safetensors"
     checkpoint.save(copy_bundle[0], model)
     good = model.read_bytes()
-    for name in ("model.npz", "model.png"):  # a model whose name is also a valid output name
+    for name in ("model.npz", "model.png", "model.html"):  # a model whose name is also a valid output name
         (folder / name).write_bytes(good)
     for name, (data, _message) in crafted_models(good).items():
         path = folder / f"bad-{name}.safetensors"
@@ -115,7 +115,9 @@ def workspace(tmp_path_factory, copy_bundle):
     (folder / "target-short.txt").write_text("b a\n", encoding="utf-8")
     (folder / "earlier.png").write_bytes(b"an earlier figure")
     (folder / "earlier.npz").write_bytes(b"an earlier trace")
+    (folder / "earlier.html").write_bytes(b"an earlier page")
     (folder / "a-folder").mkdir()
+    (folder / "a-folder.html").mkdir()
     os.mkfifo(folder / "a-fifo")  # opening it for reading would wait forever
     return folder
 
@@ -265,6 +267,14 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["export", "--model", "model.safetensors", "--view", "positional", "--positions", "9999", "--out", "p.png"], "--positions"),
     (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "999", "--out", "p.png"], "--dimensions"),
     (["export", "--model", "model.safetensors", "--view", "positional", "--dimensions", "x", "--out", "p.png"], "--dimensions"),
+    # export: the interactive page (.html)
+    (["export", "--model", "model.html", "--text", TEXT, "--out", "model.html"], "input"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--out", "nowhere/page.html"], "does not exist"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--out", "a-folder.html"], "is a folder"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--layer", "9", "--out", "earlier.html"], "layer"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--step", "99", "--out", "earlier.html"], "step"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--colormap", "nope", "--out", "earlier.html"], "colour map"),
+    (["export", "--model", "model.safetensors", "--text", TEXT, "--view", "lines", "--out", "earlier.html"], "focus and grid"),
     # train: refused before anything slow
     (["train", "--corpus", "nowhere.tsv", "--out", "new.safetensors"], "not a built-in corpus"),
     (["train", "--corpus", "empty.tsv", "--out", "new.safetensors"], "empty"),

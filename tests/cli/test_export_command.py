@@ -44,3 +44,26 @@ def test_trace_npz_holds_word_level_decoder_input_labels_and_the_beam_score_rule
     with np.load(out, allow_pickle=False) as data:
         assert data["word_decoder_self"].shape[-1] == len(data["word_decoder_input_tokens"])
         assert "length" in str(data["beam_score_note"]) and float(data["beam_length_penalty_alpha"]) == 0.6
+
+
+def test_the_export_command_writes_the_interactive_page_by_its_suffix(tmp_path, copy_bundle, capsys):
+    from model.decoding.stepper import DecodingOptions, Stepper
+    from tests.model.figures.test_html_page import embedded
+
+    model = saved_model(copy_bundle[0], tmp_path)
+    out = tmp_path / "page.html"
+    base = ["export", "--model", str(model), "--text", "a b c", "--kind", "decoder", "--layer", "2", "--head", "rollout"]
+    assert cli_main(base + ["--step", "2", "--colormap", "magma", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {out}"
+    stepper = Stepper(copy_bundle[0], "a b c", DecodingOptions())
+    stepper.run()
+    trace = stepper.trace()
+    data = embedded(out.read_text(encoding="utf-8"))
+    assert data["initial"] == {"kind": "decoder", "layer": 1, "head": "rollout", "step": 2}
+    assert data["model"] == "model" and data["colormap"]["name"] == "magma" and data["n_steps"] == trace.n_steps
+    for kind in data["kinds"]:  # every step is in the page: the slider goes back and forth
+        np.testing.assert_allclose(np.array(kind["weights"]), trace.matrix(kind["name"]), rtol=0, atol=1e-6)
+    before = out.read_bytes()
+    assert cli_main(base + ["--view", "lines", "--out", str(out)]) != 0
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "focus and grid views" in error and out.read_bytes() == before

@@ -1,6 +1,6 @@
 """Exports from the window and the ``export`` command: the same settings give the same data and the
-same figure from either; every view and format; Export all with its index; the shortcuts Ctrl+E,
-Ctrl+Shift+C and F1, each bound once; clear errors that leave files intact."""
+same figure from either; every view and format; Export all with its index; the interactive page; the shortcuts
+Ctrl+E, Ctrl+Shift+C and F1, each bound once; clear errors that leave files intact."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from model.cli.commands import main as cli_main
 from model.inspection.selection import select
 from tests.conftest import saved_model
 from tests.model.figures.test_figures import svg_texts
+from tests.model.figures.test_html_page import embedded
 
 TEXT = "a b c d"
 
@@ -203,3 +204,32 @@ def test_export_all_from_the_menu_runs_off_the_window_thread_and_reports(explore
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *args, **kwargs: str(window.explore.bundle.path))
     tab.exports.export_all_dialog()  # a file, not a folder
     qtbot.waitUntil(lambda: messages[-1].startswith("Export failed"), timeout=60000)
+
+
+def test_the_menu_writes_the_interactive_page_of_the_trace_shown(explore, tmp_path, monkeypatch):
+    window, tab, model = explore
+    tab._on_head_chosen(1, 2)  # layer 2, head 3
+    target = tmp_path / "page.html"
+    asked = []
+
+    def save_name(*args, **kwargs):
+        asked.append(args)
+        return str(target), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", save_name)
+    action = next(a for a in tab.exports.menu.actions() if a.text() == "Interactive page (HTML)…")
+    action.trigger()
+    assert asked and asked[0][2].endswith("page_cross_L2_H3.html") and asked[0][3] == "Interactive page (*.html)"
+    assert window.statusBar().currentMessage() == f"Exported {target}"
+    page = target.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<script>" in page and "http" not in page
+    data = embedded(page)
+    trace = window.explore.trace
+    cross = next(kind for kind in data["kinds"] if kind["name"] == "cross")
+    np.testing.assert_allclose(np.array(cross["weights"]), trace.cross, rtol=0, atol=1e-6)
+    assert data["initial"] == {"kind": "cross", "layer": 1, "head": 2, "step": trace.n_steps}
+    assert data["model"] == model.stem
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(tmp_path / "no" / "page.html"), ""))
+    action.trigger()
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Export failed:") and "does not exist" in message and "\n" not in message
