@@ -20,6 +20,7 @@ from explorer.widgets.alignment_view import AlignmentView
 from explorer.widgets.contrast_view import ContrastView
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.measure_box import MeasureBox
+from model.attribution.measures import integration_note
 from model.decoding.trace import Trace
 from model.kinds import AttentionKind
 
@@ -63,11 +64,13 @@ class ExploreMeasures:
 
     @staticmethod
     def focus_title(title: str, shown: Trace) -> str:
-        """The focus matrix's title; with a measure that splits predictions, the current step's source share."""
+        """The focus matrix's title; with a measure that splits predictions, the current step's source share; with
+        integrated gradients, its completeness gap and points, and a warning when a prediction did not converge."""
         shares = shown.source_share
         if len(shares) and shown.n_steps and not np.isnan(shares[-1]):
             title += f" · step {shown.n_steps}: {shares[-1]:.0%} source, {1 - shares[-1]:.0%} target prefix"
-        return title
+        integration = integration_note(shown)
+        return f"{title} · {integration}" if integration else title
 
 
 def wire_alignment(view: AlignmentView, alignment: AlignmentController) -> None:
