@@ -148,8 +148,13 @@ def _halve(row: _Row, picked: np.ndarray, new: np.ndarray) -> None:
     row.points += NEW_POINTS * len(picked)
 
 
+def gap_percent(gap: float) -> str:
+    """A completeness gap as a percentage: "0.4%", "<0.1%" below 0.05% (never a misleading "0.0%")."""
+    return "<0.1%" if gap < 0.0005 else f"{gap:.1%}"
+
+
 def integration_text(gap: float, points: int, converged: bool) -> str:
     """One row's integration in words: "completeness gap 0.4% (converged, 1,153 points)", or a warning."""
     if converged:
-        return f"completeness gap {gap:.1%} (converged, {points:,} points)"
-    return f"completeness gap {gap:.1%}: NOT CONVERGED within {points:,} points, the attributions are approximate"
+        return f"completeness gap {gap_percent(gap)} (converged, {points:,} points)"
+    return f"completeness gap {gap_percent(gap)}: NOT CONVERGED within {points:,} points, the attributions are approximate"

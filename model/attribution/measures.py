@@ -22,7 +22,7 @@ import torch
 
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import attention_gradient, saliency
-from model.attribution.integration import integration_text
+from model.attribution.integration import gap_percent, integration_text
 from model.attribution.norms import norm_contributions
 from model.attribution.passes import token_pass
 from model.attribution.value_zeroing import value_zeroing
@@ -220,7 +220,7 @@ def integration_note(trace) -> str:
     if len(failed) and not (len(failed) == 1 and failed[0] == last):
         worst = float(gaps[failed].max())
         listed = ", ".join(str(step + 1) for step in failed)
-        note += f"; NOT CONVERGED at step{'s' if len(failed) > 1 else ''} {listed} (gap up to {worst:.1%}): approximate"
+        note += f"; NOT CONVERGED at step{'s' if len(failed) > 1 else ''} {listed} (gap up to {gap_percent(worst)}): approximate"
     return note
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from model.attribution.integration import gap_percent
 from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument
@@ -94,13 +95,14 @@ def report_integration(result) -> None:
     converge."""
     gaps, points, converged = result.completeness_gap, result.integration_points, result.integration_converged
     print(
-        f"integrated gradients: completeness gap {float(np.median(gaps)):.1%} median, {float(gaps.max()):.1%} at most "
+        f"integrated gradients: completeness gap {gap_percent(float(np.median(gaps)))} median, "
+        f"{gap_percent(float(gaps.max()))} at most "
         f"over the {len(gaps)} predictions; {int(points.min()):,} to {int(points.max()):,} points per prediction; "
         f"converged at {int(converged.sum())} of {len(gaps)}"
     )
     failed = np.flatnonzero(~converged)
     if len(failed):
-        listed = ", ".join(f"{step + 1} (gap {gaps[step]:.1%}, {int(points[step]):,} points)" for step in failed)
+        listed = ", ".join(f"{step + 1} (gap {gap_percent(float(gaps[step]))}, {int(points[step]):,} points)" for step in failed)
         print(
             f"warning: integrated gradients did not converge at step{'s' if len(failed) > 1 else ''} {listed}: "
             "those attributions are approximate",

@@ -111,6 +111,7 @@ def test_attribute_writes_every_measure_as_data_and_figure(measure, toy_fr_bundl
 
 def test_attribute_reports_the_integrated_gradients_gap_and_flags_what_did_not_converge(model_file, tmp_path, capsys, monkeypatch):
     from model.attribution import gradients
+    from model.attribution.integration import gap_percent
 
     out = tmp_path / "ig.npz"
     text = ["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", "ig", "--out"]
@@ -119,7 +120,8 @@ def test_attribute_reports_the_integrated_gradients_gap_and_flags_what_did_not_c
     with np.load(out, allow_pickle=False) as arrays:
         gaps, points = arrays["completeness_gap"], arrays["integration_points"]
         assert arrays["integration_converged"].all() and np.all(gaps <= 0.01) and np.all(points >= 129)
-    assert f"completeness gap {float(np.median(gaps)):.1%} median, {float(gaps.max()):.1%} at most" in printed.out
+    median, most = gap_percent(float(np.median(gaps))), gap_percent(float(gaps.max()))
+    assert f"completeness gap {median} median, {most} at most" in printed.out
     assert f"converged at {len(gaps)} of {len(gaps)}" in printed.out and "warning" not in printed.err
     # A gap of exactly 0 is never reached, and 129 points allow no refinement: every prediction is flagged.
     monkeypatch.setattr(gradients, "IG_GAP_TOLERANCE", 0.0)

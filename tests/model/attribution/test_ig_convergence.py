@@ -67,6 +67,7 @@ def test_a_cap_the_rule_cannot_converge_within_is_flagged():
     assert found.token_error[0] > 1e-6
     assert integration.integration_text(0.123, 136, False).startswith("completeness gap 12.3%: NOT CONVERGED within 136")
     assert integration.integration_text(0.004, 1153, True) == "completeness gap 0.4% (converged, 1,153 points)"
+    assert integration.integration_text(0.0004, 129, True) == "completeness gap <0.1% (converged, 129 points)"
 
 
 def midpoint_float64(model, step: int, n: int) -> np.ndarray:
