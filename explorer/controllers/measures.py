@@ -30,7 +30,11 @@ from model.kinds import AttentionKind
 
 CACHE_SIZE = 64  # measured decodings kept (stepping back and forth redraws at once)
 IN_WORKER = ("value-zeroing", "attn-grad", "grad-input", "ig")  # the others take a few ms: computed at once
-ROWS_PER_PART = 4  # saliency rows computed together after the current step's (then shown, then the next part)
+ROWS_PER_PART = 4  # gradient × input rows computed together after the current step's (then shown, then the next part)
+# Integrated gradients: one row a part. A row takes about a second or two (its integration refines until it has
+# converged) and rows of different steps share no batch, so a part of one row costs nothing and lets a newer
+# request supersede the job sooner.
+IG_ROWS_PER_PART = 1
 MEASURE, CONTRAST = "measure", "contrast"  # the runner's channels
 
 
@@ -46,6 +50,10 @@ class Contrast:
     source_values: np.ndarray  # [S] signed: > 0 speaks for the chosen token
     prefix_tokens: list[str]
     prefix_values: np.ndarray  # [step + 1]
+    # Integrated gradients: the completeness gap (a share), the points used, whether the integration converged.
+    completeness_gap: float = float("nan")
+    points: int = 0
+    converged: bool = True
 
 
 class MeasureController:
@@ -197,7 +205,8 @@ class MeasureController:
         # Saliency: rows already computed for the same prefix are reused; the current step's row comes first.
         result, missing = self._known_rows(key, model, source_ids, trace, name)
         earlier = missing[:-1]
-        parts = [missing[-1:]] + [earlier[i : i + ROWS_PER_PART] for i in range(0, len(earlier), ROWS_PER_PART)]
+        size = IG_ROWS_PER_PART if name == "ig" else ROWS_PER_PART
+        parts = [missing[-1:]] + [earlier[i : i + size] for i in range(0, len(earlier), size)]
         for part in parts:
             if not part:
                 continue
@@ -237,7 +246,7 @@ def contrast(model: Any, source_ids: list[int], trace: Trace, step: int, token_i
     chosen = [int(i) for i in trace.chosen_ids]
     inputs = torch.tensor([[model.config.bos_id] + chosen[:-1]])
     found = saliency(model, torch.tensor([source_ids]), inputs, [step], [chosen[step]], [token_id], method=method)
-    return Contrast(
+    result = Contrast(
         step,
         trace.target_tokens[step],
         other,
@@ -247,6 +256,10 @@ def contrast(model: Any, source_ids: list[int], trace: Trace, step: int, token_i
         list(trace.decoder_input_tokens[: step + 1]),
         found.target[0, : step + 1],
     )
+    if method == "ig":
+        result.completeness_gap, result.points = float(found.completeness_gap[0]), int(found.points[0])
+        result.converged = bool(found.converged[0])
+    return result
 
 
 def _copy(result: MeasureResult) -> MeasureResult:
@@ -257,4 +270,6 @@ def _copy(result: MeasureResult) -> MeasureResult:
         shares={kind: array.copy() for kind, array in result.shares.items()},
         source_share=result.source_share.copy(),
         completeness_gap=result.completeness_gap.copy(),
+        integration_points=result.integration_points.copy(),
+        integration_converged=result.integration_converged.copy(),
     )

@@ -19,6 +19,7 @@ from explorer.widgets.alignment_view import AlignmentView
 from explorer.widgets.contrast_view import ContrastView
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.measure_box import MeasureBox
+from model.attribution.measures import integration_note
 from model.decoding.trace import Trace
 from model.inspection.selection import prediction_source_share
 from model.kinds import AttentionKind
@@ -62,13 +63,15 @@ class ExploreMeasures:
         return measured, ""
 
     @staticmethod
-    def focus_title(title: str, shown: Trace, layer: int) -> str:
+    def focus_title(title: str, shown: Trace, layer: int = -1) -> str:
         """The focus matrix's title; with a measure that splits predictions, the current step's source share (through
-        ``layer`` for a rolled-out one)."""
+        ``layer`` for a rolled-out one); with integrated gradients, its completeness gap and points, and a warning when a
+        prediction did not converge."""
         share = prediction_source_share(shown, layer)
         if share is not None:
             title += f" · step {shown.n_steps}: {share:.0%} source, {1 - share:.0%} target prefix"
-        return title
+        integration = integration_note(shown)
+        return f"{title} · {integration}" if integration else title
 
 
 def wire_alignment(view: AlignmentView, alignment: AlignmentController) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from model.attribution.integration import integration_text
 from model.data.token_labels import display_labels
 
 FOR_CHOSEN = (245, 133, 24)  # orange, as the chosen candidate's bar
@@ -69,13 +70,15 @@ class ContrastView(QWidget):
             return
         values = np.concatenate([contrast.source_values, contrast.prefix_values]).astype(np.float64)
         total = float(np.abs(values).sum()) or 1.0
-        method = "integrated gradients" if contrast.method == "ig" else "gradient × input"
+        ig = contrast.method == "ig"
+        method = "integrated gradients" if ig else "gradient × input"
         chosen, other = display_labels([contrast.chosen, contrast.other])
         self.title.setText(
             f"<b>Step {contrast.step + 1}: why “{html.escape(chosen)}” and not “{html.escape(other)}”</b> — "
             f"{method} of log p({html.escape(chosen)}) − log p({html.escape(other)}); "
             f"source {np.abs(contrast.source_values).sum() / total:.0%}, target prefix "
             f"{np.abs(contrast.prefix_values).sum() / total:.0%}"
+            + (f"; {html.escape(integration_text(contrast.completeness_gap, contrast.points, contrast.converged))}" if ig else "")
         )
         source = " ".join(
             _chip(t, v / total, v / total) for t, v in zip(display_labels(contrast.source_tokens), contrast.source_values)

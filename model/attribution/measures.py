@@ -22,6 +22,7 @@ import torch
 
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import attention_gradient, saliency
+from model.attribution.integration import gap_percent, integration_text
 from model.attribution.norms import norm_contributions
 from model.attribution.passes import token_pass
 from model.attribution.value_zeroing import value_zeroing
@@ -38,6 +39,7 @@ __all__ = [
     "MeasureError",
     "MeasureResult",
     "compute_measure",
+    "integration_note",
     "measure_caption",
     "measured_trace",
     "merge_rows",
@@ -68,7 +70,11 @@ class MeasureResult:
     values: dict[AttentionKind, np.ndarray]  # raw values [layers, heads, queries, keys] per kind it defines
     shares: dict[AttentionKind, np.ndarray]  # what views draw: non-negative, rows at most 1
     source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] ALTI+ and saliency
-    completeness_gap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] integrated gradients
+    # Integrated gradients, per prediction [T]: the completeness gap (NaN where not computed), the points used,
+    # whether the integration converged (model/attribution/integration.py); empty for every other measure.
+    completeness_gap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    integration_points: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    integration_converged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
 
 def _row_shares(values: np.ndarray) -> np.ndarray:
@@ -156,19 +162,20 @@ def _saliency_result(model: Transformer, source, inputs, chosen, name: str, step
     steps = list(range(n)) if steps is None else steps
     source_values = np.zeros((n, source.shape[1]), np.float32)
     target_values = np.zeros((n, n), np.float32)
-    gaps = np.full(n, np.nan, np.float32) if name == "ig" else np.zeros(0, np.float32)
+    rows = n if name == "ig" else 0
+    gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
     if steps:
         found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name)
         source_values[steps], target_values[steps] = found.source, found.target
-        if len(found.completeness_gap):
-            gaps[steps] = found.completeness_gap
+        if rows:
+            gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged
     magnitude = np.abs(source_values).sum(-1, keepdims=True) + np.abs(target_values).sum(-1, keepdims=True)  # [T, 1]
     scale = np.where(magnitude > 0, 1.0 / np.where(magnitude > 0, magnitude, 1.0), 0.0)
     values = {DECODER: target_values[None, None], CROSS: source_values[None, None]}
     shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
     source_share = np.full(n, np.nan, np.float32)
     source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
-    return MeasureResult(name, values, shares, source_share=source_share, completeness_gap=gaps)
+    return MeasureResult(name, values, shares, source_share, gaps, points, converged)
 
 
 def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) -> MeasureResult:
@@ -178,7 +185,12 @@ def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) ->
         for kind, array in table.items():
             n_keys = min(array.shape[-1], other[kind].shape[-1])
             array[..., steps, :n_keys] = other[kind][..., steps, :n_keys]
-    for mine, theirs in ((first.source_share, second.source_share), (first.completeness_gap, second.completeness_gap)):
+    for mine, theirs in (
+        (first.source_share, second.source_share),
+        (first.completeness_gap, second.completeness_gap),
+        (first.integration_points, second.integration_points),
+        (first.integration_converged, second.integration_converged),
+    ):
         if len(mine):
             mine[steps] = theirs[steps]
     return first
@@ -194,14 +206,40 @@ def measure_caption(trace) -> str:
     return line
 
 
+def integration_note(trace) -> str:
+    """For a trace of integrated gradients: the last prediction's completeness gap, points and convergence, and a
+    warning naming every prediction whose integration did not converge ('' for any other trace)."""
+    gaps = trace.completeness_gap
+    computed = ~np.isnan(gaps) if len(gaps) else np.zeros(0, bool)
+    if not computed.any():
+        return ""
+    last = int(np.flatnonzero(computed)[-1])
+    points, converged = int(trace.integration_points[last]), bool(trace.integration_converged[last])
+    note = f"step {last + 1}: {integration_text(float(gaps[last]), points, converged)}"
+    failed = np.flatnonzero(computed & ~trace.integration_converged)
+    if len(failed) and not (len(failed) == 1 and failed[0] == last):
+        worst = float(gaps[failed].max())
+        listed = ", ".join(str(step + 1) for step in failed)
+        note += f"; NOT CONVERGED at step{'s' if len(failed) > 1 else ''} {listed} (gap up to {gap_percent(worst)}): approximate"
+    return note
+
+
 def measured_trace(trace, result: MeasureResult):
     """``trace`` with the measure's shares in place of the attention weights (a kind the measure does not
     define becomes None) and its source share per prediction."""
     if result.measure == "attention":
         return trace
     arrays = {kind.field: result.shares.get(kind) if trace.has(kind) else None for kind in ALL_KINDS}
-    source_share = result.source_share[: trace.n_steps] if len(result.source_share) else np.zeros(0, np.float32)
-    return replace(trace, **arrays, measure=result.measure, source_share=source_share)
+    n = trace.n_steps
+    return replace(
+        trace,
+        **arrays,
+        measure=result.measure,
+        source_share=result.source_share[:n],
+        completeness_gap=result.completeness_gap[:n],
+        integration_points=result.integration_points[:n],
+        integration_converged=result.integration_converged[:n],
+    )
 
 
 def trace_measure(model: Network, source_ids: list[int], trace, name: str, steps: list[int] | None = None) -> MeasureResult:

@@ -12,16 +12,21 @@ Measures (model/attribution/measures.py): ``norm`` ‖α_ij f(x_j)‖ (Kobayashi
 (Ferrando et al. 2022), ``value-zeroing`` (Mohebbi et al. 2023), ``attn-grad`` (Chefer et al. 2021), ``grad-input``,
 ``ig`` (integrated gradients) and ``shift-att`` (Chen et al. 2020). A kind the measure does not define is not in the
 ``.npz``, and a figure of it is refused with the reason. ALTI+ and the saliencies also save ``source_share`` [T] (each
-prediction's share from the source); integrated gradients ``completeness_gap`` [T].
+prediction's share from the source); integrated gradients ``completeness_gap`` [T] (a share of F(x) − F(0)),
+``integration_points`` [T] and ``integration_converged`` [T]. For integrated gradients a line says the gaps and the
+points, a figure's caption the last prediction's, and a warning on stderr names every prediction whose integration
+did not converge within the cap on points (its attributions are approximate).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from model.attribution.integration import gap_percent
 from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument
@@ -116,8 +121,6 @@ def run_attribute(args) -> int:
         raise CommandError(str(error)) from None
     if suffix == ".npz":
         extra = {f"{kind.value}_{args.measure}": table for kind, table in result.values.items()}
-        if len(result.completeness_gap):
-            extra["completeness_gap"] = result.completeness_gap
         measured_trace(trace, result).save_npz(args.out, extra)
     else:
         shown = measured_trace(trace, result)
@@ -125,9 +128,25 @@ def run_attribute(args) -> int:
         _save_figure(shown, kind, args, options)
     print(f"wrote {args.out}")
     if len(result.completeness_gap):
-        gaps = result.completeness_gap
-        print(
-            f"integrated gradients: the attributions miss F(x) − F(0) by {float(np.median(gaps)):.1%} "
-            f"(median over the {len(gaps)} predictions; {float(gaps.max()):.1%} at most)"
-        )
+        report_integration(result)
     return 0
+
+
+def report_integration(result) -> None:
+    """Integrated gradients: the completeness gaps and points on stdout; on stderr, the predictions that did not
+    converge."""
+    gaps, points, converged = result.completeness_gap, result.integration_points, result.integration_converged
+    print(
+        f"integrated gradients: completeness gap {gap_percent(float(np.median(gaps)))} median, "
+        f"{gap_percent(float(gaps.max()))} at most "
+        f"over the {len(gaps)} predictions; {int(points.min()):,} to {int(points.max()):,} points per prediction; "
+        f"converged at {int(converged.sum())} of {len(gaps)}"
+    )
+    failed = np.flatnonzero(~converged)
+    if len(failed):
+        listed = ", ".join(f"{step + 1} (gap {gap_percent(float(gaps[step]))}, {int(points[step]):,} points)" for step in failed)
+        print(
+            f"warning: integrated gradients did not converge at step{'s' if len(failed) > 1 else ''} {listed}: "
+            "those attributions are approximate",
+            file=sys.stderr,
+        )

@@ -96,6 +96,11 @@ class Trace:
     # What the attention arrays hold: "" for the weights, else a measure's shares (model/attribution/measures.py).
     measure: str = ""
     source_share: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T] of each prediction, when known
+    # Integrated gradients, per prediction (pieces, also at word level): the completeness gap (a share; NaN where
+    # not computed), the gradient points used and whether the integration converged (model/attribution/integration.py).
+    completeness_gap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # [T]
+    integration_points: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # [T]
+    integration_converged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [T]
     source_unknown: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [S] read as <unk>: never seen
 
     @property
@@ -169,6 +174,9 @@ class Trace:
             log_probabilities=self.log_probabilities[:step],
             forced=self.forced[:step],
             source_share=self.source_share[:step],
+            completeness_gap=self.completeness_gap[:step],
+            integration_points=self.integration_points[:step],
+            integration_converged=self.integration_converged[:step],
             next_candidate_ids=next_ids,
             next_candidate_probabilities=next_probabilities,
             next_candidate_tokens=next_tokens,

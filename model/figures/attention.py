@@ -20,7 +20,7 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from model.attribution.measures import measure_caption
+from model.attribution.measures import integration_note, measure_caption
 from model.data.token_labels import HIGHLIGHT, display_labels, pieces_text
 from model.figures.layout import (
     DEFAULT_WIDTH,
@@ -102,6 +102,9 @@ def trace_details(trace, options: FigureOptions, pieces_shown: bool = True) -> l
         where.append(f"heads knocked out: {', '.join(trace.masked_heads)}")
     if trace.measure:
         lines.append(measure_caption(trace))
+        integration = integration_note(trace)  # integrated gradients: the gap, and any prediction not converged
+        if integration:
+            lines.append(f"Integrated gradients, {integration}")
     if trace.level == "word":
         where.append(f"word level: {trace.n_steps} target words (keys summed over a word's pieces, queries averaged)")
     elif pieces_shown and any(label.startswith("·") for label in display_labels(trace.source_tokens + trace.target_tokens)):

@@ -109,6 +109,32 @@ def test_attribute_writes_every_measure_as_data_and_figure(measure, toy_fr_bundl
     assert_figure(figure, texts=(MEASURES[measure].label.split(" ")[0], "cat", "sleeps"))
 
 
+def test_attribute_reports_the_integrated_gradients_gap_and_flags_what_did_not_converge(model_file, tmp_path, capsys, monkeypatch):
+    from model.attribution import gradients
+    from model.attribution.integration import gap_percent
+
+    out = tmp_path / "ig.npz"
+    text = ["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", "ig", "--out"]
+    assert main([*text, str(out)]) == 0
+    printed = capsys.readouterr()
+    with np.load(out, allow_pickle=False) as arrays:
+        gaps, points = arrays["completeness_gap"], arrays["integration_points"]
+        assert arrays["integration_converged"].all() and np.all(gaps <= 0.01) and np.all(points >= 129)
+    median, most = gap_percent(float(np.median(gaps))), gap_percent(float(gaps.max()))
+    assert f"completeness gap {median} median, {most} at most" in printed.out
+    assert f"converged at {len(gaps)} of {len(gaps)}" in printed.out and "warning" not in printed.err
+    # A gap of exactly 0 is never reached, and 129 points allow no refinement: every prediction is flagged.
+    monkeypatch.setattr(gradients, "IG_GAP_TOLERANCE", 0.0)
+    monkeypatch.setattr(gradients, "IG_MAX_POINTS", 129)
+    figure = tmp_path / "ig.svg"
+    assert main([*text, str(figure)]) == 0
+    printed = capsys.readouterr()
+    assert printed.err.startswith("warning: integrated gradients did not converge at steps 1 (gap ")
+    assert all(f"{step + 1} (gap " in printed.err for step in range(len(gaps)))
+    assert f"converged at 0 of {len(gaps)}" in printed.out
+    assert_figure(figure, texts=("Integrated gradients, step", "NOT CONVERGED within 129 points"))
+
+
 def test_attribute_says_which_kinds_a_measure_lacks(model_file, tmp_path, capsys):
     figure = tmp_path / "alti.png"
     assert main(["attribute", "--model", str(model_file), "--text", "the cat", "--measure", "alti", "--out", str(figure)]) == 1

@@ -6,13 +6,18 @@ controller computes: tests/explorer/controllers/test_measures_controller.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from model.attribution.measures import NAMES
+from explorer.controllers.measures import Contrast
+from explorer.tabs.explore_measures import ExploreMeasures
+from explorer.widgets.contrast_view import ContrastView
+from model.attribution.measures import NAMES, integration_note
+from model.decoding.trace import Trace
 from model.kinds import AttentionKind
 from tests.explorer.gui_helpers import explore_window
 
@@ -53,10 +58,50 @@ def test_a_measure_replaces_the_weights_in_every_view(qtbot, open_window, toy_fr
     tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))
     choose(qtbot, tab, "ig")
     assert tab.measure_box.measure == "ig" and "Integrated gradients" in tab.focus_matrix.title
+    qtbot.waitUntil(lambda: "completeness gap" in tab.focus._title, timeout=120000)  # the job's rows have arrived
+    assert integration_note(tab.shown) in tab.focus._title  # read from the trace
+    assert "Integrated gradients, step" in tab.export_view("focus", tmp_path / "ig.svg").read_text(encoding="utf-8")
+    # Stepping back shows the rows already computed at once.
+    window.explore.step_back()
+    assert tab.shown.measure == "ig"
     # Another family: every measure but the weights disabled.
     window.explore.set_model(toy_fr_rnn_bundle[0])
     qtbot.waitUntil(lambda: window.explore.trace is not None)
     assert not items.item(NAMES.index("norm")).isEnabled() and items.item(0).isEnabled()
+
+
+def test_the_integrated_gradients_gap_is_shown_from_the_data_the_views_are_given(qtbot):
+    n = 3
+    trace = Trace(
+        None,
+        np.zeros((1, 1, n, n), np.float32),
+        np.zeros((1, 1, n, 2), np.float32),
+        ["▁a", "</s>"],
+        ["▁x", "▁y", "</s>"],
+        ["<s>", "▁x", "▁y"],
+        measure="ig",
+        source_share=np.array([0.5, 0.25, 0.75], np.float32),
+        completeness_gap=np.array([0.004, 0.2, 0.001], np.float32),
+        integration_points=np.array([1153, 8192, 129]),
+        integration_converged=np.array([True, False, True]),
+    )
+    title = ExploreMeasures.focus_title("Cross-attention: Integrated gradients", trace)
+    assert title == (
+        "Cross-attention: Integrated gradients · step 3: 75% source, 25% target prefix · step 3: completeness gap 0.1% "
+        "(converged, 129 points); NOT CONVERGED at step 2 (gap up to 20.0%): approximate"
+    )
+    assert ExploreMeasures.focus_title("T", trace.at_step(1)).endswith("step 1: completeness gap 0.4% (converged, 1,153 points)")
+    assert "step 2: completeness gap 20.0%: NOT CONVERGED within 8,192 points" in ExploreMeasures.focus_title("T", trace.at_step(2))
+    assert ExploreMeasures.focus_title("T", replace(trace, measure="norm", completeness_gap=np.zeros(0))).count("gap") == 0
+    view = ContrastView()
+    qtbot.addWidget(view)
+    contrast = Contrast(1, "▁y", "▁z", "ig", ["▁a", "</s>"], np.ones(2), ["<s>", "▁x"], np.ones(2), 0.3, 8192, False)
+    view.set_contrast(contrast)
+    assert "completeness gap 30.0%: NOT CONVERGED within 8,192 points" in view.title.text()
+    view.set_contrast(replace(contrast, completeness_gap=0.002, points=385, converged=True))
+    assert "completeness gap 0.2% (converged, 385 points)" in view.title.text()
+    view.set_contrast(replace(contrast, method="grad-input"))
+    assert "completeness gap" not in view.title.text()
 
 
 def test_ctrl_click_on_a_candidate_says_why_not_that_one(qtbot, open_window, toy_fr_bundle):
