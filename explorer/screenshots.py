@@ -144,14 +144,15 @@ def measure_shots(app, window, shot) -> int:
     importance = tab.readings.importance
     importance.compute(100)
     _wait(app, 600, lambda: importance.curve is not None)
-    window.explore.toggle_head(Head(AttentionKind.CROSS, 2, 3))  # the best-aligning head (AER 0.132)
+    # the best-aligning head: layer 3, head 1, AER 0.126 on 200 toy-fr test pairs, seed 0 (evaluate's default)
+    window.explore.toggle_head(Head(AttentionKind.CROSS, 2, 0))
     tab.views.setCurrentWidget(tab.grid)
     shot("importance-grid-knocked-out")
     tab.views.setCurrentWidget(tab.readings.importance_view)
     shot("pruning-curve")
     window.explore.restore_heads()
     tab.views.setCurrentWidget(tab.readings.alignment_view)
-    tab.readings.alignment.compute(30)
+    tab.readings.alignment.compute()  # the app's default pairs and seed: the best head evaluate reports
     _wait(app, 900, lambda: tab.readings.alignment.table is not None)
     shot("alignment-table")
     window.close()

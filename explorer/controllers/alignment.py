@@ -1,10 +1,13 @@
 """Which reading aligns best: the alignment table of the explored model, computed off the window's thread.
 
 ``compute`` scores every measure of cross-attention (model/attribution/measures.py) and every head against
-toy-fr's gold word alignments (model/attribution/alignment_table.py) on fresh pairs, in a job of the runner's
-"alignment-table" channel. The model scored is the one the user explores, heads knocked out included, copied first
-so the measures' hooks never touch the model the window decodes with. The job's cancel token is read before every
-pair; a new model drops the run and clears the table (``ready(None)``).
+toy-fr's gold word alignments (model/attribution/alignment_table.py) on the pairs every AER of the app is measured
+on (``aer_pairs``: 200 held-out toy-fr test pairs drawn with seed 0 by default; the count and seed are the user's),
+in a job of the runner's "alignment-table" channel. The table keeps the count and seed, and its best head is the
+one ``evaluate``, ``heads`` and ``compare`` report for the same settings. The model scored is the one the user
+explores, heads knocked out included, copied first so the measures' hooks never touch the model the window decodes
+with. The job's cancel token is read before every pair; a new model drops the run and clears the table
+(``ready(None)``).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner, user_message
 from model.attribution.alignment_table import AlignmentTable, alignment_table
 from model.attribution.measures import NAMES
+from model.data.corpora import CorpusSpec
 from model.errors import UserError
 from model.family import Bundle
-from model.inspection.comparison import alignment_pairs, aligns_toy_fr
+from model.inspection.alignment import AER_PAIRS, AER_SEED, aer_pairs
+from model.inspection.comparison import aligns_toy_fr
 from model.nn.masking import masked_model
 
-DEFAULT_PAIRS = 30
+DEFAULT_PAIRS = AER_PAIRS  # the app's one default: the same pairs as evaluate, heads and compare
 CHANNEL = "alignment-table"
 NO_GOLD = (
     "Gold word alignments exist for toy-fr only: the alignment table scores the cross-attention of a model "
@@ -58,9 +63,13 @@ def scored_bundle(explore: ExploreController) -> Any:
     )
 
 
-def score(job: Job, bundle: Any, n_pairs: int, names: tuple[str, ...]) -> AlignmentTable:
-    """In the job's thread: the table over ``n_pairs`` fresh pairs, progress after every pair."""
-    return alignment_table(bundle, alignment_pairs(n_pairs), names, on_progress=job.progress, cancelled=job.token.is_cancelled)
+def score(job: Job, bundle: Any, corpus: CorpusSpec, n_pairs: int, seed: int, names: tuple[str, ...]) -> AlignmentTable:
+    """In the job's thread: the table over ``n_pairs`` held-out pairs of ``corpus`` drawn with ``seed``, progress after
+    every pair."""
+    pairs = aer_pairs(corpus, n_pairs, seed)
+    return alignment_table(
+        bundle, pairs, names, on_progress=job.progress, cancelled=job.token.is_cancelled, corpus=corpus.name, seed=seed
+    )
 
 
 class AlignmentController:
@@ -85,14 +94,19 @@ class AlignmentController:
         """Why the explored model cannot be scored ('' when it can)."""
         return model_without_gold(self.explore.bundle)
 
-    def compute(self, n_pairs: int = DEFAULT_PAIRS, names: Sequence[str] | None = None) -> bool:
-        """Score ``names`` (every measure when None) on ``n_pairs`` fresh toy-fr pairs in a job; a run under way is
-        replaced. False, with a message, when the model cannot be scored."""
+    def compute(self, n_pairs: int = DEFAULT_PAIRS, names: Sequence[str] | None = None, seed: int = AER_SEED) -> bool:
+        """Score ``names`` (every measure when None) on ``n_pairs`` held-out toy-fr pairs drawn with ``seed``, in a
+        job; a run under way is replaced. False, with a message, when the model cannot be scored."""
         why = self.unavailable()
         if why:
             self.message.emit(why)
             return False
+        if n_pairs < 1:
+            self.message.emit("The alignment table needs at least one pair.")
+            return False
         chosen = tuple(names) if names is not None else NAMES
+        assert self.explore.bundle is not None and self.explore.bundle.corpus is not None  # unavailable() said so
+        corpus = CorpusSpec.from_dict(self.explore.bundle.corpus.to_dict())  # the job's own copy
         try:
             bundle = scored_bundle(self.explore)
         except (UserError, RuntimeError, ValueError) as error:  # the knocked-out heads cannot be copied
@@ -102,7 +116,7 @@ class AlignmentController:
         self.done_pairs = 0
         self.runner.submit(
             CHANNEL,
-            lambda job: score(job, bundle, int(n_pairs), chosen),
+            lambda job: score(job, bundle, corpus, int(n_pairs), int(seed), chosen),
             on_progress=self._on_progress,
             on_done=self._on_done,
             on_cancelled=self._on_cancelled,

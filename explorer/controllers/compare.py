@@ -4,8 +4,10 @@ The Explore tab's "Side by side" view puts the explored model next to this one (
 cross-attention head next to the RNN's attention). It listens to the Explore controller: a new sentence is decoded
 again here with the same options, and each step forward or back, jump or reset moves this decoding to the same step
 (when the explored decoding has ended, this one runs to its own end). Which head each side shows is chosen once per
-model, in a job of the runner, by its alignment with toy-fr's gold alignments (model/inspection/comparison.py); a
-sentence drawn from toy-fr keeps its gold pair, so each side also gets its AER on that sentence.
+model, in a job of the runner, by its alignment with toy-fr's gold alignments (model/inspection/comparison.py: the
+app's one best head, on ``aer_pairs`` held-out toy-fr test pairs drawn with ``aer_seed``, 200 and 0 by default as
+everywhere, both named beside the AER); a sentence drawn from toy-fr keeps its gold pair, so each side also gets its
+AER on that sentence.
 It emits ``changed`` with the panels to draw (or an empty list) and the note to show above them, and ``message``
 with what the user should read.
 """
@@ -23,6 +25,7 @@ from model.decoding.stepper import Stepper
 from model.decoding.trace import Trace
 from model.errors import UserError
 from model.family import Bundle
+from model.inspection.alignment import AER_PAIRS, AER_SEED
 from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.io.models import open_model
 from model.kinds import AttentionKind
@@ -63,6 +66,7 @@ class CompareController:
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
         self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
+        self.aer_pairs, self.aer_seed = AER_PAIRS, AER_SEED  # the pairs each best head is measured on
         self._was_running = False
         self._channels: set[str] = {OPEN_CHANNEL}  # the runner's channels of this controller's jobs
         explore.trace_changed.connect(self._on_trace_changed)
@@ -155,11 +159,16 @@ class CompareController:
                 self.choices[key] = (bundle, choice)
                 self._publish()
 
+        count, seed = self.aer_pairs, self.aer_seed
+
+        def measure(_job) -> HeadChoice:
+            return best_alignment_head(bundle, count, seed)
+
         channel = f"compare-head-{key}"
         self._channels.add(channel)
         self.runner.submit(
             channel,
-            lambda job: best_alignment_head(bundle),
+            measure,
             on_done=done,
             on_error=lambda text: self.message.emit(
                 f"The best alignment head of {model_name(bundle)} could not be measured: {text}"

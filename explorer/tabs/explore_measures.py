@@ -76,7 +76,7 @@ class ExploreMeasures:
 
 def wire_alignment(view: AlignmentView, alignment: AlignmentController) -> None:
     """The AER table view shows what the alignment controller reports and sends it the user's requests."""
-    view.score_requested.connect(alignment.compute)
+    view.score_requested.connect(lambda n_pairs, seed: alignment.compute(n_pairs, seed=seed))
     view.cancel_requested.connect(alignment.cancel)
     alignment.progress.connect(view.set_progress)
     alignment.ready.connect(lambda table: view.show_table(table, alignment.unavailable()))

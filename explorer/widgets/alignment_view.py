@@ -6,7 +6,12 @@ per-head measure's heads, a layer-wide measure's map, a rollout read through tha
 the saliencies. A cell is the reading's AER on the pairs scored (lower is better), empty where the measure has
 no such reading; each column's best cell is bold on a highlighted background, and the last row names it.
 
-The view shows plain data: its buttons ask for a run (``score_requested(pairs)``) or its end
+The pairs are the app's one AER set (model/inspection/alignment.py): N held-out toy-fr test pairs drawn with a
+seed, 200 and 0 by default as on the command line; the status line names the best cross-attention head with its AER,
+the count and the seed ("layer 3, head 1: AER 0.126 on 200 toy-fr test pairs, seed 0"), and every cell's tooltip
+says them too.
+
+The view shows plain data: its buttons ask for a run (``score_requested(pairs, seed)``) or its end
 (``cancel_requested``), and the Explore tab calls ``set_running``, ``set_progress``, ``show_table`` and
 ``show_message`` with what the alignment controller (explorer/controllers/alignment.py) reports. ``message``
 carries what the view itself has to say (saving the CSV); the label under the buttons shows those and the
@@ -36,15 +41,19 @@ from PySide6.QtWidgets import (
 
 from model.attribution.alignment_table import AlignmentTable
 from model.attribution.measures import MEASURES
+from model.inspection.alignment import AER_PAIRS, AER_SEED
 
-DEFAULT_PAIRS, MIN_PAIRS, MAX_PAIRS = 30, 5, 500
+DEFAULT_PAIRS, MIN_PAIRS, MAX_PAIRS = AER_PAIRS, 5, 1000
+MAX_SEED = 999_999
 BEST_ROW = "best"
 BEST_BACKGROUND = QColor("#cfe8cf")  # pale green: the best reading of a column
 BEST_FOREGROUND = QColor("#000000")  # readable on it in a dark theme too
 AER_ROLE = Qt.ItemDataRole.UserRole + 1  # the cell's AER as a float (the text is rounded)
 NOTE = (
-    "AER of each reading of cross-attention against toy-fr's gold word alignments, {n} fresh pairs "
-    "teacher-forced on their references; lower is better. Integrated gradients and the gradient methods take longest."
+    "AER of each reading of cross-attention against toy-fr's gold word alignments, on {n} toy-fr test pairs (held "
+    "out of training) drawn with seed {seed}, teacher-forced on their references; lower is better. The same count "
+    "and seed give the same best head as evaluate, heads and compare (--aer-pairs {n} --aer-seed {seed}). "
+    "Integrated gradients and the gradient methods take longest."
 )
 
 # A reading: ("head", layer, head), ("layer", layer) or ("one",), 0-based.
@@ -92,7 +101,7 @@ def describe_reading(result, reading: Reading) -> str:
 
 class AlignmentView(QWidget):
     message = Signal(str)  # what the view has to say itself (a CSV saved, or why it was not)
-    score_requested = Signal(int)  # score every measure on this many fresh pairs
+    score_requested = Signal(int, int)  # score every measure on this many held-out pairs, drawn with this seed
     cancel_requested = Signal()
 
     def __init__(self) -> None:
@@ -102,11 +111,18 @@ class AlignmentView(QWidget):
         self.best_cells: dict[int, int] = {}  # column -> row of its best reading
 
         self.score_button = QPushButton("Score every measure")
-        self.score_button.setToolTip("Compute the AER of every measure and head on fresh toy-fr pairs (in the background)")
+        self.score_button.setToolTip("Compute the AER of every measure and head on held-out toy-fr test pairs (in the background)")
         self.pairs = QSpinBox()
         self.pairs.setRange(MIN_PAIRS, MAX_PAIRS)
         self.pairs.setValue(DEFAULT_PAIRS)
-        self.pairs.setToolTip("How many fresh toy-fr pairs with gold alignments to score on")
+        self.pairs.setToolTip(
+            f"How many toy-fr test pairs (held out of training, with gold alignments) to score on; {AER_PAIRS} as "
+            "evaluate, heads and compare by default"
+        )
+        self.seed = QSpinBox()
+        self.seed.setRange(0, MAX_SEED)
+        self.seed.setValue(AER_SEED)
+        self.seed.setToolTip(f"The seed that draws the pairs from the test split ({AER_SEED} by default, as on the command line)")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
@@ -119,6 +135,8 @@ class AlignmentView(QWidget):
         controls.addWidget(self.score_button)
         controls.addWidget(QLabel("Pairs:"))
         controls.addWidget(self.pairs)
+        controls.addWidget(QLabel("Seed:"))
+        controls.addWidget(self.seed)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
         controls.addWidget(self.save_button)
@@ -142,18 +160,19 @@ class AlignmentView(QWidget):
         self.cancel_button.clicked.connect(self._on_cancel_clicked)
         self.save_button.clicked.connect(self._on_save_clicked)
         self.pairs.valueChanged.connect(self._on_pairs_changed)
+        self.seed.valueChanged.connect(lambda _seed: self._on_pairs_changed(self.pairs.value()))
         self._on_pairs_changed(self.pairs.value())
 
     # --- the controls ---------------------------------------------------------------------------
     def _on_score_clicked(self) -> None:
         self.status.clear()
-        self.score_requested.emit(self.pairs.value())
+        self.score_requested.emit(self.pairs.value(), self.seed.value())
 
     def _on_cancel_clicked(self) -> None:
         self.cancel_requested.emit()
 
     def _on_pairs_changed(self, value: int) -> None:
-        self.note.setText(NOTE.format(n=value))
+        self.note.setText(NOTE.format(n=value, seed=self.seed.value()))
         if not self.running:
             self.progress.setRange(0, value)
             self.progress.setValue(0)
@@ -221,16 +240,18 @@ class AlignmentView(QWidget):
             header = QTableWidgetItem(measure.label)
             header.setToolTip(measure.what)
             self.table.setHorizontalHeaderItem(column, header)
-            self._fill_column(column, result, readings, table.n_pairs)
+            self._fill_column(column, result, readings, table.where())
         for row, (name, _) in enumerate(readings):
             self.table.setVerticalHeaderItem(row, QTableWidgetItem(name))
         best = QTableWidgetItem(BEST_ROW)
         best.setToolTip("Each measure's reading with the lowest AER")
         self.table.setVerticalHeaderItem(len(readings), best)
         self.table.setUpdatesEnabled(True)
-        self.status.setText(f"Scored on {table.n_pairs} toy-fr pairs; the best reading of each measure is in bold.")
+        best_head = table.best_head()
+        head = f" Best cross-attention head: {best_head}." if best_head else ""
+        self.status.setText(f"Scored on {table.where()}; the best reading of each measure is in bold.{head}")
 
-    def _fill_column(self, column: int, result, readings: list[tuple[str, Reading]], n_pairs: int) -> None:
+    def _fill_column(self, column: int, result, readings: list[tuple[str, Reading]], where: str) -> None:
         """One measure's cells, its best one marked, and its best reading in the last row."""
         best_row, best_aer, best_cell = -1, float("inf"), None
         for row, (_, reading) in enumerate(readings):
@@ -240,7 +261,7 @@ class AlignmentView(QWidget):
             item = QTableWidgetItem(f"{aer:.3f}")
             item.setData(AER_ROLE, aer)
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            item.setToolTip(f"{describe_reading(result, reading)}: AER {aer:.4f} on {n_pairs} pairs")
+            item.setToolTip(f"{describe_reading(result, reading)}: AER {aer:.4f} on {where}")
             self.table.setItem(row, column, item)
             if aer < best_aer:  # the first of equals, as MeasureAlignment.best() chooses
                 best_row, best_aer, best_cell = row, aer, item
@@ -255,5 +276,5 @@ class AlignmentView(QWidget):
         summary = QTableWidgetItem(f"{readings[best_row][0]}: {best_aer:.3f}")
         summary.setData(AER_ROLE, best_aer)
         summary.setFont(font)
-        summary.setToolTip(f"{describe_reading(result, readings[best_row][1])} aligns best: AER {best_aer:.4f}")
+        summary.setToolTip(f"{describe_reading(result, readings[best_row][1])} aligns best: AER {best_aer:.4f} on {where}")
         self.table.setItem(len(readings), column, summary)

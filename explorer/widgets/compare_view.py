@@ -61,7 +61,8 @@ class CompareView(QWidget):
         for column, (heading, box, heatmap) in enumerate(zip(self.headings, self.head_boxes, self.heatmaps)):
             heading.setWordWrap(True)
             box.setToolTip(
-                "The head shown: the best-aligning one (by AER on toy-fr's gold alignments), a layer's mean, or any head"
+                "The head shown: the best-aligning one (by AER on toy-fr's gold alignments, on the pairs and seed named "
+                "above: the head evaluate reports for them), a layer's mean, or any head"
             )
             box.activated.connect(lambda index, side=column: self._on_head_chosen(side, index))
             grid.addWidget(heading, 0, column)

@@ -5,7 +5,10 @@ measure computed over it (model/attribution/measures.py), and each measure's cro
 head and its layer's mean for a measure per head, per layer for a layer-wide one, the one map of a saliency —
 becomes word alignments as raw attention does (model/inspection/alignment.py: keys summed over a word's
 pieces, queries averaged, each target word linked to the source word it reads most). Counts are summed over
-the pairs (corpus-level AER, Och & Ney 2003).
+the pairs (corpus-level AER, Och & Ney 2003). The raw attention and Shift-Att columns are the two readings of
+``cross_attention_aer`` itself, so the table's attention heads, its best head, and what ``evaluate`` and ``compare``
+report on the same pairs are one computation (the pairs: ``aer_pairs``, 200 held-out pairs drawn with seed 0 by
+default; the table keeps their corpus and seed, and its CSV and summary say them).
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from model.data.corpora import Pair
 from model.decoding.trace import group_matrix
 from model.family import Bundle
 from model.files import atomic_output
-from model.inspection.alignment import AlignmentCounts, alignment_links, gold_word_groups
+from model.inspection.alignment import (
+    READINGS,
+    AlignmentCounts,
+    AlignmentReport,
+    aer_where,
+    alignment_links,
+    cross_attention_aer,
+    gold_word_groups,
+)
 from model.kinds import AttentionKind
 
 
@@ -55,19 +66,37 @@ class MeasureAlignment:
         return min(self.places(), key=lambda row: row[1])
 
 
+RAW_READINGS = {"attention": "predicting", "shift-att": "input"}  # the measures that are cross_attention_aer's readings
+
+
 @dataclass
 class AlignmentTable:
     measures: list[MeasureAlignment] = field(default_factory=list)
     n_pairs: int = 0
+    corpus: str = ""  # the corpus whose test pairs were scored ("" for a caller's own pairs)
+    seed: int | None = None  # the seed that drew them
+    report: AlignmentReport | None = None  # raw cross-attention's AER on the same pairs: the best head
+
+    def where(self) -> str:
+        """'200 toy-fr test pairs, seed 0': what the table was measured on."""
+        return aer_where(self.corpus, self.n_pairs, self.seed)
+
+    def best_head(self) -> str:
+        """'layer 3, head 1: AER 0.126 on 200 toy-fr test pairs, seed 0', the app's best head ('' when none was read)."""
+        if self.report is None or not self.report.n_pairs:
+            return ""
+        aer, layer, head, _ = self.report.best
+        return f"layer {layer + 1}, head {head + 1}: AER {aer:.3f} on {self.where()}"
 
     def write_csv(self, path: str | Path) -> None:
-        """measure, reading, AER: every row of the table (written atomically)."""
+        """measure, reading, AER, pairs, seed: every row of the table (written atomically)."""
         with atomic_output(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["measure", "reading", "aer", "pairs"])
+            writer.writerow(["measure", "reading", "aer", "pairs", "seed"])
+            seed = "" if self.seed is None else self.seed
             for result in self.measures:
                 for where, aer in result.places():
-                    writer.writerow([result.measure, where, f"{aer:.4f}", self.n_pairs])
+                    writer.writerow([result.measure, where, f"{aer:.4f}", self.n_pairs, seed])
 
     def summary(self) -> list[str]:
         """One line per measure: its best reading and the mean over layers of its layer readings."""
@@ -85,11 +114,15 @@ def alignment_table(
     names: tuple[str, ...] = NAMES,
     on_progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    corpus: str = "",
+    seed: int | None = None,
 ) -> AlignmentTable:
-    """The AER of every measure in ``names`` the model defines for cross-attention, over the gold ``pairs``."""
+    """The AER of every measure in ``names`` the model defines for cross-attention, over the gold ``pairs`` (drawn from
+    ``corpus``'s test split with ``seed``: ``aer_pairs``; the table keeps both to say them)."""
     model, config = bundle.model, bundle.config
     names = tuple(n for n in names if not unsupported(model, n, AttentionKind.CROSS))
     pairs = [p for p in pairs if p.alignment]
+    report = cross_attention_aer(bundle, pairs)  # raw attention, both readings: batched, a fraction of the time
     examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
     counts: dict[str, tuple[AlignmentCounts, AlignmentCounts]] = {}
     used = 0
@@ -100,24 +133,34 @@ def alignment_table(
         groups = gold_word_groups(bundle, pair, pieces, target_pieces)
         if groups is None:
             continue
-        source_groups, target_groups = groups
         used += 1
-        gold = set(pair.alignment)
         for name in names:
-            shares = compute_measure(model, list(source_ids), list(target_ids[1:]), name).shares[AttentionKind.CROSS]
-            words = group_matrix(shares[:, :, : len(target_pieces), : len(pieces)], target_groups, source_groups)  # [L, H, Tw, Sw]
-            if name not in counts:
-                counts[name] = (AlignmentCounts(words.shape[:2]), AlignmentCounts(words.shape[:1]))
-            head_counts, layer_counts = counts[name]
-            for layer in range(words.shape[0]):
-                for head in range(words.shape[1]):
-                    head_counts.add((layer, head), alignment_links(words[layer, head]), gold)
-                layer_counts.add(layer, alignment_links(words[layer].mean(0)), gold)
+            if name not in RAW_READINGS:
+                _count_measure(counts, model, name, pair, source_ids, target_ids, groups)
         if on_progress is not None:
             on_progress(index + 1, len(pairs))
-    table = AlignmentTable(n_pairs=used)
+    table = AlignmentTable(n_pairs=used, corpus=corpus, seed=seed, report=report)
     for name in names:
-        if name in counts:
+        if name in RAW_READINGS and report.n_pairs:
+            reading = READINGS.index(RAW_READINGS[name])
+            table.measures.append(MeasureAlignment(name, report.head_aer[reading], report.layer_aer[reading]))
+        elif name in counts:
             head_counts, layer_counts = counts[name]
             table.measures.append(MeasureAlignment(name, head_counts.aer(), layer_counts.aer()))
     return table
+
+
+def _count_measure(counts: dict, model, name: str, pair: Pair, source_ids, target_ids, groups) -> None:
+    """Add one pair's links under measure ``name`` to its (head, layer) counts."""
+    pieces, target_pieces = source_ids[:-1], target_ids[1:-1]
+    source_groups, target_groups = groups
+    gold = set(pair.alignment)
+    shares = compute_measure(model, list(source_ids), list(target_ids[1:]), name).shares[AttentionKind.CROSS]
+    words = group_matrix(shares[:, :, : len(target_pieces), : len(pieces)], target_groups, source_groups)  # [L, H, Tw, Sw]
+    if name not in counts:
+        counts[name] = (AlignmentCounts(words.shape[:2]), AlignmentCounts(words.shape[:1]))
+    head_counts, layer_counts = counts[name]
+    for layer in range(words.shape[0]):
+        for head in range(words.shape[1]):
+            head_counts.add((layer, head), alignment_links(words[layer, head]), gold)
+        layer_counts.add(layer, alignment_links(words[layer].mean(0)), gold)

@@ -1,5 +1,7 @@
 """``transformer-explorer compare``: two models' cross-attention on one sentence, side by side in one figure,
-each showing its best alignment head with its AER (the Explore tab's "Side by side" view, without a window).
+each showing its best alignment head with its AER (the Explore tab's "Side by side" view, without a window): the
+app's one best head, measured on ``--aer-pairs`` held-out toy-fr pairs drawn with ``--aer-seed`` (200 and 0 by
+default, as ``evaluate`` and ``heads`` measure it), the pairs and seed printed beside the AER and in the figure.
 
     transformer-explorer compare --model default --with rnn-bahdanau --toy-fr 3 --out pair.pdf
     transformer-explorer compare --model default --with rnn-bahdanau --text "the cat sleeps" --out pair.png
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
-from model.cli.options import CommandError
+from model.cli.options import CommandError, aer_arguments, check_aer_pairs
 from model.data.corpora import toy_fr
 from model.figures.comparison import pair_figure
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
@@ -34,6 +36,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--step", type=int, help="decoding steps to show (default: each model's whole translation)")
     add_figure_arguments(parser)
     parser.add_argument("--pieces", action="store_true", help="sub-word pieces instead of words")
+    aer_arguments(parser)
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(FIGURE_SUFFIXES)})")
 
 
@@ -42,6 +45,7 @@ def run_compare(args) -> int:
         raise CommandError(f"--toy-fr must be a sentence number from 1 to 100000, got {args.toy_fr}")
     if args.step is not None and args.step < 0:
         raise CommandError(f"--step must be 0 or more, got {args.step}")
+    check_aer_pairs(args)
     if not args.toy_fr and not (args.text or "").strip():
         raise CommandError("--text is empty: give a sentence, or --toy-fr N for a toy-fr sentence with gold alignments")
     options = figure_options(args)
@@ -59,7 +63,9 @@ def run_compare(args) -> int:
         bundle = open_model(name)
         if AttentionKind.CROSS not in bundle.family.capabilities.kinds:
             raise CommandError(f"{model_name(name)} has no cross-attention to compare ({bundle.describe()})")
-        panel = decoded_panel(model_name(name), bundle, text, step=args.step, gold=gold)
+        panel = decoded_panel(
+            model_name(name), bundle, text, step=args.step, gold=gold, aer_pairs=args.aer_pairs, aer_seed=args.aer_seed
+        )
         panels.append(panel)
         print(f"{panel.heading()}\n  output: {panel.trace.target_text}")
     save_figure(pair_figure(panels, options, word_level=not args.pieces), out, args.dpi)

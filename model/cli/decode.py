@@ -14,8 +14,19 @@ import numpy as np
 import torch
 
 from model.cli.labels import print_labels, report_label_scores
-from model.cli.options import CommandError, alpha, corpus_arguments, corpus_spec, forces, load_bundle, mask_heads_argument, positive
-from model.data.corpora import BUILTIN_CORPORA, Pair, evaluation_pairs, generate_builtin
+from model.cli.options import (
+    CommandError,
+    aer_arguments,
+    alpha,
+    check_aer_pairs,
+    corpus_arguments,
+    corpus_spec,
+    forces,
+    load_bundle,
+    mask_heads_argument,
+    positive,
+)
+from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, evaluation_pairs, generate_builtin
 from model.data.token_labels import display_mask_candidate
 from model.data.tokenizer import unknown_note
 from model.decoding.beam import BeamTree, beam_search
@@ -24,7 +35,7 @@ from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.family import Architecture, Bundle
 from model.files import check_output
-from model.inspection.alignment import cross_attention_aer
+from model.inspection.alignment import aer_corpus, aer_where, measured_aer
 from model.inspection.heads import all_head_statistics
 from model.io.models import model_source
 from model.nn.masking import masked_model, parse_heads
@@ -47,7 +58,7 @@ def add_evaluate_arguments(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--device", default="cpu")
-    evaluate.add_argument("--aer-pairs", type=int, default=500, help="pairs scored for alignment error rate")
+    aer_arguments(evaluate, none=True)
 
 
 def add_trace_arguments(trace: argparse.ArgumentParser) -> None:
@@ -127,26 +138,30 @@ def run_translate(args) -> int:
     return 0
 
 
-def _alignment_fields(bundle: Bundle, aligned: list[Pair]) -> dict[str, Any]:
-    """The best cross-attention head's AER against the pairs' gold alignments (nothing without any)."""
-    if not aligned:
+def _alignment_fields(bundle: Bundle, args, evaluated: CorpusSpec | None) -> dict[str, Any]:
+    """The best cross-attention head's AER on ``--aer-pairs`` held-out pairs drawn with ``--aer-seed`` (the app's one
+    definition, model/inspection/alignment.py), with what it was measured on; nothing without gold alignments."""
+    if not args.aer_pairs:
         return {}
-    report = cross_attention_aer(bundle, aligned)
-    if not report.n_pairs:
+    report = measured_aer(bundle, args.aer_pairs, args.aer_seed, aer_corpus(bundle, evaluated))
+    if report is None or not report.n_pairs:
         return {}
     aer, layer, head, reading = report.best
     return dict(
         aer=round(aer, 6),
         aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
-        aer_layer_average=round(float(report.layer_aer.min()), 6),
+        aer_layer_average=round(float(report.layer_aer[0].min()), 6),
         aer_pairs=report.n_pairs,
+        aer_seed=report.seed,
+        aer_corpus=report.corpus,
+        aer_split="test",
     )
 
 
 def run_evaluate(args) -> int:
     positive("n", args.n)
-    if args.aer_pairs < 0:
-        raise CommandError(f"--aer-pairs must be 0 (no alignment error rate) or more, got {args.aer_pairs}")
+    check_aer_pairs(args, none=True)
+    evaluated = CorpusSpec(args.corpus) if args.target is None and args.corpus in BUILTIN_CORPORA else None
     bundle = load_bundle(args.model, args.device)
     can = bundle.family.capabilities
     labelled = can.labels
@@ -178,7 +193,7 @@ def run_evaluate(args) -> int:
         "token_accuracy": None if math.isnan(scores.token_accuracy) else round(scores.token_accuracy, 6),
         "n": scores.n,
     }
-    result.update(_alignment_fields(bundle, [p for p in pairs if p.alignment][: args.aer_pairs]))
+    result.update(_alignment_fields(bundle, args, evaluated))
     if args.json:
         print(json.dumps(result))
     else:
@@ -190,7 +205,8 @@ def run_evaluate(args) -> int:
         line = f"{what}: exact match {scores.exact_match:.4f}, BLEU {scores.bleu:.2f}, token accuracy {accuracy}"
         if "aer" in result:
             head = result["aer_head"]
-            line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f}"
+            where = aer_where(result["aer_corpus"], result["aer_pairs"], result["aer_seed"])
+            line += f"; best cross-attention head layer {head['layer']} head {head['head']}: AER {result['aer']:.3f} on {where}"
         print(line)
     return 0
 

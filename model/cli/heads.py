@@ -1,14 +1,17 @@
 """``transformer-explorer heads``: what each head of a model is worth, and how many can go.
 
     transformer-explorer heads --model default --corpus toy-fr --n 200 --importance heads.csv --prune-curve prune.csv
-    transformer-explorer heads --model default --corpus toy-fr --n 100 --aer-table aer.csv
+    transformer-explorer heads --model default --corpus toy-fr --aer-table aer.csv
 
 Head importance (Michel et al., NeurIPS 2019; model/attribution/importance.py) over N fresh pairs of a built-in
 translation corpus (at most its default size), or the first N pairs of the test split of a corpus file (more
 than either gives is refused, naming how many there are); then, with ``--prune-curve``, exact match and BLEU of greedy
 translations as heads are knocked out from the least important up. ``--aer-table``: the AER of every measure's
-reading of cross-attention (each head, each layer) against the gold alignments of the pairs (toy-fr's; a corpus
-without gold alignments is refused); model/attribution/alignment_table.py. Every table is CSV, written atomically.
+reading of cross-attention (each head, each layer) against gold alignments, on the pairs every AER of the app is
+measured on (``--aer-pairs`` of the held-out test split of the model's built-in corpus, drawn with ``--aer-seed``:
+200 and 0 by default; model/inspection/alignment.py), with the best head and what it was measured on printed
+(model/attribution/alignment_table.py); a model not trained on a built-in translation corpus, whose gold
+alignments these are, is refused. Every table is CSV, written atomically.
 Each stage shows a progress bar on stderr (not with ``--quiet``).
 """
 
@@ -26,10 +29,11 @@ from tqdm import tqdm
 from model.attribution.alignment_table import alignment_table
 from model.attribution.importance import TooManySentences, head_importance, heads_before_drop, measured_pairs, pruning_curve
 from model.attribution.measures import NAMES
-from model.cli.options import TRANSLATION_CORPORA, CommandError, corpus_arguments, corpus_spec
+from model.cli.options import TRANSLATION_CORPORA, CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import atomic_output, check_output
+from model.inspection.alignment import aer_corpus, aer_pairs
 from model.io.models import model_source, open_model
 
 DEFAULT_SENTENCES = 200
@@ -41,8 +45,9 @@ def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n",
         type=int,
-        help=f"sentences: fresh pairs of a built-in corpus (at most its default size), or the first N of a file's test "
-        f"split (default {DEFAULT_SENTENCES}, or all the split has if fewer)",
+        help=f"sentences of --importance and --prune-curve: fresh pairs of a built-in corpus (at most its default size), "
+        f"or the first N of a file's test split (default {DEFAULT_SENTENCES}, or all the split has if fewer); "
+        "--aer-table's are --aer-pairs",
     )
     parser.add_argument("--seed", type=int, default=12345, help="generation seed of the fresh pairs")
     parser.add_argument("--importance", metavar="OUT.csv", help="every head's importance (raw, per-layer normalised, rank)")
@@ -50,6 +55,7 @@ def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--every", type=int, default=1, help="prune curve: score after every N removals (default 1)")
     parser.add_argument("--aer-table", metavar="OUT.csv", help="AER of every measure and head against the gold alignments")
     parser.add_argument("--measures", default="", help="the measures of --aer-table, comma-separated (default: all)")
+    aer_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -103,6 +109,12 @@ def run_heads(args) -> int:
         raise CommandError("nothing to write: give --importance OUT.csv, --prune-curve OUT.csv, --aer-table OUT.csv")
     if (args.n is not None and args.n < 1) or args.every < 1:
         raise CommandError("--n and --every must be at least 1")
+    check_aer_pairs(args)
+    if args.n is not None and not args.importance and not args.prune_curve:
+        raise CommandError(
+            "--n counts the sentences of --importance and --prune-curve; --aer-table is measured on --aer-pairs "
+            "held-out pairs drawn with --aer-seed"
+        )
     protected = tuple(path for path in (model_source(args.model), args.corpus, args.target) if path)
     outputs = [path for path in (args.importance, args.prune_curve, args.aer_table) if path]
     for path in outputs:
@@ -124,7 +136,7 @@ def run_heads(args) -> int:
 def _measure(args, bundle: Bundle, pairs: list[Pair], measures: tuple[str, ...], progress) -> None:
     """The stages asked for, each table written as soon as it is ready."""
     if args.aer_table:
-        _write_aer_table(bundle, pairs, measures, args.aer_table, progress("AER table", "pair"))
+        _write_aer_table(args, bundle, measures, progress("AER table", "pair"))
         if not args.importance and not args.prune_curve:
             return
     importance = head_importance(bundle, pairs, progress("importance", "sentence"))
@@ -164,13 +176,20 @@ def _measures(text: str) -> tuple[str, ...]:
     return names
 
 
-def _write_aer_table(bundle: Bundle, pairs, measures: tuple[str, ...], path: str, progress) -> None:
-    if not any(pair.alignment for pair in pairs):
-        raise CommandError("the corpus has no gold word alignments to score against (toy-fr has them)")
-    table = alignment_table(bundle, pairs, measures, progress)
+def _write_aer_table(args, bundle: Bundle, measures: tuple[str, ...], progress) -> None:
+    """The table over the app's AER pairs (--aer-pairs, --aer-seed), then the best head and each measure's best."""
+    corpus = aer_corpus(bundle)
+    if corpus is None:
+        raise CommandError(
+            "gold word alignments come with the built-in translation corpora (toy-fr, copy, reverse, sort), and "
+            f"{bundle.describe()} was not trained on one"
+        )
+    pairs = aer_pairs(corpus, args.aer_pairs, args.aer_seed)
+    table = alignment_table(bundle, pairs, measures, progress, corpus=corpus.name, seed=args.aer_seed)
     if not table.n_pairs:
         raise CommandError("no pair's words matched the model's tokens; nothing to score")
-    table.write_csv(path)
-    print(f"wrote the AER of {len(table.measures)} measures over {table.n_pairs} gold pairs to {path}")
+    table.write_csv(args.aer_table)
+    print(f"wrote the AER of {len(table.measures)} measures on {table.where()} to {args.aer_table}")
+    print(f"best cross-attention head: {table.best_head()}")
     for line in table.summary():
         print(line)

@@ -11,6 +11,7 @@ from model.data.corpora import BUILTIN_CORPORA, CorpusSpec
 from model.device import resolve_device
 from model.errors import UserError
 from model.family import Bundle
+from model.inspection.alignment import AER_PAIRS, AER_SEED
 from model.io.models import open_model
 
 TRANSLATION_CORPORA = tuple(name for name in BUILTIN_CORPORA if CorpusSpec(name).task == "translation")
@@ -84,6 +85,29 @@ def corpus_arguments(
     parser.add_argument("--corpus", required=required, metavar="{" + ",".join(names) + ",PATH}", help=forms)
     parser.add_argument("--target", metavar="PATH", help="the target file of a Moses pair (with --corpus SOURCE)")
     parser.add_argument("--skip-malformed", action="store_true", help="skip malformed lines and report how many")
+
+
+def aer_arguments(parser: argparse.ArgumentParser, none: bool = False) -> None:
+    """``--aer-pairs`` and ``--aer-seed``: the held-out pairs every AER is measured on (model/inspection/alignment.py),
+    the same options and defaults on every command that reports an AER; ``none``: 0 pairs means no AER."""
+    zero = " (0: no AER)" if none else ""
+    parser.add_argument(
+        "--aer-pairs",
+        type=int,
+        default=AER_PAIRS,
+        metavar="N",
+        help=f"AER: N pairs of the test split of the model's corpus, with gold alignments (default {AER_PAIRS}){zero}",
+    )
+    parser.add_argument(
+        "--aer-seed", type=int, default=AER_SEED, metavar="S", help=f"AER: the seed that draws those pairs (default {AER_SEED})"
+    )
+
+
+def check_aer_pairs(args, none: bool = False) -> None:
+    """``--aer-pairs`` at least 1 (0 allowed where it means no AER), before anything slow."""
+    if args.aer_pairs < (0 if none else 1):
+        least = "0 (no alignment error rate) or more" if none else "at least 1"
+        raise CommandError(f"--aer-pairs must be {least}, got {args.aer_pairs}")
 
 
 def load_bundle(name: str, device: str = "cpu") -> Bundle:

@@ -4,21 +4,35 @@ Each gold pair is run teacher-forced through the inspection path; its piece-leve
 becomes word-level (keys summed over a word's pieces, queries averaged) and every target word is
 linked to the source word it attends to most. Two readings of the rows are scored: the step that
 *predicts* a word ("predicting") and the step where the word is the decoder's *input* ("input").
+
+One definition serves the whole app (``evaluate``, ``heads --aer-table``, ``compare``, the window's AER tab and its
+side-by-side view). The sentences are ``aer_pairs``: ``AER_PAIRS`` (200) pairs drawn with ``random.Random(AER_SEED)``
+(seed 0) from the *test split* of the built-in translation corpus the model was trained on, generated with its size
+and seed (the split training never saw: ``split_pairs`` puts each distinct source in one split by a hash of its
+text), every one with its gold word alignment. "The best head" is the single cross-attention head with the lowest
+corpus-level AER read at the step that predicts each word (``AlignmentReport.best``; the first in layer, head order
+on a tie). Count and seed are parameters everywhere, and every AER the app prints or draws names them:
+"AER 0.126 on 200 toy-fr test pairs, seed 0".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import random
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from model.data.batching import collate, encode_pairs
-from model.data.corpora import Pair
+from model.data.corpora import CorpusSpec, Pair, load_corpus
 from model.decoding.trace import group_matrix, word_groups
 from model.family import Bundle
+from model.kinds import AttentionKind
 
 READINGS = ("predicting", "input")
+AER_PAIRS = 200  # the default count of the pairs AER is measured on
+AER_SEED = 0  # the default seed that draws them from the test split
 
 
 @dataclass
@@ -27,17 +41,24 @@ class AlignmentReport:
     layer_aer: np.ndarray  # [readings, layers] of the mean over a layer's heads
     average_aer: np.ndarray  # [readings] of the mean over all layers and heads
     n_pairs: int
+    corpus: str = ""  # the corpus whose test pairs were scored ("" when the pairs were the caller's own)
+    seed: int | None = None  # the seed that drew them (None: the caller's own pairs)
 
     @property
     def best(self) -> tuple[float, int, int, str]:
-        """(AER, layer, head, reading) of the best single head."""
-        reading, layer, head = np.unravel_index(int(np.argmin(self.head_aer)), self.head_aer.shape)
-        return float(self.head_aer[reading, layer, head]), int(layer), int(head), READINGS[reading]
+        """(AER, layer, head, "predicting") of the best single head: the lowest AER read at the step that predicts
+        each word, the first in layer, head order on a tie. The app's one "best head"."""
+        layer, head, aer = self.ranking("predicting")[0]
+        return aer, layer, head, "predicting"
+
+    def where(self) -> str:
+        """What the AER was measured on: '200 toy-fr test pairs, seed 0' ('30 pairs' for a caller's own pairs)."""
+        return aer_where(self.corpus, self.n_pairs, self.seed)
 
     def ranking(self, reading: str = "predicting") -> list[tuple[int, int, float]]:
         """(layer, head, AER) from best to worst for one reading."""
         table = self.head_aer[READINGS.index(reading)]
-        order = np.argsort(table, axis=None)
+        order = np.argsort(table, axis=None, kind="stable")
         return [(int(i // table.shape[1]), int(i % table.shape[1]), float(table.flat[i])) for i in order]
 
 
@@ -118,3 +139,56 @@ def cross_attention_aer(bundle: Bundle, pairs: list[Pair], batch_size: int = 32)
                     layer_counts.add((reading, layer), alignment_links(words[layer].mean(0)), gold)
                 average_counts.add(reading, alignment_links(words.mean((0, 1))), gold)
     return AlignmentReport(head_counts.aer(), layer_counts.aer(), average_counts.aer(), used)
+
+
+def aer_where(corpus: str, n_pairs: int, seed: int | None) -> str:
+    """'200 toy-fr test pairs, seed 0': what an AER was measured on, as every surface prints it beside the AER."""
+    if seed is None or not corpus:
+        return f"{n_pairs} pairs"
+    return f"{n_pairs} {corpus} test pairs, seed {seed}"
+
+
+def aer_corpus(bundle: Bundle, fallback: CorpusSpec | None = None) -> CorpusSpec | None:
+    """The corpus whose held-out pairs score ``bundle``'s cross-attention: the built-in translation corpus it was trained
+    on (toy-fr, copy, reverse, sort: every pair of theirs has its gold word alignment), else ``fallback`` when that is
+    one; None for a model without cross-attention, or with neither."""
+    if AttentionKind.CROSS not in bundle.family.capabilities.kinds:
+        return None
+    for corpus in (bundle.corpus, fallback):
+        if corpus is not None and corpus.is_builtin and corpus.task == "translation":
+            return corpus
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _held_out(name: str, size: int | None, seed: int, valid_fraction: float, test_fraction: float) -> tuple[Pair, ...]:
+    spec = CorpusSpec(name, size=size, seed=seed, valid_fraction=valid_fraction, test_fraction=test_fraction)
+    return tuple(pair for pair in load_corpus(spec).test if pair.alignment)
+
+
+def held_out_pairs(corpus: CorpusSpec) -> tuple[Pair, ...]:
+    """The test split of a built-in corpus (generated with its size and seed, as the model trained on it), those pairs
+    with gold alignments, in the split's order; kept after the first call (generating toy-fr takes a second or two)."""
+    if not corpus.is_builtin:
+        raise ValueError(f"gold alignments come with the built-in corpora, not with {corpus.describe()}")
+    return _held_out(corpus.name, corpus.size, corpus.seed, corpus.valid_fraction, corpus.test_fraction)
+
+
+def aer_pairs(corpus: CorpusSpec, count: int = AER_PAIRS, seed: int = AER_SEED) -> list[Pair]:
+    """The sentences AER is measured on, everywhere in the app: ``count`` pairs drawn with ``random.Random(seed)``
+    from the held-out test split of the built-in ``corpus`` (``held_out_pairs``), or all of them when it has fewer."""
+    if count < 1:
+        raise ValueError(f"AER is measured on at least one pair, not {count}")
+    pool = held_out_pairs(corpus)
+    return random.Random(seed).sample(pool, min(count, len(pool)))
+
+
+def measured_aer(
+    bundle: Bundle, count: int = AER_PAIRS, seed: int = AER_SEED, corpus: CorpusSpec | None = None
+) -> AlignmentReport | None:
+    """The AER of every cross-attention head of ``bundle`` on ``aer_pairs(count, seed)`` of its corpus (``corpus``, by
+    default ``aer_corpus(bundle)``), labelled with that corpus and seed; None when gold alignments cannot score it."""
+    corpus = corpus if corpus is not None else aer_corpus(bundle)
+    if corpus is None:
+        return None
+    return replace(cross_attention_aer(bundle, aer_pairs(corpus, count, seed)), corpus=corpus.name, seed=seed)

@@ -2,7 +2,8 @@
 
 Teachers put seed 002's RNN attention next to the Transformer's cross-attention. For each model the
 comparison picks the head that aligns best with toy-fr's gold word alignments (``best_alignment_head``:
-corpus-level AER over fresh toy-fr pairs, the step that predicts a word, as ``evaluate`` reads it), or,
+the app's one best head, ``measured_aer`` in model/inspection/alignment.py: corpus-level AER on 200 held-out toy-fr
+test pairs drawn with seed 0 by default, the step that predicts a word, as ``evaluate`` and ``heads`` read it), or,
 for a model not trained on toy-fr, the mean of its last layer's heads. A sentence whose gold alignment is
 known (a toy-fr pair) gets each shown head's own AER, read teacher-forced on its reference translation.
 
@@ -14,18 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.data.corpora import Pair, toy_fr
+from model.data.corpora import Pair
 from model.decoding.stepper import Stepper
 from model.decoding.trace import Trace
 from model.family import Bundle
-from model.inspection.alignment import cross_attention_aer
+from model.inspection.alignment import AER_PAIRS, AER_SEED, aer_where, cross_attention_aer, measured_aer
 from model.inspection.selection import AttentionMatrix, head_title
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind
 
-ALIGNMENT_SEED = 424242  # fresh toy-fr pairs: a seed no shipped model was trained with (they use 0)
-ALIGNMENT_PAIRS = 100  # pairs the best head is chosen on: a fraction of a second for the shipped models
-FRESH_SEED = ALIGNMENT_SEED + 1  # sentences drawn to compare on: fresh, and not those the heads are chosen on
+FRESH_SEED = 424243  # toy-fr sentences drawn to compare on: a seed no shipped model was trained with (they use 0)
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,8 @@ class HeadChoice:
     head: int | str  # 0-based head, or "mean"
     corpus_aer: float | None  # its AER on the alignment pairs; None when not measured
     n_pairs: int  # pairs the AER was measured on
+    corpus: str = ""  # the corpus whose test pairs they are
+    seed: int | None = None  # the seed that drew them
 
     def describe(self, n_layers: int, n_heads: int) -> str:
         """'layer 3, head 2' ('the attention' for a one-head model), with its AER when measured."""
@@ -45,12 +46,7 @@ class HeadChoice:
             where, why = f"layer {self.layer + 1}, {head_title(self.head)}", ", the best-aligning head"
         if self.corpus_aer is None:
             return where
-        return f"{where}{why}: AER {self.corpus_aer:.3f} on {self.n_pairs} toy-fr pairs"
-
-
-def alignment_pairs(n: int = ALIGNMENT_PAIRS, seed: int = ALIGNMENT_SEED) -> list[Pair]:
-    """Fresh toy-fr pairs with their gold word alignments."""
-    return toy_fr.generate(n, seed)
+        return f"{where}{why}: AER {self.corpus_aer:.3f} on {aer_where(self.corpus, self.n_pairs, self.seed)}"
 
 
 def aligns_toy_fr(bundle: Bundle) -> bool:
@@ -64,18 +60,15 @@ def aligns_toy_fr(bundle: Bundle) -> bool:
     )
 
 
-def best_alignment_head(bundle: Bundle, pairs: list[Pair] | None = None) -> HeadChoice:
-    """The single cross-attention head with the lowest AER on ``pairs`` (fresh toy-fr pairs by default); the
-    last layer's mean for a model that gold alignments cannot score."""
+def best_alignment_head(bundle: Bundle, count: int = AER_PAIRS, seed: int = AER_SEED) -> HeadChoice:
+    """The app's best head (``measured_aer``: the lowest AER on ``count`` held-out toy-fr pairs drawn with ``seed``);
+    the last layer's mean for a model that gold alignments cannot score."""
     n_layers = bundle.config.n_decoder_layers
-    if not aligns_toy_fr(bundle):
+    report = measured_aer(bundle, count, seed) if aligns_toy_fr(bundle) else None
+    if report is None:
         return HeadChoice(max(n_layers - 1, 0), "mean", None, 0)
-    report = cross_attention_aer(bundle, pairs if pairs is not None else alignment_pairs())
-    ranking = report.ranking("predicting")
-    layer, head, aer = ranking[0]
-    if bundle.config.n_heads == 1 and n_layers == 1:
-        return HeadChoice(0, 0, aer, report.n_pairs)
-    return HeadChoice(layer, head, aer, report.n_pairs)
+    aer, layer, head, _ = report.best
+    return HeadChoice(layer, head, aer, report.n_pairs, report.corpus, seed)
 
 
 def sentence_aer(bundle: Bundle, pair: Pair, choice: HeadChoice) -> float | None:
@@ -143,11 +136,21 @@ def make_panel(name: str, bundle: Bundle, trace: Trace, choice: HeadChoice, gold
     )
 
 
-def decoded_panel(name: str, bundle: Bundle, text: str, options=None, step: int | None = None, gold: Pair | None = None) -> Panel:
-    """``text`` decoded by ``bundle`` (to ``step`` steps, or to its end) as a panel showing its best alignment head."""
+def decoded_panel(
+    name: str,
+    bundle: Bundle,
+    text: str,
+    options=None,
+    step: int | None = None,
+    gold: Pair | None = None,
+    aer_pairs: int = AER_PAIRS,
+    aer_seed: int = AER_SEED,
+) -> Panel:
+    """``text`` decoded by ``bundle`` (to ``step`` steps, or to its end) as a panel showing its best alignment head
+    (measured on ``aer_pairs`` held-out pairs drawn with ``aer_seed``)."""
     stepper = Stepper(bundle, text, options)
     if step is None:
         stepper.run()
     else:
         stepper.jump(step)
-    return make_panel(name, bundle, stepper.trace(), best_alignment_head(bundle), gold)
+    return make_panel(name, bundle, stepper.trace(), best_alignment_head(bundle, aer_pairs, aer_seed), gold)

@@ -74,14 +74,16 @@ def test_scoring_fills_one_column_per_measure_with_its_best_reading_in_bold(qtbo
     assert table.item(0, alti) is None and table.item(n_layers * n_heads, alti) is not None
     assert view.progress.value() == view.progress.maximum() and view.score_button.isEnabled()
     view.pairs.setValue(12)
-    assert "12 fresh pairs" in view.note.text()
+    view.seed.setValue(4)
+    assert "12 toy-fr test pairs (held out of training) drawn with seed 4" in view.note.text()
+    assert "--aer-pairs 12 --aer-seed 4" in view.note.text()
 
     # Saved as CSV; a file that cannot be written is a message.
     messages = []
     view.message.connect(messages.append)
     assert view.save_csv(str(tmp_path / "aer.csv"))
     lines = (tmp_path / "aer.csv").read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "measure,reading,aer,pairs" and len(lines) == 1 + sum(len(m.places()) for m in result.measures)
+    assert lines[0] == "measure,reading,aer,pairs,seed" and len(lines) == 1 + sum(len(m.places()) for m in result.measures)
     assert not view.save_csv(str(tmp_path / "missing" / "aer.csv"))
     assert "could not be saved" in messages[-1] and view.status.text() == messages[-1]
 

@@ -80,7 +80,7 @@ def closed_mid_run(qtbot, window, channel: str, blocker: Blocker, joined: bool =
 def slow_alignment(monkeypatch):
     blocker = Blocker()
 
-    def alignment_table(bundle, pairs, names, on_progress=None, cancelled=None):
+    def alignment_table(bundle, pairs, names, on_progress=None, cancelled=None, corpus="", seed=None):
         on_progress(1, len(pairs))
         if blocker.wait(cancelled):
             return AlignmentTable([], n_pairs=1)  # as the core does: the pairs scored before it stopped
@@ -110,7 +110,7 @@ def test_alignment_window_closed_mid_run(qtbot, open_window, toy_fr_bundle, slow
 
 
 def test_alignment_internal_error(qtbot, open_window, toy_fr_bundle, monkeypatch, caplog):
-    monkeypatch.setattr(alignment_module, "alignment_pairs", lambda n: 1 / 0)
+    monkeypatch.setattr(alignment_module, "aer_pairs", lambda corpus, n, seed: 1 / 0)
     window = open_window(toy_fr_bundle[0])
     view = window.explore_tab.readings.alignment_view
     view.score_button.click()
@@ -266,7 +266,7 @@ def test_side_by_side_window_closed_mid_run(qtbot, open_window, toy_fr_bundle, s
 
 
 def test_side_by_side_internal_error(qtbot, open_window, toy_fr_bundle, toy_fr_rnn_bundle, monkeypatch, caplog):
-    monkeypatch.setattr(compare_module, "best_alignment_head", lambda bundle: None.layer)
+    monkeypatch.setattr(compare_module, "best_alignment_head", lambda bundle, count, seed: None.layer)
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")
     messages = []
     window.explore.message.connect(messages.append)

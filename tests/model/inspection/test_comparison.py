@@ -15,24 +15,11 @@ from model.figures.attention import FigureOptions
 from model.figures.comparison import pair_figure
 from model.figures.layout import ordinal
 from model.figures.saving import save_figure
-from model.inspection.alignment import cross_attention_aer
-from model.inspection.comparison import (
-    FRESH_SEED,
-    HeadChoice,
-    alignment_pairs,
-    best_alignment_head,
-    compared_matrix,
-    decoded_panel,
-    sentence_aer,
-)
+from model.inspection.alignment import aer_pairs, cross_attention_aer
+from model.inspection.comparison import FRESH_SEED, HeadChoice, best_alignment_head, compared_matrix, decoded_panel, sentence_aer
 from model.io import checkpoint
 from tests.conftest import assert_figure, png_size
 from tests.model.figures.test_figures import renderer
-
-
-@pytest.fixture(scope="module")
-def pairs():
-    return alignment_pairs(40)
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +28,25 @@ def transformer(toy_fr_bundle):
 
 
 @pytest.fixture(scope="module")
+def pairs(transformer):
+    return aer_pairs(transformer.corpus, 20, 0)  # the app's AER pairs: 20 of its corpus's test split, seed 0
+
+
+@pytest.fixture(scope="module")
 def rnn(toy_fr_rnn_bundle):
     return toy_fr_rnn_bundle[0]
 
 
 def test_the_best_head_is_the_lowest_aer_of_the_report(transformer, rnn, pairs):
-    choice = best_alignment_head(transformer, pairs)
+    choice = best_alignment_head(transformer, 20, 0)
     table = cross_attention_aer(transformer, pairs).head_aer[0]  # [layers, heads], the predicting rows
-    assert isinstance(choice.head, int) and choice.corpus_aer == pytest.approx(float(table.min()))
-    assert table[choice.layer, choice.head] == pytest.approx(table.min())
-    rnn = best_alignment_head(rnn, pairs)
+    assert isinstance(choice.head, int) and choice.corpus_aer == float(table.min())
+    assert table[choice.layer, choice.head] == table.min()
+    assert (choice.n_pairs, choice.corpus, choice.seed) == (20, "toy-fr", 0)
+    assert choice.describe(2, 4).endswith(f"AER {choice.corpus_aer:.3f} on 20 toy-fr test pairs, seed 0")
+    rnn = best_alignment_head(rnn, 20, 0)
     assert (rnn.layer, rnn.head) == (0, 0) and 0.0 <= (rnn.corpus_aer or 0) <= 1.0
-    assert "its one attention" in rnn.describe(1, 1)
+    assert "its one attention" in rnn.describe(1, 1) and "20 toy-fr test pairs, seed 0" in rnn.describe(1, 1)
 
 
 def test_a_model_not_trained_on_toy_fr_shows_its_last_layer_mean(copy_bundle):
