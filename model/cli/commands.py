@@ -29,6 +29,7 @@ from model.cli.labels import add_classify_arguments, run_classify
 from model.cli.options import CommandError
 from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
+from model.runtime import follow_cores_in_this_thread
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute")
 
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "heads": run_heads,
         "attribute": run_attribute,
     }
+    follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:
         code = runners[args.command](args)
         sys.stdout.flush()
