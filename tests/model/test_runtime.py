@@ -112,6 +112,7 @@ def test_a_command_s_long_loops_follow_the_free_cores_in_its_own_thread_only(mon
         seen.append(torch.get_num_threads())
         runtime.follow_free_cores()  # between two batches
         seen.append(torch.get_num_threads())
+
         def elsewhere():
             before = torch.get_num_threads()
             runtime.follow_free_cores()
