@@ -115,11 +115,12 @@ class TokenAxis(pg.AxisItem):
         self._label_thinning()
 
     def _label_thinning(self) -> None:
-        """The axis title says when only every n-th token is labelled, and how to see them all."""
+        """The axis title says when only every n-th token is labelled, and how to see them all (zooming in, with
+        Ctrl+wheel or a drag, labels every token it shows)."""
         if not self.name:
             return
         thinned = self.every > 1 and self.tokens is not None
-        text = f"{self.name} (every {ordinal(self.every)} labelled; zoom in for all)" if thinned else self.name
+        text = f"{self.name} (every {ordinal(self.every)})" if thinned else self.name  # short: a low axis is short
         if self.labelText != text:
             self.setLabel(text)
 

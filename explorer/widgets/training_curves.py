@@ -45,9 +45,6 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.bleu_plot = self._plot(1, 1, "Validation BLEU / exact match ×100")
         self.accuracy_plot.setYRange(0, 1, padding=0.02)
         self.bleu_plot.setYRange(0, 100, padding=0.02)  # both series are out of 100
-        for plot in (self.accuracy_plot, self.rate_plot, self.bleu_plot):
-            # One step axis for the four: a single validation point sits at its step, not alone on a 1-step axis.
-            plot.setXLink(self.loss_plot)
         self.loss_plot.addLegend(offset=(-10, 10))
         self.bleu_plot.addLegend(offset=(-10, -10))
         self.curves = {
@@ -143,15 +140,15 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
             "loss": (0.0, stepped_ceiling(max(_finite(self.train["loss"]) + _finite(self.valid["loss"]), default=1.0))),
             "learning_rate": (0.0, stepped_ceiling(max(_finite(self.train["learning_rate"]), default=1.0))),
         }
-        plots = {"step": self.loss_plot, "loss": self.loss_plot, "learning_rate": self.rate_plot}
         for name, span in wanted.items():
             if self._ranges.get(name) == span:
                 continue
             self._ranges[name] = span
-            if name == "step":
-                plots[name].setXRange(*span, padding=0.0)  # the other three follow (setXLink)
+            if name == "step":  # one step axis for the four: a single validation point sits at its step
+                for plot in (self.loss_plot, self.accuracy_plot, self.rate_plot, self.bleu_plot):
+                    plot.setXRange(*span, padding=0.0)
             else:
-                plots[name].setYRange(*span, padding=0.02)
+                (self.loss_plot if name == "loss" else self.rate_plot).setYRange(*span, padding=0.02)
 
     def flush(self) -> None:
         """Draw what has arrived now (tests call it instead of waiting for the timer)."""

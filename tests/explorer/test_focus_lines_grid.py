@@ -100,7 +100,7 @@ def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
     assert left.point_size == 7
     assert_readable(drawn["left"], horizontal=False)
     # The axis says so, with the n, and how to see them all (side by side uses the same view).
-    assert left.labelText == f"query (every {ordinal(left.every)} labelled; zoom in for all)"
+    assert left.labelText == f"query (every {ordinal(left.every)})"
     row = next(row for row in range(45, 50) if row % left.every)  # one thinning would skip
     tab.focus.set_highlighted_row(row)  # the current step's query stays labelled when thinned
     drawn = painted(tab.focus)

@@ -97,3 +97,12 @@ def test_the_ranges_grow_in_steps_so_the_axes_stay_still_between_redraws(qtbot):
             curves.flush()
             assert curves.loss_plot.viewRange()[0] == [0.0, 1000.0]  # past 500 it grew once, to 1000
     assert curves.rate_plot.viewRange()[1] == rate_range  # no new largest learning rate: that axis never moved
+
+
+def test_the_four_plots_line_their_step_axes_up_whatever_their_values(qtbot):
+    """Step axes linked with setXLink align by screen column: with value axes of different widths the learning
+    rate's plot began at step 33 instead of 0. Each plot is given the same step range instead."""
+    curves = _filled(qtbot)
+    plots = (curves.loss_plot, curves.accuracy_plot, curves.rate_plot, curves.bleu_plot)
+    qtbot.wait(50)
+    assert [plot.viewRange()[0] for plot in plots] == [[0.0, 500.0]] * 4
