@@ -188,7 +188,7 @@ def follow_cores_in_this_thread(follower: CoreFollower | None = None) -> None:
     beside a training thread that follows the free cores itself."""
     global _command_follower
     if follower is None:
-        import torch  # deferred, as in set_cpu_threads: the OpenMP policy is set before torch loads
+        import torch  # deferred: as in set_cpu_threads, the OpenMP policy is set before torch loads
 
         follower = CoreFollower(most=torch.get_num_threads())  # never more than the thread was given
     _command_follower = (threading.get_ident(), follower)

@@ -281,12 +281,12 @@ class Trainer:
                     paused_for += self.control.wait_while_paused() + self._paused_in_validation
                     self._paused_in_validation = 0.0
                     elapsed = time.monotonic() - started - paused_for
-                    if self.control.cancelled:
+                    if options.max_steps and step >= options.max_steps:  # done: a stop asked for now changes nothing
+                        stopped = StopReason.MAX_STEPS
+                    elif self.control.cancelled:
                         stopped = StopReason.CANCELLED
                     elif budget is not None and elapsed >= budget:
                         stopped = StopReason.TIME_BUDGET
-                    elif options.max_steps and step >= options.max_steps:
-                        stopped = StopReason.MAX_STEPS
                     if stopped != StopReason.FINISHED:
                         break
                     threads = follower.update() if follower is not None else 0
