@@ -237,8 +237,8 @@ class AlignmentView(QWidget):
         self.table.setRowCount(len(readings) + 1)
         for column, result in enumerate(table.measures):
             measure = MEASURES[result.measure]
-            header = QTableWidgetItem(measure.label)
-            header.setToolTip(measure.what)
+            header = QTableWidgetItem(measure.label + (" *" if result.note else ""))
+            header.setToolTip(measure.what + (f"\n* {result.note}" if result.note else ""))
             self.table.setHorizontalHeaderItem(column, header)
             self._fill_column(column, result, readings, table.where())
         for row, (name, _) in enumerate(readings):
@@ -249,7 +249,8 @@ class AlignmentView(QWidget):
         self.table.setUpdatesEnabled(True)
         best_head = table.best_head()
         head = f" Best cross-attention head: {best_head}." if best_head else ""
-        self.status.setText(f"Scored on {table.where()}; the best reading of each measure is in bold.{head}")
+        notes = "".join(f" * {MEASURES[m.measure].label}: {m.note}." for m in table.measures if m.note)
+        self.status.setText(f"Scored on {table.where()}; the best reading of each measure is in bold.{head}{notes}")
 
     def _fill_column(self, column: int, result, readings: list[tuple[str, Reading]], where: str) -> None:
         """One measure's cells, its best one marked, and its best reading in the last row."""

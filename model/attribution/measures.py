@@ -94,6 +94,7 @@ def compute_measure(
     chosen_ids: list[int],  # the decoded tokens: step t produced chosen_ids[t]
     name: str,
     steps: list[int] | None = None,  # saliency: only these predictions (the others' rows stay 0)
+    max_points: int | None = None,  # integrated gradients: each prediction's cap on gradient points (None: the app's)
 ) -> MeasureResult:
     """Measure ``name`` of the decoded sentence (see the module's docstring)."""
     if name not in MEASURES:
@@ -101,10 +102,12 @@ def compute_measure(
     reason = unsupported(model, name)
     if reason:
         raise MeasureError(reason)
-    return _compute(cast(Transformer, model), source_ids, chosen_ids, name, steps)  # contribution_measures: its internals
+    return _compute(cast(Transformer, model), source_ids, chosen_ids, name, steps, max_points)  # contribution_measures
 
 
-def _compute(model: Transformer, source_ids: list[int], chosen_ids: list[int], name: str, steps: list[int] | None) -> MeasureResult:
+def _compute(
+    model: Transformer, source_ids: list[int], chosen_ids: list[int], name: str, steps: list[int] | None, max_points: int | None
+) -> MeasureResult:
     device = next(model.parameters()).device
     bos = model.config.bos_id
     source = torch.tensor([source_ids], device=device)  # [1, S]
@@ -117,7 +120,7 @@ def _compute(model: Transformer, source_ids: list[int], chosen_ids: list[int], n
         values = {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()}
         return MeasureResult(name, values, {kind: _row_shares(v) for kind, v in values.items()})
     if name in ("grad-input", "ig"):
-        return _saliency_result(model, source, inputs, chosen, name, steps)
+        return _saliency_result(model, source, inputs, chosen, name, steps, max_points)
     if name == "attn-grad":
         encoder, decoder, cross = attention_gradient(model, source, inputs, chosen)
         values = {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)}
@@ -155,7 +158,9 @@ def _attention_readings(model: Transformer, source: torch.Tensor, chosen: torch.
     return MeasureResult(name, values, dict(values))
 
 
-def _saliency_result(model: Transformer, source, inputs, chosen, name: str, steps: list[int] | None) -> MeasureResult:
+def _saliency_result(
+    model: Transformer, source, inputs, chosen, name: str, steps: list[int] | None, max_points: int | None = None
+) -> MeasureResult:
     """Gradient × input or integrated gradients of the chosen steps' log-probabilities: signed values, and
     shares of |attribution| over source and target prefix together (so a row's two parts sum to 1)."""
     n = chosen.shape[0]
@@ -165,7 +170,7 @@ def _saliency_result(model: Transformer, source, inputs, chosen, name: str, step
     rows = n if name == "ig" else 0
     gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
     if steps:
-        found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name)
+        found = saliency(model, source, inputs, steps, [int(chosen[s]) for s in steps], method=name, max_points=max_points)
         source_values[steps], target_values[steps] = found.source, found.target
         if rows:
             gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from model.attribution import alignment_table as table_module
 from model.attribution.alignment_table import alignment_table
 from model.cli.commands import main
 from model.data.corpora import load_corpus
@@ -153,3 +154,16 @@ def test_a_count_below_one_and_an_unused_n_are_refused(models, capsys, tmp_path)
         assert main(args) == 1
         assert said in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_table_caps_integrated_gradients_and_says_how_many_converged(toy_fr_bundle, monkeypatch):
+    """Converged integrated gradients take 1,600-3,200 gradient points a prediction (hours for 200 pairs): the table
+    caps each prediction and its IG column says how many predictions converged and the median completeness gap."""
+    monkeypatch.setattr(table_module, "TABLE_IG_POINTS", 16)
+    bundle = toy_fr_bundle[0]
+    table = alignment_table(bundle, aer_pairs(bundle.corpus, 2, 0), ("attention", "ig"), corpus="toy-fr", seed=0)
+    attention, ig = table.measures
+    assert attention.note == ""
+    match = re.fullmatch(r"at most 16 points a prediction: (\d+) of (\d+) converged, median completeness gap (\S+)%", ig.note)
+    assert match and int(match[1]) <= int(match[2]) and int(match[2]) >= 2  # every prediction of both pairs counted
+    assert ig.note in table.summary()[1]
