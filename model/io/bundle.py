@@ -28,7 +28,8 @@ class ModelBundle:
     history: dict = field(default_factory=dict)
     training: dict = field(default_factory=dict)  # the TrainingOptions used, as a dict
     path: str | None = None  # where it was loaded from or last saved to
-    recording: Recording | None = None  # snapshots recorded while it trained, written beside it when saved (model/io/timeline.py)
+    # snapshots recorded while it trained, written beside it when saved (model/io/timeline.py)
+    recording: Recording | None = field(default=None, repr=False, compare=False)
 
     @property
     def config(self) -> Any:
