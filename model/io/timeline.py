@@ -77,7 +77,9 @@ def load_timeline(model_path: str | os.PathLike, bundle: ModelBundle | None = No
         raise ValueError("a model file's timeline needs the model's bundle (its final weights and tokenizers)")
     path = timeline_path(model_path)
     if not path.exists():
-        raise TimelineError(f"{model_path}: has no timeline ({path.name} is not beside it)")
+        raise TimelineError(
+            f"{model_path}: has no timeline ({path.name} is not beside it; training records one unless --no-timeline)"
+        )
     return read_timeline(path, bundle)
 
 

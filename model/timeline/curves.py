@@ -120,13 +120,17 @@ def _statistics(traces: Sequence[SnapshotTrace]) -> tuple[dict, dict, dict, dict
     )
 
 
+NOT_SCORES = ("n", "step", "epoch")  # numbers a validation record holds that are not scores (pairs scored, when)
+
+
 def _validation(source: SnapshotSource, indices: Sequence[int]) -> dict[str, np.ndarray]:
     """Every numeric validation score any chosen record holds: name -> [N], NaN where a record has none."""
     records = [source.snapshots[index] for index in indices]
     names: list[str] = []
     for record in records:
         for name, value in (record.validation or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in names:
+            score = isinstance(value, (int, float)) and not isinstance(value, bool) and name not in NOT_SCORES
+            if score and name not in names:
                 names.append(name)
     return {
         name: np.array([finite_or_nan((record.validation or {}).get(name)) for record in records], dtype=np.float64)

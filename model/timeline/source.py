@@ -1,9 +1,9 @@
 """What the analysis needs of a timeline: a ``SnapshotSource`` (its records and a bundle per snapshot), the name of
 each snapshot in titles and captions, and the choice of snapshots a user typed.
 
-The recorder's loader (the ``NAME.timeline.safetensors`` file, or a folder of Hugging Face checkpoints) returns an
-object with these attributes; this package never imports it. ``open_timeline`` is the one place the command line
-asks for a model's timeline.
+The recorder's loader (model/io/timeline.py: the ``NAME.timeline.safetensors`` file, or a folder of Hugging Face
+checkpoints) returns an object with these attributes, and so can a test's fake. ``open_timeline`` is the one place the
+command line and the window ask for a model's timeline.
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from model.errors import UserError
 from model.family import Bundle
-
-
-class TimelineError(UserError):
-    """A timeline that cannot be used, or a snapshot, head or option it does not have; the message says which."""
+from model.io.models import model_source, open_model
+from model.io.snapshots import TimelineError
+from model.io.timeline import load_timeline
 
 
 @runtime_checkable
@@ -31,10 +29,10 @@ class SnapshotRecord(Protocol):
     def step(self) -> int: ...  # optimizer steps taken when it was kept (0: the initial weights)
 
     @property
-    def elapsed_seconds(self) -> float: ...
+    def elapsed_seconds(self) -> float | None: ...  # None where it was not recorded (a Hugging Face checkpoint)
 
     @property
-    def train_loss(self) -> float: ...  # NaN when none was measured yet
+    def train_loss(self) -> float | None: ...  # None (or NaN) when none was measured yet
 
     @property
     def validation(self) -> dict[str, Any] | None: ...  # the validation scores then (bleu, exact_match, ...), or None
@@ -83,6 +81,11 @@ def choose_snapshots(source: SnapshotSource, indices: Sequence[int] | None = Non
 
 
 def open_timeline(model_name: str, device: str = "cpu") -> SnapshotSource:
-    """The timeline recorded beside a model. Until the recorder's loader lands every model is refused here, with one
-    line; tests give the command a source of their own (model/cli/timeline.py)."""
-    raise TimelineError(f"{model_name}: this model has no timeline (train it with a timeline recorded to watch it learn)")
+    """The timeline recorded beside a model (``NAME.timeline.safetensors``), or a folder of Hugging Face Trainer
+    checkpoints (``checkpoint-500/``, ...); a TimelineError of one line when there is none or it cannot be used."""
+    path = model_source(model_name)
+    if path is None:
+        raise TimelineError(f"{model_name}: a model id has no timeline; open a model file or a folder of checkpoints")
+    if path.is_dir():
+        return load_timeline(path)
+    return load_timeline(path, open_model(model_name, device))

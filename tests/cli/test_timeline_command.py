@@ -73,7 +73,9 @@ def test_a_model_without_a_timeline_is_one_line(workspace, capsys):
     folder, path, _ = workspace
     assert main(["timeline", "--model", str(path), "--text", TEXT, "--out", str(folder / "x.gif")]) == 1
     err = capsys.readouterr().err
-    assert err.strip().endswith("this model has no timeline (train it with a timeline recorded to watch it learn)")
+    assert err.strip().endswith(
+        f"{path}: has no timeline (model.timeline.safetensors is not beside it; training records one unless --no-timeline)"
+    )
     assert len(err.splitlines()) == 1 and not (folder / "x.gif").exists()
 
 
