@@ -102,7 +102,7 @@ TAB_PROBE = textwrap.dedent("""
     timer.start(50)
     tab.start_button.click()
     app.exec()
-    tab.stop(keep=False)
+    tab.training.stop(keep=False)
     window.close()
 """)
 

@@ -174,3 +174,25 @@ class CoreFollower:
         if wanted != self.threads:
             self.threads = set_cpu_threads(wanted)
         return self.threads
+
+
+_command_follower: tuple[int, CoreFollower] | None = None  # (the thread it serves, its follower)
+
+
+def follow_cores_in_this_thread(follower: CoreFollower | None = None) -> None:
+    """From now on, ``follow_free_cores()`` in the calling thread keeps its thread count at the free cores.
+
+    The command line calls it once: its long loops (evaluate, heads, attribute, compare) then run on one core
+    beside busy programs instead of two threads waiting for each other (heads --n 30 took about 150 times
+    longer beside two busy processes). The window never calls it: its threads keep the one core they are given,
+    beside a training thread that follows the free cores itself."""
+    global _command_follower
+    _command_follower = (threading.get_ident(), follower or CoreFollower())
+
+
+def follow_free_cores() -> None:
+    """Between the batches of a long loop: follow the cores other programs leave free, when the command line
+    asked for it in this thread (``follow_cores_in_this_thread``); otherwise nothing (about 100 ns)."""
+    follower = _command_follower
+    if follower is not None and follower[0] == threading.get_ident():
+        follower[1].update()

@@ -252,8 +252,8 @@ class PositionalTab(QWidget):
         levels, colours = colour_scale(values)
         view.set_matrix(values, rows, columns, title, levels=levels)
         view.color_bar.setColorMap(pg.colormap.get(colours))
-        view.plot.getAxis("left").setLabel(axes[0])
-        view.plot.getAxis("top").setLabel(axes[1])
+        view.plot.getAxis("left").set_name(axes[0])
+        view.plot.getAxis("top").set_name(axes[1])
 
     def _on_options_changed(self, *_args) -> None:
         bundle = self.explore.bundle

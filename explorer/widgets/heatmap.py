@@ -84,6 +84,12 @@ class TokenViewBox(pg.ViewBox):
             event.ignore()
 
 
+def ordinal(n: int) -> str:
+    """2 -> "2nd", 3 -> "3rd", 11 -> "11th"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 class TokenAxis(pg.AxisItem):
     """An axis that labels cells with tokens: token i is centred at ``offset + (i + 0.5) * cell``
     (view units). With ``tokens`` None it is a plain pyqtgraph axis (``setTicks``). ``highlighted``
@@ -102,6 +108,21 @@ class TokenAxis(pg.AxisItem):
         self.setCacheMode(self.CacheMode.DeviceCoordinateCache)
         self._all_widths: dict[float, np.ndarray] = {}  # point size -> [tokens] widths
         self._layout: tuple[float, bool, int] | None = None
+        self.name = ""  # what the axis holds ("query", "key"); it says so when labels are thinned
+
+    def set_name(self, name: str) -> None:
+        self.name = name
+        self._label_thinning()
+
+    def _label_thinning(self) -> None:
+        """The axis title says when only every n-th token is labelled, and how to see them all (zooming in, with
+        Ctrl+wheel or a drag, labels every token it shows)."""
+        if not self.name:
+            return
+        thinned = self.every > 1 and self.tokens is not None
+        text = f"{self.name} (every {ordinal(self.every)})" if thinned else self.name  # short: a low axis is short
+        if self.labelText != text:
+            self.setLabel(text)
 
     def set_tokens(self, tokens: list[str] | None, cell: float = 1.0, offset: float = 0.0, highlighted: int | None = None) -> None:
         tokens = list(tokens) if tokens is not None else None
@@ -164,6 +185,7 @@ class TokenAxis(pg.AxisItem):
             return
         self._layout = layout
         self.point_size, self.rotated, self.every = layout
+        self._label_thinning()
         label = self.label.boundingRect().height() * 0.8 if self.label.isVisible() else 0.0
         if self.orientation in ("left", "right"):  # sized for the largest font, so it never feeds back
             extent = float(self._widths_at(point_sizes()[0]).max()) if self.tokens else 0.0
@@ -288,8 +310,8 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.plot.setAspectLocked(False)
         self.plot.vb.setDefaultPadding(0.0)  # "A" frames the matrix exactly
         self.plot.showAxis("top")
-        self.plot.getAxis("left").setLabel("query")
-        self.plot.getAxis("top").setLabel("key")
+        self.plot.getAxis("left").set_name("query")
+        self.plot.getAxis("top").set_name("key")
         self.plot.hideAxis("bottom")
         for side in ("left", "top"):
             self.plot.getAxis(side).enableAutoSIPrefix(False)

@@ -2,10 +2,16 @@
 
 Points arrive with every step; the plots redraw once a second. A redraw runs pyqtgraph's Python paint
 code in the window's thread, which takes the interpreter lock away from the training thread: redrawing
-four times a second cost training about a fifth of its speed.
+four times a second cost training about a fifth of its speed. Most of a redraw was the axes (py-spy: 40 of
+the window thread's 90 lock-holding samples in ``AxisItem.paint``), laid out again whenever their range moved,
+and with auto range every axis moved every second. So the ranges grow in steps (1, 2, 5 × 10^k: the step axis
+to the next of them above the last step, loss and learning rate from 0 to the next above their largest value)
+and the axes are cached as pixmaps: between those steps a redraw repaints only the curves.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,6 +22,14 @@ from explorer.widgets.plot_style import show_light_grid
 TRAIN_PEN = pg.mkPen("#4c78a8", width=2)
 VALID_PEN = pg.mkPen("#f58518", width=2)
 VALID_SYMBOL = dict(symbol="o", symbolSize=7, symbolBrush="#f58518", symbolPen=None)
+
+
+def stepped_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k at or above ``value`` (> 0): an axis end that moves rarely."""
+    if not math.isfinite(value) or value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(mark * power for mark in (1.0, 2.0, 5.0, 10.0) if mark * power >= value * (1 - 1e-12))
 
 
 class TrainingCurves(pg.GraphicsLayoutWidget):
@@ -31,9 +45,6 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.bleu_plot = self._plot(1, 1, "Validation BLEU / exact match ×100")
         self.accuracy_plot.setYRange(0, 1, padding=0.02)
         self.bleu_plot.setYRange(0, 100, padding=0.02)  # both series are out of 100
-        for plot in (self.accuracy_plot, self.rate_plot, self.bleu_plot):
-            # One step axis for the four: a single validation point sits at its step, not alone on a 1-step axis.
-            plot.setXLink(self.loss_plot)
         self.loss_plot.addLegend(offset=(-10, 10))
         self.bleu_plot.addLegend(offset=(-10, -10))
         self.curves = {
@@ -47,6 +58,7 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
                 pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.PenStyle.DashLine), name="exact match ×100"
             ),
         }
+        self._ranges: dict[str, tuple[float, float]] = {}  # each plot's range as last set (x: the step axis)
         self._dirty = False
         self._timer = QTimer(self)
         self._timer.setInterval(1000)  # ms; validation points are drawn as soon as they arrive
@@ -60,11 +72,16 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         plot.setMenuEnabled(False)
         plot.setDownsampling(auto=True, mode="peak")  # a long run has more steps than the plot has pixels
         plot.setClipToView(True)
+        plot.disableAutoRange()  # ranges grow in steps (_follow_ranges): a moving axis is laid out again each redraw
+        for side in ("left", "bottom"):
+            axis = plot.getAxis(side)
+            axis.setCacheMode(axis.CacheMode.DeviceCoordinateCache)  # a still axis is copied, not painted again
         return plot
 
     def clear_curves(self) -> None:
         for series in (*self.train.values(), *self.valid.values()):
             series.clear()
+        self._ranges.clear()
         self.bleu_plot.setTitle("Validation BLEU / exact match ×100")
         self.accuracy_plot.setTitle("Token accuracy")
         self._dirty = True
@@ -113,8 +130,31 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
             ("exact_match", "exact_match"),
         ):
             self.curves[curve].setData(valid_steps, np.asarray(self.valid[key], dtype=float))
+        self._follow_ranges()
+
+    def _follow_ranges(self) -> None:
+        """The step axis to the stepped ceiling of the last step; loss and learning rate from 0 to theirs."""
+        last_step = max(self.train["step"][-1:] + self.valid["step"][-1:], default=1)
+        wanted = {
+            "step": (0.0, stepped_ceiling(last_step)),
+            "loss": (0.0, stepped_ceiling(max(_finite(self.train["loss"]) + _finite(self.valid["loss"]), default=1.0))),
+            "learning_rate": (0.0, stepped_ceiling(max(_finite(self.train["learning_rate"]), default=1.0))),
+        }
+        for name, span in wanted.items():
+            if self._ranges.get(name) == span:
+                continue
+            self._ranges[name] = span
+            if name == "step":  # one step axis for the four: a single validation point sits at its step
+                for plot in (self.loss_plot, self.accuracy_plot, self.rate_plot, self.bleu_plot):
+                    plot.setXRange(*span, padding=0.0)
+            else:
+                (self.loss_plot if name == "loss" else self.rate_plot).setYRange(*span, padding=0.02)
 
     def flush(self) -> None:
         """Draw what has arrived now (tests call it instead of waiting for the timer)."""
         self._dirty = True
         self._on_redraw_due()
+
+
+def _finite(values: list[float]) -> list[float]:
+    return [value for value in values if math.isfinite(value)]

@@ -34,6 +34,7 @@ import torch
 from model.attribution.integration import integrate
 from model.attribution.passes import embed_tokens, transparent_pass
 from model.nn.transformer import Transformer
+from model.runtime import follow_free_cores
 
 GAP_FLOOR = 0.05  # nats: a completeness gap is a share of F(x) − F(0), or of this when F barely changes
 IG_GAP_TOLERANCE = 0.01  # integrated gradients converge when the completeness gap is below 1%...
@@ -126,6 +127,7 @@ def _evaluate(model: Transformer, source, target, requests, steps, token_ids, co
     for group, indices in sorted(groups.items()):
         length = group + 1 if by_step else target.shape[1]
         for start in range(0, len(indices), MAX_BATCH):
+            follow_free_cores()
             chunk = indices[start : start + MAX_BATCH]
             rows = [requests[i][0] for i in chunk]
             scale = torch.tensor([requests[i][1] for i in chunk], dtype=source.dtype, device=source.device)[:, None, None]

@@ -29,6 +29,7 @@ from model.family import Bundle, family_of
 from model.kinds import AttentionKind
 from model.nn.masking import Head, MaskError, attention_module, masked_model
 from model.nn.transformer import Transformer
+from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted, score
 
 
@@ -142,6 +143,7 @@ def head_importance(
     raw = {kind: np.zeros((n, config.n_heads)) for kind, n in layers.items()}
     examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
     for done, (source_ids, target_ids) in enumerate(examples, start=1):
+        follow_free_cores()
         if stop is not None and stop():
             raise Interrupted
         source = torch.tensor([source_ids], device=device)  # [1, S]

@@ -30,6 +30,7 @@ from model.cli.options import CommandError
 from model.cli.timeline import add_timeline_arguments, run_timeline
 from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
+from model.runtime import follow_cores_in_this_thread
 
 COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute", "timeline")
 
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         "attribute": run_attribute,
         "timeline": run_timeline,
     }
+    follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:
         code = runners[args.command](args)
         sys.stdout.flush()

@@ -29,6 +29,7 @@ from model.data.corpora import CorpusSpec, Pair, load_corpus
 from model.decoding.trace import group_matrix, word_groups
 from model.family import Bundle
 from model.kinds import AttentionKind
+from model.runtime import follow_free_cores
 
 READINGS = ("predicting", "input")
 AER_PAIRS = 200  # the default count of the pairs AER is measured on
@@ -116,6 +117,7 @@ def cross_attention_aer(bundle: Bundle, pairs: list[Pair], batch_size: int = 32)
     used = 0
     pairs = [p for p in pairs if p.alignment]
     for start in range(0, len(pairs), batch_size):
+        follow_free_cores()
         chunk = pairs[start : start + batch_size]
         examples = encode_pairs(chunk, bundle.source_tokenizer, bundle.target_tokenizer, config)
         encoded = [(source_ids[:-1], target_ids[1:-1]) for source_ids, target_ids in examples]  # pieces only

@@ -18,6 +18,7 @@ from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
 from model.family import Network, TrainableNetwork, family_of
 from model.nn.classifier import EncoderClassifier
+from model.runtime import follow_free_cores
 from model.training.labelling import score_labels
 from model.training.loss import smoothed_cross_entropy
 
@@ -95,6 +96,7 @@ def teacher_forced(model: TrainableNetwork, examples, batch_size: int, device, s
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
     for start in range(0, len(examples), batch_size):
+        follow_free_cores()
         _check(stop)
         source, target = collate(examples[start : start + batch_size], model.config.pad_id, device)
         hidden = model(source, target[:, :-1])  # [B, T, d_model]
@@ -121,6 +123,7 @@ def translate_batch(
     encoded.sort(key=lambda item: len(item[1]))
     outputs = [""] * len(texts)
     for start in range(0, len(encoded), batch_size):
+        follow_free_cores()
         _check(stop)
         chunk = encoded[start : start + batch_size]
         source, _ = collate([(ids, [0]) for _, ids in chunk], model.config.pad_id, device)

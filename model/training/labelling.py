@@ -20,6 +20,7 @@ from model.data.batching import collate, encode_source
 from model.data.corpora import CorpusError, Pair
 from model.data.labelling import NO_LABEL, encode_words, split_words, tag_labels
 from model.nn.classifier import EncoderClassifier
+from model.runtime import follow_free_cores
 from model.training.loss import smoothed_cross_entropy
 
 
@@ -93,6 +94,7 @@ def score_labels(
     samples: list[tuple[str, str, str]] = []
     total_loss, count = 0.0, 0
     for start in range(0, len(encoded), batch_size):
+        follow_free_cores()
         if stop is not None:
             stop()
         chunk = encoded[start : start + batch_size]

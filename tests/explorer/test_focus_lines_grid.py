@@ -9,6 +9,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
+from explorer.widgets.heatmap import ordinal
 from model.data.token_labels import display_labels
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
@@ -98,6 +99,8 @@ def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
     assert left.every > 1 and 0 < len(drawn["left"]) < 80  # 80 rows do not fit: every n-th is labelled
     assert left.point_size == 7
     assert_readable(drawn["left"], horizontal=False)
+    # The axis says so, with the n, and how to see them all (side by side uses the same view).
+    assert left.labelText == f"query (every {ordinal(left.every)})"
     row = next(row for row in range(45, 50) if row % left.every)  # one thinning would skip
     tab.focus.set_highlighted_row(row)  # the current step's query stays labelled when thinned
     drawn = painted(tab.focus)
@@ -108,6 +111,7 @@ def test_zooming_in_on_80_tokens_labels_every_visible_row_and_column(explore):
     assert [index for index, _, _ in drawn["left"]] == list(range(30, 40))
     assert [text for _, text, _ in drawn["left"]] == [f"word{index}" for index in range(30, 40)]
     assert left.every == 1 and left.point_size > 7  # ten rows leave room for a larger font
+    assert left.labelText == "query"  # every row shown is labelled: nothing to say
     tab.focus.plot.vb.setXRange(50, 60, padding=0)
     drawn = painted(tab.focus)
     assert [index for index, _, _ in drawn["top"]] == list(range(50, 60))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from explorer.widgets.training_curves import TrainingCurves
+from explorer.widgets.training_curves import TrainingCurves, stepped_ceiling
 from model.training.trainer import Progress
 
 
@@ -71,3 +71,38 @@ def test_choosing_another_corpus_clears_the_last_runs_curves(qtbot, window):
     corpus = tab.form.corpus
     corpus.setCurrentIndex(corpus.findText("copy"))
     assert all(tab.curves.series(name)[0] is None for name in ("train_loss", "bleu"))  # nothing drawn
+
+
+def test_the_ranges_grow_in_steps_so_the_axes_stay_still_between_redraws(qtbot):
+    """The step axis ends at the next 1, 2, 5 × 10^k above the last step, loss starts at 0: a redraw that adds
+    points inside the range moves no axis (an axis that moves is laid out again, holding the training's lock)."""
+    assert [stepped_ceiling(value) for value in (0.3, 1, 1.5, 2, 3, 499, 500, 501, 7000)] == [
+        0.5,
+        1,
+        2,
+        2,
+        5,
+        500,
+        500,
+        1000,
+        10000,
+    ]
+    curves = _filled(qtbot)
+    assert curves.loss_plot.viewRange()[0] == [0.0, 500.0]  # steps 1..500: the axis ends at 500
+    assert abs(curves.loss_plot.viewRange()[1][1] - 5.1) < 0.05  # loss 0..5 (2% padding)
+    rate_range = curves.rate_plot.viewRange()[1]
+    for step in range(501, 1001):
+        curves.add_progress(_progress(step))
+        if step in (600, 800, 1000):
+            curves.flush()
+            assert curves.loss_plot.viewRange()[0] == [0.0, 1000.0]  # past 500 it grew once, to 1000
+    assert curves.rate_plot.viewRange()[1] == rate_range  # no new largest learning rate: that axis never moved
+
+
+def test_the_four_plots_line_their_step_axes_up_whatever_their_values(qtbot):
+    """Step axes linked with setXLink align by screen column: with value axes of different widths the learning
+    rate's plot began at step 33 instead of 0. Each plot is given the same step range instead."""
+    curves = _filled(qtbot)
+    plots = (curves.loss_plot, curves.accuracy_plot, curves.rate_plot, curves.bleu_plot)
+    qtbot.wait(50)
+    assert [plot.viewRange()[0] for plot in plots] == [[0.0, 500.0]] * 4

@@ -14,6 +14,8 @@ import threading
 
 import torch
 
+from model import runtime
+from model.cli import commands
 from model.runtime import SPIN_COUNT, CoreFollower, CpuSample, apply_process_policies, free_cores, threads_for
 
 
@@ -96,3 +98,39 @@ def test_a_training_thread_follows_the_cores_others_leave_free():
 def test_without_proc_stat_the_count_stays():
     follower = CoreFollower(most=2, interval=0.0, sample=lambda: None)
     assert not follower.follows and follower.update() == 2
+
+
+def test_a_command_s_long_loops_follow_the_free_cores_in_its_own_thread_only(monkeypatch):
+    """The command line's thread runs evaluate's, heads' and attribute's batches on the cores others leave free;
+    any other thread (the window's workers) keeps its count."""
+    monkeypatch.setattr(runtime, "_command_follower", None)
+    timeline = iter([CpuSample(0.0, 0.0, 0.0, 2), CpuSample(1.0, 3.9, 2.6, 2)])  # others used 1.3 cores
+    seen: list[int] = []
+
+    def command():
+        runtime.follow_cores_in_this_thread(CoreFollower(most=2, interval=0.0, sample=lambda: next(timeline)))
+        seen.append(torch.get_num_threads())
+        runtime.follow_free_cores()  # between two batches
+        seen.append(torch.get_num_threads())
+
+        def elsewhere():
+            before = torch.get_num_threads()
+            runtime.follow_free_cores()
+            seen.append(torch.get_num_threads() - before)
+
+        other = threading.Thread(target=elsewhere)
+        other.start()
+        other.join()
+
+    worker = threading.Thread(target=command)
+    worker.start()
+    worker.join()
+    assert seen == [2, 1, 0]  # two threads, then one beside the busy programs; another thread's count unchanged
+
+
+def test_the_command_line_follows_the_free_cores(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(commands, "follow_cores_in_this_thread", lambda: calls.append("enabled"))
+    assert commands.main(["translate", "--help"]) == 0  # parsing ends first: nothing to follow
+    assert commands.main(["translate", "--model", "/nonexistent.safetensors", "x"]) != 0
+    assert calls == ["enabled"]
