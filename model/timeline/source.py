@@ -3,7 +3,7 @@ each snapshot in titles and captions, and the choice of snapshots a user typed.
 
 The recorder's loader (the ``NAME.timeline.safetensors`` file, or a folder of Hugging Face checkpoints) returns an
 object with these attributes; this package never imports it. ``open_timeline`` is the one place the command line
-asks for a model's timeline.
+asks for a model's timeline, ``timeline_for`` the one place the window does.
 """
 
 from __future__ import annotations
@@ -86,3 +86,14 @@ def open_timeline(model_name: str, device: str = "cpu") -> SnapshotSource:
     """The timeline recorded beside a model. Until the recorder's loader lands every model is refused here, with one
     line; tests give the command a source of their own (model/cli/timeline.py)."""
     raise TimelineError(f"{model_name}: this model has no timeline (train it with a timeline recorded to watch it learn)")
+
+
+def timeline_for(bundle: Bundle) -> SnapshotSource | None:
+    """The timeline of a model the window has opened (or just trained), or None when it has none; a TimelineError of
+    one line when it has one that cannot be used (the window then says so and shows the model without it).
+
+    The window asks this once per model opened, in a job of its runner (it may read a file), and shows a timeline bar
+    when it gets a source. Its last snapshot must be the model as opened: the window shows the opened model itself
+    there. Until the recorder's loader lands (the ``NAME.timeline.safetensors`` beside ``bundle.path``, a just-trained
+    bundle's recording, or a folder of Hugging Face ``checkpoint-N/`` folders) no model has one."""
+    return None
