@@ -31,6 +31,7 @@ from model.inspection.alignment import AER_PAIRS, AER_SEED
 from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.io.models import open_model
 from model.kinds import AttentionKind
+from model.timeline.traces import forced_stepper
 
 OPEN_CHANNEL = "compare-open"
 GOLD_NOTE = "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
@@ -67,6 +68,7 @@ class CompareController:
         self.overrides: dict[int, tuple[int, int | str]] = {}  # id(bundle) -> (layer, head) the user chose instead
         self.beside_name = ""  # what the second model is called instead of its file's name (a snapshot's name)
         self.beside_like: Bundle | None = None  # the model whose head choice the second one shows (a snapshot's)
+        self.same_output = False  # the second model made to write the explored decoding's tokens (a snapshot)
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
         self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
@@ -88,15 +90,16 @@ class CompareController:
             self.running_changed.emit(self.running)
 
     # --- the second model -----------------------------------------------------------------------
-    def set_model(self, bundle: Bundle, name: str = "", like: Bundle | None = None) -> bool:
+    def set_model(self, bundle: Bundle, name: str = "", like: Bundle | None = None, same_output: bool = False) -> bool:
         """Put ``bundle`` beside the explored model, called ``name`` (its file's name when ""), showing the head
-        chosen for ``like`` (its own when None); False (and a message) when it cannot be compared."""
+        chosen for ``like`` (its own when None), made to write the explored decoding's tokens with ``same_output``
+        (else its own); False (and a message) when it cannot be compared."""
         why = can_compare(bundle)
         if why:
             self.message.emit(why + ".")
             return False
         self.bundle, self.stepper, self.text = bundle, None, ""
-        self.beside_name, self.beside_like = name, like
+        self.beside_name, self.beside_like, self.same_output = name, like, same_output
         self._choose_head(self._model_of(bundle))
         opened = self.explore.opened
         if opened is not None and not can_compare(opened):
@@ -141,7 +144,7 @@ class CompareController:
         """Nothing beside the explored model (a model still being opened is dropped)."""
         self.runner.cancel(OPEN_CHANNEL, drop=True)
         self.bundle, self.stepper, self.text = None, None, ""
-        self.beside_name, self.beside_like = "", None
+        self.beside_name, self.beside_like, self.same_output = "", None, False
         self._set_running()
         self._publish()
 
@@ -244,6 +247,11 @@ class CompareController:
     def _follow(self) -> None:
         explore = self.explore
         if self.bundle is None or explore.trace is None or explore.stepper is None:
+            self._publish()
+            return
+        if self.same_output:  # the same tokens as the explored decoding, so far: the two read alike
+            self.text = explore.text
+            self.stepper = forced_stepper(self.bundle, explore.text, explore.stepper.target_ids(), explore.options)
             self._publish()
             return
         if self.stepper is None or explore.text != self.text:

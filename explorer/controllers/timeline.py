@@ -38,7 +38,7 @@ from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.family import Bundle
 from model.timeline.source import SnapshotRecord, SnapshotSource, TimelineError, snapshot_name, timeline_for
-from model.timeline.traces import decode_forced, forced_options
+from model.timeline.traces import decode_forced, forced_stepper
 
 OPEN_CHANNEL, SNAPSHOT_CHANNEL, PARTNER_CHANNEL = "timeline-open", "timeline-snapshot", "timeline-partner"
 KEPT_BUNDLES = 3  # snapshots' models kept loaded (moving back and forth between them decodes at once)
@@ -78,12 +78,10 @@ def decode_snapshot(
         stepper.run()
     else:
         ids, marks = output
-        stepper = Stepper(bundle, text, forced_options(options, len(ids)))
-        for position in range(len(stepper.steps), len(ids)):
-            made = None if stepper.finished else stepper.step(force=ids[position])
-            if made is None:
-                break
-            made.forced = marks[position]  # forced by the timeline, marked only where the user had forced it
+        stepper = forced_stepper(bundle, text, ids, options)
+        given = len(stepper.given)
+        for position, made in enumerate(stepper.steps[given:], start=given):
+            made.forced = position < len(marks) and marks[position]  # marked only where the user had forced it
     total = len(stepper.steps)
     if step is not None:
         stepper.jump(step)
@@ -316,7 +314,8 @@ class TimelineController:
         opened = self.explore.opened
         if self.mode == SIDE_BY_SIDE and opened is not None:
             self._beside = bundle
-            self.compare.set_model(bundle, name=f"{model_name(opened)}, {self.name(index)}", like=opened)
+            name = f"{model_name(opened)}, {self.name(index)}"
+            self.compare.set_model(bundle, name=name, like=opened, same_output=self.same_output)
         self.compare_changed.emit(index, self.mode)
 
     def _leave_comparison(self) -> None:

@@ -272,9 +272,9 @@ class ExploreTab(QWidget):
         self.settings.setValue("explore/colormap", name)
 
     def _on_views_tab_changed(self, index: int) -> None:
-        """Side by side needs room for two heatmaps: while it is shown, the focus view gives it its place."""
-        comparing = self.views.widget(index) is self.compare_view
-        self.focus.setVisible(not comparing)  # the two heatmaps take the focus view's place
+        """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
+        comparing = self.views.widget(index) in (self.compare_view, self.over_training.curves_view)
+        self.focus.setVisible(not comparing)  # two heatmaps, or the curves over training, take the focus view's place
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
     def _on_fresh_sentence_requested(self) -> None:

@@ -70,6 +70,7 @@ class ExploreTimeline:
     def _on_opened(self, source: SnapshotSource | None) -> None:
         views = self.tab.views
         position = views.indexOf(self.curves_view)
+        self.tab.compare_view.name_snapshot("")  # no snapshot beside the model any more
         if source is None:
             self.bar.hide()
             if position >= 0:
@@ -92,7 +93,9 @@ class ExploreTimeline:
 
     def _on_compare_changed(self, index: int | None, mode: str) -> None:
         self.bar.set_comparison(index, mode)
-        if index is not None and mode == SIDE_BY_SIDE:
+        beside = f"snapshot {index}: {self.timeline.name(index)}" if index is not None and mode == SIDE_BY_SIDE else ""
+        self.tab.compare_view.name_snapshot(beside)
+        if beside:
             self.tab.views.setCurrentWidget(self.tab.compare_view)
         self._apply_colours()
         self.tab.refresh()
@@ -135,14 +138,15 @@ class ExploreTimeline:
 
     def title(self, title: str = "") -> str:
         """``title`` with the snapshot explored ("step 1,200"), or the two a difference subtracts ("step 1,200 − step
-        10"); ``title`` alone without a timeline. Without a ``title``: the line above the grid, in full."""
+        10"), on a line of its own; ``title`` alone without a timeline. Without a ``title``: the line above the grid,
+        in full."""
         line = self.timeline
         if self._partner is not None and line.compare_index is not None:
             short = f"{line.name(line.index).split(' of ')[0]} − {line.name(line.compare_index).split(' of ')[0]}"
             named = f"difference: {line.describe_comparison()}" if not title else short
         else:
             named = self.tab.explore.snapshot if not title else self.tab.explore.snapshot.split(" of ")[0]
-        return " · ".join(part for part in (title, named) if part)
+        return f"{title}<br>{named}" if title and named else title or named  # a title's own line: never clipped away
 
     # --- exports ---------------------------------------------------------------------------------
     def add_exports(self, menu: QMenu) -> QMenu:

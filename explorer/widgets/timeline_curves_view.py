@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.lines_view import head_colour
-from explorer.widgets.timeline_plots import head_legend, head_lines, log_step, mark_changes, role_squares, step_plot
+from explorer.widgets.timeline_plots import head_legend, head_lines, log_step, mark_changes, role_legend, role_squares, step_plot
 from model.kinds import AttentionKind
 from model.timeline.curves import HeadCurves
 
@@ -68,6 +68,9 @@ class CurvesView(QWidget):
         self.status.setWordWrap(True)
         self.kind = QComboBox()
         self.kind.setToolTip("The kind of attention whose heads' entropy and roles are drawn")
+        self.kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
         self.layout_widget = pg.GraphicsLayoutWidget()
         self.empty = QLabel(EMPTY_TEXT)
         self.empty.setWordWrap(True)
@@ -102,6 +105,7 @@ class CurvesView(QWidget):
         plots_layout.setContentsMargins(0, 0, 0, 0)
         plots_layout.addWidget(self.empty)
         plots_layout.addWidget(self.layout_widget, 1)
+        plots_layout.addWidget(self.legend)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(plots)
         splitter.addWidget(side)
@@ -170,47 +174,25 @@ class CurvesView(QWidget):
         curves = self.curves
         self.empty.setVisible(curves is None)
         self.layout_widget.setVisible(curves is not None)
+        self.legend.setVisible(curves is not None)
         if curves is None:
             return
         x = log_step(curves.steps)
-        stretches = [(c.rank, c.step_before, c.step_after) for c in curves.phase_changes]
         kind = AttentionKind.parse(self.kind.currentData()) if self.kind.count() else curves.kinds[0]  # Qt gives text
-        loss = step_plot(self.layout_widget, 0, 0, "Training loss (validation loss ●)", "loss")
-        loss.plot(x, curves.train_loss, pen=pg.mkPen("k", width=2), symbol="o", symbolSize=4, connect="finite")
-        for name, values in curves.validation.items():
-            if "loss" in name:
-                loss.plot(x, values, pen=None, symbol="o", symbolSize=7, symbolBrush="#e45756")
-        scores = step_plot(self.layout_widget, 0, 1, "Validation scores (BLEU ÷ 100)", "score")
-        scores.addLegend(offset=(-4, 4), labelTextSize="8pt")
-        for number, (name, values) in enumerate((n, v) for n, v in curves.validation.items() if "loss" not in n):
-            scaled = values / 100 if np.nanmax(np.abs(values), initial=0) > 1.5 else values
-            brush = VALID_COLOURS[number % len(VALID_COLOURS)]
-            scores.plot(x, scaled, pen=None, symbol="o", symbolSize=7, symbolBrush=brush, name=name)
-        aer = step_plot(self.layout_widget, 1, 0, f"AER of each cross head ({curves.aer_where or 'none'})", "AER")
-        if curves.aer is not None:
-            head_lines(aer, x, curves.aer)
-            aer.addItem(pg.InfiniteLine(curves.onset_threshold, angle=0, pen=pg.mkPen("#888", style=Qt.PenStyle.DashLine)))
-            for onset in curves.onsets:
-                aer.plot(
-                    [float(log_step(onset.step))],
-                    [onset.aer],
-                    pen=None,
-                    symbol="t",
-                    symbolSize=12,
-                    symbolBrush=head_colour(onset.head),
-                )
-            aer.setYRange(0, 1.02, padding=0)
+        loss, scores = self._draw_training(curves, x)
+        aer = self._draw_aer(curves, x)
         entropy = step_plot(self.layout_widget, 1, 1, f"Normalised entropy, {kind.label}", "entropy")
         head_lines(entropy, x, curves.normalised_entropy[kind])
         entropy.setYRange(0, 1.02, padding=0)
-        head_legend(entropy, *curves.normalised_entropy[kind].shape[1:])
-        roles = step_plot(self.layout_widget, 2, 0, f"Roles, {kind.label}", "")
-        role_squares(roles, x, curves.roles[kind])
+        self.legend.setText(head_legend(*curves.normalised_entropy[kind].shape[1:]))
+        roles = step_plot(self.layout_widget, 2, 0, "", "")
+        roles.setTitle(f"Roles, {kind.value}: {role_legend(role_squares(roles, x, curves.roles[kind]))}", size="9pt")
         self.plots = [loss, scores, aer, entropy, roles]
         if curves.importance and kind in curves.importance:
             importance = step_plot(self.layout_widget, 2, 1, f"Importance ({curves.importance_where})", "importance")
             head_lines(importance, x, curves.importance[kind])
             self.plots.append(importance)
+        stretches = [(c.rank, c.step_before, c.step_after) for c in curves.phase_changes]
         for plot in self.plots:
             if plot is not loss:
                 plot.setXLink(loss)
@@ -219,4 +201,36 @@ class CurvesView(QWidget):
             plot.addItem(marker, ignoreBounds=True)
             self._markers.append(marker)
         loss.setXRange(float(x.min()), float(x.max()), padding=0.04)
+        for column in (0, 1):  # the two columns share the width
+            self.layout_widget.ci.layout.setColumnStretchFactor(column, 1)
         self.mark_step(self.step)
+
+    def _draw_training(self, curves: HeadCurves, x: np.ndarray) -> tuple[pg.PlotItem, pg.PlotItem]:
+        """The training loss (and validation losses), and the other validation scores (a BLEU out of 100 ÷ 100)."""
+        loss = step_plot(self.layout_widget, 0, 0, "Training loss (validation loss ●)", "loss")
+        loss.plot(x, curves.train_loss, pen=pg.mkPen("k", width=2), symbol="o", symbolSize=4, connect="finite")
+        for name, values in curves.validation.items():
+            if "loss" in name:
+                loss.plot(x, values, pen=None, symbol="o", symbolSize=7, symbolBrush="#e45756")
+        scores = step_plot(self.layout_widget, 0, 1, "", "score")
+        names = []
+        for number, (name, values) in enumerate((n, v) for n, v in curves.validation.items() if "loss" not in n):
+            scaled = values / 100 if np.nanmax(np.abs(values), initial=0) > 1.5 else values
+            brush = VALID_COLOURS[number % len(VALID_COLOURS)]
+            scores.plot(x, scaled, pen=pg.mkPen(brush, width=1), symbol="o", symbolSize=7, symbolBrush=brush, connect="finite")
+            names.append(f'<span style="color:{brush}">●</span> {html.escape(name)}{" ÷ 100" if scaled is not values else ""}')
+        scores.setTitle(f"Validation: {' '.join(names) or 'none recorded'}", size="9pt")
+        return loss, scores
+
+    def _draw_aer(self, curves: HeadCurves, x: np.ndarray) -> pg.PlotItem:
+        """Each cross head's AER, the threshold dashed and each head's onset of alignment (▼)."""
+        aer = step_plot(self.layout_widget, 1, 0, f"AER of each cross head ({curves.aer_where or 'none'})", "AER")
+        if curves.aer is None:
+            return aer
+        head_lines(aer, x, curves.aer)
+        aer.addItem(pg.InfiniteLine(curves.onset_threshold, angle=0, pen=pg.mkPen("#888", style=Qt.PenStyle.DashLine)))
+        for onset in curves.onsets:
+            at = [float(log_step(onset.step))]
+            aer.plot(at, [onset.aer], pen=None, symbol="t", symbolSize=12, symbolBrush=head_colour(onset.head))
+        aer.setYRange(0, 1.02, padding=0)
+        return aer

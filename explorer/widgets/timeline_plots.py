@@ -99,13 +99,12 @@ def head_lines(plot: pg.PlotItem, x: np.ndarray, values: np.ndarray) -> None:
             )
 
 
-def head_legend(plot: pg.PlotItem, n_layers: int, n_heads: int) -> None:
-    """Which colour is which head and which dash which layer."""
-    legend = plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=2)
-    for head in range(n_heads):
-        legend.addItem(pg.PlotDataItem(pen=pg.mkPen(head_colour(head), width=2)), f"head {head + 1}")
-    for layer in range(n_layers):
-        legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#666", width=1.5, style=LAYER_STYLES[layer % 4])), f"layer {layer + 1}")
+def head_legend(n_layers: int, n_heads: int) -> str:
+    """Which colour is which head and which dash which layer, as rich text."""
+    dashes = ("━━", "╍╍", "┅┅", "━╍")
+    heads = " ".join(f'<span style="color:{head_colour(h)}">■</span> {h + 1}' for h in range(n_heads))
+    layers = " ".join(f"{dashes[layer % len(dashes)]} {layer + 1}" for layer in range(n_layers))
+    return f"Lines: colour = head ({heads}); line = layer ({layers})"
 
 
 def role_squares(plot: pg.PlotItem, x: np.ndarray, roles: np.ndarray) -> list[str]:
@@ -123,10 +122,12 @@ def role_squares(plot: pg.PlotItem, x: np.ndarray, roles: np.ndarray) -> list[st
     rows = [(-(layer * n_heads + head), f"L{layer + 1}H{head + 1}") for layer in range(n_layers) for head in range(n_heads)]
     plot.getAxis("left").setTicks([rows, []])
     plot.setYRange(-(n_layers * n_heads - 0.5), 0.5, padding=0)
-    legend = plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=3)
-    for group in seen:
-        legend.addItem(pg.ScatterPlotItem(symbol="s", size=9, brush=ROLE_COLOURS[group], pen=pg.mkPen("#555")), group)
     return seen
+
+
+def role_legend(groups: list[str]) -> str:
+    """The colours of the roles shown, as rich text for a title."""
+    return " ".join(f'<span style="color:{ROLE_COLOURS[group]}">■</span> {group}' for group in groups)
 
 
 def mark_changes(plot: pg.PlotItem, stretches: list[tuple[int, int, int]], label_y: float | None = None) -> None:

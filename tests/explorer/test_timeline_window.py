@@ -54,7 +54,7 @@ def test_a_model_without_a_timeline_shows_no_bar(qtbot, open_window, copy_bundle
     window, tab = explore_window(open_window, copy_bundle[0], SENTENCE)
     qtbot.waitUntil(lambda: not window.controllers.timeline.running, timeout=WAIT_MS)
     assert not tab.over_training.bar.isVisible() and tab.views.indexOf(tab.over_training.curves_view) < 0
-    assert window.explore.snapshot == "" and "step" not in tab.focus._title.split("·")[-1]
+    assert window.explore.snapshot == "" and "<br>" not in tab.focus._title
 
 
 def test_the_slider_redecodes_and_every_view_follows(qtbot, timeline_window):
@@ -72,7 +72,7 @@ def test_the_slider_redecodes_and_every_view_follows(qtbot, timeline_window):
     assert "training loss" in bar.details.text() and "Snapshot 5 of 7" in bar.details.text()
     assert tab.controls.source.text() == SENTENCE and explore.text == SENTENCE and explore.current_step == 3
     assert (tab.state.layer, tab.state.head) == (0, 1) and tab.current_kind() is AttentionKind.CROSS
-    assert tab.focus._title.endswith("· step 177") and tab.grid.title == "step 177 of 500"
+    assert tab.focus._title.endswith("<br>step 177") and tab.grid.title == "step 177 of 500"
     np.testing.assert_array_equal(tab.grid.weights, explore.trace.cross)
     assert not np.allclose(tab.grid.weights, final.cross)
     assert tab.focus.values.shape == (3, len(explore.trace.source_tokens))
@@ -120,7 +120,7 @@ def test_the_difference_of_two_snapshots(qtbot, timeline_window):
     settle(qtbot, window)
     assert np.all(tab.focus.values == 0) and np.all(tab.grid.weights == 0)
     assert tab.focus._levels == (-1.0, 1.0) and tab.focus.color_bar.colorMap().name == DIVERGING
-    assert tab.focus._title.endswith("step 63 − step 63") and tab.grid.title == "difference: step 63 of 500 minus step 63"
+    assert tab.focus._title.endswith("<br>step 63 − step 63") and tab.grid.title == "difference: step 63 of 500 minus step 63"
     choose_comparison(bar, 1)
     settle(qtbot, window)
     low, high = tab.focus._levels
@@ -147,8 +147,9 @@ def test_two_snapshots_side_by_side(qtbot, timeline_window):
     qtbot.waitUntil(lambda: len(tab.compare_view.panels) == 2, timeout=WAIT_MS)
     headings = [heading.text() for heading in tab.compare_view.headings]
     assert "step 22 of 500" in headings[0] and "step 500 of 500" in headings[1]
+    assert tab.compare_view.partner.currentText() == "snapshot 7: step 500 of 500"
     choose_comparison(bar, None)
-    assert window.controllers.compare.bundle is None
+    assert window.controllers.compare.bundle is None and tab.compare_view.partner.currentText() == "(none)"
 
 
 def test_the_curves_view_and_a_phase_change_clicked(qtbot, timeline_window):

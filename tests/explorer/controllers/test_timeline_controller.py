@@ -196,3 +196,35 @@ def test_a_record_is_described_with_its_loss_and_validation():
     assert describe_record(SimpleNamespace(train_loss=math.nan, validation=None)) == (
         "no training loss yet · no validation at this step"
     )
+
+
+def test_each_snapshot_writes_its_own_output_when_asked(timeline):
+    controllers, source = timeline
+    explore, line = controllers.explore, controllers.timeline
+    final_tokens = explore.trace.target_tokens
+    line.move(0)
+    settle(controllers)
+    assert explore.trace.target_tokens == final_tokens and not explore.trace.forced.any()  # made to write it, unmarked
+    line.same_output = False
+    line.move(1)
+    settle(controllers)
+    own = controllers.explore.trace
+    assert own.target_tokens != final_tokens and explore.finished  # step 3's model writes its own, and stops
+    assert len(own.target_tokens) == explore.total_steps
+
+
+def test_the_session_is_kept_a_new_model_drops_a_move_and_the_side_by_side_reads_alike(timeline):
+    controllers, source = timeline
+    explore, line, compare = controllers.explore, controllers.timeline, controllers.compare
+    explore.set_model(source.bundle, trained=True)  # as if just trained here, not saved
+    assert controllers.inbox.wait_until(lambda: line.source is not None, WAIT_S)
+    line.move(2)
+    settle(controllers)
+    assert explore.has_unsaved_training() and explore.opened is source.bundle and explore.bundle is not source.bundle
+    line.compare_with(6, SIDE_BY_SIDE)
+    settle(controllers)
+    assert compare.stepper.target_ids() == explore.stepper.target_ids()  # both snapshots write the same tokens
+    line.move(5)
+    explore.set_model(None)  # before the move is shown: it never is
+    settle(controllers)
+    assert explore.bundle is None and line.source is None and explore.snapshot == "" and compare.bundle is None
