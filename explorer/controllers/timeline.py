@@ -249,6 +249,13 @@ class TimelineController:
         )
         self._set_running()
 
+    def set_same_output(self, same: bool) -> None:
+        """Make every snapshot write the output explored (True) or its own; the snapshot shown is decoded again."""
+        if same != self.same_output:
+            self.same_output = same
+            if self.source is not None:
+                self.move(self.index)
+
     @property
     def moving(self) -> bool:
         """Whether a snapshot is being loaded and decoded."""

@@ -49,7 +49,7 @@ class ExploreTimeline:
         bar.tick.connect(line.advance)
         bar.compare_chosen.connect(line.compare_with)
         bar.loop_toggled.connect(lambda loop: setattr(line, "loop", loop))
-        bar.same_output_toggled.connect(lambda same: setattr(line, "same_output", same))
+        bar.same_output_toggled.connect(line.set_same_output)
         line.opened.connect(self._on_opened)
         line.moved.connect(self._on_moved)
         line.playing_changed.connect(bar.set_playing)

@@ -156,9 +156,13 @@ def test_the_curves_view_and_a_phase_change_clicked(qtbot, timeline_window):
     window, tab, _source = timeline_window
     view, curves = tab.over_training.curves_view, window.controllers.curves
     tab.views.setCurrentWidget(view)
+    assert not tab.focus.isVisible()  # the curves take its place
+    view.importance.setChecked(True)
+    view.importance_pairs.setValue(3)
     view.compute_button.click()
     qtbot.waitUntil(lambda: curves.curves is not None and not curves.running, timeout=WAIT_MS)
-    assert len(view.plots) == 5 and view.changes.count() == len(curves.curves.phase_changes) > 0
+    assert curves.curves.importance_where == "3 fresh pairs, seed 12345" and len(view.plots) == 6
+    assert view.changes.count() == len(curves.curves.phase_changes) > 0
     assert "alignment-like from" in view.onsets.text() and view.compute_button.isEnabled()
     change = curves.curves.phase_changes[1]
     view.changes.itemClicked.emit(view.changes.item(1))

@@ -205,8 +205,9 @@ def test_each_snapshot_writes_its_own_output_when_asked(timeline):
     line.move(0)
     settle(controllers)
     assert explore.trace.target_tokens == final_tokens and not explore.trace.forced.any()  # made to write it, unmarked
-    line.same_output = False
     line.move(1)
+    settle(controllers)
+    line.set_same_output(False)  # the snapshot shown decodes again, on its own
     settle(controllers)
     own = controllers.explore.trace
     assert own.target_tokens != final_tokens and explore.finished  # step 3's model writes its own, and stops
