@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from model.family import Bundle
+from model.io.bundle import ModelBundle
 from model.io.models import model_source, open_model
 from model.io.snapshots import TimelineError
-from model.io.timeline import load_timeline
+from model.io.timeline import find_timeline, load_timeline, timeline_from_recording
 
 
 @runtime_checkable
@@ -89,3 +90,20 @@ def open_timeline(model_name: str, device: str = "cpu") -> SnapshotSource:
     if path.is_dir():
         return load_timeline(path)
     return load_timeline(path, open_model(model_name, device))
+
+
+def timeline_for(bundle: Bundle) -> SnapshotSource | None:
+    """The timeline of a model the window has opened (or just trained), or None when it has none; a TimelineError of
+    one line when it has one that cannot be used (the window then says so and shows the model without it).
+
+    The window asks this once per model opened, in a job of its runner (it may read a file), and shows a timeline bar
+    when it gets a source. Its last snapshot must be the model as opened: the window shows the opened model itself
+    there: a just-trained bundle's recording (in memory, saved or not), the ``NAME.timeline.safetensors`` beside
+    ``bundle.path``, or the folder of Hugging Face ``checkpoint-N/`` folders the opened checkpoint is in."""
+    own = bundle if isinstance(bundle, ModelBundle) else None  # the app's own model, or a pretrained one
+    if own is not None and own.recording is not None:
+        return timeline_from_recording(own.recording, own)
+    path = getattr(bundle, "path", None)
+    if not path or find_timeline(path) is None:
+        return None
+    return load_timeline(path, own)

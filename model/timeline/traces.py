@@ -42,15 +42,20 @@ def forced_options(options: DecodingOptions, n_steps: int) -> DecodingOptions:
     return replace(options, strategy="greedy", max_steps=max(n_steps, 1))
 
 
-def decode_forced(bundle: Bundle, text: str, target_ids: Sequence[int], options: DecodingOptions | None = None) -> Trace:
-    """The trace of ``text`` with the decoder made to produce ``target_ids`` (a decoder-only model's prompt and a
-    forced first token are given as usual: the ids after them are forced)."""
+def forced_stepper(bundle: Bundle, text: str, target_ids: Sequence[int], options: DecodingOptions | None = None) -> Stepper:
+    """``text`` decoded with the decoder made to produce ``target_ids`` (a decoder-only model's prompt and a forced
+    first token are given as usual: the ids after them are forced), at the end of them."""
     stepper = Stepper(bundle, text, forced_options(options or DecodingOptions(), len(target_ids)))
     for token in list(target_ids)[len(stepper.steps) :]:
         if stepper.finished:
             break
         stepper.step(force=int(token))
-    return stepper.trace()
+    return stepper
+
+
+def decode_forced(bundle: Bundle, text: str, target_ids: Sequence[int], options: DecodingOptions | None = None) -> Trace:
+    """The trace of ``forced_stepper``."""
+    return forced_stepper(bundle, text, target_ids, options).trace()
 
 
 def decode_own(bundle: Bundle, text: str, options: DecodingOptions | None = None) -> tuple[Trace, list[int]]:
