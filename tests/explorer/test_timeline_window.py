@@ -15,9 +15,11 @@ from PIL import Image
 
 from explorer.controllers.timeline import SIDE_BY_SIDE
 from explorer.widgets.heatmap import DIVERGING
+from model.io import checkpoint
 from model.kinds import AttentionKind
 from tests.conftest import pdf_pages, png_size, svg_root
 from tests.explorer.gui_helpers import explore_window
+from tests.model.timeline.helpers import record
 from tests.model.timeline.recorded import copy_timeline
 
 SENTENCE = "a b c d e f"
@@ -201,3 +203,23 @@ def test_every_export_over_training(qtbot, timeline_window, tmp_path):
     settle(qtbot, window)
     root = svg_root(written(over.export_difference, tmp_path / "difference.svg"))
     assert "minus step 1" in "".join(root.itertext())
+
+
+def test_a_model_file_saved_with_its_recorded_timeline_opens_with_the_bar(qtbot, open_window, tmp_path):
+    """The whole path, no fake: training records the timeline, saving writes it beside the model, opening the model
+    file finds it (model.timeline.source.timeline_for) and the bar scrubs through the recorded snapshots."""
+    trained = record(24, snapshots=5, valid_every=12).bundle
+    checkpoint.save(trained, tmp_path / "tiny.safetensors")
+    assert (tmp_path / "tiny.timeline.safetensors").is_file()
+    window = open_window()
+    window.open_model(str(tmp_path / "tiny.safetensors"))
+    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=WAIT_MS)
+    tab = window.explore_tab
+    tab.controls.source.setText(SENTENCE)
+    tab.controls.source.returnPressed.emit()
+    bar = tab.over_training.bar
+    qtbot.waitUntil(lambda: bar.isVisible(), timeout=WAIT_MS)
+    assert bar.slider.maximum() == 4 and bar.slider.value() == 4
+    bar.slider.setValue(0)
+    settle(qtbot, window)
+    assert window.explore.snapshot.startswith("step 0") and "step 0" in tab.focus._title
