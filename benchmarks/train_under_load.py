@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("--quiet-runs", type=int, default=2, help="runs of the quiet condition (their best counts)")
     parser.add_argument("--seconds", type=float, default=20.0, help="training seconds per run")
     parser.add_argument("--only", choices=["cli", "tab"], help="one entry point only")
-    parser.add_argument("--busy", type=int, nargs="+", default=[1, 2], help="busy-process counts to test")
+    parser.add_argument("--busy", type=int, nargs="*", default=[1, 2], help="busy-process counts to test (none: alone only)")
     parser.add_argument(
         "--env",
         action="append",
@@ -148,8 +148,9 @@ def main() -> None:
         f"{os.cpu_count()} cores; run: {' '.join(RUN)}; {args.seconds:.0f} s per run" + (f"; env {extra_env}" if extra_env else "")
     )
     failed = False
+    alone: dict[str, float] = {}
     for kind in kinds:
-        quiet = max(measure(kind, args.seconds, extra_env)[0] for _ in range(args.quiet_runs))
+        quiet = alone[kind] = max(measure(kind, args.seconds, extra_env)[0] for _ in range(args.quiet_runs))
         print(f"{kind}: alone {quiet:.2f} steps/s (best of {args.quiet_runs})", flush=True)
         for count in args.busy:
             rates = []
@@ -175,6 +176,10 @@ def main() -> None:
                 + ("ok" if ok else "MISSED"),
                 flush=True,
             )
+    if len(alone) == 2:  # the same run from the Train tab and from the command line, each alone
+        ratio = alone["tab"] / alone["cli"]
+        failed |= ratio < 0.9
+        print(f"Train tab / command line, alone: {ratio:.2f} (target >= 0.90) " + ("ok" if ratio >= 0.9 else "MISSED"))
     print("all targets met" if not failed else "some targets missed")
 
 

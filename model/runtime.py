@@ -187,7 +187,11 @@ def follow_cores_in_this_thread(follower: CoreFollower | None = None) -> None:
     longer beside two busy processes). The window never calls it: its threads keep the one core they are given,
     beside a training thread that follows the free cores itself."""
     global _command_follower
-    _command_follower = (threading.get_ident(), follower or CoreFollower())
+    if follower is None:
+        import torch  # deferred, as in set_cpu_threads: the OpenMP policy is set before torch loads
+
+        follower = CoreFollower(most=torch.get_num_threads())  # never more than the thread was given
+    _command_follower = (threading.get_ident(), follower)
 
 
 def follow_free_cores() -> None:

@@ -134,3 +134,21 @@ def test_the_command_line_follows_the_free_cores(monkeypatch):
     assert commands.main(["translate", "--help"]) == 0  # parsing ends first: nothing to follow
     assert commands.main(["translate", "--model", "/nonexistent.safetensors", "x"]) != 0
     assert calls == ["enabled"]
+
+
+def test_following_never_gives_a_thread_more_cores_than_it_had(monkeypatch):
+    """The window's thread runs torch on one core; a command run in it (the export tests call the command line in
+    process) must not raise that to every core, or the window's and the command's numbers differ in the last bits."""
+    monkeypatch.setattr(runtime, "_command_follower", None)
+    seen: list[int] = []
+
+    def on_one_core():
+        runtime.set_cpu_threads(1)
+        runtime.follow_cores_in_this_thread()
+        runtime.follow_free_cores()
+        seen.append(torch.get_num_threads())
+
+    worker = threading.Thread(target=on_one_core)
+    worker.start()
+    worker.join()
+    assert seen == [1]
