@@ -184,10 +184,10 @@ class MainWindow(QMainWindow):
 
     def _on_info_requested(self) -> None:
 
-        if self.explore.bundle is None:
+        if self.explore.opened is None:
             self.show_error("No model", "Open or train a model first.")
             return
-        self.info_dialog = ModelInfoDialog(self.explore.bundle.info(), self)
+        self.info_dialog = ModelInfoDialog(self.explore.opened.info(), self)
         self.info_dialog.open()
 
     def open_model(self, path: str) -> None:
@@ -239,18 +239,19 @@ class MainWindow(QMainWindow):
         )
 
     def _on_save_requested(self) -> bool:
-        """The save dialog; True when the model was saved."""
-        if self.explore.bundle is None:
+        """The save dialog (of the model opened or trained, whichever snapshot of its training is explored); True when
+        the model was saved."""
+        if self.explore.opened is None:
             self.show_error("Nothing to save", "Open or train a model first.")
             return False
-        if not self.explore.bundle.family.capabilities.trainable:
+        if not self.explore.opened.family.capabilities.trainable:
             self.show_error(
                 "A pretrained model stays in its folder",
-                f"{self.explore.bundle.path}\n\nModel files hold this app's own Transformer; the pretrained model "
+                f"{self.explore.opened.path}\n\nModel files hold this app's own Transformer; the pretrained model "
                 "is already on disk, and exports save what you see of it.",
             )
             return False
-        start = self.explore.bundle.path or str(
+        start = self.explore.opened.path or str(
             Path(str(self.settings.value("last_model_folder", str(Path.home())))) / "model.safetensors"
         )
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
@@ -259,7 +260,7 @@ class MainWindow(QMainWindow):
     def save_model(self, path: str) -> bool:
         from model.io import checkpoint  # deferred: PyTorch loads after the frame shows
 
-        bundle = self.explore.bundle
+        bundle = self.explore.opened
         if bundle is None:
             return False
         try:
@@ -270,7 +271,7 @@ class MainWindow(QMainWindow):
         bundle.path = str(saved)
         self.menus.remember(str(Path(saved).resolve()))
         self.statusBar().showMessage(f"Saved {saved}", 5000)
-        self._on_model_changed(self.explore.bundle)
+        self._on_model_changed(self.explore.opened)
         return True
 
     def _on_trained(self, bundle) -> None:

@@ -6,8 +6,8 @@ on (``aer_pairs``: 200 held-out toy-fr test pairs drawn with seed 0 by default; 
 in a job of the runner's "alignment-table" channel. The table keeps the count and seed, and its best head is the
 one ``evaluate``, ``heads`` and ``compare`` report for the same settings. The model scored is the one the user
 explores, heads knocked out included, copied first so the measures' hooks never touch the model the window decodes
-with. The job's cancel token is read before every pair; a new model drops the run and clears the table
-(``ready(None)``).
+with. The job's cancel token is read before every pair; a new model (or another snapshot of its training) drops
+the run and clears the table (``ready(None)``).
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ class AlignmentController:
         self.table: AlignmentTable | None = None  # the last table, for the current model
         self.done_pairs = 0  # pairs the current (or last) run has gone through
         explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(self._on_model_changed)  # another snapshot: its table is another
 
     @property
     def running(self) -> bool:

@@ -10,6 +10,8 @@ everywhere, both named beside the AER); a sentence drawn from toy-fr keeps its g
 AER on that sentence.
 It emits ``changed`` with the panels to draw (or an empty list) and the note to show above them, and ``message``
 with what the user should read.
+A snapshot of the opened model's training (explorer/controllers/timeline.py) shows the head chosen for the opened
+model, and is named by its snapshot: on the left when it is explored, on the right when it is put beside it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from model.inspection.alignment import AER_PAIRS, AER_SEED
 from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.io.models import open_model
 from model.kinds import AttentionKind
+from model.timeline.traces import forced_stepper
 
 OPEN_CHANNEL = "compare-open"
 GOLD_NOTE = "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
@@ -63,6 +66,9 @@ class CompareController:
         self.text = ""
         self.choices: dict[int, tuple[Bundle, HeadChoice]] = {}  # id(bundle) -> (bundle, the head shown)
         self.overrides: dict[int, tuple[int, int | str]] = {}  # id(bundle) -> (layer, head) the user chose instead
+        self.beside_name = ""  # what the second model is called instead of its file's name (a snapshot's name)
+        self.beside_like: Bundle | None = None  # the model whose head choice the second one shows (a snapshot's)
+        self.same_output = False  # the second model made to write the explored decoding's tokens (a snapshot)
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
         self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
@@ -71,6 +77,7 @@ class CompareController:
         self._channels: set[str] = {OPEN_CHANNEL}  # the runner's channels of this controller's jobs
         explore.trace_changed.connect(self._on_trace_changed)
         explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(lambda _bundle: self._aer.clear())  # keyed by id: another snapshot, other AERs
 
     @property
     def running(self) -> bool:
@@ -83,16 +90,20 @@ class CompareController:
             self.running_changed.emit(self.running)
 
     # --- the second model -----------------------------------------------------------------------
-    def set_model(self, bundle: Bundle) -> bool:
-        """Put ``bundle`` beside the explored model; False (and a message) when it cannot be compared."""
+    def set_model(self, bundle: Bundle, name: str = "", like: Bundle | None = None, same_output: bool = False) -> bool:
+        """Put ``bundle`` beside the explored model, called ``name`` (its file's name when ""), showing the head
+        chosen for ``like`` (its own when None), made to write the explored decoding's tokens with ``same_output``
+        (else its own); False (and a message) when it cannot be compared."""
         why = can_compare(bundle)
         if why:
             self.message.emit(why + ".")
             return False
         self.bundle, self.stepper, self.text = bundle, None, ""
-        self._choose_head(bundle)
-        if self.explore.bundle is not None and not can_compare(self.explore.bundle):
-            self._choose_head(self.explore.bundle)
+        self.beside_name, self.beside_like, self.same_output = name, like, same_output
+        self._choose_head(self._model_of(bundle))
+        opened = self.explore.opened
+        if opened is not None and not can_compare(opened):
+            self._choose_head(opened)
         self._follow()
         return True
 
@@ -133,6 +144,7 @@ class CompareController:
         """Nothing beside the explored model (a model still being opened is dropped)."""
         self.runner.cancel(OPEN_CHANNEL, drop=True)
         self.bundle, self.stepper, self.text = None, None, ""
+        self.beside_name, self.beside_like, self.same_output = "", None, False
         self._set_running()
         self._publish()
 
@@ -145,12 +157,31 @@ class CompareController:
             self._choose_head(bundle)
         self._publish()
 
+    def _model_of(self, bundle: Bundle) -> Bundle:
+        """The model whose head choice ``bundle`` shows: the opened model for a snapshot of it, else itself."""
+        explore = self.explore
+        if bundle is explore.bundle and explore.opened is not None:
+            return explore.opened
+        if bundle is self.bundle and self.beside_like is not None:
+            return self.beside_like
+        return bundle
+
+    def name_of(self, bundle: Bundle) -> str:
+        """The name a panel gives ``bundle``: its file's, with the snapshot explored, or the one it was put beside as."""
+        explore = self.explore
+        if bundle is explore.bundle and explore.opened is not None:
+            return model_name(explore.opened) + (f", {explore.snapshot}" if explore.snapshot else "")
+        if bundle is self.bundle and self.beside_name:
+            return self.beside_name
+        return model_name(bundle)
+
     def _choose_head(self, bundle: Bundle) -> None:
         """The head shown for ``bundle``: its last layer's mean at once, its best alignment head when measured."""
         key = id(bundle)
         if key in self.choices:
             return
-        shown = {id(b) for b in (bundle, self.bundle, self.explore.bundle) if b is not None}
+        kept = (bundle, self.bundle, self.explore.bundle, self.explore.opened, self.beside_like)
+        shown = {id(b) for b in kept if b is not None}
         self.choices = {k: v for k, v in self.choices.items() if k in shown}  # a model replaced is not kept alive
         self.choices[key] = (bundle, HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0))
 
@@ -182,6 +213,7 @@ class CompareController:
         bundle = self.explore.bundle if side == 0 else self.bundle
         if bundle is None:
             return
+        bundle = self._model_of(bundle)
         if head is None:
             self.overrides.pop(id(bundle), None)
         else:
@@ -190,7 +222,8 @@ class CompareController:
 
     def head_of(self, bundle: Bundle) -> HeadChoice:
         """The head shown for ``bundle``: the user's choice, else its best-aligning one (the last layer's mean
-        until that is measured)."""
+        until that is measured); a snapshot's is its model's."""
+        bundle = self._model_of(bundle)
         if id(bundle) in self.overrides:
             layer, head = self.overrides[id(bundle)]
             return HeadChoice(layer, head, None, 0)
@@ -214,6 +247,11 @@ class CompareController:
     def _follow(self) -> None:
         explore = self.explore
         if self.bundle is None or explore.trace is None or explore.stepper is None:
+            self._publish()
+            return
+        if self.same_output:  # the same tokens as the explored decoding, so far: the two read alike
+            self.text = explore.text
+            self.stepper = forced_stepper(self.bundle, explore.text, explore.stepper.target_ids(), explore.options)
             self._publish()
             return
         if self.stepper is None or explore.text != self.text:
@@ -245,7 +283,7 @@ class CompareController:
         panels = []
         for bundle, trace in ((explore.bundle, explore.trace), (self.bundle, self.stepper.trace())):
             choice = self.head_of(bundle)
-            panel = make_panel(model_name(bundle), bundle, trace, choice, None)
+            panel = make_panel(self.name_of(bundle), bundle, trace, choice, None)
             if gold is not None:  # teacher-forced on the reference: measured once per sentence and head, not per step
                 key = (id(bundle), gold.source, choice)
                 if key not in self._aer:

@@ -4,6 +4,10 @@ It owns the sentence and the decoding options, and it alone decodes: when the mo
 sentence again through the new one (replacing a sentence the model cannot read by an example it can, and saying
 so: explorer/controllers/examples.py). Views read the decoding ``Trace`` it emits (tokens, attention, candidates,
 the beam), never the model; everything that changes what is shown goes through a method here, which emits an event.
+
+A model opened with a timeline of its training can be explored as it was at a snapshot (explorer/controllers/
+timeline.py): ``bundle`` is then that snapshot's model and ``opened`` the model opened (what is saved, and what the
+session keeps); the sentence, options, step and heads knocked out stay as they were.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from model.nn.masking import Head, check_heads, describe_heads
 class ExploreController:
     """Events: ``model_changed(bundle or None)``, ``trace_changed(trace or None)``, ``message(text)`` (something
     the user should read: truncation, a forced token, an error), ``text_replaced(sentence, why)`` (the sentence
-    decoded instead of the user's: the controls show it); ``running``/``running_changed`` as every controller has
-    (always False here)."""
+    decoded instead of the user's: the controls show it), ``snapshot_changed(name)`` (the snapshot of the opened
+    model's training explored now, "" for none: before the trace it decodes), ``weights_changed(bundle)`` (another
+    snapshot's model is explored: what was measured of the last one is stale); ``running``/``running_changed`` as
+    every controller has (always False here)."""
 
     def __init__(self) -> None:
         self.model_changed = Event("model_changed")
@@ -32,7 +38,11 @@ class ExploreController:
         self.message = Event("message")
         self.text_replaced = Event("text_replaced")
         self.running_changed = Event("running_changed")  # never emitted: decoding runs on the window's thread
-        self.bundle: Bundle | None = None
+        self.snapshot_changed = Event("snapshot_changed")
+        self.weights_changed = Event("weights_changed")
+        self.bundle: Bundle | None = None  # the model explored: the one opened, or a snapshot of its training
+        self.opened: Bundle | None = None  # the model opened or trained (what is saved)
+        self.snapshot = ""  # the snapshot explored ("step 1,200 of 9,000"), "" when the model has no timeline
         self.stepper: Stepper | None = None
         self.trace: Trace | None = None
         self.text = ""
@@ -53,7 +63,8 @@ class ExploreController:
             self._trained = bundle if trained else None  # a model replaced is not kept alive here
         if bundle is not None:
             for_light_work()  # decoding here, in the window's thread, leaves the cores to training
-        self.bundle = bundle
+        self.bundle = self.opened = bundle
+        self.snapshot = ""
         self.masked_heads = ()  # another model's heads are other heads
         self.stepper = None
         self.trace = None
@@ -70,7 +81,38 @@ class ExploreController:
 
     def has_unsaved_training(self) -> bool:
         """Whether the active model was trained in this session and never saved (replacing it loses it)."""
-        return self.bundle is not None and self.bundle is self._trained and self.bundle.path is None
+        return self.opened is not None and self.opened is self._trained and self.opened.path is None
+
+    # --- a snapshot of the opened model's training -------------------------------------------------
+    def name_snapshot(self, name: str) -> None:
+        """Name the snapshot explored now (the model as opened is the timeline's last): the views' titles follow."""
+        self.snapshot = name
+        self.snapshot_changed.emit(name)
+        if self.trace is not None:
+            self.trace_changed.emit(self.trace)
+
+    def show_snapshot(self, bundle: Bundle, name: str, stepper: Stepper | None, total_steps: int = 0) -> None:
+        """Explore ``bundle``, the opened model as it was at the snapshot ``name``, with ``stepper`` its decoding of the
+        sentence (made in a job, with this controller's text, options and heads knocked out, at its step; None when
+        nothing is decoded), ``total_steps`` long to its end."""
+        changed = bundle is not self.bundle
+        self.bundle, self.snapshot = bundle, name
+        if changed:
+            self.weights_changed.emit(bundle)
+        self.snapshot_changed.emit(name)
+        self.stepper = stepper
+        if stepper is None:
+            self.trace = None
+            self.trace_changed.emit(None)
+            return
+        self.total_steps = total_steps
+        self._publish()
+
+    def decoding_state(self) -> tuple[str, DecodingOptions, int | None]:
+        """(the sentence, the options with the heads knocked out, the step shown or None at the decoding's end): what
+        a snapshot's decoding repeats."""
+        step = None if self.finished else self.current_step
+        return self.text, replace(self.options, masked_heads=self.masked_heads), step
 
     # --- whether the model can read a sentence ----------------------------------------------------
     def unknown_share(self, text: str) -> float:

@@ -7,7 +7,8 @@ channel, over fresh pairs of the model's built-in corpus (or the test split of i
 model taken when the run starts, so the window's model is never used by two threads at once.
 
 ``cancel()`` cancels the job's token, which the core reads between sentences and between scoring batches; what the
-job still reports is dropped. A new model cancels the run and clears the results.
+job still reports is dropped. A new model (or another snapshot of its training) cancels the run and clears the
+results.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class ImportanceController:
         self.curve: list[PruningPoint] | None = None  # the last pruning curve of the explored model
         self.n_sentences = 0  # sentences of the last run started
         explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(self._on_model_changed)  # another snapshot: its heads matter otherwise
 
     @property
     def running(self) -> bool:

@@ -75,6 +75,7 @@ class MeasureController:
         self._was_running = False
         explore.trace_changed.connect(self._request)
         explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(self._on_model_changed)  # another snapshot of the model's training
 
     @property
     def running(self) -> bool:

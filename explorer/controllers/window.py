@@ -11,6 +11,9 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
 from explorer.controllers.measures import MeasureController
 from explorer.controllers.runner import Runner
+from explorer.controllers.timeline import TimelineController
+from explorer.controllers.timeline_curves import CurvesController
+from explorer.controllers.timeline_exports import TimelineExports
 from explorer.controllers.training import TrainingController
 
 
@@ -23,20 +26,20 @@ class WindowControllers:
     importance: ImportanceController
     compare: CompareController
     training: TrainingController
+    timeline: TimelineController  # the opened model's timeline of training snapshots
+    curves: CurvesController  # its curves over training
+    timeline_exports: TimelineExports
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
         """The controllers of a window whose background work goes through ``runner``."""
         explore = explore or ExploreController()
-        return cls(
-            runner,
-            explore,
-            MeasureController(explore, runner),
-            AlignmentController(explore, runner),
-            ImportanceController(explore, runner),
-            CompareController(explore, runner),
-            TrainingController(runner),
-        )
+        measures, alignment = MeasureController(explore, runner), AlignmentController(explore, runner)
+        importance, compare = ImportanceController(explore, runner), CompareController(explore, runner)
+        training, timeline = TrainingController(runner), TimelineController(explore, runner, compare)
+        curves = CurvesController(explore, runner, timeline)
+        exports = TimelineExports(explore, runner, timeline, curves)
+        return cls(runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports)
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""

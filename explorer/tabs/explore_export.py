@@ -64,8 +64,9 @@ class ExploreExports(QObject):
         from model.figures.export import ExportRequest
 
         tab = self.tab
-        bundle = tab.explore.bundle
+        bundle, snapshot = tab.explore.opened, tab.explore.snapshot
         model_name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        model_name += f", {snapshot}" if snapshot else ""  # the snapshot of its training explored, in the caption
         options, dpi = figure_options(tab.settings, tab.colormap.currentText(), model_name)
         heads = tab.lines.visible_heads() if view == "lines" and tab.lines.head_boxes else None
         state = tab.shown_state  # fitted to the trace at the last refresh: what the views show

@@ -4,7 +4,8 @@ It reads only the Explore controller's Trace: the model grid (layers x heads), t
 mean or max over heads, or rollout), the lines view, the head table, the tokens, the next-token
 candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, PDF, CSV, NPY).
 What the views show (kind, layer, head, level) is one ``ExploreView`` (model/inspection/view.py), fitted
-to the kinds, layers and heads the trace has: a kind the model lacks is not offered.
+to the kinds, layers and heads the trace has: a kind the model lacks is not offered. A model with a timeline of
+its training gets a timeline bar and an "Over training" view (explorer/tabs/explore_timeline.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from explorer.controllers.window import WindowControllers
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_measures import ExploreMeasures
+from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
 from explorer.widgets.head_table import HeadTable
@@ -117,6 +119,8 @@ class ExploreTab(QWidget):
         self.compare = controllers.compare  # a second model on the same sentence, stepping together
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
+        self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
+        self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
         self.candidates, self.predictions, self.beam_tree = self.side.candidates, self.side.predictions, self.side.beam_tree
         self.hint = QLabel()
@@ -137,6 +141,7 @@ class ExploreTab(QWidget):
                 splitter.restoreState(state)
         layout = QVBoxLayout(self)
         layout.addWidget(self.controls)
+        layout.addWidget(self.over_training.bar)
         layout.addWidget(self.source_tokens)
         layout.addWidget(self.target_tokens)
         layout.addLayout(view_row)
@@ -261,15 +266,15 @@ class ExploreTab(QWidget):
         self.refresh()
 
     def _on_colormap_changed(self, name: str) -> None:
-        self.grid.set_colormap(name)
-        self.focus.set_colormap(name)
+        self.grid.set_colormap(self.over_training.colours(name))  # a difference of two snapshots keeps its own
+        self.focus.set_colormap(self.over_training.colours(name))
         self.compare_view.set_colormap(name)
         self.settings.setValue("explore/colormap", name)
 
     def _on_views_tab_changed(self, index: int) -> None:
-        """Side by side needs room for two heatmaps: while it is shown, the focus view gives it its place."""
-        comparing = self.views.widget(index) is self.compare_view
-        self.focus.setVisible(not comparing)  # the two heatmaps take the focus view's place
+        """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
+        comparing = self.views.widget(index) in (self.compare_view, self.over_training.curves_view)
+        self.focus.setVisible(not comparing)  # two heatmaps, or the curves over training, take the focus view's place
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
     def _on_fresh_sentence_requested(self) -> None:
@@ -317,6 +322,8 @@ class ExploreTab(QWidget):
         if not trace.kinds:
             return
         view_trace, measure_note = self.readings.measured(trace, self.state.fitted(trace)[0].kind)
+        if self.over_training.partner(trace) is not None:  # two snapshots' difference: of their attention weights
+            view_trace, measure_note = trace, "The focus and the grid show the difference of the attention weights."
         self.view_trace = view_trace
         self.shown_state, note = self.state.fitted(view_trace)
         note = " ".join(part for part in (note, measure_note) if part)
@@ -333,15 +340,10 @@ class ExploreTab(QWidget):
             return
         current_row = focus_matrix.current_row
         if self.focus.isVisibleTo(self):  # hidden beside Side by side: not redrawn at every step
-            self.focus.set_value_label(shown.value_label)
-            self.focus.set_matrix(
-                focus_matrix.values,
-                queries,
-                keys,
-                self.readings.focus_title(focus_matrix.title, shown, state.layer),
-                current_row,
-                token_level=shown.level,
-            )
+            values, levels = self.over_training.focus(state, focus_matrix.values)
+            title = self.over_training.title(self.readings.focus_title(focus_matrix.title, shown, state.layer))
+            self.focus.set_value_label(shown.value_label if levels[0] >= 0 else "difference of attention weight")
+            self.focus.set_matrix(values, queries, keys, title, current_row, levels, token_level=shown.level)
         self._draw_view(state, shown, queries, keys, current_row)
 
     def _draw_view(self, state: ExploreView, shown: Trace, queries: list[str], keys: list[str], current_row: int | None) -> None:
@@ -352,7 +354,9 @@ class ExploreTab(QWidget):
         self.restore_button.setVisible(bool(self.explore.masked_heads))
         if shown_view is self.grid:
             self.grid.set_masked({(h.layer, h.head) for h in self.explore.masked_heads if h.kind is state.kind})
-            self.grid.set_weights(weights, titles=map_titles(shown, state.kind))
+            grid_weights, levels = self.over_training.grid(state, weights)
+            self.grid.set_title(self.over_training.title())
+            self.grid.set_weights(grid_weights, levels, titles=map_titles(shown, state.kind))
             importance = self.readings.importance.importance_table(state.kind)
             fits = importance is not None and importance.shape == weights.shape[:2]  # not on a layer-wide measure
             self.grid.set_importance(importance if fits else None)

@@ -1,7 +1,8 @@
 """The positional-encoding tab for the active model: the encoding matrix (positions x dimensions),
 chosen dimensions as curves over positions, the similarity matrix between positions, and the
 relative-position property — PE(pos + k) is a fixed rotation of PE(pos) — as the measured error
-over k. For learned positions: the learned table and its similarity matrix.
+over k. For learned positions: the learned table and its similarity matrix. A snapshot of the model's training
+(explorer/controllers/timeline.py) is shown as it was then, named above the plots.
 
 Matrices whose values are all ≥ 0 (the similarity of sinusoidal encodings) get a sequential colour
 map over (min, max); matrices with both signs a diverging map over a symmetric range. Axes are
@@ -22,8 +23,8 @@ from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLi
 
 from explorer.controllers.explore import ExploreController
 from explorer.widgets.heatmap import HeatmapView
+from explorer.widgets.legend_plot import LegendPlot
 from explorer.widgets.lines_view import head_colour
-from explorer.widgets.plot_style import show_light_grid
 from model.family import Positions
 from model.figures.layout import FigureError
 from model.files import OutputError
@@ -94,58 +95,6 @@ class NumberedHeatmap(HeatmapView):
             axis.setTicks([[(index + 0.5, labels[index]) for index in range(0, len(labels), step)], []])
 
 
-class LegendPlot(QWidget):
-    """A line plot with its legend in a line of its own below the plot area, where it covers no curve.
-    Curves given a ``name`` are listed in the legend, in their colour and line style."""
-
-    def __init__(self, title: str, bottom_label: str):
-        super().__init__()
-        self.plot_widget = pg.PlotWidget(title=title)
-        self.plot_item = self.plot_widget.getPlotItem()
-        self.plot_item.setLabel("bottom", bottom_label)
-        self.plot_item.setMenuEnabled(False)
-        show_light_grid(self.plot_item)
-        self.entries: list[tuple[str, str, bool]] = []  # (name, colour, dashed)
-        self.legend = QLabel()
-        self.legend.setWordWrap(True)
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.legend.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.legend.setToolTip("What each curve is")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addWidget(self.plot_widget, 1)
-        layout.addWidget(self.legend)
-
-    def getPlotItem(self) -> pg.PlotItem:  # noqa: N802 - the name PlotWidget uses
-        return self.plot_item
-
-    def plot(self, *args, name: str | None = None, **kwargs) -> pg.PlotDataItem:
-        item = self.plot_item.plot(*args, name=name, **kwargs)
-        if name is not None:
-            pen = pg.mkPen(kwargs.get("pen"))
-            self.entries.append((name, pen.color().name(), pen.style() != Qt.PenStyle.SolidLine))
-            self._show_legend()
-        return item
-
-    def clear(self) -> None:
-        self.plot_item.clear()
-        self.entries = []
-        self._show_legend()
-
-    def legend_names(self) -> list[str]:
-        return [name for name, _colour, _dashed in self.entries]
-
-    def _show_legend(self) -> None:
-        self.legend.setText(
-            "&nbsp;&nbsp; ".join(
-                f'<span style="color:{colour}; font-weight:bold">{"╍╍" if dashed else "━━"}</span>&nbsp;{html.escape(name)}'
-                for name, colour, dashed in self.entries
-            )
-        )
-        self.legend.setVisible(bool(self.entries))
-
-
 class PositionalTab(QWidget):
     def __init__(self, explore: ExploreController, settings: QSettings | None = None) -> None:
         super().__init__()
@@ -164,7 +113,7 @@ class PositionalTab(QWidget):
         self.dimensions_error.setWordWrap(True)
         self.dimensions_error.setStyleSheet("color: #d62728;")
         self.dimensions_error.hide()
-        self.summary = QLabel()
+        self.summary, self.snapshot = QLabel(), QLabel()  # the snapshot of the model's training shown, if any
         self.summary.setWordWrap(True)
         self.table_view = NumberedHeatmap(value_label="encoding value")
         self.similarity_view = NumberedHeatmap(value_label="dot product")
@@ -202,12 +151,20 @@ class PositionalTab(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.dimensions_error)
+        layout.addWidget(self.snapshot)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 1)
         self.positions.valueChanged.connect(self._on_options_changed)
         self.dimensions.editingFinished.connect(self._on_options_changed)
         explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(lambda _bundle: self._on_options_changed())
+        explore.snapshot_changed.connect(self._on_snapshot_changed)
+        self._on_snapshot_changed(explore.snapshot)
         self._on_model_changed(explore.bundle)
+
+    def _on_snapshot_changed(self, name: str) -> None:
+        self.snapshot.setText(f"<b>Snapshot of its training:</b> {html.escape(name)}" if name else "")
+        self.snapshot.setVisible(bool(name))
 
     def chosen_dimensions(self, d_model: int) -> list[int]:
         first = 1 if self.report is not None and self.report.relative else 0
@@ -376,6 +333,7 @@ class PositionalTab(QWidget):
                 "position \\ dimension",
             )
         name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
+        name += f", {self.explore.snapshot}" if self.explore.snapshot else ""
         options, dpi = figure_options(self.settings, "viridis", name)
         figure = positional_figure(self.report, self.chosen_dimensions(table.shape[1]), options)
         return save_figure(figure, path, dpi)

@@ -23,6 +23,7 @@ from model.inspection.selection import head_title
 from model.io.shipped import shipped_models
 
 NONE_CHOICE, FILE_CHOICE = "(none)", "Model file…"
+SNAPSHOT_DATA = "snapshot"  # the item naming a snapshot of the model's training put beside it (from the timeline bar)
 FIGURE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf)"
 
 
@@ -89,6 +90,17 @@ class CompareView(QWidget):
         for heatmap in self.heatmaps:
             heatmap.set_colormap(name)
 
+    def name_snapshot(self, name: str) -> None:
+        """Say which snapshot of the model's training is beside it ("" when none is: the item goes)."""
+        position = self.partner.findData(SNAPSHOT_DATA)
+        if position >= 0:
+            self.partner.removeItem(position)
+        if name:
+            self.partner.insertItem(1, name, SNAPSHOT_DATA)
+            self.partner.setCurrentIndex(1)
+        elif position >= 0 and self.partner.currentIndex() in (-1, position):
+            self.partner.setCurrentIndex(0)
+
     # --- choices --------------------------------------------------------------------------------
     def _on_partner_chosen(self, index: int) -> None:
         choice = self.partner.itemText(index)
@@ -96,6 +108,8 @@ class CompareView(QWidget):
             self.partner_cleared.emit()
             return
         path = self.partner.itemData(index)
+        if path == SNAPSHOT_DATA:
+            return  # already beside it
         if choice == FILE_CHOICE:
             path, _ = QFileDialog.getOpenFileName(
                 self, "Model to put beside", str(Path.home()), "Models (*.safetensors);;All files (*)"

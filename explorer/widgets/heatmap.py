@@ -28,7 +28,13 @@ TEXT_GAP, TICK = 4.0, 3.0  # px between a label and its tick, and the tick's len
 _widths: dict[tuple[str, float], float] = {}  # (text, point size) -> width in px, shared by every axis
 
 
+DIVERGING = "RdBu_r"  # a signed difference: blue below 0, white at 0, red above (as the core's figures draw it)
+DIVERGING_COLOURS = ("#053061", "#4393c3", "#f7f7f7", "#d6604d", "#67001f")
+
+
 def colormap(name: str) -> pg.ColorMap:
+    if name == DIVERGING:
+        return pg.ColorMap(np.linspace(0.0, 1.0, len(DIVERGING_COLOURS)), list(DIVERGING_COLOURS), name=DIVERGING)
     return pg.colormap.get(name if name in COLORMAPS else "viridis")
 
 

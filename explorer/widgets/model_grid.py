@@ -61,6 +61,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.weights = np.zeros((0, 0, 0, 0), np.float32)  # [layers, heads, queries, keys] shown now
         self.titles: tuple[list[str], list[str]] | None = None  # each layer's and head's title, when not numbered
         self.levels = (0.0, 1.0)
+        self.title = ""  # a line above the grid: the snapshot of training shown, or the two a difference subtracts
         self.selected: tuple[int, int] | None = None
         self.empty = False  # no rows (step 0 of decoder or cross attention): a message instead of cells
         self.plot = self.addPlot()
@@ -168,6 +169,12 @@ class ModelGrid(pg.GraphicsLayoutWidget):
 
     def set_colormap(self, name: str) -> None:
         self.image.setLookupTable(colormap(name).getLookupTable(nPts=256))
+
+    def set_title(self, title: str) -> None:
+        """The line above the grid ("" for none)."""
+        if title != self.title:
+            self.title = title
+            self.plot.setTitle(title or None, size="9pt")
 
     def select(self, layer: int, head: int | None) -> None:
         """Frame the focused cell (head None: an aggregate is focused, the whole layer is framed)."""

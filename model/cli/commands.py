@@ -27,11 +27,12 @@ from model.cli.export import run_export
 from model.cli.heads import add_heads_arguments, run_heads
 from model.cli.labels import add_classify_arguments, run_classify
 from model.cli.options import CommandError
+from model.cli.timeline import add_timeline_arguments, run_timeline
 from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
 from model.runtime import follow_cores_in_this_thread
 
-COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute")
+COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute", "timeline")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_heads_arguments(sub.add_parser("heads", help="each head's importance, and the pruning curve"))
 
     add_attribute_arguments(sub.add_parser("attribute", help="a contribution measure of a decoded sentence"))
+
+    add_timeline_arguments(
+        sub.add_parser("timeline", help="a model's training snapshots: an animation, a strip, a difference, per-head curves")
+    )
 
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
@@ -80,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "compare": run_compare,
         "heads": run_heads,
         "attribute": run_attribute,
+        "timeline": run_timeline,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

@@ -1,7 +1,8 @@
 """``transformer-explorer train``: prepare a corpus and tokenizers, train, and save one model file.
 
 Nothing slow starts before the options and the output are checked; a run that learned nothing (or
-only NaN) writes nothing; the first Ctrl-C stops at the next step and saves what was learned, a
+only NaN) writes nothing; the timeline recorded meanwhile (``--timeline N``, ``--no-timeline``) is written beside the
+model file (model/io/timeline.py); the first Ctrl-C stops at the next step and saves what was learned, a
 second quits without writing, and once the save has begun it completes.
 """
 
@@ -22,10 +23,12 @@ from model.device import resolve_device
 from model.family import ModelOption, families, trainable_family_names
 from model.files import check_output
 from model.io import checkpoint
+from model.io.timeline import STORAGES, timeline_path
 from model.kinds import StopReason
 from model.nn.registry import family_named
 from model.training.pipeline import TokenizerOptions, check_family_fits
 from model.training.presets import Preset, preset_for
+from model.training.recording import DEFAULT_SNAPSHOTS, TimelineOptions
 from model.training.run import Prepared, TrainingCallbacks, TrainingRequest, train
 from model.training.trainer import Progress, TrainingControl, TrainingOptions, Validation, format_duration
 
@@ -80,6 +83,22 @@ def add_train_arguments(train: argparse.ArgumentParser) -> None:
     options.add_argument("--clip-norm", type=float, default=1.0)
     options.add_argument("--seed", type=int, default=0)
     options.add_argument("--valid-decode", type=int, default=200, help="validation pairs decoded per validation")
+    timeline = train.add_argument_group("timeline (snapshots of the weights over training, beside the model file)")
+    timeline.add_argument(
+        "--timeline",
+        type=int,
+        default=DEFAULT_SNAPSHOTS,
+        metavar="N",
+        help="record at most N snapshots, log-spaced and at each validation, the final model included "
+        f"(default {DEFAULT_SNAPSHOTS}); written to NAME.timeline.safetensors beside the model",
+    )
+    timeline.add_argument("--no-timeline", action="store_true", help="record no timeline")
+    timeline.add_argument(
+        "--timeline-storage",
+        choices=list(STORAGES),
+        default="float16",
+        help="float16 (default), or int8 rows with float16 scales: half the size, for models that are shipped",
+    )
 
 
 def _check_train_numbers(args) -> None:
@@ -121,6 +140,10 @@ def _check_train_numbers(args) -> None:
         raise CommandError(f"--local-window must be 0 (global attention) or positive, got {args.local_window}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise CommandError(f"--dropout must be in [0, 1), got {args.dropout}")
+    if not args.no_timeline and args.timeline < 2:
+        raise CommandError(
+            f"--timeline must be at least 2 (the first and the final model), got {args.timeline}; --no-timeline records none"
+        )
 
 
 def describe_length(training: TrainingOptions) -> str:
@@ -215,6 +238,8 @@ def _checked_request(args) -> tuple[CorpusSpec, Splits | None, Preset, dict, Tok
     spec = corpus_spec(args, size=args.corpus_size, seed=args.corpus_seed)
     inputs = (None if spec.is_builtin else args.corpus, args.target)
     check_output(args.out, inputs)  # before the corpus and tokenizers: a run must not be lost at its end
+    if not args.no_timeline:
+        check_output(timeline_path(args.out), (*inputs, args.out))
     splits = None
     if not spec.is_builtin:
         splits = load_corpus(spec)  # a file's preset is sized from what it holds
@@ -280,7 +305,8 @@ def run_train(args) -> int:
         )
         (bar.write if bar is not None else say)(line)
 
-    request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits, family)
+    timeline = TimelineOptions(0 if args.no_timeline else args.timeline, args.timeline_storage)
+    request = TrainingRequest(spec, tokenizer_options, model_options, training, args.device, splits, family, timeline)
     callbacks = TrainingCallbacks(on_prepared=on_prepared, on_progress=on_progress, on_validation=on_validation)
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
@@ -313,5 +339,13 @@ def run_train(args) -> int:
     if "kept_step" in bundle.history:
         best = family_named(family).quality_measure
         what += f" the weights of step {bundle.history['kept_step']} (the best validation {best})"
-    say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}")
+    say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}{_timeline_note(bundle, args.out)}")
     return 0
+
+
+def _timeline_note(bundle, out: str) -> str:
+    """``; its timeline (12 snapshots, 34.1 MB) to NAME.timeline.safetensors``, or nothing without one."""
+    path = timeline_path(out)
+    if bundle.recording is None or not path.is_file():
+        return ""
+    return f"; its timeline ({len(bundle.recording.snapshots)} snapshots, {path.stat().st_size / 1e6:.1f} MB) to {path}"

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
 from model.family import Family, TrainableNetwork, family_of
+
+if TYPE_CHECKING:
+    from model.io.snapshots import Recording
 
 
 @dataclass
@@ -25,6 +28,8 @@ class ModelBundle:
     history: dict = field(default_factory=dict)
     training: dict = field(default_factory=dict)  # the TrainingOptions used, as a dict
     path: str | None = None  # where it was loaded from or last saved to
+    # snapshots recorded while it trained, written beside it when saved (model/io/timeline.py)
+    recording: Recording | None = field(default=None, repr=False, compare=False)
 
     @property
     def config(self) -> Any:

@@ -14,7 +14,6 @@ history and training records must have the right types. Each failure is one Chec
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import struct
@@ -32,12 +31,14 @@ from model.errors import UserError
 from model.family import trainable_family_names
 from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
+from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
+from model.io.timeline import write_beside
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
 
 FORMAT = "transformer-explorer/1"
 MAX_HEADER_BYTES = 100 * 1024 * 1024
-DIGEST_KEY = "tensor_sha256"  # SHA-256 of the tensors (_tensor_digest); files saved before it have none
+DIGEST_KEY = "tensor_sha256"  # SHA-256 of the tensors (model/io/digest.py); files saved before it have none
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 # Far beyond any model this app trains or shows, far below what would exhaust memory before failing.
 LIMITS = {
@@ -63,9 +64,7 @@ class CheckpointError(UserError):
 
 
 def _metadata(bundle: ModelBundle) -> dict[str, str]:
-    joint = bundle.source_tokenizer is bundle.target_tokenizer or (
-        bundle.source_tokenizer.model_proto == bundle.target_tokenizer.model_proto
-    )
+    joint = joint_tokenizer(bundle)
     return {
         "format": FORMAT,
         "family": bundle.family.name,
@@ -77,29 +76,30 @@ def _metadata(bundle: ModelBundle) -> dict[str, str]:
     }
 
 
-def to_bytes(bundle: ModelBundle) -> bytes:
-    # Copies: the parameters of a model being trained are views into one buffer, which safetensors refuses.
-    tensors = {
-        f"model.{name}": tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in bundle.model.state_dict().items()
-    }
-    tensors["tokenizer.source"] = torch.frombuffer(bytearray(bundle.source_tokenizer.model_proto), dtype=torch.uint8)
+def _encode(bundle: ModelBundle) -> tuple[bytes, str]:
+    """The model file's bytes and the digest of its tensors (model/io/digest.py)."""
+    tensors = file_tensors(bundle)
     metadata = _metadata(bundle)
-    if metadata["joint_tokenizer"] != "true":
-        tensors["tokenizer.target"] = torch.frombuffer(bytearray(bundle.target_tokenizer.model_proto), dtype=torch.uint8)
-    metadata[DIGEST_KEY] = _tensor_digest((key, tensor.reshape(-1).view(torch.uint8).numpy()) for key, tensor in tensors.items())
-    return save_tensors(tensors, metadata=metadata)
+    metadata[DIGEST_KEY] = tensor_digest((key, raw_bytes(tensor)) for key, tensor in tensors.items())
+    return save_tensors(tensors, metadata=metadata), metadata[DIGEST_KEY]
+
+
+def to_bytes(bundle: ModelBundle) -> bytes:
+    return _encode(bundle)[0]
 
 
 def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
-    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was."""
+    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was. The timeline
+    recorded while training (``bundle.recording``) is written beside it (model/io/timeline.py), after it."""
     try:
         path = check_output(path)
-        data = to_bytes(bundle)
+        data, digest = _encode(bundle)
         with atomic_output(path) as temporary, open(temporary, "wb") as handle:
             handle.write(data)
     except OutputError as error:
         raise CheckpointError(str(error)) from None
     bundle.path = str(path)
+    write_beside(bundle, path, digest)
     return path
 
 
@@ -216,22 +216,12 @@ class _SkipInitialisation(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def _tensor_digest(named_bytes) -> str:
-    """SHA-256 over every tensor's name and raw bytes, in name order: the same for the saved file and the
-    tensors it came from, whatever order safetensors lays them out in."""
-    digest = hashlib.sha256()
-    for key, raw in sorted(named_bytes, key=lambda item: item[0]):
-        digest.update(key.encode("utf-8") + b"\0")
-        digest.update(raw)
-    return digest.hexdigest()
-
-
 def _check_digest(data, entries: dict[str, dict], metadata: dict[str, str], data_start: int, name: str) -> None:
     stored = metadata.get(DIGEST_KEY)
     if stored is None:
         return  # files saved before digests (the shipped ones among them) load as they are
     view = memoryview(data)
-    actual = _tensor_digest(
+    actual = tensor_digest(
         (key, view[data_start + entry["data_offsets"][0] : data_start + entry["data_offsets"][1]]) for key, entry in entries.items()
     )
     if stored != actual:

@@ -5,7 +5,8 @@
 the history, the weights on the CPU). The command line (``model/cli/train.py``) and the window's
 training controller (``explorer/controllers/training.py``) are thin adapters: they build the request, listen through
 ``TrainingCallbacks`` (typed objects: ``Prepared``, ``Progress``, ``Validation``) and pause or cancel
-through the ``TrainingControl``.
+through the ``TrainingControl``. Unless ``request.timeline`` turns it off, the run records its timeline
+(model/training/recording.py): the trained bundle's ``recording``, written beside the model file when it is saved.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.data.corpora import CorpusSpec, Splits
 from model.device import describe_device, resolve_device
 from model.io.checkpoint import ModelBundle
 from model.kinds import StopReason
 from model.training.pipeline import TokenizerOptions, prepare
+from model.training.recording import Recorder, TimelineOptions, trainable_names
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions, TrainingResult, Validation
 
 
@@ -33,6 +36,7 @@ class TrainingRequest:
     device: str = "auto"  # auto, cpu, cuda or cuda:N
     splits: Splits | None = None  # the corpus already read and split (a file's preset is sized from it)
     family: str = "transformer"  # the model family to train (model/nn/registry.py): transformer, rnn or classifier
+    timeline: TimelineOptions = field(default_factory=TimelineOptions)  # snapshots to record (0: none) and their storage
 
 
 @dataclass
@@ -49,6 +53,16 @@ class Prepared:
 
 def _ignore(_value: object) -> None:
     return None
+
+
+def _heard_by(first: Callable[[Any], None], then: Callable[[Any], None]) -> Callable[[Any], None]:
+    """One callback that calls ``first``, then ``then`` (the recorder before the caller's own)."""
+
+    def both(value: Any) -> None:
+        first(value)
+        then(value)
+
+    return both
 
 
 @dataclass
@@ -87,6 +101,7 @@ def train(
     callbacks = callbacks or TrainingCallbacks()
     control = control or TrainingControl()
     request.training.validate()
+    request.timeline.validate()
     device = resolve_device(request.device)
     with callbacks.preparing():
         bundle, splits = prepare(
@@ -111,6 +126,7 @@ def train(
             )
         )
         callbacks.on_stage(f"Encoding {len(splits.train):,} training pairs…")
+        recorder = Recorder(request.timeline, trainable_names(bundle.model)) if request.timeline.enabled else None
         trainer = Trainer(
             bundle.model,
             bundle.source_tokenizer,
@@ -118,14 +134,18 @@ def train(
             splits,
             request.training,
             device,
-            callbacks.on_progress,
-            callbacks.on_validation,
+            _heard_by(recorder.on_progress, callbacks.on_progress) if recorder else callbacks.on_progress,
+            _heard_by(recorder.on_validation, callbacks.on_validation) if recorder else callbacks.on_validation,
             control,
             bundle.history,
         )
+        if recorder is not None:
+            recorder.start(trainer.current_weights)
     callbacks.on_stage(f"Training on {describe_device(device)}: the first step…")
     result = trainer.run()
     bundle.training = request.training.to_dict()
     bundle.history["stopped"] = str(result.stopped)
     bundle.model.to("cpu").eval()
+    if recorder is not None and result.usable:
+        bundle.recording = recorder.finish(bundle.history.get("kept_step"))
     return TrainingOutcome(result.stopped, bundle if result.usable else None, result, result.detail)

@@ -209,6 +209,11 @@ class Trainer:
         self.best: tuple[tuple, int, torch.Tensor] | None = None  # (quality, step, weights) of the best validation
         self._paused_in_validation = 0.0  # seconds, left out of the time budget like any pause
 
+    def current_weights(self) -> torch.Tensor:
+        """The flat weights [P] training has reached: their running average when averaging (what a validation scores and
+        training would end with), else the current ones. The timeline's recorder copies them (model/training/recording.py)."""
+        return self.average.averaged if self.average.averaged is not None else self.optimizer.flat_parameters
+
     def validate(self, epoch: int, step: int) -> Validation:
         """Score the (averaged) weights on the validation pairs; remember them when their BLEU is the best yet.
         Raises Interrupted when the user stops training meanwhile."""

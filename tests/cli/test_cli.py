@@ -25,6 +25,7 @@ from model.data.corpora import CorpusSpec, generate_builtin, load_corpus
 from model.decoding.greedy import greedy_decode
 from model.inspection.alignment import aer_pairs, cross_attention_aer
 from model.io import checkpoint
+from model.io.timeline import timeline_path
 from model.runtime import CoreFollower
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,7 +188,7 @@ def test_train_writes_a_loadable_model_with_every_option(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "" and result.stderr == ""  # --quiet
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, timeline_path(path).name])  # and its timeline
     bundle = checkpoint.load(path)
     config = bundle.config
     assert (config.norm_placement, config.positional_encoding, config.max_len) == ("pre", "learned", 40)
@@ -334,7 +335,7 @@ def test_ctrl_c_leaves_no_half_written_file(tmp_path):
     assert history["stopped"] == "cancelled"
     steps = [row[0] for row in history["steps"]]
     assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 1, printed
-    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, timeline_path(out).name])
 
 
 def test_evaluate_json_reports_the_alignment_error_rate(copy_model, capsys):

@@ -12,6 +12,7 @@ import model.training.pipeline
 import model.training.trainer
 from model.cli.commands import main
 from model.io import checkpoint
+from model.io.timeline import timeline_path
 from model.training.trainer import weights_are_finite
 from tests.cli.test_cli import ROOT, TINY
 
@@ -124,7 +125,7 @@ def test_ctrl_c_during_the_save_lets_the_save_complete(tmp_path, presses):
     assert "nothing was written" not in result.stderr
     bundle = checkpoint.load(out)
     assert bundle.history["stopped"] == "max steps" and len(bundle.history["steps"]) == 4
-    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary file left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name, timeline_path(out).name]  # no temporary file left
 
 
 def test_first_ctrl_c_stops_and_saves_even_when_a_second_lands_in_the_save(tmp_path):
