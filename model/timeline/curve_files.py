@@ -169,8 +169,9 @@ def curves_figure(curves: HeadCurves, width: float = 6.9, font_size: float = 7.0
         axes_list[-1].set_xscale("symlog" if steps.min() < 1 else "log", **({"linthresh": 1} if steps.min() < 1 else {}))
         axes_list[-1].set_xlabel("training step (log scale)")
         figure.suptitle(
-            f"Heads over training: “{curves.text}”; shaded: the {min(MARKED_CHANGES, len(curves.phase_changes))} largest "
+            f"Heads over training: “{curves.text}”\nshaded: the {min(MARKED_CHANGES, len(curves.phase_changes))} largest "
             f"changes (numbered by rank); ▼ alignment-like from (AER < {curves.onset_threshold:g} to the end)",
+            wrap=True,  # a long sentence wraps inside the figure instead of running off both sides
             fontsize=font_size,
         )
     return figure

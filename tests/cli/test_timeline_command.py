@@ -4,6 +4,7 @@ no traceback that writes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -24,7 +25,8 @@ def workspace(tmp_path_factory):
     timeline = copy_timeline()[0]
     (folder / "earlier.gif").write_bytes(b"an earlier animation")
     (folder / "read-only").mkdir(mode=0o500)
-    return folder, saved_model(timeline.bundle, folder), timeline
+    # A copy is saved: saving names the bundle it is given, and the window's tests open the shared one as unsaved.
+    return folder, saved_model(dataclasses.replace(timeline.bundle), folder), timeline
 
 
 @pytest.fixture
