@@ -98,8 +98,8 @@ def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
             handle.write(data)
     except OutputError as error:
         raise CheckpointError(str(error)) from None
-    bundle.path = str(path)
-    write_beside(bundle, path, digest)
+    earlier, bundle.path = bundle.path, str(path)
+    write_beside(bundle, path, digest, earlier)
     return path
 
 

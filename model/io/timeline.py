@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -92,10 +93,22 @@ def timeline_from_recording(recording: Recording, bundle: ModelBundle) -> Timeli
 
 
 # --- writing -------------------------------------------------------------------------------------------------------
-def write_beside(bundle: ModelBundle, model_path: str | os.PathLike, digest: str) -> Path | None:
+def write_beside(
+    bundle: ModelBundle, model_path: str | os.PathLike, digest: str, earlier: str | os.PathLike | None = None
+) -> Path | None:
     """After the model file at ``model_path`` (tensor digest ``digest``) is saved: write the bundle's recording beside
-    it, or, with none, remove a timeline there that belongs to another model (the one the file held before)."""
+    it; with none, copy the timeline beside the file it was loaded from (``earlier``: "Save as" keeps it), or remove a
+    timeline there that belongs to another model (the one the file held before)."""
     path = timeline_path(model_path)
+    if bundle.recording is None and earlier is not None and Path(earlier).resolve() != Path(model_path).resolve():
+        source = timeline_path(earlier)
+        if source.is_file() and _model_digest_of(source) == digest:
+            try:
+                with atomic_output(check_output(path)) as temporary:
+                    shutil.copyfile(source, temporary)
+                return path
+            except (OutputError, OSError) as error:
+                raise TimelineError(f"the model was saved to {model_path}, but not its timeline: {error}") from None
     if bundle.recording is None:
         if path.is_file() and _model_digest_of(path) not in (None, digest):
             try:

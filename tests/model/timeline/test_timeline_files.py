@@ -102,7 +102,11 @@ def test_saving_writes_replaces_and_tidies_the_timeline_beside(saved, tmp_path):
     bundle = checkpoint.load(path)
     target = tmp_path / "m.safetensors"
     timeline_path(target).write_bytes(other)  # left by the model the file held before
-    checkpoint.save(bundle, target)  # a model without a recording: the other model's timeline goes
+    checkpoint.save(bundle, target)  # the other model's timeline is replaced by this model's own (Save as keeps it)
+    assert timeline_path(target).read_bytes() == timeline_path(path).read_bytes()
+    timeline_path(target).write_bytes(other)
+    bundle.path = None  # a model with no timeline anywhere: the other model's timeline goes
+    checkpoint.save(bundle, target)
     assert not timeline_path(target).exists()
     shutil.copyfile(timeline_path(path), timeline_path(target))
     checkpoint.save(bundle, target)  # the same weights again: their timeline stays
@@ -153,3 +157,18 @@ def test_records_that_contradict_themselves_are_refused_even_with_a_valid_checks
         save_timeline(Recording(snapshots, weights, names), bundle, timeline_path(model))
         with pytest.raises(TimelineError, match=message):
             load_timeline(model, checkpoint.load(model))
+
+
+def test_save_as_keeps_the_timeline_of_the_file_the_model_came_from(saved, tmp_path):
+    """A model opened with its timeline and saved under another name (the window's Save as) takes its timeline along;
+    the original stays as it was. Saved again after its weights changed, the copy is not made (it would not match)."""
+    path, original, _other = saved
+    assert timeline_path(path).read_bytes() == original
+    bundle = checkpoint.load(path)
+    copy = checkpoint.save(bundle, tmp_path / "renamed.safetensors")
+    assert timeline_path(copy).read_bytes() == original == timeline_path(path).read_bytes()
+    assert len(load_timeline(copy, checkpoint.load(copy))) == len(load_timeline(path, checkpoint.load(path)))
+    with torch.no_grad():
+        next(bundle.model.parameters()).add_(1.0)
+    changed = checkpoint.save(bundle, tmp_path / "changed.safetensors")
+    assert find_timeline(changed) is None
