@@ -97,9 +97,9 @@ class CurvesView(QWidget):
         side = QWidget()
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.onsets)  # first: the list below scrolls, a label at the bottom was cut off
         side_layout.addWidget(QLabel("<b>Phase changes</b> (click one)"))
         side_layout.addWidget(self.changes, 1)
-        side_layout.addWidget(self.onsets)
         plots = QWidget()
         plots_layout = QVBoxLayout(plots)
         plots_layout.setContentsMargins(0, 0, 0, 0)
@@ -166,6 +166,8 @@ class CurvesView(QWidget):
             )
         else:
             self.onsets.setText("")
+        # Its lines, whatever the splitter gives: a box layout under a splitter left it one line high (14 px for 4).
+        self.onsets.setMinimumHeight(self.onsets.sizeHint().height() if self.onsets.text() else 0)
         self._draw()
 
     def _draw(self) -> None:

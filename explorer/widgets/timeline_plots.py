@@ -119,8 +119,11 @@ def role_squares(plot: pg.PlotItem, x: np.ndarray, roles: np.ndarray) -> list[st
                 seen += [group] if group not in seen else []
                 spots.append({"pos": (x[n], -row), "brush": ROLE_COLOURS[group], "data": f"L{layer + 1}H{head + 1}: {role}"})
     plot.addItem(pg.ScatterPlotItem(spots=spots, symbol="s", size=9, pen=pg.mkPen("#555", width=0.5)))
-    rows = [(-(layer * n_heads + head), f"L{layer + 1}H{head + 1}") for layer in range(n_layers) for head in range(n_heads)]
-    plot.getAxis("left").setTicks([rows, []])
+    # Each layer's first row named in full, the other rows by their head: pyqtgraph drops the second level's labels
+    # first when the rows are too close (12 heads in a low plot), and the layers stay readable.
+    firsts = [(-(layer * n_heads), f"L{layer + 1}H1") for layer in range(n_layers)]
+    others = [(-(layer * n_heads + head), f"H{head + 1}") for layer in range(n_layers) for head in range(1, n_heads)]
+    plot.getAxis("left").setTicks([firsts, others])
     plot.setYRange(-(n_layers * n_heads - 0.5), 0.5, padding=0)
     return seen
 

@@ -166,6 +166,8 @@ def test_the_curves_view_and_a_phase_change_clicked(qtbot, timeline_window):
     assert curves.curves.importance_where == "3 fresh pairs, seed 12345" and len(view.plots) == 6
     assert view.changes.count() == len(curves.curves.phase_changes) > 0
     assert "alignment-like from" in view.onsets.text() and view.compute_button.isEnabled()
+    lines = view.onsets.text().count("<br>") + 1
+    assert view.onsets.height() >= lines * view.onsets.fontMetrics().lineSpacing()  # every line shown
     change = curves.curves.phase_changes[1]
     view.changes.itemClicked.emit(view.changes.item(1))
     settle(qtbot, window)
