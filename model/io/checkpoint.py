@@ -32,6 +32,7 @@ from model.family import trainable_family_names
 from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
+from model.io.header import tensor_entries
 from model.io.timeline import write_beside
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
@@ -104,24 +105,8 @@ def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
 
 
 def _entries(header: dict, name: str) -> dict[str, dict]:
-    """The header's tensor entries, checked to be well formed (dtype, shape, data offsets)."""
-    entries = {}
-    for key, entry in header.items():
-        if key == "__metadata__":
-            continue
-        ok = (
-            isinstance(entry, dict)
-            and isinstance(entry.get("dtype"), str)
-            and isinstance(entry.get("shape"), list)
-            and isinstance(entry.get("data_offsets"), list)
-            and len(entry["data_offsets"]) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry["shape"] + entry["data_offsets"])
-            and entry["data_offsets"][0] <= entry["data_offsets"][1]
-        )
-        if not ok:
-            raise CheckpointError(f"{name}: damaged model file (the entry of tensor {key[:60]!r} is malformed)")
-        entries[key] = entry
-    return entries
+    """The header's tensor entries, checked to be well formed (model/io/header.py)."""
+    return tensor_entries(header, name, CheckpointError, "model file")
 
 
 def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict], dict[str, str], int]:

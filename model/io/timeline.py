@@ -36,6 +36,7 @@ from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.checkpoint_folders import checkpoints_folder_of, checkpoints_timeline
 from model.io.digest import model_digest, raw_bytes, tensor_digest
+from model.io.header import tensor_entries
 from model.io.quantized import dequantize_rows, is_quantized, quantize_rows, rows_of
 from model.io.snapshots import Recording, Snapshot, Timeline, TimelineError, snapshots_from_records
 
@@ -249,24 +250,8 @@ def _check_format(found: object, name: str) -> None:
 
 
 def _entries(header: dict, name: str) -> dict[str, dict]:
-    """The header's tensor entries, each checked to be well formed (dtype, shape, data offsets)."""
-    entries = {}
-    for key, entry in header.items():
-        if key == "__metadata__":
-            continue
-        ok = (
-            isinstance(entry, dict)
-            and isinstance(entry.get("dtype"), str)
-            and isinstance(entry.get("shape"), list)
-            and isinstance(entry.get("data_offsets"), list)
-            and len(entry["data_offsets"]) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry["shape"] + entry["data_offsets"])
-            and entry["data_offsets"][0] <= entry["data_offsets"][1]
-        )
-        if not ok:
-            raise TimelineError(f"{name}: damaged timeline file (the entry of tensor {key[:60]!r} is malformed)")
-        entries[key] = entry
-    return entries
+    """The header's tensor entries, checked to be well formed (model/io/header.py)."""
+    return tensor_entries(header, name, TimelineError, "timeline file")
 
 
 def _model_digest_of(path: Path) -> str | None:
