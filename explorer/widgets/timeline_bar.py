@@ -102,7 +102,7 @@ class TimelineBar(QFrame):
         self.slider.blockSignals(False)
         name = self.names[index] if 0 <= index < len(self.names) else ""
         self.name.setText(f"{name} (the model as opened)" if index == len(self.names) - 1 else name)
-        self.details.setText(f"Snapshot {index} of {len(self.names) - 1}: {details}")
+        self.details.setText(f"Snapshot {index} of 0–{len(self.names) - 1}: {details}")  # from 0, as the command counts
 
     def set_playing(self, playing: bool) -> None:
         self.play_button.blockSignals(True)

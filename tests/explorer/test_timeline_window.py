@@ -71,7 +71,7 @@ def test_the_slider_redecodes_and_every_view_follows(qtbot, timeline_window):
     bar.slider.setValue(5)  # what a drag does at each position it passes
     settle(qtbot, window)
     assert explore.snapshot == "step 177 of 500" and bar.name.text() == "step 177 of 500"
-    assert "training loss" in bar.details.text() and "Snapshot 5 of 7" in bar.details.text()
+    assert "training loss" in bar.details.text() and "Snapshot 5 of 0–7" in bar.details.text()
     assert tab.controls.source.text() == SENTENCE and explore.text == SENTENCE and explore.current_step == 3
     assert (tab.state.layer, tab.state.head) == (0, 1) and tab.current_kind() is AttentionKind.CROSS
     assert tab.focus._title.endswith("<br>step 177") and tab.grid.title == "step 177 of 500"
