@@ -37,6 +37,7 @@ from model.device import available_devices
 from model.errors import UserError
 from model.training.pipeline import TokenizerOptions
 from model.training.presets import NO_EPOCH_LIMIT, Preset, corpus_figures, family_preset, file_preset, preset_for
+from model.training.recording import DEFAULT_SNAPSHOTS, TimelineOptions
 from model.training.run import TrainingRequest
 from model.training.trainer import TrainingOptions
 
@@ -150,6 +151,7 @@ class TrainingForm(QWidget):
             ("", self.keep_best),
             ("Label smoothing", self.label_smoothing),
             ("Seed", self.seed),
+            ("Timeline", self.timeline),
             ("Device", self.device),
         ):
             options_form.addRow(label, widget)
@@ -193,6 +195,11 @@ class TrainingForm(QWidget):
         self.keep_best.setToolTip("End with the weights of the validation with the best BLEU, not the last step's")
         self.label_smoothing = spin(0.0, 0.9, 0.1, "Label smoothing of the loss (the paper: 0.1)", 0.05, 2)
         self.seed = spin(0, 2**31 - 1, 0, "Seed of initialisation, batch order and dropout")
+        self.timeline = spin(
+            0, 1000, DEFAULT_SNAPSHOTS, "Snapshots of the weights kept while training, to watch it learn (0 = none, else 2 or more)"
+        )
+        self.timeline.setSpecialValueText("none")
+        self.timeline.setSuffix(" snapshots")
         self.device = QComboBox()
         self.device.addItems(available_devices())
         self.device.setCurrentIndex(self.device.count() - 1)
@@ -375,7 +382,10 @@ class TrainingForm(QWidget):
         model_options, training = self._model_and_training()
         tokenizer = TokenizerOptions(vocab_size=self.vocab_size.value(), joint=self.joint_vocab.isChecked())
         family = self.model_group.current_family()
-        return TrainingRequest(self.corpus_spec(), tokenizer, model_options, training, self.device.currentText(), None, family)
+        timeline = TimelineOptions(self.timeline.value())
+        timeline.validate()  # 1 snapshot: a reason, not a run
+        device = self.device.currentText()
+        return TrainingRequest(self.corpus_spec(), tokenizer, model_options, training, device, None, family, timeline)
 
     # --- settings -------------------------------------------------------------------------------
     def _fields(self) -> dict:

@@ -3,9 +3,12 @@ the window is still loading. (The stages themselves and the step timing: tests/e
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
+from model.errors import UserError
 from model.training.presets import builtin_preset
+from model.training.recording import DEFAULT_SNAPSHOTS
 
 
 def test_each_corpus_fills_the_form_with_its_preset(window):
@@ -25,6 +28,18 @@ def test_each_corpus_fills_the_form_with_its_preset(window):
     assert "Changed by you: d model" in form.preset_info.text() and form.preset_button.isEnabled()
     form.preset_button.click()
     assert form.d_model.value() == 128 and "Changed by you" not in form.preset_info.text()
+
+
+def test_the_timeline_box_sets_the_snapshots_recorded(window):
+    """On by default (the core's count), 0 reads "none" and records nothing, 1 is refused with the reason."""
+    form = window.training_tab.form
+    form.corpus.setCurrentText("copy")
+    assert form.timeline.value() == DEFAULT_SNAPSHOTS and form.request().timeline.snapshots == DEFAULT_SNAPSHOTS
+    form.timeline.setValue(0)
+    assert form.timeline.text() == "none" and not form.request().timeline.enabled
+    form.timeline.setValue(1)
+    with pytest.raises(UserError, match="snapshot"):
+        form.request()
 
 
 def test_the_expected_duration_shows_before_start(qtbot, window):

@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -205,3 +206,10 @@ def test_abandoned_partial_files_are_removed_at_the_next_write(tmp_path):
         temporary.write_bytes(b"the model")
     assert target.read_bytes() == b"the model"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, live.name, other.name, target.name])
+
+
+def test_everything_shipped_under_resources_stays_under_50_mb():
+    """resources/ is installed with the package (models, their timelines, screenshots): a user downloads all of it."""
+    folder = Path(__file__).resolve().parents[3] / "resources"
+    total = sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    assert total < 50 * 1024 * 1024, f"resources/ holds {total / 1024 / 1024:.1f} MB"
