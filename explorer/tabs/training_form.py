@@ -199,7 +199,6 @@ class TrainingForm(QWidget):
             0, 1000, DEFAULT_SNAPSHOTS, "Snapshots of the weights kept while training, to watch it learn (0 = none, else 2 or more)"
         )
         self.timeline.setSpecialValueText("none")
-        self.timeline.setSuffix(" snapshots")
         self.device = QComboBox()
         self.device.addItems(available_devices())
         self.device.setCurrentIndex(self.device.count() - 1)

@@ -56,6 +56,12 @@ class TimelineBar(QFrame):
             "Every snapshot is made to write the output explored (✎ marks only your own forced tokens), so views and "
             "steps compare; unchecked, each snapshot writes its own (an early one often stops at once)"
         )
+        # Long names, scores and snapshot lists never widen the window: the labels take what the row leaves them
+        # (the whole text in their tooltips), the box is as wide as about 16 characters.
+        for label in (self.name, self.details):
+            label.setMinimumWidth(60)  # below its text's width: it shrinks (clipped) when the row is short
+        self.compare_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.compare_box.setMinimumContentsLength(16)
         self._layout()
         self.timer = QTimer(self)
         self.timer.setInterval(int(interval_s * 1000))
@@ -103,6 +109,8 @@ class TimelineBar(QFrame):
         name = self.names[index] if 0 <= index < len(self.names) else ""
         self.name.setText(f"{name} (the model as opened)" if index == len(self.names) - 1 else name)
         self.details.setText(f"Snapshot {index} of 0–{len(self.names) - 1}: {details}")  # from 0, as the command counts
+        self.name.setToolTip(self.name.text())
+        self.details.setToolTip(self.details.text())
 
     def set_playing(self, playing: bool) -> None:
         self.play_button.blockSignals(True)
