@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from model.io.models import open_model  # noqa: E402
+from model.timeline.source import timeline_for  # noqa: E402
 
 SENTENCE = "the black cat sees the small dog"
 
@@ -117,7 +118,8 @@ def main() -> None:
 
     app = make_application()
     bundle = open_model("default")
-    source = PerturbedTimeline(bundle, args.snapshots)
+    recorded = timeline_for(bundle)  # the shipped model's own timeline, once it has one
+    source = recorded if recorded is not None else PerturbedTimeline(bundle, args.snapshots)
     window = MainWindow(QSettings(os.devnull, QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
@@ -132,9 +134,14 @@ def main() -> None:
     for _ in range(args.moves):  # each move to another snapshot than the one shown
         moves.append(rng.choice([index for index in range(last + 1) if index != moves[-1]]))
     moves = moves[1:] + [last]  # back at the model as opened for the next run
+    what = (
+        f"the shipped default model's recorded timeline, {len(source.snapshots)} snapshots"
+        if recorded is not None
+        else "NO REAL TIMELINE YET: the snapshots are the shipped default model with perturbed weights (half precision, "
+        f"restored on each load), {len(source.snapshots)} of them"
+    )
     print(
-        "NO REAL TIMELINE YET: the snapshots are the shipped default model with perturbed weights (half precision, "
-        f"restored on each load), {len(source.snapshots)} of them; {bundle.config.describe()}; sentence “{SENTENCE}”; "
+        f"{what}; {bundle.config.describe()}; sentence “{SENTENCE}”; "
         f"window 1600x1000, {torch.get_num_threads()} threads, {os.environ.get('QT_QPA_PLATFORM')} platform"
     )
     print("ms per slider move: load + decode in the runner + every visible view + paint")
