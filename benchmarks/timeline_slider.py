@@ -20,7 +20,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -28,19 +28,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from model.io.models import open_model  # noqa: E402
+from model.io.snapshots import Snapshot  # noqa: E402
 from model.timeline.source import timeline_for  # noqa: E402
 
 SENTENCE = "the black cat sees the small dog"
-
-
-@dataclass(frozen=True)
-class Record:
-    index: int
-    step: int
-    elapsed_seconds: float
-    train_loss: float
-    validation: dict | None
-    label: str
 
 
 class PerturbedTimeline:
@@ -51,8 +42,7 @@ class PerturbedTimeline:
         self.bundle = bundle
         steps = sorted({round(9000 ** (k / (count - 1))) for k in range(count)})
         self.records = [
-            Record(i, step, step * 0.05, 8.0 / (1 + i), {"bleu": 3.0 * i} if i % 3 == 2 else None, f"step {step:,}")
-            for i, step in enumerate(steps)
+            Snapshot(i, step, step * 0.05, 8.0 / (1 + i), {"bleu": 3.0 * i} if i % 3 == 2 else None) for i, step in enumerate(steps)
         ]
         generator = torch.Generator().manual_seed(0)
         state = bundle.model.state_dict()
@@ -69,7 +59,7 @@ class PerturbedTimeline:
             )
 
     @property
-    def snapshots(self) -> list[Record]:
+    def snapshots(self) -> list[Snapshot]:
         return self.records
 
     def bundle_at(self, index: int):
