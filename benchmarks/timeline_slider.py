@@ -20,7 +20,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -28,18 +28,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from model.io.models import open_model  # noqa: E402
+from model.io.snapshots import Snapshot  # noqa: E402
+from model.timeline.source import timeline_for  # noqa: E402
 
 SENTENCE = "the black cat sees the small dog"
-
-
-@dataclass(frozen=True)
-class Record:
-    index: int
-    step: int
-    elapsed_seconds: float
-    train_loss: float
-    validation: dict | None
-    label: str
 
 
 class PerturbedTimeline:
@@ -50,8 +42,7 @@ class PerturbedTimeline:
         self.bundle = bundle
         steps = sorted({round(9000 ** (k / (count - 1))) for k in range(count)})
         self.records = [
-            Record(i, step, step * 0.05, 8.0 / (1 + i), {"bleu": 3.0 * i} if i % 3 == 2 else None, f"step {step:,}")
-            for i, step in enumerate(steps)
+            Snapshot(i, step, step * 0.05, 8.0 / (1 + i), {"bleu": 3.0 * i} if i % 3 == 2 else None) for i, step in enumerate(steps)
         ]
         generator = torch.Generator().manual_seed(0)
         state = bundle.model.state_dict()
@@ -68,7 +59,7 @@ class PerturbedTimeline:
             )
 
     @property
-    def snapshots(self) -> list[Record]:
+    def snapshots(self) -> list[Snapshot]:
         return self.records
 
     def bundle_at(self, index: int):
@@ -117,7 +108,8 @@ def main() -> None:
 
     app = make_application()
     bundle = open_model("default")
-    source = PerturbedTimeline(bundle, args.snapshots)
+    recorded = timeline_for(bundle)  # the shipped model's own timeline, once it has one
+    source = recorded if recorded is not None else PerturbedTimeline(bundle, args.snapshots)
     window = MainWindow(QSettings(os.devnull, QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
@@ -132,9 +124,14 @@ def main() -> None:
     for _ in range(args.moves):  # each move to another snapshot than the one shown
         moves.append(rng.choice([index for index in range(last + 1) if index != moves[-1]]))
     moves = moves[1:] + [last]  # back at the model as opened for the next run
+    what = (
+        f"the shipped default model's recorded timeline, {len(source.snapshots)} snapshots"
+        if recorded is not None
+        else "NO REAL TIMELINE YET: the snapshots are the shipped default model with perturbed weights (half precision, "
+        f"restored on each load), {len(source.snapshots)} of them"
+    )
     print(
-        "NO REAL TIMELINE YET: the snapshots are the shipped default model with perturbed weights (half precision, "
-        f"restored on each load), {len(source.snapshots)} of them; {bundle.config.describe()}; sentence “{SENTENCE}”; "
+        f"{what}; {bundle.config.describe()}; sentence “{SENTENCE}”; "
         f"window 1600x1000, {torch.get_num_threads()} threads, {os.environ.get('QT_QPA_PLATFORM')} platform"
     )
     print("ms per slider move: load + decode in the runner + every visible view + paint")

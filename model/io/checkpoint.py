@@ -32,13 +32,12 @@ from model.family import trainable_family_names
 from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
-from model.io.header import tensor_entries
+from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_entries
 from model.io.timeline import write_beside
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
 
 FORMAT = "transformer-explorer/1"
-MAX_HEADER_BYTES = 100 * 1024 * 1024
 DIGEST_KEY = "tensor_sha256"  # SHA-256 of the tensors (model/io/digest.py); files saved before it have none
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 # Far beyond any model this app trains or shows, far below what would exhaust memory before failing.
@@ -112,16 +111,7 @@ def _entries(header: dict, name: str) -> dict[str, dict]:
 def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict], dict[str, str], int]:
     """Tensor entries, our metadata and where the tensor data starts, from the first bytes of a file of
     ``file_size`` bytes. The file must be exactly as long as its header says: nothing more is read."""
-    if file_size < 8 or len(head) < 8:
-        raise CheckpointError(f"{name}: not a Transformer Explorer model (file too short)")
-    (header_size,) = struct.unpack("<Q", head[:8])
-    if header_size > min(MAX_HEADER_BYTES, file_size - 8) or len(head) < 8 + header_size:
-        raise CheckpointError(f"{name}: not a Transformer Explorer model (or the file is truncated)")
-    try:
-        header = json.loads(head[8 : 8 + header_size].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise CheckpointError(f"{name}: not a Transformer Explorer model (unreadable header)") from None
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    header, metadata, header_size = json_header(head, file_size, name, CheckpointError, "not a Transformer Explorer model")
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise CheckpointError(f"{name}: a safetensors file, but not a Transformer Explorer model")
     if not all(isinstance(value, str) for value in metadata.values()):
@@ -133,11 +123,7 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
             f"{name}: a model of the family {family!r}, which this version cannot open (it opens: {', '.join(known)})"
         )
     entries = _entries(header, name)
-    data_size = max((entry["data_offsets"][1] for entry in entries.values()), default=0)
-    expected = 8 + header_size + data_size
-    if file_size != expected:
-        what = "truncated" if file_size < expected else "longer than its header describes"
-        raise CheckpointError(f"{name}: damaged model file ({what}: {file_size:,} bytes, the header describes {expected:,})")
+    check_length(entries, header_size, file_size, name, CheckpointError, "model file")
     return entries, metadata, 8 + header_size
 
 

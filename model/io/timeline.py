@@ -36,7 +36,7 @@ from model.files import OutputError, atomic_output, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.checkpoint_folders import checkpoints_folder_of, checkpoints_timeline
 from model.io.digest import model_digest, raw_bytes, tensor_digest
-from model.io.header import tensor_entries
+from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_entries
 from model.io.quantized import dequantize_rows, is_quantized, quantize_rows, rows_of
 from model.io.snapshots import Recording, Snapshot, Timeline, TimelineError, snapshots_from_records
 
@@ -47,7 +47,6 @@ TIMELINE_SUFFIX = ".timeline.safetensors"
 STORAGES = ("float16", "int8")  # how intermediate snapshots are kept: half precision, or int8 rows with float16 scales
 DIGEST_KEY = "tensor_sha256"
 MODEL_DIGEST_KEY = "model_sha256"
-MAX_HEADER_BYTES = 100 * 1024 * 1024
 Weights = dict[str, torch.Tensor]  # a snapshot's stored tensors by parameter name
 
 
@@ -210,26 +209,14 @@ def _read_header(head: bytes, file_size: int, name: str) -> tuple[dict[str, dict
     """Tensor entries, metadata and where the tensor data starts; the file must be exactly as long as its header says."""
     if file_size == 0:
         raise TimelineError(f"{name}: not a timeline file (it is empty)")
-    if file_size < 8 or len(head) < 8:
-        raise TimelineError(f"{name}: not a timeline file (too short)")
-    (header_size,) = struct.unpack("<Q", head[:8])
-    if header_size > min(MAX_HEADER_BYTES, file_size - 8) or len(head) < 8 + header_size:
-        raise TimelineError(f"{name}: not a timeline file, or a truncated one")
-    try:
-        header = json.loads(head[8 : 8 + header_size].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise TimelineError(f"{name}: not a timeline file (unreadable header)") from None
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
-    if not isinstance(header, dict) or not isinstance(metadata, dict):
+    header, metadata, header_size = json_header(head, file_size, name, TimelineError, "not a timeline file")
+    if metadata is None:
         raise TimelineError(f"{name}: a safetensors file, but not a Transformer Explorer timeline")
     _check_format(metadata.get("format"), name)
     if not all(isinstance(value, str) for value in metadata.values()):
         raise TimelineError(f"{name}: damaged timeline file (its metadata must be text)")
     entries = _entries(header, name)
-    expected = 8 + header_size + max((entry["data_offsets"][1] for entry in entries.values()), default=0)
-    if file_size != expected:
-        what = "truncated" if file_size < expected else "longer than its header describes"
-        raise TimelineError(f"{name}: damaged timeline file ({what}: {file_size:,} bytes, the header describes {expected:,})")
+    check_length(entries, header_size, file_size, name, TimelineError, "timeline file")
     return entries, metadata, 8 + header_size
 
 

@@ -53,11 +53,12 @@ class SnapshotSource(Protocol):
 
 
 def snapshot_name(source: SnapshotSource, index: int) -> str:
-    """'step 1,200 of 9,000': the snapshot's label and the last snapshot's step, for titles and captions."""
+    """'step 1,200 of 9,000' ('step 9,000 of 9,000 (final)'): the snapshot's step and the last one's, for titles and captions."""
     records = source.snapshots
     record = records[index]
     label = record.label or f"step {record.step:,}"
-    return f"{label} of {records[-1].step:,}"
+    step, bracket, note = label.partition(" (")  # "step 5,808 (final: the weights of step 3,000)"
+    return f"{step} of {records[-1].step:,}" + (f" ({note}" if bracket else "")  # the note last: titles cut at " of "
 
 
 def check_index(source: SnapshotSource, index: int, what: str = "snapshot") -> int:
