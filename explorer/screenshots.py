@@ -2,11 +2,13 @@
 the lines view), the positional-encoding tab, and the Train tab mid-training; with ``--families``, the
 side-by-side view (the RNN with Bahdanau attention beside the Transformer) and the tagger instead; with
 ``--measures``, each contribution measure in the focus view, the importance grid with a head knocked out, the
-pruning curve and the AER table of every measure.
+pruning curve and the AER table of every measure; with ``--timeline``, the default model's timeline: an early
+snapshot, its difference from the final model, and the curves over training.
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
     python -m explorer.screenshots --out resources/screenshots --families
     python -m explorer.screenshots --out resources/screenshots --measures
+    python -m explorer.screenshots --out resources/screenshots --timeline
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -30,6 +32,7 @@ from model.kinds import AttentionKind
 from model.nn.masking import Head
 
 SENTENCE = "the black cat sees the small dog"
+ONSET_STEP = 232  # the shipped default's layer-3 cross heads are alignment-like from this snapshot on (timeline)
 
 
 def _wait(app, seconds: float, until=lambda: False) -> None:
@@ -48,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-seconds", type=float, default=80.0)
     parser.add_argument("--families", action="store_true", help="the side-by-side and tagger screenshots only")
     parser.add_argument("--measures", action="store_true", help="the measures, importance and AER screenshots only")
+    parser.add_argument("--timeline", action="store_true", help="the timeline screenshots only (the model's snapshots)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -83,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return family_shots(app, window, shot)
     if args.measures:
         return measure_shots(app, window, shot)
+    if args.timeline:
+        return timeline_shots(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.explore.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -144,7 +150,7 @@ def measure_shots(app, window, shot) -> int:
     importance = tab.readings.importance
     importance.compute(100)
     _wait(app, 600, lambda: importance.curve is not None)
-    # the best-aligning head: layer 3, head 1, AER 0.126 on 200 toy-fr test pairs, seed 0 (evaluate's default)
+    # the best-aligning head: layer 3, head 1, AER 0.104 on 200 toy-fr test pairs, seed 0 (evaluate's default)
     window.explore.toggle_head(Head(AttentionKind.CROSS, 2, 0))
     tab.views.setCurrentWidget(tab.grid)
     shot("importance-grid-knocked-out")
@@ -155,6 +161,35 @@ def measure_shots(app, window, shot) -> int:
     tab.readings.alignment.compute()  # the app's default pairs and seed: the best head evaluate reports
     _wait(app, 900, lambda: tab.readings.alignment.table is not None)
     shot("alignment-table")
+    window.close()
+    return 0
+
+
+def timeline_shots(app, window, shot) -> int:
+    """The Over training bar on the grid at the snapshot where layer 3's cross heads became alignment-like, that
+    snapshot minus the one before it, and the curves over training with their phase changes."""
+    tab, timeline = window.explore_tab, window.controllers.timeline
+    bar = tab.over_training.bar
+    _wait(app, 30, lambda: bar.isVisible() and not timeline.running)
+    if not bar.isVisible():
+        print("the model has no timeline", file=sys.stderr)
+        return 1
+    tab.views.setCurrentWidget(tab.grid)
+    tab.layer_box.setValue(tab.layer_box.maximum())
+    tab.grid.cell_clicked.emit(tab.layer_box.maximum() - 1, 0)  # the best-aligning head: layer 3, head 1
+    onset = next(i for i in range(timeline.count) if timeline.source.snapshots[i].step >= ONSET_STEP)
+    bar.slider.setValue(onset)
+    _wait(app, 30, lambda: not timeline.running)
+    shot("timeline-grid")
+    timeline.compare_with(onset - 1)
+    _wait(app, 30, lambda: not timeline.running)
+    shot("timeline-difference")
+    timeline.compare_with(None)
+    curves, view = window.controllers.curves, tab.over_training.curves_view
+    tab.views.setCurrentWidget(view)
+    view.compute_button.click()
+    _wait(app, 300, lambda: curves.curves is not None and not curves.running)
+    shot("timeline-curves")
     window.close()
     return 0
 

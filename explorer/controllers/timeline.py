@@ -52,12 +52,17 @@ def describe_record(record: SnapshotRecord) -> str:
     loss = record.train_loss
     parts = [f"training loss {loss:.3f}" if isinstance(loss, (int, float)) and math.isfinite(loss) else "no training loss yet"]
     scores = [
-        f"{name} {value:.3g}"
+        f"{name} {_score(value)}"
         for name, value in (record.validation or {}).items()
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ]
     parts.append(f"validation: {', '.join(scores)}" if scores else "no validation at this step")
     return " · ".join(parts)
+
+
+def _score(value: float) -> str:
+    """A validation score as people write it: a count in full ('2,000'), anything else to 3 significant digits."""
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) >= 1000 else f"{value:.3g}"
 
 
 def symmetric_levels(values: np.ndarray) -> tuple[float, float]:

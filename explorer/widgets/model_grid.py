@@ -48,6 +48,16 @@ def pool_max(weights: np.ndarray, rows: int, columns: int) -> np.ndarray:
     return weights
 
 
+def pool_extreme(weights: np.ndarray, rows: int, columns: int) -> np.ndarray:
+    """pool_max for weights, and for signed values (a difference of two snapshots) the value of each block that is
+    farthest from 0, so that a loss shows as strongly as a gain."""
+    largest = pool_max(weights, rows, columns)
+    if weights.size == 0 or weights.min() >= 0:
+        return largest
+    smallest = -pool_max(-weights, rows, columns)
+    return np.where(-smallest > largest, smallest, largest)
+
+
 class ModelGrid(pg.GraphicsLayoutWidget):
     cell_clicked = Signal(int, int)  # layer, head (0-based)
     head_toggled = Signal(int, int)  # Ctrl+click: knock the head out, or put it back
@@ -132,7 +142,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             return
         self.message.hide()
         self._target = self._pooled_size()
-        cells = pool_max(self.weights, *self._target)  # [layers, heads, rows, columns]
+        cells = pool_extreme(self.weights, *self._target)  # [layers, heads, rows, columns]
         rows, columns = cells.shape[2:]
         gap_rows, gap_columns = max(1, round(GAP * rows)), max(1, round(GAP * columns))
         step_rows, step_columns = rows + gap_rows, columns + gap_columns

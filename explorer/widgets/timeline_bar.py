@@ -107,7 +107,9 @@ class TimelineBar(QFrame):
         self.slider.setValue(index)
         self.slider.blockSignals(False)
         name = self.names[index] if 0 <= index < len(self.names) else ""
-        self.name.setText(f"{name} (the model as opened)" if index == len(self.names) - 1 else name)
+        if index == len(self.names) - 1:  # one parenthesis: 'step 9 of 9 (final: the weights of step 8; the model as opened)'
+            name = f"{name[:-1]}; the model as opened)" if name.endswith(")") else f"{name} (the model as opened)"
+        self.name.setText(name)
         self.details.setText(f"Snapshot {index} of 0–{len(self.names) - 1}: {details}")  # from 0, as the command counts
         self.name.setToolTip(self.name.text())
         self.details.setToolTip(self.details.text())

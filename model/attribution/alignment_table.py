@@ -112,7 +112,7 @@ class AlignmentTable:
 
 
 # Integrated gradients in the table: each prediction's integration is capped at this many gradient points. Converged
-# (about 1,600-3,200 points a prediction on the default model) it took about 40 s a pair on two busy cores, over two
+# (up to about 3,000 points a prediction on the default model) it took about 40 s a pair on two busy cores, over two
 # hours for 200 pairs; the cap keeps the whole table to minutes and the table says how many predictions converged.
 TABLE_IG_POINTS = 256
 

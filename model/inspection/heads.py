@@ -17,12 +17,12 @@ BROAD_ENTROPY = 0.75  # normalised entropy at or above which a head is called br
 # A cross-attention head is alignment-like when its normalised entropy is below this (and its peaks spread,
 # below), "diffuse" from here up to BROAD_ENTROPY. Measured first on the default model of 2026-11 (20 min of
 # training): layer 3's heads had a median of 0.15 (95th percentile 0.28), layer 1's 0.50 (5th percentile
-# 0.32), so 0.30 lay between the two. The default model trained in 10 minutes (this version) has layer-1
-# cross heads as sharp as layer 3's (median 0.17 against 0.16 over 202 toy-fr sentences decoded greedily)
-# that still align badly (AER 0.76-0.89 against 0.13-0.31): entropy alone called 89% of layer 1's
-# head-sentences alignment-like. What separates them is whether the peaks move through the source
-# (SPREAD_THRESHOLD): with both tests 94% of layer 3's head-sentences are alignment-like and 28% of
-# layer 1's; the rest of layer 1 is focused (28%), a sink on </s> (33%) or diffuse (11%).
+# 0.32), so 0.30 lay between the two. Later default models have layer-1 cross heads nearly as sharp as layer
+# 3's that still align badly (the shipped one: AER 0.77-0.86 against 0.10-0.47 for layer 3, 0.10-0.15 without
+# head 2), so entropy alone called most of layer 1's head-sentences alignment-like. What separates them is
+# whether the peaks move through the source (SPREAD_THRESHOLD): with both tests, over 202 toy-fr sentences
+# decoded greedily by the shipped default, 93% of layer 3's head-sentences are alignment-like and 20% of
+# layer 1's; the rest of layer 1 is focused (35%), a sink on </s> (31%) or diffuse (14%).
 ALIGNMENT_ENTROPY = 0.30
 # Sharp is not enough: a cross head must also peak on different source pieces as the output grows
 # (distinct peaks / min(queries, keys) at least this) to be alignment-like; below it, it is "focused".

@@ -8,6 +8,7 @@ from pathlib import Path
 from model.errors import UserError
 
 MODEL_SUFFIX = ".safetensors"
+TIMELINE_SUFFIX = ".timeline.safetensors"  # a model's training snapshots, beside it (model/io/timeline.py)
 
 
 class ModelNotFoundError(UserError):
@@ -25,7 +26,8 @@ def shipped_models() -> dict[str, Path]:
     folder = models_folder()
     if not folder.is_dir():
         return {}
-    return {path.stem: path for path in sorted(folder.glob(f"*{MODEL_SUFFIX}"))}
+    models = sorted(folder.glob(f"*{MODEL_SUFFIX}"))
+    return {path.stem: path for path in models if not path.name.endswith(TIMELINE_SUFFIX)}
 
 
 def resolve_model(name_or_path: str) -> Path:

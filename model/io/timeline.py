@@ -38,12 +38,12 @@ from model.io.checkpoint_folders import checkpoints_folder_of, checkpoints_timel
 from model.io.digest import model_digest, raw_bytes, tensor_digest
 from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_entries
 from model.io.quantized import dequantize_rows, is_quantized, quantize_rows, rows_of
+from model.io.shipped import TIMELINE_SUFFIX
 from model.io.snapshots import Recording, Snapshot, Timeline, TimelineError, snapshots_from_records
 
 FORMAT_NAME = "transformer-explorer-timeline"
 FORMAT_VERSION = 1
 FORMAT = f"{FORMAT_NAME}/{FORMAT_VERSION}"
-TIMELINE_SUFFIX = ".timeline.safetensors"
 STORAGES = ("float16", "int8")  # how intermediate snapshots are kept: half precision, or int8 rows with float16 scales
 DIGEST_KEY = "tensor_sha256"
 MODEL_DIGEST_KEY = "model_sha256"

@@ -182,7 +182,7 @@ def strip_figure(
             extent=(0, max(n_keys, 1), max(n_queries, 1), 0),
         )
         _label(axes, panel, fits[index], level, column == 0, size, panel_width)
-        axes.set_title(title, fontsize=size, pad=key_height + 1)
+        axes.set_title(title, fontsize=size, y=1.0, pad=key_height + 1)  # y given: matplotlib does not move it
     colour_bar(figure, image, left + per_row * (panel_width + GAP) - GAP + 6, first_bottom, panel_height, size, scale.label)
     return figure
 

@@ -10,6 +10,7 @@ from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
 from explorer.widgets.heatmap import ordinal
+from explorer.widgets.model_grid import pool_extreme
 from model.data.token_labels import display_labels
 
 SENTENCE = "the black cat sees the small dog"  # 13 source pieces for the toy-fr tokenizer, 8 words
@@ -204,3 +205,13 @@ def test_token_chips_show_display_labels_and_click_through_to_their_step(explore
     qtbot.keyClick(tab.target_tokens, Qt.Key_Left)
     qtbot.keyClick(tab.target_tokens, Qt.Key_Return)
     assert window.explore.trace.n_steps == 4
+
+
+def test_the_grid_pools_a_difference_by_its_largest_magnitude():
+    """A long sentence's cells are pooled into blocks: weights by their largest value, a difference of two snapshots
+    by the value farthest from 0, so a loss of attention shows as strongly as a gain."""
+    weights = np.array([[0.1, 0.9, 0.2, 0.3], [0.0, 0.4, 0.5, 0.6]])  # [Q, K]
+    np.testing.assert_array_equal(pool_extreme(weights, 1, 2), [[0.9, 0.6]])
+    difference = np.array([[0.1, -0.9, 0.2, 0.3], [0.0, 0.4, -0.5, 0.6]])
+    np.testing.assert_array_equal(pool_extreme(difference, 1, 2), [[-0.9, 0.6]])
+    np.testing.assert_array_equal(pool_extreme(difference, 2, 4), difference)  # nothing to pool

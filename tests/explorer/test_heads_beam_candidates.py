@@ -114,17 +114,18 @@ def test_head_table_columns_show_their_headers_and_values_after_every_update(exp
     assert f"{ALIGNMENT_ENTROPY:.2f}" in table.horizontalHeaderItem(3).toolTip()
 
 
-def test_shipped_model_layer_1_cross_heads_are_not_alignment_like_and_layer_3_aligns(shipped):
+def test_shipped_model_layer_1_has_a_sink_and_a_focused_head_and_layer_3_aligns(shipped):
     window, tab = shipped
     table = tab.head_table
     tab.views.setCurrentWidget(table)
     roles = {table.head_at(row): (table.item(row, 2).text(), float(table.item(row, 3).text())) for row in range(table.rowCount())}
     assert len(roles) == 12
-    layer_1 = [roles[(0, head)] for head in range(4)]  # AER 0.76-0.89 against the gold alignments
-    assert all(role != "alignment-like" for role, _ in layer_1), layer_1
-    assert roles[(0, 2)][0] == "sink: </s>"
+    # Layer 1 aligns badly (AER 0.77-0.86 against the gold alignments); on this sentence two of its heads are as
+    # sharp and moving as an alignment (20% of layer 1's head-sentences over 202 toy-fr sentences), the others not.
+    layer_1 = [roles[(0, head)] for head in range(4)]
+    assert roles[(0, 0)][0] == "sink: </s>"
     assert any(role == "focused" and score < SPREAD_THRESHOLD for role, score in layer_1), layer_1
-    for head in range(4):  # AER 0.13-0.31
+    for head in range(4):  # AER 0.10-0.47 (93% of layer 3's head-sentences are alignment-like)
         role, score = roles[(2, head)]
         assert role == "alignment-like" and score < ALIGNMENT_ENTROPY, (head, role, score)
     row = table.row_of(2, 0)

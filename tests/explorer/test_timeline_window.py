@@ -91,6 +91,9 @@ def test_the_slider_redecodes_and_every_view_follows(qtbot, timeline_window):
     bar.slider.setValue(7)
     settle(qtbot, window)
     assert explore.bundle is source.bundle and explore.current_step == 3
+    bar.names[-1] = "step 500 of 500 (final: the weights of step 400)"  # a kept best validation: one parenthesis
+    bar.show_snapshot(7, "")
+    assert bar.name.text() == "step 500 of 500 (final: the weights of step 400; the model as opened)"
 
 
 def test_play_then_pause(qtbot, timeline_window):

@@ -191,8 +191,8 @@ def test_curves_are_measured_with_progress_and_lead_to_a_phase_change(timeline):
 
 
 def test_a_record_is_described_with_its_loss_and_validation():
-    record = SimpleNamespace(train_loss=2.31449, validation={"bleu": 12.345, "exact_match": 0.05, "note": "x"})
-    assert describe_record(record) == "training loss 2.314 · validation: bleu 12.3, exact_match 0.05"
+    record = SimpleNamespace(train_loss=2.31449, validation={"bleu": 12.345, "exact_match": 0.05, "note": "x", "n": 2000.0})
+    assert describe_record(record) == "training loss 2.314 · validation: bleu 12.3, exact_match 0.05, n 2,000"
     assert describe_record(SimpleNamespace(train_loss=math.nan, validation=None)) == (
         "no training loss yet · no validation at this step"
     )

@@ -145,29 +145,27 @@ def test_a_reverse_model_has_a_cross_head_that_aligns():
     assert report.ranking(reading)[0] == (layer, head, aer)
 
 
-def test_shipped_model_layer_1_cross_heads_are_sharp_but_not_alignment_like():
-    """The shipped default model: layer 1's cross heads are as sharp as layer 3's (normalised entropy 0.03-0.29)
-    but align badly (AER 0.76-0.89): they keep peaking on the same few pieces (the verb, the subject, </s>), so
-    they are focused or sinks, at most one of them alignment-like; every layer-3 head (AER 0.13-0.31) aligns."""
+def test_shipped_model_layer_1_cross_heads_are_sharp_but_mostly_not_alignment_like():
+    """The shipped default model: layer 1's cross heads are nearly as sharp as layer 3's but align badly (AER
+    0.77-0.86 against 0.10-0.47): most keep peaking on the same few pieces (the verb, the subject, </s>), so they
+    are focused or sinks (at least one of the four in every sentence); layer 3's heads are alignment-like (93%
+    against 20% of layer 1's over 202 sentences; here over 24 held-out ones)."""
+    from model.inspection.alignment import aer_corpus, aer_pairs
     from model.io import checkpoint
     from model.io.shipped import resolve_model
 
     bundle = checkpoint.load(resolve_model("default"))
-    sentences = [
-        "the black cat sees the small dog",
-        "The black cat does not eat the apple.",
-        "She hears their hungry baby",
-        "They go to the pretty church.",
-    ]
+    sentences = ["The black cat does not eat the apple.", "They go to the pretty church."]
+    sentences += [pair.source for pair in aer_pairs(aer_corpus(bundle), 22, seed=1)]
+    aligned = {0: 0, 2: 0}
     for text in sentences:
         stepper = Stepper(bundle, text)
         stepper.run()
         cross = all_head_statistics(stepper.trace())["cross"]  # [layer][head]
-        roles = [s.role for s in cross[0]]
-        assert roles[2] == "sink: </s>" and roles.count("alignment-like") <= 1, (text, roles)
+        for layer in aligned:
+            aligned[layer] += sum(s.role == "alignment-like" and s.role_score < ALIGNMENT_ENTROPY for s in cross[layer])
+        assert any(s.role == "focused" or s.role.startswith("sink") for s in cross[0]), (text, cross[0])
         focused = [s for s in cross[0] if s.role == "focused"]
-        assert focused and all(s.normalised_entropy < ALIGNMENT_ENTROPY and s.role_score == s.peak_spread < 0.5 for s in focused), (
-            text,
-            focused,
-        )
-        assert all(s.role == "alignment-like" and s.role_score < ALIGNMENT_ENTROPY for s in cross[2]), (text, cross[2])
+        assert all(s.normalised_entropy < ALIGNMENT_ENTROPY and s.role_score == s.peak_spread < 0.5 for s in focused), focused
+    heads = 4 * len(sentences)
+    assert aligned[2] >= 0.85 * heads and aligned[0] <= 0.35 * heads, (aligned, heads)

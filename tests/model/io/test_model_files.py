@@ -131,6 +131,7 @@ def test_saved_files_carry_a_digest_and_older_ones_without_it_still_load(small, 
     assert torch.equal(
         loaded.model.encoder_layers[0].feed_forward.expand.weight, bundle.model.encoder_layers[0].feed_forward.expand.weight
     )
+    assert set(shipped_models()) == {"default", "copy", "reverse", "rnn-bahdanau", "tagger"}  # not their timelines
     for name, path in shipped_models().items():  # re-trained with their presets: saved with a digest that holds
         assert len(split(path.read_bytes())[0]["__metadata__"][checkpoint.DIGEST_KEY]) == 64, name
         assert checkpoint.load(path).corpus.name in ("toy-fr", "copy", "reverse", "toy-fr-tags"), name

@@ -9,6 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from model.figures.attention import FigureOptions
@@ -50,6 +51,19 @@ def test_the_strip_renders_as_png_svg_and_pdf(tmp_path, traces):
     grid = snapshot_strip(traces[:3], ViewSpec(AttentionKind.ENCODER), FigureOptions(width=3.3))
     save_figure(grid, tmp_path / "grid.png", dpi=100)
     assert_figure(tmp_path / "grid.png", width=3.3, dpi=100)
+
+
+@pytest.mark.parametrize("dpi", [80, 110, 300])
+def test_the_strip_titles_stay_below_the_caption_at_any_resolution(traces, dpi):
+    """matplotlib moves a title above its axes' top tick labels on its own, by their measured size, which grows with
+    hinting at low resolutions: at 110 dpi the snapshots' names rose into the caption."""
+    figure = snapshot_strip(traces, HEAD, FigureOptions())
+    figure.set_dpi(dpi)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    caption_bottom = min(text.get_window_extent(renderer).y0 for text in figure.texts if text.get_text())
+    titles = [axes.title for axes in figure.axes if axes.title.get_text()]
+    assert titles and all(title.get_window_extent(renderer).y1 <= caption_bottom for title in titles)
 
 
 def test_a_difference_is_drawn_red_blue_centred_at_zero(tmp_path, traces):
