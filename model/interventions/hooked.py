@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +47,7 @@ def check_supported(model: Any) -> Transformer:
     family = family_of(model)
     if not family.capabilities.interventions:
         raise InterventionError(f"interventions are computed for the app's encoder-decoder Transformer, not for a {family.title}")
-    return model
+    return cast(Transformer, model)  # the interventions capability: the app's Transformer
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,12 @@ class Patch:
     def selection(self, activation: torch.Tensor) -> torch.Tensor | None:
         """The boolean mask of what is replaced, broadcastable to ``activation``; None for all of it."""
         shape = activation.shape
+        if self.heads is not None and len(shape) != 4:
+            raise InterventionError(f"{self.name}: only a head_out hook has heads to choose")
         selected = self.mask
         for axis, chosen in ((0, self.rows), (1, self.heads), (len(shape) - 2, self.positions)):
             if chosen is None:
                 continue
-            if axis == 1 and len(shape) != 4:
-                raise InterventionError(f"{self.name}: only a head_out hook has heads to choose")
             axis_mask = torch.zeros(shape[axis], dtype=torch.bool, device=activation.device)  # [n]
             axis_mask[list(chosen)] = True
             axis_mask = axis_mask.view([-1 if dim == axis else 1 for dim in range(len(shape))])
@@ -92,10 +92,12 @@ class Hooks:
 
     capture: Iterable[str] = ()
     patches: Sequence[Patch] = ()
+    gradient_roots: Iterable[str] = ()  # detached there and made to require grad: gradients reach every later point
     activations: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.capture = frozenset(self.capture)
+        self.gradient_roots = frozenset(self.gradient_roots)
         self._patches: dict[str, list[Patch]] = {}
         for patch in self.patches:
             self._patches.setdefault(patch.name, []).append(patch)
@@ -103,13 +105,15 @@ class Hooks:
     def __call__(self, name: str, activation: torch.Tensor) -> torch.Tensor:
         for patch in self._patches.get(name, ()):
             activation = patch.apply(activation)
+        if name in self.gradient_roots:
+            activation = activation.detach().requires_grad_()
         if name in self.capture:
             self.activations[name] = activation
         return activation
 
     def check(self, names: Sequence[str]) -> None:
         """Refuse hook names the pass does not have (``names``: the ones it has), naming the first."""
-        unknown = sorted((set(self.capture) | set(self._patches)) - set(names))
+        unknown = sorted((set(self.capture) | set(self._patches) | set(self.gradient_roots)) - set(names))
         if unknown:
             raise InterventionError(f"this model has no hook point {unknown[0]!r} (see hook_names)")
 
@@ -236,12 +240,15 @@ def run_hooked(
     capture: Iterable[str] = (),
     patches: Sequence[Patch] = (),
     memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
+    gradient_roots: Iterable[str] = (),  # hook points that start the autograd graph (the weights may be frozen)
 ) -> HookedRun:
-    """The teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring)."""
+    """The teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring). For
+    gradients with respect to activations, run it under ``torch.enable_grad()`` with the first layers' ``resid_pre``
+    as ``gradient_roots``."""
     longest = max(source_ids.shape[1], target_input_ids.shape[1])
     if longest > model.config.max_len:
         raise InterventionError(f"a sequence of {longest} pieces exceeds this model's {model.config.max_len} positions")
-    hooks = Hooks(capture, patches)
+    hooks = Hooks(capture, patches, gradient_roots)
     hooks.check(hook_names(model))
     if memory is None:
         memory, memory_mask = hooked_encode(model, source_ids, hooks)
