@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from model.attribution.passes import embed_tokens, queries_keys_values
+from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
 from model.family import family_of
 from model.nn.transformer import MultiHeadAttention, Transformer, attention_weights
@@ -48,6 +49,19 @@ def check_supported(model: Any) -> Transformer:
     if not family.capabilities.interventions:
         raise InterventionError(f"interventions are computed for the app's encoder-decoder Transformer, not for a {family.title}")
     return cast(Transformer, model)  # the interventions capability: the app's Transformer
+
+
+def ids_as_text(ids: list[int]) -> list[str]:
+    """Labels for pieces without a tokenizer: their ids."""
+    return [str(piece_id) for piece_id in ids]
+
+
+def greedy_output(model: Any, source: torch.Tensor) -> list[int]:
+    """source [1, S] -> its greedy translation's ids, with the EOS when decoding ended on one (the tokens a Stepper
+    produces by default)."""
+    output = greedy_decode(model, source)[0]
+    limit = default_max_target(source.shape[1], model.config.max_len) - 1
+    return output + [model.config.eos_id] if len(output) < limit else output
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.decoding.greedy import default_max_target, greedy_decode
 from model.family import Bundle
-from model.interventions.hooked import InterventionError, Patch, check_supported, hook_names, run_hooked
+from model.interventions.hooked import InterventionError, Patch, check_supported, greedy_output, hook_names, ids_as_text, run_hooked
 from model.nn.transformer import Transformer
 
 DIRECTIONS = ("denoising", "noising")
@@ -245,24 +244,12 @@ def patch_grids(setup: PatchingSetup, method: str = "exact", direction: str = "d
     return result
 
 
-def _clean_output(model: Any, clean_source: torch.Tensor) -> list[int]:
-    """The clean source's greedy translation, with its EOS when decoding ended on one."""
-    output = greedy_decode(model, clean_source)[0]
-    limit = default_max_target(clean_source.shape[1], model.config.max_len) - 1
-    return output + [model.config.eos_id] if len(output) < limit else output
-
-
 @torch.inference_mode()
 def _first_difference(model: Transformer, sources: torch.Tensor, target_ids: list[int]) -> int | None:
     """The first step at which the corrupted run (row 1) chooses another token than the clean output; None if none."""
     inputs = torch.tensor([[model.config.bos_id] + target_ids[:-1]] * 2, device=sources.device)  # [2, T]
     chosen = run_hooked(model, sources, inputs).logits(model)[1].argmax(-1).tolist()  # [T]
     return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if mine != clean), None)
-
-
-def ids_as_text(ids: list[int]) -> list[str]:
-    """Labels for pieces without a tokenizer: their ids."""
-    return [str(piece_id) for piece_id in ids]
 
 
 def prepare_patching(
@@ -286,7 +273,7 @@ def prepare_patching(
         )
     device = next(model.parameters()).device
     sources = torch.tensor([clean_ids, corrupted_ids], device=device)  # [2, S]
-    targets = list(target_ids) if target_ids is not None else _clean_output(model, sources[:1])
+    targets = list(target_ids) if target_ids is not None else greedy_output(model, sources[:1])
     if step is None:
         step = _first_difference(model, sources, targets)
         if step is None and compared_id is None:

@@ -21,8 +21,6 @@ import torch
 
 from model.interventions.hooked import InterventionError, Patch, run_hooked
 from model.interventions.patching import activation_patching, patch_grids, prepare_patching
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from tests.model.interventions.models import tiny
 
 CLEAN, CORRUPTED = [5, 6, 7, 8, 9, 3], [5, 6, 11, 8, 9, 3]  # piece 2 differs
@@ -111,9 +109,8 @@ def test_bad_pairs_and_options_are_refused_in_one_line():
         patch_grids(setup, "guess")
 
 
-def test_number_on_the_default_model_shows_at_the_article():
-    bundle = checkpoint.load(resolve_model("default"))
-    result = activation_patching(bundle, "the cat sees the dog", "the cats see the dog")
+def test_number_on_the_default_model_shows_at_the_article(default_bundle):
+    result = activation_patching(default_bundle, "the cat sees the dog", "the cats see the dog")
     labels = result.labels
     assert (result.step, labels.clean_token, labels.compared_token, labels.target) == (0, "▁le", "▁les", ["<s>"])
     assert labels.clean[1:3] == ["▁cat", "▁sees"] and labels.corrupted[1:3] == ["▁cats", "▁see"]
