@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from model.attribution.passes import embed_tokens, queries_keys_values
 from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
-from model.family import family_of
+from model.family import Bundle, family_of
 from model.nn.transformer import MultiHeadAttention, Transformer, attention_weights
 
 SUBLAYER_NAMES = ("self", "cross", "mlp")  # a decoder layer's sublayers, in order (an encoder layer has no cross)
@@ -62,6 +62,13 @@ def greedy_output(model: Any, source: torch.Tensor) -> list[int]:
     output = greedy_decode(model, source)[0]
     limit = default_max_target(source.shape[1], model.config.max_len) - 1
     return output + [model.config.eos_id] if len(output) < limit else output
+
+
+def translated(bundle: Bundle, text: str) -> tuple[list[int], list[int]]:
+    """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached)."""
+    source_ids = bundle.source_ids(text)[0]
+    source = torch.tensor([source_ids], device=next(bundle.model.parameters()).device)  # [1, S]
+    return source_ids, greedy_output(check_supported(bundle.model), source)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from model.family import Bundle
-from model.interventions.hooked import check_supported, greedy_output, ids_as_text, run_hooked
+from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
 from model.nn.transformer import Transformer
 
 
@@ -91,6 +91,5 @@ def logit_lens(
 
 def bundle_logit_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
     """The logit lens of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
-    source_ids = bundle.source_ids(text)[0]
-    chosen = greedy_output(check_supported(bundle.model), torch.tensor([source_ids], device=next(bundle.model.parameters()).device))
+    source_ids, chosen = translated(bundle, text)
     return logit_lens(bundle.model, source_ids, chosen, k, bundle.target_tokenizer.pieces)
