@@ -174,11 +174,11 @@ def _attention(
     prefix: str,
     mask: torch.Tensor | None,
     memory: torch.Tensor | None = None,  # [B, K, d_model] cross-attention's keys and values
+    causal: bool = False,  # query i sees keys 0..i (the decoder's self-attention)
 ) -> torch.Tensor:
     """One attention sublayer's output [B, Q, d_model], through its hooks."""
     q, k, v = queries_keys_values(module, h, memory)  # [B, H, Q, d_k], 2 x [B, H, K, d_k]
-    causal = module.is_self_attention and prefix.startswith("decoder") and q.shape[-2] > 1
-    weights = attention_weights(q, k, mask, is_causal=causal)  # [B, H, Q, K]
+    weights = attention_weights(q, k, mask, is_causal=causal and q.shape[-2] > 1)  # [B, H, Q, K]
     per_head = hooks(f"{prefix}.head_out", head_outputs(module, weights @ v))  # [B, H, Q, d_model]
     return hooks(f"{prefix}.out", per_head.sum(1))  # [B, Q, d_model]
 
@@ -211,7 +211,7 @@ def _decoder_layer(
 ) -> torch.Tensor:
     """One decoder layer over y [B, T, d_model] against memory [B, S, d_model], through its hooks."""
     y = hooks(f"{prefix}.resid_pre", y)
-    attended = _sublayer(layer, 0, y, lambda h: _attention(layer.self_attention, h, hooks, f"{prefix}.self", None))
+    attended = _sublayer(layer, 0, y, lambda h: _attention(layer.self_attention, h, hooks, f"{prefix}.self", None, causal=True))
     y = hooks(f"{prefix}.self.resid", attended)  # [B, T, d_model]
     read = _sublayer(layer, 1, y, lambda h: _attention(layer.cross_attention, h, hooks, f"{prefix}.cross", memory_mask, memory))
     y = hooks(f"{prefix}.cross.resid", read)  # [B, T, d_model]

@@ -223,13 +223,15 @@ def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str)
     return np.array(estimates, dtype=np.float32)
 
 
-def patch_grids(setup: PatchingSetup, method: str = "exact", direction: str = "denoising", components=COMPONENTS) -> PatchingResult:
+def patch_grids(
+    setup: PatchingSetup, method: str = "exact", direction: str = "denoising", components: tuple[str, ...] = COMPONENTS
+) -> PatchingResult:
     """Every grid of ``components`` by ``method`` ("exact" or "attribution") in ``direction``."""
     if method not in METHODS:
         raise InterventionError(f"the method is one of {', '.join(METHODS)}, not {method!r}")
     grids = grid_cells(setup, tuple(components))
     flat = [cell for _, _, cells in grids.values() for row in cells for cell in row]
-    measure: Callable = exact_metrics if method == "exact" else attribution_metrics
+    measure: Callable[[PatchingSetup, list[Cell], str], np.ndarray] = exact_metrics if method == "exact" else attribution_metrics
     metrics = measure(setup, flat, direction)  # [cells]
     span = setup.clean_metric - setup.corrupted_metric
     result = PatchingResult(
