@@ -86,6 +86,7 @@ class Capabilities:
     head_importance: bool = False  # heads can be gated and scored (model/attribution/importance.py)
     contribution_measures: bool = False  # measures beyond raw attention (model/attribution/measures.py)
     numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
+    interventions: bool = False  # activations can be read and patched in its own forward pass (model/interventions/)
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
 
 

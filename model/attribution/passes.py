@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from model.nn.transformer import Transformer, attention_weights
+from model.nn.transformer import MultiHeadAttention, Transformer, attention_weights
 
 
 @dataclass
@@ -58,6 +58,21 @@ def _layer_norm(norm: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
+def queries_keys_values(
+    module: MultiHeadAttention,
+    h: torch.Tensor,  # [B, Q, d_model] what the attention reads
+    memory: torch.Tensor | None = None,  # [B, K, d_model] cross-attention's keys and values
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """An attention module's queries [B, H, Q, d_k], keys and values [B, H, K, d_k] (self-attention: K = Q)."""
+    if module.is_self_attention:
+        q, k, v = module._split_projection(module.qkv_projection(h), 3)  # 3 x [B, H, Q, d_k]
+        return q, k, v
+    assert memory is not None, "cross-attention reads the memory"
+    (q,) = module._split_projection(module.q_projection(h), 1)  # [B, H, Q, d_k]
+    k, v = module._split_projection(module.kv_projection(memory), 2)  # 2 x [B, H, K, d_k]
+    return q, k, v
+
+
 def attend(
     layer,
     index: int,
@@ -70,12 +85,7 @@ def attend(
     """Sublayer ``index`` of ``layer`` (its attention ``module``) with its residual and norm: (x out, record)."""
     norm = layer.norms[index]
     h = _layer_norm(norm, x) if layer.pre_norm else x  # [B, Q, d_model] what attention reads
-    if module.is_self_attention:
-        q, k, v = module._split_projection(module.qkv_projection(h), 3)  # 3 x [B, H, Q, d_k]
-    else:
-        assert memory is not None, "cross-attention reads the memory"
-        (q,) = module._split_projection(module.q_projection(h), 1)  # [B, H, Q, d_k]
-        k, v = module._split_projection(module.kv_projection(memory), 2)  # 2 x [B, H, K, d_k]
+    q, k, v = queries_keys_values(module, h, memory)  # 3 x [B, H, Q or K, d_k]
     if value_scale is not None:
         v = v * value_scale[:, None, :, None]  # [B, H, K, d_k]
     weights = attention_weights(q, k, is_causal=causal)  # [B, H, Q, K]: the model's own computation

@@ -81,6 +81,7 @@ TRANSFORMER = register(
             head_importance=True,
             contribution_measures=True,
             numpy_engine=True,
+            interventions=True,
         ),
         options=(
             _ENCODER_LAYERS,

@@ -1,0 +1,332 @@
+"""Activation patching: which activations carry the difference between a clean and a corrupted source.
+
+The clean source is translated greedily; both sources are then decoded along that output (teacher-forced), so their
+decoder inputs are the same and only what comes from the source differs. At one target ``step`` the metric is the
+logit difference m = logit(clean next token) − logit(compared token), the compared token being the corrupted run's
+own choice at that step unless one is given. A patched run's metric is reported normalised,
+(m_patched − m_corrupted) / (m_clean − m_corrupted): 1 = the clean run's value, 0 = the corrupted run's.
+
+* Denoising patches one clean activation into the corrupted run: the share of the clean behaviour it restores.
+* Noising patches one corrupted activation into the clean run: 1 = no harm done, 0 = all of the clean behaviour lost.
+
+Grids (each a ``PatchingGrid`` of rows × columns): every head's output, all positions, of encoder self-attention,
+decoder self-attention and cross-attention (layers × heads); the residual stream at each source position (encoder:
+the embeddings, then after each layer × positions) and at each target position up to the step (decoder); each
+feed-forward block's output, all positions (layers × 1). Every cell is one row of a batch, so a whole set of grids
+goes in as few batched passes as ``MAX_ROWS`` allows.
+
+Attribution patching is the first-order preview (Nanda, "Attribution Patching", 2023; Syed et al. 2023): a cell's
+patched metric is estimated as m_base + (donor activation − base activation) · ∂m/∂activation at the base run, with
+one forward and one backward pass for every grid. It is exact wherever m is linear in the patched activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from model.family import Bundle
+from model.interventions.hooked import InterventionError, Patch, check_supported, greedy_output, hook_names, ids_as_text, run_hooked
+from model.nn.transformer import Transformer
+
+DIRECTIONS = ("denoising", "noising")
+METHODS = ("exact", "attribution")
+COMPONENTS = (
+    "encoder heads",
+    "decoder heads",
+    "cross heads",
+    "encoder residual",
+    "decoder residual",
+    "encoder feed-forward",
+    "decoder feed-forward",
+)
+MAX_ROWS = 256  # patched runs in one batch
+GRADIENT_ROOTS = ("encoder.0.resid_pre", "decoder.0.resid_pre")  # every other activation depends on these
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One patched activation: a hook, one of its heads (None: all) and one of its positions (None: all)."""
+
+    hook: str
+    head: int | None = None
+    position: int | None = None
+
+
+@dataclass
+class PatchingGrid:
+    """One component's grid: ``values[row, column]`` normalised (1 = the clean metric, 0 = the corrupted)."""
+
+    component: str  # one of COMPONENTS
+    values: np.ndarray  # [rows, columns] float32
+    metrics: np.ndarray  # [rows, columns] the patched (or estimated) logit differences themselves
+    rows: list[str]  # "L1", … or "embeddings", "after L1", …
+    columns: list[str]  # "H1", …, position labels, or "all positions"
+
+
+@dataclass
+class PatchingResult:
+    """Every grid of one patching run, with what was compared where."""
+
+    method: str  # "exact" or "attribution"
+    direction: str  # "denoising" or "noising"
+    step: int  # the target step (from 0) whose next token is compared
+    clean_id: int  # the clean run's next token at the step
+    compared_id: int  # the token it is compared with (the corrupted run's choice unless given)
+    clean_metric: float  # m in the clean run
+    corrupted_metric: float  # m in the corrupted run
+    labels: PairLabels  # the sources' and the decoder's pieces, and the two tokens compared
+    grids: dict[str, PatchingGrid] = field(default_factory=dict)
+
+
+@dataclass
+class PairLabels:
+    """The pieces a patching run shows."""
+
+    clean: list[str]  # the clean source's pieces
+    corrupted: list[str]  # the corrupted source's
+    target: list[str]  # the decoder's inputs up to the step: <s>, then the clean output
+    clean_token: str  # the clean run's next token at the step
+    compared_token: str  # the token it is compared with
+
+
+@dataclass
+class PatchingSetup:
+    """What every patching run of one pair reads: the inputs, the two reference runs' activations and metrics."""
+
+    model: Transformer
+    clean_source: torch.Tensor  # [1, S]
+    corrupted_source: torch.Tensor  # [1, S]
+    target_inputs: torch.Tensor  # [1, step + 1]
+    step: int
+    clean_id: int
+    compared_id: int
+    clean_activations: dict[str, torch.Tensor]  # hook -> [1, ...]
+    corrupted_activations: dict[str, torch.Tensor]
+    clean_metric: float
+    corrupted_metric: float
+    labels: PairLabels
+
+
+GridCells = tuple[list[str], list[str], list[list[Cell]]]  # (row labels, column labels, cells [rows][columns])
+
+
+def _head_grid(model: Transformer, component: str, prefix: str) -> GridCells:
+    n_layers = model.config.n_encoder_layers if prefix == "encoder" else model.config.n_decoder_layers
+    attention = "cross" if component == "cross heads" else "self"
+    heads = range(model.config.n_heads)
+    cells = [[Cell(f"{prefix}.{layer}.{attention}.head_out", head) for head in heads] for layer in range(n_layers)]
+    return [f"L{layer + 1}" for layer in range(n_layers)], [f"H{head + 1}" for head in heads], cells
+
+
+def _residual_grid(n_layers: int, side: str, columns: list[str]) -> GridCells:
+    hooks = [f"{side}.0.resid_pre"] + [f"{side}.{layer}.resid_post" for layer in range(n_layers)]
+    cells = [[Cell(hook, None, position) for position in range(len(columns))] for hook in hooks]
+    return ["embeddings"] + [f"after L{layer + 1}" for layer in range(n_layers)], columns, cells
+
+
+def grid_cells(setup: PatchingSetup, components: tuple[str, ...] = COMPONENTS) -> dict[str, GridCells]:
+    """Each component's (row labels, column labels, cells [rows][columns])."""
+    model, labels, config = setup.model, setup.labels, setup.model.config
+    positions = [c if c == k else f"{c}/{k}" for c, k in zip(labels.clean, labels.corrupted)]
+    grids = {}
+    for component in components:
+        side = component.split()[0]
+        prefix = "encoder" if side == "encoder" else "decoder"
+        n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
+        if component.endswith("heads"):
+            grids[component] = _head_grid(model, component, prefix)
+        elif component.endswith("residual"):
+            grids[component] = _residual_grid(n_layers, prefix, positions if prefix == "encoder" else labels.target)
+        elif component.endswith("feed-forward"):
+            rows = [f"L{layer + 1}" for layer in range(n_layers)]
+            grids[component] = (rows, ["all positions"], [[Cell(f"{prefix}.{layer}.mlp_out")] for layer in range(n_layers)])
+        else:
+            raise InterventionError(f"a component is one of {', '.join(COMPONENTS)}, not {component!r}")
+    return grids
+
+
+def _metric(setup: PatchingSetup, logits: torch.Tensor) -> torch.Tensor:
+    """logits [B, V] at the step -> m [B]."""
+    return logit_difference(logits, setup.clean_id, setup.compared_id)
+
+
+def logit_difference(logits: torch.Tensor, clean_id: int, compared_id: int) -> torch.Tensor:
+    """logits [B, V] -> logit(clean) − logit(compared) [B]."""
+    return logits[:, clean_id] - logits[:, compared_id]
+
+
+def _row_patches(cells: list[Cell], donor: dict[str, torch.Tensor]) -> list[Patch]:
+    """One Patch per hook for a batch whose row r patches cells[r] with the donor's activation."""
+    masks: dict[str, torch.Tensor] = {}
+    for row, cell in enumerate(cells):
+        value = donor[cell.hook]  # [1, (H,) L, d_model]
+        if cell.hook not in masks:
+            masks[cell.hook] = torch.zeros((len(cells),) + value.shape[1:-1] + (1,), dtype=torch.bool, device=value.device)
+        every = slice(None)
+        head = () if value.dim() == 3 else (every if cell.head is None else cell.head,)
+        masks[cell.hook][(row,) + head + (every if cell.position is None else cell.position,)] = True
+    return [Patch(hook, donor[hook], mask=mask) for hook, mask in masks.items()]
+
+
+def _sources(setup: PatchingSetup, direction: str) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(the base run's source, its activations, the donor's activations) for a direction."""
+    if direction not in DIRECTIONS:
+        raise InterventionError(f"the direction is one of {', '.join(DIRECTIONS)}, not {direction!r}")
+    if direction == "denoising":
+        return setup.corrupted_source, setup.corrupted_activations, setup.clean_activations
+    return setup.clean_source, setup.clean_activations, setup.corrupted_activations
+
+
+@torch.inference_mode()
+def exact_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:
+    """The metric of each cell's patched run [len(cells)], MAX_ROWS runs to a batch."""
+    base, _, donor = _sources(setup, direction)
+    metrics = []
+    for start in range(0, len(cells), MAX_ROWS):
+        chunk = cells[start : start + MAX_ROWS]
+        rows = len(chunk)
+        run = run_hooked(
+            setup.model, base.expand(rows, -1), setup.target_inputs.expand(rows, -1), patches=_row_patches(chunk, donor)
+        )
+        metrics.append(_metric(setup, run.logits(setup.model, setup.step)))  # [rows]
+    return torch.cat(metrics).float().cpu().numpy() if metrics else np.zeros(0, np.float32)
+
+
+def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:
+    """Each cell's first-order estimate of its patched metric [len(cells)], from one forward and backward pass."""
+    base_source, _, donor = _sources(setup, direction)
+    hooks = sorted({cell.hook for cell in cells})
+    with torch.inference_mode(False), torch.enable_grad():
+        run = run_hooked(setup.model, base_source, setup.target_inputs, capture=hooks, gradient_roots=GRADIENT_ROOTS)
+        base_metric = _metric(setup, run.logits(setup.model, setup.step)).sum()  # [] (one row)
+        activations = [run.activations[hook] for hook in hooks]
+        gradients = torch.autograd.grad(base_metric, activations, allow_unused=True)
+    base_value = float(base_metric.detach())
+    estimates = []
+    for cell in cells:
+        index = hooks.index(cell.hook)
+        gradient = gradients[index]
+        if gradient is None:  # the metric does not depend on it
+            estimates.append(base_value)
+            continue
+        change = (donor[cell.hook] - activations[index].detach()) * gradient  # [1, (H,) L, d_model]
+        if change.dim() == 4 and cell.head is not None:
+            change = change[:, cell.head]
+        if cell.position is not None:
+            change = change[..., cell.position, :]
+        estimates.append(base_value + float(change.sum()))
+    return np.array(estimates, dtype=np.float32)
+
+
+def patch_grids(
+    setup: PatchingSetup, method: str = "exact", direction: str = "denoising", components: tuple[str, ...] = COMPONENTS
+) -> PatchingResult:
+    """Every grid of ``components`` by ``method`` ("exact" or "attribution") in ``direction``."""
+    if method not in METHODS:
+        raise InterventionError(f"the method is one of {', '.join(METHODS)}, not {method!r}")
+    grids = grid_cells(setup, tuple(components))
+    flat = [cell for _, _, cells in grids.values() for row in cells for cell in row]
+    measure: Callable[[PatchingSetup, list[Cell], str], np.ndarray] = exact_metrics if method == "exact" else attribution_metrics
+    metrics = measure(setup, flat, direction)  # [cells]
+    span = setup.clean_metric - setup.corrupted_metric
+    result = PatchingResult(
+        method, direction, setup.step, setup.clean_id, setup.compared_id, setup.clean_metric, setup.corrupted_metric, setup.labels
+    )
+    start = 0
+    for component, (rows, columns, _) in grids.items():
+        grid_metrics = metrics[start : start + len(rows) * len(columns)].reshape(len(rows), len(columns))
+        start += grid_metrics.size
+        values = ((grid_metrics - setup.corrupted_metric) / span).astype(np.float32)
+        result.grids[component] = PatchingGrid(component, values, grid_metrics, rows, columns)
+    return result
+
+
+@torch.inference_mode()
+def _first_difference(model: Transformer, sources: torch.Tensor, target_ids: list[int]) -> int | None:
+    """The first step at which the corrupted run (row 1) chooses another token than the clean output; None if none."""
+    inputs = torch.tensor([[model.config.bos_id] + target_ids[:-1]] * 2, device=sources.device)  # [2, T]
+    chosen = run_hooked(model, sources, inputs).logits(model)[1].argmax(-1).tolist()  # [T]
+    return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if mine != clean), None)
+
+
+def prepare_patching(
+    model: Any,
+    clean_ids: list[int],
+    corrupted_ids: list[int],
+    step: int | None = None,
+    target_ids: list[int] | None = None,
+    compared_id: int | None = None,
+    source_pieces: Callable[[list[int]], list[str]] = ids_as_text,
+    target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
+) -> PatchingSetup:
+    """The reference runs of a pair of source id lists (EOS last). ``target_ids``: the clean output the runs follow
+    (default: its greedy translation); ``step``: the step compared (default: the first at which the corrupted run
+    chooses otherwise); ``compared_id``: the token compared with (default: the corrupted run's choice there);
+    ``source_pieces``, ``target_pieces``: ids -> piece strings for the labels (default: the ids as text)."""
+    model = check_supported(model)
+    if len(clean_ids) != len(corrupted_ids):
+        raise InterventionError(
+            f"the clean source has {len(clean_ids)} pieces and the corrupted one {len(corrupted_ids)}: patching needs equal counts"
+        )
+    device = next(model.parameters()).device
+    sources = torch.tensor([clean_ids, corrupted_ids], device=device)  # [2, S]
+    targets = list(target_ids) if target_ids is not None else greedy_output(model, sources[:1])
+    if step is None:
+        step = _first_difference(model, sources, targets)
+        if step is None and compared_id is None:
+            raise InterventionError("the corrupted source is translated as the clean one at every step: choose a step and a token")
+        step = step or 0
+    if not 0 <= step < len(targets):
+        raise InterventionError(f"step {step + 1} is not one of the clean translation's {len(targets)} steps")
+    inputs = torch.tensor([[model.config.bos_id] + targets[:step]], device=device)  # [1, step + 1]
+    with torch.inference_mode():
+        run = run_hooked(model, sources, inputs.expand(2, -1), capture=_every_hook(model))
+        logits = run.logits(model, step)  # [2, V]
+    chosen = int(logits[1].argmax()) if compared_id is None else compared_id
+    clean_id = targets[step]
+    if chosen == clean_id:
+        raise InterventionError(f"both runs choose the same token at step {step + 1}: choose another token to compare with")
+    clean_metric, corrupted_metric = logit_difference(logits, clean_id, chosen).tolist()  # [2]
+    if clean_metric == corrupted_metric:
+        raise InterventionError(f"the two runs' logit differences are equal at step {step + 1}: nothing to restore")
+    pieces = (source_pieces(clean_ids), source_pieces(corrupted_ids), target_pieces(inputs[0].tolist()))
+    labels = PairLabels(*pieces, target_pieces([clean_id])[0], target_pieces([chosen])[0])
+    clean = {hook: activation[:1] for hook, activation in run.activations.items()}  # [1, ...] each
+    corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
+    return PatchingSetup(
+        model, sources[:1], sources[1:], inputs, step, clean_id, chosen, clean, corrupted,
+        clean_metric=clean_metric, corrupted_metric=corrupted_metric, labels=labels,
+    )  # fmt: skip
+
+
+def _every_hook(model: Transformer) -> list[str]:
+    """The hooks the grids read."""
+    return [name for name in hook_names(model) if name.endswith((".head_out", ".mlp_out", ".resid_post")) or name in GRADIENT_ROOTS]
+
+
+def prepare_bundle_patching(
+    bundle: Bundle, clean_text: str, corrupted_text: str, step: int | None = None, compared_id: int | None = None
+) -> PatchingSetup:
+    """``prepare_patching`` of two sentences read by ``bundle``'s tokenizer, labelled with its pieces."""
+    clean_ids, corrupted_ids = bundle.source_ids(clean_text)[0], bundle.source_ids(corrupted_text)[0]
+    source, target = bundle.source_tokenizer.pieces, bundle.target_tokenizer.pieces
+    return prepare_patching(bundle.model, clean_ids, corrupted_ids, step, None, compared_id, source, target)
+
+
+def activation_patching(
+    bundle: Bundle, clean_text: str, corrupted_text: str, step: int | None = None, direction: str = "denoising"
+) -> PatchingResult:
+    """Every grid, exactly, for two sentences (see the module's docstring)."""
+    return patch_grids(prepare_bundle_patching(bundle, clean_text, corrupted_text, step), "exact", direction)
+
+
+def attribution_patching(
+    bundle: Bundle, clean_text: str, corrupted_text: str, step: int | None = None, direction: str = "denoising"
+) -> PatchingResult:
+    """Every grid by the first-order estimate, for two sentences (see the module's docstring)."""
+    return patch_grids(prepare_bundle_patching(bundle, clean_text, corrupted_text, step), "attribution", direction)
