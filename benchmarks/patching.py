@@ -1,11 +1,14 @@
-"""How long activation patching takes on the shipped default model: a full grid for a 12-piece minimal pair.
+"""How long activation patching takes on the shipped default model: a full grid for a 12-piece minimal pair; and
+what the logit lens adds to a decoding step.
 
 The pair differs in number ("the cat sees the small dog that the boy loves" / "the cats see …", 12 source pieces
 each). Timed, best of a few runs after a warm-up: the reference runs (the clean greedy translation, both sources'
 activations), the grids asked for (every head of the three kinds of attention × every layer, and the encoder's
 residual stream at every source position), every grid (the decoder's residual and the feed-forward blocks as well),
 and the attribution-patching preview of every grid. Target: the reference runs and the asked grids within 3 s on
-2 cores. Prints each time with the target ratio (below 1 meets it), then the cells that restore most.
+2 cores. Prints each time with the target ratio (below 1 meets it), then the cells that restore most. The logit
+lens of the same clean sentence (every reading at every step, top 5) is timed against decoding it step by step in
+the Stepper, as the window does; its cost a step (its time divided by the steps) has the target 20 ms.
 
     python benchmarks/patching.py [--repeats 5] [--step N] [--direction denoising|noising] [--threads N]
 
@@ -21,6 +24,8 @@ import numpy as np
 import torch
 from common import best_seconds, print_table
 
+from model.decoding.stepper import DecodingOptions, Stepper
+from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import COMPONENTS, patch_grids, prepare_bundle_patching
 from model.io.models import open_model
 from model.runtime import set_cpu_threads
@@ -29,6 +34,20 @@ CLEAN = "the cat sees the small dog that the boy loves"
 CORRUPTED = "the cats see the small dog that the boy loves"
 ASKED = ("encoder heads", "decoder heads", "cross heads", "encoder residual")
 TARGET_SECONDS = 3.0
+LENS_TARGET_MS = 20.0  # what the logit lens may add to a decoding step
+
+
+def lens_cost(bundle, repeats: int) -> None:
+    """The logit lens of CLEAN against decoding it step by step: its milliseconds a step and the target ratio."""
+
+    def decode() -> None:
+        Stepper(bundle, CLEAN, DecodingOptions(strategy="greedy")).run()
+
+    steps = len(bundle_logit_lens(bundle, CLEAN).chosen_ids)
+    lens = best_seconds(lambda: bundle_logit_lens(bundle, CLEAN), repeats) * 1000 / steps
+    decoding = best_seconds(decode, repeats) * 1000 / steps
+    print(f"\nlogit lens of the clean sentence ({steps} steps): {lens:.1f} ms a step, decoding {decoding:.1f} ms a step")
+    print(f"target: the lens adds at most {LENS_TARGET_MS:.0f} ms a step; ratio {lens / LENS_TARGET_MS:.3f} (< 1 meets it)")
 
 
 def strongest(result, count: int = 6) -> list[list]:
@@ -75,6 +94,7 @@ def main() -> None:
     print(f"\n{args.direction}: the cells that move the metric most (1 = the clean run's value, 0 = the corrupted run's)")
     print_table(["grid", "row", "column", "value"], strongest(result))
     assert set(result.grids) == set(COMPONENTS)
+    lens_cost(bundle, args.repeats)
 
 
 if __name__ == "__main__":

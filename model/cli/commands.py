@@ -25,6 +25,7 @@ from model.cli.decode import (
 from model.cli.export import add_arguments as add_export_arguments
 from model.cli.export import run_export
 from model.cli.heads import add_heads_arguments, run_heads
+from model.cli.interventions import add_lens_arguments, add_patch_arguments, run_lens, run_patch
 from model.cli.labels import add_classify_arguments, run_classify
 from model.cli.options import CommandError
 from model.cli.timeline import add_timeline_arguments, run_timeline
@@ -32,7 +33,20 @@ from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
 from model.runtime import follow_cores_in_this_thread
 
-COMMANDS = ("train", "translate", "evaluate", "trace", "export", "classify", "compare", "heads", "attribute", "timeline")
+COMMANDS = (
+    "train",
+    "translate",
+    "evaluate",
+    "trace",
+    "export",
+    "classify",
+    "compare",
+    "heads",
+    "attribute",
+    "timeline",
+    "patch",
+    "lens",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_timeline_arguments(
         sub.add_parser("timeline", help="a model's training snapshots: an animation, a strip, a difference, per-head curves")
     )
+
+    add_patch_arguments(sub.add_parser("patch", help="activation patching between a clean and a corrupted sentence"))
+    add_lens_arguments(sub.add_parser("lens", help="the logit lens, direct logit attribution or DecoderLens of a sentence"))
 
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
@@ -86,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "heads": run_heads,
         "attribute": run_attribute,
         "timeline": run_timeline,
+        "patch": run_patch,
+        "lens": run_lens,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

@@ -47,7 +47,9 @@ def check_supported(model: Any) -> Transformer:
     """``model`` as the app's Transformer, or an InterventionError when its family cannot be patched."""
     family = family_of(model)
     if not family.capabilities.interventions:
-        raise InterventionError(f"interventions are computed for the app's encoder-decoder Transformer, not for a {family.title}")
+        raise InterventionError(
+            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
+        )
     return cast(Transformer, model)  # the interventions capability: the app's Transformer
 
 

@@ -1,0 +1,187 @@
+"""``transformer-explorer patch`` and ``transformer-explorer lens``: what happens if we change an activation
+(model/interventions/), from the command line.
+
+    transformer-explorer patch --model default --clean "the cat sees the dog" --corrupt "the cats see the dog" --out patch.pdf
+    transformer-explorer patch --model default --pair number --out patch.csv          (a generated toy-fr minimal pair)
+    transformer-explorer lens --model default --text "the black cat sees the small dog" --out lens.png
+    transformer-explorer lens --model default --text "…" --tool attribution --step 3 --out dla.pdf
+    transformer-explorer lens --model default --text "…" --tool decoder-lens --out decoder-lens.csv
+
+``patch`` writes every grid (.npz: arrays and labels; .csv: one row per cell) or draws the chosen ones (.png, .svg,
+.pdf), and prints the compared tokens and the cells that restore most. ``lens`` writes the logit lens, direct logit
+attribution or DecoderLens as a table (.csv) or a figure, and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.options import CommandError
+from model.data.token_labels import display_candidate
+from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
+from model.figures.saving import save_figure
+from model.files import check_output
+from model.interventions.decoder_lens import bundle_decoder_lens
+from model.interventions.logit_attribution import bundle_logit_attribution
+from model.interventions.logit_lens import bundle_logit_lens
+from model.interventions.minimal_pairs import FEATURES, minimal_pairs
+from model.interventions.patching import COMPONENTS, DIRECTIONS, METHODS, PatchingResult, activation_patching, attribution_patching
+from model.interventions.tables import (
+    attribution_rows,
+    decoder_lens_rows,
+    lens_rows,
+    patching_arrays,
+    patching_rows,
+    save_npz,
+    write_rows,
+)
+from model.io.models import model_source, open_model
+
+FIGURES = (".png", ".svg", ".pdf")
+TOOLS = ("logit-lens", "attribution", "decoder-lens")
+
+
+def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name")
+    parser.add_argument("--clean", help="the clean source sentence")
+    parser.add_argument("--corrupt", help="the corrupted source: as many pieces as --clean")
+    parser.add_argument("--pair", choices=FEATURES, help="a toy-fr minimal pair instead of --clean/--corrupt")
+    parser.add_argument("--pair-index", type=int, default=0, help="which pair of --pair's list (default 0)")
+    parser.add_argument("--step", type=int, help="the target step compared, from 1 (default: the first the two differ)")
+    parser.add_argument("--direction", choices=DIRECTIONS, default="denoising", help="clean into corrupted (default) or back")
+    parser.add_argument("--method", choices=METHODS, default="exact", help="exact, or attribution (a gradient estimate)")
+    parser.add_argument("--grids", help=f"figure: comma-separated, of {', '.join(COMPONENTS)} (default: heads + encoder residual)")
+    parser.add_argument("--out", required=True, help="FILE.npz, FILE.csv or a figure FILE.png|svg|pdf")
+    add_figure_arguments(parser)
+
+
+def add_lens_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name")
+    parser.add_argument("--text", required=True, help="the source sentence, translated greedily")
+    parser.add_argument("--tool", choices=TOOLS, default="logit-lens", help="what to read (default logit-lens)")
+    parser.add_argument("--step", type=int, default=1, help="attribution figure: the step drawn, from 1 (default 1)")
+    parser.add_argument("--top-k", type=int, default=5, help="logit lens: candidates kept per reading (default 5)")
+    parser.add_argument("--out", required=True, help="FILE.csv or a figure FILE.png|svg|pdf")
+    add_figure_arguments(parser)
+
+
+def _suffix(out: str, allowed: tuple[str, ...]) -> str:
+    suffix = Path(out).suffix.lower()
+    if suffix not in allowed or Path(out).is_dir():
+        raise CommandError(f"--out must end in {', '.join(allowed)}, not {Path(out).name!r}")
+    return suffix
+
+
+def _sources(args) -> tuple[str, str]:
+    """The clean and corrupted sentences: typed, or a generated minimal pair (printed with its expected change)."""
+    if args.pair is not None:
+        if args.clean is not None or args.corrupt is not None:
+            raise CommandError("give --pair or --clean and --corrupt, not both")
+        pairs = minimal_pairs(args.pair)
+        if not 0 <= args.pair_index < len(pairs):
+            raise CommandError(f"--pair-index must be from 0 to {len(pairs) - 1} for {args.pair} pairs, not {args.pair_index}")
+        pair = pairs[args.pair_index]
+        print(f"minimal pair: {pair.describe()}")
+        return pair.clean.source, pair.corrupted.source
+    if args.clean is None or args.corrupt is None:
+        raise CommandError("give --clean and --corrupt (two sentences of as many pieces), or --pair FEATURE")
+    return args.clean, args.corrupt
+
+
+def _grids(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in COMPONENTS]
+    if unknown or not names:
+        raise CommandError(f"--grids: {', '.join(unknown) or 'none given'}; choose from {', '.join(COMPONENTS)}")
+    return names
+
+
+def report_patching(result: PatchingResult, top: int = 5) -> None:
+    """The tokens compared, both runs' logit differences and the cells that restore most."""
+    clean, compared = display_candidate(result.labels.clean_token), display_candidate(result.labels.compared_token)
+    print(
+        f"step {result.step + 1}: “{clean}” over “{compared}”, logit difference clean {result.clean_metric:.2f}, "
+        f"corrupted {result.corrupted_metric:.2f} ({result.method}, {result.direction})"
+    )
+    cells = []
+    for name in result.grids:
+        panel = patching_panel(result, name)  # positions as people read them
+        for r, row in enumerate(panel.rows):
+            cells += [(float(panel.values[r, c]), name, row, column) for c, column in enumerate(panel.columns)]
+    cells.sort(key=lambda cell: -abs(cell[0]))
+    for value, name, row, column in cells[:top]:
+        print(f"  {name} {row} {column}: {value:.3f}")
+
+
+def run_patch(args) -> int:
+    suffix = _suffix(args.out, (".npz", ".csv", *FIGURES))
+    options = figure_options(args)
+    grids = _grids(args.grids)
+    clean, corrupted = _sources(args)
+    if args.step is not None and args.step < 1:
+        raise CommandError(f"--step counts from 1, not {args.step}")
+    model_path = model_source(args.model)
+    check_output(args.out, (model_path,) if model_path else ())
+    bundle = open_model(args.model)
+    patch = activation_patching if args.method == "exact" else attribution_patching
+    step = None if args.step is None else args.step - 1
+    result = patch(bundle, clean, corrupted, step=step, direction=args.direction)
+    if suffix == ".npz":
+        save_npz(patching_arrays(result), args.out)
+    elif suffix == ".csv":
+        write_rows(patching_rows(result), args.out)
+    else:
+        options.model_name = model_name(args.model)
+        save_figure(patching_figure(result, grids, options), args.out, args.dpi)
+    report_patching(result)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def run_lens(args) -> int:
+    suffix = _suffix(args.out, (".csv", *FIGURES))
+    options = figure_options(args)
+    if not args.text.strip():
+        raise CommandError("nothing to read: the sentence is empty")
+    if args.top_k < 1 or args.step < 1:
+        raise CommandError("--top-k and --step count from 1")
+    model_path = model_source(args.model)
+    check_output(args.out, (model_path,) if model_path else ())
+    bundle = open_model(args.model)
+    options.model_name = model_name(args.model)
+    if args.tool == "logit-lens":
+        lens = bundle_logit_lens(bundle, args.text, args.top_k)
+        _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options))
+        _report_lens(lens.readings, lens.chosen_ranks)
+    elif args.tool == "attribution":
+        attribution = bundle_logit_attribution(bundle, args.text)
+        if args.step > len(attribution.target_tokens):
+            raise CommandError(f"--step {args.step}: the translation has {len(attribution.target_tokens)} steps")
+        _write(suffix, args, lambda: attribution_rows(attribution), lambda: attribution_figure(attribution, args.step - 1, options))
+        print(f"largest remainder {float(np.abs(attribution.remainder).max()):.2g} (the parts sum to each logit)")
+    else:
+        result = bundle_decoder_lens(bundle, args.text)
+        _write(suffix, args, lambda: decoder_lens_rows(result), lambda: decoder_lens_figure(result, options))
+        for layer, text, logp in zip(result.layers, result.translations, result.total_log_probabilities):
+            print(f"{layer}: {text}   (log p {float(logp):.2f})")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _write(suffix: str, args, rows, figure) -> None:
+    if suffix == ".csv":
+        write_rows(rows(), args.out)
+    else:
+        save_figure(figure(), args.out, args.dpi)
+
+
+def _report_lens(readings: list[str], ranks: np.ndarray) -> None:
+    """The first reading from which every step's chosen token is the top candidate."""
+    settled = next((readings[r] for r in range(len(readings)) if bool((ranks[r:] == 0).all())), None)
+    print(f"every step's token is the top candidate from: {settled or 'no reading (not even the last)'}")
