@@ -172,6 +172,7 @@ class InterventionsController:
             return False
         assert self.explore.bundle is not None
         self.results.pop(PATCHING, None)
+        self.ready.emit(PATCHING, None)  # the last pair's grids are not this one's
         return self._submit(PATCH_CHANNEL, lambda job, work: self._patch(job, work, *texts, direction, step), self.explore.bundle)
 
     def _patch(self, job: Job, bundle: Any, clean: str, corrupted: str, direction: str, step: int | None) -> None:

@@ -63,7 +63,8 @@ def test_readings_follow_the_sentence_only_while_shown_and_a_step_moves_the_high
     assert not interventions.running and interventions.computed_for[1] == SENTENCE
     interventions.set_active(True)
     assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
-    assert interventions.results[DECODER_LENS].translations == bundle_decoder_lens(default_bundle, "the dog sees the cat").translations
+    expected_translations = bundle_decoder_lens(default_bundle, "the dog sees the cat").translations
+    assert interventions.results[DECODER_LENS].translations == expected_translations
 
 
 def test_patching_shows_the_preview_then_the_exact_grids(controllers, opened, default_bundle):
@@ -76,7 +77,8 @@ def test_patching_shows_the_preview_then_the_exact_grids(controllers, opened, de
     expected_preview = attribution_patching(default_bundle, SENTENCE, CORRUPTED, direction="noising")
     expected_exact = activation_patching(default_bundle, SENTENCE, CORRUPTED, direction="noising")
     assert exact.direction == "noising" and exact.step == expected_exact.step
-    assert (exact.labels.clean_token, exact.labels.compared_token) == (expected_exact.labels.clean_token, expected_exact.labels.compared_token)
+    labels = expected_exact.labels
+    assert (exact.labels.clean_token, exact.labels.compared_token) == (labels.clean_token, labels.compared_token)
     for name, grid in expected_exact.grids.items():
         assert np.allclose(exact.grids[name].values, grid.values, atol=1e-4), name
         assert np.allclose(preview.grids[name].values, expected_preview.grids[name].values, atol=1e-4), name
