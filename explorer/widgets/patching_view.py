@@ -150,7 +150,7 @@ class PatchingView(QWidget):
     def _draw(self) -> None:
         result, name = self.result, self.grid_box.currentText()
         if result is None or name not in result.grids:
-            self.heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
+            self.heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "", levels=symmetric_limits(np.zeros(0)))
             return
         grid = result.grids[name]
         self.heatmap.plot.getAxis("left").set_name("layer")
