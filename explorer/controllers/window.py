@@ -9,6 +9,7 @@ from explorer.controllers.alignment import AlignmentController
 from explorer.controllers.compare import CompareController
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
+from explorer.controllers.interventions import InterventionsController
 from explorer.controllers.measures import MeasureController
 from explorer.controllers.runner import Runner
 from explorer.controllers.timeline import TimelineController
@@ -29,6 +30,7 @@ class WindowControllers:
     timeline: TimelineController  # the opened model's timeline of training snapshots
     curves: CurvesController  # its curves over training
     timeline_exports: TimelineExports
+    interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -39,7 +41,8 @@ class WindowControllers:
         training, timeline = TrainingController(runner), TimelineController(explore, runner, compare)
         curves = CurvesController(explore, runner, timeline)
         exports = TimelineExports(explore, runner, timeline, curves)
-        return cls(runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports)
+        interventions = InterventionsController(explore, runner)
+        return cls(runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports, interventions)
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""

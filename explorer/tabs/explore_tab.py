@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabW
 from explorer.controllers.window import WindowControllers
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
+from explorer.tabs.explore_interventions import ExploreInterventions
 from explorer.tabs.explore_measures import ExploreMeasures
 from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
@@ -119,6 +120,7 @@ class ExploreTab(QWidget):
         self.compare = controllers.compare  # a second model on the same sentence, stepping together
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
+        self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
         self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
         self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
@@ -273,8 +275,8 @@ class ExploreTab(QWidget):
 
     def _on_views_tab_changed(self, index: int) -> None:
         """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
-        comparing = self.views.widget(index) in (self.compare_view, self.over_training.curves_view)
-        self.focus.setVisible(not comparing)  # two heatmaps, or the curves over training, take the focus view's place
+        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view)  # they take the focus view's place
+        self.focus.setVisible(self.views.widget(index) not in wide)
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
     def _on_fresh_sentence_requested(self) -> None:

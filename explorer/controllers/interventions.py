@@ -1,0 +1,216 @@
+"""Causal interventions on the explored model and sentence, computed in jobs of the runner.
+
+The readings of the sentence the Explore tab decodes (model/interventions/): the logit lens, DecoderLens and direct
+logit attribution, in one job of the "interventions" channel, each reported as it is ready (``ready(tool, result)``).
+They follow the sentence and the model only while the Interventions view is shown (``set_active``): a new sentence or
+model then supersedes the job under way; hidden, the view is marked stale and computed when it is shown again. A step
+of the Explore tab only moves the highlighted step (``step_changed``), nothing is computed again.
+
+Activation patching runs on request (``patch``) for a clean and a corrupted sentence, in the "interventions-patching"
+channel: attribution patching first (the fast first-order preview, reported as ``ready(PATCHING, result)`` with its
+method "attribution"), then the exact result, which replaces it. Each job reads its own copy of the model, so the
+window's decoding never shares it with a thread. A model whose family cannot be patched gets one line saying so
+(``unavailable``); bad input (an empty sentence, different piece counts) is the InterventionError's one line
+(``message``), and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from explorer.controllers.events import Event
+from explorer.controllers.explore import ExploreController
+from explorer.controllers.runner import Job, Runner, user_message
+from model.decoding.trace import Trace
+from model.family import Bundle
+from model.interventions.decoder_lens import bundle_decoder_lens
+from model.interventions.hooked import InterventionError
+from model.interventions.logit_attribution import bundle_logit_attribution
+from model.interventions.logit_lens import bundle_logit_lens
+from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
+from model.interventions.patching import DIRECTIONS, patch_grids, prepare_bundle_patching
+
+LENS, DECODER_LENS, ATTRIBUTION, PATCHING = "logit lens", "DecoderLens", "logit attribution", "patching"
+TOOLS = (LENS, DECODER_LENS, ATTRIBUTION, PATCHING)
+READINGS = (LENS, DECODER_LENS, ATTRIBUTION)  # what follows the sentence
+CHANNEL, PATCH_CHANNEL = "interventions", "interventions-patching"
+LENS_CANDIDATES = 5  # top-k of each logit-lens reading
+PAIRS_SHOWN = 20  # minimal pairs offered per feature
+
+
+def job_bundle(bundle: Bundle) -> Any:
+    """``bundle`` with a private copy of its model (copied here, on the window's thread), for a job to read."""
+    return dataclasses.replace(bundle, model=copy.deepcopy(bundle.model).eval())  # type: ignore[type-var]
+
+
+def checked_text(text: str, what: str) -> str:
+    """``text`` stripped; an InterventionError when nothing is left."""
+    if not text.strip():
+        raise InterventionError(f"the {what} sentence is empty: type one")
+    return text.strip()
+
+
+class InterventionsController:
+    """Events: ``ready(tool, result or None)`` (one of TOOLS; None: nothing to show), ``step_changed(step or None)``
+    (the step of the Explore tab, from 0: the token it decoded last), ``message(text)`` (why nothing runs, bad
+    input, an error), ``running_changed(bool)``, ``progress(text)`` (what is being computed)."""
+
+    def __init__(self, explore: ExploreController, runner: Runner) -> None:
+        self.explore, self.runner = explore, runner
+        self.ready = Event("ready")
+        self.step_changed = Event("step_changed")
+        self.message = Event("message")
+        self.running_changed = Event("running_changed")
+        self.progress = Event("progress")
+        self.results: dict[str, Any] = {}  # tool -> its last result for the explored model
+        self.computed_for: tuple[Any, str] | None = None  # (bundle, sentence) of the readings shown or under way
+        self.active = False  # the Interventions view is shown
+        self.step: int | None = None
+        explore.model_changed.connect(self._on_model_changed)
+        explore.weights_changed.connect(self._on_model_changed)
+        explore.trace_changed.connect(self._on_trace_changed)
+
+    @property
+    def running(self) -> bool:
+        return self.runner.is_running(CHANNEL) or self.runner.is_running(PATCH_CHANNEL)
+
+    def unavailable(self) -> str:
+        """Why the explored model cannot be intervened on ('' when it can)."""
+        bundle = self.explore.bundle
+        if bundle is None:
+            return "Open or train a model first: interventions read and patch the session's model."
+        family = bundle.family
+        if not family.capabilities.interventions:
+            return (
+                f"Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch the app's "
+                f"encoder-decoder Transformer; this model is the {family.title} ({family.name}), which cannot be patched."
+            )
+        return ""
+
+    # --- following the Explore tab ------------------------------------------------------------------
+    def set_active(self, active: bool) -> None:
+        """The view is shown (True) or hidden; shown, stale readings are computed."""
+        self.active = active
+        if active and self._stale():
+            self.compute()
+
+    def _stale(self) -> bool:
+        return self.explore.trace is not None and self.computed_for != (self.explore.bundle, self.explore.text)
+
+    def _on_trace_changed(self, trace: Trace | None) -> None:
+        steps = self.explore.current_step
+        self.step = steps - 1 if trace is not None and steps > 0 else None
+        self.step_changed.emit(self.step)
+        if trace is not None and self.active and self._stale():
+            self.compute()
+
+    def _on_model_changed(self, _bundle: Bundle | None) -> None:
+        """Another model (or snapshot): every job dropped and every result cleared."""
+        self._drop(CHANNEL)
+        self._drop(PATCH_CHANNEL)
+        self.results, self.computed_for = {}, None
+        for tool in TOOLS:
+            self.ready.emit(tool, None)
+
+    def _drop(self, channel: str) -> None:
+        if self.runner.cancel(channel, drop=True) and not self.running:
+            self.running_changed.emit(False)
+
+    # --- the sentence's readings --------------------------------------------------------------------
+    def compute(self) -> bool:
+        """The logit lens, DecoderLens and logit attribution of the explored sentence, in a job (superseding one under
+        way); False, with a message, when the model cannot or there is no sentence."""
+        why = self.unavailable()
+        if why:
+            self.message.emit(why)
+            return False
+        bundle, text = self.explore.bundle, self.explore.text
+        assert bundle is not None  # unavailable() said so otherwise
+        if not text.strip():
+            self.message.emit("Type a sentence to translate: its interventions are computed on it.")
+            return False
+        self.computed_for = (bundle, text)
+        for tool in READINGS:
+            self.results.pop(tool, None)
+        return self._submit(CHANNEL, lambda job, work: self._read(job, work, text), bundle)
+
+    def _read(self, job: Job, bundle: Any, text: str) -> None:
+        """In the job's thread: each reading of ``text``, delivered as it is ready."""
+        readers = (
+            (LENS, lambda: bundle_logit_lens(bundle, text, LENS_CANDIDATES)),
+            (DECODER_LENS, lambda: bundle_decoder_lens(bundle, text)),
+        )
+        for tool, read in (*readers, (ATTRIBUTION, lambda: bundle_logit_attribution(bundle, text))):
+            job.check()
+            job.progress(f"Computing the {tool}…")
+            job.deliver(self._on_result, tool, read())
+
+    # --- activation patching --------------------------------------------------------------------------
+    def pairs(self, feature: str) -> list[MinimalPair]:
+        """Up to PAIRS_SHOWN minimal pairs of ``feature`` for the explored model's tokenizer (none without a model)."""
+        bundle = self.explore.bundle
+        if bundle is None or self.unavailable():
+            return []
+        return minimal_pairs(feature, bundle.source_tokenizer, PAIRS_SHOWN)
+
+    def patch(self, clean: str, corrupted: str, direction: str = "denoising", step: int | None = None) -> bool:
+        """Attribution patching (the preview), then activation patching (exact) of ``clean`` and ``corrupted`` in
+        ``direction``, at ``step`` (from 0; None: the first the runs differ at), in a job; False with a message when
+        the model cannot or the input is bad."""
+        why = self.unavailable()
+        if why:
+            self.message.emit(why)
+            return False
+        try:
+            if direction not in DIRECTIONS:
+                raise InterventionError(f"the direction is one of {', '.join(DIRECTIONS)}, not {direction!r}")
+            texts = checked_text(clean, "clean"), checked_text(corrupted, "corrupted")
+        except InterventionError as error:
+            self.message.emit(f"Patching: {error}")
+            return False
+        assert self.explore.bundle is not None
+        self.results.pop(PATCHING, None)
+        self.ready.emit(PATCHING, None)  # the last pair's grids are not this one's
+        return self._submit(PATCH_CHANNEL, lambda job, work: self._patch(job, work, *texts, direction, step), self.explore.bundle)
+
+    def _patch(self, job: Job, bundle: Any, clean: str, corrupted: str, direction: str, step: int | None) -> None:
+        """In the job's thread: the reference runs, the preview delivered, then the exact grids."""
+        job.progress("Patching: the reference runs…")
+        setup = prepare_bundle_patching(bundle, clean, corrupted, step)
+        job.check()
+        job.progress("Patching: the preview (attribution patching) is shown; computing the exact grids…")
+        job.deliver(self._on_result, PATCHING, patch_grids(setup, "attribution", direction))
+        job.check()
+        job.deliver(self._on_result, PATCHING, patch_grids(setup, "exact", direction))
+
+    # --- jobs --------------------------------------------------------------------------------------
+    def _submit(self, channel: str, work: Any, bundle: Bundle) -> bool:
+        """Run ``work(job, bundle copy)`` on ``channel``; False with a message when the model cannot be copied."""
+        try:
+            copied = job_bundle(bundle)
+        except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
+            self.message.emit(f"Interventions could not start: {user_message(error)}")
+            return False
+        was_running = self.running
+        label = "Patching" if channel == PATCH_CHANNEL else "The interventions"
+        self.runner.submit(
+            channel,
+            lambda job: work(job, copied),
+            on_progress=self.progress.emit,
+            on_error=lambda text: self.message.emit(f"{label} could not be computed: {text}"),
+            on_end=self._on_end,
+        )
+        if not was_running:
+            self.running_changed.emit(True)
+        return True
+
+    def _on_end(self) -> None:
+        self.progress.emit("")
+        if not self.running:
+            self.running_changed.emit(False)
+
+    def _on_result(self, tool: str, result: Any) -> None:
+        self.results[tool] = result
+        self.ready.emit(tool, result)

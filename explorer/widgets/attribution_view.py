@@ -1,0 +1,110 @@
+"""Direct logit attribution at one decoding step: what wrote the chosen token's logit.
+
+Left, the parts (embeddings, every head, every feed-forward block, the biases) as horizontal bars, largest |share|
+first at the top, red for a part that raises the logit and blue for one that lowers it (the BARS_SHOWN largest; the
+rest are counted). Right, the head parts as a grid: rows "L1 self" … then "L1 cross" …, a column per head, on a
+diverging colour map centred at 0. Under both, the logit and the remainder (the logit minus the parts' sum).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
+from explorer.widgets.plot_style import show_light_grid
+from model.interventions.logit_attribution import LogitAttribution
+
+BARS_SHOWN = 16
+RAISES, LOWERS = "#d6604d", "#4393c3"  # the diverging map's red and blue
+HEAD_KINDS = (("self", "self-attention head"), ("cross", "cross-attention head"))
+
+
+def head_grid(attribution: LogitAttribution, step: int) -> tuple[np.ndarray, list[str], list[str]]:
+    """The head parts at ``step`` as (values [rows, heads], row labels "L1 self" …, column labels "H1" …)."""
+    rows: dict[str, dict[int, float]] = {}
+    for kind_name, kind in HEAD_KINDS:
+        for part, part_kind, value in zip(attribution.parts, attribution.part_kinds, attribution.values[step]):
+            if part_kind == kind:
+                layer, _, head = part.split()  # "L1 self H2"
+                rows.setdefault(f"{layer} {kind_name}", {})[int(head[1:])] = float(value)
+    n_heads = max((max(heads) for heads in rows.values()), default=0)
+    values = np.array([[heads.get(h + 1, 0.0) for h in range(n_heads)] for heads in rows.values()], np.float32)
+    return values.reshape(len(rows), n_heads), list(rows), [f"H{h + 1}" for h in range(n_heads)]
+
+
+def largest_parts(attribution: LogitAttribution, step: int, count: int = BARS_SHOWN) -> list[tuple[str, float]]:
+    """The ``count`` parts of largest |share| at ``step``, largest first."""
+    values = attribution.values[step]
+    order = np.argsort(-np.abs(values), kind="stable")[:count]
+    return [(attribution.parts[index], float(values[index])) for index in order]
+
+
+class AttributionView(QWidget):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attribution: LogitAttribution | None = None
+        self.step: int | None = None  # the step shown, from 0
+        self.bars_shown: list[tuple[str, float]] = []  # (part, value) of each bar, top first
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.bar_plot = pg.PlotWidget()
+        self.bar_plot.setMenuEnabled(False)
+        self.bar_plot.setMouseEnabled(x=False, y=False)
+        self.bar_plot.invertY(True)
+        show_light_grid(self.bar_plot)
+        self.bar_plot.setLabel("bottom", "share of the logit")
+        self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8)
+        self.bar_plot.addItem(self.bars)
+        self.heads = HeatmapView(DIVERGING, "share of the logit")
+        self.heads.plot.getAxis("left").set_name("layer, attention")
+        self.heads.plot.getAxis("top").set_name("head")
+        self.remainder = QLabel()
+        plots = QHBoxLayout()
+        plots.addWidget(self.bar_plot, 3)
+        plots.addWidget(self.heads, 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addLayout(plots, 1)
+        layout.addWidget(self.remainder)
+
+    def set_attribution(self, attribution: LogitAttribution | None, step: int | None = None) -> None:
+        self.attribution = attribution
+        self.set_step(step)
+
+    def set_step(self, step: int | None) -> None:
+        """Show the step ``step`` (from 0; None: the first), clamped to the steps there are."""
+        attribution = self.attribution
+        if attribution is None or not len(attribution.logits):
+            self.step, self.bars_shown = None, []
+            self.bars.setOpts(x0=[], y=[], width=[])
+            self.heads.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
+            self.title.setText("")
+            self.remainder.setText("")
+            return
+        self.step = min(max(step or 0, 0), len(attribution.logits) - 1)
+        self._draw_bars(attribution, self.step)
+        values, rows, columns = head_grid(attribution, self.step)
+        limit = float(np.abs(values).max()) if values.size else 1.0
+        self.heads.set_matrix(values, rows, columns, "Heads' shares", levels=(-max(limit, 1e-6), max(limit, 1e-6)))
+        token = shown_labels([attribution.target_tokens[self.step]])[0]
+        self.title.setText(
+            f"Step {self.step + 1}: the logit of {token!r} ({float(attribution.logits[self.step]):.3f}) split into what "
+            f"wrote the decoder's output; the {len(self.bars_shown)} largest of {len(attribution.parts)} parts, largest first."
+        )
+        self.remainder.setText(
+            f"Remainder (the logit minus the parts' sum, rounding): {float(attribution.remainder[self.step]):.2e}"
+        )
+
+    def _draw_bars(self, attribution: LogitAttribution, step: int) -> None:
+        self.bars_shown = largest_parts(attribution, step)
+        values = np.array([value for _, value in self.bars_shown], np.float64)
+        positions = np.arange(len(values), dtype=np.float64)
+        brushes = [pg.mkBrush(RAISES if value >= 0 else LOWERS) for value in values]
+        self.bars.setOpts(x0=np.minimum(values, 0.0), y=positions, width=np.abs(values), height=0.8, brushes=brushes)
+        axis = self.bar_plot.getAxis("left")
+        axis.setTicks([[(float(index), part) for index, (part, _) in enumerate(self.bars_shown)]])
+        self.bar_plot.setYRange(-0.6, max(len(values), 1) - 0.4, padding=0.0)
+        limit = float(np.abs(values).max()) if values.size else 1.0
+        self.bar_plot.setXRange(-limit * 1.05 if values.min(initial=0.0) < 0 else 0.0, limit * 1.05, padding=0.0)

@@ -1,0 +1,110 @@
+"""The Interventions view of the Explore tab: one sub-tab per tool, a status line and "Save CSV…".
+
+Sub-tabs: "Logit lens" (readings × steps, explorer/widgets/lens_views.py), "DecoderLens" (encoder layer →
+translation), "Logit attribution" (the parts of the current step's logit, explorer/widgets/attribution_view.py) and
+"Patching" (a clean and a corrupted sentence, explorer/widgets/patching_view.py). The status line shows one line: what
+is being computed, why nothing can be (a model that cannot be patched), or a bad input's error.
+
+The view shows plain data the Explore tab hands it (``show_result(tool, result)``, ``set_step``, ``show_message``,
+``set_progress``) and says what the user asked: ``csv_requested(tool, path)`` (the shown sub-tab's result, to a file
+chosen here), and the patching view's own signals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
+
+from explorer.widgets.attribution_view import AttributionView
+from explorer.widgets.lens_views import DecoderLensTable, LensHeatmap
+from explorer.widgets.patching_view import PatchingView
+
+# The tools, by the names the controller gives them (explorer/controllers/interventions.py), and their sub-tabs.
+TOOL_TABS = (
+    ("logit lens", "Logit lens"),
+    ("DecoderLens", "DecoderLens"),
+    ("logit attribution", "Logit attribution"),
+    ("patching", "Patching"),
+)
+
+
+class InterventionsView(QWidget):
+    csv_requested = Signal(str, str)  # tool, path: save the tool's result shown
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: dict[str, Any] = {}  # tool -> the result shown
+        self.step: int | None = None
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setStyleSheet("font-style: italic;")
+        self.progress = QLabel()
+        self.progress.setStyleSheet("color: palette(mid);")
+        self.save_button = QPushButton("Save CSV…")
+        self.save_button.setToolTip("Write the shown tool's result (every number of it) to a CSV file")
+        self.save_button.setEnabled(False)
+        self.lens, self.decoder_lens = LensHeatmap(), DecoderLensTable()
+        self.attribution, self.patching = AttributionView(), PatchingView()
+        self.tools = QTabWidget()
+        widgets: tuple[QWidget, ...] = (self.lens, self.decoder_lens, self.attribution, self.patching)
+        self.tool_widgets: dict[str, QWidget] = {tool: widget for (tool, _), widget in zip(TOOL_TABS, widgets)}
+        for tool, title in TOOL_TABS:
+            self.tools.addTab(self.tool_widgets[tool], title)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.progress)
+        top.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.tools, 1)
+        self.save_button.clicked.connect(self._on_save_clicked)
+        self.tools.currentChanged.connect(lambda _index: self._enable_save())
+
+    @property
+    def tool(self) -> str:
+        """The tool of the sub-tab shown."""
+        return TOOL_TABS[self.tools.currentIndex()][0]
+
+    def show_tool(self, tool: str) -> None:
+        self.tools.setCurrentWidget(self.tool_widgets[tool])
+
+    def show_result(self, tool: str, result: Any) -> None:
+        """A tool's result (None: clear it)."""
+        if result is None:
+            self.results.pop(tool, None)
+        else:
+            self.results[tool] = result
+        if tool == "logit lens":
+            self.lens.set_lens(result, self.step)
+        elif tool == "DecoderLens":
+            self.decoder_lens.set_result(result)
+        elif tool == "logit attribution":
+            self.attribution.set_attribution(result, self.step)
+        else:
+            self.patching.set_result(result)
+        self._enable_save()
+
+    def set_step(self, step: int | None) -> None:
+        """The Explore tab's step (from 0): outlined in the lens, shown by the attribution."""
+        self.step = step
+        self.lens.set_highlighted_step(step)
+        self.attribution.set_step(step)
+
+    def show_message(self, text: str) -> None:
+        self.status.setText(text)
+
+    def set_progress(self, text: str) -> None:
+        self.progress.setText(text)
+
+    def _enable_save(self) -> None:
+        self.save_button.setEnabled(self.tool in self.results)
+
+    def _on_save_clicked(self) -> None:
+        tool = self.tool
+        suggested = Path.home() / f"{tool.lower().replace(' ', '-')}.csv"
+        path, _ = QFileDialog.getSaveFileName(self, f"Save the {tool}", str(suggested), "CSV (*.csv)")
+        if path:
+            self.csv_requested.emit(tool, path)

@@ -1,0 +1,112 @@
+"""The logit lens and DecoderLens as the Interventions view shows them.
+
+``LensHeatmap``: readings (rows: the embeddings, then after each decoder sublayer) × steps (columns, labelled with the
+token finally chosen there); each cell's colour is the probability that reading gives the finally chosen token, and
+the reading's own top token is written in it. The step the Explore tab is at is outlined (``set_highlighted_step``).
+
+``DecoderLensTable``: one row per encoder layer the decoder read: its greedy translation and log probability.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtWidgets import QAbstractItemView, QGraphicsRectItem, QHeaderView, QTableWidget, QTableWidgetItem
+
+from explorer.widgets.heatmap import HeatmapView, shown_labels
+from model.data.token_labels import HIGHLIGHT
+from model.interventions.decoder_lens import DecoderLensResult
+from model.interventions.logit_lens import LogitLensResult
+
+CELL_FONT_POINTS = 8
+DARK_BELOW = 0.55  # a cell this bright (viridis) or brighter takes dark text
+
+
+class LensHeatmap(HeatmapView):
+    def __init__(self) -> None:
+        super().__init__("viridis", "probability of the token chosen")
+        self.plot.getAxis("left").set_name("reading")
+        self.plot.getAxis("top").set_name("step: the token chosen")
+        self.cell_texts: list[list[str]] = []  # [readings][steps] each reading's top token, as written
+        self._texts: list[pg.TextItem] = []
+        self.highlighted_step: int | None = None
+        self.column_outline = QGraphicsRectItem()
+        self.column_outline.setPen(pg.mkPen(HIGHLIGHT, width=3, cosmetic=True))
+        self.column_outline.setZValue(11)
+        self.column_outline.hide()
+        self.plot.addItem(self.column_outline, ignoreBounds=True)
+
+    def set_lens(self, lens: LogitLensResult | None, step: int | None = None) -> None:
+        """Show ``lens`` (None: nothing), the step ``step`` (from 0) outlined."""
+        for item in self._texts:
+            self.plot.removeItem(item)
+        self._texts = []
+        if lens is None:
+            self.cell_texts = []
+            self.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
+            self.set_highlighted_step(None)
+            return
+        chosen = [lens.candidate_tokens[-1][column][0] for column in range(len(lens.chosen_ids))]  # the model's own choice
+        steps = [f"{column + 1} {token}" for column, token in enumerate(shown_labels(chosen))]
+        title = "Logit lens: each reading's top token; colour = probability of the token finally chosen"
+        if lens.final_norm:
+            title += " (read through the final norm)"
+        self.set_matrix(lens.chosen_probabilities, lens.readings, steps, title)
+        self.cell_texts = [shown_labels([tokens[0] for tokens in reading]) for reading in lens.candidate_tokens]
+        for row, texts in enumerate(self.cell_texts):
+            for column, text in enumerate(texts):
+                self._texts.append(self._cell_text(text, row, column, float(lens.chosen_probabilities[row, column])))
+        self.set_highlighted_step(step)
+
+    def _cell_text(self, text: str, row: int, column: int, value: float) -> pg.TextItem:
+        item = pg.TextItem(text, color="#111111" if value >= DARK_BELOW else "#f2f2f2", anchor=(0.5, 0.5))
+        font = item.textItem.font()
+        font.setPointSize(CELL_FONT_POINTS)
+        item.setFont(font)
+        item.setPos(column + 0.5, row + 0.5)
+        self.plot.addItem(item, ignoreBounds=True)
+        return item
+
+    def set_highlighted_step(self, step: int | None) -> None:
+        """Outline the column of ``step`` (from 0; None or past the end: none)."""
+        n_rows, n_steps = self.values.shape if self.values.ndim == 2 else (0, 0)
+        self.highlighted_step = step if step is not None and 0 <= step < n_steps else None
+        if self.highlighted_step is None:
+            self.column_outline.hide()
+            return
+        self.column_outline.setRect(QRectF(self.highlighted_step, 0, 1, n_rows))
+        self.column_outline.show()
+
+    def describe_cell(self, query: int, key: int) -> str:
+        return (
+            f"{self.display_query_labels[query]}, step {self.display_key_labels[key]}: top token "
+            f"{self.cell_texts[query][key]!r}; the token chosen has probability {self.values[query, key]:.4f}"
+        )
+
+
+class DecoderLensTable(QTableWidget):
+    COLUMNS = ("encoder layer read", "greedy translation", "log probability")
+
+    def __init__(self) -> None:
+        super().__init__(0, len(self.COLUMNS))
+        self.setHorizontalHeaderLabels(list(self.COLUMNS))
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.verticalHeader().hide()
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+
+    def set_result(self, result: DecoderLensResult | None) -> None:
+        """One row per encoder layer (None: empty)."""
+        rows = [] if result is None else list(zip(result.layers, result.translations, result.total_log_probabilities))
+        self.setRowCount(len(rows))
+        last = len(rows) - 1
+        for row, (layer, translation, total) in enumerate(rows):
+            texts = (layer + (" (the model's own)" if row == last else ""), translation, f"{float(total):.3f}")
+            for column, text in enumerate(texts):
+                item = QTableWidgetItem(text)
+                item.setToolTip(
+                    f"The decoder reading encoder layer {layer}'s output: {translation!r}, log probability {float(total):.4f}"
+                )
+                self.setItem(row, column, item)

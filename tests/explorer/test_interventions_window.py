@@ -1,0 +1,129 @@
+"""The Interventions view of the Explore tab in the window: each tool of a sentence shown with the core's numbers, a
+step of the Explore tab outlining the step, a minimal pair patched (the preview, then the exact grids), bad input and
+a model that cannot be patched said in one line with the window still working, and the CSV of what is shown. (The
+controller alone: tests/explorer/controllers/test_interventions_controller.py.)"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from model.interventions.decoder_lens import bundle_decoder_lens
+from model.interventions.logit_attribution import bundle_logit_attribution
+from model.interventions.logit_lens import bundle_logit_lens
+from model.interventions.patching import activation_patching
+from model.io import checkpoint
+from model.io.shipped import resolve_model
+from tests.explorer.gui_helpers import explore_window
+
+SENTENCE = "the cat sees the dog"
+WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
+
+
+@pytest.fixture(scope="module")
+def default_bundle():
+    """The shipped default model (3+3 layers, 4 heads, English -> French)."""
+    return checkpoint.load(resolve_model("default"))
+
+
+def shown_interventions(qtbot, open_window, bundle):
+    """A window with ``bundle`` open, SENTENCE translated and the Interventions view shown, its readings computed."""
+    window, tab = explore_window(open_window, bundle, SENTENCE)
+    tab.views.setCurrentWidget(tab.interventions.view)
+    controller = window.controllers.interventions
+    qtbot.waitUntil(lambda: not controller.running, timeout=WAIT_MS)
+    return window, tab, tab.interventions.view
+
+
+def test_each_tool_shows_the_cores_numbers_and_a_step_moves_the_highlight(qtbot, open_window, default_bundle):
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    assert not tab.focus.isVisibleTo(tab)  # the view takes the focus view's place
+    lens = bundle_logit_lens(default_bundle, SENTENCE, 5)
+    assert np.allclose(view.lens.values, lens.chosen_probabilities, atol=1e-6)
+    assert view.lens.query_labels == lens.readings and view.lens.key_labels[0] == "1 le"
+    assert view.lens.cell_texts[-1] == ["le", "chat", "voit", "le", "chien", "</s>"]  # the model's own choices
+    assert view.lens.cell_texts[0][0] == lens.candidate_tokens[0][0][0].replace("▁", "")
+    assert view.lens.highlighted_step == 5  # the decoding at its end: its last step
+    decoder = bundle_decoder_lens(default_bundle, SENTENCE)
+    table = view.decoder_lens
+    assert table.rowCount() == 3 and [table.item(row, 1).text() for row in range(3)] == decoder.translations
+    assert table.item(2, 2).text() == f"{float(decoder.total_log_probabilities[2]):.3f}"
+    attribution = bundle_logit_attribution(default_bundle, SENTENCE)
+    shown = view.attribution
+    assert shown.step == 5 and abs(shown.bars_shown[0][1]) == pytest.approx(np.abs(attribution.values[5]).max(), abs=1e-5)
+    tab.controls.step_chosen.emit(2)  # the Explore tab's step slider: two tokens decoded
+    assert view.lens.highlighted_step == 1 and view.attribution.step == 1 and not window.controllers.interventions.running
+    assert view.lens.column_outline.rect().x() == 1.0
+    values = np.abs(attribution.values[1])
+    assert [part for part, _ in shown.bars_shown[:3]] == [attribution.parts[i] for i in np.argsort(-values)[:3]]
+    self_heads = [attribution.values[1, attribution.parts.index(f"L1 self H{h}")] for h in range(1, 5)]
+    assert np.allclose(shown.heads.values[0], self_heads, atol=1e-5) and shown.heads.query_labels[0] == "L1 self"
+    assert "Remainder" in shown.remainder.text()
+
+
+def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, default_bundle):
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    patching, controller = view.patching, window.controllers.interventions
+    assert patching.clean.text() == SENTENCE  # the Explore tab's sentence, by default
+    methods = []
+    controller.ready.connect(lambda tool, result: methods.append(result.method) if tool == "patching" and result else None)
+    patching.feature.setCurrentText("number")
+    assert patching.corrupted.text() == "the cats see the dog" and "le chat voit → les chats voient" in patching.expected.text()
+    patching.grid_box.setCurrentText("encoder residual")
+    patching.patch_button.click()
+    qtbot.waitUntil(lambda: not controller.running, timeout=WAIT_MS)
+    assert methods == ["attribution", "exact"] and patching.method.text().startswith("Exact (activation patching)")
+    expected = activation_patching(default_bundle, SENTENCE, "the cats see the dog")
+    grid = expected.grids["encoder residual"]
+    assert np.allclose(patching.heatmap.values, grid.values, atol=1e-4)
+    assert patching.heatmap.key_labels == [column.replace("▁", "") for column in grid.columns]
+    assert patching.heatmap.key_labels[1] == "cat/cats" and grid.columns[1] == "▁cat/▁cats"
+    limit = max(float(np.abs(grid.values).max()), 1.0)  # centred at 0, holding every value and 1
+    assert patching.heatmap.color_bar.levels() == pytest.approx((-limit, limit))
+    title = "encoder residual (denoising): how much each patch restores 'le' over 'les' at step 1"
+    assert patching.heatmap.plot.titleLabel.text == title
+    patching.grid_box.setCurrentText("cross heads")
+    assert np.allclose(patching.heatmap.values, expected.grids["cross heads"].values, atol=1e-4)
+    assert view.tool == "patching"
+
+
+def test_bad_input_and_a_model_that_cannot_leave_the_window_working(qtbot, open_window, default_bundle, toy_fr_rnn_bundle):
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    lens_values = view.lens.values.copy()
+    view.patching.corrupted.setText("the cats see the dog")
+    view.patching.patch_button.click()
+    qtbot.waitUntil(lambda: view.patching.result is not None and not window.controllers.interventions.running, timeout=WAIT_MS)
+    view.patching.corrupted.setText("the cats see the dogs now")
+    view.patching.patch_button.click()
+    qtbot.waitUntil(lambda: not window.controllers.interventions.running, timeout=WAIT_MS)
+    assert view.status.text() == (
+        "Patching could not be computed: the clean source has 6 pieces and the corrupted one 8: patching needs equal counts"
+    )
+    assert np.array_equal(view.lens.values, lens_values) and tab.explore.text == SENTENCE
+    assert view.patching.result is None and view.patching.heatmap.values.size == 0  # no grid of another pair
+    assert view.patching.heatmap.color_bar.levels() == pytest.approx((-1.0, 1.0))  # still centred at 0
+    window.explore.set_model(toy_fr_rnn_bundle[0])
+    assert "cannot be patched" in view.status.text() and "\n" not in view.status.text()
+    assert view.lens.values.size == 0 and view.decoder_lens.rowCount() == 0
+    tab.views.setCurrentWidget(tab.grid)  # the other views still draw the model
+    assert tab.focus.isVisibleTo(tab) and tab.explore.trace is not None
+
+
+def test_save_csv_writes_the_shown_result(qtbot, open_window, default_bundle, tmp_path):
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    lens_path = tab.interventions.save_csv("logit lens", tmp_path / "lens.csv")
+    with open(lens_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    lens = bundle_logit_lens(default_bundle, SENTENCE, 5)
+    assert rows[0][:3] == ["reading", "step", "decoder input"] and len(rows) == 1 + 10 * 6
+    assert rows[1][:4] == ["embeddings", "1", "<s>", "▁le"]
+    assert float(rows[-1][5]) == pytest.approx(float(lens.chosen_probabilities[-1, -1]))
+    path = tab.interventions.save_csv("DecoderLens", tmp_path / "decoder.csv")
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert [row[0] for row in rows] == ["encoder layer", "L1", "L2", "L3"]
+    assert rows[3][1] == bundle_decoder_lens(default_bundle, SENTENCE).translations[2]
+    assert tab.interventions.save_csv("patching", tmp_path / "none.csv") is None and not (tmp_path / "none.csv").exists()
+    assert view.status.text() == "No patching result to save yet."
