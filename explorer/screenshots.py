@@ -3,12 +3,14 @@ the lines view), the positional-encoding tab, and the Train tab mid-training; wi
 side-by-side view (the RNN with Bahdanau attention beside the Transformer) and the tagger instead; with
 ``--measures``, each contribution measure in the focus view, the importance grid with a head knocked out, the
 pruning curve and the AER table of every measure; with ``--timeline``, the default model's timeline: an early
-snapshot, its difference from the final model, and the curves over training.
+snapshot, its difference from the final model, and the curves over training; with ``--interventions``, the
+Interventions view: the logit lens and activation patching of a number minimal pair.
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
     python -m explorer.screenshots --out resources/screenshots --families
     python -m explorer.screenshots --out resources/screenshots --measures
     python -m explorer.screenshots --out resources/screenshots --timeline
+    python -m explorer.screenshots --out resources/screenshots --interventions
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", action="store_true", help="the side-by-side and tagger screenshots only")
     parser.add_argument("--measures", action="store_true", help="the measures, importance and AER screenshots only")
     parser.add_argument("--timeline", action="store_true", help="the timeline screenshots only (the model's snapshots)")
+    parser.add_argument("--interventions", action="store_true", help="the Interventions view's screenshots only")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return measure_shots(app, window, shot)
     if args.timeline:
         return timeline_shots(app, window, shot)
+    if args.interventions:
+        return intervention_shots(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.explore.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -190,6 +195,25 @@ def timeline_shots(app, window, shot) -> int:
     view.compute_button.click()
     _wait(app, 300, lambda: curves.curves is not None and not curves.running)
     shot("timeline-curves")
+    window.close()
+    return 0
+
+
+def intervention_shots(app, window, shot) -> int:
+    """The logit lens of the sentence at its third step, then the number pair patched: the encoder's residual."""
+    tab, interventions = window.explore_tab, window.controllers.interventions
+    view = tab.interventions.view
+    tab.views.setCurrentWidget(view)
+    _wait(app, 60, lambda: not interventions.running and "logit lens" in view.results)
+    window.explore.go_to_step(3)
+    view.show_tool("logit lens")
+    shot("interventions-lens")
+    view.show_tool("patching")
+    view.patching.feature.setCurrentText("number")
+    view.patching.patch_button.click()
+    _wait(app, 60, lambda: not interventions.running and "patching" in view.results)
+    view.patching.grid_box.setCurrentText("cross heads")
+    shot("interventions-patching")
     window.close()
     return 0
 

@@ -3,7 +3,7 @@ controller (explorer/controllers/interventions.py) behind it, and its exports.
 
 The controller follows the sentence and the model only while the view is the one shown (``set_active``), so the other
 views are never slowed by it; a step of the Explore tab moves the highlighted step. "Save CSV…" writes the shown
-tool's result (explorer/controllers/interventions_export.py); ``export_figure`` is the one place its figures are made.
+tool's result as a CSV or its figure, by the suffix (explorer/controllers/interventions_export.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QTabWidget
 
+from explorer.controllers.compare import model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.interventions import TOOLS, InterventionsController
-from explorer.controllers.interventions_export import save_figure, write_result_csv
+from explorer.controllers.interventions_export import save_result
 from explorer.widgets.interventions_view import InterventionsView
 from model.errors import UserError
 
@@ -39,7 +40,7 @@ class ExploreInterventions:
         controller.progress.connect(view.set_progress)
         patching.patch_requested.connect(self._on_patch_requested)
         patching.pairs_requested.connect(lambda feature: patching.set_pairs(controller.pairs(feature)))
-        view.csv_requested.connect(self.save_csv)
+        view.save_requested.connect(self.save)
         self.views.currentChanged.connect(lambda _index: self._follow())
         self.explore.model_changed.connect(lambda _bundle: self._on_model_changed())
         self.explore.trace_changed.connect(lambda _trace: patching.set_clean(self.explore.text))
@@ -59,30 +60,20 @@ class ExploreInterventions:
             self.view.show_tool("patching")
 
     # --- exports ----------------------------------------------------------------------------------
-    def save_csv(self, tool: str, path: str | Path) -> Path | None:
-        """The tool's result shown to ``path`` as CSV; None (and the reason in the view) when there is none or it
-        cannot be written."""
+    def save(self, tool: str, path: str | Path) -> Path | None:
+        """The tool's result shown, to ``path``: a CSV, or its figure by the suffix (.png, .svg, .pdf); None (and the
+        reason in the view) when there is none or it cannot be written."""
         result = self.view.results.get(tool)
         if result is None or tool not in TOOLS:
             self.view.show_message(f"No {tool} result to save yet.")
             return None
+        grid = self.view.patching.grid_box.currentText() or None
+        step = self.view.step if self.view.step is not None else 0
         try:
-            written = write_result_csv(tool, result, path)
-        except UserError as error:  # a path that cannot be written, or no figure yet
+            bundle = self.explore.bundle
+            written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "")
+        except UserError as error:  # a path that cannot be written, or a suffix that is neither
             self.view.show_message(f"The {tool} could not be saved: {error}")
             return None
         self.view.show_message(f"Saved the {tool} to {written}.")
         return written
-
-    def export_figure(self, path: str | Path) -> Path | None:
-        """The shown tool's result as a figure (PNG, SVG or PDF): the one place the window makes one."""
-        tool = self.view.tool
-        result = self.view.results.get(tool)
-        if result is None:
-            self.view.show_message(f"No {tool} result to draw yet.")
-            return None
-        try:
-            return save_figure(tool, result, path)
-        except UserError as error:  # a path that cannot be written, or no figure yet
-            self.view.show_message(str(error))
-            return None

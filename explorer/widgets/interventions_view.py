@@ -1,4 +1,4 @@
-"""The Interventions view of the Explore tab: one sub-tab per tool, a status line and "Save CSV…".
+"""The Interventions view of the Explore tab: one sub-tab per tool, a status line and "Save…".
 
 Sub-tabs: "Logit lens" (readings × steps, explorer/widgets/lens_views.py), "DecoderLens" (encoder layer →
 translation), "Logit attribution" (the parts of the current step's logit, explorer/widgets/attribution_view.py) and
@@ -6,7 +6,7 @@ translation), "Logit attribution" (the parts of the current step's logit, explor
 is being computed, why nothing can be (a model that cannot be patched), or a bad input's error.
 
 The view shows plain data the Explore tab hands it (``show_result(tool, result)``, ``set_step``, ``show_message``,
-``set_progress``) and says what the user asked: ``csv_requested(tool, path)`` (the shown sub-tab's result, to a file
+``set_progress``) and says what the user asked: ``save_requested(tool, path)`` (the shown sub-tab's result, to a file
 chosen here), and the patching view's own signals.
 """
 
@@ -32,7 +32,7 @@ TOOL_TABS = (
 
 
 class InterventionsView(QWidget):
-    csv_requested = Signal(str, str)  # tool, path: save the tool's result shown
+    save_requested = Signal(str, str)  # tool, path: save the tool's result shown (a CSV or a figure, by the suffix)
 
     def __init__(self) -> None:
         super().__init__()
@@ -43,8 +43,8 @@ class InterventionsView(QWidget):
         self.status.setStyleSheet("font-style: italic;")
         self.progress = QLabel()
         self.progress.setStyleSheet("color: palette(mid);")
-        self.save_button = QPushButton("Save CSV…")
-        self.save_button.setToolTip("Write the shown tool's result (every number of it) to a CSV file")
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip("Write the shown tool's result: every number of it (CSV), or its figure (PNG, SVG, PDF)")
         self.save_button.setEnabled(False)
         self.lens, self.decoder_lens = LensHeatmap(), DecoderLensTable()
         self.attribution, self.patching = AttributionView(), PatchingView()
@@ -105,6 +105,7 @@ class InterventionsView(QWidget):
     def _on_save_clicked(self) -> None:
         tool = self.tool
         suggested = Path.home() / f"{tool.lower().replace(' ', '-')}.csv"
-        path, _ = QFileDialog.getSaveFileName(self, f"Save the {tool}", str(suggested), "CSV (*.csv)")
+        formats = "CSV: every number (*.csv);;PNG figure (*.png);;SVG figure (*.svg);;PDF figure (*.pdf)"
+        path, _ = QFileDialog.getSaveFileName(self, f"Save the {tool}", str(suggested), formats)
         if path:
-            self.csv_requested.emit(tool, path)
+            self.save_requested.emit(tool, path)

@@ -16,6 +16,7 @@ from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import activation_patching
 from model.io import checkpoint
 from model.io.shipped import resolve_model
+from tests.conftest import assert_figure
 from tests.explorer.gui_helpers import explore_window
 
 SENTENCE = "the cat sees the dog"
@@ -111,19 +112,22 @@ def test_bad_input_and_a_model_that_cannot_leave_the_window_working(qtbot, open_
     assert tab.focus.isVisibleTo(tab) and tab.explore.trace is not None
 
 
-def test_save_csv_writes_the_shown_result(qtbot, open_window, default_bundle, tmp_path):
+def test_save_writes_the_shown_result_as_csv_or_figure(qtbot, open_window, default_bundle, tmp_path):
     window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
-    lens_path = tab.interventions.save_csv("logit lens", tmp_path / "lens.csv")
+    lens_path = tab.interventions.save("logit lens", tmp_path / "lens.csv")
     with open(lens_path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+        rows = list(csv.DictReader(handle))
     lens = bundle_logit_lens(default_bundle, SENTENCE, 5)
-    assert rows[0][:3] == ["reading", "step", "decoder input"] and len(rows) == 1 + 10 * 6
-    assert rows[1][:4] == ["embeddings", "1", "<s>", "▁le"]
-    assert float(rows[-1][5]) == pytest.approx(float(lens.chosen_probabilities[-1, -1]))
-    path = tab.interventions.save_csv("DecoderLens", tmp_path / "decoder.csv")
+    assert len(rows) == 10 * 6 and (rows[0]["reading"], rows[0]["step"], rows[0]["input"]) == ("embeddings", "1", "<s>")
+    assert float(rows[-1]["chosen_probability"]) == pytest.approx(float(lens.chosen_probabilities[-1, -1]), abs=1e-6)
+    path = tab.interventions.save("DecoderLens", tmp_path / "decoder.csv")
     with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    assert [row[0] for row in rows] == ["encoder layer", "L1", "L2", "L3"]
-    assert rows[3][1] == bundle_decoder_lens(default_bundle, SENTENCE).translations[2]
-    assert tab.interventions.save_csv("patching", tmp_path / "none.csv") is None and not (tmp_path / "none.csv").exists()
+        rows = list(csv.DictReader(handle))
+    assert [row["layer"] for row in rows] == ["L1", "L2", "L3"]
+    assert rows[2]["translation"] == bundle_decoder_lens(default_bundle, SENTENCE).translations[2]
+    figure = tab.interventions.save("logit lens", tmp_path / "lens.svg")
+    assert_figure(figure, texts=("Logit lens", "model default"))
+    assert tab.interventions.save("logit attribution", tmp_path / "dla.pdf") is not None
+    assert tab.interventions.save("logit lens", tmp_path / "lens.txt") is None and "save as .csv" in view.status.text()
+    assert tab.interventions.save("patching", tmp_path / "none.csv") is None and not (tmp_path / "none.csv").exists()
     assert view.status.text() == "No patching result to save yet."
