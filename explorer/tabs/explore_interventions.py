@@ -54,9 +54,9 @@ class ExploreInterventions:
         self.view.show_message(self.controller.unavailable())
         self._follow()
 
-    def _on_patch_requested(self, clean: str, corrupted: str, direction: str) -> None:
+    def _on_patch_requested(self, clean: str, corrupted: str, direction: str, step: int) -> None:
         self.view.show_message("")
-        if self.controller.patch(clean, corrupted, direction):
+        if self.controller.patch(clean, corrupted, direction, step - 1 if step > 0 else None):
             self.view.show_tool("patching")
 
     # --- exports ----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The clean sentence (the Explore tab's source by default) and the corrupted one are typed, or a minimal pair is chosen
 (a feature, then one of its pairs: both fields are filled and the French change the grammar expects is shown).
-"Patch" asks for a run (``patch_requested(clean, corrupted, direction)``); the preview (attribution patching) comes
+"Patch" asks for a run (``patch_requested(clean, corrupted, direction, step)``); the preview (attribution patching) comes
 first and the exact result (activation patching) replaces it, the label above the grid saying which is shown.
 
 The grid combo chooses one of the result's grids: layers × heads for the heads of three kinds, layers × positions
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from model.interventions.minimal_pairs import FEATURES, MinimalPair
@@ -46,7 +46,7 @@ def symmetric_limits(values: np.ndarray) -> tuple[float, float]:
 
 
 class PatchingView(QWidget):
-    patch_requested = Signal(str, str, str)  # clean, corrupted, direction
+    patch_requested = Signal(str, str, str, int)  # clean, corrupted, direction, step (from 1; 0: the first that differs)
     pairs_requested = Signal(str)  # a feature: the tab answers with set_pairs
 
     def __init__(self) -> None:
@@ -67,6 +67,11 @@ class PatchingView(QWidget):
         for direction in DIRECTIONS:
             self.direction.addItem(direction)
             self.direction.setItemData(self.direction.count() - 1, DIRECTION_TIPS[direction], 3)  # 3: the tooltip role
+        self.step = QSpinBox()
+        self.step.setRange(0, 999)
+        self.step.setSpecialValueText("first difference")
+        self.step.setToolTip("The target step whose next token is compared, from 1; 'first difference': the first step at "
+                             "which the corrupted sentence's translation chooses another token")  # fmt: skip
         self.patch_button = QPushButton("Patch")
         self.patch_button.setToolTip("The preview (attribution patching) first, then the exact grids (in the background)")
         self.grid_box = QComboBox()
@@ -95,7 +100,15 @@ class PatchingView(QWidget):
         form.setColumnStretch(1, 3)
         form.setColumnStretch(4, 2)
         run = QHBoxLayout()
-        for widget in (QLabel("Direction:"), self.direction, self.patch_button, QLabel("Grid:"), self.grid_box):
+        for widget in (
+            QLabel("Direction:"),
+            self.direction,
+            QLabel("Step:"),
+            self.step,
+            self.patch_button,
+            QLabel("Grid:"),
+            self.grid_box,
+        ):
             run.addWidget(widget)
         run.addWidget(self.method, 1)
         layout = QVBoxLayout(self)
@@ -139,7 +152,7 @@ class PatchingView(QWidget):
         self.expected.setText(f"Expected change in French: {changes}{unequal}")
 
     def _on_patch_clicked(self) -> None:
-        self.patch_requested.emit(self.clean.text(), self.corrupted.text(), self.direction.currentText())
+        self.patch_requested.emit(self.clean.text(), self.corrupted.text(), self.direction.currentText(), self.step.value())
 
     # --- the result ---------------------------------------------------------------------------------
     def set_result(self, result: PatchingResult | None) -> None:

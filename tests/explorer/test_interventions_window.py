@@ -87,7 +87,13 @@ def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, de
     assert patching.heatmap.plot.titleLabel.text == title
     patching.grid_box.setCurrentText("cross heads")
     assert np.allclose(patching.heatmap.values, expected.grids["cross heads"].values, atol=1e-4)
-    assert view.tool == "patching"
+    assert view.tool == "patching" and patching.step.text() == "first difference"
+    patching.step.setValue(3)  # the verb: "voit" over "voient"
+    patching.patch_button.click()
+    qtbot.waitUntil(lambda: not controller.running and methods[-1] == "exact" and len(methods) == 4, timeout=WAIT_MS)
+    at_verb = activation_patching(default_bundle, SENTENCE, "the cats see the dog", step=2)
+    assert view.results["patching"].step == 2 and "'voit' over 'voient' at step 3" in patching.heatmap.plot.titleLabel.text
+    assert np.allclose(patching.heatmap.values, at_verb.grids["cross heads"].values, atol=1e-4)
 
 
 def test_bad_input_and_a_model_that_cannot_leave_the_window_working(qtbot, open_window, default_bundle, toy_fr_rnn_bundle):
