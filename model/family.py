@@ -72,6 +72,10 @@ class Positions(enum.Enum):
         return str(config.positional_encoding)  # an own table's kind, or what a pretrained model has
 
 
+LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING = "logit lens", "DecoderLens", "logit attribution", "patching"
+INTERVENTION_TOOLS = (LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING)  # model/interventions/'s tools
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a family supports; every question code asks of a family is one of these fields."""
@@ -87,6 +91,10 @@ class Capabilities:
     contribution_measures: bool = False  # measures beyond raw attention (model/attribution/measures.py)
     numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
     interventions: bool = False  # activations can be read and patched in its own forward pass (model/interventions/)
+    # Which of INTERVENTION_TOOLS its hooked pass serves (when ``interventions``): the app's Transformer every one; a
+    # pretrained encoder-decoder the logit lens and patching, hooked on the library's modules (a hooked pass of its
+    # own would be needed for the parts of logit attribution and for DecoderLens's cached decoding from a layer).
+    intervention_tools: tuple[str, ...] = INTERVENTION_TOOLS
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
 
 

@@ -24,15 +24,16 @@ from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner, user_message
 from model.decoding.trace import Trace
-from model.family import Bundle
+from model.family import DECODER_LENS, LOGIT_ATTRIBUTION, LOGIT_LENS, PATCHING, Bundle
 from model.interventions.decoder_lens import bundle_decoder_lens
 from model.interventions.hooked import InterventionError
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
+from model.interventions.passes import served_tools
 from model.interventions.patching import DIRECTIONS, patch_grids, prepare_bundle_patching
 
-LENS, DECODER_LENS, ATTRIBUTION, PATCHING = "logit lens", "DecoderLens", "logit attribution", "patching"
+LENS, ATTRIBUTION = LOGIT_LENS, LOGIT_ATTRIBUTION  # the tools' names are the core's (model/family.py)
 TOOLS = (LENS, DECODER_LENS, ATTRIBUTION, PATCHING)
 READINGS = (LENS, DECODER_LENS, ATTRIBUTION)  # what follows the sentence
 CHANNEL, PATCH_CHANNEL = "interventions", "interventions-patching"
@@ -85,8 +86,13 @@ class InterventionsController:
         if not family.capabilities.interventions:
             return (
                 f"Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch the app's "
-                f"encoder-decoder Transformer; this model is the {family.title} ({family.name}), which cannot be patched."
+                f"encoder-decoder Transformer (and pretrained T5, Marian and BART models' logit lens and patching); "
+                f"this model is the {family.title} ({family.name}), which cannot be patched."
             )
+        try:
+            served_tools(bundle.model)
+        except InterventionError as error:
+            return f"Interventions: {error}."
         return ""
 
     # --- following the Explore tab ------------------------------------------------------------------
@@ -134,15 +140,22 @@ class InterventionsController:
         self.computed_for = (bundle, text)
         for tool in READINGS:
             self.results.pop(tool, None)
-        return self._submit(CHANNEL, lambda job, work: self._read(job, work, text), bundle)
+        served = served_tools(bundle.model)
+        skipped = [tool for tool in READINGS if tool not in served]
+        if skipped:
+            self.message.emit(f"The {' and the '.join(skipped)} are not computed for this model ({bundle.family.title}).")
+        return self._submit(CHANNEL, lambda job, work: self._read(job, work, text, served), bundle)
 
-    def _read(self, job: Job, bundle: Any, text: str) -> None:
-        """In the job's thread: each reading of ``text``, delivered as it is ready."""
+    def _read(self, job: Job, bundle: Any, text: str, served: tuple[str, ...]) -> None:
+        """In the job's thread: each ``served`` reading of ``text``, delivered as it is ready."""
         readers = (
             (LENS, lambda: bundle_logit_lens(bundle, text, LENS_CANDIDATES)),
             (DECODER_LENS, lambda: bundle_decoder_lens(bundle, text)),
+            (ATTRIBUTION, lambda: bundle_logit_attribution(bundle, text)),
         )
-        for tool, read in (*readers, (ATTRIBUTION, lambda: bundle_logit_attribution(bundle, text))):
+        for tool, read in readers:
+            if tool not in served:
+                continue
             job.check()
             job.progress(f"Computing the {tool}…")
             job.deliver(self._on_result, tool, read())
@@ -160,6 +173,8 @@ class InterventionsController:
         ``direction``, at ``step`` (from 0; None: the first the runs differ at), in a job; False with a message when
         the model cannot or the input is bad."""
         why = self.unavailable()
+        if not why and self.explore.bundle is not None and PATCHING not in served_tools(self.explore.bundle.model):
+            why = f"Patching is not computed for this model ({self.explore.bundle.family.title})."
         if why:
             self.message.emit(why)
             return False

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from model.decoding.greedy import default_max_target
-from model.family import Bundle, TextTokenizer
+from model.family import DECODER_LENS, Bundle, TextTokenizer
 from model.interventions.hooked import Hooks, check_supported, hooked_encode, ids_as_text
 
 
@@ -51,7 +51,7 @@ def _text(ids: list[int], tokenizer: TextTokenizer | None) -> str:
 def decoder_lens(model: Any, source_ids: list[int], target_tokenizer: TextTokenizer | None = None) -> DecoderLensResult:
     """The greedy translation of ``source_ids`` (EOS last) from every encoder layer's output; ``target_tokenizer``
     names the pieces and writes the text (without one, the ids stand for both)."""
-    network = check_supported(model)
+    network = check_supported(model, DECODER_LENS)
     config = network.config
     source = torch.tensor([source_ids], device=next(network.parameters()).device)  # [1, S]
     memory = layer_memories(network, source)  # [L, S, d_model]

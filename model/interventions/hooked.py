@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,14 +43,31 @@ class InterventionError(UserError):
     """A model, sentence, step or hook that an intervention cannot use; the message says why."""
 
 
-def check_supported(model: Any) -> Transformer:
-    """``model`` as the app's Transformer, or an InterventionError when its family cannot be patched."""
+def check_tool(model: Any, tool: str) -> None:
+    """An InterventionError (one line) when ``model``'s family cannot be patched or its hooked pass does not serve
+    ``tool`` (one of model.family.INTERVENTION_TOOLS)."""
     family = family_of(model)
     if not family.capabilities.interventions:
         raise InterventionError(
             f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
         )
-    return cast(Transformer, model)  # the interventions capability: the app's Transformer
+    served = family.capabilities.intervention_tools
+    if tool not in served:
+        raise InterventionError(
+            f"the {tool} is not computed for this model ({family.title}): its hooked pass serves the {' and the '.join(served)}"
+        )
+
+
+def check_supported(model: Any, tool: str | None = None) -> Transformer:
+    """``model`` as the app's Transformer, or an InterventionError when its family cannot be patched, does not serve
+    ``tool`` (when given), or is not the app's Transformer (whose own hooked pass this module is)."""
+    if tool is not None:
+        check_tool(model, tool)
+    if not family_of(model).capabilities.interventions or not isinstance(model, Transformer):
+        raise InterventionError(
+            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family_of(model).title})"
+        )
+    return model
 
 
 def ids_as_text(ids: list[int]) -> list[str]:
@@ -66,11 +83,13 @@ def greedy_output(model: Any, source: torch.Tensor) -> list[int]:
     return output + [model.config.eos_id] if len(output) < limit else output
 
 
-def translated(bundle: Bundle, text: str) -> tuple[list[int], list[int]]:
-    """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached)."""
+def translated(bundle: Bundle, text: str, tool: str) -> tuple[list[int], list[int]]:
+    """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached), once
+    ``tool`` is known to be served (``check_tool``)."""
+    check_tool(bundle.model, tool)
     source_ids = bundle.source_ids(text)[0]
     source = torch.tensor([source_ids], device=next(bundle.model.parameters()).device)  # [1, S]
-    return source_ids, greedy_output(check_supported(bundle.model), source)
+    return source_ids, greedy_output(bundle.model, source)
 
 
 @dataclass(frozen=True)
@@ -134,15 +153,21 @@ class Hooks:
             self.activations[name] = activation
         return activation
 
+    @property
+    def names(self) -> frozenset[str]:
+        """Every hook point this pass captures, patches or starts gradients at."""
+        return frozenset(self.capture) | frozenset(self._patches) | frozenset(self.gradient_roots)
+
     def check(self, names: Sequence[str]) -> None:
         """Refuse hook names the pass does not have (``names``: the ones it has), naming the first."""
-        unknown = sorted((set(self.capture) | set(self._patches) | set(self.gradient_roots)) - set(names))
+        unknown = sorted(self.names - set(names))
         if unknown:
             raise InterventionError(f"this model has no hook point {unknown[0]!r} (see hook_names)")
 
 
-def hook_names(model: Transformer) -> list[str]:
-    """Every hook point of ``model``'s pass, in the order the pass reaches them."""
+def hook_names(model: Any) -> list[str]:
+    """Every hook point of ``model``'s pass (an encoder-decoder with ``config.n_encoder_layers`` and
+    ``n_decoder_layers``: the app's Transformer or a hooked library model), in the order the pass reaches them."""
     names = []
     for side, n_layers, attentions in (
         ("encoder", model.config.n_encoder_layers, ("self",)),

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.family import Bundle
+from model.family import LOGIT_ATTRIBUTION, Bundle
 from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
 from model.nn.transformer import Transformer
 
@@ -110,7 +110,7 @@ def logit_attribution(
     target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
 ) -> LogitAttribution:
     """Each step's logit of its chosen token (minus a compared one's) split into parts (see the module's docstring)."""
-    network = check_supported(model)
+    network = check_supported(model, LOGIT_ATTRIBUTION)
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     points = ("self.head_out", "cross.head_out", "mlp_out")
@@ -145,5 +145,5 @@ def logit_attribution(
 
 def bundle_logit_attribution(bundle: Bundle, text: str, compared_ids: list[int] | None = None) -> LogitAttribution:
     """The logit attribution of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
-    source_ids, chosen = translated(bundle, text)
+    source_ids, chosen = translated(bundle, text, LOGIT_ATTRIBUTION)
     return logit_attribution(bundle.model, source_ids, chosen, compared_ids, bundle.target_tokenizer.pieces)

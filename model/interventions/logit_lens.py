@@ -5,7 +5,9 @@ after every decoder sublayer (self-attention, cross-attention, feed-forward) as 
 output: through the decoder's final norm where the model has one (a pre-norm model's LayerNorm; a post-norm model's
 is the identity and its residual stream is already normalised by each sublayer's norm), then the output projection.
 Each reading gives its top-k candidates and the rank and probability of the token finally chosen; the last reading is
-the model's own prediction.
+the model's own prediction. A pretrained T5, Marian or BART model is read the same way on the library's own pass
+(model/interventions/library.py): T5 through its final norm, rescale and tied head; Marian and BART through their
+head and ``final_logits_bias``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.family import Bundle
-from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
-from model.nn.transformer import Transformer
+from model.family import LOGIT_LENS, Bundle
+from model.interventions.hooked import ids_as_text, translated
+from model.interventions.passes import has_final_norm, lens_logits, run_hooked, supported
 
 
 @dataclass
@@ -38,18 +40,13 @@ class LogitLensResult:
     final_norm: bool  # the readings went through the decoder's final LayerNorm (a pre-norm model)
 
 
-def lens_points(model: Transformer) -> tuple[list[str], list[str]]:
+def lens_points(model: Any) -> tuple[list[str], list[str]]:
     """(reading labels, hook names): the embeddings, then after each sublayer of each decoder layer."""
     labels, hooks = ["embeddings"], ["decoder.0.resid_pre"]
     for layer in range(model.config.n_decoder_layers):
         labels += [f"L{layer + 1} self-attention", f"L{layer + 1} cross-attention", f"L{layer + 1} feed-forward"]
         hooks += [f"decoder.{layer}.self.resid", f"decoder.{layer}.cross.resid", f"decoder.{layer}.resid_post"]
     return labels, hooks
-
-
-def has_final_norm(model: Transformer) -> bool:
-    """Whether the decoder's output passes a final norm of its own (a pre-norm model's) before the projection."""
-    return isinstance(model.decoder_norm, torch.nn.LayerNorm)
 
 
 @torch.inference_mode()
@@ -61,13 +58,13 @@ def logit_lens(
     target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
 ) -> LogitLensResult:
     """Every reading at every step (see the module's docstring); ``target_pieces`` labels the candidates."""
-    network = check_supported(model)
+    network = supported(model, LOGIT_LENS)
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     labels, hooks = lens_points(network)
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=hooks)
     streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, T, d_model]
-    logits = network.logits(network.decoder_norm(streams)).float()  # [R, T, V]
+    logits = lens_logits(network, streams).float()  # [R, T, V]
     probabilities = torch.softmax(logits, dim=-1)  # [R, T, V]
     top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)  # [R, T, k]
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
@@ -91,5 +88,5 @@ def logit_lens(
 
 def bundle_logit_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
     """The logit lens of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
-    source_ids, chosen = translated(bundle, text)
+    source_ids, chosen = translated(bundle, text, LOGIT_LENS)
     return logit_lens(bundle.model, source_ids, chosen, k, bundle.target_tokenizer.pieces)

@@ -18,6 +18,9 @@ goes in as few batched passes as ``MAX_ROWS`` allows.
 Attribution patching is the first-order preview (Nanda, "Attribution Patching", 2023; Syed et al. 2023): a cell's
 patched metric is estimated as m_base + (donor activation − base activation) · ∂m/∂activation at the base run, with
 one forward and one backward pass for every grid. It is exact wherever m is linear in the patched activation.
+
+The app's Transformer and a pretrained T5, Marian or BART model (hooked on the library's modules,
+model/interventions/library.py) have the same hook points, so the same grids.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.family import Bundle
-from model.interventions.hooked import InterventionError, Patch, check_supported, greedy_output, hook_names, ids_as_text, run_hooked
-from model.nn.transformer import Transformer
+from model.family import PATCHING, Bundle, suppressed_ids
+from model.interventions.hooked import InterventionError, Patch, greedy_output, hook_names, ids_as_text
+from model.interventions.passes import run_hooked, supported
 
 DIRECTIONS = ("denoising", "noising")
 METHODS = ("exact", "attribution")
@@ -98,7 +101,7 @@ class PairLabels:
 class PatchingSetup:
     """What every patching run of one pair reads: the inputs, the two reference runs' activations and metrics."""
 
-    model: Transformer
+    model: Any  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/passes.py)
     clean_source: torch.Tensor  # [1, S]
     corrupted_source: torch.Tensor  # [1, S]
     target_inputs: torch.Tensor  # [1, step + 1]
@@ -115,10 +118,11 @@ class PatchingSetup:
 GridCells = tuple[list[str], list[str], list[list[Cell]]]  # (row labels, column labels, cells [rows][columns])
 
 
-def _head_grid(model: Transformer, component: str, prefix: str) -> GridCells:
-    n_layers = model.config.n_encoder_layers if prefix == "encoder" else model.config.n_decoder_layers
+def _head_grid(model: Any, component: str, prefix: str) -> GridCells:
+    config = model.config
+    n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
     attention = "cross" if component == "cross heads" else "self"
-    heads = range(model.config.n_heads)
+    heads = range(getattr(config, "n_encoder_heads", config.n_heads) if prefix == "encoder" else config.n_heads)
     cells = [[Cell(f"{prefix}.{layer}.{attention}.head_out", head) for head in heads] for layer in range(n_layers)]
     return [f"L{layer + 1}" for layer in range(n_layers)], [f"H{head + 1}" for head in heads], cells
 
@@ -246,11 +250,19 @@ def patch_grids(
     return result
 
 
+def _choices(model: Any, logits: torch.Tensor) -> torch.Tensor:
+    """logits [..., V] -> the tokens the model's greedy decoding would choose [...] (never one it bans: Marian's pad)."""
+    banned = suppressed_ids(model.config)
+    if banned:
+        logits = logits.index_fill(-1, torch.tensor(banned, device=logits.device), float("-inf"))
+    return logits.argmax(-1)
+
+
 @torch.inference_mode()
-def _first_difference(model: Transformer, sources: torch.Tensor, target_ids: list[int]) -> int | None:
+def _first_difference(model: Any, sources: torch.Tensor, target_ids: list[int]) -> int | None:
     """The first step at which the corrupted run (row 1) chooses another token than the clean output; None if none."""
     inputs = torch.tensor([[model.config.bos_id] + target_ids[:-1]] * 2, device=sources.device)  # [2, T]
-    chosen = run_hooked(model, sources, inputs).logits(model)[1].argmax(-1).tolist()  # [T]
+    chosen = _choices(model, run_hooked(model, sources, inputs).logits(model)[1]).tolist()  # [T]
     return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if mine != clean), None)
 
 
@@ -268,7 +280,7 @@ def prepare_patching(
     (default: its greedy translation); ``step``: the step compared (default: the first at which the corrupted run
     chooses otherwise); ``compared_id``: the token compared with (default: the corrupted run's choice there);
     ``source_pieces``, ``target_pieces``: ids -> piece strings for the labels (default: the ids as text)."""
-    model = check_supported(model)
+    model = supported(model, PATCHING)
     if len(clean_ids) != len(corrupted_ids):
         raise InterventionError(
             f"the clean source has {len(clean_ids)} pieces and the corrupted one {len(corrupted_ids)}: patching needs equal counts"
@@ -287,7 +299,7 @@ def prepare_patching(
     with torch.inference_mode():
         run = run_hooked(model, sources, inputs.expand(2, -1), capture=_every_hook(model))
         logits = run.logits(model, step)  # [2, V]
-    chosen = int(logits[1].argmax()) if compared_id is None else compared_id
+    chosen = int(_choices(model, logits[1])) if compared_id is None else compared_id
     clean_id = targets[step]
     if chosen == clean_id:
         raise InterventionError(f"both runs choose the same token at step {step + 1}: choose another token to compare with")
@@ -304,7 +316,7 @@ def prepare_patching(
     )  # fmt: skip
 
 
-def _every_hook(model: Transformer) -> list[str]:
+def _every_hook(model: Any) -> list[str]:
     """The hooks the grids read."""
     return [name for name in hook_names(model) if name.endswith((".head_out", ".mlp_out", ".resid_post")) or name in GRADIENT_ROOTS]
 

@@ -23,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from model.family import Architecture, AttentionWeights, Capabilities, Family, Positions, register
+from model.family import LOGIT_LENS, PATCHING, Architecture, AttentionWeights, Capabilities, Family, Positions, register
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
@@ -287,13 +287,17 @@ class EncoderNetwork(PretrainedNetwork):
 
 def _pretrained(name: str, title: str, network: type, architecture: Architecture, kinds: tuple[AttentionKind, ...]) -> Family:
     """A pretrained adapter's registry entry: not trained here, scored on its translations only, its positions
-    read from the wrapped model (model/pretrained/positional.py)."""
+    read from the wrapped model (model/pretrained/positional.py); an encoder-decoder's logit lens and patching hook
+    the library's own modules (model/interventions/library.py: T5, Marian and BART)."""
+    encoder_decoder = architecture is Architecture.ENCODER_DECODER
     capabilities = Capabilities(
         architecture,
         kinds,
         Positions.PRETRAINED,
         teacher_forced_scores=False,
-        beam_search=architecture is Architecture.ENCODER_DECODER,
+        interventions=encoder_decoder,
+        intervention_tools=(LOGIT_LENS, PATCHING),
+        beam_search=encoder_decoder,
     )
     return register(Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report))
 

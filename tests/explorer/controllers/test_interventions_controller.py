@@ -1,6 +1,7 @@
 """The interventions controller without a window (and without Qt): the sentence's logit lens, DecoderLens and logit
 attribution computed only while the view is active and equal to the core's, a step only moving the highlighted step,
-patching's preview then its exact grids, bad input and a model that cannot be patched refused with one line. (The view:
+patching's preview then its exact grids, bad input and a model that cannot be patched refused with one line; a tiny
+Hugging Face T5 gets the logit lens and patching, and one line on the rest. (The view:
 tests/explorer/test_interventions_window.py.)"""
 
 from __future__ import annotations
@@ -113,3 +114,32 @@ def test_a_model_that_cannot_be_patched_says_so(controllers, toy_fr_rnn_bundle):
     assert events.of("message")[-1] == (why,) and not interventions.running
     assert not interventions.patch(SENTENCE, CORRUPTED) and events.of("message")[-1] == (why,)
     assert interventions.pairs("number") == [] and interventions.results == {}
+
+
+@pytest.fixture(scope="module")
+def tiny_t5(tmp_path_factory):
+    """A tiny Hugging Face T5 built here (model/pretrained/tiny.py)."""
+    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.pretrained.loading import load_pretrained  # deferred: the hf extra may be absent (skipped above)
+    from model.pretrained.tiny import build  # deferred: the hf extra may be absent (skipped above)
+
+    return load_pretrained(str(build("t5", tmp_path_factory.mktemp("tiny-t5") / "t5")))
+
+
+def test_a_pretrained_t5_gets_the_logit_lens_and_patching_and_says_what_it_does_not(controllers, tiny_t5):
+    interventions = controllers.interventions
+    events = Recorder(interventions, *EVENTS)
+    controllers.explore.set_model(tiny_t5)
+    controllers.explore.translate("The house is small .")
+    assert interventions.unavailable() == ""
+    interventions.set_active(True)
+    assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
+    assert [args[0] for args in events.of("ready")][-1:] == [LENS] and set(interventions.results) == {LENS}
+    assert any(text.startswith("The DecoderLens and the logit attribution are not computed") for (text,) in events.of("message"))
+    expected = bundle_logit_lens(tiny_t5, "The house is small .", 5)
+    assert np.allclose(interventions.results[LENS].chosen_probabilities, expected.chosen_probabilities, atol=1e-6)
+    assert interventions.patch("The house is small .", "The cat is small .")
+    assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
+    exact = activation_patching(tiny_t5, "The house is small .", "The cat is small .")
+    assert interventions.results[PATCHING].method == "exact"
+    assert np.allclose(interventions.results[PATCHING].grids["cross heads"].values, exact.grids["cross heads"].values, atol=1e-5)

@@ -1,0 +1,186 @@
+"""Hugging Face T5 and Marian through the interventions (model/interventions/library.py): the hooked pass is the
+library's own, a patch equals the same activation replaced by hand, and the logit lens's last reading is the model's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.family import PATCHING
+from model.interventions.decoder_lens import bundle_decoder_lens
+from model.interventions.hooked import InterventionError, Patch, hook_names, translated
+from model.interventions.library import hook_sites
+from model.interventions.logit_attribution import bundle_logit_attribution
+from model.interventions.logit_lens import bundle_logit_lens
+from model.interventions.passes import lens_logits, run_hooked, served_tools
+from model.interventions.patching import activation_patching, patch_grids, prepare_bundle_patching
+
+CLEAN, CORRUPTED = "The house is small .", "The cat is small ."  # equal piece counts in both tiny tokenizers
+LAYOUTS = ("t5", "marian")
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory) -> dict:
+    """A tiny T5 and a tiny Marian (model/pretrained/tiny.py: random weights, built here)."""
+    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.pretrained.loading import load_pretrained  # deferred: the hf extra may be absent (skipped above)
+    from model.pretrained.tiny import build  # deferred: the hf extra may be absent (skipped above)
+
+    root = tmp_path_factory.mktemp("hooked-pretrained")
+    return {layout: load_pretrained(str(build(layout, root / layout))) for layout in LAYOUTS}
+
+
+def _inputs(bundle) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(clean source [1, S], corrupted source [1, S], decoder inputs [1, 4])."""
+    clean, corrupted = (torch.tensor([bundle.source_ids(text)[0]]) for text in (CLEAN, CORRUPTED))
+    return clean, corrupted, torch.tensor([[bundle.config.bos_id, 5, 6, 7]])
+
+
+def _library_logits(network, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    mask = source.ne(network.config.pad_id).long()
+    with torch.inference_mode():
+        return network.hf_model(input_ids=source, attention_mask=mask, decoder_input_ids=target).logits  # [1, T, V]
+
+
+def _by_hand(network, source, target, module, replace) -> torch.Tensor:
+    """The library's logits with one forward hook of the test's own on ``module`` (``replace(args, output)``)."""
+    handle = module.register_forward_hook(lambda _module, args, output: replace(args, output))
+    try:
+        return _library_logits(network, source, target)
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_hooked_pass_is_the_library_s_own(bundles, layout):
+    network = bundles[layout].model
+    clean, _, target = _inputs(bundles[layout])
+    expected = _library_logits(network, clean, target)
+    with torch.inference_mode():
+        untouched = run_hooked(network, clean, target).logits(network)
+        captured = run_hooked(network, clean, target, capture=hook_names(network))
+    assert torch.allclose(untouched, expected, atol=1e-5, rtol=0)
+    assert torch.allclose(captured.logits(network), expected, atol=1e-5, rtol=0)
+    assert set(captured.activations) == set(hook_names(network)) == set(hook_sites(network))
+    heads = captured.activations["decoder.1.cross.head_out"]  # [1, H, T, d_model]
+    assert heads.shape == (1, network.config.n_heads, target.shape[1], network.config.d_model)
+    assert torch.allclose(heads.sum(1), captured.activations["decoder.1.cross.out"] - _bias(network, "decoder.1.cross"), atol=1e-5)
+
+
+def _bias(network, prefix: str) -> torch.Tensor | float:
+    bias = hook_sites(network)[f"{prefix}.out"].module.bias
+    return 0.0 if bias is None else bias
+
+
+def _patched_both_ways(bundle, name: str, selection: dict, module, read, write) -> None:
+    """The clean run with the corrupted run's ``name`` patched where ``selection`` says (the adapter), against the
+    library's clean run whose ``module`` output is rewritten by ``write(args, output, donor)``, donor = what
+    ``read(args, output)`` took from the corrupted run (the test's own forward hooks): equal, and not the clean run."""
+    network = bundle.model
+    clean, corrupted, target = _inputs(bundle)
+    with torch.inference_mode():
+        donor = run_hooked(network, corrupted, target, capture=[name]).activations[name]
+        patched = run_hooked(network, clean, target, patches=[Patch(name, donor, **selection)]).logits(network)
+    taken = []
+    _by_hand(network, corrupted, target, module, lambda args, output: taken.append(read(args, output)))
+    expected = _by_hand(network, clean, target, module, lambda args, output: write(args, output, taken[0]))
+    assert not torch.allclose(patched, _library_logits(network, clean, target), atol=1e-3)  # the patch does something
+    assert torch.allclose(patched, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_patched_head_is_that_head_s_input_replaced_by_hand(bundles, layout):
+    """Head 3 of decoder layer 2's cross-attention: the adapter patches its output; by hand, the corrupted run's
+    context of that head replaces the clean run's in the output projection's input (the library's own slices)."""
+    name, head = "decoder.1.cross.head_out", 2
+    projection = hook_sites(bundles[layout].model)[name].module
+    width = projection.in_features // bundles[layout].config.n_heads
+    heads = slice(head * width, (head + 1) * width)
+
+    def swap_head(args, output, donor):
+        context = args[0].clone()
+        context[..., heads] = donor[..., heads]
+        return torch.nn.functional.linear(context, projection.weight, projection.bias)
+
+    _patched_both_ways(bundles[layout], name, {"heads": (head,)}, projection, lambda args, output: args[0].clone(), swap_head)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_patched_position_is_that_residual_replaced_by_hand(bundles, layout):
+    """Source position 1 after encoder layer 1 (where the two sources differ): the adapter's patch, and by hand the
+    corrupted run's layer output at that position written into the clean run's."""
+    name, position = "encoder.0.resid_post", 1
+
+    def swap_position(args, output, donor):
+        hidden = output[0].clone()
+        hidden[:, position] = donor[:, position]
+        return (hidden, *output[1:])
+
+    layer = hook_sites(bundles[layout].model)[name].module
+    selection = {"positions": (position,)}
+    _patched_both_ways(bundles[layout], name, selection, layer, lambda args, output: output[0].clone(), swap_position)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_patching_every_component_is_the_clean_run_and_none_the_corrupted(bundles, layout):
+    network = bundles[layout].model
+    clean, corrupted, target = _inputs(bundles[layout])
+    components = [n for n in hook_names(network) if n.endswith((".head_out", ".mlp_out")) or n.endswith("0.resid_pre")]
+    with torch.inference_mode():
+        clean_run = run_hooked(network, clean, target, capture=components)
+        every = [Patch(name, clean_run.activations[name]) for name in components]
+        restored = run_hooked(network, corrupted, target, patches=every).logits(network)
+        untouched = run_hooked(network, corrupted, target).logits(network)
+    assert torch.allclose(restored, clean_run.logits(network), atol=1e-4, rtol=0)
+    assert torch.allclose(untouched, _library_logits(network, corrupted, target), atol=1e-5, rtol=0)
+    assert not torch.allclose(untouched, clean_run.logits(network), atol=1e-3)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_patching_grids_of_a_pretrained_model(bundles, layout):
+    """The same grids as the app's Transformer's; the decoder's last residual at the step restores all (1), its
+    embeddings (the same in both runs) nothing (0); the preview (attribution patching) is exact where the metric is
+    linear in the activation: the embeddings, and Marian's last residual (its head is linear; T5's final norm is not)."""
+    bundle = bundles[layout]
+    first = translated(bundle, CLEAN, PATCHING)[1][0]
+    setup = prepare_bundle_patching(bundle, CLEAN, CORRUPTED, step=0, compared_id=5 if first != 5 else 6)
+    exact, preview = patch_grids(setup, "exact"), patch_grids(setup, "attribution")
+    config = bundle.config
+    assert exact.grids["cross heads"].values.shape == (config.n_decoder_layers, config.n_heads)
+    assert exact.grids["encoder residual"].values.shape == (config.n_encoder_layers + 1, len(setup.labels.clean))
+    residual = exact.grids["decoder residual"].values  # [layers + 1, step + 1]
+    assert residual[-1, -1] == pytest.approx(1.0, abs=1e-4) and residual[0, -1] == pytest.approx(0.0, abs=1e-4)
+    estimated = preview.grids["decoder residual"].values
+    assert estimated[0, -1] == pytest.approx(0.0, abs=1e-4)
+    assert layout == "t5" or estimated[-1, -1] == pytest.approx(1.0, abs=1e-3)
+    if layout == "t5":  # its tiny model's two sources are translated differently: the default step and token
+        assert activation_patching(bundle, CLEAN, CORRUPTED).grids.keys() == exact.grids.keys()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_logit_lens_s_last_reading_is_the_model_s_own(bundles, layout):
+    bundle = bundles[layout]
+    network = bundle.model
+    lens = bundle_logit_lens(bundle, CLEAN, k=3)
+    source, chosen = translated(bundle, CLEAN, PATCHING)
+    target = torch.tensor([[network.config.bos_id, *chosen[:-1]]])
+    expected = _library_logits(network, torch.tensor([source]), target)[0]  # [T, V]
+    with torch.inference_mode():
+        last = run_hooked(network, torch.tensor([source]), target, capture=[lens.hooks[-1]]).activations[lens.hooks[-1]]
+        read = lens_logits(network, last)[0]  # [T, V]
+    assert torch.allclose(read, expected, atol=1e-5, rtol=0)
+    probabilities = torch.softmax(expected, -1)
+    assert lens.candidate_ids[-1, :, 0].tolist() == expected.argmax(-1).tolist()
+    assert torch.allclose(torch.from_numpy(lens.candidate_probabilities[-1]), probabilities.topk(3).values, atol=1e-5)
+    assert len(lens.readings) == 1 + 3 * network.config.n_decoder_layers
+    assert lens.final_norm == (layout == "t5")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_what_a_pretrained_model_does_not_serve_is_one_line(bundles, layout):
+    bundle = bundles[layout]
+    assert served_tools(bundle.model) == ("logit lens", "patching")
+    for compute, tool in ((bundle_logit_attribution, "logit attribution"), (bundle_decoder_lens, "DecoderLens")):
+        with pytest.raises(InterventionError, match=f"the {tool} is not computed for this model") as error:
+            compute(bundle, CLEAN)
+        assert "\n" not in str(error.value)
