@@ -95,6 +95,11 @@ class InterventionsController:
             return f"Interventions: {error}."
         return ""
 
+    def tools(self) -> tuple[str, ...]:
+        """The tools the explored model serves (none when it cannot be intervened on)."""
+        bundle = self.explore.bundle
+        return () if bundle is None or self.unavailable() else tuple(served_tools(bundle.model))
+
     # --- following the Explore tab ------------------------------------------------------------------
     def set_active(self, active: bool) -> None:
         """The view is shown (True) or hidden; shown, stale readings are computed."""

@@ -71,6 +71,14 @@ class InterventionsView(QWidget):
     def show_tool(self, tool: str) -> None:
         self.tools.setCurrentWidget(self.tool_widgets[tool])
 
+    def set_tools(self, served: tuple[str, ...]) -> None:
+        """Enable the sub-tabs of the tools the model serves; another is greyed, its tooltip saying why."""
+        for index, (tool, _title) in enumerate(TOOL_TABS):
+            self.tools.setTabEnabled(index, tool in served)
+            self.tools.setTabToolTip(index, "" if tool in served else f"The {tool} is not computed for this model")
+        if served and self.tool not in served:
+            self.show_tool(served[0])
+
     def show_result(self, tool: str, result: Any) -> None:
         """A tool's result (None: clear it)."""
         if result is None:

@@ -291,7 +291,10 @@ def prepare_patching(
     if step is None:
         step = _first_difference(model, sources, targets)
         if step is None and compared_id is None:
-            raise InterventionError("the corrupted source is translated as the clean one at every step: choose a step and a token")
+            raise InterventionError(
+                "the two sentences are translated alike at every step, so there is nothing to restore: choose sentences "
+                "whose translations differ (a minimal pair)"
+            )
         step = step or 0
     if not 0 <= step < len(targets):
         raise InterventionError(f"step {step + 1} is not one of the clean translation's {len(targets)} steps")
@@ -302,7 +305,7 @@ def prepare_patching(
     chosen = int(_choices(model, logits[1])) if compared_id is None else compared_id
     clean_id = targets[step]
     if chosen == clean_id:
-        raise InterventionError(f"both runs choose the same token at step {step + 1}: choose another token to compare with")
+        raise InterventionError(f"both sentences give the same token at step {step + 1}: choose a step at which they differ")
     clean_metric, corrupted_metric = logit_difference(logits, clean_id, chosen).tolist()  # [2]
     if clean_metric == corrupted_metric:
         raise InterventionError(f"the two runs' logit differences are equal at step {step + 1}: nothing to restore")

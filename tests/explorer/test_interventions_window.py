@@ -114,6 +114,10 @@ def test_bad_input_and_a_model_that_cannot_leave_the_window_working(qtbot, open_
     window.explore.set_model(toy_fr_rnn_bundle[0])
     assert "cannot be patched" in view.status.text() and "\n" not in view.status.text()
     assert view.lens.values.size == 0 and view.decoder_lens.rowCount() == 0
+    assert not any(view.tools.isTabEnabled(index) for index in range(view.tools.count()))  # every tool greyed
+    window.explore.set_model(default_bundle)
+    assert all(view.tools.isTabEnabled(index) for index in range(view.tools.count()))
+    window.explore.set_model(toy_fr_rnn_bundle[0])
     tab.views.setCurrentWidget(tab.grid)  # the other views still draw the model
     assert tab.focus.isVisibleTo(tab) and tab.explore.trace is not None
 

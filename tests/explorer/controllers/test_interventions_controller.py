@@ -109,7 +109,7 @@ def test_a_model_that_cannot_be_patched_says_so(controllers, toy_fr_rnn_bundle):
     controllers.explore.translate(SENTENCE)
     why = interventions.unavailable()
     assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch")
-    assert "RNN encoder-decoder" in why and "cannot be patched" in why
+    assert "RNN encoder-decoder" in why and "cannot be patched" in why and interventions.tools() == ()
     interventions.set_active(True)
     assert events.of("message")[-1] == (why,) and not interventions.running
     assert not interventions.patch(SENTENCE, CORRUPTED) and events.of("message")[-1] == (why,)
@@ -131,7 +131,7 @@ def test_a_pretrained_t5_gets_the_logit_lens_and_patching_and_says_what_it_does_
     events = Recorder(interventions, *EVENTS)
     controllers.explore.set_model(tiny_t5)
     controllers.explore.translate("The house is small .")
-    assert interventions.unavailable() == ""
+    assert interventions.unavailable() == "" and set(interventions.tools()) == {LENS, PATCHING}
     interventions.set_active(True)
     assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
     assert [args[0] for args in events.of("ready")][-1:] == [LENS] and set(interventions.results) == {LENS}
