@@ -165,6 +165,27 @@ class InterventionsController:
             job.progress(f"Computing the {tool}…")
             job.deliver(self._on_result, tool, read())
 
+    def attribute_versus(self, step: int, token_id: int) -> bool:
+        """The logit attribution again, the chosen token's logit at ``step`` (from 0) minus ``token_id``'s (-1: none),
+        in a job that supersedes the readings' channel; False, with a message, when it cannot run."""
+        why = self.unavailable()
+        bundle, text = self.explore.bundle, self.explore.text
+        if why or bundle is None or ATTRIBUTION not in served_tools(bundle.model):
+            self.message.emit(why or "The logit attribution is not computed for this model.")
+            return False
+        attribution = self.results.get(ATTRIBUTION)
+        steps = len(attribution.logits) if attribution is not None else 0
+        if not 0 <= step < steps:
+            return False
+        compared = [-1] * steps
+        compared[step] = token_id
+
+        def read(job: Job, work: Any) -> None:
+            job.progress("Computing the logit attribution…")
+            job.deliver(self._on_result, ATTRIBUTION, bundle_logit_attribution(work, text, compared))
+
+        return self._submit(CHANNEL, read, bundle)
+
     # --- activation patching --------------------------------------------------------------------------
     def pairs(self, feature: str) -> list[MinimalPair]:
         """Up to PAIRS_SHOWN minimal pairs of ``feature`` for the explored model's tokenizer (none without a model)."""

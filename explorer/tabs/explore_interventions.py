@@ -39,6 +39,7 @@ class ExploreInterventions:
         controller.message.connect(view.show_message)
         controller.progress.connect(view.set_progress)
         patching.patch_requested.connect(self._on_patch_requested)
+        view.attribution.versus_chosen.connect(controller.attribute_versus)
         patching.pairs_requested.connect(lambda feature: patching.set_pairs(controller.pairs(feature)))
         view.save_requested.connect(self.save)
         self.views.currentChanged.connect(lambda _index: self._follow())

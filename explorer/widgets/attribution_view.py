@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from explorer.widgets.plot_style import show_light_grid
@@ -19,6 +20,7 @@ from model.interventions.logit_attribution import LogitAttribution
 BARS_SHOWN = 16
 RAISES, LOWERS = "#d6604d", "#4393c3"  # the diverging map's red and blue
 HEAD_KINDS = (("self", "self-attention head"), ("cross", "cross-attention head"))
+ALONE = "the chosen token's logit"
 
 
 def head_grid(attribution: LogitAttribution, step: int) -> tuple[np.ndarray, list[str], list[str]]:
@@ -42,8 +44,14 @@ def largest_parts(attribution: LogitAttribution, step: int, count: int = BARS_SH
 
 
 class AttributionView(QWidget):
+    versus_chosen = Signal(int, int)  # step (from 0), token id (-1: the chosen token's logit alone)
+
     def __init__(self) -> None:
         super().__init__()
+        self.versus = QComboBox()
+        self.versus.setToolTip("Split the chosen token's logit, or its difference from another candidate's at this step")
+        self.versus.addItem(ALONE, -1)
+        self.versus.activated.connect(lambda _index: self._on_versus())
         self.attribution: LogitAttribution | None = None
         self.step: int | None = None  # the step shown, from 0
         self.bars_shown: list[tuple[str, float]] = []  # (part, value) of each bar, top first
@@ -54,18 +62,22 @@ class AttributionView(QWidget):
         self.bar_plot.setMouseEnabled(x=False, y=False)
         self.bar_plot.invertY(True)
         show_light_grid(self.bar_plot)
-        self.bar_plot.setLabel("bottom", "share of the logit")
+        self.bar_plot.setLabel("bottom", "contribution to the logit")
         self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8)
         self.bar_plot.addItem(self.bars)
-        self.heads = HeatmapView(DIVERGING, "share of the logit")
+        self.heads = HeatmapView(DIVERGING, "contribution to the logit")
         self.heads.plot.getAxis("left").set_name("layer, attention")
         self.heads.plot.getAxis("top").set_name("head")
         self.remainder = QLabel()
         plots = QHBoxLayout()
         plots.addWidget(self.bar_plot, 3)
         plots.addWidget(self.heads, 2)
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(QLabel("Versus:"))
+        top.addWidget(self.versus)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
+        layout.addLayout(top)
         layout.addLayout(plots, 1)
         layout.addWidget(self.remainder)
 
@@ -87,15 +99,30 @@ class AttributionView(QWidget):
         self._draw_bars(attribution, self.step)
         values, rows, columns = head_grid(attribution, self.step)
         limit = float(np.abs(values).max()) if values.size else 1.0
-        self.heads.set_matrix(values, rows, columns, "Heads' shares", levels=(-max(limit, 1e-6), max(limit, 1e-6)))
+        self.heads.set_matrix(values, rows, columns, "Heads' parts", levels=(-max(limit, 1e-6), max(limit, 1e-6)))
         token = shown_labels([attribution.target_tokens[self.step]])[0]
+        compared = attribution.compared_tokens[self.step] if self.step < len(attribution.compared_tokens) else ""
+        what = f"the logit of {token!r} minus {shown_labels([compared])[0]!r}" if compared else f"the logit of {token!r}"
         self.title.setText(
-            f"Step {self.step + 1}: the logit of {token!r} ({float(attribution.logits[self.step]):.3f}) split into what "
+            f"Step {self.step + 1}: {what} ({float(attribution.logits[self.step]):.3f}) split into what "
             f"wrote the decoder's output; the {len(self.bars_shown)} largest of {len(attribution.parts)} parts, largest first."
         )
         self.remainder.setText(
             f"Remainder (the logit minus the parts' sum, rounding): {float(attribution.remainder[self.step]):.2e}"
         )
+
+    def set_candidates(self, candidates: list[tuple[int, str]]) -> None:
+        """The other candidates of the step shown, (token id, piece) best first, offered in *Versus*."""
+        compared = self.attribution.compared_ids[self.step] if self.attribution is not None and self.step is not None else -1
+        self.versus.clear()
+        self.versus.addItem(ALONE, -1)
+        for token_id, piece in candidates:
+            self.versus.addItem(f"minus {shown_labels([piece])[0]!r}", token_id)
+        self.versus.setCurrentIndex(max(self.versus.findData(int(compared)), 0))
+
+    def _on_versus(self) -> None:
+        if self.step is not None:
+            self.versus_chosen.emit(self.step, int(self.versus.currentData()))
 
     def _draw_bars(self, attribution: LogitAttribution, step: int) -> None:
         self.bars_shown = largest_parts(attribution, step)

@@ -93,13 +93,26 @@ class InterventionsView(QWidget):
             self.attribution.set_attribution(result, self.step)
         else:
             self.patching.set_result(result)
+        if tool in ("logit lens", "logit attribution"):
+            self._offer_candidates()
         self._enable_save()
 
     def set_step(self, step: int | None) -> None:
-        """The Explore tab's step (from 0): outlined in the lens, shown by the attribution."""
+        """The Explore tab's step (from 0): outlined in the lens, shown by the attribution (with that step's other
+        candidates, read from the lens's last reading, offered to compare with)."""
         self.step = step
         self.lens.set_highlighted_step(step)
         self.attribution.set_step(step)
+        self._offer_candidates()
+
+    def _offer_candidates(self) -> None:
+        lens, shown = self.results.get("logit lens"), self.attribution.step
+        if lens is None or shown is None or shown >= len(lens.chosen_ids):
+            self.attribution.set_candidates([])
+            return
+        ids, pieces = lens.candidate_ids[-1][shown], lens.candidate_tokens[-1][shown]
+        chosen = int(lens.chosen_ids[shown])
+        self.attribution.set_candidates([(int(token), piece) for token, piece in zip(ids, pieces) if int(token) != chosen])
 
     def show_message(self, text: str) -> None:
         self.status.setText(text)

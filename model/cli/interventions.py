@@ -65,6 +65,7 @@ def add_lens_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool", choices=TOOLS, default="logit-lens", help="what to read (default logit-lens)")
     parser.add_argument("--step", type=int, default=1, help="attribution figure: the step drawn, from 1 (default 1)")
     parser.add_argument("--top-k", type=int, default=5, help="logit lens: candidates kept per reading (default 5)")
+    parser.add_argument("--versus", metavar="TOKEN", help="attribution: the chosen token's logit minus this token's, at --step")
     parser.add_argument("--out", required=True, help="FILE.csv or a figure FILE.png|svg|pdf")
     add_figure_arguments(parser)
 
@@ -151,6 +152,8 @@ def run_lens(args) -> int:
         raise CommandError("nothing to read: the sentence is empty")
     if args.top_k < 1 or args.step < 1:
         raise CommandError("--top-k and --step count from 1")
+    if args.versus is not None and args.tool != "attribution":
+        raise CommandError("--versus is a token compared in the attribution: give --tool attribution")
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
     bundle = open_model(args.model)
@@ -163,6 +166,8 @@ def run_lens(args) -> int:
         attribution = bundle_logit_attribution(bundle, args.text)
         if args.step > len(attribution.target_tokens):
             raise CommandError(f"--step {args.step}: the translation has {len(attribution.target_tokens)} steps")
+        if args.versus is not None:
+            attribution = bundle_logit_attribution(bundle, args.text, _versus(bundle, args, len(attribution.target_tokens)))
         _write(suffix, args, lambda: attribution_rows(attribution), lambda: attribution_figure(attribution, args.step - 1, options))
         print(f"largest remainder {float(np.abs(attribution.remainder).max()):.2g} (the parts sum to each logit)")
     else:
@@ -172,6 +177,16 @@ def run_lens(args) -> int:
             print(f"{layer}: {text}   (log p {float(logp):.2f})")
     print(f"wrote {args.out}")
     return 0
+
+
+def _versus(bundle, args, steps: int) -> list[int]:
+    """Per step, the token whose logit is subtracted: --versus at --step, none elsewhere (-1)."""
+    token_id = bundle.target_tokenizer.piece_to_id(args.versus)
+    if token_id is None:
+        raise CommandError(f"--versus {args.versus!r} is not a single piece of the target vocabulary")
+    compared = [-1] * steps
+    compared[args.step - 1] = token_id
+    return compared
 
 
 def _write(suffix: str, args, rows, figure) -> None:

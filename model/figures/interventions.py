@@ -195,9 +195,10 @@ def attribution_figure(result: LogitAttribution, step: int, options: FigureOptio
     names = [result.parts[i] for i in order]
     label_width = widest(names, size) + 4
     caption = Caption(
-        f"Direct logit attribution of “{display_candidate(result.target_tokens[step])}” at step {step + 1}",
+        f"Direct logit attribution of “{display_candidate(result.target_tokens[step])}”{_versus(result, step)} at step {step + 1}",
         [
-            f"logit {result.logits[step]:.3f} = the parts' sum + remainder {result.remainder[step]:.2g}; "
+            f"logit{' difference' if _versus(result, step) else ''} {result.logits[step]:.3f} = the parts' sum + remainder "
+            f"{result.remainder[step]:.2g}; "
             f"the {len(order)} largest parts",
             *_model_line(options),
         ],
@@ -218,6 +219,12 @@ def attribution_figure(result: LogitAttribution, step: int, options: FigureOptio
     for spine in axes.spines.values():
         spine.set_linewidth(0.5)
     return figure
+
+
+def _versus(result: LogitAttribution, step: int) -> str:
+    """' − “les”' when a token's logit is subtracted at ``step``."""
+    compared = result.compared_tokens[step] if step < len(result.compared_tokens) else ""
+    return f" − “{display_candidate(compared)}”" if compared else ""
 
 
 def head_attribution_grid(result: LogitAttribution, step: int, kind: str) -> np.ndarray:

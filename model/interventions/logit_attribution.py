@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ class LogitAttribution:
     compared_ids: np.ndarray  # [T] the token subtracted at each step; -1 where none
     decoder_input_tokens: list[str]  # [T]
     target_tokens: list[str]  # [T]
+    compared_tokens: list[str] = field(default_factory=list)  # [T] the pieces of compared_ids; "" where none
 
 
 class _Parts:
@@ -140,6 +141,7 @@ def logit_attribution(
         compared_ids=compared.cpu().numpy(),
         decoder_input_tokens=target_pieces(inputs[0].tolist()),
         target_tokens=target_pieces(list(chosen_ids)),
+        compared_tokens=[target_pieces([int(token)])[0] if token >= 0 else "" for token in compared.tolist()],
     )
 
 

@@ -94,6 +94,18 @@ def test_lens_writes_each_tool_as_a_table_that_matches_the_core(run, tmp_path, b
     assert f"L3: {result.translations[-1]}" in out
 
 
+def test_lens_attribution_versus_a_token_decomposes_the_logit_difference(run, tmp_path, bundle):
+    versus = ("lens", "--model", "default", "--text", CLEAN, "--tool", "attribution", "--versus", "les")
+    assert run(*versus, "--step", "1", "--out", "vs.svg")[0] == 0
+    assert_figure(tmp_path / "vs.svg", texts=("Direct logit attribution of “le” − “les” at step 1", "logit difference"))
+    assert run(*versus, "--out", "vs.csv")[0] == 0
+    les = bundle.target_tokenizer.piece_to_id("les")
+    expected = bundle_logit_attribution(bundle, CLEAN, [les] + [-1] * 5)
+    first = [row for row in rows(tmp_path / "vs.csv") if row["step"] == "1"]
+    assert {row["compared"] for row in first} == {str(les)} and expected.compared_tokens[:2] == ["▁les", ""]
+    np.testing.assert_allclose(sum(float(row["value"]) for row in first), expected.logits[0], atol=1e-4)
+
+
 @pytest.mark.parametrize(
     ("tool", "text"), [("logit-lens", "Logit lens"), ("attribution", "Direct logit attribution"), ("decoder-lens", "DecoderLens")]
 )
@@ -117,6 +129,8 @@ def test_lens_draws_each_tool(run, tmp_path, tool, text):
         (("lens", "--model", "default", "--text", "  "), "the sentence is empty"),
         (("lens", "--model", "tagger", "--text", "the cat"), "not for this model"),
         (("lens", "--model", "default", "--text", TEXT, "--tool", "attribution", "--step", "40"), "the translation has"),
+        (("lens", "--model", "default", "--text", TEXT, "--tool", "attribution", "--versus", "zzqx"), "not a single piece"),
+        (("lens", "--model", "default", "--text", TEXT, "--versus", "les"), "give --tool attribution"),
     ],
 )
 def test_bad_inputs_are_one_line_and_write_nothing(run, tmp_path, arguments, message):

@@ -64,6 +64,24 @@ def test_each_tool_shows_the_cores_numbers_and_a_step_moves_the_highlight(qtbot,
     assert "Remainder" in shown.remainder.text()
 
 
+def test_the_attribution_versus_another_candidate(qtbot, open_window, default_bundle):
+    """At step 1 the attribution offers the step's other candidates; choosing one splits the logit difference."""
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    tab.controls.step_chosen.emit(1)
+    versus, les = view.attribution.versus, default_bundle.target_tokenizer.piece_to_id("les")
+    assert versus.itemText(0) == "the chosen token's logit" and versus.count() == 5  # the lens's other top candidates
+    position = versus.findData(les)  # "le" is chosen; "les", "l", "du" and "</s>" are offered
+    assert [versus.itemText(i) for i in range(1, 5)] == ["minus 'les'", "minus 'l'", "minus 'du'", "minus '</s>'"]
+    versus.setCurrentIndex(position)
+    versus.activated.emit(position)
+    controller = window.controllers.interventions
+    qtbot.waitUntil(lambda: not controller.running and view.results["logit attribution"].compared_ids[0] == les, timeout=WAIT_MS)
+    expected = bundle_logit_attribution(default_bundle, SENTENCE, [les] + [-1] * 5)
+    assert view.attribution.step == 0 and "minus 'les'" in view.attribution.title.text()
+    assert abs(view.attribution.bars_shown[0][1]) == pytest.approx(np.abs(expected.values[0]).max(), abs=1e-5)
+    assert versus.currentData() == les  # kept while it is shown
+
+
 def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, default_bundle):
     window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
     patching, controller = view.patching, window.controllers.interventions
