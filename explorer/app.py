@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QCoreApplication, QSettings, QTimer
+from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 from explorer.runtime import apply_window_policies, end_process
+from explorer.settings_values import open_settings
 from model.io.shipped import shipped_models
 
 
@@ -61,7 +62,8 @@ def run_app(argv: list[str]) -> int:
     app = make_application()
     from explorer.main_window import MainWindow  # deferred: after the QApplication and its policies
 
-    window = MainWindow(QSettings(), build=False)  # the frame shows now; the tabs load PyTorch next
+    # The frame shows now; the tabs load PyTorch next. Settings that cannot be read leave the defaults.
+    window = MainWindow(open_settings(), build=False)
     window.show()
 
     def build():

@@ -11,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from explorer.pretrained_dialog import PretrainedDialog
 from explorer.qt_runner import gui_runner
 from explorer.runtime import freeze_long_lived
+from explorer.settings_values import SettingsValues
 from explorer.widgets.model_info import ModelInfoDialog
 from explorer.window_menus import MenuActions, WindowMenus
 from model.errors import UserError
@@ -38,9 +39,11 @@ class MainWindow(QMainWindow):
     """``build=False`` shows the frame at once and leaves the tabs (which load PyTorch) to ``build()``,
     so the window appears in well under a second; tests build at once."""
 
-    def __init__(self, settings: QSettings | None = None, explore: ExploreController | None = None, build: bool = True):
+    def __init__(
+        self, settings: QSettings | SettingsValues | None = None, explore: ExploreController | None = None, build: bool = True
+    ):
         super().__init__()
-        self.settings = settings or QSettings()
+        self.settings = SettingsValues.of(settings)  # every value read is checked; a damaged one is named in the status bar
         self._explore = explore
         self.error_box: QMessageBox | None = None
         self.built = False
@@ -48,9 +51,13 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Transformer Explorer")
         self.setAcceptDrops(True)
         self.resize(1400, 900)
-        geometry = self.settings.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+        self.settings_label = QLabel()  # which saved settings were damaged and ignored (hidden when none)
+        self.settings_label.setStyleSheet("color: #d35400;")  # orange: worth a look, nothing is wrong with the window
+        self.settings_label.setToolTip(f"The saved settings: {self.settings.fileName()}")
+        self.statusBar().addPermanentWidget(self.settings_label)
+        self.settings.damaged.connect(self._show_settings_problems)
+        self._show_settings_problems()
+        self.settings.restore("window/geometry", self.restoreGeometry)
         self.model_label = QLabel("Loading PyTorch and the model…")
         self.statusBar().addPermanentWidget(self.model_label, 1)
         # A message (an export written, a note on the sentence) takes the model's line while it shows: beside it, the
@@ -171,14 +178,14 @@ class MainWindow(QMainWindow):
 
     # --- opening and saving models -----------------------------------------------------------
     def _on_open_requested(self) -> None:
-        start = str(self.settings.value("last_model_folder", str(Path.home())))
+        start = str(self.settings.folder("last_model_folder"))
         path, _ = QFileDialog.getOpenFileName(self, "Open model", start, MODEL_FILTER)
         if path:
             self.open_model(path)
 
     def _on_open_pretrained_requested(self) -> None:
 
-        self.pretrained_dialog = dialog = PretrainedDialog(self, str(self.settings.value("last_model_folder", str(Path.home()))))
+        self.pretrained_dialog = dialog = PretrainedDialog(self, str(self.settings.folder("last_model_folder")))
         dialog.accepted.connect(lambda: self.open_model(dialog.chosen))
         dialog.open()
 
@@ -251,9 +258,7 @@ class MainWindow(QMainWindow):
                 "is already on disk, and exports save what you see of it.",
             )
             return False
-        start = self.explore.opened.path or str(
-            Path(str(self.settings.value("last_model_folder", str(Path.home())))) / "model.safetensors"
-        )
+        start = self.explore.opened.path or str(self.settings.folder("last_model_folder") / "model.safetensors")
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", start, MODEL_FILTER)
         return bool(path) and self.save_model(path)
 
@@ -310,10 +315,14 @@ class MainWindow(QMainWindow):
 
     # --- settings and closing -------------------------------------------------------------------
     def _restore_settings(self) -> None:
-        state = self.settings.value("window/state")
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
-        self.tabs.setCurrentIndex(int(str(self.settings.value("window/tab", 0))))
+        self.settings.restore("window/state", self.restoreState)
+        self.tabs.setCurrentIndex(self.settings.integer("window/tab", EXPLORE_TAB, 0, self.tabs.count() - 1))
+
+    def _show_settings_problems(self, _key: str = "") -> None:
+        """The orange line naming the saved settings that were ignored (the file, or damaged values)."""
+        summary = self.settings.summary()
+        self.settings_label.setText(summary)
+        self.settings_label.setVisible(bool(summary))
 
     def closeEvent(self, event) -> None:
         if not self.built:  # still loading: nothing to save or ask about

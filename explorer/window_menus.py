@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QTabWidget
 
+from explorer.settings_values import SettingsValues
 from model.io.shipped import shipped_models
 
 MAX_RECENT = 8
@@ -58,7 +58,7 @@ def add_action(
 
 
 class WindowMenus:
-    def __init__(self, window: QMainWindow, settings: QSettings, tabs: QTabWidget, actions: MenuActions) -> None:
+    def __init__(self, window: QMainWindow, settings: SettingsValues, tabs: QTabWidget, actions: MenuActions) -> None:
         self.window, self.settings, self.actions = window, settings, actions
         self._file_menu(window.menuBar().addMenu("&File"))
         view_menu = window.menuBar().addMenu("&View")
@@ -91,8 +91,7 @@ class WindowMenus:
 
     # --- recent models ----------------------------------------------------------------------------
     def recent_models(self) -> list[str]:
-        value = self.settings.value("recent_models", [])
-        return [value] if isinstance(value, str) else [str(path) for path in value or []]  # type: ignore[attr-defined]
+        return self.settings.texts("recent_models")
 
     def remember(self, path: str) -> None:
         recent = [path] + [p for p in self.recent_models() if p != path]

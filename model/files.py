@@ -6,7 +6,9 @@ would block or never end), and never waits while opening.
 
 The data is written to a hidden temporary file in the destination's folder, flushed to disk and then
 renamed over the destination in one step, so a failure (disk full, a size limit, a kill, an
-exception while drawing) leaves the earlier file exactly as it was and no half-written one.
+exception while drawing) leaves the earlier file exactly as it was and no half-written one; whatever stopped
+it (an OSError, however a library wrapped it, or a library's own exception while writing) becomes one
+OutputError naming the file (``write_failure``).
 ``check_output`` refuses, before any work is done, a destination that cannot be written or that is
 one of the command's inputs. A temporary file left behind by a killed writer is removed at the next
 write to the same name (``remove_stale_partials``); one that a live process is still writing never is.
@@ -171,7 +173,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial", dir=path.parent)
         os.close(descriptor)
     except OSError as error:  # named after the file the user asked for, not the temporary one
-        raise OutputError(f"{path}: cannot be written ({error.strerror or error})") from None
+        raise OutputError(f"{path}: cannot be written ({_reason(error)})") from None
     try:
         yield Path(temporary)
         if path.exists():
@@ -187,11 +189,35 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException as error:
         try:
             os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        if isinstance(error, OSError):
-            raise OutputError(f"{path}: cannot be written ({_reason(error)}); an earlier file is unchanged") from None
-        raise
+        except OSError:
+            pass  # gone already, or the folder went away: nothing of ours is left either way
+        failure = write_failure(error, path)
+        if failure is None:
+            raise
+        raise failure from (None if isinstance(error, OSError) else error)
+
+
+def write_failure(error: BaseException, path: str | os.PathLike) -> OutputError | None:
+    """The one message for a write of ``path`` that failed with ``error``, or None for an error that is not a
+    failure to write (a UserError, which says what is wrong itself; Ctrl-C). An OSError anywhere in the chain
+    (libraries wrap them: matplotlib's PDF writer fails with ``AttributeError: 'Stream' object has no attribute
+    'pos'`` when the disk fills under it) gives its reason (the disk is full, the file is too large); another
+    exception raised while writing is named as it is."""
+    if isinstance(error, UserError) or not isinstance(error, Exception):
+        return None
+    cause = next((link for link in _chain(error) if isinstance(link, OSError)), None)
+    reason = _reason(cause) if cause is not None else f"{type(error).__name__}: {error}"
+    return OutputError(f"{path}: cannot be written ({reason}); an earlier file is unchanged")
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the exceptions it was raised from or while handling, each once."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
 
 
 def _reason(error: OSError) -> str:

@@ -143,7 +143,7 @@ class ExploreExports(QObject):
 
     def export_dialog(self, view: str, page: bool = False) -> None:
         """Ask for a file and export ``view`` into it; ``page``: the interactive page (HTML) of the current trace."""
-        folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
+        folder = self.tab.settings.folder("explore/export_folder")
         name = self.suggested_name(view)
         title = f"Export the {VIEW_NAMES[view]}"
         if page:
@@ -170,9 +170,7 @@ class ExploreExports(QObject):
         from model.figures.export import export_all  # deferred: matplotlib loads with the first export
 
         folder = QFileDialog.getExistingDirectory(
-            self.tab,
-            "Export every kind, layer and head into a folder",
-            str(self.tab.settings.value("explore/export_folder", str(Path.home()))),
+            self.tab, "Export every kind, layer and head into a folder", str(self.tab.settings.folder("explore/export_folder"))
         )
         if not folder:
             return

@@ -18,6 +18,7 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.controllers.window import WindowControllers
+from explorer.settings_values import SettingsValues
 from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
@@ -26,7 +27,7 @@ from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
 from explorer.widgets.head_table import HeadTable
-from explorer.widgets.heatmap import HeatmapView
+from explorer.widgets.heatmap import COLORMAPS, HeatmapView
 from explorer.widgets.lines_view import LinesView
 from explorer.widgets.model_grid import ModelGrid
 from explorer.widgets.tokens_view import TokensView
@@ -42,22 +43,23 @@ LIVE_DELAY_MS = 250  # an encoder-only model reads the text again this long afte
 
 
 class ExploreTab(QWidget):
-    def __init__(self, controllers: WindowControllers, settings: QSettings) -> None:
+    def __init__(self, controllers: WindowControllers, settings: QSettings | SettingsValues) -> None:
         super().__init__()
-        self.explore, self.runner, self.settings = controllers.explore, controllers.runner, settings
+        self.explore, self.runner, self.settings = controllers.explore, controllers.runner, SettingsValues.of(settings)
+        settings = self.settings
         explore = self.explore
         self.shown: Trace | None = None  # the trace as displayed (word level when chosen)
         self.view_trace: Trace | None = None  # the whole trace the views read: the Explore controller's, or its measured copy
         self.focus_matrix: AttentionMatrix | None = None  # the AttentionMatrix in the focus view
         # What the user chose, and that choice fitted to the trace (what the views and exports show).
         self.state = ExploreView(
-            kind=AttentionKind.parse(str(settings.value("explore/kind", "cross"))),
-            word_level=settings.value("explore/word_level", False) in (True, "true"),
+            kind=AttentionKind(settings.choice("explore/kind", "cross", (str(kind) for kind in AttentionKind))),
+            word_level=settings.boolean("explore/word_level", False),
         )
         self.shown_state = self.state
 
         self.controls = DecodeControls()
-        self.controls.source.setText(str(settings.value("explore/text", EXAMPLE_SENTENCE)))
+        self.controls.source.setText(settings.text("explore/text", EXAMPLE_SENTENCE))
         self.source_tokens = TokensView(
             "Source pieces:",
             "How the tokenizer split the sentence. A word it saw often is one piece; a rarer one (a capitalised word, "
@@ -65,7 +67,7 @@ class ExploreTab(QWidget):
             "the display. A dashed orange chip is a piece it never saw (<unk>).",
         )
         self.target_tokens = TokensView("Target:", "The tokens decoded so far; click one to go to its step (✎ = forced by you)")
-        self.choices = ViewChoices(self.state.word_level, str(settings.value("explore/colormap", "viridis")))
+        self.choices = ViewChoices(self.state.word_level, settings.choice("explore/colormap", "viridis", COLORMAPS))
         self.kind, self.layer_box, self.head_box = self.choices.kind, self.choices.layer_box, self.choices.head_box
         self.word_level, self.colormap = self.choices.word_level, self.choices.colormap
         self._set_kinds(tuple(AttentionKind))
@@ -137,10 +139,8 @@ class ExploreTab(QWidget):
         self.main_splitter.addWidget(self.top_splitter)
         self.main_splitter.addWidget(self.side)
         self.main_splitter.setSizes([560, 300])
-        for splitter, key in ((self.top_splitter, "explore/top_splitter"), (self.main_splitter, "explore/splitter")):
-            state = self.settings.value(key)
-            if state is not None:
-                splitter.restoreState(state)
+        self.settings.restore("explore/top_splitter", self.top_splitter.restoreState)
+        self.settings.restore("explore/splitter", self.main_splitter.restoreState)
         layout = QVBoxLayout(self)
         layout.addWidget(self.controls)
         layout.addWidget(self.over_training.bar)

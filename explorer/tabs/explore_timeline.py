@@ -185,7 +185,7 @@ class ExploreTimeline:
         return (replace(options, width=width) if width else options), dpi
 
     def _ask(self, title: str, name: str, filters: str) -> str:
-        folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
+        folder = self.tab.settings.folder("explore/export_folder")
         path, _ = QFileDialog.getSaveFileName(self.tab, title, str(folder / name), filters)
         if path:
             self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QCheckBox, QComboBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QSpinBox, QWidget
 
+from explorer.settings_values import SettingsValues
 from model.family import family_named
 from model.training.presets import NO_EPOCH_LIMIT, Preset
 
@@ -64,20 +64,31 @@ def get_value(widget: QWidget) -> Any:
 
 
 def set_value(widget: QWidget, value: Any) -> None:
-    """Set a box from a preset or a saved setting (saved ones come back as strings)."""
+    """Set a box from a preset's value (a saved setting is checked first: ``saved_value``)."""
     if isinstance(widget, QCheckBox):
         widget.setChecked(value in (True, "true"))
     elif isinstance(widget, QComboBox):
         if widget.findText(str(value)) >= 0:
             widget.setCurrentText(str(value))
     else:
-        try:
-            widget.setValue(type(widget.value())(float(value)))  # type: ignore[attr-defined]
-        except (TypeError, ValueError):
-            pass  # a damaged setting: the preset's value stays
+        widget.setValue(type(widget.value())(float(value)))  # type: ignore[attr-defined]
 
 
-def save_changed(settings: QSettings, fields: dict[str, QWidget], changed: set[str]) -> None:
+def saved_value(settings: SettingsValues, key: str, widget: QWidget) -> Any:
+    """The value saved under ``key`` for a box if it is one the box can show (its type, within its range, one of its
+    items); None when none is saved, or when the saved one is damaged (then reported as such)."""
+    if isinstance(widget, QCheckBox):
+        return settings.boolean(key, None)
+    if isinstance(widget, QComboBox):
+        return settings.choice(key, None, (widget.itemText(i) for i in range(widget.count())))
+    if isinstance(widget, QSpinBox):
+        return settings.integer(key, None, widget.minimum(), widget.maximum())
+    if isinstance(widget, QDoubleSpinBox):
+        return settings.number(key, None, widget.minimum(), widget.maximum())
+    return None
+
+
+def save_changed(settings: SettingsValues, fields: dict[str, QWidget], changed: set[str]) -> None:
     """Remember the fields the user changed from the preset (the rest follows the preset)."""
     names = sorted(name for name in changed if name in fields)
     settings.setValue("train/changed", ",".join(names))
@@ -85,12 +96,15 @@ def save_changed(settings: QSettings, fields: dict[str, QWidget], changed: set[s
         settings.setValue(f"train/{name}", get_value(fields[name]))
 
 
-def restore_changed(settings: QSettings, fields: dict[str, QWidget]) -> set[str]:
-    """Set the fields the user had changed to their saved values; their names."""
+def restore_changed(settings: SettingsValues, fields: dict[str, QWidget]) -> set[str]:
+    """Set the fields the user had changed to their saved values; their names. A damaged value leaves the preset's
+    (its field counts as unchanged, so the damaged value is never saved again); a field of another version is
+    skipped."""
     restored = set()
-    for name in filter(None, str(settings.value("train/changed") or "").split(",")):
-        value = settings.value(f"train/{name}")
-        if name in fields and value is not None:
+    changed = (name.strip() for line in settings.texts("train/changed") for name in line.split(","))
+    for name in filter(None, changed):
+        value = saved_value(settings, f"train/{name}", fields[name]) if name in fields else None
+        if value is not None:
             set_value(fields[name], value)
             restored.add(name)
     return restored

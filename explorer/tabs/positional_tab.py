@@ -22,6 +22,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.controllers.explore import ExploreController
+from explorer.settings_values import SettingsValues
 from explorer.widgets.heatmap import HeatmapView
 from explorer.widgets.legend_plot import LegendPlot
 from explorer.widgets.lines_view import head_colour
@@ -96,9 +97,9 @@ class NumberedHeatmap(HeatmapView):
 
 
 class PositionalTab(QWidget):
-    def __init__(self, explore: ExploreController, settings: QSettings | None = None) -> None:
+    def __init__(self, explore: ExploreController, settings: QSettings | SettingsValues | None = None) -> None:
         super().__init__()
-        self.explore, self.settings = explore, settings if settings is not None else QSettings()
+        self.explore, self.settings = explore, SettingsValues.of(settings)
         self.report: PositionalReport | None = None
         self.dimension_problems: list[str] = []
         self._new_model = False  # the model changed: a dimension list that does not fit it is replaced
@@ -339,7 +340,7 @@ class PositionalTab(QWidget):
         return save_figure(figure, path, dpi)
 
     def _on_export_requested(self) -> None:
-        folder = Path(str(self.settings.value("explore/export_folder", str(Path.home()))))
+        folder = self.settings.folder("explore/export_folder")
         path, _ = QFileDialog.getSaveFileName(
             self,
             "Export the positional encoding",

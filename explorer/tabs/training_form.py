@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.controllers.training import TrainingController
+from explorer.settings_values import SettingsValues
 from explorer.tabs.form_values import CORPUS_TIPS, SETTING_FIELDS, preset_value, restore_changed, save_changed, set_value
 from explorer.tabs.model_group import ModelGroup, spin
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, Splits, generate_builtin
@@ -52,9 +53,9 @@ class TrainingForm(QWidget):
     settings_changed = Signal()  # any field, the corpus or the preset changed: the expected duration follows
     corpus_changed = Signal()  # another corpus was chosen: the last run's curves are not about it
 
-    def __init__(self, training: TrainingController, settings: QSettings) -> None:
+    def __init__(self, training: TrainingController, settings: QSettings | SettingsValues) -> None:
         super().__init__()
-        self.training, self.settings = training, settings
+        self.training, self.settings = training, SettingsValues.of(settings)
         self.corpus_paths: tuple[str, str | None] | None = None  # a chosen file (and Moses target)
         self.preset: Preset | None = None  # the corpus's preset for the chosen family
         self.base_preset: Preset | None = None  # the corpus's own preset
@@ -211,7 +212,7 @@ class TrainingForm(QWidget):
         choice = self.corpus.currentText()
         if choice not in FILE_TASKS:
             return
-        folder = str(self.settings.value("train/corpus_folder", str(Path.home())))
+        folder = str(self.settings.folder("train/corpus_folder"))
         source, _ = QFileDialog.getOpenFileName(
             self, "Source side of a Moses pair" if choice == MOSES_CHOICE else choice.rstrip("…"), folder
         )
@@ -401,9 +402,7 @@ class TrainingForm(QWidget):
         save_changed(self.settings, self._fields(), self.changed)
 
     def _restore(self) -> None:
-        corpus = self.settings.value("train/corpus")
-        if corpus not in BUILTIN_CORPORA:
-            corpus = BUILTIN_CORPORA[0]
+        corpus = self.settings.choice("train/corpus", BUILTIN_CORPORA[0], BUILTIN_CORPORA)
         self.corpus.setCurrentText(corpus)
         self.apply_preset(preset_for(corpus))
         self.changed |= restore_changed(self.settings, self._fields())

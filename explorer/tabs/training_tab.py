@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.training import TrainingController
+from explorer.settings_values import SettingsValues
 from explorer.tabs.training_form import TrainingForm
 from explorer.widgets.training_curves import TrainingCurves
 from model.errors import UserError
@@ -65,16 +66,16 @@ class TrainingTab(QWidget):
     trained = Signal(object)  # the ModelBundle that training produced
     failed = Signal(str)
 
-    def __init__(self, explore: ExploreController, training: TrainingController, settings: QSettings) -> None:
+    def __init__(self, explore: ExploreController, training: TrainingController, settings: QSettings | SettingsValues) -> None:
         super().__init__()
-        self.explore, self.training, self.settings = explore, training, settings
+        self.explore, self.training, self.settings = explore, training, SettingsValues.of(settings)
         # Asked before a run starts (the window asks Save / Discard / Cancel when an unsaved trained model would be
         # replaced by this run's): False keeps things as they are.
         self.confirm_start: Callable[[], bool] = lambda: True
         self.last_progress: Progress | None = None
         self.validations: list[Validation] = []
 
-        self.form = TrainingForm(training, settings)
+        self.form = TrainingForm(training, self.settings)
         self.form.corpus_error.connect(self.failed)
         self.form.corpus_changed.connect(self._on_corpus_switched)
         form_scroll = QScrollArea()
@@ -125,10 +126,8 @@ class TrainingTab(QWidget):
         self.splitter.setSizes([460, 900])
         layout = QVBoxLayout(self)
         layout.addWidget(self.splitter)
-        for splitter, key in ((self.splitter, "train/splitter"), (self.monitor_splitter, "train/monitor_splitter")):
-            state = settings.value(key)
-            if state is not None:
-                splitter.restoreState(state)
+        self.settings.restore("train/splitter", self.splitter.restoreState)
+        self.settings.restore("train/monitor_splitter", self.monitor_splitter.restoreState)
 
         self._expected_timer.start()
         QShortcut(QKeySequence("Ctrl+Return"), self, self._on_start)

@@ -8,34 +8,44 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QSpinBox
 
+from explorer.settings_values import SettingsValues
 from model.figures.attention import FigureOptions
 from model.figures.layout import MIN_FONT_SIZE, WIDTH_PRESETS
 
 WIDTHS = (("One column (3.3 in)", WIDTH_PRESETS["column"]), ("Two columns (6.9 in)", WIDTH_PRESETS["page"]), ("Custom", None))
+MAX_WIDTH, MAX_FONT_SIZE, MIN_DPI, MAX_DPI = 40.0, 36.0, 50, 1200
 
 
-def _flag(value, default: bool) -> bool:
-    return default if value is None else value in (True, "true", "1", 1)
+def saved_figure_settings(settings: SettingsValues) -> tuple[float, float, int, bool, bool]:
+    """(width in inches, font size, PNG dpi, caption, outline of the step) as saved, each checked (a damaged one
+    reads as its default)."""
+    return (
+        settings.number("export/width", WIDTH_PRESETS["page"], 1.0, MAX_WIDTH),
+        settings.number("export/font_size", 8.0, MIN_FONT_SIZE, MAX_FONT_SIZE),
+        settings.integer("export/dpi", 300, MIN_DPI, MAX_DPI),
+        settings.boolean("export/caption", True),
+        settings.boolean("export/outline_step", False),
+    )
 
 
 class FigureSettingsDialog(QDialog):
-    def __init__(self, settings: QSettings, parent=None):
+    def __init__(self, settings: QSettings | SettingsValues, parent=None):
         super().__init__(parent)
-        self.settings = settings
+        self.settings = SettingsValues.of(settings)
         self.setWindowTitle("Figure settings")
         self.preset = QComboBox()
         for name, inches in WIDTHS:
             self.preset.addItem(name, inches)
         self.width_box = QDoubleSpinBox()
-        self.width_box.setRange(1.0, 40.0)
+        self.width_box.setRange(1.0, MAX_WIDTH)
         self.width_box.setSingleStep(0.1)
         self.width_box.setSuffix(" in")
         self.font_size = QDoubleSpinBox()
-        self.font_size.setRange(MIN_FONT_SIZE, 36.0)
+        self.font_size.setRange(MIN_FONT_SIZE, MAX_FONT_SIZE)
         self.font_size.setSuffix(" pt")
         self.font_size.setToolTip("Labels shrink from this size (down to 4 pt) so that every token is labelled")
         self.dpi = QSpinBox()
-        self.dpi.setRange(50, 1200)
+        self.dpi.setRange(MIN_DPI, MAX_DPI)
         self.dpi.setSuffix(" dpi")
         self.dpi.setToolTip("Resolution of PNG files (SVG and PDF are vector)")
         self.caption = QCheckBox("Caption: sentence, model, kind, layer, head and step")
@@ -56,15 +66,15 @@ class FigureSettingsDialog(QDialog):
         self.load()
 
     def load(self) -> None:
-        width = float(str(self.settings.value("export/width", WIDTH_PRESETS["page"])))
+        width, font_size, dpi, caption, outline_step = saved_figure_settings(self.settings)
         self.width_box.setValue(width)
         index = next((i for i, (_n, inches) in enumerate(WIDTHS) if inches == width), len(WIDTHS) - 1)
         self.preset.setCurrentIndex(index)
         self._on_preset_changed(index)
-        self.font_size.setValue(float(str(self.settings.value("export/font_size", 8.0))))
-        self.dpi.setValue(int(str(self.settings.value("export/dpi", 300))))
-        self.caption.setChecked(_flag(self.settings.value("export/caption"), True))
-        self.outline.setChecked(_flag(self.settings.value("export/outline_step"), False))
+        self.font_size.setValue(font_size)
+        self.dpi.setValue(dpi)
+        self.caption.setChecked(caption)
+        self.outline.setChecked(outline_step)
 
     def _on_preset_changed(self, index: int) -> None:
         inches = self.preset.itemData(index)
@@ -80,14 +90,10 @@ class FigureSettingsDialog(QDialog):
         self.settings.setValue("export/outline_step", self.outline.isChecked())
 
 
-def figure_options(settings: QSettings, colormap: str, model_name: str) -> tuple[FigureOptions, float]:
+def figure_options(settings: QSettings | SettingsValues, colormap: str, model_name: str) -> tuple[FigureOptions, float]:
     """The saved settings as the core's FigureOptions, and the PNG dpi."""
+    width, font_size, dpi, caption, outline_step = saved_figure_settings(SettingsValues.of(settings))
     options = FigureOptions(
-        width=float(str(settings.value("export/width", WIDTH_PRESETS["page"]))),
-        font_size=float(str(settings.value("export/font_size", 8.0))),
-        colormap=colormap,
-        caption=_flag(settings.value("export/caption"), True),
-        outline_step=_flag(settings.value("export/outline_step"), False),
-        model_name=model_name,
+        width=width, font_size=font_size, colormap=colormap, caption=caption, outline_step=outline_step, model_name=model_name
     )
-    return options, float(str(settings.value("export/dpi", 300)))
+    return options, float(dpi)

@@ -9,7 +9,8 @@ fonts, colours, caption); the same request gives the same files from the window 
 from __future__ import annotations
 
 import csv
-from concurrent.futures import Future, ThreadPoolExecutor
+import io
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -135,8 +136,9 @@ def save_table(
     suffix = path.suffix.lower()
     with atomic_output(path) as temporary:
         if suffix == ".npy":
-            with open(temporary, "wb") as handle:
-                np.save(handle, np.asarray(values), allow_pickle=False)
+            buffer = io.BytesIO()  # numpy writes a real file through C stdio, which drops a write that fails at close
+            np.save(buffer, np.asarray(values), allow_pickle=False)
+            temporary.write_bytes(buffer.getvalue())
         elif suffix == ".csv":
             write_csv(table, row_labels, column_labels, temporary, corner)
         else:
@@ -172,7 +174,9 @@ def export_all(
     trace: Trace, folder: str | Path, request: ExportRequest | None = None, formats: tuple[str, ...] = (".png", ".csv", ".npy")
 ) -> list[Path]:
     """Every kind x layer x head and aggregate (mean, max, rollout) of the trace at the request's step
-    and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file."""
+    and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file.
+    A file that cannot be written (a full disk) stops it with one OutputError, once every PNG being written
+    in the background has finished: none writes on, and no temporary file is left."""
     request = request or ExportRequest()
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -182,60 +186,13 @@ def export_all(
     except OSError as error:
         raise OutputError(f"{folder}: cannot be created ({error.strerror or error})") from None
     shown = shown_trace(trace, request.step, request.word_level)
-    figures = [suffix for suffix in formats if suffix in FIGURE_SUFFIXES]
     index: list[list[str]] = []
-    written: list[Path] = []
     pending: list[Future] = []  # PNGs being written
-    for kind in shown.kinds:
-        weights = shown.matrix(kind)  # [layers, heads, queries, keys]
-        n_layers, n_heads = weights.shape[:2]
-        frames = None
-        for layer in range(n_layers):
-            for head in heads_for(kind, n_heads):
-                matrix = select(shown, kind, layer, head)
-                stem = file_stem(kind, layer, head)
-                for suffix in formats:
-                    path = folder / f"{stem}{suffix}"
-                    if suffix == ".npy" or suffix == ".csv":
-                        save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
-                    elif matrix.values.size and suffix == ".png":
-                        if frames is None or frames.key != (kind, matrix.values.shape):
-                            frames = _FocusFrames(matrix, shown, request)
-                        pending.append(frames.save(matrix, path))
-                    elif matrix.values.size:  # SVG and PDF are drawn whole
-                        save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
-                    else:
-                        continue
-                    written.append(path)
-                    index.append(
-                        [
-                            path.name,
-                            kind,
-                            str(layer + 1),
-                            _head_name(head),
-                            str(shown.n_steps),
-                            shown.level,
-                            suffix[1:],
-                            matrix.title,
-                        ]
-                    )
-        for suffix in figures:
-            if weights.shape[2]:
-                path = folder / f"{kind}_grid{suffix}"
-                save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
-                written.append(path)
-                index.append(
-                    [
-                        path.name,
-                        kind,
-                        "all",
-                        "all",
-                        str(shown.n_steps),
-                        shown.level,
-                        suffix[1:],
-                        f"{kind.label}: every layer and head",
-                    ]
-                )
+    try:
+        for kind in shown.kinds:
+            _export_kind(shown, kind, folder, request, formats, pending, index)
+    finally:
+        wait(pending)  # the first error is the one reported; the writers still running end first
     for job in pending:
         job.result()  # an error writing any PNG is raised here
     index_path = folder / "index.csv"
@@ -243,7 +200,46 @@ def export_all(
         writer = csv.writer(handle)
         writer.writerow(["file", "kind", "layer", "head", "step", "level", "format", "description"])
         writer.writerows(index)
-    return written + [index_path]
+    return [folder / row[0] for row in index] + [index_path]
+
+
+def _export_kind(
+    shown: Trace,
+    kind: AttentionKind,
+    folder: Path,
+    request: ExportRequest,
+    formats: tuple[str, ...],
+    pending: list[Future],
+    index: list[list[str]],
+) -> None:
+    """Export all's files of one kind: every layer x head and aggregate, then its grids; a row of ``index`` each."""
+    weights = shown.matrix(kind)  # [layers, heads, queries, keys]
+    n_layers, n_heads = weights.shape[:2]
+    frames = None
+    for layer in range(n_layers):
+        for head in heads_for(kind, n_heads):
+            matrix = select(shown, kind, layer, head)
+            stem = file_stem(kind, layer, head)
+            for suffix in formats:
+                path = folder / f"{stem}{suffix}"
+                if suffix == ".npy" or suffix == ".csv":
+                    save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
+                elif matrix.values.size and suffix == ".png":
+                    if frames is None or frames.key != (kind, matrix.values.shape):
+                        frames = _FocusFrames(matrix, shown, request)
+                    pending.append(frames.save(matrix, path))
+                elif matrix.values.size:  # SVG and PDF are drawn whole
+                    save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
+                else:
+                    continue
+                row = [str(layer + 1), _head_name(head), str(shown.n_steps), shown.level, suffix[1:], matrix.title]
+                index.append([path.name, kind, *row])
+    for suffix in (suffix for suffix in formats if suffix in FIGURE_SUFFIXES):
+        if weights.shape[2]:
+            path = folder / f"{kind}_grid{suffix}"
+            save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
+            description = f"{kind.label}: every layer and head"
+            index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:], description])
 
 
 def _head_name(head: int | str) -> str:

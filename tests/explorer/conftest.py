@@ -20,8 +20,8 @@ def open_window(qtbot, tmp_path):
     each one shut after the test."""
     opened = []
 
-    def open_(bundle=None, *, build: bool = True):
-        window = new_window(qtbot, tmp_path, bundle, build=build)
+    def open_(bundle=None, *, build: bool = True, settings=None):
+        window = new_window(qtbot, tmp_path, bundle, build=build, settings=settings)
         opened.append(window)
         return window
 

@@ -13,15 +13,17 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 JOBS_TIMEOUT_S = 60  # a load or a corpus preview still running when the test ends gets this long to end
 
 
-def new_window(qtbot, tmp_path, bundle=None, build: bool = True):
-    """A main window with its own settings file (tmp_path/settings.ini), 1300x850, shown; the questions asked
-    on closing are answered (stop the training, discard an unsaved model); ``bundle`` opened when given.
-    ``build=False`` shows the frame only, as the app does at start-up (the tabs come with ``build()``)."""
+def new_window(qtbot, tmp_path, bundle=None, build: bool = True, settings=None):
+    """A main window with its own settings file (tmp_path/settings.ini, or ``settings``: a QSettings or the app's
+    SettingsValues), 1300x850, shown; the questions asked on closing are answered (stop the training, discard an
+    unsaved model); ``bundle`` opened when given. ``build=False`` shows the frame only, as the app does at start-up
+    (the tabs come with ``build()``)."""
     from explorer.app import make_application
     from explorer.main_window import MainWindow
 
     make_application()
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+    if settings is None:
+        settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
     window = MainWindow(settings, build=build)
     window.ask_to_stop_training = lambda: QMessageBox.Yes
     window.ask_to_keep_trained_model = lambda *_args: QMessageBox.Discard  # tests that care replace it again

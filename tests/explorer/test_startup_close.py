@@ -33,7 +33,7 @@ DRIVER = textwrap.dedent("""
     def close_at_the_point():
         windows = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "MainWindow"]
         if windows and reached(windows[0]):
-            print("closing at", point, flush=True)
+            print("closing at", point, "| settings:", windows[0].settings_label.text(), flush=True)
             windows[0].close()
         else:
             QTimer.singleShot(1, close_at_the_point)
