@@ -53,12 +53,12 @@ class MainWindow(QMainWindow):
         self.resize(1400, 900)
         self.settings_label = QLabel()  # which saved settings were damaged and ignored (hidden when none)
         self.settings_label.setStyleSheet("color: #d35400;")  # orange: worth a look, nothing is wrong with the window
-        self.settings_label.setToolTip(f"The saved settings: {self.settings.fileName()}")
         self.statusBar().addPermanentWidget(self.settings_label)
         self.settings.damaged.connect(self._show_settings_problems)
         self._show_settings_problems()
         self.settings.restore("window/geometry", self.restoreGeometry)
         self.model_label = QLabel("Loading PyTorch and the model…")
+        self.model_label.setMinimumWidth(1)  # a long description is cut short, never laid over the settings line
         self.statusBar().addPermanentWidget(self.model_label, 1)
         # A message (an export written, a note on the sentence) takes the model's line while it shows: beside it, the
         # model's long description left the message no room at all.
@@ -322,6 +322,8 @@ class MainWindow(QMainWindow):
         """The orange line naming the saved settings that were ignored (the file, or damaged values)."""
         summary = self.settings.summary()
         self.settings_label.setText(summary)
+        self.settings_label.setToolTip(f"{summary}\n\nThe saved settings: {self.settings.fileName()}")
+        self.settings_label.setMinimumWidth(self.settings_label.sizeHint().width())  # the model's line gives way
         self.settings_label.setVisible(bool(summary))
 
     def closeEvent(self, event) -> None:

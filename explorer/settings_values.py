@@ -80,8 +80,10 @@ class SettingsValues(QObject):
         super().__init__()
         self.settings = settings
         self.damaged_keys: list[str] = []
-        if not problem and settings.status() == QSettings.Status.AccessError:
-            problem = f"{settings.fileName()} cannot be read; defaults used"
+        status = settings.status()
+        if not problem and status != QSettings.Status.NoError:
+            why = "cannot be read" if status == QSettings.Status.AccessError else "is not a settings file"
+            problem = f"{settings.fileName()} {why}; defaults used"
         self.problem = problem
         if problem:
             log.warning("settings: %s", problem)
