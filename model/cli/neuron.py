@@ -21,13 +21,13 @@ from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.interventions import FIGURES, out_suffix
 from model.cli.options import CommandError
 from model.data.token_labels import display_labels
-from model.figures.neuron import neuron_figure, share_text
+from model.figures.neuron import neuron_figure
 from model.figures.saving import save_figure
 from model.files import check_output
 from model.io.models import model_source, open_model
 from model.kinds import AttentionKind
 from model.neuron.tables import read_sentence, row_rows, share_rows, write_rows
-from model.neuron.terms import describe_terms, neuron_row
+from model.neuron.terms import describe_terms, neuron_row, share_text
 from model.neuron.vectors import check_model
 
 

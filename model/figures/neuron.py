@@ -14,17 +14,11 @@ from matplotlib.figure import Figure
 from model.data.token_labels import display_labels, pieces_text
 from model.figures.attention import MARGIN, FigureOptions, colour_bar, colour_bar_width, new_figure, place_axes
 from model.figures.layout import LINE, MAX_CELL, MIN_FONT_SIZE, Caption, draw_caption, fit_axis, widest
-from model.neuron.terms import POSITIONAL_SHARE, TERM_NAMES, NeuronRow, describe_terms
+from model.neuron.terms import POSITIONAL_SHARE, TERM_COLOURS, TERM_NAMES, NeuronRow, describe_terms, share_text
 
 DIVERGING = "RdBu_r"
-TERM_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#e45756")  # token·token, token·position, position·token, position·position
 BAR_HEIGHT = 62.0  # pt: each bar panel's plot
 GAP = 8.0  # pt between the heatmaps
-
-
-def share_text(shares: np.ndarray) -> str:
-    """'token·token 12%, token·position 30%, …'."""
-    return ", ".join(f"{name} {float(share):.0%}" for name, share in zip(TERM_NAMES, shares))
 
 
 def neuron_caption(row: NeuronRow, options: FigureOptions, source_text: str = "", output: list[str] | None = None) -> Caption:

@@ -29,6 +29,7 @@ from model.kinds import AttentionKind
 from model.neuron.vectors import KindVectors, NeuronError, SentenceVectors
 
 TERM_NAMES = ("token·token", "token·position", "position·token", "position·position")  # query part · key part
+TERM_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#e45756")  # the window's and the figures' colour of each term
 KEY_POSITION_TERMS = (1, 3)  # the terms that vary with the key's position
 POSITIONAL_SHARE = 0.6  # at least this share in KEY_POSITION_TERMS: positional; at most 1 − it: content
 TERMS_NOTE = (
@@ -74,6 +75,11 @@ def classify(shares: np.ndarray) -> str:
     return "content" if positional <= 1 - POSITIONAL_SHARE else "mixed"
 
 
+def share_text(shares: np.ndarray) -> str:
+    """'token·token 12%, token·position 30%, …'."""
+    return ", ".join(f"{name} {float(share):.0%}" for name, share in zip(TERM_NAMES, shares))
+
+
 def describe_terms(shares: np.ndarray) -> str:
     """'positional (by its terms: 78%)': the class and the share of the terms with the key's position."""
     verdict = classify(shares)
@@ -101,6 +107,15 @@ class HeadTerms:
 
     def describe(self, layer: int, head: int) -> str:
         return describe_terms(self.shares[layer, head])
+
+    def label(self, layer: int, head: int) -> str:
+        """'positional 78%': the class and the share of the terms with the key's position ('—' without a class)."""
+        verdict = self.verdict(layer, head)
+        return f"{verdict} {self.positional_share(layer, head):.0%}" if verdict else "—"
+
+    def detail(self, layer: int, head: int) -> str:
+        """Every term's share: 'token·token 12%, token·position 30%, …'."""
+        return share_text(self.shares[layer, head])
 
     def positional_share(self, layer: int, head: int) -> float:
         return float(self.shares[layer, head, list(KEY_POSITION_TERMS)].sum())
@@ -131,6 +146,7 @@ class NeuronRow:
     weights: np.ndarray  # [K] softmax of the scores: the trace's attention row
     terms: np.ndarray | None  # [4, K] the four terms (TERM_NAMES), NaN where masked; None when not split
     shares: np.ndarray | None  # [4] the head's shares over the sentence; None when not split
+    head_weights: np.ndarray  # [Q, K] every query row's weights: the head's attention, this row one of them
     positions: str = ""  # the positional encoding split off
 
     @property
@@ -207,5 +223,6 @@ def neuron_row(
         kind_vectors.weights[layer, head, query].copy(),
         terms,
         shares,
+        kind_vectors.weights[layer, head].copy(),
         vectors.positions,
     )

@@ -22,7 +22,8 @@ float64 on a copy of the model, so the four terms sum to the scores to float64's
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,19 @@ class KindVectors:
         layers, heads, n_queries, n_keys = self.scores.shape
         return layers, heads, n_queries, n_keys
 
+    def first_rows(self, n_rows: int, keys_too: bool) -> KindVectors:
+        """The first ``n_rows`` queries (and keys, ``keys_too``): a causal decoder's as they were ``n_rows`` steps in."""
+        keys = slice(0, n_rows) if keys_too else slice(None)
+        return KindVectors(
+            self.kind,
+            self.queries[:, :, :n_rows],
+            self.keys[:, :, keys],
+            self.scores[:, :, :n_rows, keys],
+            self.weights[:, :, :n_rows, keys],
+            None if self.query_positions is None else self.query_positions[:, :, :n_rows],
+            None if self.key_positions is None else self.key_positions[:, :, keys],
+        )
+
     @property
     def split(self) -> bool:
         """Whether the queries and keys are split into positional and content parts."""
@@ -72,7 +86,16 @@ class SentenceVectors:
     source_ids: list[int]
     target_input_ids: list[int]  # what the decoder read: its first input, then the tokens produced but the last
     positions: str = ""  # the positional encoding split off ("sinusoidal", "learned"); "" when none is
-    notes: list[str] = field(default_factory=list)
+
+    def prefix(self, n_steps: int) -> SentenceVectors:
+        """The vectors as the first ``n_steps`` decoding steps had them: the decoder is causal, so its first rows and keys
+        (and cross-attention's first rows) do not depend on what comes later."""
+        kinds = dict(self.kinds)
+        for kind in (AttentionKind.DECODER, AttentionKind.CROSS):
+            if kind in kinds:
+                kinds[kind] = kinds[kind].first_rows(n_steps, keys_too=kind.causal)
+        inputs = self.target_input_ids[:n_steps]
+        return SentenceVectors(kinds, self.source_ids, inputs, self.positions)
 
     def of(self, kind: AttentionKind | str) -> KindVectors:
         kind = AttentionKind.parse(kind)
@@ -189,20 +212,21 @@ def _kind_vectors(model: Any, kind: AttentionKind, reads: list[Read], mask: torc
 
 @torch.inference_mode()
 def sentence_vectors(
-    model: Any, source_ids: list[int], target_ids: list[int] = (), first_input: int | None = None
+    model: Any, source_ids: Sequence[int], target_ids: Sequence[int] = (), first_input: int | None = None, private: bool = False
 ) -> SentenceVectors:
     """Every kind's queries, keys, scores and weights of one sentence: ``source_ids`` (the source pieces, </s> last) and,
     for an encoder-decoder, the ``target_ids`` produced (the decoder reads ``first_input`` (BOS), then all but the last).
-    A NeuronError when the model's family has no queries and keys read here."""
+    A NeuronError when the model's family has no queries and keys read here. The pass runs on a float64 copy of the
+    model (``private``: the model is the caller's own copy, converted in place)."""
     check_model(model)
     family = family_of(model)
+    model = model.double().eval() if private else copy.deepcopy(model).double().eval()  # see the module's docstring
     config = model.config
     longest = max(len(source_ids), len(target_ids))
     if longest > config.max_len:
         raise NeuronError(f"a sequence of {longest} pieces exceeds this model's {config.max_len} positions")
     if not source_ids:
         raise NeuronError("the sentence has no pieces")
-    model = copy.deepcopy(model).double().eval()  # float64: the four terms then sum to the scores within 1e-12
     device = next(model.parameters()).device
     split = splits_positions(model)
     table = model.positional_table.detach()  # [max_len, d_model]
