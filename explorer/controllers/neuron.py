@@ -78,8 +78,8 @@ class NeuronController:
     def follow(self, kind: AttentionKind, layer: int, head: int | str) -> None:
         """The Explore tab's kind, layer and head (a string: an aggregate, shown as head 1)."""
         self.head_note = "" if isinstance(head, int) else f"The {head} of the heads has no queries: showing head 1."
-        if (kind, layer) != (self.kind, self.layer):
-            self.query = None if kind != self.kind else self.query
+        if kind != self.kind:  # another kind's queries are other tokens
+            self.query = None
         self.kind, self.layer, self.head = kind, layer, head if isinstance(head, int) else 0
         self._publish()
 

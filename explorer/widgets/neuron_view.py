@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, 
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from explorer.widgets.plot_style import show_light_grid
-from model.neuron.terms import CLASS_RULE, TERM_COLOURS, TERM_NAMES, TERMS_NOTE, NeuronRow, describe_terms, share_text
+from model.neuron.terms import CLASS_RULE, TERM_COLOURS, TERM_NAMES, TERMS_NOTE, NeuronRow, describe_terms
 
 SAVE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv)"
 
@@ -89,13 +89,10 @@ class NeuronView(QWidget):
         self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
         self.scores.addItem(self.score_bars)
         self.weights.addItem(self.weight_bars)
-        self.terms.addLegend(offset=(4, 4), labelTextSize="8pt")
-        self.term_bars = []
-        for name, colour in zip(TERM_NAMES, TERM_COLOURS):
-            bars = pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour, name=name)
+        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in TERM_COLOURS]
+        for bars in self.term_bars:
             self.terms.addItem(bars)
-            self.term_bars.append(bars)
-        self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None, name="score")
+        self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None)
         self.terms.addItem(self.sums)
         self.shares = QLabel()
         self.shares.setWordWrap(True)
@@ -165,10 +162,14 @@ class NeuronView(QWidget):
     def _share_line(self, row: NeuronRow) -> str:
         if row.shares is None:
             return "This model adds no positional table: its scores are not split into positional terms."
+        swatches = "  ".join(
+            f'<span style="color:{colour}">■</span> {name} {float(share):.0%}'
+            for name, colour, share in zip(TERM_NAMES, TERM_COLOURS, row.shares)
+        )
         return (
-            f"The head's term shares over the sentence: {share_text(row.shares)} — {describe_terms(row.shares)}. "
-            f"Position: the {row.positions} encoding's direct path through every LayerNorm; token: everything else "
-            "(LayerNorm β included)."
+            f"Terms (query part · key part; ◆ = the score, their sum). The head's shares over the sentence: {swatches} — "
+            f"<b>{describe_terms(row.shares)}</b>. Position: the {row.positions} encoding's direct path through every "
+            "LayerNorm; token: everything else (LayerNorm β included)."
         )
 
     def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:

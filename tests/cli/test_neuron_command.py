@@ -8,29 +8,13 @@ import csv
 import numpy as np
 import pytest
 
-from model.cli.commands import main
 from model.io import checkpoint
 from model.io.shipped import resolve_model
 from model.neuron.tables import read_sentence
 from model.neuron.terms import TERM_NAMES, neuron_row
-from model.runtime import set_cpu_threads
 from tests.conftest import assert_figure
 
 TEXT = "the black cat sees the small dog"
-
-
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """main([...]) in a fresh folder: (exit code, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    set_cpu_threads(1)
-
-    def command(*arguments: str) -> tuple[int, str, str]:
-        code = main(["neuron", *arguments])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return command
 
 
 def rows(path) -> list[dict[str, str]]:
@@ -40,7 +24,7 @@ def rows(path) -> list[dict[str, str]]:
 
 def test_the_csv_holds_the_cores_row_and_the_shares_every_head(run, tmp_path):
     code, out, err = run(
-        "--model", "default", "--text", TEXT, "--kind", "cross", "--layer", "3", "--head", "2", "--query", "4",
+        "neuron", "--model", "default", "--text", TEXT, "--kind", "cross", "--layer", "3", "--head", "2", "--query", "4",
         "--out", "row.csv", "--shares", "heads.csv",
     )  # fmt: skip
     assert code == 0 and err == "", err
@@ -63,7 +47,7 @@ def test_the_csv_holds_the_cores_row_and_the_shares_every_head(run, tmp_path):
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
 def test_the_figure_in_every_format(run, tmp_path, suffix):
     code, out, err = run(
-        "--model", "reverse", "--text", "a b c d e f g", "--kind", "decoder", "--head", "3", "--query", "6",
+        "neuron", "--model", "reverse", "--text", "a b c d e f g", "--kind", "decoder", "--head", "3", "--query", "6",
         "--width", "page", "--dpi", "100", "--out", f"neuron{suffix}",
     )  # fmt: skip
     assert code == 0 and err == "" and out.splitlines()[-1] == f"wrote neuron{suffix}"
@@ -88,7 +72,7 @@ def test_bad_input_is_one_line_and_writes_nothing(run, tmp_path, arguments, mess
     given = dict(zip(arguments[::2], arguments[1::2]))
     defaults = {"--model": "default", "--text": "the cat sleeps", "--out": "neuron.png"}
     flat = [item for key, value in {**defaults, **given}.items() for item in (key, value)]
-    code, out, err = run(*flat)
+    code, out, err = run("neuron", *flat)
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and message in err, err
     assert list(tmp_path.iterdir()) == []
