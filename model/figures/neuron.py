@@ -8,12 +8,14 @@ four terms per key as grouped bars with the score (their sum) as a black tick.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from model.data.token_labels import display_labels, pieces_text
 from model.figures.attention import MARGIN, FigureOptions, colour_bar, colour_bar_width, new_figure, place_axes
-from model.figures.layout import LINE, MAX_CELL, MIN_FONT_SIZE, Caption, draw_caption, fit_axis, widest
+from model.figures.layout import LINE, MAX_CELL, MIN_FONT_SIZE, Caption, draw_caption, fit_axis, text_width, widest
 from model.neuron.terms import POSITIONAL_SHARE, TERM_COLOURS, TERM_NAMES, NeuronRow, describe_terms, share_text
 
 DIVERGING = "RdBu_r"
@@ -54,14 +56,13 @@ def _heatmap(figure: Figure, box: tuple[float, float, float, float], values: np.
     return axes, image
 
 
-def _label_keys(axes, labels: list[str], cell: float, size: float, top: bool) -> float:
-    """Key labels along the x axis (on top or below), turned upright when wider than a cell; returns their height."""
+def _label_keys(axes, labels: list[str], cell: float, size: float, top: bool) -> None:
+    """Key labels along the x axis (on top or below), turned upright when wider than a cell."""
     fit = fit_axis(labels, cell, size, across=True)
     shown = [label if index % fit.every == 0 else "" for index, label in enumerate(labels)]
     if top:
         axes.xaxis.tick_top()
     axes.set_xticks(range(len(labels)), shown, fontsize=fit.font_size, rotation=90 if fit.rotated else 0)
-    return (widest(labels, fit.font_size) if fit.rotated else fit.font_size * LINE) + 3
 
 
 def _bars(axes, values: np.ndarray, label: str, size: float, colour: str) -> None:
@@ -75,7 +76,14 @@ def _bars(axes, values: np.ndarray, label: str, size: float, colour: str) -> Non
         spine.set_linewidth(0.5)
 
 
-def _terms(axes, row: NeuronRow, size: float) -> None:
+def _legend_columns(size: float, width: float) -> int:
+    """How many legend entries fit side by side above the terms' panel ``width`` points wide (all five at most)."""
+    entries = [f"{name} (100%)" for name in TERM_NAMES] + ["score"]
+    each = max(text_width(entry, max(MIN_FONT_SIZE, size * 0.8)) for entry in entries) + 3 * size
+    return max(1, min(len(entries), int(width // each)))
+
+
+def _terms(axes, row: NeuronRow, size: float, columns: int) -> None:
     """The four terms per key as grouped bars, the score as a black tick, a legend with the head's shares."""
     assert row.terms is not None
     n_keys = row.terms.shape[1]
@@ -90,9 +98,33 @@ def _terms(axes, row: NeuronRow, size: float) -> None:
     axes.set_xlim(-0.5, n_keys - 0.5)
     axes.set_ylabel("terms of the score", fontsize=size)
     axes.tick_params(labelsize=size, length=2, width=0.5)
-    axes.legend(fontsize=max(MIN_FONT_SIZE, size * 0.8), ncol=5, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
+    axes.legend(fontsize=max(MIN_FONT_SIZE, size * 0.8), ncol=columns, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
     for spine in axes.spines.values():
         spine.set_linewidth(0.5)
+
+
+def _vector_maps(figure: Figure, row: NeuronRow, left: float, bottom: float, cell: float, height: float, size: float) -> None:
+    """The query vector, the key vectors (one scale, one colour bar) and the products, from ``left`` at ``bottom``."""
+    small = max(MIN_FONT_SIZE, size * 0.85)
+    keys, d_k = display_labels(row.key_tokens), row.d_k
+    width = len(keys) * cell
+    vector_limit = float(max(np.abs(row.query_vector).max(), np.abs(row.key_vectors).max(), 1e-9))
+    query_axes, image = _heatmap(figure, (left, bottom, cell, height), row.query_vector[:, None], vector_limit, "q", size)
+    query_axes.set_yticks(range(d_k), [str(d + 1) if d % 4 == 0 else "" for d in range(d_k)], fontsize=small)
+    query_axes.set_ylabel("dimension of the head", fontsize=size)
+    _label_keys(query_axes, [display_labels(row.query_tokens)[row.query]], cell, small, top=True)
+    x = left + cell + GAP
+    keys_axes, _ = _heatmap(figure, (x, bottom, width, height), row.key_vectors.T, vector_limit, "keys k", size)
+    keys_axes.set_yticks([])
+    _label_keys(keys_axes, keys, cell, small, top=True)
+    x += width + GAP
+    colour_bar(figure, image, x, bottom, height, small, "q, k")
+    x += colour_bar_width(small) + GAP
+    product_limit = float(max(np.abs(row.products).max(), 1e-9))
+    products_axes, product_image = _heatmap(figure, (x, bottom, width, height), row.products, product_limit, "q ⊙ k", size)
+    products_axes.set_yticks([])
+    _label_keys(products_axes, keys, cell, small, top=True)
+    colour_bar(figure, product_image, x + width + GAP / 2, bottom, height, small, "product")
 
 
 def neuron_figure(
@@ -104,59 +136,35 @@ def neuron_figure(
     small = max(MIN_FONT_SIZE, size * 0.85)
     keys = display_labels(row.key_tokens)
     n_keys, d_k = len(keys), row.d_k
-    dimension_labels = [str(d + 1) if d % 4 == 0 else "" for d in range(d_k)]
-    left = MARGIN + size * LINE + widest(dimension_labels, small) + 4
+    left = MARGIN + size * LINE + widest([str(d_k)], small) + 4
     bar_space = 2 * (colour_bar_width(size) + GAP)
     cell = min(MAX_CELL, (width - left - MARGIN - bar_space - 2 * GAP) / (1 + 2 * n_keys))
-    row_height = max(2.5, min(cell, 150.0 / d_k))
     key_fit = fit_axis(keys, cell, small, across=True)
     key_height = (widest(keys, key_fit.font_size) if key_fit.rotated else key_fit.font_size * LINE) + 3
     caption = neuron_caption(row, options, source_text, output)
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
-    map_height = d_k * row_height
+    map_height = d_k * max(2.5, min(cell, 150.0 / d_k))
     bar_left = MARGIN + 4 * size
     bar_width = width - bar_left - MARGIN
     bar_cell = bar_width / max(n_keys, 1)
     bar_keys = fit_axis(keys, bar_cell, small, across=True)
-    bar_labels = (widest(keys, bar_keys.font_size) if bar_keys.rotated else bar_keys.font_size * LINE) + 4
+    block = BAR_HEIGHT + (widest(keys, bar_keys.font_size) if bar_keys.rotated else bar_keys.font_size * LINE) + 10
     panels = 3 if row.terms is not None else 2
-    legend = size * LINE * 1.6 if row.terms is not None else 0.0
-    block = BAR_HEIGHT + bar_labels + 6
+    columns = _legend_columns(small, bar_width)
+    legend = (math.ceil(5 / columns) * small * 0.8 * LINE * 1.3 + 6) if row.terms is not None else 0.0
     height = MARGIN + caption_height + 6 + size * LINE + key_height + map_height + 10 + panels * block + legend + MARGIN
     figure = new_figure(width, height)
     draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
     bottom = height - MARGIN - caption_height - 6 - size * LINE - key_height - map_height
-    vector_limit = float(max(np.abs(row.query_vector).max(), np.abs(row.key_vectors).max(), 1e-9))
-    product_limit = float(max(np.abs(row.products).max(), 1e-9))
-    query_axes, image = _heatmap(figure, (left, bottom, cell, map_height), row.query_vector[:, None], vector_limit, "q", size)
-    query_axes.set_yticks(range(d_k), dimension_labels, fontsize=small)
-    query_axes.set_ylabel("dimension of the head", fontsize=size)
-    query_axes.xaxis.tick_top()
-    query_axes.set_xticks(
-        [0], [display_labels(row.query_tokens)[row.query]], fontsize=key_fit.font_size, rotation=90 if key_fit.rotated else 0
-    )
-    x = left + cell + GAP
-    keys_axes, _ = _heatmap(figure, (x, bottom, n_keys * cell, map_height), row.key_vectors.T, vector_limit, "keys k", size)
-    keys_axes.set_yticks([])
-    _label_keys(keys_axes, keys, cell, small, top=True)
-    x += n_keys * cell + GAP
-    colour_bar(figure, image, x, bottom, map_height, small, "q, k")
-    x += colour_bar_width(small) + GAP
-    products_axes, product_image = _heatmap(
-        figure, (x, bottom, n_keys * cell, map_height), row.products, product_limit, "q ⊙ k", size
-    )
-    products_axes.set_yticks([])
-    _label_keys(products_axes, keys, cell, small, top=True)
-    colour_bar(figure, product_image, x + n_keys * cell + GAP / 2, bottom, map_height, small, "product")
+    _vector_maps(figure, row, left, bottom, cell, map_height, size)
     top = bottom - 10
-    panel_values = [("scaled score", row.scores, "#555555"), ("softmax weight", row.weights, "#4c78a8")]
-    for label, values, colour in panel_values:
+    for label, values, colour in (("scaled score", row.scores, "#555555"), ("softmax weight", row.weights, "#4c78a8")):
         axes = place_axes(figure, bar_left, top - BAR_HEIGHT, bar_width, BAR_HEIGHT)
         _bars(axes, values, label, small, colour)
         _label_keys(axes, keys, bar_cell, small, top=False)
         top -= block
     if row.terms is not None:
         axes = place_axes(figure, bar_left, top - legend - BAR_HEIGHT, bar_width, BAR_HEIGHT)
-        _terms(axes, row, small)
+        _terms(axes, row, small, columns)
         _label_keys(axes, keys, bar_cell, small, top=False)
     return figure
