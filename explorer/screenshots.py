@@ -4,13 +4,15 @@ side-by-side view (the RNN with Bahdanau attention beside the Transformer) and t
 ``--measures``, each contribution measure in the focus view, the importance grid with a head knocked out, the
 pruning curve and the AER table of every measure; with ``--timeline``, the default model's timeline: an early
 snapshot, its difference from the final model, and the curves over training; with ``--interventions``, the
-Interventions view: the logit lens and activation patching of a number minimal pair.
+Interventions view: the logit lens and activation patching of a number minimal pair; with ``--neuron``, the neuron view
+of the reverse model's decoder self-attention, layer 1, head 3 (positional by its terms).
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
     python -m explorer.screenshots --out resources/screenshots --families
     python -m explorer.screenshots --out resources/screenshots --measures
     python -m explorer.screenshots --out resources/screenshots --timeline
     python -m explorer.screenshots --out resources/screenshots --interventions
+    python -m explorer.screenshots --out resources/screenshots --neuron --model reverse --text "t p n b e h j b"
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measures", action="store_true", help="the measures, importance and AER screenshots only")
     parser.add_argument("--timeline", action="store_true", help="the timeline screenshots only (the model's snapshots)")
     parser.add_argument("--interventions", action="store_true", help="the Interventions view's screenshots only")
+    parser.add_argument("--neuron", action="store_true", help="the neuron view's screenshot only (of --model reverse)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         return timeline_shots(app, window, shot)
     if args.interventions:
         return intervention_shots(app, window, shot)
+    if args.neuron:
+        return neuron_shot(app, window, shot)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.explore.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -214,6 +219,21 @@ def intervention_shots(app, window, shot) -> int:
     _wait(app, 60, lambda: not interventions.running and "patching" in view.results)
     view.patching.grid_box.setCurrentText("cross heads")
     shot("interventions-patching")
+    window.close()
+    return 0
+
+
+def neuron_shot(app, window, shot) -> int:
+    """The neuron view of decoder self-attention, layer 1, head 3 (the reverse model's: positional by its terms), at the
+    fifth query."""
+    tab, neuron = window.explore_tab, window.controllers.neuron
+    tab.kind.setCurrentIndex(tab.kind.findData("decoder"))
+    tab.grid.cell_clicked.emit(0, 2)
+    tab.views.setCurrentWidget(tab.neuron.view)
+    tab.main_splitter.setSizes([640, 240])  # the view's room, the candidates below it
+    _wait(app, 60, lambda: not neuron.running and neuron.row is not None)
+    neuron.set_query(4)
+    shot("neuron-view")
     window.close()
     return 0
 

@@ -72,6 +72,22 @@ class Positions(enum.Enum):
         return str(config.positional_encoding)  # an own table's kind, or what a pretrained model has
 
 
+class QueriesKeys(enum.Enum):
+    """Whether a family's attention has queries and keys that the neuron view (model/neuron/) reads."""
+
+    OWN = "own"  # the app's own projections (its Transformers): read by running them again on what each attention read
+    NOT_READ = "not read"  # a pretrained model's: it has them, but they are not read here (its scores add its own biases)
+    NONE = "none"  # none: an RNN's attention scores a decoder state against the encoder's annotations
+
+    def unavailable(self, title: str) -> str:
+        """Why the neuron view cannot show a model of this family (``title``), or '' when it can."""
+        if self is QueriesKeys.OWN:
+            return ""
+        if self is QueriesKeys.NOT_READ:
+            return f"the neuron view reads the app's own Transformers' queries and keys, not this model's ({title})"
+        return f"the neuron view is not available for this family ({title}): it has no queries and keys"
+
+
 LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING = "logit lens", "DecoderLens", "logit attribution", "patching"
 INTERVENTION_TOOLS = (LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING)  # model/interventions/'s tools
 
@@ -96,6 +112,7 @@ class Capabilities:
     # own would be needed for the parts of logit attribution and for DecoderLens's cached decoding from a layer).
     intervention_tools: tuple[str, ...] = INTERVENTION_TOOLS
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
+    queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ class ExploreExports(QObject):
             self._action(
                 f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…", lambda checked=False, n=name: self.export_dialog(n)
             )
-        self._action("Export all kinds × layers × heads…", self.export_all_dialog)
+        self.all_action = self._action("Export all kinds × layers × heads…", self.export_all_dialog)
         self.page_action = self._action("Interactive page (HTML)…", self.export_page_dialog)
         self.menu.addSeparator()
         self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"), "Ctrl+Shift+C")
@@ -55,6 +55,13 @@ class ExploreExports(QObject):
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             self.tab.addAction(action)
         self.menu.addAction(action)
+        return action
+
+    def add_view(self, text: str, slot) -> QAction:
+        """Another view's export (the neuron view's), listed with the views, before Export all."""
+        action = QAction(text, self.tab)
+        action.triggered.connect(slot)
+        self.menu.insertAction(self.all_action, action)
         return action
 
     # --- what is exported -----------------------------------------------------------------------

@@ -23,6 +23,7 @@ from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
 from explorer.tabs.explore_measures import ExploreMeasures
+from explorer.tabs.explore_neuron import ExploreNeuron
 from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
@@ -86,20 +87,9 @@ class ExploreTab(QWidget):
         )
         self.measure_box, self.measures, self.contrast = self.readings.box, controllers.measures, self.readings.contrast
         view_row = QHBoxLayout()
-        for widget in (
-            QLabel("Attention:"),
-            self.kind,
-            self.layer_box,
-            self.head_box,
-            self.word_level,
-            QLabel("Reading:"),
-            self.measure_box,
-            self.readings.status,
-            QLabel("Colours:"),
-            self.colormap,
-            export_button,
-            self.restore_button,
-        ):
+        attention = (QLabel("Attention:"), self.kind, self.layer_box, self.head_box, self.word_level)
+        reading = (QLabel("Reading:"), self.measure_box, self.readings.status, QLabel("Colours:"), self.colormap)
+        for widget in (*attention, *reading, export_button, self.restore_button):
             view_row.addWidget(widget)
         view_row.addStretch(1)
 
@@ -123,6 +113,7 @@ class ExploreTab(QWidget):
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
         self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
+        self.neuron = ExploreNeuron(self, controllers)  # one head inside, and every head's positional terms
         self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
         self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
@@ -275,7 +266,7 @@ class ExploreTab(QWidget):
 
     def _on_views_tab_changed(self, index: int) -> None:
         """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
-        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view)  # they take the focus view's place
+        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view, self.neuron.view)  # in the focus' place
         self.focus.setVisible(self.views.widget(index) not in wide)
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
@@ -367,8 +358,10 @@ class ExploreTab(QWidget):
             self.lines.set_weights(
                 weights[state.layer], queries, keys, current_row, focused_head=single_head, token_level=shown.level
             )
+        elif shown_view is self.neuron.view:
+            self.neuron.follow(state)
         else:
-            self.head_table.set_weights(weights, keys, state.kind)
+            self.head_table.set_weights(weights, keys, state.kind, self.neuron.head_terms(state, shown))
             self.head_table.select_head(state.layer, single_head)
 
     def _show_decoding(self, trace: Trace) -> None:

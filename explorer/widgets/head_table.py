@@ -6,13 +6,25 @@ reserve room for an arrow in every header and push the last columns out of view)
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from model.inspection.heads import ROLE_SCORE_HELP, describe_role, heads_statistics
 from model.kinds import AttentionKind
+from model.neuron.terms import CLASS_RULE, HeadTerms
 
-COLUMNS = ("Layer", "Head", "Role", "Role\nscore", "Entropy\n(nats)", "Normalised\nentropy", "Distance", "Max\nweight")
+COLUMNS = (
+    "Layer",
+    "Head",
+    "Role",
+    "Role\nscore",
+    "Entropy\n(nats)",
+    "Normalised\nentropy",
+    "Distance",
+    "Max\nweight",
+    "By its\nterms",
+)
 COLUMN_HELP = (
     "Layer (from 1)",
     "Head (from 1)",
@@ -23,10 +35,13 @@ COLUMN_HELP = (
     "Entropy divided by the log of the number of keys a query could see: 0 = all on one key, 1 = uniform",
     "Mean distance between query and key weighted by attention (for cross-attention: from the diagonal)",
     "Mean over queries of the largest weight of the row (peakedness)",
+    f"Positional, content or mixed from the algebra of its scores (the neuron view), with the share of the score's "
+    f"row-centred magnitude in the terms that vary with the key's position. {CLASS_RULE}",
 )
 HEAD_ROLE = Qt.ItemDataRole.UserRole + 1  # (layer, head) on every item of a row
 COLUMN_PADDING = 6  # pixels beside the widest header or value
-SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight")
+SORT_KEYS = ("layer", "head", "role", "role_score", "entropy", "normalised_entropy", "distance", "max_weight", "terms_share")
+TERMS = len(COLUMNS) - 1  # the column of the term shares: hidden for a model whose scores do not split
 
 
 class HeadTable(QTableWidget):
@@ -53,8 +68,9 @@ class HeadTable(QTableWidget):
         self.rows: list[dict] = []
         self.focused: tuple[int, int] | None = None  # the head the focus view shows, if a single head
 
-    def set_weights(self, weights, key_tokens: list[str], kind: AttentionKind) -> None:
-        """weights [layers, heads, queries, keys] of one kind."""
+    def set_weights(self, weights, key_tokens: list[str], kind: AttentionKind, terms: HeadTerms | None = None) -> None:
+        """weights [layers, heads, queries, keys] of one kind; ``terms``: every head's term shares (model/neuron/), None
+        while they are not computed (the column says "…")."""
         self.rows = []
         n_heads = weights.shape[1]
         every_head = heads_statistics(weights, key_tokens, kind) if weights.shape[2] else []  # roles too
@@ -70,6 +86,9 @@ class HeadTable(QTableWidget):
                     "normalised_entropy": stats.normalised_entropy,
                     "distance": stats.distance,
                     "max_weight": stats.max_weight,
+                    "terms": terms.label(layer, head) if terms else "…",
+                    "terms_detail": terms.detail(layer, head) if terms else "the term shares are being computed",
+                    "terms_share": float(np.nan_to_num(terms.positional_share(layer, head), nan=-1.0)) if terms else -1.0,
                 }
             )
         self._fill()
@@ -86,23 +105,27 @@ class HeadTable(QTableWidget):
             self.setRowCount(len(self.rows))
         for row, values in enumerate(self.rows):
             texts = [str(values["layer"] + 1), str(values["head"] + 1), values["role"]]
-            texts += [f"{values[key]:.3f}" for key in SORT_KEYS[3:]]
+            texts += [f"{values[key]:.3f}" for key in SORT_KEYS[3:TERMS]] + [values["terms"]]
             rule = f"{values['role']}: {describe_role(values['role'])}"
             for column, text in enumerate(texts):
                 item = self.item(row, column)
                 if item is None:
                     item = QTableWidgetItem()
-                    if column != 2:
+                    if column not in (2, TERMS):
                         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                     self.setItem(row, column, item)
                 item.setText(text)
                 item.setData(HEAD_ROLE, (values["layer"], values["head"]))
-                if column in (2, 3):
-                    item.setToolTip(rule)
+                if column in (2, 3, TERMS):
+                    item.setToolTip(rule if column != TERMS else values["terms_detail"])
         self.fit_columns()
         self.setUpdatesEnabled(True)
         if self.focused is not None:
             self.select_head(*self.focused)
+
+    def show_terms(self, shown: bool) -> None:
+        """Show the term shares' column (a model whose scores split into positional terms) or hide it."""
+        self.setColumnHidden(TERMS, not shown)
 
     def _on_header_clicked(self, column: int) -> None:
         """Sort by a column; a second click on it reverses the order."""

@@ -70,7 +70,8 @@ def add_lens_arguments(parser: argparse.ArgumentParser) -> None:
     add_figure_arguments(parser)
 
 
-def _suffix(out: str, allowed: tuple[str, ...]) -> str:
+def out_suffix(out: str, allowed: tuple[str, ...]) -> str:
+    """--out's suffix, lower-cased; a CommandError when it is none of ``allowed`` or names a folder."""
     suffix = Path(out).suffix.lower()
     if suffix not in allowed or Path(out).is_dir():
         raise CommandError(f"--out must end in {', '.join(allowed)}, not {Path(out).name!r}")
@@ -121,7 +122,7 @@ def report_patching(result: PatchingResult, top: int = 5) -> None:
 
 
 def run_patch(args) -> int:
-    suffix = _suffix(args.out, (".npz", ".csv", *FIGURES))
+    suffix = out_suffix(args.out, (".npz", ".csv", *FIGURES))
     options = figure_options(args)
     grids = _grids(args.grids)
     clean, corrupted = _sources(args)
@@ -146,7 +147,7 @@ def run_patch(args) -> int:
 
 
 def run_lens(args) -> int:
-    suffix = _suffix(args.out, (".csv", *FIGURES))
+    suffix = out_suffix(args.out, (".csv", *FIGURES))
     options = figure_options(args)
     if not args.text.strip():
         raise CommandError("nothing to read: the sentence is empty")

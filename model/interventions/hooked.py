@@ -245,8 +245,9 @@ def _decoder_layer(
     return hooks(f"{prefix}.resid_post", _sublayer(layer, 2, y, lambda h: hooks(f"{prefix}.mlp_out", _feed_forward(layer, h))))
 
 
-def hooked_encode(model: Transformer, source_ids: torch.Tensor, hooks: Hooks) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """source_ids [B, S] -> (memory [B, S, d_model], padding mask [B, 1, 1, S] or None), through ``hooks``."""
+def hooked_encode(model: Any, source_ids: torch.Tensor, hooks: Hooks) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """source_ids [B, S] -> (memory [B, S, d_model], padding mask [B, 1, 1, S] or None), through ``hooks``: the app's
+    Transformer's encoder, or the encoder-only classifier's (which names its parts as the Transformer does)."""
     mask = model.padding_mask(source_ids)
     x = embed_tokens(model, source_ids, "source") + model.positional_table[: source_ids.shape[1]]  # [B, S, d_model]
     for index, layer in enumerate(model.encoder_layers):

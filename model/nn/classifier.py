@@ -71,6 +71,19 @@ class EncoderClassifier(nn.Module):
         if isinstance(self.positional_table, nn.Parameter):
             nn.init.normal_(self.positional_table, std=0.02)
 
+    # The encoder's parts under the encoder-decoder's names: its hooked pass (model/interventions/hooked.py) reads them.
+    @property
+    def source_embedding(self) -> nn.Embedding:
+        return self.embedding
+
+    @property
+    def encoder_layers(self) -> nn.ModuleList:
+        return self.layers
+
+    @property
+    def encoder_norm(self) -> nn.Module:
+        return self.final_norm
+
     def attention_module(self, kind: AttentionKind, layer: int) -> MultiHeadAttention:
         """The self-attention of encoder ``layer`` (0-based): what knocking a head out zeroes a slice of."""
         if kind is not AttentionKind.ENCODER:

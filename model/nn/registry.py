@@ -20,6 +20,7 @@ from model.family import (
     FamilyError,
     ModelOption,
     Positions,
+    QueriesKeys,
     family_named,
     family_of_config,
     register,
@@ -82,6 +83,7 @@ TRANSFORMER = register(
             contribution_measures=True,
             numpy_engine=True,
             interventions=True,
+            queries_keys=QueriesKeys.OWN,
         ),
         options=(
             _ENCODER_LAYERS,
@@ -201,6 +203,7 @@ CLASSIFIER = register(
             labels=True,
             head_masking=True,
             beam_search=False,
+            queries_keys=QueriesKeys.OWN,
         ),
         tasks=("tagging", "classification"),
         quality_measure="macro-F1",

@@ -43,15 +43,14 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return torch.from_numpy(table.astype(np.float32))
 
 
-def attention_weights(
+def attention_scores(
     q: torch.Tensor,  # [B, H, Q, d_k]
     k: torch.Tensor,  # [B, H, K, d_k]
     mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
     is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
 ) -> torch.Tensor:
-    """softmax(QKᵀ / √d_k) with masked keys at -inf: [B, H, Q, K]. The one computation of attention probabilities that
-    every path shares (the inspection pass, one-token decoding steps, the attribution passes); training's fast path
-    asks PyTorch's fused kernel for the same softmax(QKᵀ / √d_k) V without the weights."""
+    """QKᵀ / √d_k with masked keys at -inf: [B, H, Q, K], the scores the softmax reads (``attention_weights``; the
+    neuron view shows them, model/neuron/)."""
     scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(q.shape[-1]))  # [B, H, Q, K]
     if is_causal:
         n_queries = q.shape[-2]
@@ -59,7 +58,19 @@ def attention_weights(
         mask = causal if mask is None else mask & causal
     if mask is not None:
         scores = scores.masked_fill_(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-1)
+    return scores
+
+
+def attention_weights(
+    q: torch.Tensor,  # [B, H, Q, d_k]
+    k: torch.Tensor,  # [B, H, K, d_k]
+    mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
+    is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
+) -> torch.Tensor:
+    """softmax(QKᵀ / √d_k) with masked keys at -inf: [B, H, Q, K]. The one computation of attention probabilities that
+    every path shares (the inspection pass, one-token decoding steps, the attribution passes, the neuron view); training's
+    fast path asks PyTorch's fused kernel for the same softmax(QKᵀ / √d_k) V without the weights."""
+    return torch.softmax(attention_scores(q, k, mask, is_causal), dim=-1)
 
 
 class MultiHeadAttention(nn.Module):

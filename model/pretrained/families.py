@@ -23,7 +23,17 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from model.family import LOGIT_LENS, PATCHING, Architecture, AttentionWeights, Capabilities, Family, Positions, register
+from model.family import (
+    LOGIT_LENS,
+    PATCHING,
+    Architecture,
+    AttentionWeights,
+    Capabilities,
+    Family,
+    Positions,
+    QueriesKeys,
+    register,
+)
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
@@ -298,6 +308,7 @@ def _pretrained(name: str, title: str, network: type, architecture: Architecture
         interventions=encoder_decoder,
         intervention_tools=(LOGIT_LENS, PATCHING),
         beam_search=encoder_decoder,
+        queries_keys=QueriesKeys.NOT_READ,
     )
     return register(Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report))
 

@@ -1,0 +1,197 @@
+"""The neuron view of the Explore tab: one head's query row inside (BertViz's neuron view, with positional terms).
+
+Top: what is shown (kind, layer, head, query), the query box and "Save…". Then, left to right: the head's attention
+(queries × keys; click a row to choose the query, the chosen one outlined), the query vector beside every key vector
+(dimensions × keys, one diverging scale) and their elementwise products (a column sums to the unscaled score). Under
+them: the scaled scores and the softmax row over the keys, and, for a model whose scores split, the four terms per key
+(token·token, token·position, position·token, position·position; query part · key part) as grouped bars with the score,
+their sum, as a black diamond. The last line gives the head's term shares over the sentence and its class.
+
+It shows plain data (``show_row``: a NeuronRow, or None; ``set_queries``; ``show_message``) and says what the user
+asked: ``query_chosen(row)`` and ``save_requested(path)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
+from explorer.widgets.plot_style import show_light_grid
+from model.neuron.terms import CLASS_RULE, TERM_COLOURS, TERM_NAMES, TERMS_NOTE, NeuronRow, describe_terms
+
+SAVE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv)"
+
+
+class ClickableMap(HeatmapView):
+    """A heatmap whose cells can be clicked (the head's attention: a row chooses the query)."""
+
+    cell_clicked = Signal(int, int)  # row, column
+
+    def __init__(self, colormap_name: str = "viridis", value_label: str = "attention weight") -> None:
+        super().__init__(colormap_name, value_label)
+        self.scene().sigMouseClicked.connect(self._on_clicked)
+
+    def _on_clicked(self, event) -> None:
+        cell = self.cell_at(event.scenePos())
+        if cell is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.cell_clicked.emit(*cell)
+
+
+class DimensionMap(HeatmapView):
+    """Dimensions (rows) × keys (columns): the tooltip names both."""
+
+    def describe_cell(self, query: int, key: int) -> str:
+        return f"dimension {query + 1}, {self.display_key_labels[key]!r}: {self.values[query, key]:.4f}"
+
+
+def bar_plot(label: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget()
+    plot.setMenuEnabled(False)
+    plot.setMouseEnabled(x=False, y=False)
+    show_light_grid(plot)
+    plot.setLabel("left", label)
+    return plot
+
+
+def limit_of(values: np.ndarray) -> float:
+    finite = np.abs(values[np.isfinite(values)])
+    return max(float(finite.max()) if finite.size else 1.0, 1e-9)
+
+
+class NeuronView(QWidget):
+    query_chosen = Signal(int)  # the query row, from 0
+    save_requested = Signal(str)  # path: the row shown as a figure or a CSV, by the suffix
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.row: NeuronRow | None = None
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setStyleSheet("font-style: italic;")
+        self.query_box = QComboBox()
+        self.query_box.setToolTip("The query whose row is shown (or click a row of the head's attention)")
+        self.query_box.activated.connect(lambda index: self.query_chosen.emit(index))
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip("Write the row shown: its figure (PNG, SVG, PDF) or every number of it (CSV)")
+        self.save_button.clicked.connect(self._on_save_clicked)
+        self.attention = ClickableMap()
+        self.attention.cell_clicked.connect(lambda row, _key: self.query_chosen.emit(row))
+        self.vectors = DimensionMap(DIVERGING, "q, k")
+        self.products = DimensionMap(DIVERGING, "q ⊙ k")
+        for view in (self.vectors, self.products):
+            view.plot.getAxis("left").set_name("dimension")
+        self.scores, self.weights, self.terms = bar_plot("scaled score"), bar_plot("softmax weight"), bar_plot("terms")
+        self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
+        self.scores.addItem(self.score_bars)
+        self.weights.addItem(self.weight_bars)
+        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in TERM_COLOURS]
+        for bars in self.term_bars:
+            self.terms.addItem(bars)
+        self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None)
+        self.terms.addItem(self.sums)
+        self.shares = QLabel()
+        self.shares.setWordWrap(True)
+        self.shares.setToolTip(f"{TERMS_NOTE}. {CLASS_RULE}")
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(QLabel("Query:"))
+        top.addWidget(self.query_box)
+        top.addWidget(self.save_button)
+        grid = QGridLayout()
+        grid.addWidget(self.attention, 0, 0)
+        grid.addWidget(self.vectors, 0, 1)
+        grid.addWidget(self.products, 0, 2)
+        grid.addWidget(self.scores, 1, 0)
+        grid.addWidget(self.weights, 1, 1)
+        grid.addWidget(self.terms, 1, 2)
+        grid.setRowStretch(0, 3)
+        grid.setRowStretch(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.status)
+        layout.addLayout(grid, 1)
+        layout.addWidget(self.shares)
+
+    # --- what the controller gives --------------------------------------------------------------
+    def show_message(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+
+    def set_queries(self, labels: list[str], chosen: int) -> None:
+        """The query box's labels ("3 · chat") and the chosen one."""
+        items = [f"{index + 1} · {label}" for index, label in enumerate(labels)]
+        if items != [self.query_box.itemText(i) for i in range(self.query_box.count())]:
+            self.query_box.clear()
+            self.query_box.addItems(items)
+        self.query_box.setCurrentIndex(chosen)
+
+    def show_row(self, row: NeuronRow | None) -> None:
+        self.row = row
+        self.save_button.setEnabled(row is not None)
+        if row is None:
+            self.title.setText("")
+            self.shares.setText("")
+            empty = np.zeros((0, 0), np.float32)
+            for view in (self.attention, self.vectors, self.products):
+                view.set_matrix(empty, [], [], "")
+            for bars in (self.score_bars, self.weight_bars, *self.term_bars):
+                bars.setOpts(x=[], height=[])
+            self.sums.setData([], [])
+            return
+        keys = shown_labels(row.key_tokens)
+        self.title.setText(f"<b>{row.title()}</b>")
+        self.attention.set_matrix(row.head_weights, row.query_tokens, row.key_tokens, "the head's attention", row.query)
+        dimensions = [str(d + 1) for d in range(row.d_k)]
+        vectors = np.concatenate([row.query_vector[:, None], row.key_vectors.T], axis=1)  # [d_k, 1 + K]
+        limit = limit_of(vectors)
+        columns = [f"q: {shown_labels(row.query_tokens)[row.query]}", *keys]  # as people read them ("word" level: as given)
+        self.vectors.set_matrix(vectors, dimensions, columns, "query, then every key", None, (-limit, limit), "word")
+        limit = limit_of(row.products)
+        self.products.set_matrix(row.products, dimensions, keys, "query ⊙ key", None, (-limit, limit), "word")
+        self._draw_bars(row, keys)
+        self.shares.setText(self._share_line(row))
+
+    def _share_line(self, row: NeuronRow) -> str:
+        if row.shares is None:
+            return "This model adds no positional table: its scores are not split into positional terms."
+        swatches = "  ".join(
+            f'<span style="color:{colour}">■</span> {name} {float(share):.0%}'
+            for name, colour, share in zip(TERM_NAMES, TERM_COLOURS, row.shares)
+        )
+        return (
+            f"Terms (query part · key part; ◆ = the score, their sum). The head's shares over the sentence: {swatches} — "
+            f"<b>{describe_terms(row.shares)}</b>. Position: the {row.positions} encoding's direct path through every "
+            "LayerNorm; token: everything else (LayerNorm β included)."
+        )
+
+    def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:
+        positions = np.arange(len(keys), dtype=np.float64)
+        ticks = [[(float(index), label) for index, label in enumerate(keys)]]
+        scores = np.where(np.isfinite(row.scores), row.scores, 0.0)
+        self.score_bars.setOpts(x=positions, height=scores, width=0.7, brush="#555555")
+        self.weight_bars.setOpts(x=positions, height=row.weights, width=0.7, brush="#4c78a8")
+        for plot in (self.scores, self.weights, self.terms):
+            plot.getAxis("bottom").setTicks(ticks)
+            plot.setXRange(-0.6, len(keys) - 0.4, padding=0.0)
+        self.weights.setYRange(0.0, 1.0, padding=0.02)
+        terms = row.terms if row.terms is not None else np.zeros((len(TERM_NAMES), len(keys)))
+        for index, bars in enumerate(self.term_bars):
+            bars.setOpts(x=positions - 0.3 + 0.2 * index, height=np.nan_to_num(terms[index], nan=0.0), width=0.2)
+        visible = np.isfinite(row.scores) & (row.terms is not None)
+        self.sums.setData(positions[visible], row.scores[visible])
+
+    def _on_save_clicked(self) -> None:
+        if self.row is None:
+            return
+        name = f"neuron_{self.row.kind}_L{self.row.layer + 1}_H{self.row.head + 1}_q{self.row.query + 1}.png"
+        path, _ = QFileDialog.getSaveFileName(self, "Save the neuron view", name, SAVE_FILTER)
+        if path:
+            self.save_requested.emit(path)
