@@ -190,13 +190,13 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         except FileNotFoundError:
             pass
         if isinstance(error, OSError):
-            raise OutputError(f"{path}: cannot be written ({_reason(error)}); an earlier file is unchanged") from None
+            raise OutputError(f"{path}: cannot be written ({write_failure(error)}); an earlier file is unchanged") from None
         raise
 
 
-def _reason(error: OSError) -> str:
-    """Why a write failed, in words: a full disk says so whatever layer noticed it (numpy's own
-    "N requested and M written" included)."""
+def write_failure(error: OSError) -> str:
+    """Why a write failed, in words (what ``atomic_output``'s messages say): a full disk says so whatever layer
+    noticed it (numpy's own "N requested and M written" included)."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in str(error):
         return "the disk is full"
     if error.errno == errno.EFBIG:
