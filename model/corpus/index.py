@@ -5,12 +5,13 @@ still being built (or stopped part-way) is read as far as its finished chunks go
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from model.corpus.chunks import chunk_folder
+from model.corpus.chunks import chunk_file, read_chunk_array
 from model.corpus.layout import ARRAYS, DATABASE, PROJECTION, CorpusIndexError, Layer, Manifest, array_side, head_arrays
 from model.corpus.reduce import Projection, load_projections
 from model.corpus.store import Store
@@ -92,7 +93,7 @@ class CorpusIndex:
             if path.exists() or self.manifest.complete:
                 array = _load(path)
             else:
-                parts = [_load(chunk_folder(self.folder, chunk["chunk"]) / f"{name}.npy") for chunk in self.chunks]
+                parts = [_chunk_part(self.folder, chunk["chunk"], name) for chunk in self.chunks]
                 array = np.concatenate(parts) if parts else np.zeros((0, 1), np.float16)
             expected = self.n_rows(array_side(name))
             if array.ndim != 2 or len(array) != expected:
@@ -152,6 +153,16 @@ class CorpusIndex:
             "SELECT token FROM tokens WHERE side = ? AND sentence_id = ? ORDER BY position", [side, int(sentence_id)]
         )
         return [row[0] for row in rows]
+
+
+def _chunk_part(folder: Path, chunk: int, name: str) -> np.ndarray:
+    path = chunk_file(folder, chunk)
+    if not path.exists():
+        raise CorpusIndexError(f"{path}: missing; run the indexing again to resume")
+    try:
+        return read_chunk_array(folder, chunk, name)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as problem:
+        raise CorpusIndexError(f"{path}: truncated or damaged ({str(problem).splitlines()[0]})") from None
 
 
 def _load(path: Path) -> np.ndarray:

@@ -3,7 +3,7 @@ manifest (model/corpus/__init__.py describes the whole index).
 
 A folder holds ``manifest.json`` (the model's digest, the corpus, the layers and heads, the counts), ``index.duckdb``
 (the tables sentences, tokens, head_stats, chunks), ``projection.npz`` (the PCA of each residual layer), the arrays
-``arrays/NAME.npy`` (or, while indexing, ``chunks/NNNNN/NAME.npy``) and, once complete, ``parquet/TABLE.parquet``.
+``arrays/NAME.npy`` (or, while indexing, ``chunks/NNNNN.npz``) and, once complete, ``parquet/TABLE.parquet``.
 
 Arrays are named by what they hold: ``resid.encoder.L3`` (the residual stream after encoder layer 3, reduced),
 ``q.cross.L3.H2`` and ``k.cross.L3.H2`` (the queries and keys of cross-attention head 2 of layer 3, full d_head).
@@ -15,7 +15,6 @@ them; layer 0 of a side is its embeddings with their positions.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,17 +215,3 @@ class Manifest:
         if manifest.format != FORMAT:
             raise CorpusIndexError(f"{path}: an index of format {manifest.format}; this version reads format {FORMAT}")
         return manifest
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename inside ``folder`` durable (where the system allows opening a folder)."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from sklearn.decomposition import PCA
-from sklearn.neighbors import NearestNeighbors
 
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import CorpusIndexError, key_side, query_side
@@ -69,6 +67,8 @@ def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np
     if len(vectors) < 3:
         raise CorpusIndexError(f"too few points to map ({len(vectors)}); index more sentences or map more of them")
     if method == "pca":
+        from sklearn.decomposition import PCA  # deferred: scikit-learn takes a second to import; only maps need it
+
         pca = PCA(n_components=2, svd_solver="full").fit(vectors)
         share = pca.explained_variance_ratio_
         return pca.transform(vectors), (f"PC 1 ({share[0]:.0%})", f"PC 2 ({share[1]:.0%})")
@@ -93,6 +93,8 @@ def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np
 def own_type_share(panel: MapPanel, neighbours: int = NEIGHBOURS) -> float:
     """The mean share of each point's nearest neighbours on the map that are of its own type (query or key): 1 when
     queries and keys lie apart, about the share of the larger group when they are mixed."""
+    from sklearn.neighbors import NearestNeighbors  # deferred: scikit-learn takes a second to import
+
     count = min(neighbours, len(panel.xy) - 1)
     _, nearest = NearestNeighbors(n_neighbors=count + 1).fit(panel.xy).kneighbors(panel.xy)
     return float((panel.is_query[nearest[:, 1:]] == panel.is_query[:, None]).mean())

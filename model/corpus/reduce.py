@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.decomposition import PCA
 
 from model.corpus.layout import CorpusIndexError
 from model.files import atomic_output
@@ -34,6 +33,8 @@ class Projection:
 
 def fit_projection(vectors: np.ndarray, dims: int) -> Projection:
     """The PCA of ``vectors`` [rows, d_model] to at most ``dims`` directions (fewer when there are fewer rows)."""
+    from sklearn.decomposition import PCA  # deferred: scikit-learn takes a second to import; only indexing needs it here
+
     n_components = max(1, min(dims, vectors.shape[1], vectors.shape[0]))
     pca = PCA(n_components=n_components, svd_solver="full").fit(np.asarray(vectors, np.float64))
     return Projection(

@@ -129,7 +129,7 @@ def typed_token(
             raise CorpusIndexError("give the token to search for (--token) or its position (--position)")
         matches = [place for place, piece in enumerate(pieces) if piece in (token, WORD_START + token)]
         if not matches:
-            raise CorpusIndexError(f"“{token}” is not a {layer.side} piece of “{text}” ({' '.join(pieces)})")
+            raise CorpusIndexError(f"“{token}” is not among the {layer.side} pieces of “{text}” ({' '.join(pieces)})")
         position = matches[0]
     if not 0 <= position < len(pieces):
         raise CorpusIndexError(f"position {position}: the sentence has {len(pieces)} {layer.side} pieces (0 to {len(pieces) - 1})")
