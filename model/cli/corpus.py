@@ -55,7 +55,9 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
         "--heads", default="all", help="heads whose queries and keys are kept: all, none, or e.g. decoder,cross:3 or cross:3:2"
     )
     parser.add_argument(
-        "--limit", type=int, help=f"the first N distinct sentences (default: a built-in corpus's {DEFAULT_BUILTIN_LIMIT:,}, a file's all)"
+        "--limit",
+        type=int,
+        help=f"the first N distinct sentences (default: a built-in corpus's {DEFAULT_BUILTIN_LIMIT:,}, a file's all)",
     )
     parser.add_argument("--seed", type=int, default=0, help="a built-in corpus's generation seed (default 0)")
     parser.add_argument("--dims", type=int, default=64, help="PCA dimensions of the residual vectors (default 64)")
@@ -73,6 +75,7 @@ def run_index(args) -> int:
         if source is not None and source.exists() and out.resolve() == source.resolve():
             raise CommandError(f"{out}: is an input of this command; choose another folder")
     bundle = load_bundle(args.model)
+    builder = IndexBuilder(bundle, args.model, corpus, out, options)  # the corpus read and the folder checked first
     bar = tqdm(total=0, desc="indexing", unit=" sentences", file=sys.stderr, disable=args.quiet)
 
     def progress(report: IndexProgress) -> None:
@@ -80,7 +83,7 @@ def run_index(args) -> int:
         bar.total = report.total
         bar.update(report.done - bar.n)
 
-    builder = IndexBuilder(bundle, args.model, corpus, out, options, progress)
+    builder.progress = progress
     try:
         result = builder.run()
     except KeyboardInterrupt:
@@ -91,11 +94,14 @@ def run_index(args) -> int:
             file=sys.stderr,
         )
         return 130
-    bar.close()
+    finally:
+        bar.close()
     print(result.describe())
     if result.complete and result.counts:
         counts = result.counts
-        print(f"{counts['sentences']:,} sentences, {counts['encoder_tokens']:,} source and {counts['decoder_tokens']:,} target tokens")
+        print(
+            f"{counts['sentences']:,} sentences, {counts['encoder_tokens']:,} source and {counts['decoder_tokens']:,} target tokens"
+        )
     return 0
 
 
@@ -165,9 +171,13 @@ def _token_search(args, index: CorpusIndex) -> int:
     matches = nearest_tokens(index, query, args.k, args.metric)
     print(f"nearest to {query.description} at {layer} ({args.metric}):")
     for rank, match in enumerate(matches, start=1):
-        print(f"{rank:3d}  {match.distance:.4f}  sentence {match.sentence_id:>6}  pos {match.position:>3}  {highlighted(match.tokens, match.position)}")
+        print(
+            f"{rank:3d}  {match.distance:.4f}  sentence {match.sentence_id:>6}  pos {match.position:>3}  {highlighted(match.tokens, match.position)}"
+        )
     if args.csv:
-        _write_rows(args.csv, ["rank", "distance", "sentence_id", "position", "token", "side", "source", "output"], _match_rows(matches))
+        _write_rows(
+            args.csv, ["rank", "distance", "sentence_id", "position", "token", "side", "source", "output"], _match_rows(matches)
+        )
         print(f"wrote {len(matches)} rows to {args.csv}")
     return 0
 
@@ -181,7 +191,9 @@ def _match_rows(matches: list[TokenMatch]) -> list[tuple]:
 
 def _head_search(args, index: CorpusIndex) -> int:
     if args.head is None or args.where is None:
-        raise CommandError('a head query needs --head KIND:LAYER:HEAD and --where, e.g. --head decoder:1:2 --where "previous >= 0.5"')
+        raise CommandError(
+            'a head query needs --head KIND:LAYER:HEAD and --where, e.g. --head decoder:1:2 --where "previous >= 0.5"'
+        )
     if args.limit < 1:
         raise CommandError(f"--limit must be at least 1, got {args.limit}")
     result = head_query(index, parse_head(args.head), args.where, args.sort, False if args.ascending else None, args.limit)
