@@ -171,9 +171,8 @@ def _token_search(args, index: CorpusIndex) -> int:
     matches = nearest_tokens(index, query, args.k, args.metric)
     print(f"nearest to {query.description} at {layer} ({args.metric}):")
     for rank, match in enumerate(matches, start=1):
-        print(
-            f"{rank:3d}  {match.distance:.4f}  sentence {match.sentence_id:>6}  pos {match.position:>3}  {highlighted(match.tokens, match.position)}"
-        )
+        where = f"sentence {match.sentence_id:>6}  pos {match.position:>3}"
+        print(f"{rank:3d}  {match.distance:.4f}  {where}  {highlighted(match.tokens, match.position)}")
     if args.csv:
         _write_rows(
             args.csv, ["rank", "distance", "sentence_id", "position", "token", "side", "source", "output"], _match_rows(matches)
