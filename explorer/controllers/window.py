@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from explorer.controllers.alignment import AlignmentController
 from explorer.controllers.compare import CompareController
+from explorer.controllers.corpus import CorpusController
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
 from explorer.controllers.interventions import InterventionsController
@@ -31,6 +32,7 @@ class WindowControllers:
     curves: CurvesController  # its curves over training
     timeline_exports: TimelineExports
     interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
+    corpus: CorpusController  # a corpus index: built, searched, its heads' query-key maps
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -41,10 +43,14 @@ class WindowControllers:
         training, timeline = TrainingController(runner), TimelineController(explore, runner, compare)
         curves = CurvesController(explore, runner, timeline)
         exports = TimelineExports(explore, runner, timeline, curves)
-        interventions = InterventionsController(explore, runner)
-        return cls(runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports, interventions)
+        interventions, corpus = InterventionsController(explore, runner), CorpusController(explore, runner)
+        return cls(
+            runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports, interventions, corpus
+        )
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""
         self.training.stop(keep=False)
-        return self.runner.close(timeout_s)
+        closed = self.runner.close(timeout_s)
+        self.corpus.close_index()
+        return closed

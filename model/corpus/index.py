@@ -120,9 +120,10 @@ class CorpusIndex:
 
     # --- tables --------------------------------------------------------------------------------------
     def query(self, sql: str, parameters: list | None = None) -> tuple[list[str], list[tuple]]:
-        """(column names, rows) of a query the core built (never text from the user)."""
-        with self.store.failures("reading"):
-            result = self.store.connection.execute(sql, parameters or [])
+        """(column names, rows) of a query the core built (never text from the user). Each query has a cursor of its
+        own, so that searches from several threads (the window's jobs) may read the index at once."""
+        with self.store.failures("reading"), self.store.connection.cursor() as cursor:
+            result = cursor.execute(sql, parameters or [])
             rows = result.fetchall()
             return [column[0] for column in result.description], rows
 

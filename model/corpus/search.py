@@ -48,7 +48,8 @@ class TokenQuery:
 
     layer: Layer
     vector: np.ndarray  # [dims] reduced as the index's vectors are
-    description: str  # "“chat” (position 3) in sentence 12" or "“chat” in the sentence typed"
+    description: str  # "“▁chat” (position 3) in sentence 12" or "“▁chat” (position 3) in “the sentence typed”"
+    piece: str = ""  # the token's piece
     row_id: int | None = None  # its own row when it is a token of the index
 
 
@@ -109,7 +110,7 @@ def index_token(
         raise CorpusIndexError(f"no {layer.side} token {what}{where} in the index")
     row_id, found_sentence, found_position, piece = rows[0]
     vector = np.asarray(index.layer_vectors(layer)[row_id], np.float32)
-    return TokenQuery(layer, vector, f"“{piece}” (position {found_position}) in sentence {found_sentence}", int(row_id))
+    return TokenQuery(layer, vector, f"“{piece}” (position {found_position}) in sentence {found_sentence}", piece, int(row_id))
 
 
 def typed_token(
@@ -134,7 +135,7 @@ def typed_token(
     if not 0 <= position < len(pieces):
         raise CorpusIndexError(f"position {position}: the sentence has {len(pieces)} {layer.side} pieces (0 to {len(pieces) - 1})")
     vector = index.projection(layer).apply(reading.arrays[layer.array][position : position + 1])[0]  # [dims]
-    return TokenQuery(layer, vector, f"“{pieces[position]}” (position {position}) in “{text}”")
+    return TokenQuery(layer, vector, f"“{pieces[position]}” (position {position}) in “{text}”", pieces[position])
 
 
 def nearest_tokens(index: CorpusIndex, query: TokenQuery, k: int = 10, metric: str = "cosine") -> list[TokenMatch]:
