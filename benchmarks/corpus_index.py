@@ -18,7 +18,7 @@ from pathlib import Path
 
 from common import best_seconds, print_table
 
-from model.corpus.build import IndexOptions, build_index
+from model.corpus.build import IndexBuilder, IndexOptions
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import Layer, parse_head
 from model.corpus.search import head_query, index_token, nearest_tokens
@@ -49,7 +49,7 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     bundle = open_model(args.model)
     started = time.perf_counter()
-    result = build_index(bundle, args.model, IndexCorpus("toy-fr", limit=args.sentences), folder, IndexOptions())
+    result = IndexBuilder(bundle, args.model, IndexCorpus("toy-fr", limit=args.sentences), folder, IndexOptions()).run()
     indexing = time.perf_counter() - started
     load_after = os.getloadavg()[0]
     figures = {"indexing (s)": indexing, "disk (GB)": folder_bytes(folder) / 1e9, "peak memory (GB)": peak_memory_gb()}

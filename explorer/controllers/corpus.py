@@ -25,7 +25,7 @@ from model.corpus.build import IndexBuilder, IndexOptions, IndexProgress, IndexR
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import MANIFEST, CorpusIndexError, Layer
 from model.corpus.qk import head_map, layer_maps, write_map_csv
-from model.corpus.search import HeadQueryResult, TokenMatch, head_query, index_token, nearest_tokens, typed_token
+from model.corpus.search import TokenMatch, head_query, index_token, nearest_tokens, typed_token
 from model.corpus.sources import IndexCorpus
 from model.errors import UserError
 from model.figures.qk_map import MapPanel, save_qk_maps
@@ -183,7 +183,7 @@ class CorpusController:
             self.message.emit(f"{index.folder.name} holds no {side} vectors.")
             return False
         trace = self.explore.trace
-        shown = trace.source_tokens if side == "encoder" else trace.decoder_input_tokens if trace else []
+        shown = [] if trace is None else trace.source_tokens if side == "encoder" else trace.decoder_input_tokens
         expected = shown[position] if trace is not None and position < len(shown) else None
         copied = job_bundle(bundle)
 
@@ -200,7 +200,12 @@ class CorpusController:
         return True
 
     def search_index_token(
-        self, layer: Layer, token: str | None, sentence_id: int | None = None, position: int | None = None, k: int = 10,
+        self,
+        layer: Layer,
+        token: str | None,
+        sentence_id: int | None = None,
+        position: int | None = None,
+        k: int = 10,
         metric: str = "cosine",
     ) -> bool:
         """The tokens nearest a token of the index (a piece's first occurrence, or a sentence's position)."""

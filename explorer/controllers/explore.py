@@ -181,12 +181,12 @@ class ExploreController:
         the step that reads it, p + 1 tokens decoded. The controls show the sentence (``text_replaced``)."""
         if not self.translate(text):
             return False
-        self.text_replaced.emit(text, f"Opened {origin}.")
         if position is not None and side == "encoder":
             self.focused_source = position
             self._publish()
         elif position is not None:
             self.go_to_step(position + 1)
+        self.text_replaced.emit(text, f"Opened {origin}.")  # after the views are drawn: the tab's hint says it
         return True
 
     def toggle_head(self, head: Head) -> None:

@@ -1,6 +1,6 @@
 """The corpus index: a model run over a corpus once, kept on disk, then searched and mapped.
 
-``build_index`` (build.py) decodes every sentence of a corpus (a built-in one or the user's file, sources.py) greedily
+``IndexBuilder`` (build.py) decodes every sentence of a corpus (a built-in one or the user's file, sources.py) greedily
 in batches and keeps, per token, its residual-stream vector at chosen layers (reduced by PCA, reduce.py), the queries
 and keys of chosen heads, and per sentence and head the statistics of the heads table (extract.py). The folder it
 fills (layout.py) holds a DuckDB database (store.py), memory-mapped .npy arrays (chunks.py), a manifest naming the

@@ -1,7 +1,7 @@
 """Building a corpus index in the background: a model run over a corpus chunk by chunk, with progress, a cancel flag
 and resume.
 
-``build_index`` first fits the PCA of each residual layer on the corpus's first sentences (``projection.npz``), then
+``IndexBuilder(...).run()`` first fits the PCA of each residual layer on the corpus's first sentences (``projection.npz``), then
 indexes chunks of ``chunk_size`` sentences in order. A chunk is finished when its arrays folder has been renamed into
 place and its rows committed to the database in one transaction; a run that is cancelled, interrupted or stopped by a
 full disk keeps every finished chunk, and running it again (the same model, corpus and settings) continues after the
@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from model.corpus.chunks import join_array, remove_chunks, tidy_chunks, write_chunk
 from model.corpus.extract import BatchReading, check_model, read_sentences_batched
@@ -36,6 +37,7 @@ from model.corpus.tables import chunk_tables
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import OutputError, write_failure
+from model.io.bundle import ModelBundle
 from model.io.digest import model_digest
 from model.runtime import follow_free_cores
 
@@ -96,7 +98,7 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
     heads = parse_index_heads(options.heads, config.n_encoder_layers, config.n_decoder_layers, config.n_heads)
     return Manifest(
         model=model_name,
-        model_digest=model_digest(bundle),
+        model_digest=model_digest(cast(ModelBundle, bundle)),
         model_description=config.describe(),
         corpus=corpus.to_dict(),
         n_sentences=n_sentences,
@@ -255,16 +257,3 @@ class IndexBuilder:
         self.manifest.counts = dict(sentences=int(counts[0]), encoder_tokens=int(counts[1]), decoder_tokens=int(counts[2]))
         self.manifest.complete = True
         self.manifest.write(self.folder)
-
-
-def build_index(
-    bundle: Bundle,
-    model_name: str,
-    corpus: IndexCorpus,
-    folder: str | Path,
-    options: IndexOptions | None = None,
-    progress: Callable[[IndexProgress], None] | None = None,
-    stop: Callable[[], bool] | None = None,
-) -> IndexResult:
-    """Index ``corpus`` with ``bundle`` into ``folder`` (see the module's docstring); resumes an unfinished index there."""
-    return IndexBuilder(bundle, model_name, corpus, folder, options, progress, stop).run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -20,9 +21,9 @@ def chunk_file(folder: Path, chunk: int) -> Path:
     return folder / CHUNKS / f"{chunk:05d}.npz"
 
 
-def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def write_arrays(handle: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
     """Arrays into an open .npz file (the write a test makes fail as a full disk would)."""
-    np.savez(path, **arrays)
+    np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
 def write_chunk(folder: Path, chunk: int, arrays: dict[str, np.ndarray]) -> None:

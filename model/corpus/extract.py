@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ from model.attribution.passes import queries_keys_values
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
 from model.decoding.greedy import default_max_target, greedy_decode
-from model.family import Bundle, family_of
+from model.family import Bundle, Network, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
 from model.interventions.hooked import layer_norm, run_hooked
 from model.kinds import AttentionKind
@@ -75,7 +75,7 @@ def _padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
 def _decoded(model: Transformer, source_rows: list[list[int]]) -> list[list[int]]:
     """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it)."""
     config = model.config
-    outputs = greedy_decode(model, _padded(source_rows, config.pad_id))
+    outputs = greedy_decode(cast(Network, model), _padded(source_rows, config.pad_id))
     produced = []
     for ids, output in zip(source_rows, outputs):
         limit = default_max_target(len(ids), config.max_len) - 1
@@ -100,6 +100,8 @@ def residual(activations: dict[str, torch.Tensor], layer: Layer) -> torch.Tensor
 
 def queries_keys(model: Transformer, activations: dict[str, torch.Tensor], kind: AttentionKind, layer: int):
     """(queries [B, H, Q, d_k], keys [B, H, K, d_k]) of one attention sublayer (``layer`` from 0), from what it reads."""
+    block: Any
+    module: Any
     if kind is AttentionKind.ENCODER:
         block, index, module = model.encoder_layers[layer], 0, model.encoder_layers[layer].self_attention
         read, memory = activations[f"encoder.{layer}.resid_pre"], None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from model.corpus.layout import ARRAYS, DATABASE, PROJECTION, CorpusIndexError, 
 from model.corpus.reduce import Projection, load_projections
 from model.corpus.store import Store
 from model.family import Bundle
+from model.io.bundle import ModelBundle
 from model.io.digest import model_digest
 from model.nn.masking import Head
 
@@ -79,7 +80,7 @@ class CorpusIndex:
 
     def check_model(self, bundle: Bundle, name: str = "the model") -> None:
         """Refuse a model other than the one the index was built with (by its digest)."""
-        if model_digest(bundle) != self.manifest.model_digest:
+        if model_digest(cast(ModelBundle, bundle)) != self.manifest.model_digest:
             raise CorpusIndexError(
                 f"{self.folder}: was indexed with another model ({self.manifest.model}), not {name}; search it with that "
                 "model, or index the corpus again with this one"

@@ -89,6 +89,7 @@ def parse_layers(text: str, n_encoder: int, n_decoder: int) -> tuple[Layer, ...]
     for item in (part.strip() for part in (text or "all").split(",")):
         if not item:
             continue
+        sides: tuple[str, ...]
         if item == "all":
             sides, number = SIDES, ""
         elif item in SIDES:

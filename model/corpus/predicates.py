@@ -87,9 +87,10 @@ def parse_predicate(text: str) -> list[Condition]:
     return [_condition(part, text) for part in re.split(r"\s+and\s+", text.strip(), flags=re.IGNORECASE)]
 
 
-def where_sql(conditions: list[Condition]) -> tuple[str, list]:
+def where_sql(conditions: list[Condition]) -> tuple[str, list[float | str]]:
     """(SQL over head_stats aliased h, its parameters): the names are the table's own columns, the values bound."""
-    parts, parameters = [], []
+    parts: list[str] = []
+    parameters: list[float | str] = []
     for condition in conditions:
         if condition.operator == "~":
             parts.append(f"h.{condition.column} ILIKE ?")

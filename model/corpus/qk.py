@@ -138,6 +138,8 @@ def head_map(
         sentence_ids=np.concatenate([q_sentences, k_sentences]).astype(np.int64),
         row_ids=np.concatenate([q_rows, k_rows]).astype(np.int64),
         axis_names=axis_names,
+        sides=(query_side(head.kind), key_side(head.kind)),
+        sentence_texts={sentence: source for sentence, (source, _) in index.sentences(chosen.tolist()).items()},
     )
     panel.notes = [f"position R² {position_share(panel):.2f}", f"own-type neighbours {own_type_share(panel):.2f}"]
     return panel

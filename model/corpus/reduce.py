@@ -49,7 +49,7 @@ def save_projections(path: Path, projections: dict[str, Projection]) -> None:
         arrays[f"{name}/explained"] = projection.explained
     with atomic_output(path) as temporary:
         with open(temporary, "wb") as handle:
-            np.savez(handle, **arrays)
+            np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
 def load_projections(path: Path, names: list[str]) -> dict[str, Projection]:

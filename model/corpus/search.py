@@ -11,6 +11,7 @@ index (``index_token``) or of a sentence the user types, read by the model the i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,8 @@ def index_token(
     """A token of the index as a query: at ``sentence_id`` and ``position``, or the first occurrence of ``token`` (in
     ``sentence_id`` when given). A token matches its piece with or without the word-start mark ("chat", "▁chat")."""
     index.check_layer(layer)
-    conditions, parameters = ["side = ?"], [layer.side]
+    conditions: list[str] = ["side = ?"]
+    parameters: list[Any] = [layer.side]
     if sentence_id is not None:
         conditions.append("sentence_id = ?")
         parameters.append(int(sentence_id))

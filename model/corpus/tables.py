@@ -37,7 +37,7 @@ def chunk_tables(
     }
     sentences = reading.sentences
     ids = list(range(first_sentence, first_sentence + len(sentences)))
-    table_sentences = {
+    table_sentences: dict[str, list] = {
         "sentence_id": ids,
         "chunk": [chunk] * len(ids),
         "source": [sentence.source for sentence in sentences],

@@ -41,6 +41,8 @@ class MapPanel:
     row_ids: np.ndarray  # [n] the token's row in its side's arrays
     axis_names: tuple[str, str] = ("1", "2")
     notes: list[str] = field(default_factory=list)  # one line each under the panel (how well position is read off)
+    sides: tuple[str, str] = ("encoder", "encoder")  # whose tokens the queries and the keys are (a view opens them)
+    sentence_texts: dict[int, str] = field(default_factory=dict)  # sentence id -> its text (a view's hover shows it)
 
 
 def frequent_tokens(panels: Sequence[MapPanel], count: int = TOKEN_COLOURS) -> list[str]:

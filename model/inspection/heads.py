@@ -83,7 +83,7 @@ def heads_statistics(
     return [
         HeadStatistics(
             **{name: float(values[index]) for name, values in columns.items()}, role=roles[index], role_score=float(scores[index])
-        )  # type: ignore[arg-type]
+        )
         for index in range(n_matrices)
     ]
 

@@ -8,28 +8,12 @@ import csv
 import pytest
 
 import model.corpus.build as build_module
-from model.cli.commands import main
-from model.runtime import set_cpu_threads
 from tests.conftest import assert_figure, saved_model
 
 
 @pytest.fixture(scope="module")
 def model_file(toy_fr_bundle, tmp_path_factory):
     return str(saved_model(toy_fr_bundle[0], tmp_path_factory.mktemp("model")))
-
-
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """main([...]) in a fresh folder: (exit code, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    set_cpu_threads(1)
-
-    def command(*arguments: str) -> tuple[int, str, str]:
-        code = main(list(arguments))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return command
 
 
 INDEX = ("--corpus", "toy-fr", "--limit", "20", "--chunk-size", "8", "--batch-size", "8", "--heads", "decoder:1", "--quiet")

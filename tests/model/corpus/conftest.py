@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from model.corpus.build import IndexOptions, build_index
+from model.corpus.build import IndexBuilder, IndexOptions
 from model.corpus.sources import IndexCorpus
 from model.runtime import set_cpu_threads
 
@@ -15,11 +15,11 @@ OPTIONS = IndexOptions(heads="decoder:1,cross", chunk_size=8, batch_size=4, pca_
 
 
 def build(bundle, folder: Path, **changes):
-    """``build_index`` of the shared corpus and options (``changes`` replace options or give progress and stop)."""
+    """An index of the shared corpus and options (``changes`` replace options or give progress and stop)."""
     options = IndexOptions(**{**OPTIONS.__dict__, **{k: v for k, v in changes.items() if k in OPTIONS.__dict__}})
     extra = {k: v for k, v in changes.items() if k not in OPTIONS.__dict__}
     corpus = extra.pop("corpus", CORPUS)
-    return build_index(bundle, "tiny", corpus, folder, options, **extra)
+    return IndexBuilder(bundle, "tiny", corpus, folder, options, **extra).run()
 
 
 @pytest.fixture(scope="session")
