@@ -142,6 +142,7 @@ class HeadQueryPanel(HeadChoice):
         self.where = QLineEdit("previous >= 0.5")
         self.where.setToolTip(PREDICATE_HELP)
         self.where.setPlaceholderText("previous >= 0.5 and entropy < 0.3")
+        self.where.setMinimumWidth(320)
         self.run_button = QPushButton("Find sentences")
         self.total_label = QLabel("")
         self.total_label.setWordWrap(True)

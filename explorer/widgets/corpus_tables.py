@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QAbstractTextDocumentLayout, QPalette, QTextDocument
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -50,6 +50,20 @@ def highlighted_html(pieces: list[str], position: int) -> str:
 class RichTextDelegate(QStyledItemDelegate):
     """Draws a cell's HTML_TEXT (one line) where it has one."""
 
+    @staticmethod
+    def _document(text: str, option: QStyleOptionViewItem) -> QTextDocument:
+        document = QTextDocument()
+        document.setDefaultFont(option.font)
+        document.setHtml(text)
+        return document
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:  # noqa: N802
+        text = index.data(HTML_TEXT)
+        if not text:
+            return super().sizeHint(option, index)
+        document = self._document(text, option)
+        return QSize(int(document.idealWidth()) + 8, int(document.size().height()))
+
     def paint(self, painter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         text = index.data(HTML_TEXT)
         if not text:
@@ -58,9 +72,7 @@ class RichTextDelegate(QStyledItemDelegate):
         self.initStyleOption(option, index)
         option.text = ""
         option.widget.style().drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter, option.widget)
-        document = QTextDocument()
-        document.setDefaultFont(option.font)
-        document.setHtml(text)
+        document = self._document(text, option)
         context = QAbstractTextDocumentLayout.PaintContext()
         if option.state & QStyle.StateFlag.State_Selected:
             context.palette.setColor(QPalette.ColorRole.Text, option.palette.color(QPalette.ColorRole.HighlightedText))

@@ -17,7 +17,7 @@ from model.data.token_labels import display_labels
 from model.figures.attention import FigureOptions
 from model.figures.qk_map import MAX_COLUMNS, MapPanel, frequent_tokens, point_colours
 
-SYMBOLS = {True: "o", False: "t"}  # queries, keys
+SYMBOLS = {True: "o", False: "t1"}  # queries (circles), keys (triangles pointing up, as in the figure)
 
 
 def _qcolours(colours: list) -> list:

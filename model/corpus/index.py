@@ -55,7 +55,7 @@ class CorpusIndex:
         manifest = self.manifest
         state = "complete" if manifest.complete else f"{self.n_sentences:,} of {manifest.n_sentences:,} sentences (unfinished)"
         corpus = manifest.corpus.get("name", "?")
-        return f"{self.folder.name}: {Path(str(corpus)).name} with {manifest.model} — {state}"
+        return f"{self.folder.name}: {Path(str(corpus)).name} with {Path(manifest.model).name} — {state}"
 
     def check_layer(self, layer: Layer) -> Layer:
         if layer not in self.manifest.layer_list:

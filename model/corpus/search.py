@@ -20,7 +20,7 @@ from model.corpus.index import CorpusIndex
 from model.corpus.layout import CorpusIndexError, Layer
 from model.corpus.predicates import Condition, order_column, parse_predicate, where_sql
 from model.data.corpora import Pair
-from model.data.token_labels import WORD_START
+from model.data.token_labels import WORD_START, display_labels
 from model.family import Bundle
 from model.nn.masking import Head
 
@@ -49,7 +49,7 @@ class TokenQuery:
 
     layer: Layer
     vector: np.ndarray  # [dims] reduced as the index's vectors are
-    description: str  # "“▁chat” (position 3) in sentence 12" or "“▁chat” (position 3) in “the sentence typed”"
+    description: str  # "“chat” (position 3) in sentence 12" or "“chat” (position 3) in “the sentence typed”"
     piece: str = ""  # the token's piece
     row_id: int | None = None  # its own row when it is a token of the index
 
@@ -112,7 +112,8 @@ def index_token(
         raise CorpusIndexError(f"no {layer.side} token {what}{where} in the index")
     row_id, found_sentence, found_position, piece = rows[0]
     vector = np.asarray(index.layer_vectors(layer)[row_id], np.float32)
-    return TokenQuery(layer, vector, f"“{piece}” (position {found_position}) in sentence {found_sentence}", piece, int(row_id))
+    described = f"“{display_labels([piece])[0]}” (position {found_position}) in sentence {found_sentence}"
+    return TokenQuery(layer, vector, described, piece, int(row_id))
 
 
 def typed_token(
@@ -137,7 +138,8 @@ def typed_token(
     if not 0 <= position < len(pieces):
         raise CorpusIndexError(f"position {position}: the sentence has {len(pieces)} {layer.side} pieces (0 to {len(pieces) - 1})")
     vector = index.projection(layer).apply(reading.arrays[layer.array][position : position + 1])[0]  # [dims]
-    return TokenQuery(layer, vector, f"“{pieces[position]}” (position {position}) in “{text}”", pieces[position])
+    described = f"“{display_labels([pieces[position]])[0]}” (position {position}) in “{text}”"
+    return TokenQuery(layer, vector, described, pieces[position])
 
 
 def nearest_tokens(index: CorpusIndex, query: TokenQuery, k: int = 10, metric: str = "cosine") -> list[TokenMatch]:

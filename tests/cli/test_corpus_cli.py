@@ -25,7 +25,7 @@ def test_index_then_search_and_map_it(run, model_file, tmp_path):
     assert out.splitlines()[-1].startswith("20 sentences, ") and "idx: 20 sentences indexed" in out
     code, out, err = run("search", "idx", "--token", "the", "--k", "3", "--layer", "encoder:2", "--csv", "near.csv")
     lines = out.splitlines()
-    assert code == 0 and lines[0].startswith("nearest to “▁the” (position ") and "at encoder:2 (cosine)" in lines[0]
+    assert code == 0 and lines[0].startswith("nearest to “the” (position ") and "at encoder:2 (cosine)" in lines[0]
     assert lines[1].split()[:2] == ["1", "0.0000"] and "[the]" in lines[1]
     with open(tmp_path / "near.csv", encoding="utf-8", newline="") as handle:
         assert len(list(csv.DictReader(handle))) == 3

@@ -15,6 +15,7 @@ from model.corpus.search import head_query, index_token, nearest_rows, nearest_t
 from model.corpus.sources import read_sentences
 from model.corpus.store import Store
 from model.corpus.tables import chunk_tables
+from model.data.token_labels import display_labels
 from model.kinds import AttentionKind
 from tests.model.corpus.conftest import CORPUS
 
@@ -45,7 +46,7 @@ def test_a_sentence_of_the_corpus_typed_again_finds_its_own_token(built_index, t
         assert (best.sentence_id, best.position, best.token) == (4, 2, pieces[2])
         assert best.distance < 1e-3  # the same vector, but for float16 storage and another batch's padding
         by_token = typed_token(index, tiny, sentence, layer, token=pieces[2].lstrip("▁"))  # its first occurrence
-        assert f"“{pieces[2]}” (position {pieces.index(pieces[2])})" in by_token.description
+        assert f"“{display_labels([pieces[2]])[0]}” (position {pieces.index(pieces[2])})" in by_token.description
 
 
 def test_a_token_query_from_another_model_or_for_what_is_not_there_is_refused(built_index, other_model, tiny):
