@@ -229,6 +229,7 @@ def add_qk_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="draws the sentences, seeds t-SNE and UMAP (default 0)")
     parser.add_argument("--raw", action="store_true", help="map the raw vectors (no key translation and scaling)")
     parser.add_argument("--width", default="6.9", help="figure width in inches, or column / page (default 6.9)")
+    parser.add_argument("--dpi", type=float, default=300, help="a PNG's resolution (default 300)")
     parser.add_argument("--out", required=True, metavar="MAP.png|svg|pdf|csv", help="the figure, or the points as CSV")
 
 
@@ -257,7 +258,7 @@ def run_qk(args) -> int:
     if suffix == ".csv":
         write_map_csv(panels, args.out, args.method)
     else:
-        save_qk_maps(panels, args.out, args.colour, options, caption)
+        save_qk_maps(panels, args.out, args.colour, options, caption, args.dpi)
     for panel in panels:
         print(f"{panel.title}: {len(panel.xy)} points; " + "; ".join(panel.notes))
     print(f"wrote {args.out}")

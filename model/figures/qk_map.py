@@ -158,7 +158,12 @@ def _draw_panel(axes, panel: MapPanel, colours: list, size: float) -> None:
 
 
 def save_qk_maps(
-    panels: Sequence[MapPanel], path, colour_by: str = "position", options: FigureOptions | None = None, caption: str = ""
+    panels: Sequence[MapPanel],
+    path,
+    colour_by: str = "position",
+    options: FigureOptions | None = None,
+    caption: str = "",
+    dpi: float = 300,
 ):
-    """The maps as a figure file (PNG, SVG or PDF by the suffix), written atomically."""
-    return save_figure(qk_map_figure(panels, colour_by, options, caption), path)
+    """The maps as a figure file (PNG at ``dpi``, SVG or PDF by the suffix), written atomically."""
+    return save_figure(qk_map_figure(panels, colour_by, options, caption), path, dpi)
