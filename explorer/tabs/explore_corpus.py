@@ -37,9 +37,14 @@ class ExploreCorpus:
 
     def find_similar(self, side: str, chip: int) -> bool:
         """Search the index for the chip's token ("encoder": a source piece, "decoder": a target token)."""
+        if self.tab.word_level.isChecked():
+            self.tab.explore.message.emit("The corpus index holds pieces: untick Words to search for one.")
+            return False
         position = chip if side == "encoder" else self.decoder_position(chip)
         if position is None:
-            self.tab.explore.message.emit("The last token is never read by the decoder: choose another to search for.")
+            self.tab.explore.message.emit(
+                "The decoder has not read this token (the last one is never read): choose another to search for."
+            )
             return False
         return self.corpus.find_similar(side, position)
 

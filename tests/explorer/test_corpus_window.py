@@ -54,6 +54,8 @@ def test_a_token_of_explore_finds_itself_and_a_result_opens_in_explore(qtbot, co
     assert window.explore.text == window.controllers.corpus.index.sentences([sentence_id])[sentence_id][0]
     assert tab.source_tokens.current == position and tab.hint.text().startswith(f"Opened sentence {sentence_id} of index")
     assert not tab.corpus_search.find_similar("decoder", len(window.explore.trace.target_tokens) - 1)  # the last: never read
+    tab.word_level.setChecked(True)  # words, not the index's pieces: refused with a line
+    assert not tab.corpus_search.find_similar("encoder", 0) and window.statusBar().currentMessage().startswith("The corpus index")
 
 
 def test_a_heads_sentences_and_a_layers_query_key_map(qtbot, corpus_window, tmp_path):

@@ -15,7 +15,9 @@ OPTIONS = IndexOptions(heads="decoder:1,cross", chunk_size=8, batch_size=4, pca_
 
 
 def build(bundle, folder: Path, **changes):
-    """An index of the shared corpus and options (``changes`` replace options or give progress and stop)."""
+    """An index of the shared corpus and options (``changes`` replace options or give progress and stop), built on one
+    core (small batches run fastest so, and a session fixture comes before the autouse one below)."""
+    set_cpu_threads(1)
     options = IndexOptions(**{**OPTIONS.__dict__, **{k: v for k, v in changes.items() if k in OPTIONS.__dict__}})
     extra = {k: v for k, v in changes.items() if k not in OPTIONS.__dict__}
     corpus = extra.pop("corpus", CORPUS)
