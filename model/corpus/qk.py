@@ -11,6 +11,7 @@ near. ``normalise=False`` maps the raw vectors.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,7 +87,9 @@ def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> tuple[np
             "PCA and t-SNE need nothing more"
         ) from None
     neighbours = int(min(15, len(vectors) - 1))
-    embedded = umap.UMAP(n_components=2, n_neighbors=neighbours, random_state=seed).fit_transform(vectors)
+    with warnings.catch_warnings():  # its notes on seeding and on falling back to a random start are not the user's
+        warnings.simplefilter("ignore", UserWarning)
+        embedded = umap.UMAP(n_components=2, n_neighbors=neighbours, random_state=seed, n_jobs=1).fit_transform(vectors)
     return np.asarray(embedded), ("UMAP 1", "UMAP 2")
 
 

@@ -111,7 +111,7 @@ def qk_map_figure(
     columns = min(len(panels), MAX_COLUMNS)
     rows = math.ceil(len(panels) / columns)
     gap = size * 2.2
-    side = (width - gap * (columns + 1)) / columns
+    side = min((width - gap * (columns + 1)) / columns, width * 0.55)  # one head: not a page-high square
     caption_lines = wrap(caption, size, width - 2 * gap) if caption and options.caption else []
     notes = max(len(panel.notes) for panel in panels)
     panel_height = size * LINE + side + size * LINE * (1 + notes) + gap * 0.5  # title, axes, axis name and notes
@@ -153,8 +153,16 @@ def _draw_panel(axes, panel: MapPanel, colours: list, size: float) -> None:
     axes.set_yticks([])
     axes.set_xlabel(panel.axis_names[0], fontsize=size * 0.85, labelpad=1)
     axes.set_ylabel(panel.axis_names[1], fontsize=size * 0.85, labelpad=1)
-    for number, note in enumerate(panel.notes):
-        axes.text(0, -0.08 - 0.07 * (number + 1), note, transform=axes.transAxes, fontsize=size * 0.8, va="top")
+    for number, note in enumerate(panel.notes):  # below the axis name, a line each, placed in points
+        axes.annotate(
+            note,
+            xy=(0, 0),
+            xycoords="axes fraction",
+            xytext=(0, -size * LINE * (number + 1.2)),
+            textcoords="offset points",
+            fontsize=size * 0.8,
+            va="top",
+        )
 
 
 def save_qk_maps(
