@@ -4,10 +4,13 @@ print and write, Ctrl-C then the same command (resumed), and each bad input answ
 from __future__ import annotations
 
 import csv
+import errno
+from pathlib import Path
 
 import pytest
 
 import model.corpus.build as build_module
+from model.corpus import chunks
 from tests.conftest import assert_figure, saved_model
 
 
@@ -59,6 +62,23 @@ def test_ctrl_c_keeps_the_chunks_finished_and_the_same_command_resumes(run, mode
     monkeypatch.setattr(build_module, "read_sentences_batched", read)
     code, out, err = run("index", "--model", model_file, "--out", "idx", *INDEX)
     assert code == 0 and "20 sentences indexed, resumed after 8" in out
+
+
+def test_a_full_disk_is_one_line_and_the_same_command_resumes(run, model_file, monkeypatch):
+    written = chunks.write_arrays
+
+    def full(handle, arrays):
+        if Path(handle.name).name.startswith(".00001.npz"):  # the second chunk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written(handle, arrays)
+
+    monkeypatch.setattr(chunks, "write_arrays", full)
+    message = _error(run("index", "--model", model_file, "--out", "idx", *INDEX), "index")
+    assert message.startswith("transformer-explorer index: error: idx: indexing stopped: ")
+    assert "(the disk is full)" in message and "the 8 sentences indexed before are kept" in message
+    monkeypatch.setattr(chunks, "write_arrays", written)
+    code, out, _ = run("index", "--model", model_file, "--out", "idx", *INDEX)
+    assert code == 0 and "resumed after 8" in out
 
 
 def _error(result: tuple[int, str, str], command: str) -> str:
