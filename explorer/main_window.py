@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from explorer.controllers.window import WindowControllers
     from model.io.bundle import ModelBundle
 
-EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB = 0, 1, 2  # positions in the tab bar
+EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB, CORPUS_TAB = 0, 1, 2, 3  # positions in the tab bar
 OPEN_CHANNEL = "open-model"  # the runner's channel of model loads
 CLOSE_TIMEOUT_S = 60  # how long closing waits for the jobs to end (each stops within a step, a pair or a batch)
 
@@ -89,16 +89,22 @@ class MainWindow(QMainWindow):
         self.explore_tab = ExploreTab(self.controllers, self.settings)
         # The other two tabs are built the first time they are shown (or asked for): the window
         # opens sooner, with the default model decoded.
-        self._lazy_tabs = {POSITIONAL_TAB: self._make_positional_tab, TRAIN_TAB: self._make_training_tab}
+        self._lazy_tabs = {
+            POSITIONAL_TAB: self._make_positional_tab,
+            TRAIN_TAB: self._make_training_tab,
+            CORPUS_TAB: self._make_corpus_tab,
+        }
         self._built_tabs[EXPLORE_TAB] = self.explore_tab
         self.tabs.addTab(self.explore_tab, "&Explore")
         self.tabs.addTab(QWidget(), "&Positional encoding")
         self.tabs.addTab(QWidget(), "&Train")
+        self.tabs.addTab(QWidget(), "&Corpus")
         for index, tip in enumerate(
             (
                 "Type a sentence, step through decoding and inspect every attention head",
                 "The model's positional encodings and their relative-position property",
                 "Train a new model on a built-in corpus or your own file",
+                "Index a corpus with the model: similar tokens, sentences where a head behaves so, query-key maps",
             )
         ):
             self.tabs.setTabToolTip(index, tip)
@@ -109,6 +115,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.device_label)
         self.explore.model_changed.connect(self._on_model_changed)
         self.explore.message.connect(self._on_message)
+        self.controllers.corpus.show_requested.connect(lambda: self.tabs.setCurrentIndex(CORPUS_TAB))
+        self.controllers.corpus.explore_requested.connect(lambda: self.tabs.setCurrentIndex(EXPLORE_TAB))
         self._build_menus()
         self._restore_settings()
         self._on_model_changed(self.explore.bundle)
@@ -129,6 +137,11 @@ class MainWindow(QMainWindow):
         tab.confirm_start = lambda: self.confirm_replacing_model("The model this training makes will replace it.")
         tab.failed.connect(lambda text: self.show_error("Training failed", text))
         return tab
+
+    def _make_corpus_tab(self) -> QWidget:
+        from explorer.tabs.corpus_tab import CorpusTab  # deferred: built when first shown
+
+        return CorpusTab(self.controllers, self.settings)
 
     def _tab(self, index: int) -> QWidget:
         """The tab at index, built (in place of its placeholder) on first use."""
@@ -156,6 +169,10 @@ class MainWindow(QMainWindow):
     @property
     def training_tab(self):
         return self._tab(TRAIN_TAB)
+
+    @property
+    def corpus_tab(self):
+        return self._tab(CORPUS_TAB)
 
     def is_training(self) -> bool:
         return self.built and self.controllers.training.running

@@ -6,6 +6,9 @@ pruning curve and the AER table of every measure; with ``--timeline``, the defau
 snapshot, its difference from the final model, and the curves over training; with ``--interventions``, the
 Interventions view: the logit lens and activation patching of a number minimal pair; with ``--neuron``, the neuron view
 of the reverse model's decoder self-attention, layer 1, head 3 (positional by its terms).
+Interventions view: the logit lens and activation patching of a number minimal pair; with ``--corpus``, the Corpus
+tab over an index of toy-fr sentences (built first, or ``--index FOLDER``): a source token's nearest tokens, a
+decoder head's sentences and the query-key maps of decoder layer 1.
 
     python -m explorer.screenshots --out resources/screenshots [--model default] [--train-seconds 40]
     python -m explorer.screenshots --out resources/screenshots --families
@@ -13,6 +16,7 @@ of the reverse model's decoder self-attention, layer 1, head 3 (positional by it
     python -m explorer.screenshots --out resources/screenshots --timeline
     python -m explorer.screenshots --out resources/screenshots --interventions
     python -m explorer.screenshots --out resources/screenshots --neuron --model reverse --text "t p n b e h j b"
+    python -m explorer.screenshots --out resources/screenshots --corpus [--index FOLDER]
 
 Runs under any Qt platform: a real or virtual X server (``xvfb-run``), or ``QT_QPA_PLATFORM=offscreen``.
 """
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeline", action="store_true", help="the timeline screenshots only (the model's snapshots)")
     parser.add_argument("--interventions", action="store_true", help="the Interventions view's screenshots only")
     parser.add_argument("--neuron", action="store_true", help="the neuron view's screenshot only (of --model reverse)")
+    parser.add_argument("--corpus", action="store_true", help="the Corpus tab's screenshots only")
+    parser.add_argument("--index", help="--corpus: an index of the model to show (default: 2,000 toy-fr sentences, built)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -99,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         return intervention_shots(app, window, shot)
     if args.neuron:
         return neuron_shot(app, window, shot)
+    if args.corpus:
+        return corpus_shots(app, window, shot, args.index)
     tab.views.setCurrentWidget(tab.grid)
     report_layer = window.explore.bundle.config.n_decoder_layers - 1
     tab.layer_box.setValue(report_layer + 1)
@@ -234,6 +242,38 @@ def neuron_shot(app, window, shot) -> int:
     _wait(app, 60, lambda: not neuron.running and neuron.row is not None)
     neuron.set_query(4)
     shot("neuron-view")
+    window.close()
+    return 0
+
+
+def corpus_shots(app, window, shot, index: str | None) -> int:
+    """The Corpus tab: the nearest tokens of the sentence's third source piece, the sentences where decoder layer 1
+    head 2 looks at the previous token, and the query-key maps of decoder layer 1's heads."""
+    tab, corpus = window.explore_tab, window.controllers.corpus
+    corpus_tab = window.corpus_tab
+    if index is None:
+        corpus_tab.source.setEditText("toy-fr")
+        corpus_tab.limit.setValue(2000)
+        corpus_tab.folder.setText(str(Path(tempfile.mkdtemp()) / "toy-fr-index"))
+        corpus_tab.build()
+        _wait(app, 600, lambda: not corpus.building)
+    elif not corpus_tab.open_index(index):
+        print(corpus_tab.status.text(), file=sys.stderr)
+        return 1
+    window.tabs.setCurrentWidget(tab)
+    tab.corpus_search.find_similar("encoder", 2)
+    _wait(app, 60, lambda: corpus_tab.similar.table.rowCount() > 0)
+    corpus_tab.similar.table.selectRow(1)
+    shot("corpus-similar-tokens")
+    corpus_tab.heads.set_head(Head(AttentionKind.DECODER, 0, 1), "previous >= 0.5 and entropy < 0.3")
+    corpus_tab.heads.run_button.click()
+    _wait(app, 60, lambda: corpus_tab.heads.table.rowCount() > 0)
+    shot("corpus-head-query")
+    corpus_tab.panels.setCurrentWidget(corpus_tab.maps)
+    corpus_tab.maps.sentences_box.setValue(150)
+    corpus_tab.maps.draw_button.click()
+    _wait(app, 120, lambda: len(corpus_tab.maps.view.panels) > 0)
+    shot("corpus-qk-maps")
     window.close()
     return 0
 

@@ -17,7 +17,7 @@ MAX_RECENT = 8
 SHORTCUTS = "\n".join(
     [
         "Ctrl+O  open a model      Ctrl+Shift+S  save it as…      Ctrl+Q  quit",
-        "Ctrl+1/2/3  Explore / Positional encoding / Train",
+        "Ctrl+1/2/3/4  Explore / Positional encoding / Train / Corpus",
         "Explore: Enter translate, Alt+Right / Alt+Left step, Alt+End run to end, Alt+Home reset,",
         "  Ctrl+E export the focus view, Ctrl+Shift+C copy it to the clipboard",
         "Train: Ctrl+Return start, Ctrl+P pause/resume, Escape cancel",
@@ -62,7 +62,7 @@ class WindowMenus:
         self.window, self.settings, self.actions = window, settings, actions
         self._file_menu(window.menuBar().addMenu("&File"))
         view_menu = window.menuBar().addMenu("&View")
-        for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3")):
+        for index, key in enumerate(("Ctrl+1", "Ctrl+2", "Ctrl+3", "Ctrl+4")):
             choose = lambda checked=False, i=index: tabs.setCurrentIndex(i)  # noqa: E731
             self._add(view_menu, tabs.tabText(index).replace("&", ""), choose, key)
         help_menu = window.menuBar().addMenu("&Help")

@@ -173,7 +173,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=".partial", dir=path.parent)
         os.close(descriptor)
     except OSError as error:  # named after the file the user asked for, not the temporary one
-        raise OutputError(f"{path}: cannot be written ({_reason(error)})") from None
+        raise OutputError(f"{path}: cannot be written ({failure_reason(error)})") from None
     try:
         yield Path(temporary)
         if path.exists():
@@ -206,7 +206,7 @@ def write_failure(error: BaseException, path: str | os.PathLike) -> OutputError 
     if isinstance(error, UserError) or not isinstance(error, Exception):
         return None
     cause = next((link for link in _chain(error) if isinstance(link, OSError)), None)
-    reason = _reason(cause) if cause is not None else f"{type(error).__name__}: {error}"
+    reason = failure_reason(cause) if cause is not None else f"{type(error).__name__}: {error}"
     return OutputError(f"{path}: cannot be written ({reason}); an earlier file is unchanged")
 
 
@@ -220,9 +220,9 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
         link = link.__cause__ or link.__context__
 
 
-def _reason(error: OSError) -> str:
-    """Why a write failed, in words: a full disk says so whatever layer noticed it (numpy's own
-    "N requested and M written" included)."""
+def failure_reason(error: OSError) -> str:
+    """Why a write failed, in words (what ``atomic_output``'s messages say): a full disk says so whatever layer
+    noticed it (numpy's own "N requested and M written" included)."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in str(error):
         return "the disk is full"
     if error.errno == errno.EFBIG:

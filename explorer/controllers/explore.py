@@ -49,6 +49,7 @@ class ExploreController:
         self.options = DecodingOptions()
         self.masked_heads: tuple[Head, ...] = ()  # knocked out in the active model
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
+        self.focused_source: int | None = None  # a source piece pointed at (a corpus search's result), marked in the tab
         self._trained: Bundle | None = None  # the last model trained in this session
 
     @property
@@ -127,6 +128,7 @@ class ExploreController:
         """Start decoding ``text``; with ``run`` decode to the end. False (and a message) when it cannot.
         ``unknown_said``: the caller says itself how much of the text the model does not know."""
         self.text = text
+        self.focused_source = None
         if options is not None:
             self.options = options
         if self.bundle is None:
@@ -172,6 +174,20 @@ class ExploreController:
         self.translate(sentence)
         self.text_replaced.emit(sentence, f"{unknown}: showing “{sentence}”, from {origin}, instead.")
         self.message.emit(f"Example sentence replaced by one this model can read, from {origin}.")
+
+    def show_token(self, text: str, side: str, position: int | None, origin: str) -> bool:
+        """Decode ``text`` (from ``origin``, e.g. a corpus index) to its end and point at one of its tokens: a source
+        piece (``side`` "encoder") is marked among the source pieces; decoder position p (its input piece) is shown at
+        the step that reads it, p + 1 tokens decoded. The controls show the sentence (``text_replaced``)."""
+        if not self.translate(text):
+            return False
+        if position is not None and side == "encoder":
+            self.focused_source = position
+            self._publish()
+        elif position is not None:
+            self.go_to_step(position + 1)
+        self.text_replaced.emit(text, f"Opened {origin}.")  # after the views are drawn: the tab's hint says it
+        return True
 
     def toggle_head(self, head: Head) -> None:
         """Knock ``head`` out, or put it back, and decode the sentence again at once."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from explorer.controllers.alignment import AlignmentController
 from explorer.controllers.compare import CompareController
+from explorer.controllers.corpus import CorpusController
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
 from explorer.controllers.interventions import InterventionsController
@@ -33,6 +34,7 @@ class WindowControllers:
     timeline_exports: TimelineExports
     interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
     neuron: NeuronController  # one head's query row inside, and every head's positional terms
+    corpus: CorpusController  # a corpus index: built, searched, its heads' query-key maps
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -44,11 +46,26 @@ class WindowControllers:
         curves = CurvesController(explore, runner, timeline)
         exports = TimelineExports(explore, runner, timeline, curves)
         interventions, neuron = InterventionsController(explore, runner), NeuronController(explore, runner)
+        corpus = CorpusController(explore, runner)
         return cls(
-            runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports, interventions, neuron
+            runner,
+            explore,
+            measures,
+            alignment,
+            importance,
+            compare,
+            training,
+            timeline,
+            curves,
+            exports,
+            interventions,
+            neuron,
+            corpus,
         )
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""
         self.training.stop(keep=False)
-        return self.runner.close(timeout_s)
+        closed = self.runner.close(timeout_s)
+        self.corpus.close_index()
+        return closed

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabW
 from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
 from explorer.tabs.decode_controls import DecodeControls
+from explorer.tabs.explore_corpus import ExploreCorpus
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
 from explorer.tabs.explore_measures import ExploreMeasures
@@ -114,6 +115,7 @@ class ExploreTab(QWidget):
         self.views.addTab(self.compare_view, "Side by side")
         self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
         self.neuron = ExploreNeuron(self, controllers)  # one head inside, and every head's positional terms
+        self.corpus_search = ExploreCorpus(self, controllers.corpus)  # right-click a token or a head: search the corpus
         self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
         self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
@@ -366,7 +368,8 @@ class ExploreTab(QWidget):
 
     def _show_decoding(self, trace: Trace) -> None:
         """Tokens, and the candidates (or an encoder-only model's predictions) and beam of the current step."""
-        self.source_tokens.set_tokens(trace.source_tokens, token_level=trace.level, unknown=list(trace.source_unknown))
+        focused = self.explore.focused_source  # a corpus search's result points at a source piece
+        self.source_tokens.set_tokens(trace.source_tokens, focused, token_level=trace.level, unknown=list(trace.source_unknown))
         n = trace.n_steps
         self.target_tokens.set_tokens(trace.target_tokens, n - 1 if n else None, list(trace.forced), trace.level)
         self.side.show_trace(trace)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from model.cli.attribute import add_attribute_arguments, run_attribute
 from model.cli.compare import add_compare_arguments, run_compare
+from model.cli.corpus import add_index_arguments, add_qk_arguments, add_search_arguments, run_index, run_qk, run_search
 from model.cli.decode import (
     add_evaluate_arguments,
     add_trace_arguments,
@@ -48,6 +49,9 @@ COMMANDS = (
     "patch",
     "lens",
     "neuron",
+    "index",
+    "search",
+    "qk",
 )
 
 
@@ -80,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser("neuron", help="one head's query row inside: query and key vectors, scores, positional terms")
     )
 
+    add_index_arguments(sub.add_parser("index", help="run a model over a corpus and keep its vectors and head statistics"))
+    add_search_arguments(sub.add_parser("search", help="a corpus index's nearest tokens, or sentences where a head behaves so"))
+    add_qk_arguments(sub.add_parser("qk", help="a head's queries and keys over a corpus index, mapped together"))
+
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
     add_trace_arguments(sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)"))
@@ -111,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         "patch": run_patch,
         "lens": run_lens,
         "neuron": run_neuron,
+        "index": run_index,
+        "search": run_search,
+        "qk": run_qk,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

@@ -75,12 +75,30 @@ def heads_statistics(
     """Statistics and role of every head of [..., queries, keys] (e.g. [layers, heads, Q, K]), in the
     order of the leading axes flattened: one pass over all heads, which a step in the window needs."""
     kind = AttentionKind.parse(kind)
+    columns = statistics_columns(weights, key_tokens, kind)
+    n_matrices = int(np.prod(np.shape(weights)[:-2], dtype=np.int64))
+    if np.shape(weights)[-2] == 0 or np.shape(weights)[-1] == 0:
+        return [HeadStatistics(**{name: 0.0 for name in STATISTIC_NAMES}, role="empty") for _ in range(n_matrices)]
+    roles, scores = head_roles(columns, kind, key_tokens)
+    return [
+        HeadStatistics(
+            **{name: float(values[index]) for name, values in columns.items()}, role=roles[index], role_score=float(scores[index])
+        )
+        for index in range(n_matrices)
+    ]
+
+
+def statistics_columns(
+    weights: np.ndarray, key_tokens: list[str] | None = None, kind: AttentionKind = AttentionKind.ENCODER
+) -> dict[str, np.ndarray]:
+    """Each of STATISTIC_NAMES as an array over the heads of [..., queries, keys] (leading axes flattened), without
+    the roles (``head_roles``): what a corpus index computes for many sentences of one shape at once."""
+    kind = AttentionKind.parse(kind)
     weights = np.asarray(weights, dtype=np.float32)  # float32 halves the work; the sums are taken in float64
     n_queries, n_keys = weights.shape[-2:]
     matrices = weights.reshape(-1, n_queries, n_keys)  # [heads, Q, K]
     if n_queries == 0 or n_keys == 0:
-        empty = dict.fromkeys(STATISTIC_NAMES, 0.0)
-        return [HeadStatistics(**empty, role="empty", role_score=0.0) for _ in range(len(matrices))]
+        return {name: np.zeros(len(matrices)) for name in STATISTIC_NAMES}
     queries = np.arange(n_queries)[:, None]
     keys = np.arange(n_keys)[None, :]
     logs = np.log(matrices, out=np.zeros_like(matrices), where=matrices > 0)  # [heads, Q, K], 0 log 0 = 0
@@ -103,7 +121,7 @@ def heads_statistics(
         return values.mean(-1, dtype=np.float64) if values.shape[-1] else np.zeros(len(matrices))
 
     zeros = np.zeros(len(matrices))
-    columns = dict(
+    return dict(
         entropy=entropy_rows.mean(-1),
         normalised_entropy=normalised,
         distance=distance,
@@ -116,12 +134,6 @@ def heads_statistics(
         max_weight=matrices.max(-1).mean(-1, dtype=np.float64),
         peak_spread=peak_spread(matrices),
     )
-    result = []
-    for index in range(len(matrices)):
-        stats = HeadStatistics(**{name: float(values[index]) for name, values in columns.items()})  # type: ignore[arg-type]
-        stats.role, stats.role_score = head_role(stats, kind, key_tokens)
-        result.append(stats)
-    return result
 
 
 def peak_spread(matrices: np.ndarray) -> np.ndarray:
@@ -129,34 +141,44 @@ def peak_spread(matrices: np.ndarray) -> np.ndarray:
     moves through the source as the output grows (near 1); a head that keeps peaking on the same few
     pieces (the verb, the subject) stays low, however sharp it is."""
     n_queries, n_keys = matrices.shape[-2:]
-    peaks = matrices.argmax(-1)  # [heads, Q]
-    distinct = np.array([len(np.unique(row)) for row in peaks], dtype=np.float64)
-    return distinct / max(min(n_queries, n_keys), 1)
+    peaks = np.sort(matrices.argmax(-1), axis=-1)  # [heads, Q]
+    distinct = 1 + (np.diff(peaks, axis=-1) != 0).sum(-1) if n_queries else np.zeros(len(peaks))  # [heads]
+    return distinct.astype(np.float64) / max(min(n_queries, n_keys), 1)
 
 
-def head_role(stats: HeadStatistics, kind: AttentionKind, key_tokens: list[str] | None = None) -> tuple[str, float]:
-    """A label for what the head mostly does, with the statistic that decided it: the share of attention
-    on that key for a sink or positional role, the normalised entropy otherwise (see describe_role)."""
+def head_roles(
+    columns: dict[str, np.ndarray], kind: AttentionKind, key_tokens: list[str] | None = None
+) -> tuple[list[str], np.ndarray]:
+    """A label for what each head mostly does, with the statistic that decided it (``columns`` as
+    ``statistics_columns`` gives them): the share of attention on that key for a sink or positional role, the
+    normalised entropy otherwise (see describe_role); the first candidate wins a tie."""
     first_name = "sink: <s>" if key_tokens and key_tokens[0] == "<s>" else "first token"
     last_name = "sink: </s>" if key_tokens and key_tokens[-1] == "</s>" else "last token"
-    candidates = [("sink: punctuation", stats.punctuation_share), (first_name, stats.first_share), (last_name, stats.last_share)]
+    names = ["sink: punctuation", first_name, last_name]
+    shares = [columns["punctuation_share"], columns["first_share"], columns["last_share"]]
     if kind.is_self_attention:
-        candidates += [
-            ("positional: self", stats.self_share),
-            ("positional: previous", stats.previous_share),
-            ("positional: next", stats.next_share),
-        ]
-    name, share = max(candidates, key=lambda item: item[1])
-    if share >= ROLE_THRESHOLD:
-        return name, share
-    entropy = stats.normalised_entropy
-    if entropy >= BROAD_ENTROPY:
-        return "broad", entropy
-    if kind is AttentionKind.CROSS:
-        if entropy >= ALIGNMENT_ENTROPY:
-            return "diffuse", entropy
-        return ("alignment-like", entropy) if stats.peak_spread >= SPREAD_THRESHOLD else ("focused", stats.peak_spread)
-    return "mixed", entropy
+        names += ["positional: self", "positional: previous", "positional: next"]
+        shares += [columns["self_share"], columns["previous_share"], columns["next_share"]]
+    stacked = np.stack(shares)  # [candidates, heads]
+    best = stacked.argmax(0)  # [heads]
+    share = stacked.max(0)  # [heads]
+    entropy, spread = columns["normalised_entropy"], columns["peak_spread"]
+    roles, scores = [], np.zeros(len(best))
+    for index in range(len(best)):
+        if share[index] >= ROLE_THRESHOLD:
+            role, score = names[best[index]], share[index]
+        elif entropy[index] >= BROAD_ENTROPY:
+            role, score = "broad", entropy[index]
+        elif kind is AttentionKind.CROSS and entropy[index] >= ALIGNMENT_ENTROPY:
+            role, score = "diffuse", entropy[index]
+        elif kind is AttentionKind.CROSS:
+            aligned = spread[index] >= SPREAD_THRESHOLD
+            role, score = ("alignment-like", entropy[index]) if aligned else ("focused", spread[index])
+        else:
+            role, score = "mixed", entropy[index]
+        roles.append(role)
+        scores[index] = score
+    return roles, scores
 
 
 def describe_role(role: str) -> str:

@@ -1,0 +1,72 @@
+"""The corpus index's arrays on disk: each chunk's arrays in one file written atomically (``chunks/NNNNN.npz``), and,
+once every chunk is in, each array joined into one memory-mappable file (``arrays/NAME.npy``). Every file is written
+through the project's atomic writes (model/files.py), so a failure (a full disk, a kill) leaves what was finished before
+it as it was."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from model.corpus.layout import ARRAYS, CHUNKS
+from model.files import atomic_output
+
+STORED = np.float16  # the arrays' type on disk: half the room of float32, ample for distances and maps
+
+
+def chunk_file(folder: Path, chunk: int) -> Path:
+    return folder / CHUNKS / f"{chunk:05d}.npz"
+
+
+def write_arrays(handle: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """Arrays into an open .npz file (the write a test makes fail as a full disk would)."""
+    np.savez(handle, **arrays)  # type: ignore[arg-type]
+
+
+def write_chunk(folder: Path, chunk: int, arrays: dict[str, np.ndarray]) -> None:
+    """Every array of one chunk in ``chunks/NNNNN.npz``, in place only once whole."""
+    path = chunk_file(folder, chunk)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+        write_arrays(handle, {name: np.ascontiguousarray(array, dtype=STORED) for name, array in arrays.items()})
+
+
+def tidy_chunks(folder: Path, finished: set[int]) -> None:
+    """Remove the chunk files the database does not record (written before a failure to record them)."""
+    root = folder / CHUNKS
+    if not root.is_dir():
+        return
+    for entry in root.glob("*.npz"):
+        if entry.stem.isdigit() and int(entry.stem) not in finished:
+            entry.unlink(missing_ok=True)
+
+
+def read_chunk_array(folder: Path, chunk: int, name: str) -> np.ndarray:
+    """One array of one chunk (in memory)."""
+    with np.load(chunk_file(folder, chunk)) as data:
+        return data[name]
+
+
+def join_array(folder: Path, name: str, chunks: list[int]) -> Path:
+    """``arrays/NAME.npy``: the chunks' parts of one array, one after another, written with plain writes (so a full
+    disk is an error, never a fault in a memory map). One already joined (by a run stopped before the rest) is kept:
+    it was renamed into place only when whole."""
+    target = folder / ARRAYS / f"{name}.npy"
+    if target.exists():
+        return target
+    target.parent.mkdir(exist_ok=True)
+    parts = [read_chunk_array(folder, chunk, name) for chunk in chunks]
+    shape = (sum(len(part) for part in parts), parts[0].shape[1])
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(STORED)), "fortran_order": False, "shape": shape}
+    with atomic_output(target) as temporary, open(temporary, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+        for part in parts:
+            handle.write(np.ascontiguousarray(part, dtype=STORED).tobytes())
+    return target
+
+
+def remove_chunks(folder: Path) -> None:
+    shutil.rmtree(folder / CHUNKS, ignore_errors=True)

@@ -1,0 +1,266 @@
+"""One batch of sentences read by the model for the corpus index: decoded greedily (batched, model/decoding/greedy.py),
+then run once teacher-forced through the hooked pass (model/interventions/hooked.py) over what was decoded, which
+gives every layer's residual stream; each attention sublayer's queries and keys are projected from what it reads,
+and its probabilities computed from them as the model computes them (``attention_weights``).
+
+The decoder positions are those of the Explore tab's trace of the same sentence: <s> and each piece fed back, each
+predicting the next (the last one </s> when decoding ended on it). Every head's statistics per sentence are those the
+heads table shows (model/inspection/heads.py), computed on the whole decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import torch
+
+from model.attribution.passes import queries_keys_values
+from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
+from model.data.corpora import Pair
+from model.decoding.greedy import default_max_target, greedy_decode
+from model.family import Bundle, Network, family_of
+from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
+from model.interventions.hooked import layer_norm, run_hooked
+from model.kinds import AttentionKind
+from model.nn.masking import Head
+from model.nn.transformer import Transformer, attention_weights
+
+STAT_COLUMNS = (*STATISTIC_NAMES, "role_score")  # numeric columns of head_stats (and role, text)
+KIND_ORDER = {kind.value: order for order, kind in enumerate(AttentionKind)}
+
+
+def check_model(bundle: Bundle) -> Transformer:
+    """The bundle's network as the app's Transformer, whose hooked pass the index reads; one line otherwise."""
+    family = family_of(bundle.model)
+    if not family.capabilities.interventions or not isinstance(bundle.model, Transformer):
+        raise CorpusIndexError(
+            f"a corpus index reads the residual stream, queries and keys of the app's encoder-decoder Transformer, not of "
+            f"this model ({family.title})"
+        )
+    return bundle.model
+
+
+@dataclass
+class SentenceTokens:
+    """One decoded sentence: the pieces of each side as the trace labels them."""
+
+    source: str
+    reference: str
+    output: str
+    source_tokens: list[str]  # S pieces, </s> last
+    decoder_tokens: list[str]  # T pieces fed to the decoder: <s>, then the output but its last piece
+    next_tokens: list[str]  # T pieces produced at each decoder position (</s> last when decoding ended on it)
+
+
+@dataclass
+class BatchReading:
+    """What one batch gives the index: its sentences, arrays with a row per token of a side (sentences in order, each's
+    tokens in order), and the head statistics with a row per sentence, kind, layer and head."""
+
+    sentences: list[SentenceTokens]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # name -> [rows, width] float32
+    stats: dict[str, Any] = field(default_factory=dict)  # column -> list or array
+
+
+def _padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    table = np.full((len(rows), max(len(row) for row in rows)), pad_id, dtype=np.int64)
+    for index, row in enumerate(rows):
+        table[index, : len(row)] = row
+    return torch.from_numpy(table)
+
+
+def _decoded(model: Transformer, source_rows: list[list[int]]) -> list[list[int]]:
+    """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it)."""
+    config = model.config
+    outputs = greedy_decode(cast(Network, model), _padded(source_rows, config.pad_id))
+    produced = []
+    for ids, output in zip(source_rows, outputs):
+        limit = default_max_target(len(ids), config.max_len) - 1
+        produced.append(output + [config.eos_id] if len(output) < limit else output)
+    return produced
+
+
+def hook_points(model: Transformer) -> list[str]:
+    """The hooked pass's points the index reads: every layer's input and output, cross-attention's input, the memory."""
+    points = ["encoder.memory"]
+    for side, n_layers in (("encoder", model.config.n_encoder_layers), ("decoder", model.config.n_decoder_layers)):
+        points += [f"{side}.{layer}.{point}" for layer in range(n_layers) for point in ("resid_pre", "resid_post")]
+    return points + [f"decoder.{layer}.self.resid" for layer in range(model.config.n_decoder_layers)]
+
+
+def residual(activations: dict[str, torch.Tensor], layer: Layer) -> torch.Tensor:
+    """[B, L, d_model]: a side's residual stream after ``layer.layer`` layers (0: the embeddings with positions)."""
+    if layer.layer == 0:
+        return activations[f"{layer.side}.0.resid_pre"]
+    return activations[f"{layer.side}.{layer.layer - 1}.resid_post"]
+
+
+def queries_keys(model: Transformer, activations: dict[str, torch.Tensor], kind: AttentionKind, layer: int):
+    """(queries [B, H, Q, d_k], keys [B, H, K, d_k]) of one attention sublayer (``layer`` from 0), from what it reads."""
+    block: Any
+    module: Any
+    if kind is AttentionKind.ENCODER:
+        block, index, module = model.encoder_layers[layer], 0, model.encoder_layers[layer].self_attention
+        read, memory = activations[f"encoder.{layer}.resid_pre"], None
+    elif kind is AttentionKind.DECODER:
+        block, index, module = model.decoder_stack[layer], 0, model.decoder_stack[layer].self_attention
+        read, memory = activations[f"decoder.{layer}.resid_pre"], None
+    else:
+        block, index, module = model.decoder_stack[layer], 1, model.decoder_stack[layer].cross_attention
+        read, memory = activations[f"decoder.{layer}.self.resid"], activations["encoder.memory"]
+    h = layer_norm(block.norms[index], read) if block.pre_norm else read  # [B, Q, d_model] what the sublayer reads
+    q, k, _ = queries_keys_values(module, h, memory)  # [B, H, Q, d_k], [B, H, K, d_k]
+    return q, k
+
+
+def _key_signature(keys: list[str]) -> tuple:
+    """What the heads' statistics read of a matrix's key tokens: which are punctuation, whether the first is <s> and
+    the last </s> (they name a sink). Sentences with the same shape and signature are measured in one call."""
+    return (tuple(is_punctuation(token) for token in keys), keys[0] == "<s>", keys[-1] == "</s>")
+
+
+def _stats_rows(weights: dict[AttentionKind, np.ndarray], sentences: list[SentenceTokens], lengths) -> dict[str, Any]:
+    """Every head's statistics per sentence (the heads table's, model/inspection/heads.py): columns sentence (in the
+    batch), kind, layer, head (from 1), the statistics and the role; sentences alike measured together. Rows are in
+    sentence order, then the model's order of kinds, layers and heads."""
+    parts: list[dict[str, Any]] = []
+    for kind, stacked in weights.items():  # [B, layers, heads, Q, K]
+        n_layers, n_heads = stacked.shape[1:3]
+        groups: dict[tuple, list[int]] = {}
+        for row, sentence in enumerate(sentences):
+            n_source, n_target = lengths[row]
+            shape = (
+                n_source if kind is AttentionKind.ENCODER else n_target,
+                n_target if kind is AttentionKind.DECODER else n_source,
+            )
+            keys = sentence.decoder_tokens if kind is AttentionKind.DECODER else sentence.source_tokens
+            groups.setdefault((shape, _key_signature(keys)), []).append(row)
+        for (shape, _), rows in groups.items():
+            keys = sentences[rows[0]].decoder_tokens if kind is AttentionKind.DECODER else sentences[rows[0]].source_tokens
+            matrices = stacked[rows][:, :, :, : shape[0], : shape[1]]  # [n, layers, heads, Q, K]
+            columns: dict[str, Any] = statistics_columns(matrices, keys, kind)
+            columns["role"], columns["role_score"] = head_roles(columns, kind, keys)
+            per_sentence = n_layers * n_heads
+            columns["sentence"] = np.repeat(rows, per_sentence)
+            columns["kind"] = np.full(len(rows) * per_sentence, KIND_ORDER[kind.value])
+            columns["layer"] = np.tile(np.repeat(np.arange(1, n_layers + 1), n_heads), len(rows))
+            columns["head"] = np.tile(np.arange(1, n_heads + 1), len(rows) * n_layers)
+            parts.append(columns)
+    joined = {name: np.concatenate([np.asarray(part[name]) for part in parts]) for name in parts[0]}
+    order = np.lexsort((joined["head"], joined["layer"], joined["kind"], joined["sentence"]))
+    table = {name: values[order] for name, values in joined.items()}
+    table["kind"] = np.array([kind.value for kind in AttentionKind], dtype=object)[table["kind"]]
+    table["role"] = table["role"].astype(object)
+    return table
+
+
+def _sentences(bundle: Bundle, pairs: Sequence[Pair], source_rows, decoder_rows, produced) -> list[SentenceTokens]:
+    eos_id, source_pieces, target_pieces = bundle.config.eos_id, bundle.source_tokenizer, bundle.target_tokenizer
+    return [
+        SentenceTokens(
+            pair.source,
+            pair.target,
+            target_pieces.decode([i for i in ids if i != eos_id]),
+            source_pieces.pieces(ids_in),
+            target_pieces.pieces(ids_out),
+            target_pieces.pieces(ids),
+        )
+        for pair, ids_in, ids_out, ids in zip(pairs, source_rows, decoder_rows, produced)
+    ]
+
+
+def _attention(
+    model: Transformer, activations: dict[str, torch.Tensor], padding, masks: dict[str, torch.Tensor], heads, reading
+) -> dict[AttentionKind, np.ndarray]:
+    """Every kind's probabilities [B, layers, heads, Q, K]; the queries and keys of ``heads`` go to ``reading``."""
+    config, wanted = model.config, set(heads)
+    weights: dict[AttentionKind, np.ndarray] = {}
+    for kind in AttentionKind:
+        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        per_layer = []
+        for layer in range(n_layers):
+            q, k = queries_keys(model, activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
+            causal = kind is AttentionKind.DECODER
+            per_layer.append(attention_weights(q, k, None if causal else padding, is_causal=causal))  # [B, H, Q, K]
+            for head in range(config.n_heads):
+                if Head(kind, layer, head) in wanted:
+                    q_name, k_name = head_arrays(Head(kind, layer, head))
+                    reading.arrays[q_name] = q[:, head][masks[query_side(kind)]].float().numpy()  # [rows, d_k]
+                    reading.arrays[k_name] = k[:, head][masks[key_side(kind)]].float().numpy()  # [rows, d_k]
+        weights[kind] = torch.stack(per_layer, dim=1).float().numpy()  # [B, layers, heads, Q, K]
+    return weights
+
+
+@torch.inference_mode()
+def read_batch(bundle: Bundle, pairs: Sequence[Pair], layers: Sequence[Layer], heads: Sequence[Head]) -> BatchReading:
+    """Decode ``pairs``' sources and read what the index keeps of them (see the module's docstring)."""
+    model = check_model(bundle)
+    model.eval()
+    config = model.config
+    source_rows = [bundle.source_ids(pair.source)[0] for pair in pairs]
+    produced = _decoded(model, source_rows)
+    decoder_rows = [[config.bos_id] + ids[:-1] for ids in produced]
+    source, target_input = _padded(source_rows, config.pad_id), _padded(decoder_rows, config.pad_id)  # [B, S], [B, T]
+    activations = run_hooked(model, source, target_input, capture=hook_points(model)).activations
+    reading = BatchReading(_sentences(bundle, pairs, source_rows, decoder_rows, produced))
+    lengths = [(len(ids_in), len(ids_out)) for ids_in, ids_out in zip(source_rows, decoder_rows)]
+    masks = {  # [B, L]: the real positions of each side
+        "encoder": torch.arange(source.shape[1])[None, :] < torch.tensor([n for n, _ in lengths])[:, None],
+        "decoder": torch.arange(target_input.shape[1])[None, :] < torch.tensor([t for _, t in lengths])[:, None],
+    }
+    for layer in layers:
+        reading.arrays[layer.array] = residual(activations, layer)[masks[layer.side]].float().numpy()  # [rows, d_model]
+    weights = _attention(model, activations, model.padding_mask(source), masks, heads, reading)
+    reading.stats = _stats_rows(weights, reading.sentences, lengths)
+    return reading
+
+
+def _rows_in_order(lengths: list[int], order: list[int]) -> np.ndarray:
+    """The rows, in corpus order, of token arrays laid out sentence after sentence in ``order``."""
+    starts = np.concatenate([[0], np.cumsum([lengths[index] for index in order])])  # where each read sentence begins
+    place = np.empty(len(order), dtype=np.int64)
+    place[order] = np.arange(len(order))  # sentence -> its place in the reading order
+    return np.concatenate([np.arange(starts[place[i]], starts[place[i]] + lengths[i]) for i in range(len(order))])
+
+
+def read_sentences_batched(
+    bundle: Bundle,
+    pairs: Sequence[Pair],
+    layers: Sequence[Layer],
+    heads: Sequence[Head],
+    batch_size: int,
+    stop: Callable[[], bool] = lambda: False,
+    between: Callable[[], None] = lambda: None,
+) -> BatchReading | None:
+    """``read_batch`` over many sentences, in batches of similar length (decoding runs as long as a batch's longest
+    sentence), gathered back in corpus order; None when ``stop()`` says so between two batches (``between`` runs
+    before each)."""
+    order = sorted(range(len(pairs)), key=lambda index: (len(pairs[index].source), index))
+    readings = []
+    for start in range(0, len(order), batch_size):
+        if stop():
+            return None
+        between()
+        readings.append(read_batch(bundle, [pairs[index] for index in order[start : start + batch_size]], layers, heads))
+    read_sentences = [sentence for reading in readings for sentence in reading.sentences]
+    sentences = [read_sentences[place] for place in np.argsort(order, kind="stable")]
+    joined = BatchReading(sentences)
+    lengths = {
+        "encoder": [len(sentence.source_tokens) for sentence in sentences],
+        "decoder": [len(sentence.decoder_tokens) for sentence in sentences],
+    }
+    gather = {side: _rows_in_order(lengths[side], order) for side in lengths}  # [rows] of each side, in corpus order
+    for name in readings[0].arrays:
+        joined.arrays[name] = np.concatenate([reading.arrays[name] for reading in readings])[gather[array_side(name)]]
+    offset, sentence_of_read = 0, []
+    for reading in readings:
+        sentence_of_read.append(np.asarray(order)[offset + reading.stats["sentence"]])
+        offset += len(reading.sentences)
+    stats = {name: np.concatenate([reading.stats[name] for reading in readings]) for name in readings[0].stats}
+    stats["sentence"] = np.concatenate(sentence_of_read)
+    rows = np.argsort(stats["sentence"], kind="stable")  # each sentence's heads stay in the model's order
+    joined.stats = {name: values[rows] for name, values in stats.items()}
+    return joined

@@ -1,0 +1,63 @@
+"""The PCA that reduces each residual layer's vectors for the corpus index (scikit-learn), fitted once on the first
+sentences of the corpus and kept in ``projection.npz`` beside the index, so that a resumed run and a search from a
+typed sentence reduce vectors exactly as the first run did."""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from model.corpus.layout import CorpusIndexError
+from model.files import atomic_output
+
+
+@dataclass
+class Projection:
+    """x -> (x - mean) @ components.T: the first principal directions of one layer's vectors."""
+
+    mean: np.ndarray  # [d_model]
+    components: np.ndarray  # [dims, d_model]
+    explained: np.ndarray  # [dims] share of the variance each direction explains on the sample
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        """[rows, d_model] -> [rows, dims] float32."""
+        return ((np.asarray(vectors, np.float32) - self.mean) @ self.components.T).astype(np.float32)
+
+    @property
+    def dims(self) -> int:
+        return int(self.components.shape[0])
+
+
+def fit_projection(vectors: np.ndarray, dims: int) -> Projection:
+    """The PCA of ``vectors`` [rows, d_model] to at most ``dims`` directions (fewer when there are fewer rows)."""
+    from sklearn.decomposition import PCA  # deferred: scikit-learn takes a second to import; only indexing needs it here
+
+    n_components = max(1, min(dims, vectors.shape[1], vectors.shape[0]))
+    pca = PCA(n_components=n_components, svd_solver="full").fit(np.asarray(vectors, np.float64))
+    return Projection(
+        pca.mean_.astype(np.float32), pca.components_.astype(np.float32), pca.explained_variance_ratio_.astype(np.float32)
+    )
+
+
+def save_projections(path: Path, projections: dict[str, Projection]) -> None:
+    arrays = {}
+    for name, projection in projections.items():
+        arrays[f"{name}/mean"], arrays[f"{name}/components"] = projection.mean, projection.components
+        arrays[f"{name}/explained"] = projection.explained
+    with atomic_output(path) as temporary:
+        with open(temporary, "wb") as handle:
+            np.savez(handle, **arrays)  # type: ignore[arg-type]
+
+
+def load_projections(path: Path, names: list[str]) -> dict[str, Projection]:
+    """The projections of ``names`` from ``path``; CorpusIndexError when the file is missing or damaged."""
+    if not path.exists():
+        raise CorpusIndexError(f"{path}: missing; build the index again")
+    try:
+        with np.load(path) as data:
+            return {name: Projection(data[f"{name}/mean"], data[f"{name}/components"], data[f"{name}/explained"]) for name in names}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as problem:
+        raise CorpusIndexError(f"{path}: damaged or truncated ({str(problem).splitlines()[0]}); build the index again") from None
