@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.controllers.window import WindowControllers
+from explorer.settings_values import SettingsValues
 from explorer.tabs.corpus_panels import HeadQueryPanel, QKMapPanel, SimilarTokensPanel
 from model.corpus.build import IndexOptions
 from model.corpus.index import CorpusIndex
@@ -39,7 +39,7 @@ FIGURE_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"
 
 
 class CorpusTab(QWidget):
-    def __init__(self, controllers: WindowControllers, settings: QSettings) -> None:
+    def __init__(self, controllers: WindowControllers, settings: SettingsValues) -> None:
         super().__init__()
         self.corpus, self.explore, self.settings = controllers.corpus, controllers.explore, settings
         self.similar, self.heads, self.maps = SimilarTokensPanel(), HeadQueryPanel(), QKMapPanel()
@@ -76,7 +76,7 @@ class CorpusTab(QWidget):
         self.layers, self.head_choice = QLineEdit("all"), QLineEdit("all")
         self.layers.setToolTip("Residual layers kept: all, or e.g. encoder:3,decoder:3 (0: the embeddings)")
         self.head_choice.setToolTip("Heads whose queries and keys are kept: all, none, or e.g. decoder,cross:3")
-        self.folder = QLineEdit(str(self.settings.value("corpus/folder", "")))
+        self.folder = QLineEdit(self.settings.text("corpus/folder", ""))
         self.folder.setPlaceholderText("the index's folder (new, empty, or an unfinished index to resume)")
         self.folder_button = QPushButton("Folder…")
         self.build_button, self.cancel_button = QPushButton("Build"), QPushButton("Cancel")
@@ -193,7 +193,7 @@ class CorpusTab(QWidget):
         if not self.maps.view.panels:
             self.status.setText("Draw a map first.")
             return
-        folder = Path(str(self.settings.value("corpus/export_folder", str(Path.home()))))
+        folder = self.settings.folder("corpus/export_folder")
         if what == "csv":
             path, _ = QFileDialog.getSaveFileName(self, "Export the map's points", str(folder / "qk-map.csv"), "CSV (*.csv)")
         else:

@@ -83,7 +83,7 @@ class ExploreNeuron:
     def save_dialog(self) -> None:
         row = self.controller.row
         name = f"neuron_{row.kind}_L{row.layer + 1}_H{row.head + 1}_q{row.query + 1}.png" if row else "neuron.png"
-        folder = Path(str(self.tab.settings.value("explore/export_folder", str(Path.home()))))
+        folder = self.tab.settings.folder("explore/export_folder")
         path, _ = QFileDialog.getSaveFileName(self.tab, "Save the neuron view", str(folder / name), SAVE_FILTER)
         if path:
             self.save(path)
