@@ -80,10 +80,12 @@ class CorpusIndex:
 
     def check_model(self, bundle: Bundle, name: str = "the model") -> None:
         """Refuse a model other than the one the index was built with (by its digest)."""
-        if model_digest(cast(ModelBundle, bundle)) != self.manifest.model_digest:
+        digest = model_digest(cast(ModelBundle, bundle))
+        if digest != self.manifest.model_digest:
             raise CorpusIndexError(
-                f"{self.folder}: was indexed with another model ({self.manifest.model}), not {name}; search it with that "
-                "model, or index the corpus again with this one"
+                f"{self.folder}: was indexed with another model ({self.manifest.model}, digest "
+                f"{self.manifest.model_digest[:12]}), not {name} (digest {digest[:12]}); search it with that model, or "
+                "index the corpus again with this one"
             )
 
     # --- arrays --------------------------------------------------------------------------------------
