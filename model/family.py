@@ -96,6 +96,9 @@ class Capabilities:
     # own would be needed for the parts of logit attribution and for DecoderLens's cached decoding from a layer).
     intervention_tools: tuple[str, ...] = INTERVENTION_TOOLS
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
+    # A source or target piece whose id is replaced by the pad id is hidden in place: masked as padding is, the other
+    # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
+    hides_pieces: bool = False
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ TRANSFORMER = register(
             contribution_measures=True,
             numpy_engine=True,
             interventions=True,
+            hides_pieces=True,
         ),
         options=(
             _ENCODER_LAYERS,
