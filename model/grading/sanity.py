@@ -66,7 +66,9 @@ def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
 
         return record
 
-    hooks = [module.register_forward_pre_hook(recorder(index)) for index, (_, module) in enumerate(parts)]
+    hooks = [  # on every module of a part: a dictionary of embeddings is never called itself
+        inner.register_forward_pre_hook(recorder(index)) for index, (_, module) in enumerate(parts) for inner in module.modules()
+    ]
     try:
         device = next(model.parameters()).device
         with torch.inference_mode():

@@ -161,3 +161,10 @@ def test_the_same_as_captums_integrated_gradients():
     )
     np.testing.assert_allclose(found.source[0], theirs[0].sum(-1)[0].numpy(), atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(found.target[0, : step + 1], theirs[1].sum(-1)[0].numpy(), atol=TOLERANCE, rtol=0)
+
+
+def test_a_cap_below_the_starting_points_starts_with_fewer_panels():
+    assert [integration.start_panels(cap) for cap in (1, 5, 33, 128, 129, 4096)] == [1, 1, 8, 31, 32, 32]
+    found = integrate(known, 1, 33, gap_tolerance=0.01, token_tolerance=1e-6, gap_floor=0.05)
+    assert found.points[0] == 33 and not found.converged[0]  # 8 panels, no room to halve one
+    np.testing.assert_allclose(found.integral[0, 2], 1.0, atol=1e-9)  # Simpson is exact on 2α
