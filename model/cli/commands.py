@@ -28,6 +28,7 @@ from model.cli.heads import add_heads_arguments, run_heads
 from model.cli.interventions import add_lens_arguments, add_patch_arguments, run_lens, run_patch
 from model.cli.labels import add_classify_arguments, run_classify
 from model.cli.options import CommandError
+from model.cli.report_card import add_report_card_arguments, run_report_card
 from model.cli.timeline import add_timeline_arguments, run_timeline
 from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
@@ -46,6 +47,7 @@ COMMANDS = (
     "timeline",
     "patch",
     "lens",
+    "report-card",
 )
 
 
@@ -74,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_patch_arguments(sub.add_parser("patch", help="activation patching between a clean and a corrupted sentence"))
     add_lens_arguments(sub.add_parser("lens", help="the logit lens, direct logit attribution or DecoderLens of a sentence"))
+    add_report_card_arguments(
+        sub.add_parser("report-card", help="grade every attribution reading: faithfulness, plausibility, sanity (CSV or figure)")
+    )
 
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "timeline": run_timeline,
         "patch": run_patch,
         "lens": run_lens,
+        "report-card": run_report_card,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

@@ -48,7 +48,8 @@ class MethodRow:
         if not np.isfinite(similarity):
             return "✗"
         verdict = "pass" if self.sanity.passed else "FAIL"
-        return f"{verdict} {similarity:.2f}{' ★' if self.sanity_best else ''}"
+        shown = f"{similarity + 0.0:.2f}".replace("-0.00", "0.00")  # no "-0.00"
+        return f"{verdict} {shown}{' ★' if self.sanity_best else ''}"
 
     def sanity_note(self) -> str:
         if self.sanity is None:
@@ -86,7 +87,7 @@ class ReportCard:
 
     def caption(self) -> str:
         return (
-            f"{self.model}: {self.n_pairs} pairs of {self.corpus} ({self.n_steps} predictions). Score: {SCORE}; "
+            f"{self.model}: {self.n_pairs} held-out pairs of {self.corpus} ({self.n_steps} predictions). Score: {SCORE}; "
             f"removal: {PERTURBATION}. ★ best in its column, ✗ a failure (see the notes)."
         )
 

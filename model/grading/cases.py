@@ -69,7 +69,8 @@ def check_gradable(bundle: Bundle) -> None:
 
 def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: int) -> tuple[CorpusSpec, list[Pair]]:
     """(the corpus, ``count`` held-out pairs of it drawn with ``seed``): the model's own corpus when ``corpus`` is None
-    or names it (its size and seed give the split it was trained beside)."""
+    or names it (its size and seed give the split it was trained beside). A GradingError for a model it cannot grade."""
+    check_gradable(bundle)
     if count < 1:
         raise GradingError(f"a report card grades at least one sentence, not {count}")
     own = bundle.corpus
