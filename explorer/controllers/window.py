@@ -11,6 +11,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
 from explorer.controllers.interventions import InterventionsController
 from explorer.controllers.measures import MeasureController
+from explorer.controllers.report_card import ReportCardController
 from explorer.controllers.runner import Runner
 from explorer.controllers.timeline import TimelineController
 from explorer.controllers.timeline_curves import CurvesController
@@ -31,6 +32,7 @@ class WindowControllers:
     curves: CurvesController  # its curves over training
     timeline_exports: TimelineExports
     interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
+    report_card: ReportCardController  # every attribution reading graded (model/grading/)
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -41,8 +43,21 @@ class WindowControllers:
         training, timeline = TrainingController(runner), TimelineController(explore, runner, compare)
         curves = CurvesController(explore, runner, timeline)
         exports = TimelineExports(explore, runner, timeline, curves)
-        interventions = InterventionsController(explore, runner)
-        return cls(runner, explore, measures, alignment, importance, compare, training, timeline, curves, exports, interventions)
+        interventions, report_card = InterventionsController(explore, runner), ReportCardController(explore, runner)
+        return cls(
+            runner,
+            explore,
+            measures,
+            alignment,
+            importance,
+            compare,
+            training,
+            timeline,
+            curves,
+            exports,
+            interventions,
+            report_card,
+        )
 
     def close(self, timeout_s: float = 60.0) -> bool:
         """The window is closing: training stopped (nothing kept), every job cancelled and joined; True when all ended."""

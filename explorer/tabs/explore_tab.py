@@ -22,6 +22,7 @@ from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
 from explorer.tabs.explore_measures import ExploreMeasures
+from explorer.tabs.explore_report_card import ExploreReportCard
 from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
@@ -121,6 +122,7 @@ class ExploreTab(QWidget):
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
         self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
+        self.report_card = ExploreReportCard(self.views, self.explore, controllers.report_card)  # every reading graded
         self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
         self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
@@ -275,7 +277,7 @@ class ExploreTab(QWidget):
 
     def _on_views_tab_changed(self, index: int) -> None:
         """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
-        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view)  # they take the focus view's place
+        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view, self.report_card.view)  # no focus
         self.focus.setVisible(self.views.widget(index) not in wide)
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 

@@ -63,9 +63,9 @@ def card_figure(card: ReportCard) -> Figure:
     _draw_cascade(axes[2], card, palette)
     legend_axes = figure.add_axes((0.79, plot_bottom, 0.2, plots / height))
     legend_axes.axis("off")
-    lines = {line.get_label(): line for axis in axes for line in axis.get_lines() if not line.get_label().startswith("_")}
-    ordered = [lines[row.label] for row in card.rows if row.label in lines]
-    legend_axes.legend(ordered, [line.get_label() for line in ordered], loc="center left", fontsize=FONT - 0.5, frameon=False)
+    lines = {str(line.get_label()): line for axis in axes for line in axis.get_lines()}
+    labels = [row.label for row in card.rows if row.label in lines]
+    legend_axes.legend([lines[label] for label in labels], labels, loc="center left", fontsize=FONT - 0.5, frameon=False)
     figure.text(0.01, 0.08 / height, _caption(card), fontsize=FONT - 1, va="bottom", color="#333333")
     return figure
 
@@ -88,17 +88,17 @@ def _draw_table(axes: Axes, card: ReportCard) -> None:
         cell.set_height((2.0 if row_index == 0 else 1.0) / (len(rows) + 2))
         text = cell.get_text()
         if row_index == 0:
-            text.set_weight("bold")
+            text.set_fontweight("bold")
             cell.set_facecolor("#f2f2f2")
             continue
         if column == 0:
             text.set_horizontalalignment("left")
             cell.get_text().set_x(0.02)
-            text.set_style("italic" if rows[row_index - 1].baseline else "normal")
+            text.set_fontstyle("italic" if rows[row_index - 1].baseline else "normal")
             continue
         shown = text.get_text()
         if shown.endswith("★"):
-            text.set_weight("bold")
+            text.set_fontweight("bold")
             cell.set_facecolor(BEST)
         elif "✗" in shown or shown.startswith("FAIL"):
             text.set_color(RED)

@@ -48,7 +48,9 @@ def curves(scorer: PairScorer, maps: dict[str, np.ndarray]) -> dict[str, tuple[n
     """Each method's deletion and insertion curves [T, S + 1] (probabilities) from its source map [T, S]; a step whose
     row is not finite has NaN curves."""
     n_steps, n_pieces = scorer.case.n_steps, scorer.case.n_source
-    keeps, steps, spans = [], [], {}
+    keeps: list[np.ndarray] = []
+    steps: list[int] = []
+    spans: dict[str, tuple[int, int]] = {}
     for name, source in maps.items():
         start = len(steps)
         for step in range(n_steps):

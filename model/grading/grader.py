@@ -67,7 +67,7 @@ def grade(
     check = check or (lambda: None)
     cases = graded_pairs(bundle, pairs)
     methods = [METHODS[name]() for name in (settings.methods or method_names())]
-    collected, timings = _Collected(), {}
+    collected, timings = _Collected(), dict[str, float]()
     model = bundle.model.eval()
     for index, case in enumerate(cases):
         report(PAIRS, index, len(cases))

@@ -19,6 +19,7 @@ import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -73,7 +74,8 @@ def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
         device = next(model.parameters()).device
         with torch.inference_mode():
             source = torch.tensor([case.source_ids], device=device)
-            model.logits(model(source, torch.tensor([case.decoder_inputs], device=device)))
+            network: Any = model  # a family's network: called, then its logits
+            network.logits(network(source, torch.tensor([case.decoder_inputs], device=device)))
     finally:
         for hook in hooks:
             hook.remove()
