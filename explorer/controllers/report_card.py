@@ -10,15 +10,14 @@ the card. ``save(path)`` writes the card shown as a CSV or its one-page figure, 
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 from pathlib import Path
 from typing import Any
 
+from explorer.controllers.background import end_run, working_copy
 from explorer.controllers.compare import model_name
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
-from explorer.controllers.runner import Job, Runner, user_message
+from explorer.controllers.runner import Job, Runner
 from model.errors import UserError
 from model.family import Bundle
 from model.figures.report_card import save_card
@@ -73,10 +72,8 @@ class ReportCardController:
         self._end_run()
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        try:  # the job's own model: the window keeps decoding with its one meanwhile
-            work = dataclasses.replace(bundle, model=copy.deepcopy(bundle.model).eval())  # type: ignore[type-var]
-        except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
-            self.message.emit(f"The report card could not start: {user_message(error)}")
+        work = working_copy(bundle, "The report card", self.message)  # the window keeps decoding with its own model
+        if work is None:
             return False
         self.card = None
         self.ready.emit(None)
@@ -116,10 +113,7 @@ class ReportCardController:
         self.ready.emit(None)
 
     def _end_run(self) -> bool:
-        if not self.runner.cancel(CHANNEL, drop=True):
-            return False
-        self.running_changed.emit(False)
-        return True
+        return end_run(self.runner, CHANNEL, self.running_changed)
 
     def _on_card(self, card: ReportCard) -> None:
         self.card = card

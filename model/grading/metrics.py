@@ -133,44 +133,54 @@ class PositionAccuracy(AlignmentErrorRate):
         return accuracy_of(counts)
 
 
-@register_metric
-class DeletionAopc(Metric):
-    name, header, needs = "deletion_aopc", "Deletion AOPC", "hiding"
-    what = "mean drop of p(reference) as pieces are hidden in the map's order (higher is better)"
+class CurveMetric(Metric):
+    """A column read from each step's deletion and insertion curves [T, S + 1] (``per_step``)."""
 
-    def values(self, evidence: PairEvidence) -> list:
-        return _per_step(evidence, None if evidence.deletion is None else faithfulness.deletion_aopc(evidence.deletion))
+    needs = "hiding"
 
-
-@register_metric
-class InsertionAopc(Metric):
-    name, header, needs = "insertion_aopc", "Insertion AOPC", "hiding"
-    what = "mean rise of p(reference) as pieces are shown in the map's order, from none (higher is better)"
-
-    def values(self, evidence: PairEvidence) -> list:
-        return _per_step(evidence, None if evidence.insertion is None else faithfulness.insertion_aopc(evidence.insertion))
-
-
-@register_metric
-class Comprehensiveness(Metric):
-    name, header, needs = "comprehensiveness", "Compr.", "hiding"
-    what = "drop of p(reference) with the top 10, 20, 50% of pieces hidden, averaged (higher is better)"
-
-    def values(self, evidence: PairEvidence) -> list:
-        if evidence.deletion is None:
-            return []
-        return _per_step(evidence, faithfulness.comprehensiveness(evidence.deletion).mean(1))
-
-
-@register_metric
-class Sufficiency(Metric):
-    name, header, higher_is_better, needs = "sufficiency", "Suff.", False, "hiding"
-    what = "drop of p(reference) with only the top 10, 20, 50% of pieces shown, averaged (lower is better)"
+    def per_step(self, deletion: np.ndarray, insertion: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def values(self, evidence: PairEvidence) -> list:
         if evidence.deletion is None or evidence.insertion is None:
             return []
-        return _per_step(evidence, faithfulness.sufficiency(evidence.deletion, evidence.insertion).mean(1))
+        return _per_step(evidence, self.per_step(evidence.deletion, evidence.insertion))
+
+
+@register_metric
+class DeletionAopc(CurveMetric):
+    name, header = "deletion_aopc", "Deletion AOPC"
+    what = "mean drop of p(reference) as pieces are hidden in the map's order (higher is better)"
+
+    def per_step(self, deletion: np.ndarray, insertion: np.ndarray) -> np.ndarray:
+        return faithfulness.deletion_aopc(deletion)
+
+
+@register_metric
+class InsertionAopc(CurveMetric):
+    name, header = "insertion_aopc", "Insertion AOPC"
+    what = "mean rise of p(reference) as pieces are shown in the map's order, from none (higher is better)"
+
+    def per_step(self, deletion: np.ndarray, insertion: np.ndarray) -> np.ndarray:
+        return faithfulness.insertion_aopc(insertion)
+
+
+@register_metric
+class Comprehensiveness(CurveMetric):
+    name, header = "comprehensiveness", "Compr."
+    what = "drop of p(reference) with the top 10, 20, 50% of pieces hidden, averaged (higher is better)"
+
+    def per_step(self, deletion: np.ndarray, insertion: np.ndarray) -> np.ndarray:
+        return faithfulness.comprehensiveness(deletion).mean(1)
+
+
+@register_metric
+class Sufficiency(CurveMetric):
+    name, header, higher_is_better = "sufficiency", "Suff.", False
+    what = "drop of p(reference) with only the top 10, 20, 50% of pieces shown, averaged (lower is better)"
+
+    def per_step(self, deletion: np.ndarray, insertion: np.ndarray) -> np.ndarray:
+        return faithfulness.sufficiency(deletion, insertion).mean(1)
 
 
 def _tau_values(found: tuple[np.ndarray, np.ndarray] | None, broken: np.ndarray) -> list[float | Failure]:

@@ -9,14 +9,12 @@ import csv
 import numpy as np
 import pytest
 
-from model.cli.commands import main
 from model.interventions.decoder_lens import bundle_decoder_lens
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import activation_patching
 from model.io import checkpoint
 from model.io.shipped import resolve_model
-from model.runtime import set_cpu_threads
 from tests.conftest import assert_figure
 
 CLEAN, CORRUPT = "the cat sees the dog", "the cats see the dog"  # the first number pair the grammar gives
@@ -26,20 +24,6 @@ TEXT = "the black cat sees the small dog"
 @pytest.fixture(scope="module")
 def bundle():
     return checkpoint.load(resolve_model("default"))
-
-
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """main([...]) in a fresh folder: (exit code, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    set_cpu_threads(1)
-
-    def command(*arguments: str) -> tuple[int, str, str]:
-        code = main(list(arguments))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return command
 
 
 def rows(path) -> list[dict[str, str]]:

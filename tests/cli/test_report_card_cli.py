@@ -7,25 +7,9 @@ import csv
 
 import pytest
 
-from model.cli.commands import main
-from model.runtime import set_cpu_threads
 from tests.conftest import assert_figure
 
 FAST = ("--n", "2", "--methods", "attention,alti,leave-one-out,occlusion,random", "--sanity-pairs", "1", "--ig-points", "33")
-
-
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """main([...]) in a fresh folder: (exit code, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-    set_cpu_threads(1)
-
-    def command(*arguments: str) -> tuple[int, str, str]:
-        code = main(list(arguments))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return command
 
 
 def test_the_csv_and_the_card_printed(run, tmp_path):

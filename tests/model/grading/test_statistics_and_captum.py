@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.attribution.gradients import prediction_scores, saliency
-from model.attribution.passes import embed_tokens
+from model.attribution.gradients import saliency
 from model.grading.statistics import average_ranks, kendall_tau_b, spearman
+from tests.model.attribution.test_ig_convergence import captum_attributions
 from tests.model.attribution.test_measures import CHOSEN, ids, tiny
 
 
@@ -49,22 +49,9 @@ def smooth_tiny() -> torch.nn.Module:
 
 @pytest.mark.parametrize("step", [0, 2, 4])
 def test_integrated_gradients_agree_with_captums_within_1e_4(step):
-    captum_attr = pytest.importorskip("captum.attr")
     model = smooth_tiny()
-    source_ids, input_ids = ids()
-    found = saliency(model, source_ids, input_ids, [step], [CHOSEN[step]], method="ig", max_points=129)
+    theirs = captum_attributions(model, step, 129, "gausslegendre")
+    found = saliency(model, *ids(), [step], [CHOSEN[step]], method="ig", max_points=129)
     assert found.points[0] == 129
-    source = embed_tokens(model, source_ids, "source").detach()  # [1, S, d_model]
-    target = embed_tokens(model, input_ids, "target")[:, : step + 1].detach()  # [1, step + 1, d_model]
-
-    def objective(source_embeddings, target_embeddings):  # [n, S, d_model], [n, step + 1, d_model] -> [n]
-        n = source_embeddings.shape[0]
-        return prediction_scores(
-            model, source_embeddings, target_embeddings, torch.full((n,), step), torch.full((n,), CHOSEN[step])
-        )
-
-    theirs = captum_attr.IntegratedGradients(objective).attribute(
-        (source, target), baselines=(source * 0, target * 0), n_steps=129, method="gausslegendre"
-    )
-    np.testing.assert_allclose(found.source[0], theirs[0].sum(-1)[0].numpy(), atol=1e-4, rtol=0)
-    np.testing.assert_allclose(found.target[0, : step + 1], theirs[1].sum(-1)[0].numpy(), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(found.source[0], theirs[0], atol=1e-4, rtol=0)
+    np.testing.assert_allclose(found.target[0, : step + 1], theirs[1], atol=1e-4, rtol=0)
