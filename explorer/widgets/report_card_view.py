@@ -4,7 +4,8 @@
 in a job of the runner; Cancel stops it), optionally after training a model on shuffled targets for the data
 randomisation check. The table shows one row per method (the baselines in italics), each column's best in bold on
 green with ★, a failure ✗ in red and "—" in grey; a cell's tooltip says its reason or its failures. Below, the mean
-deletion and insertion curves of every method and the cascade's similarities, as plots. "Save…" writes the card as a
+deletion and insertion curves of every method and the cascade's similarities, as plots beside the table (one at a
+time; the row headers' colours are their legend). "Save…" writes the card as a
 CSV or its one-page figure (PNG, SVG, PDF).
 
 The view shows plain data the Explore tab hands it (``show_card``, ``set_running``, ``set_progress``, ``show_message``)
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -31,12 +32,13 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from explorer.widgets.plot_style import show_light_grid
-from model.figures.report_card import colours
+from model.figures.report_card import colours, short_stage
 from model.grading.card import ReportCard, grid
 from model.grading.metrics import METRICS
 from model.grading.sanity import SANITY_THRESHOLD
@@ -45,7 +47,8 @@ HINT = (
     "The report card grades every reading of the model on held-out sentences whose true alignment is known: how "
     "faithful it is (hiding what it calls important should change the prediction), how plausible (AER; on copy, "
     "reverse and sort, the correct source position) and whether it passes the sanity checks (randomised weights must "
-    "change it). Press Grade: it runs in the background (about a minute per 10 sentences on two cores)."
+    "change it). Press Grade: it runs in the background (the default model on 100 sentences: about five minutes on two "
+    "cores)."
 )
 BEST, FAILED, GREY = QColor("#e3f1dc"), QColor("#c0392b"), QColor("#8a8a8a")
 
@@ -98,35 +101,38 @@ class ReportCardView(QWidget):
         self.note.setWordWrap(True)
         self.table = QTableWidget(0, 0)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(False)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.plots = [self._plot(*labels) for labels in self.PLOTS]
-        plots = QHBoxLayout()
-        for plot in self.plots:
-            plots.addWidget(plot)
+        self.plot_tabs = QTabWidget()  # one plot at a time, beside the table (whose row headers are its legend)
+        for plot, name in zip(self.plots, ("Deletion", "Insertion", "Cascade")):
+            self.plot_tabs.addTab(plot, name)
+        body = QHBoxLayout()
+        body.addWidget(self.table, 3)
+        body.addWidget(self.plot_tabs, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.note)
-        layout.addWidget(self.table, 3)
-        layout.addLayout(plots, 2)
+        layout.addLayout(body, 1)
         self.grade_button.clicked.connect(self._on_grade_clicked)
         self.cancel_button.clicked.connect(self.cancel_requested.emit)
         self.save_button.clicked.connect(self._on_save_clicked)
 
     PLOTS = (
-        ("Deletion: mean p(reference)", "share of source pieces hidden"),
-        ("Insertion: mean p(reference)", "share of source pieces shown"),
-        ("Cascading randomisation: similarity", "parts randomised, from the output down"),
+        ("mean p(reference)", "share of source pieces hidden"),
+        ("mean p(reference)", "share of source pieces shown"),
+        ("Spearman similarity to the trained map", "parts randomised, from the output down"),
     )
 
     @staticmethod
-    def _plot(title: str, bottom: str) -> pg.PlotWidget:
-        plot = pg.PlotWidget(title=title)
+    def _plot(left: str, bottom: str) -> pg.PlotWidget:
+        plot = pg.PlotWidget()
         plot.setMenuEnabled(False)
         plot.setMouseEnabled(x=False, y=False)
         show_light_grid(plot)
+        plot.setLabel("left", left)
         plot.setLabel("bottom", bottom)
-        plot.addLegend(offset=(-5, 5), labelTextSize="7pt")
         return plot
 
     # --- the buttons ------------------------------------------------------------------------------
@@ -175,18 +181,19 @@ class ReportCardView(QWidget):
             return
         headers = card.headers()
         self.table.setColumnCount(len(headers))
-        self.table.setHorizontalHeaderLabels(headers)
+        self.table.setHorizontalHeaderLabels([header.replace(" ", "\n", 1) if len(header) > 8 else header for header in headers])
+        self.table.horizontalHeader().setSectionResizeMode(len(headers) - 1, QHeaderView.ResizeMode.ResizeToContents)  # the verdict
         for column, name in enumerate(card.columns):
             header = self.table.horizontalHeaderItem(column)
             if header is not None:
                 header.setToolTip(METRICS[name].what)
         self.table.setRowCount(len(card.rows))
-        self.table.setVerticalHeaderLabels([row.label for row in card.rows])
+        palette = colours(card.rows)
         for index, (row, texts) in enumerate(zip(card.rows, card.table())):
-            header = self.table.verticalHeaderItem(index)
-            if header is not None:
-                header.setToolTip(row.what)
-                header.setFont(_font(italic=row.baseline))
+            header = QTableWidgetItem(_swatch(palette[row.name]), row.label)  # the plots' legend
+            header.setToolTip(row.what)
+            header.setFont(_font(italic=row.baseline))
+            self.table.setVerticalHeaderItem(index, header)
             notes = [row.cells[name].note() for name in card.columns] + [row.sanity_note()]
             for column, (text, note) in enumerate(zip(texts[1:], notes)):
                 self.table.setItem(index, column, _cell(text, note))
@@ -194,9 +201,6 @@ class ReportCardView(QWidget):
     def _draw_plots(self, card: ReportCard | None) -> None:
         for plot in self.plots:
             plot.clear()
-            legend = plot.plotItem.legend
-            if legend is not None:
-                legend.clear()
         if card is None:
             return
         palette = colours(card.rows)
@@ -214,7 +218,16 @@ class ReportCardView(QWidget):
         threshold = pg.InfiniteLine(SANITY_THRESHOLD, angle=0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine))
         threshold.setToolTip(f"A map at least this similar after randomisation fails ({SANITY_THRESHOLD:g})")
         self.plots[2].addItem(threshold)
-        self.plots[2].getAxis("bottom").setTicks([list(enumerate(card.stages, start=1))])
+        self.plots[2].getAxis("bottom").setTicks(
+            [[(number, short_stage(name)) for number, name in enumerate(card.stages, start=1)]]
+        )
+
+
+def _swatch(colour: tuple) -> QIcon:
+    """A square of a method's colour (its curves'), for its row's header."""
+    pixmap = QPixmap(12, 12)
+    pixmap.fill(QColor.fromRgbF(*colour))
+    return QIcon(pixmap)
 
 
 def _font(bold: bool = False, italic: bool = False) -> QFont:

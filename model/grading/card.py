@@ -86,9 +86,14 @@ class ReportCard:
         return [[row.label] + [row.cells[name].text() for name in self.columns] + [row.sanity_text()] for row in self.rows]
 
     def caption(self) -> str:
+        data = (
+            f"data randomisation: {self.data_randomisation}"
+            if self.data_randomisation
+            else "no data randomisation (no model trained on shuffled targets was given)"
+        )
         return (
             f"{self.model}: {self.n_pairs} held-out pairs of {self.corpus} ({self.n_steps} predictions). Score: {SCORE}; "
-            f"removal: {PERTURBATION}. ★ best in its column, ✗ a failure (see the notes)."
+            f"removal: {PERTURBATION}; {data}. ★ best in its column, ✗ a failure (see the notes)."
         )
 
     def mark_best(self) -> None:

@@ -22,7 +22,7 @@ def test_grade_fills_the_table_and_the_plots_and_the_window_keeps_going(qtbot, o
     view = tab.report_card.view
     tab.views.setCurrentWidget(view)
     assert not tab.focus.isVisibleTo(tab) and view.grade_button.isEnabled()
-    view.sentences.setValue(2)
+    view.sentences.setValue(1)
     view.sanity_pairs.setValue(1)
     ticks, formats = [], []
     timer = QTimer(window)

@@ -45,3 +45,12 @@ def test_methods():
 def copy_model(copy_bundle):
     """The session's tiny copy model (150 steps: real weights, not a good model)."""
     return copy_bundle[0]
+
+
+@pytest.fixture(autouse=True)
+def _one_core():
+    """Torch on one core, as the command line runs beside busy programs (two threads waiting for each other on two
+    shared cores were several times slower); tests/conftest.py gives every core back after the test."""
+    from model.runtime import set_cpu_threads
+
+    set_cpu_threads(1)

@@ -15,6 +15,7 @@ from model.grading.grader import CardSettings, grade
 from model.grading.methods import MethodSettings
 from model.grading.metrics import CONSTANT, METRICS, NOT_FINITE, DeletionAopc, PairEvidence
 from model.io.models import open_model
+from model.runtime import set_cpu_threads
 from tests.conftest import tiny_bundle
 
 FAST = MethodSettings(ig_points=33, lime_samples=16, shap_samples=16)
@@ -22,6 +23,7 @@ FAST = MethodSettings(ig_points=33, lime_samples=16, shap_samples=16)
 
 @pytest.fixture(scope="module")
 def copy_card(copy_bundle):
+    set_cpu_threads(1)  # before the function-scoped fixtures of conftest.py
     bundle = copy_bundle[0]
     corpus, pairs = grading_pairs(bundle, None, 4, 0)
     methods = ("attention", "alti", "ig", "leave-one-out", "occlusion", "lime", "kernel-shap", "random")
