@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from model.family import Bundle
-from model.grading.methods import AttributionMethod, MethodMaps, Reading, register_method
+from model.grading.methods import AttributionMethod, MethodMaps, MethodSettings, Reading, register_method
 
 RIDGE = 1e-3  # LIME's and KernelSHAP's linear fits: a small ridge keeps a fit on few samples defined
 NO_CAPTUM = "needs Captum: pip install 'transformer-explorer[grading]'"
@@ -98,24 +98,27 @@ class CaptumMethod(AttributionMethod):
     def prefix_unsupported(self, bundle: Bundle) -> str:
         return f"{self.label} is run over the source pieces"
 
+
+class SampledMethod(CaptumMethod):
+    """LIME or KernelSHAP: one fit per step, on samples drawn alike for every step (seeded)."""
+
     def explainer(self, forward) -> Any:
         raise NotImplementedError
 
-    def attribute(self, explainer: Any, presence: torch.Tensor, step: int, reading: Reading) -> torch.Tensor:
+    def samples(self, settings: MethodSettings) -> int:
         raise NotImplementedError
 
     def maps(self, reading: Reading) -> MethodMaps:
         explainer = self.explainer(_presence_forward(reading.scorer))
         presence = torch.ones(1, reading.case.n_source)
+        n = self.samples(reading.settings)
         rows = []
         for step in range(reading.case.n_steps):
             with torch.random.fork_rng():
                 torch.manual_seed(reading.settings.seed)  # the same samples at every step: their passes are remembered
-                rows.append(self.attribute(explainer, presence, step, reading)[0].double().numpy())
-        return MethodMaps(np.stack(rows), self.prefix_map(reading))
-
-    def prefix_map(self, reading: Reading) -> np.ndarray | None:
-        return None
+                found = explainer.attribute(presence, baselines=0.0, target=step, n_samples=n, perturbations_per_eval=n)
+            rows.append(found[0].double().numpy())
+        return MethodMaps(np.stack(rows))
 
 
 @register_method
@@ -153,20 +156,19 @@ def _linear_model() -> Any:
 
 
 @register_method
-class Lime(CaptumMethod):
+class Lime(SampledMethod):
     name, label = "lime", "LIME"
     what = "a weighted linear model of p(reference) on random subsets of the source pieces (Captum's Lime)"
 
     def explainer(self, forward) -> Any:
         return _captum_attr().Lime(forward, interpretable_model=_linear_model())
 
-    def attribute(self, explainer: Any, presence: torch.Tensor, step: int, reading: Reading) -> torch.Tensor:
-        samples = reading.settings.lime_samples
-        return explainer.attribute(presence, baselines=0.0, target=step, n_samples=samples, perturbations_per_eval=samples)
+    def samples(self, settings: MethodSettings) -> int:
+        return settings.lime_samples
 
 
 @register_method
-class KernelShap(CaptumMethod):
+class KernelShap(SampledMethod):
     name, label = "kernel-shap", "KernelSHAP"
     what = "Shapley values of the source pieces for p(reference), estimated from sampled coalitions (Captum's KernelShap)"
 
@@ -175,9 +177,8 @@ class KernelShap(CaptumMethod):
         explainer.interpretable_model = _linear_model()  # its own is scikit-learn's
         return explainer
 
-    def attribute(self, explainer: Any, presence: torch.Tensor, step: int, reading: Reading) -> torch.Tensor:
-        samples = reading.settings.shap_samples
-        return explainer.attribute(presence, baselines=0.0, target=step, n_samples=samples, perturbations_per_eval=samples)
+    def samples(self, settings: MethodSettings) -> int:
+        return settings.shap_samples
 
 
 @register_method
