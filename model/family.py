@@ -113,6 +113,9 @@ class Capabilities:
     intervention_tools: tuple[str, ...] = INTERVENTION_TOOLS
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
     queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
+    # A source or target piece whose id is replaced by the pad id is hidden in place: masked as padding is, the other
+    # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
+    hides_pieces: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ results.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 import numpy as np
 
+from explorer.controllers.background import end_run, working_copy
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
-from explorer.controllers.runner import Cancelled, Job, Runner, user_message
+from explorer.controllers.runner import Cancelled, Job, Runner
 from model.attribution.importance import HeadImportance, PruningPoint, head_importance, measured_pairs, pruning_curve
 from model.family import Bundle
 from model.kinds import AttentionKind
@@ -88,10 +88,8 @@ class ImportanceController:
         self._end_run()  # a run in progress gives way to this one (and says so)
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        try:  # the job's own model: the window keeps decoding with its one meanwhile
-            work_bundle = dataclasses.replace(bundle, model=copy.deepcopy(bundle.model).eval())  # type: ignore[type-var]
-        except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
-            self.message.emit(f"Head importance could not start: {user_message(error)}")
+        work_bundle = working_copy(bundle, "Head importance", self.message)  # the window keeps its own model
+        if work_bundle is None:
             return False
         self.n_sentences = n_sentences
         self.importance, self.curve = None, None
@@ -120,10 +118,7 @@ class ImportanceController:
 
     def _end_run(self) -> bool:
         """Cancel the job and drop whatever more it reports; True when a run was in progress."""
-        if not self.runner.cancel(CHANNEL, drop=True):
-            return False
-        self.running_changed.emit(False)
-        return True
+        return end_run(self.runner, CHANNEL, self.running_changed)
 
     # --- the job ------------------------------------------------------------------------------------
     def _measure(self, job: Job, bundle: Any, n_sentences: int) -> None:

@@ -13,6 +13,7 @@ from explorer.controllers.importance import ImportanceController
 from explorer.controllers.interventions import InterventionsController
 from explorer.controllers.measures import MeasureController
 from explorer.controllers.neuron import NeuronController
+from explorer.controllers.report_card import ReportCardController
 from explorer.controllers.runner import Runner
 from explorer.controllers.timeline import TimelineController
 from explorer.controllers.timeline_curves import CurvesController
@@ -35,6 +36,7 @@ class WindowControllers:
     interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
     neuron: NeuronController  # one head's query row inside, and every head's positional terms
     corpus: CorpusController  # a corpus index: built, searched, its heads' query-key maps
+    report_card: ReportCardController  # every attribution reading graded (model/grading/)
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -47,6 +49,7 @@ class WindowControllers:
         exports = TimelineExports(explore, runner, timeline, curves)
         interventions, neuron = InterventionsController(explore, runner), NeuronController(explore, runner)
         corpus = CorpusController(explore, runner)
+        report_card = ReportCardController(explore, runner)
         return cls(
             runner,
             explore,
@@ -61,6 +64,7 @@ class WindowControllers:
             interventions,
             neuron,
             corpus,
+            report_card,
         )
 
     def close(self, timeout_s: float = 60.0) -> bool:

@@ -25,6 +25,7 @@ from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
 from explorer.tabs.explore_measures import ExploreMeasures
 from explorer.tabs.explore_neuron import ExploreNeuron
+from explorer.tabs.explore_report_card import ExploreReportCard
 from explorer.tabs.explore_timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
@@ -116,6 +117,7 @@ class ExploreTab(QWidget):
         self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
         self.neuron = ExploreNeuron(self, controllers)  # one head inside, and every head's positional terms
         self.corpus_search = ExploreCorpus(self, controllers.corpus)  # right-click a token or a head: search the corpus
+        self.report_card = ExploreReportCard(self.views, self.explore, controllers.report_card)  # every reading graded
         self.over_training = ExploreTimeline(self, controllers)  # the timeline bar, "Over training" and its exports
         self.over_training.add_exports(self.exports.menu)
         self.side = DecodingPanels(self.contrast)  # candidates (or an encoder-only model's predictions), the beam
@@ -268,7 +270,13 @@ class ExploreTab(QWidget):
 
     def _on_views_tab_changed(self, index: int) -> None:
         """Side by side needs room for two heatmaps, Over training for its curves: the focus view gives them its place."""
-        wide = (self.compare_view, self.over_training.curves_view, self.interventions.view, self.neuron.view)  # in the focus' place
+        wide = (
+            self.compare_view,
+            self.over_training.curves_view,
+            self.interventions.view,
+            self.neuron.view,
+            self.report_card.view,
+        )  # in the focus' place
         self.focus.setVisible(self.views.widget(index) not in wide)
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 

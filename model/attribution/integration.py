@@ -10,7 +10,8 @@ The rule: composite Simpson on panels of [0, 1], each panel sampled at its ends,
 holds two rules, Simpson on the whole panel (S₁) and on its two halves (S₂); the panel's value is S₂ and
 |S₂ − S₁| per token is its error estimate. It starts from ``START_PANELS`` equal panels (129 points). Every round,
 the panels holding half of a row's estimated error are halved (four new points each; every point is kept), so
-points go where F changes. A row has converged when both
+points go where F changes (a cap on the points below those 129 starts with fewer panels: ``start_panels``). A row has
+converged when both
 
 * its completeness gap |Σ attributions − (F(1) − F(0))| is at most ``gap_tolerance`` of max(|F(1) − F(0)|,
   ``gap_floor``) (F at both ends is read at the panels' end points), and
@@ -74,14 +75,16 @@ def integrate(
     integrand: Integrand, n_rows: int, max_points: int, gap_tolerance: float, token_tolerance: float, gap_floor: float
 ) -> Quadrature:
     """∫₀¹ of ``integrand`` for every row, refined adaptively (see the module's docstring)."""
-    alphas = np.linspace(0.0, 1.0, MIN_POINTS)  # [129]
+    panels = start_panels(max_points)
+    n_points = NEW_POINTS * panels + 1
+    alphas = np.linspace(0.0, 1.0, n_points)  # [129] at most
     values, samples = integrand([(row, float(a)) for row in range(n_rows) for a in alphas])
-    values = values.reshape(n_rows, MIN_POINTS)  # [rows, 129]
-    samples = samples.reshape(n_rows, MIN_POINTS, -1)  # [rows, 129, K]
+    values = values.reshape(n_rows, n_points)  # [rows, 129]
+    samples = samples.reshape(n_rows, n_points, -1)  # [rows, 129, K]
     edges = alphas[::NEW_POINTS]  # [33]
-    index = np.arange(START_PANELS)[:, None] * NEW_POINTS + np.arange(5)[None]  # [P, 5]
+    index = np.arange(panels)[:, None] * NEW_POINTS + np.arange(5)[None]  # [P, 5]
     rows = [
-        _Row(np.stack([edges[:-1], edges[1:]], 1), samples[row][index], float(values[row, -1] - values[row, 0]), MIN_POINTS)
+        _Row(np.stack([edges[:-1], edges[1:]], 1), samples[row][index], float(values[row, -1] - values[row, 0]), n_points)
         for row in range(n_rows)
     ]
     n_tokens = samples.shape[-1]
@@ -118,6 +121,12 @@ def integrate(
         np.array([row.points for row in rows]),
         np.array([row.converged for row in rows]),
     )
+
+
+def start_panels(max_points: int) -> int:
+    """The equal panels a row starts with: ``START_PANELS``, or fewer when the cap on points is below their
+    ``MIN_POINTS`` (a cap of 33 points starts, and stays, with 8 panels; one panel at least: 5 points)."""
+    return min(START_PANELS, max(1, (max_points - 1) // NEW_POINTS))
 
 
 def _panels_to_halve(priority: np.ndarray, room: int) -> np.ndarray:

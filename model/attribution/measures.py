@@ -102,7 +102,8 @@ def compute_measure(
     reason = unsupported(model, name)
     if reason:
         raise MeasureError(reason)
-    return _compute(cast(Transformer, model), source_ids, chosen_ids, name, steps, max_points)  # contribution_measures
+    # contribution_measures (raw attention: any family's own weights, an RNN's cross-attention alone)
+    return _compute(cast(Transformer, model), source_ids, chosen_ids, name, steps, max_points)
 
 
 def _compute(
@@ -150,11 +151,13 @@ def _attention_readings(model: Transformer, source: torch.Tensor, chosen: torch.
     if name == "shift-att":
         values = {CROSS: torch.stack(weights.cross)[:, 0, :, 1:].float().cpu().numpy()}  # [L, H, T, S]
     else:
-        values = {
-            ENCODER: torch.stack(weights.encoder_self)[:, 0].float().cpu().numpy(),
-            DECODER: torch.stack(weights.decoder_self)[:, 0, :, :n, :n].float().cpu().numpy(),
-            CROSS: torch.stack(weights.cross)[:, 0, :, :n].float().cpu().numpy(),
+        found = {
+            ENCODER: lambda: torch.stack(weights.encoder_self)[:, 0],
+            DECODER: lambda: torch.stack(weights.decoder_self)[:, 0, :, :n, :n],
+            CROSS: lambda: torch.stack(weights.cross)[:, 0, :, :n],
         }
+        kinds = {ENCODER: weights.encoder_self, DECODER: weights.decoder_self, CROSS: weights.cross}
+        values = {kind: found[kind]().float().cpu().numpy() for kind, tables in kinds.items() if tables}  # a family's kinds
     return MeasureResult(name, values, dict(values))
 
 

@@ -30,6 +30,7 @@ from model.cli.interventions import add_lens_arguments, add_patch_arguments, run
 from model.cli.labels import add_classify_arguments, run_classify
 from model.cli.neuron import add_neuron_arguments, run_neuron
 from model.cli.options import CommandError
+from model.cli.report_card import add_report_card_arguments, run_report_card
 from model.cli.timeline import add_timeline_arguments, run_timeline
 from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
@@ -52,6 +53,7 @@ COMMANDS = (
     "index",
     "search",
     "qk",
+    "report-card",
 )
 
 
@@ -87,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_index_arguments(sub.add_parser("index", help="run a model over a corpus and keep its vectors and head statistics"))
     add_search_arguments(sub.add_parser("search", help="a corpus index's nearest tokens, or sentences where a head behaves so"))
     add_qk_arguments(sub.add_parser("qk", help="a head's queries and keys over a corpus index, mapped together"))
+    add_report_card_arguments(
+        sub.add_parser("report-card", help="grade every attribution reading: faithfulness, plausibility, sanity (CSV or figure)")
+    )
 
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
@@ -122,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "index": run_index,
         "search": run_search,
         "qk": run_qk,
+        "report-card": run_report_card,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

@@ -81,7 +81,7 @@ def _pairs(args) -> list[Pair]:
 
 
 @contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, int], None]]]:
+def stage_progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, int], None]]]:
     """A maker of stage progress: each stage's (done, total) moves a tqdm bar of its own on stderr, drawn from its
     first report (nothing when quiet); every bar is closed on the way out, an error's message then has its own line."""
     bars: list[tuple[str, Any]] = []  # (stage, its bar)
@@ -128,7 +128,7 @@ def run_heads(args) -> int:
     if not bundle.family.capabilities.head_importance:
         raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
     pairs = _pairs(args)
-    with _progress(args.quiet) as progress:
+    with stage_progress(args.quiet) as progress:
         _measure(args, bundle, pairs, measures, progress)
     return 0
 

@@ -84,6 +84,7 @@ TRANSFORMER = register(
             numpy_engine=True,
             interventions=True,
             queries_keys=QueriesKeys.OWN,
+            hides_pieces=True,
         ),
         options=(
             _ENCODER_LAYERS,

@@ -10,7 +10,7 @@ from model.runtime import set_cpu_threads
 
 @pytest.fixture
 def run(tmp_path, monkeypatch, capsys):
-    """main([...]) in a fresh folder: (exit code, stdout, stderr)."""
+    """main([...]) in a fresh folder (tmp_path), torch on one core: (exit code, stdout, stderr)."""
     monkeypatch.chdir(tmp_path)
     set_cpu_threads(1)
 

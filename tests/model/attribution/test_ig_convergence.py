@@ -140,12 +140,12 @@ def test_rows_that_need_more_than_the_cap_are_flagged_all_the_way_to_the_caption
     assert integration_note(partial).startswith("step 1: ") and integration_note(a_trace()) == ""
 
 
-def test_the_same_as_captums_integrated_gradients():
+def captum_attributions(model, step: int, n_steps: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Captum's IntegratedGradients of the objective saliency explains (log p of step ``step``'s token from the source
+    and target-prefix token embeddings, positions kept) from the all-zero baseline, summed over d_model per token:
+    (source [S], target prefix [step + 1])."""
     captum_attr = pytest.importorskip("captum.attr")
-    model = copy.deepcopy(tiny()).double()
     source_ids, input_ids = ids()
-    step = 3
-    found = saliency(model, source_ids, input_ids, [step], [CHOSEN[step]], method="ig")
     source = embed_tokens(model, source_ids, "source").detach()  # [1, S, d_model]
     target = embed_tokens(model, input_ids, "target")[:, : step + 1].detach()  # [1, step + 1, d_model]
 
@@ -157,7 +157,22 @@ def test_the_same_as_captums_integrated_gradients():
 
     ig = captum_attr.IntegratedGradients(objective)
     theirs = ig.attribute(
-        (source, target), baselines=(source * 0, target * 0), n_steps=4096, method="riemann_middle", internal_batch_size=4096
+        (source, target), baselines=(source * 0, target * 0), n_steps=n_steps, method=method, internal_batch_size=4096
     )
-    np.testing.assert_allclose(found.source[0], theirs[0].sum(-1)[0].numpy(), atol=TOLERANCE, rtol=0)
-    np.testing.assert_allclose(found.target[0, : step + 1], theirs[1].sum(-1)[0].numpy(), atol=TOLERANCE, rtol=0)
+    return theirs[0].sum(-1)[0].numpy(), theirs[1].sum(-1)[0].numpy()
+
+
+def test_the_same_as_captums_integrated_gradients():
+    model = copy.deepcopy(tiny()).double()
+    step = 3
+    theirs = captum_attributions(model, step, 4096, "riemann_middle")
+    found = saliency(model, *ids(), [step], [CHOSEN[step]], method="ig")
+    np.testing.assert_allclose(found.source[0], theirs[0], atol=TOLERANCE, rtol=0)
+    np.testing.assert_allclose(found.target[0, : step + 1], theirs[1], atol=TOLERANCE, rtol=0)
+
+
+def test_a_cap_below_the_starting_points_starts_with_fewer_panels():
+    assert [integration.start_panels(cap) for cap in (1, 5, 33, 128, 129, 4096)] == [1, 1, 8, 31, 32, 32]
+    found = integrate(known, 1, 33, gap_tolerance=0.01, token_tolerance=1e-6, gap_floor=0.05)
+    assert found.points[0] == 33 and not found.converged[0]  # 8 panels, no room to halve one
+    np.testing.assert_allclose(found.integral[0, 2], 1.0, atol=1e-9)  # Simpson is exact on 2α

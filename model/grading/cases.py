@@ -1,0 +1,110 @@
+"""The sentence pairs a report card grades: held-out pairs of a corpus, each encoded as the model reads it.
+
+A pair is graded on its reference, teacher-forced: step t explains the prediction of the reference's piece t (the
+final </s> is not graded), over the source's pieces (its </s> is never hidden or removed). On a built-in translation
+corpus the pairs are ``aer_pairs`` (drawn from the test split, each with its gold word alignment, the same pairs every
+AER of the app is read on); on a corpus file, pairs drawn from its test split (no gold alignment: no AER).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.data.batching import encode_pairs
+from model.data.corpora import CorpusSpec, Pair, load_corpus
+from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
+from model.errors import UserError
+from model.family import Architecture, Bundle
+from model.inspection.alignment import aer_pairs, gold_word_groups
+
+
+class GradingError(UserError):
+    """A report card that cannot be made (a model or corpus it cannot grade); the message says why."""
+
+
+@dataclass
+class GradedPair:
+    """One pair as the model reads it, with the word each piece belongs to when its gold alignment can be read."""
+
+    pair: Pair
+    source_ids: list[int]  # the source pieces, then </s>
+    target_ids: list[int]  # <s>, the reference's pieces, </s>
+    groups: tuple[np.ndarray, np.ndarray] | None = None  # (word of each source piece, word of each target piece)
+
+    @property
+    def n_source(self) -> int:
+        """Source pieces graded (</s> is not one)."""
+        return len(self.source_ids) - 1
+
+    @property
+    def n_steps(self) -> int:
+        """Predictions graded: one per reference piece (the final </s> is not one)."""
+        return len(self.target_ids) - 2
+
+    @property
+    def decoder_inputs(self) -> list[int]:
+        """What the decoder reads up to the last graded step: <s> and the reference's pieces before it."""
+        return self.target_ids[: self.n_steps]
+
+    @property
+    def references(self) -> list[int]:
+        """The piece each graded step predicts."""
+        return self.target_ids[1:-1]
+
+
+def check_gradable(bundle: Bundle) -> None:
+    """A GradingError unless ``bundle`` is one of the app's own encoder-decoder models (whose predictions are graded)."""
+    capabilities = bundle.family.capabilities
+    if capabilities.architecture is not Architecture.ENCODER_DECODER:
+        raise GradingError(
+            f"the report card grades the predictions of an encoder-decoder model; {bundle.family.title} "
+            f"({bundle.family.name}) is {capabilities.architecture.value}"
+        )
+    if not (capabilities.trainable and capabilities.teacher_forced_scores):
+        raise GradingError("the report card grades the app's own models (trained here), not a pretrained folder")
+
+
+def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: int) -> tuple[CorpusSpec, list[Pair]]:
+    """(the corpus, ``count`` held-out pairs of it drawn with ``seed``): the model's own corpus when ``corpus`` is None
+    or names it (its size and seed give the split it was trained beside). A GradingError for a model it cannot grade."""
+    check_gradable(bundle)
+    if count < 1:
+        raise GradingError(f"a report card grades at least one sentence, not {count}")
+    own = bundle.corpus
+    if corpus is None or (own is not None and corpus.is_builtin and corpus.name == own.name):
+        corpus = own
+    if corpus is None:
+        raise GradingError("this model does not say which corpus it was trained on: name one (--corpus)")
+    if corpus.task != "translation":
+        raise GradingError(f"{corpus.describe()} is a {corpus.task} corpus: the report card grades translation pairs")
+    if corpus.is_builtin:
+        return corpus, aer_pairs(corpus, count, seed)
+    test = load_corpus(corpus).test
+    if not test:
+        raise GradingError(f"{corpus.describe()} has no test pairs to grade")
+    return corpus, random.Random(seed).sample(test, min(count, len(test)))
+
+
+def graded_pairs(bundle: Bundle, pairs: list[Pair]) -> list[GradedPair]:
+    """The pairs encoded as the model reads them; a pair with no source piece or no target piece is left out."""
+    config = bundle.config
+    cases = []
+    for pair, (source_ids, target_ids) in zip(pairs, encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)):
+        if len(source_ids) < 2 or len(target_ids) < 3:
+            continue
+        groups = None
+        if pair.alignment:
+            groups = gold_word_groups(bundle, pair, source_ids[:-1], target_ids[1:-1])
+        cases.append(GradedPair(pair, list(source_ids), list(target_ids), groups))
+    if not cases:
+        raise GradingError("none of the sentences has a source and a target piece to grade")
+    return cases
+
+
+def knows_positions(corpus: CorpusSpec) -> bool:
+    """Whether the corpus's gold alignment *is* the answer (copy, reverse, sort): its correct source positions are
+    known exactly, so an accuracy is read beside the AER."""
+    return corpus.is_builtin and corpus.name in SYMBOLIC_TASKS

@@ -1,0 +1,176 @@
+"""The attribution methods a report card grades, each a small registered class (as Inseq registers its methods).
+
+A method reads one pair and gives its *maps*: for each graded step, a score per source piece (``source`` [T, S],
+higher = more important) and, when it has one, per decoder input (``prefix`` [T, T], column 0 being <s>, NaN past the
+step). A new method plugs in by subclassing ``AttributionMethod`` and decorating it with ``register_method``.
+
+The app's measures (model/attribution/measures.py) are read as the app draws them, through their shares: a measure
+per head (attention, norm-based, Shift-Att) or per layer (value zeroing) as the mean over its layers and heads, a
+rolled-out one (ALTI, ALTI+, attention × gradient) at its last layer (it reads through them all), a saliency (gradient
+× input, integrated gradients) as its one map — integrated gradients with at most ``ig_points`` gradient points per
+prediction (each prediction's convergence counted). A measure that defines no cross-attention reading (ALTI) has no
+source map: its source columns are "—" with the reason, and its prefix map is still graded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from model.attribution.measures import MEASURES, compute_measure, unsupported
+from model.family import Bundle
+from model.grading.cases import GradedPair
+from model.grading.scoring import PairScorer
+from model.kinds import AttentionKind
+
+CARD_IG_POINTS = 129  # integrated gradients in a card: the adaptive rule's first 129 points per prediction, no more
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """How the methods that sample or integrate are run."""
+
+    ig_points: int = CARD_IG_POINTS  # integrated gradients: gradient points per prediction at most
+    lime_samples: int = 64  # LIME: perturbed sources per pair (the same ones for every step)
+    shap_samples: int = 64  # KernelSHAP: coalitions per pair (the same ones for every step)
+    seed: int = 0  # LIME's and KernelSHAP's samples, the random order
+
+
+@dataclass
+class Reading:
+    """What a method read of one pair under one model (the model graded, or a randomised copy for the sanity checks)."""
+
+    model: Any
+    case: GradedPair
+    scorer: PairScorer
+    settings: MethodSettings
+    index: int = 0  # the pair's number in the card (seeds the random order)
+
+
+@dataclass
+class MethodMaps:
+    source: np.ndarray | None = None  # [T, S]
+    prefix: np.ndarray | None = None  # [T, T] over the decoder inputs
+    converged: list[bool] = field(default_factory=list)  # integrated gradients: per step
+
+
+class AttributionMethod:
+    """One attribution method: its name (the command line's and the CSV's), its label and a line on what it is."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    what: ClassVar[str] = ""
+    baseline: ClassVar[bool] = False  # a perturbation baseline (or the random order), not one of the app's measures
+    reads_model: ClassVar[bool] = True  # False for the random order: randomising the model cannot change it
+    reference: ClassVar[bool] = False  # leave-one-out: the reference the τ columns compare with
+
+    def source_unsupported(self, bundle: Bundle) -> str:
+        """Why it has no map over the source pieces of ``bundle``'s predictions ('' when it has one)."""
+        return ""
+
+    def prefix_unsupported(self, bundle: Bundle) -> str:
+        """Why it has no map over the target prefix ('' when it has one)."""
+        return ""
+
+    def maps(self, reading: Reading) -> MethodMaps:
+        raise NotImplementedError
+
+
+METHODS: dict[str, type[AttributionMethod]] = {}
+
+
+def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
+    """Make ``cls`` a method report cards can grade, by its name."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name to register it by")
+    METHODS[cls.name] = cls
+    return cls
+
+
+def method_names() -> tuple[str, ...]:
+    """Every registered method, the app's measures first."""
+    return tuple(sorted(METHODS, key=lambda name: (METHODS[name].baseline, list(METHODS).index(name))))
+
+
+def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
+    """A measure's shares [layers, heads, queries, keys] as one map [queries, keys]: the last layer of a rollout, else
+    the mean over layers and heads."""
+    return shares[-1].mean(0) if rolled_out else shares.mean((0, 1))
+
+
+class MeasureMethod(AttributionMethod):
+    """One of the app's measures (model/inspection/measure_catalogue.py), read through ``compute_measure``."""
+
+    measure: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        catalogue = MEASURES[cls.measure]
+        cls.name, cls.label, cls.what = catalogue.name, catalogue.label, catalogue.what
+
+    def source_unsupported(self, bundle: Bundle) -> str:
+        return unsupported(bundle.model, self.measure, AttentionKind.CROSS)
+
+    def prefix_unsupported(self, bundle: Bundle) -> str:
+        return unsupported(bundle.model, self.measure, AttentionKind.DECODER)
+
+    def maps(self, reading: Reading) -> MethodMaps:
+        case = reading.case
+        result = compute_measure(
+            reading.model, case.source_ids, case.target_ids[1:], self.measure, max_points=reading.settings.ig_points
+        )
+        rolled_out, n, s = MEASURES[self.measure].rollout, case.n_steps, case.n_source
+        cross, decoder = result.shares.get(AttentionKind.CROSS), result.shares.get(AttentionKind.DECODER)
+        source = reduced(cross, rolled_out)[:n, :s].astype(np.float64) if cross is not None else None
+        prefix = None
+        if decoder is not None:
+            prefix = reduced(decoder, rolled_out)[:n, :n].astype(np.float64)
+            prefix[np.triu_indices(n, k=1)] = np.nan  # inputs after the step: not read
+        return MethodMaps(source, prefix, [bool(c) for c in result.integration_converged[:n]])
+
+
+@register_method
+class Attention(MeasureMethod):
+    measure = "attention"
+
+
+@register_method
+class NormBased(MeasureMethod):
+    measure = "norm"
+
+
+@register_method
+class Alti(MeasureMethod):
+    measure = "alti"
+
+
+@register_method
+class AltiPlus(MeasureMethod):
+    measure = "alti+"
+
+
+@register_method
+class ValueZeroing(MeasureMethod):
+    measure = "value-zeroing"
+
+
+@register_method
+class AttentionGradient(MeasureMethod):
+    measure = "attn-grad"
+
+
+@register_method
+class GradientInput(MeasureMethod):
+    measure = "grad-input"
+
+
+@register_method
+class IntegratedGradients(MeasureMethod):
+    measure = "ig"
+
+
+@register_method
+class ShiftAtt(MeasureMethod):
+    measure = "shift-att"

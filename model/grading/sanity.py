@@ -1,0 +1,182 @@
+"""Sanity checks (Adebayo et al., "Sanity Checks for Saliency Maps", NeurIPS 2018): a map that barely changes when
+the model's weights are randomised, or when the model learnt nothing about the task, cannot be explaining the model.
+
+* **Cascading parameter randomisation**: the model's parts from the output down (the order in which a forward pass
+  first uses them, reversed: the top decoder layer first, ... the embeddings last), randomised one more at a time.
+  Each randomised tensor is redrawn from a normal distribution with its trained mean and standard deviation (seeded).
+* **Data randomisation**: a model of the same configuration and tokenizers trained by the app's own trainer on the
+  corpus's training pairs with their targets shuffled among them (``shuffled_targets_model``).
+
+The similarity of two maps of a pair is Spearman's ρ over every entry of its map (the source map, or the prefix map of
+a measure without one; identical maps are 1, even constant ones), averaged over the pairs. A method fails when the
+similarity after the whole cascade, or to the shuffled-target model, is above ``SANITY_THRESHOLD``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from model.data.corpora import Pair, Splits, load_corpus
+from model.grading.cases import GradedPair, GradingError
+from model.grading.statistics import spearman
+from model.nn.registry import build_network
+from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions
+
+SANITY_THRESHOLD = 0.5  # a map at least this similar to the trained model's after randomisation fails
+
+
+@dataclass
+class Stage:
+    """One part of the model randomised by the cascade: its name and its parameters."""
+
+    name: str
+    parameters: list[nn.Parameter]
+
+
+def _parts(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The model's parts: its children, a list of layers as one part per layer ('decoder layer 3')."""
+    parts = []
+    for name, child in model.named_children():
+        if isinstance(child, nn.ModuleList):
+            label = name.replace("_layers", " layer").replace("_", " ")
+            parts += [(f"{label} {index + 1}", item) for index, item in enumerate(child)]
+        elif any(True for _ in child.parameters()):
+            parts.append((name.replace("_", " "), child))
+    return parts
+
+
+def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
+    """The model's parts from the output down: the order in which a forward pass of ``case`` first uses them, reversed
+    (parts it never calls come first; the model's own parameters, a learned position table, join the last stage). A
+    part of norms alone (one-dimensional parameters) joins the stage after it."""
+    parts = _parts(model)
+    first_call: dict[int, int] = {}
+
+    def recorder(index: int):
+        def record(_module, _args) -> None:  # a pre-hook that returns nothing leaves the call as it is
+            first_call.setdefault(index, len(first_call))
+
+        return record
+
+    hooks = [  # on every module of a part: a dictionary of embeddings is never called itself
+        inner.register_forward_pre_hook(recorder(index)) for index, (_, module) in enumerate(parts) for inner in module.modules()
+    ]
+    try:
+        device = next(model.parameters()).device
+        with torch.inference_mode():
+            source = torch.tensor([case.source_ids], device=device)
+            network: Any = model  # a family's network: called, then its logits
+            network.logits(network(source, torch.tensor([case.decoder_inputs], device=device)))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    order = sorted(range(len(parts)), key=lambda index: -first_call.get(index, len(parts)))
+    stages: list[Stage] = []
+    pending: list[nn.Parameter] = []
+    for index in order:
+        name, module = parts[index]
+        pending += list(module.parameters(recurse=True))
+        if any(p.dim() > 1 for p in pending):
+            stages.append(Stage(name, pending))
+            pending = []
+    own = [p for p in model.parameters(recurse=False)]
+    if stages:
+        stages[-1].parameters += pending + own
+    return stages
+
+
+def randomise(parameters: list[nn.Parameter], generator: torch.Generator) -> None:
+    """Redraw each tensor from N(its mean, its standard deviation) in place (a tensor of one value is kept)."""
+    with torch.no_grad():
+        for parameter in parameters:
+            if parameter.numel() < 2:
+                continue
+            mean, std = parameter.mean(), parameter.std()
+            noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+            parameter.copy_((noise * std + mean).to(parameter.device))
+
+
+def cascade(model: nn.Module, stages: list[Stage], seed: int = 0):
+    """Yield (stage name, a copy of ``model`` with that stage and every one before it randomised)."""
+    generator = torch.Generator().manual_seed(seed)
+    randomised = copy.deepcopy(model).eval()
+    lookup = dict(zip((id(p) for p in model.parameters()), randomised.parameters()))
+    for stage in stages:
+        randomise([lookup[id(p)] for p in stage.parameters], generator)
+        yield stage.name, randomised
+
+
+def map_similarity(trained: np.ndarray, randomised: np.ndarray) -> float:
+    """Spearman's ρ of two maps of one pair over the entries both define (NaN when it is undefined)."""
+    both = np.isfinite(trained) & np.isfinite(randomised)
+    if not both.any() or not np.array_equal(np.isnan(trained), np.isnan(randomised)):
+        return float("nan")
+    return spearman(trained[both], randomised[both])
+
+
+@dataclass
+class SanityResult:
+    """One method's similarities: after each cascade stage (the mean over pairs), to the shuffled-target model."""
+
+    cascade: list[float] = field(default_factory=list)
+    data: float | None = None
+    failures: list[str] = field(default_factory=list)  # why a similarity could not be read
+    threshold: float = SANITY_THRESHOLD
+
+    @property
+    def similarity(self) -> float:
+        """The worst similarity: after the whole cascade, or to the shuffled-target model when it was read."""
+        values = [value for value in (self.cascade[-1] if self.cascade else None, self.data) if value is not None]
+        return max(values) if values else float("nan")
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and bool(np.isfinite(self.similarity)) and self.similarity <= self.threshold
+
+
+def shuffled_splits(corpus, seed: int = 0, limit: int | None = None) -> Splits:
+    """The corpus's training pairs with their targets shuffled among them (no pair keeps its own, but by chance)."""
+    train = load_corpus(corpus).train[:limit]
+    targets = [pair.target for pair in train]
+    random.Random(seed).shuffle(targets)
+    shuffled = [Pair(pair.source, target) for pair, target in zip(train, targets)]
+    return Splits(shuffled, shuffled[:50], [])
+
+
+def shuffled_targets_model(
+    bundle, steps: int, seed: int = 0, check: Callable[[], None] | None = None, on_step: Callable[[int, int], None] | None = None
+):
+    """A bundle of ``bundle``'s configuration and tokenizers, trained from scratch for ``steps`` steps on its corpus's
+    training pairs with shuffled targets, by the app's own trainer (on the CPU)."""
+    if bundle.corpus is None:
+        raise GradingError("a model trained on shuffled targets needs the corpus this model was trained on")
+    torch.manual_seed(seed)
+    network = build_network(bundle.config)
+    control, stopped = TrainingControl(), []
+
+    def progress(report: Progress) -> None:
+        if on_step is not None:
+            on_step(report.step, steps)
+        try:
+            (check or (lambda: None))()
+        except Exception as error:  # noqa: BLE001 - the caller's cancellation: stop training, raise it after
+            stopped.append(error)
+            control.cancel()
+
+    options = TrainingOptions(epochs=1000, max_steps=steps, batch_size=64, seed=seed, valid_decode_limit=10, keep_best=False)
+    splits = shuffled_splits(bundle.corpus, seed)
+    Trainer(
+        network, bundle.source_tokenizer, bundle.target_tokenizer, splits, options, torch.device("cpu"), progress, control=control
+    ).run()
+    if stopped:
+        raise stopped[0]
+    return dataclasses.replace(bundle, model=network.eval(), history={}, recording=None, path=None)

@@ -1,0 +1,157 @@
+"""Perturbed teacher-forced passes of one pair, batched and remembered: what every faithfulness metric and every
+perturbation baseline reads.
+
+The score of step t is log p(reference piece t) under the model, teacher-forced on the reference prefix (the metrics
+read its probability, exp of it). Two perturbations:
+
+* **hiding** a piece: its id replaced by the pad id, which the model masks as it masks padding (no attention reads
+  it; the other pieces keep their positions). This is the report card's "removal" for deletion and insertion curves,
+  comprehensiveness, sufficiency, occlusion, LIME and KernelSHAP (in place: it needs ``Capabilities.hides_pieces``);
+* **leaving a piece out**: the sequence without it (the pieces after it move up a position), for leave-one-out.
+
+Rows for one step are cut after that step and read its logits only; rows for every step (``hidden_all``) serve each
+step at once. Every row computed is remembered by its hidden pieces, so an order, a sample or a curve point met
+again (the full source, the empty one, LIME's samples for the next step) costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from model.grading.cases import GradedPair
+from model.runtime import follow_free_cores
+
+BATCH_ROWS = 128  # perturbed rows per pass (larger batches were no faster per row on 2 cores)
+
+
+class PairScorer:
+    """log p of each graded step's reference piece for one pair under a model, with pieces hidden or left out."""
+
+    def __init__(self, model, case: GradedPair, check: Callable[[], None] | None = None) -> None:
+        self.model, self.case, self.check = model, case, check or (lambda: None)
+        self.device = next(model.parameters()).device
+        self.pad_id = model.config.pad_id
+        self.source = torch.tensor(case.source_ids, device=self.device)  # [S + 1]
+        self.inputs = torch.tensor(case.decoder_inputs, device=self.device)  # [T]
+        self.references = torch.tensor(case.references, device=self.device)  # [T]
+        self._step_memo: dict[tuple[bytes, int], float] = {}
+        self._all_memo: dict[bytes, np.ndarray] = {}
+        self.rows = 0  # rows computed (not found in the memo)
+        self.full = self.hidden_all(np.ones((1, case.n_source), bool))[0]  # [T] nothing hidden
+
+    # --- the model's passes ---------------------------------------------------------------------
+    def _pass(self, source_ids: torch.Tensor, inputs: torch.Tensor, positions: torch.Tensor | None) -> np.ndarray:
+        """Rows [N, S'], [N, L] -> log p of the references at every position [N, L], or at ``positions`` [N] only."""
+        self.check()
+        follow_free_cores()
+        self.rows += source_ids.shape[0]
+        with torch.inference_mode():
+            hidden = self.model(source_ids, inputs)  # [N, L, d_model]
+            if positions is not None:
+                hidden = hidden[torch.arange(hidden.shape[0], device=self.device), positions]  # [N, d_model]
+                references = self.references[positions]  # [N]
+            else:
+                references = self.references[: inputs.shape[1]].expand(hidden.shape[0], -1)  # [N, L]
+            log_probabilities = torch.log_softmax(self.model.logits(hidden).float(), dim=-1)  # [N, (L,) V]
+            return log_probabilities.gather(-1, references[..., None])[..., 0].double().cpu().numpy()
+
+    def _hidden_rows(self, keep: np.ndarray) -> torch.Tensor:
+        """keep [N, S] (False: hidden) -> source ids [N, S + 1] with the hidden pieces' ids replaced by the pad id."""
+        rows = self.source.repeat(keep.shape[0], 1)  # [N, S + 1]
+        hidden = torch.from_numpy(~keep).to(self.device)  # [N, S]
+        rows[:, :-1] = rows[:, :-1].masked_fill(hidden, self.pad_id)
+        return rows
+
+    # --- hiding source pieces ---------------------------------------------------------------------
+    def hidden_all(self, keep: np.ndarray) -> np.ndarray:
+        """keep [N, S] -> log p at every graded step [N, T] with the pieces not kept hidden."""
+        keys = [row.tobytes() for row in keep]
+        missing = _first_of_each([index for index, key in enumerate(keys) if key not in self._all_memo], keys)
+        for start in range(0, len(missing), BATCH_ROWS):
+            chunk = missing[start : start + BATCH_ROWS]
+            sources = self._hidden_rows(keep[chunk])
+            found = self._pass(sources, self.inputs.expand(len(chunk), -1), None)  # [n, T]
+            for index, row in zip(chunk, found):
+                self._all_memo[keys[index]] = row
+        return np.stack([self._all_memo[key] for key in keys]) if keys else np.zeros((0, self.case.n_steps))
+
+    def hidden(self, keep: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """keep [N, S] and a step per row [N] -> log p at that step [N], each row cut after its step."""
+        keys = [(row.tobytes(), int(step)) for row, step in zip(keep, steps)]
+        missing = [index for index, key in enumerate(keys) if key not in self._step_memo and key[0] not in self._all_memo]
+        by_step: dict[int, list[int]] = {}
+        for index in _first_of_each(missing, keys):
+            by_step.setdefault(keys[index][1], []).append(index)
+        for step, indices in sorted(by_step.items()):
+            for start in range(0, len(indices), BATCH_ROWS):
+                chunk = indices[start : start + BATCH_ROWS]
+                inputs = self.inputs[: step + 1].expand(len(chunk), -1)  # [n, step + 1]
+                positions = torch.full((len(chunk),), step, device=self.device)
+                for index, value in zip(chunk, self._pass(self._hidden_rows(keep[chunk]), inputs, positions)):
+                    self._step_memo[keys[index]] = float(value)
+        return np.array([self._read(key) for key in keys], dtype=np.float64)
+
+    def _read(self, key: tuple[bytes, int]) -> float:
+        every = self._all_memo.get(key[0])
+        return float(every[key[1]]) if every is not None else self._step_memo[key]
+
+    # --- leaving pieces out, hiding prefix pieces ------------------------------------------------------
+    def left_out(self) -> np.ndarray:
+        """log p at every step with each source piece left out [S, T] (the </s> stays)."""
+        n = self.case.n_source
+        rows = torch.stack([torch.cat([self.source[:i], self.source[i + 1 :]]) for i in range(n)])  # [S, S]
+        return self._pass(rows, self.inputs.expand(n, -1), None)
+
+    def prefix_left_out(self) -> np.ndarray:
+        """[T, T]: log p at step t with decoder input j (a prefix piece, 1 <= j <= t) left out; NaN elsewhere (<s>, and
+        inputs after the step, which it does not read)."""
+        n = self.case.n_steps
+        table = np.full((n, n), np.nan)
+        if n < 2:
+            return table
+        rows = torch.stack([torch.cat([self.inputs[:j], self.inputs[j + 1 :]]) for j in range(1, n)])  # [n - 1, n - 1]
+        self.check()
+        self.rows += n - 1
+        with torch.inference_mode():
+            hidden = self.model(self.source.expand(n - 1, -1), rows)  # [n - 1, n - 1, d_model]
+            log_probabilities = torch.log_softmax(self.model.logits(hidden).float(), dim=-1)  # [n - 1, n - 1, V]
+            # Without input j, position p >= j - 1 reads the original inputs up to p + 1: it predicts step p + 1.
+            following = self.references[1:].expand(n - 1, -1)[..., None]  # [n - 1, n - 1, 1]
+            found = log_probabilities.gather(-1, following)[..., 0].double().cpu().numpy()
+        for j in range(1, n):
+            table[j:, j] = found[j - 1, j - 1 :]
+        return table
+
+    def prefix_hidden_all(self, keep: np.ndarray) -> np.ndarray:
+        """keep [N, T - 1] over the prefix pieces (decoder inputs 1..T-1) -> log p at every step [N, T] with those not
+        kept hidden (masked as padding by the model's inspection pass)."""
+        keys = [b"prefix" + row.tobytes() for row in keep]
+        missing = _first_of_each([index for index, key in enumerate(keys) if key not in self._all_memo], keys)
+        if missing:
+            rows = self.inputs.repeat(len(missing), 1)  # [n, T]
+            hidden = torch.from_numpy(~keep[missing]).to(self.device)  # [n, T - 1]
+            rows[:, 1:] = rows[:, 1:].masked_fill(hidden, self.pad_id)
+            self.check()
+            self.rows += len(missing)
+            with torch.inference_mode():
+                logits, _ = self.model.inspect(self.source.expand(len(missing), -1), rows)  # [n, T, V]
+                log_probabilities = torch.log_softmax(logits.float(), dim=-1)
+                references = self.references.expand(len(missing), -1)[..., None]  # [n, T, 1]
+                found = log_probabilities.gather(-1, references)[..., 0].double().cpu().numpy()
+            for index, row in zip(missing, found):
+                self._all_memo[keys[index]] = row
+        return np.stack([self._all_memo[key] for key in keys])
+
+
+def _first_of_each(indices: list[int], keys: list) -> list[int]:
+    """``indices`` less those whose key an earlier one of them has (a row asked twice is computed once)."""
+    seen: set = set()
+    first = []
+    for index in indices:
+        if keys[index] not in seen:
+            seen.add(keys[index])
+            first.append(index)
+    return first

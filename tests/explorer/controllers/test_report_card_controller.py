@@ -1,0 +1,62 @@
+"""The report-card controller without a window (and without Qt): a card graded in a job with progress (after training
+a model on shuffled targets when asked), Save as a CSV or a figure, Cancel ending a run at once, another model clearing
+the card, and a model it cannot grade refused with the reason. (The view: tests/explorer/test_report_card_window.py.)"""
+
+from __future__ import annotations
+
+import csv
+
+from explorer.controllers.report_card import SHUFFLED
+from model.grading.grader import PAIRS, SANITY
+from model.io.models import open_model
+from tests.conftest import assert_figure
+from tests.explorer.controllers.recording import WAIT_S, Recorder
+
+EVENTS = ("progress", "ready", "running_changed", "message")
+
+
+def test_a_card_in_a_job_then_saved(controllers, copy_bundle, tmp_path):
+    explore, report_card = controllers.explore, controllers.report_card
+    events = Recorder(report_card, *EVENTS)
+    assert not report_card.save(tmp_path / "none.csv") and "press Grade" in events.of("message")[-1][0]
+    explore.set_model(copy_bundle[0])
+    assert report_card.unavailable() == ""
+    assert report_card.compute(1, 1, shuffled_steps=4)
+    assert report_card.running
+    assert controllers.inbox.wait_until(lambda: not report_card.running, WAIT_S)
+    card = report_card.card
+    assert card is not None and events.of("ready")[-2:] == [(None,), (card,)] and card.n_pairs == 1
+    assert card.data_randomisation == "4 steps on shuffled copy targets"
+    assert all(row.sanity is None or row.sanity.data is not None for row in card.rows)
+    stages = [args[0] for args in events.of("progress")]
+    assert stages[0] == SHUFFLED and PAIRS in stages and stages[-1] == SANITY
+    assert events.of("running_changed") == [(True,), (False,)]
+    written = report_card.save(tmp_path / "card.csv")
+    with open(written, encoding="utf-8") as handle:
+        assert [row["method"] for row in csv.DictReader(handle)] == [row.name for row in card.rows]
+    report_card.save(tmp_path / "card.svg")
+    assert_figure(tmp_path / "card.svg", width=7.2, texts=("Explanation report card",))
+    assert not report_card.save(tmp_path / "card.txt") and "saved as .csv" in events.of("message")[-1][0]
+    explore.set_model(copy_bundle[0])  # another model (the same file again): the card is cleared
+    assert report_card.card is None and events.of("ready")[-1] == (None,)
+
+
+def test_cancel_ends_a_run_at_once(controllers, copy_bundle):
+    report_card = controllers.report_card
+    events = Recorder(report_card, *EVENTS)
+    controllers.explore.set_model(copy_bundle[0])
+    assert report_card.compute(200, 10)
+    report_card.cancel()
+    assert not report_card.running and events.of("message") == [("Report card cancelled.",)]
+    assert controllers.runner.join(WAIT_S)
+    controllers.inbox.drain()
+    assert report_card.card is None and events.of("ready") == [(None,), (None,)]  # the model, the run: no card
+
+
+def test_models_it_cannot_grade_are_refused_with_the_reason(controllers):
+    report_card = controllers.report_card
+    events = Recorder(report_card, *EVENTS)
+    assert not report_card.compute(5) and events.of("message")[-1][0].startswith("Open or train a model first")
+    controllers.explore.set_model(open_model("tagger"))
+    assert "encoder-decoder model" in report_card.unavailable()
+    assert not report_card.compute(5) and not report_card.running
