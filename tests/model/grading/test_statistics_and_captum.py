@@ -3,10 +3,11 @@ within 1e-4.
 
 Two IG comparisons. On the model as trained, Captum evaluated on the project's own points and weights (the same
 quadrature) agrees within 1e-6. Across rules: a float64 copy of the tiny model of tests/model/attribution/ with its
-feed-forward layers made constant (their ReLUs would make the integrand jump, and no rule with a fixed set of points agrees with another one
-within 1e-4 across a jump); the same objective (log p of step t's token from the source and target-prefix token
-embeddings, positions kept), the same all-zero baseline, the same number of points: the project's adaptive Simpson
-rule on its first 129 equally spaced points against Captum's Gauss-Legendre rule with 129 steps.
+feed-forward layers made constant (their ReLUs would make the integrand jump, and no rule with a fixed set of points
+agrees with another one within 1e-4 across a jump); the same objective (log p of step t's token from the source and
+target-prefix token embeddings, positions kept), the same all-zero baseline, the same number of points: the
+project's adaptive Simpson rule on its first 129 equally spaced points against Captum's Gauss-Legendre rule with 129
+steps.
 """
 
 from __future__ import annotations
