@@ -133,6 +133,8 @@ class ReportCardView(QWidget):
         show_light_grid(plot)
         plot.setLabel("left", left)
         plot.setLabel("bottom", bottom)
+        for side in ("left", "bottom"):
+            plot.getAxis(side).enableAutoSIPrefix(False)  # probabilities read 0.8, not "800 (x0.001)"
         return plot
 
     # --- the buttons ------------------------------------------------------------------------------
