@@ -14,10 +14,10 @@ Events: ``changed(row or None)`` (a NeuronRow: the view draws it), ``queries_cha
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
+from explorer.controllers.background import copied_model
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
@@ -119,7 +119,9 @@ class NeuronController:
 
     def _compute(self, wanted: tuple) -> None:
         model, source_ids, target_ids = wanted
-        copied = copy.deepcopy(model)  # the job's own: the window's thread goes on decoding with the model
+        copied = copied_model(model, "Reading the queries and keys", self.message)  # the window goes on with its own
+        if copied is None:
+            return
         was_running = self.running
         self.computed_for, self.vectors = wanted, None
 
