@@ -33,8 +33,6 @@ class ExploreReportCard:
         self._on_model_changed()
 
     def _on_model_changed(self) -> None:
-        why = self.controller.unavailable()
-        self.view.grade_button.setEnabled(not why and not self.controller.running)
-        self.view.grade_button.setToolTip(why or "Grade every reading (in the background)")
-        if why:
-            self.view.show_message(why)
+        """Grade enabled (or why not), and the note said again either way: "Open or train a model first" must not
+        outlive the model's opening, nor a cleared card's caption its table."""
+        self.view.show_unavailable(self.controller.unavailable(), self.controller.running)

@@ -8,9 +8,9 @@ deletion and insertion curves of every method and the cascade's similarities, as
 time; the row headers' colours are their legend). "Save…" writes the card as a
 CSV or its one-page figure (PNG, SVG, PDF).
 
-The view shows plain data the Explore tab hands it (``show_card``, ``set_running``, ``set_progress``, ``show_message``)
-and says what the user asked: ``compute_requested(sentences, sanity pairs, shuffled-target steps)``,
-``cancel_requested``, ``save_requested(path)``; it never reads the model.
+The view shows plain data the Explore tab hands it (``show_card``, ``set_running``, ``set_progress``, ``show_message``,
+``show_unavailable``) and says what the user asked: ``compute_requested(sentences, sanity pairs, shuffled-target
+steps)``, ``cancel_requested``, ``save_requested(path)``; it never reads the model.
 """
 
 from __future__ import annotations
@@ -171,8 +171,13 @@ class ReportCardView(QWidget):
         self.save_button.setEnabled(card is not None)
         self._fill_table(card)
         self._draw_plots(card)
-        if card is not None:
-            self.note.setText(card.caption())
+        self.note.setText(HINT if card is None else card.caption())  # a cleared card takes its caption with it
+
+    def show_unavailable(self, why: str, running: bool = False) -> None:
+        """Why the model cannot be graded ('' when it can: the hint again, or the card's caption when one is shown)."""
+        self.grade_button.setEnabled(not why and not running)
+        self.grade_button.setToolTip(why or "Grade every reading (in the background)")
+        self.note.setText(why or (HINT if self.card is None else self.card.caption()))
 
     # --- drawing ----------------------------------------------------------------------------------
     def _fill_table(self, card: ReportCard | None) -> None:
