@@ -18,6 +18,12 @@ Why this matters (measured on 2 cores, training ``copy``; benchmarks/train_under
   use (Linux ``/proc/stat`` less this process's own time) and runs on the cores they leave free
   (``CoreFollower``): both cores when the machine is quiet, one when it is busy, both again once it is
   quiet. Elsewhere (no ``/proc/stat``) the thread count stays as set.
+- Work at positive niceness (``nice -n 19``, /proc/stat's ``nice`` column) yields to a thread at normal
+  priority, so it counts as free: training beside two ``nice 19`` busy loops had fallen to one thread and
+  half its speed. It counts as busy when this thread runs niced itself (then it competes equally), and
+  when this thread waited for a core for a quarter of the last second or more (/proc/thread-self/schedstat):
+  the kernel honours niceness only within one scheduling group, and with autogroups (one per terminal
+  session, the default of many desktops) a ``nice 19`` job started elsewhere takes its full share.
 - Every other thread of the app (the window's, a model load) runs its torch work on one core
   (``set_cpu_threads(1)``), so its team never competes with the training thread's.
 """
@@ -105,34 +111,82 @@ def set_cpu_threads(count: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class CpuSample:
-    """What /proc/stat and this process said at one moment."""
+    """What /proc/stat, this process and the calling thread said at one moment."""
 
     wall: float  # seconds (monotonic)
-    busy: float  # CPU-seconds all cores have spent busy since boot (every process)
+    busy: float  # CPU-seconds all cores have spent busy at normal priority since boot (every process; not ``nice``)
     own: float  # CPU-seconds this process has used (all its threads)
     cores: int  # cores the machine has
+    niced: float = 0.0  # CPU-seconds all cores have spent on work at positive niceness since boot (every process)
+    niceness: int = 0  # the calling thread's own niceness
+    waited: float | None = None  # seconds the calling thread has waited for a core since it started (None: unknown)
 
 
-def read_cpu_sample() -> CpuSample | None:
-    """The machine's busy time and this process's CPU time now; None where /proc/stat cannot be read."""
+WAITED_SHARE = 0.25  # of the wall time: waiting this long for a core shows that niced work is competing after all
+
+
+def own_niceness() -> int:
+    """The calling thread's niceness (Linux gives each thread its own; 0 where it cannot be read)."""
     try:
-        with open("/proc/stat", "rb") as stat:
-            lines = stat.read(65536).splitlines()
+        return os.getpriority(os.PRIO_PROCESS, 0)
+    except (OSError, AttributeError):
+        return 0
+
+
+def read_waited(path: str = "/proc/thread-self/schedstat") -> float | None:
+    """Seconds the calling thread has waited on a run queue since it started; None where the kernel does not say."""
+    try:
+        with open(path, "rb") as schedstat:
+            return int(schedstat.read(256).split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_cpu_sample(stat: str = "/proc/stat", schedstat: str = "/proc/thread-self/schedstat") -> CpuSample | None:
+    """The machine's busy time, this process's CPU time and the calling thread's wait now; None where /proc/stat
+    cannot be read."""
+    try:
+        with open(stat, "rb") as handle:
+            lines = handle.read(65536).splitlines()
         fields = [int(value) for value in lines[0].split()[1:9]]  # user nice system idle iowait irq softirq steal
         cores = sum(1 for line in lines[1:] if line.startswith(b"cpu"))
         ticks = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    busy_ticks = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
-    return CpuSample(time.monotonic(), busy_ticks / ticks, time.process_time(), max(cores, 1))
+    busy_ticks = sum(fields) - fields[1] - fields[3] - fields[4]  # all but nice, idle and iowait
+    return CpuSample(
+        time.monotonic(),
+        busy_ticks / ticks,
+        time.process_time(),
+        max(cores, 1),
+        niced=fields[1] / ticks,
+        niceness=own_niceness(),
+        waited=read_waited(schedstat),
+    )
+
+
+def niced_work_competes(before: CpuSample, after: CpuSample) -> bool:
+    """Whether the others' niced work took cores from this thread between two samples: always when this thread runs
+    niced itself, else only when it waited for a core for ``WAITED_SHARE`` of the time or more (niceness works
+    within a scheduling group only)."""
+    if after.niceness > 0:
+        return True
+    if before.waited is None or after.waited is None:
+        return False
+    wall = after.wall - before.wall
+    return wall > 0 and (after.waited - before.waited) >= WAITED_SHARE * wall
 
 
 def free_cores(before: CpuSample, after: CpuSample) -> float:
-    """Cores the other programs left free between two samples (this process's own use counts as free)."""
+    """Cores the other programs left free between two samples (this process's own use counts as free, and so does
+    work at positive niceness unless it competes with this thread: ``niced_work_competes``)."""
     wall = after.wall - before.wall
     if wall <= 0:
         return float(after.cores)
-    others = max(0.0, (after.busy - before.busy) - (after.own - before.own)) / wall  # cores busy with others
+    busy = after.busy - before.busy
+    if niced_work_competes(before, after):
+        busy += after.niced - before.niced
+    others = max(0.0, busy - (after.own - before.own)) / wall  # cores busy with others
     return max(0.0, after.cores - others)
 
 

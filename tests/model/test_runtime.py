@@ -2,21 +2,24 @@
 
 No timing here (benchmarks/train_under_load.py measures): these tests check that the settings the fix
 relies on are in place: OpenMP's short barrier spin is set before torch loads, a user's own choice is
-kept, and a training thread follows the cores other programs leave free.
+kept, and a training thread follows the cores other programs leave free (work at positive niceness counts as
+free unless it competes with the thread).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 
 import torch
 
 from model import runtime
 from model.cli import commands
-from model.runtime import SPIN_COUNT, CoreFollower, CpuSample, apply_process_policies, free_cores, threads_for
+from model.runtime import SPIN_COUNT, CoreFollower, CpuSample, apply_process_policies, free_cores, read_cpu_sample, threads_for
 
 
 def _fresh(code: str, **env) -> str:
@@ -93,6 +96,101 @@ def test_a_training_thread_follows_the_cores_others_leave_free():
     worker.join()
     assert seen == [(2, 2), (1, 1), (1, 1), (2, 2)]
     assert torch.get_num_threads() == main_threads  # another thread's count is its own
+
+
+def _followed(timeline: list[CpuSample]) -> list[int]:
+    """The thread counts a follower sets, in a thread of its own, along ``timeline``."""
+    samples = iter(timeline)
+    seen: list[int] = []
+
+    def train():
+        follower = CoreFollower(most=2, interval=0.0, sample=lambda: next(samples))
+        seen.extend(follower.update() for _ in range(len(timeline) - 1))
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    worker.join()
+    return seen
+
+
+def _two_busy_others(niced: bool, niceness: int = 0, waited_per_second: float = 0.0) -> list[CpuSample]:
+    """Three seconds of /proc/stat beside two other programs that each keep a core busy (at nice 19 or at normal
+    priority) while this process trains on one core; ``niceness`` is this thread's own, and it waited
+    ``waited_per_second`` seconds a second for a core."""
+    timeline = []
+    for second in range(4):
+        ours, others = 1.0 * second, 2.0 * second  # this process in ``user`` (or in ``nice`` when it runs niced itself)
+        busy = (0.0 if niced else others) + (0.0 if niceness > 0 else ours)
+        niced_time = (others if niced else 0.0) + (ours if niceness > 0 else 0.0)
+        timeline.append(
+            CpuSample(float(second), busy, ours, 2, niced=niced_time, niceness=niceness, waited=waited_per_second * second)
+        )
+    return timeline
+
+
+def test_reading_proc_stat_keeps_niced_time_apart(tmp_path, monkeypatch):
+    """/proc/stat's ``nice`` column (work at positive niceness) is not counted as busy with the rest."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal (guest guest_nice), in ticks
+    stat.write_text(f"cpu  {3 * ticks} {5 * ticks} {ticks} {40 * ticks} {2 * ticks} 0 0 0 0 0\ncpu0 1\ncpu1 1\nintr 1\n")
+    schedstat = tmp_path / "schedstat"
+    schedstat.write_text("123456 2500000000 77\n")
+    monkeypatch.setattr(runtime, "own_niceness", lambda: 0)
+    sample = read_cpu_sample(str(stat), str(schedstat))
+    assert sample is not None
+    assert (sample.busy, sample.niced, sample.cores, sample.niceness, sample.waited) == (4.0, 5.0, 2, 0, 2.5)
+    assert read_cpu_sample(str(stat), str(tmp_path / "missing")).waited is None  # a kernel that does not say
+    assert read_cpu_sample(str(tmp_path / "missing")) is None
+
+
+def test_niced_programs_beside_training_leave_it_every_core(monkeypatch):
+    """Two ``nice 19`` busy loops yield to a thread at normal priority: training keeps both cores (it fell to one).
+    /proc/stat as the kernel writes it, a second apart: the ``nice`` column grows by two cores' time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    clock = {"now": 0.0}
+    proc = {"/proc/stat": "", "/proc/thread-self/schedstat": "1 0 1\n"}
+
+    def second(n: int) -> None:  # this process on one core (user), the two niced loops on both (nice)
+        clock["now"] = float(n)
+        proc["/proc/stat"] = f"cpu  {n * ticks} {2 * n * ticks} 0 0 0 0 0 0 0 0\ncpu0 1\ncpu1 1\n"
+
+    monkeypatch.setattr(runtime, "open", lambda path, mode="r": io.BytesIO(proc[path].encode()), raising=False)
+    monkeypatch.setattr(runtime, "time", SimpleNamespace(monotonic=lambda: clock["now"], process_time=lambda: clock["now"]))
+    monkeypatch.setattr(runtime, "own_niceness", lambda: 0, raising=False)
+    second(0)
+    threads_before = torch.get_num_threads()
+    follower = CoreFollower(most=2, interval=0.5, sample=runtime.read_cpu_sample)
+    seen = []
+    for n in range(1, 4):
+        second(n)
+        seen.append(follower.update())
+    torch.set_num_threads(threads_before)  # this test's thread, as it was for the others
+    assert seen == [2, 2, 2]
+    assert _followed(_two_busy_others(niced=True)) == [2, 2, 2]
+
+
+def test_programs_at_normal_priority_still_take_their_cores():
+    assert _followed(_two_busy_others(niced=False)) == [1, 1, 1]
+    assert abs(free_cores(*_two_busy_others(niced=False)[:2])) < 1e-9
+
+
+def test_a_niced_trainer_counts_niced_programs_as_busy():
+    """Run niced itself, training competes equally with other niced work: the ``nice`` column is busy, less its own."""
+    timeline = _two_busy_others(niced=True, niceness=19)
+    assert _followed(timeline) == [1, 1, 1]
+    assert abs(free_cores(*timeline[:2])) < 1e-9
+    alone = [CpuSample(float(s), 0.0, 1.9 * s, 2, niced=1.9 * s, niceness=19) for s in range(2)]  # only its own
+    assert free_cores(*alone) == 2.0
+
+
+def test_niced_programs_that_keep_training_waiting_count_as_busy():
+    """Niceness works within one scheduling group only (autogroups: one per terminal session), so a ``nice 19`` job
+    started elsewhere can take its full share: when the training thread waited for a core a quarter of the time or
+    more, the niced work counts as busy."""
+    assert _followed(_two_busy_others(niced=True, waited_per_second=0.6)) == [1, 1, 1]
+    assert _followed(_two_busy_others(niced=True, waited_per_second=0.05)) == [2, 2, 2]
+    assert _followed(_two_busy_others(niced=False, waited_per_second=0.05)) == [1, 1, 1]
 
 
 def test_without_proc_stat_the_count_stays():
