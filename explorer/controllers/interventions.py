@@ -6,9 +6,12 @@ They follow the sentence and the model only while the Interventions view is show
 model then supersedes the job under way; hidden, the view is marked stale and computed when it is shown again. A step
 of the Explore tab only moves the highlighted step (``step_changed``), nothing is computed again.
 
-Activation patching runs on request (``patch``) for a clean and a corrupted sentence, in the "interventions-patching"
-channel: attribution patching first (the fast first-order preview, reported as ``ready(PATCHING, result)`` with its
-method "attribution"), then the exact result, which replaces it. Each job reads its own copy of the model, so the
+Activation patching of a clean and a corrupted sentence runs in the "interventions-patching" channel: attribution
+patching first (the fast first-order preview, reported as ``ready(PATCHING, result)`` with its method "attribution"),
+then the exact result, which replaces it. It computes on its own: the view says which pair, direction and step it
+shows (``want_patch``) and, while its Patching sub-tab is shown (``set_active(True, patching=True)``), a pair, a
+direction, a step or a model it has not patched yet is patched at once, superseding a stale job (an empty sentence
+waits, silently, to be typed); ``patch`` patches now, whatever was patched before. Each job reads its own copy of the model, so the
 window's decoding never shares it with a thread. A model whose family cannot be patched gets one line saying so
 (``unavailable``); bad input (an empty sentence, different piece counts) is the InterventionError's one line
 (``message``), and nothing else changes.
@@ -68,6 +71,9 @@ class InterventionsController:
         self.results: dict[str, Any] = {}  # tool -> its last result for the explored model
         self.computed_for: tuple[Any, str] | None = None  # (bundle, sentence) of the readings shown or under way
         self.active = False  # the Interventions view is shown
+        self.patching_active = False  # ... and its Patching sub-tab
+        self.patch_wanted: tuple[str, str, str, int | None] | None = None  # (clean, corrupted, direction, step) shown
+        self.patched_for: tuple[Any, tuple[str, str, str, int | None]] | None = None  # (bundle, pair) patched or under way
         self.step: int | None = None
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
@@ -101,11 +107,13 @@ class InterventionsController:
         return () if bundle is None or self.unavailable() else tuple(served_tools(bundle.model))
 
     # --- following the Explore tab ------------------------------------------------------------------
-    def set_active(self, active: bool) -> None:
-        """The view is shown (True) or hidden; shown, stale readings are computed."""
-        self.active = active
+    def set_active(self, active: bool, patching: bool = False) -> None:
+        """The view is shown (True) or hidden, ``patching``: with its Patching sub-tab; shown, stale readings are
+        computed (and a stale patching when its sub-tab is shown)."""
+        self.active, self.patching_active = active, active and patching
         if active and self._stale():
             self.compute()
+        self._patch_if_stale()
 
     def _stale(self) -> bool:
         return self.explore.trace is not None and self.computed_for != (self.explore.bundle, self.explore.text)
@@ -121,9 +129,10 @@ class InterventionsController:
         """Another model (or snapshot): every job dropped and every result cleared."""
         self._drop(CHANNEL)
         self._drop(PATCH_CHANNEL)
-        self.results, self.computed_for = {}, None
+        self.results, self.computed_for, self.patched_for = {}, None, None
         for tool in TOOLS:
             self.ready.emit(tool, None)
+        self._patch_if_stale()  # the pair shown, through the new model (the readings follow its trace)
 
     def _drop(self, channel: str) -> None:
         if self.runner.cancel(channel, drop=True) and not self.running:
@@ -194,6 +203,20 @@ class InterventionsController:
             return []
         return minimal_pairs(feature, bundle.source_tokenizer, PAIRS_SHOWN)
 
+    def want_patch(self, clean: str, corrupted: str, direction: str = "denoising", step: int | None = None) -> bool:
+        """The pair, direction and step (from 0; None: the first difference) the Patching sub-tab shows: patched at
+        once when the sub-tab is shown and it was not patched for this model yet (True: a job started)."""
+        self.patch_wanted = (clean, corrupted, direction, step)
+        return self._patch_if_stale()
+
+    def _patch_if_stale(self) -> bool:
+        wanted, bundle = self.patch_wanted, self.explore.bundle
+        if not self.patching_active or wanted is None or bundle is None or self.patched_for == (bundle, wanted):
+            return False
+        if not wanted[0].strip() or not wanted[1].strip() or PATCHING not in self.tools():
+            return False  # a sentence still to type, or a model that cannot (the view says so already)
+        return self.patch(*wanted)
+
     def patch(self, clean: str, corrupted: str, direction: str = "denoising", step: int | None = None) -> bool:
         """Attribution patching (the preview), then activation patching (exact) of ``clean`` and ``corrupted`` in
         ``direction``, at ``step`` (from 0; None: the first the runs differ at), in a job; False with a message when
@@ -212,8 +235,11 @@ class InterventionsController:
             self.message.emit(f"Patching: {error}")
             return False
         assert self.explore.bundle is not None
+        self.patch_wanted = (clean, corrupted, direction, step)
+        self.patched_for = (self.explore.bundle, self.patch_wanted)
         self.results.pop(PATCHING, None)
         self.ready.emit(PATCHING, None)  # the last pair's grids are not this one's
+        self.message.emit("")  # the last pair's error is not this one's
         return self._submit(PATCH_CHANNEL, lambda job, work: self._patch(job, work, *texts, direction, step), self.explore.bundle)
 
     def _patch(self, job: Job, bundle: Any, clean: str, corrupted: str, direction: str, step: int | None) -> None:

@@ -2,7 +2,8 @@
 controller (explorer/controllers/interventions.py) behind it, and its exports.
 
 The controller follows the sentence and the model only while the view is the one shown (``set_active``), so the other
-views are never slowed by it; a step of the Explore tab moves the highlighted step. "Save CSV…" writes the shown
+views are never slowed by it; a step of the Explore tab moves the highlighted step. Patching computes on its own the
+pair, direction and step its sub-tab shows, while that sub-tab is shown. "Save CSV…" writes the shown
 tool's result as a CSV or its figure, by the suffix (explorer/controllers/interventions_export.py).
 """
 
@@ -39,6 +40,12 @@ class ExploreInterventions:
         controller.message.connect(view.show_message)
         controller.progress.connect(view.set_progress)
         patching.patch_requested.connect(self._on_patch_requested)
+        patching.pair_changed.connect(
+            lambda clean, corrupted, direction, step: controller.want_patch(
+                clean, corrupted, direction, step - 1 if step > 0 else None
+            )
+        )
+        view.tools.currentChanged.connect(lambda _index: self._follow())
         view.attribution.versus_chosen.connect(controller.attribute_versus)
         patching.pairs_requested.connect(lambda feature: patching.set_pairs(controller.pairs(feature)))
         view.save_requested.connect(self.save)
@@ -48,8 +55,9 @@ class ExploreInterventions:
         self._on_model_changed()
 
     def _follow(self) -> None:
-        """The controller computes while the view is shown, and only then."""
-        self.controller.set_active(self.views.currentWidget() is self.view)
+        """The controller computes while the view is shown, and only then (patching: while its sub-tab is)."""
+        shown = self.views.currentWidget() is self.view
+        self.controller.set_active(shown, patching=shown and self.view.tools.currentWidget() is self.view.patching)
 
     def _on_model_changed(self) -> None:
         self.view.show_message(self.controller.unavailable())

@@ -72,11 +72,13 @@ class InterventionsView(QWidget):
         self.tools.setCurrentWidget(self.tool_widgets[tool])
 
     def set_tools(self, served: tuple[str, ...]) -> None:
-        """Enable the sub-tabs of the tools the model serves; another is greyed, its tooltip saying why."""
+        """Enable the sub-tabs of the tools the model serves; another is greyed, its tooltip saying why. After a model
+        with none (every sub-tab greyed, Qt's current one left on the last), the first served is shown."""
+        had_none = not any(self.tools.isTabEnabled(index) for index in range(self.tools.count()))
         for index, (tool, _title) in enumerate(TOOL_TABS):
             self.tools.setTabEnabled(index, tool in served)
             self.tools.setTabToolTip(index, "" if tool in served else f"The {tool} is not computed for this model")
-        if served and self.tool not in served:
+        if served and (had_none or self.tool not in served):
             self.show_tool(served[0])
 
     def show_result(self, tool: str, result: Any) -> None:

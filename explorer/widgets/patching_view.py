@@ -2,8 +2,11 @@
 
 The clean sentence (the Explore tab's source by default) and the corrupted one are typed, or a minimal pair is chosen
 (a feature, then one of its pairs: both fields are filled and the French change the grammar expects is shown).
-"Patch" asks for a run (``patch_requested(clean, corrupted, direction, step)``); the preview (attribution patching) comes
-first and the exact result (activation patching) replaces it, the label above the grid saying which is shown.
+The view patches on its own: a pair chosen, a sentence typed (Enter, or leaving the field), the Explore tab's sentence
+as the clean one, another direction or step each say what is shown (``pair_changed(clean, corrupted, direction,
+step)``: the controller patches it while this sub-tab is shown); "Patch" patches again now (``patch_requested``, the
+same arguments). The preview (attribution patching) comes first and the exact result (activation patching) replaces
+it, the label above the grid saying which is shown.
 
 The grid combo chooses one of the result's grids: layers × heads for the heads of three kinds, layers × positions
 (the source pieces, "clean/corrupted" where they differ, or the decoder's) for the residual streams, layers × one
@@ -47,6 +50,7 @@ def symmetric_limits(values: np.ndarray) -> tuple[float, float]:
 
 class PatchingView(QWidget):
     patch_requested = Signal(str, str, str, int)  # clean, corrupted, direction, step (from 1; 0: the first that differs)
+    pair_changed = Signal(str, str, str, int)  # the same: what the view shows now, patched on its own
     pairs_requested = Signal(str)  # a feature: the tab answers with set_pairs
 
     def __init__(self) -> None:
@@ -73,7 +77,10 @@ class PatchingView(QWidget):
         self.step.setToolTip("The target step whose next token is compared, from 1; 'first difference': the first step at "
                              "which the corrupted sentence's translation chooses another token")  # fmt: skip
         self.patch_button = QPushButton("Patch")
-        self.patch_button.setToolTip("The preview (attribution patching) first, then the exact grids (in the background)")
+        self.patch_button.setToolTip(
+            "Patched on its own when the pair, direction or step changes (the preview first, then the exact grids, in the "
+            "background); press to patch again now"
+        )
         self.grid_box = QComboBox()
         self.grid_box.addItems(list(COMPONENTS))
         self.method = QLabel()
@@ -85,7 +92,10 @@ class PatchingView(QWidget):
         self.corrupted.textEdited.connect(lambda _text: self.expected.clear())  # typed: no change is expected
         self.patch_button.clicked.connect(self._on_patch_clicked)
         self.grid_box.currentTextChanged.connect(lambda _name: self._draw())
-        self.direction.currentTextChanged.connect(lambda _direction: self._on_patch_clicked() if self.result else None)
+        for field in (self.clean, self.corrupted):
+            field.editingFinished.connect(self._on_pair_changed)  # Enter, or the field left
+        self.direction.currentTextChanged.connect(lambda _direction: self._on_pair_changed())
+        self.step.valueChanged.connect(lambda _step: self._on_pair_changed())
 
     def _lay_out(self) -> None:
         form = QGridLayout()
@@ -120,8 +130,9 @@ class PatchingView(QWidget):
     # --- the pair -----------------------------------------------------------------------------------
     def set_clean(self, text: str) -> None:
         """The Explore tab's sentence, as the clean one, unless a minimal pair is chosen."""
-        if self.feature.currentText() == TYPED:
+        if self.feature.currentText() == TYPED and text != self.clean.text():
             self.clean.setText(text)
+            self._on_pair_changed()
 
     def _on_feature_changed(self, feature: str) -> None:
         if feature == TYPED:
@@ -150,9 +161,13 @@ class PatchingView(QWidget):
         changes = "; ".join(f"{before or '∅'} → {after or '∅'}" for before, after in pair.expected_changes)
         unequal = "" if pair.same_pieces is not False else " (unequal piece counts: it cannot be patched)"
         self.expected.setText(f"Expected change in French: {changes}{unequal}")
+        self._on_pair_changed()
 
     def _on_patch_clicked(self) -> None:
         self.patch_requested.emit(self.clean.text(), self.corrupted.text(), self.direction.currentText(), self.step.value())
+
+    def _on_pair_changed(self) -> None:
+        self.pair_changed.emit(self.clean.text(), self.corrupted.text(), self.direction.currentText(), self.step.value())
 
     # --- the result ---------------------------------------------------------------------------------
     def set_result(self, result: PatchingResult | None) -> None:

@@ -88,10 +88,13 @@ def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, de
     assert patching.clean.text() == SENTENCE  # the Explore tab's sentence, by default
     methods = []
     controller.ready.connect(lambda tool, result: methods.append(result.method) if tool == "patching" and result else None)
-    patching.feature.setCurrentText("number")
-    assert patching.corrupted.text() == "the cats see the dog" and "le chat voit → les chats voient" in patching.expected.text()
+    assert view.tool == "logit lens"  # the first sub-tab, not the last (where Qt left it while every one was greyed)
     patching.grid_box.setCurrentText("encoder residual")
-    patching.patch_button.click()
+    patching.feature.setCurrentText("number")  # the Patching sub-tab hidden: nothing is patched yet
+    assert patching.corrupted.text() == "the cats see the dog" and "le chat voit → les chats voient" in patching.expected.text()
+    assert not controller.running and methods == []
+    view.show_tool("patching")  # shown: the pair is patched on its own, no button pressed
+    assert controller.running
     qtbot.waitUntil(lambda: not controller.running, timeout=WAIT_MS)
     assert methods == ["attribution", "exact"] and patching.method.text().startswith("Exact (activation patching)")
     expected = activation_patching(default_bundle, SENTENCE, "the cats see the dog")
@@ -106,8 +109,8 @@ def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, de
     patching.grid_box.setCurrentText("cross heads")
     assert np.allclose(patching.heatmap.values, expected.grids["cross heads"].values, atol=1e-4)
     assert view.tool == "patching" and patching.step.text() == "first difference"
-    patching.step.setValue(3)  # the verb: "voit" over "voient"
-    patching.patch_button.click()
+    patching.step.setValue(3)  # the verb: "voit" over "voient", patched again on its own
+    assert controller.running
     qtbot.waitUntil(lambda: not controller.running and methods[-1] == "exact" and len(methods) == 4, timeout=WAIT_MS)
     at_verb = activation_patching(default_bundle, SENTENCE, "the cats see the dog", step=2)
     assert view.results["patching"].step == 2 and "'voit' over 'voient' at step 3" in patching.heatmap.plot.titleLabel.text
