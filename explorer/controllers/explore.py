@@ -5,6 +5,11 @@ sentence again through the new one (replacing a sentence the model cannot read b
 so: explorer/controllers/examples.py). Views read the decoding ``Trace`` it emits (tokens, attention, candidates,
 the beam), never the model; everything that changes what is shown goes through a method here, which emits an event.
 
+What the views show (the kind of attention, the layer, the head or an aggregate, words or pieces) is ``view``, an
+``ExploreView`` (model/inspection/view.py) kept here, the one source of truth: the tab's boxes, the views, the Neuron
+view and the exports read it, and every choice (a box, a grid cell, a phase change clicked in *Over training*) goes
+through ``choose_view``, which emits ``view_changed``.
+
 A model opened with a timeline of its training can be explored as it was at a snapshot (explorer/controllers/
 timeline.py): ``bundle`` is then that snapshot's model and ``opened`` the model opened (what is saved, and what the
 session keeps); the sentence, options, step and heads knocked out stay as they were.
@@ -21,6 +26,7 @@ from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.errors import UserError
 from model.family import Bundle
+from model.inspection.view import ExploreView
 from model.nn.masking import Head, check_heads, describe_heads
 
 
@@ -29,8 +35,8 @@ class ExploreController:
     the user should read: truncation, a forced token, an error), ``text_replaced(sentence, why)`` (the sentence
     decoded instead of the user's: the controls show it), ``snapshot_changed(name)`` (the snapshot of the opened
     model's training explored now, "" for none: before the trace it decodes), ``weights_changed(bundle)`` (another
-    snapshot's model is explored: what was measured of the last one is stale); ``running``/``running_changed`` as
-    every controller has (always False here)."""
+    snapshot's model is explored: what was measured of the last one is stale), ``view_changed(view)`` (what the views
+    show was chosen: ``view``); ``running``/``running_changed`` as every controller has (always False here)."""
 
     def __init__(self) -> None:
         self.model_changed = Event("model_changed")
@@ -40,6 +46,8 @@ class ExploreController:
         self.running_changed = Event("running_changed")  # never emitted: decoding runs on the window's thread
         self.snapshot_changed = Event("snapshot_changed")
         self.weights_changed = Event("weights_changed")
+        self.view_changed = Event("view_changed")
+        self.view = ExploreView()  # what the user chose to see (fitted to each trace when drawn)
         self.bundle: Bundle | None = None  # the model explored: the one opened, or a snapshot of its training
         self.opened: Bundle | None = None  # the model opened or trained (what is saved)
         self.snapshot = ""  # the snapshot explored ("step 1,200 of 9,000"), "" when the model has no timeline
@@ -83,6 +91,15 @@ class ExploreController:
     def has_unsaved_training(self) -> bool:
         """Whether the active model was trained in this session and never saved (replacing it loses it)."""
         return self.opened is not None and self.opened is self._trained and self.opened.path is None
+
+    # --- what the views show ------------------------------------------------------------------------
+    def choose_view(self, view: ExploreView | None = None, **changes) -> None:
+        """Show ``view`` (the current one when None) with ``changes`` (kind, layer, head, word_level, hypothesis): the
+        one path of every choice of what the views show; ``view_changed`` when it changed."""
+        chosen = replace(view if view is not None else self.view, **changes)
+        if chosen != self.view:
+            self.view = chosen
+            self.view_changed.emit(chosen)
 
     # --- a snapshot of the opened model's training -------------------------------------------------
     def name_snapshot(self, name: str) -> None:

@@ -6,8 +6,9 @@ changes between consecutive snapshots (model/timeline/curves.py and changes.py).
 every snapshot's matrices compare; model/timeline/traces.py), then measures the curves, in a job of the
 "timeline-curves" channel with progress, which ``cancel`` stops between two snapshots. The curves describe the
 models as trained: heads knocked out in the window are not knocked out here. ``go_to_change`` moves the timeline to
-a phase change's pair of snapshots (the later explored, the earlier compared with it) and asks the views to select
-its head (``head_chosen``).
+a phase change's pair of snapshots (the later explored, the earlier compared with it) and chooses its head as the
+user would (the Explore controller's ``choose_view``: the Attention box, the views, the Neuron view and the exports
+all read that one choice); ``head_chosen`` then asks the tab to show the pair.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class CurvesController:
         timeline.move(change.after)
         timeline.compare_with(change.before, SIDE_BY_SIDE if timeline.mode == SIDE_BY_SIDE else DIFFERENCE)
         layer, head = change.heads[0]
+        self.explore.choose_view(kind=change.kind, layer=layer, head=head)  # the user's own path: the boxes say it too
         self.head_chosen.emit(change.kind, layer, head)
         self.message.emit(f"Phase change {change.describe()}")
 

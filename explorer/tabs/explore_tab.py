@@ -54,10 +54,13 @@ class ExploreTab(QWidget):
         self.shown: Trace | None = None  # the trace as displayed (word level when chosen)
         self.view_trace: Trace | None = None  # the whole trace the views read: the Explore controller's, or its measured copy
         self.focus_matrix: AttentionMatrix | None = None  # the AttentionMatrix in the focus view
-        # What the user chose, and that choice fitted to the trace (what the views and exports show).
-        self.state = ExploreView(
-            kind=AttentionKind(settings.choice("explore/kind", "cross", (str(kind) for kind in AttentionKind))),
-            word_level=settings.boolean("explore/word_level", False),
+        # What the user chose (``state``: the Explore controller's ``view``), and that choice fitted to the trace
+        # (``shown_state``: what the views and exports show).
+        explore.choose_view(
+            ExploreView(
+                kind=AttentionKind(settings.choice("explore/kind", "cross", (str(kind) for kind in AttentionKind))),
+                word_level=settings.boolean("explore/word_level", False),
+            )
         )
         self.shown_state = self.state
 
@@ -179,6 +182,7 @@ class ExploreTab(QWidget):
         self.colormap.currentTextChanged.connect(self._on_colormap_changed)
         explore.model_changed.connect(self._on_model_changed)
         explore.trace_changed.connect(self._on_trace_changed)
+        explore.view_changed.connect(lambda _view: self.refresh())  # the boxes follow when drawn (_set_kinds, _set_choices)
         explore.text_replaced.connect(self._on_text_replaced)
         explore.set_source(self.controls.source.text(), self.controls.options())
         self._on_model_changed(explore.bundle)
@@ -195,6 +199,15 @@ class ExploreTab(QWidget):
         view.export_requested.connect(self.exports.export_pair)
 
     # --- the view's state -----------------------------------------------------------------------
+    @property
+    def state(self) -> ExploreView:
+        """What the user chose to see: the Explore controller's ``view``, the one source of truth."""
+        return self.explore.view
+
+    @state.setter
+    def state(self, view: ExploreView) -> None:
+        self.explore.choose_view(view)  # drawn again on its view_changed
+
     @property
     def layer(self) -> int:
         return self.shown_state.layer
@@ -260,7 +273,6 @@ class ExploreTab(QWidget):
             kind=AttentionKind.parse(kind) if kind is not None else self.state.kind,
             word_level=self.word_level.isChecked(),
         )
-        self.refresh()
 
     def _on_colormap_changed(self, name: str) -> None:
         self.grid.set_colormap(self.over_training.colours(name))  # a difference of two snapshots keeps its own
@@ -288,18 +300,15 @@ class ExploreTab(QWidget):
 
     def _on_layer_changed(self, value: int) -> None:
         self.state = replace(self.state, layer=value - 1)
-        self.refresh()
 
     def _on_head_box_changed(self, index: int) -> None:
         choice = self.head_box.itemData(index)
         if choice is not None:
             self.state = replace(self.state, head=choice)
-            self.refresh()
 
     def _on_head_chosen(self, layer: int, head: int) -> None:
         """A grid cell or a head-table row: focus that head."""
         self.state = replace(self.state, layer=layer, head=head)
-        self.refresh()
 
     def _on_head_toggled(self, layer: int, head: int) -> None:
         """Ctrl+click on the grid: knock that head of the kind shown out, or put it back."""

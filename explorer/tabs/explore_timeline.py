@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtWidgets import QFileDialog, QMenu
+from PySide6.QtWidgets import QMenu
 
 from explorer.controllers.timeline import PLAY_SECONDS, SIDE_BY_SIDE, symmetric_levels
 from explorer.controllers.timeline_exports import Shown
 from explorer.controllers.window import WindowControllers
 from explorer.widgets.heatmap import DIVERGING
+from explorer.widgets.save_dialog import ask_save_path
 from explorer.widgets.timeline_bar import TimelineBar
 from explorer.widgets.timeline_curves_view import CurvesView
 from model.decoding.trace import Trace
@@ -100,12 +101,11 @@ class ExploreTimeline:
         self._apply_colours()
         self.tab.refresh()
 
-    def _on_head_chosen(self, kind: AttentionKind, layer: int, head: int) -> None:
+    def _on_head_chosen(self, _kind: AttentionKind, _layer: int, _head: int) -> None:
+        """A phase change's head, chosen already (the Explore controller's view): the grid shows the pair at it."""
         tab = self.tab
-        tab.state = replace(tab.state, kind=kind, layer=layer, head=head)
         if tab.views.currentWidget() is self.curves_view:
-            tab.views.setCurrentWidget(tab.grid)  # the pair of snapshots, at that head
-        tab.refresh()
+            tab.views.setCurrentWidget(tab.grid)
 
     def _apply_colours(self) -> None:
         name = self.colours(self.tab.colormap.currentText())
@@ -186,7 +186,7 @@ class ExploreTimeline:
 
     def _ask(self, title: str, name: str, filters: str) -> str:
         folder = self.tab.settings.folder("explore/export_folder")
-        path, _ = QFileDialog.getSaveFileName(self.tab, title, str(folder / name), filters)
+        path = ask_save_path(self.tab, title, folder / name, filters)  # the filter of the name's suffix chosen
         if path:
             self.tab.settings.setValue("explore/export_folder", str(Path(path).parent))
         return path

@@ -18,6 +18,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import HeatmapView
+from explorer.widgets.save_dialog import ask_save_path
 from model.inspection.comparison import Panel, compared_matrix
 from model.inspection.selection import head_title
 from model.io.shipped import shipped_models
@@ -138,7 +139,7 @@ class CompareView(QWidget):
         self.fresh_requested.emit()
 
     def _on_export_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the pair", str(Path.home() / "side-by-side.pdf"), FIGURE_FILTER)
+        path = ask_save_path(self, "Export the pair", Path.home() / "side-by-side.pdf", FIGURE_FILTER)
         if path:
             self.export_requested.emit(path)
 

@@ -32,13 +32,13 @@ class ViewChoices:
         self.colormap.setToolTip("Perceptually uniform colour map of every heatmap")
 
     def set_kinds(self, kinds: tuple[AttentionKind, ...], wished: AttentionKind) -> None:
-        """Offer ``kinds`` (those the trace has), choosing the ``wished`` one when it is among them."""
-        if [self.kind.itemData(i) for i in range(self.kind.count())] == list(kinds):
-            return
+        """Offer ``kinds`` (those the trace has), showing the ``wished`` one when it is among them (else the first, as
+        the views do): the box says what is drawn, whoever chose it (the box, or a phase change clicked)."""
         self.kind.blockSignals(True)
-        self.kind.clear()
-        for kind in kinds:
-            self.kind.addItem(kind.label, kind)
+        if [self.kind.itemData(i) for i in range(self.kind.count())] != list(kinds):
+            self.kind.clear()
+            for kind in kinds:
+                self.kind.addItem(kind.label, kind)
         self.kind.setCurrentIndex(max(0, self.kind.findData(wished)))
         self.kind.blockSignals(False)
 

@@ -8,10 +8,12 @@ decide: tests/explorer/controllers/test_timeline_controller.py."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from PySide6.QtWidgets import QFileDialog
 
 from explorer.controllers.timeline import SIDE_BY_SIDE
 from explorer.widgets.heatmap import DIVERGING
@@ -101,12 +103,12 @@ def test_play_then_pause(qtbot, timeline_window):
     bar, line = tab.over_training.bar, window.controllers.timeline
     bar.timer.setInterval(30)
     bar.play_button.click()
-    assert line.playing and bar.play_button.text() == "⏸ Pause" and bar.timer.isActive()
+    assert line.playing and bar.play_button.text() == "Pause" and bar.timer.isActive()
     qtbot.waitUntil(lambda: bar.slider.value() >= 3, timeout=WAIT_MS)
     bar.play_button.click()
     settle(qtbot, window)
     stopped = bar.slider.value()
-    assert not line.playing and not bar.timer.isActive() and bar.play_button.text() == "▶ Play"
+    assert not line.playing and not bar.timer.isActive() and bar.play_button.text() == "Play"
     qtbot.wait(150)
     assert bar.slider.value() == stopped and window.explore.snapshot.startswith(f"step {source_step(line, stopped)}")
 
@@ -183,6 +185,36 @@ def test_the_curves_view_and_a_phase_change_clicked(qtbot, timeline_window):
     assert marker.value() == pytest.approx(np.log10(1 + curves.curves.steps[change.after]))
 
 
+def test_a_phase_change_chooses_its_head_as_the_user_would(qtbot, timeline_window, copy_bundle):
+    """Issue 39: a phase change of another kind than the one shown switched the views while the Attention box kept the
+    old kind (and the Neuron view and the exports followed the views); the box, the views, the Neuron view and the
+    exports read one choice, the Explore controller's, also after another model is opened."""
+    window, tab, _source = timeline_window
+    view, curves = tab.over_training.curves_view, window.controllers.curves
+    tab.views.setCurrentWidget(view)
+    view.compute_button.click()
+    qtbot.waitUntil(lambda: curves.curves is not None and not curves.running, timeout=WAIT_MS)
+    assert tab.kind.currentData() == AttentionKind.CROSS
+    position, change = next((n, c) for n, c in enumerate(curves.curves.phase_changes) if c.kind is not AttentionKind.CROSS)
+    view.changes.itemClicked.emit(view.changes.item(position))
+    settle(qtbot, window)
+    layer, head = change.heads[0]
+    chosen = window.explore.view
+    assert (chosen.kind, chosen.layer, chosen.head) == (change.kind, layer, head) and tab.state == chosen
+    assert tab.kind.currentData() == change.kind == tab.shown_state.kind  # the box says what is drawn
+    assert tab.layer_box.value() == layer + 1 and tab.head_box.currentData() == head
+    tab.views.setCurrentWidget(tab.neuron.view)
+    neuron = window.controllers.neuron
+    assert (neuron.kind, neuron.layer, neuron.head) == (change.kind, layer, head)
+    assert tab.exports.request("focus").kind == change.kind
+    window.explore.set_model(copy_bundle[0])  # another model: the box still says what the views draw
+    tab.controls.source.returnPressed.emit()
+    settle(qtbot, window)
+    assert tab.kind.currentData() == tab.shown_state.kind == window.explore.view.kind == change.kind
+    tab.kind.setCurrentIndex(tab.kind.findData(AttentionKind.CROSS))  # the user's choice: the same one path
+    assert window.explore.view.kind == tab.shown_state.kind == AttentionKind.CROSS
+
+
 def test_every_export_over_training(qtbot, timeline_window, tmp_path):
     window, tab, _source = timeline_window
     over, exports = tab.over_training, window.controllers.timeline_exports
@@ -208,6 +240,27 @@ def test_every_export_over_training(qtbot, timeline_window, tmp_path):
     settle(qtbot, window)
     root = svg_root(written(over.export_difference, tmp_path / "difference.svg"))
     assert "minus step 1" in "".join(root.itertext())
+
+
+def test_each_save_dialog_chooses_the_filter_of_the_name_it_proposes(qtbot, timeline_window, monkeypatch):
+    """Issue 39: the strip's dialog proposed over-training.pdf with the PNG filter chosen (Qt starts on the first filter
+    unless told): every export dialog over training, and the side-by-side pair's, choose the proposed suffix's."""
+    window, tab, _source = timeline_window
+    asked = []
+
+    def dialog(_parent, _title, proposed, filters, selected="", *_options):
+        asked.append((Path(proposed).suffix, selected or filters.split(";;")[0]))  # Qt's choice when none is given
+        return "", ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", dialog)
+    over = tab.over_training
+    for ask in (over.animation_dialog, over.strip_dialog, over.difference_dialog, lambda: over.curves_dialog(".csv")):
+        ask()
+    over.curves_dialog(".png")
+    tab.compare_view._on_export_clicked()
+    assert [suffix for suffix, _ in asked] == [".gif", ".pdf", ".pdf", ".csv", ".png", ".pdf"]
+    for suffix, chosen in asked:
+        assert f"*{suffix})" in chosen, (suffix, chosen)
 
 
 def test_a_model_file_saved_with_its_recorded_timeline_opens_with_the_bar(qtbot, open_window, tmp_path):
