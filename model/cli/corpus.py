@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 import csv
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdm import tqdm
 
 from model.cli.options import CommandError, load_bundle
 from model.corpus.build import IndexBuilder, IndexOptions, IndexProgress
+from model.corpus.checks import check_outside
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import Layer, parse_head, parse_layers
 from model.corpus.predicates import FIELDS, parse_predicate
@@ -32,7 +36,7 @@ from model.data.token_labels import display_labels
 from model.figures.attention import FigureOptions
 from model.figures.layout import parse_width
 from model.figures.qk_map import COLOURINGS, save_qk_maps
-from model.files import atomic_output, check_output
+from model.files import atomic_output
 from model.io.models import model_source
 from model.kinds import AttentionKind, KindError
 
@@ -66,6 +70,28 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is, so that a terminated run closes its database and removes its partial files."""
+
+
+@contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """While indexing, SIGTERM stops the run as Ctrl-C does (the finished chunks kept, nothing half-written left)."""
+
+    def stop(_signal: int, _frame: object) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: the caller handles its own signals
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_index(args) -> int:
     corpus = IndexCorpus(args.corpus, args.target, args.limit, args.seed)
     options = IndexOptions(args.layers, args.heads, args.dims, args.chunk_size, args.batch_size)
@@ -85,15 +111,17 @@ def run_index(args) -> int:
 
     builder.progress = progress
     try:
-        result = builder.run()
-    except KeyboardInterrupt:
+        with terminated_as_interrupt():
+            result = builder.run()
+    except KeyboardInterrupt as stopped:
         bar.close()
+        how = "terminated" if isinstance(stopped, Terminated) else "interrupted"
         print(
-            f"transformer-explorer index: interrupted; the {builder.indexed:,} sentences indexed are kept in {out}: run "
+            f"transformer-explorer index: {how}; the {builder.indexed:,} sentences indexed are kept in {out}: run "
             "the same command again to resume",
             file=sys.stderr,
         )
-        return 130
+        return 143 if isinstance(stopped, Terminated) else 130
     finally:
         bar.close()
     print(result.describe())
@@ -152,7 +180,7 @@ def run_search(args) -> int:
     if args.head is None and args.where is None and args.token is None and args.sentence is None:
         raise CommandError("nothing to search for: give --token (nearest tokens) or --head with --where (a head query)")
     if args.csv:
-        check_output(args.csv)
+        check_outside(args.csv, Path(args.index), (args.index,))  # never over one of the index's own files
     with CorpusIndex(args.index) as index:
         if args.head is not None or args.where is not None:
             return _head_search(args, index)
@@ -237,7 +265,7 @@ def run_qk(args) -> int:
     suffix = Path(args.out).suffix.lower()
     if suffix not in (".png", ".svg", ".pdf", ".csv"):
         raise CommandError(f"{args.out}: write the map as .png, .svg, .pdf or .csv")
-    check_output(args.out)
+    check_outside(args.out, Path(args.index), (args.index,))  # never over one of the index's own files
     options = FigureOptions(width=parse_width(args.width))
     try:
         kind = AttentionKind.parse(args.kind)

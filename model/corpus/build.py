@@ -11,21 +11,26 @@ is in, the arrays are joined into ``arrays/`` and the tables exported as Parquet
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from model.corpus.checks import tidy_partials
 from model.corpus.chunks import join_array, remove_chunks, tidy_chunks, write_chunk
 from model.corpus.extract import BatchReading, check_model, read_sentences_batched
 from model.corpus.layout import (
+    ARRAYS,
+    CHUNKS,
     DATABASE,
     MANIFEST,
     PARQUET,
     PROJECTION,
     CorpusIndexError,
     Manifest,
+    array_side,
     head_arrays,
     parse_index_heads,
     parse_layers,
@@ -115,6 +120,19 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
     )
 
 
+def check_writable(folder: Path) -> None:
+    """Refuse, before any work, an index folder that cannot be written: the folder itself when it exists (and its
+    subfolders), else the nearest folder above it that exists, judged by its permissions and by its mode, as
+    model/files.check_output judges a file's folder (so a read-only folder is refused even to root)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    places = [existing] + [existing / name for name in (ARRAYS, CHUNKS, PARQUET) if existing == folder]
+    for place in places:
+        if place.is_dir() and (not os.access(place, os.W_OK | os.X_OK) or not place.stat().st_mode & 0o222):
+            raise CorpusIndexError(f"{folder}: the folder {place} is not writable; choose another folder for the index")
+
+
 def _open_folder(folder: Path, planned: Manifest) -> Manifest:
     """The manifest to index under: the folder's own when it holds this index (to resume), else the planned one."""
     if folder.exists() and not folder.is_dir():
@@ -157,6 +175,7 @@ class IndexBuilder:
         self.options.validate()
         check_model(bundle)
         self.bundle, self.folder = bundle, Path(folder)
+        check_writable(self.folder)
         self.pairs = read_sentences(corpus)
         self.manifest = _open_folder(self.folder, _plan(bundle, model_name, corpus, self.options, len(self.pairs)))
         self.layers, self.heads = self.manifest.layer_list, self.manifest.head_list
@@ -175,7 +194,7 @@ class IndexBuilder:
         names = [layer.array for layer in self.layers]
         path = self.folder / PROJECTION
         if path.exists():
-            return load_projections(path, names)
+            return load_projections(path, names, self.manifest.d_model, self.manifest.dims)
         sample = self.pairs[: self.manifest.pca_sentences]
         self.progress(IndexProgress("fitting", 0, len(sample)))
         reading = self._read(sample)
@@ -202,7 +221,8 @@ class IndexBuilder:
 
     def run(self) -> IndexResult:
         started = time.monotonic()
-        store = Store(self.folder / DATABASE)
+        tidy_partials(self.folder)  # what a killed run left (model/corpus/checks.py); never a live writer's
+        store = Store(self.folder / DATABASE)  # its tables checked before it is resumed; a stopped run's log written in
         try:
             result = self._run(store)
         except (OSError, OutputError) as error:
@@ -236,17 +256,18 @@ class IndexBuilder:
             previous = store.finished_chunks()[-1]
             result.indexed = self.indexed = min((number + 1) * size, total)
         self.progress(IndexProgress("finishing", total, total))
-        self._finish(store, [chunk["chunk"] for chunk in store.finished_chunks()])
+        self._finish(store, store.finished_chunks())
         result.complete, result.counts = True, self.manifest.counts
         return result
 
-    def _finish(self, store: Store, chunks: list[int]) -> None:
+    def _finish(self, store: Store, chunks: list[dict[str, int]]) -> None:
         """Join the arrays, export the tables as Parquet, and mark the index complete."""
         names = [layer.array for layer in self.layers]
         for head in self.heads:
             names += list(head_arrays(head))
         for name in names:
-            join_array(self.folder, name, chunks)
+            rows = f"{array_side(name)}_rows"
+            join_array(self.folder, name, [(chunk["chunk"], chunk[rows]) for chunk in chunks], self.manifest.array_width(name))
         remove_chunks(self.folder)
         store.export_parquet(self.folder / PARQUET)
         counts = store.connection.execute(

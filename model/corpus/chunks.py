@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from model.corpus.checks import Shape, open_archive, read_member
 from model.corpus.layout import ARRAYS, CHUNKS
 from model.files import atomic_output
 
@@ -44,21 +45,25 @@ def tidy_chunks(folder: Path, finished: set[int]) -> None:
             entry.unlink(missing_ok=True)
 
 
-def read_chunk_array(folder: Path, chunk: int, name: str) -> np.ndarray:
-    """One array of one chunk (in memory)."""
-    with np.load(chunk_file(folder, chunk)) as data:
-        return data[name]
+def read_chunk_array(folder: Path, chunk: int, name: str, shape: Shape) -> np.ndarray:
+    """One array of one chunk (in memory), its file and header checked first (``shape``: model/corpus/checks.py)."""
+    path = chunk_file(folder, chunk)
+    with open_archive(path, "missing; run the indexing again to resume") as archive:
+        return read_member(archive, name, path, shape)
 
 
-def join_array(folder: Path, name: str, chunks: list[int]) -> Path:
-    """``arrays/NAME.npy``: the chunks' parts of one array, one after another, written with plain writes (so a full
-    disk is an error, never a fault in a memory map). One already joined (by a run stopped before the rest) is kept:
-    it was renamed into place only when whole."""
+def join_array(folder: Path, name: str, chunks: list[tuple[int, int]], width: int | range) -> Path:
+    """``arrays/NAME.npy``: the parts of one array in ``chunks`` ((chunk, rows of the array's side) each), one after
+    another, each part's header checked first, written with plain writes (so a full disk is an error, never a fault
+    in a memory map). One already joined (by a run stopped before the rest) is kept: it was renamed into place only
+    when whole."""
     target = folder / ARRAYS / f"{name}.npy"
     if target.exists():
         return target
     target.parent.mkdir(exist_ok=True)
-    parts = [read_chunk_array(folder, chunk, name) for chunk in chunks]
+    parts: list[np.ndarray] = []
+    for chunk, rows in chunks:
+        parts.append(read_chunk_array(folder, chunk, name, (rows, parts[0].shape[1] if parts else width)))
     shape = (sum(len(part) for part in parts), parts[0].shape[1])
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(STORED)), "fortran_order": False, "shape": shape}
     with atomic_output(target) as temporary, open(temporary, "wb") as handle:

@@ -5,16 +5,18 @@ still being built (or stopped part-way) is read as far as its finished chunks go
 
 from __future__ import annotations
 
-import zipfile
+import os
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from model.corpus.chunks import chunk_file, read_chunk_array
+from model.corpus.checks import map_array, tidy_partials
+from model.corpus.chunks import read_chunk_array
+from model.corpus.extract import check_model
 from model.corpus.layout import ARRAYS, DATABASE, PROJECTION, CorpusIndexError, Layer, Manifest, array_side, head_arrays
 from model.corpus.reduce import Projection, load_projections
-from model.corpus.store import Store
+from model.corpus.store import CHUNK_COLUMNS, Store
 from model.family import Bundle
 from model.io.bundle import ModelBundle
 from model.io.digest import model_digest
@@ -26,9 +28,14 @@ class CorpusIndex:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self.manifest = Manifest.read(self.folder)
-        self.store = Store(self.folder / DATABASE, read_only=True)
-        self.chunks = self.store.finished_chunks()
+        self.manifest = Manifest.read(self.folder)  # model/corpus/schema.py: every field checked
+        tidy_partials(self.folder)
+        self.store = Store(self.folder / DATABASE, read_only=True)  # nothing stored in it runs (model/corpus/store.py)
+        try:
+            self.chunks = check_chunks(self.store.finished_chunks(), self.manifest, self.store.path)
+        except BaseException:
+            self.store.close()
+            raise
         self._arrays: dict[str, np.ndarray] = {}
         self._projections: dict[str, Projection] | None = None
 
@@ -79,7 +86,8 @@ class CorpusIndex:
         return head
 
     def check_model(self, bundle: Bundle, name: str = "the model") -> None:
-        """Refuse a model other than the one the index was built with (by its digest)."""
+        """Refuse a model other than the one the index was built with (by its family, then its digest)."""
+        check_model(bundle)
         digest = model_digest(cast(ModelBundle, bundle))
         if digest != self.manifest.model_digest:
             raise CorpusIndexError(
@@ -90,20 +98,19 @@ class CorpusIndex:
 
     # --- arrays --------------------------------------------------------------------------------------
     def array(self, name: str) -> np.ndarray:
-        """[rows of its side, width] (float16): the joined file as a memory map, or an unfinished index's chunks."""
+        """[rows of its side, width] (float16): the joined file as a memory map, or an unfinished index's chunks; each
+        file checked (a regular file, its header's type and shape) before it is read."""
         if name not in self._arrays:
             path = self.folder / ARRAYS / f"{name}.npy"
-            if path.exists() or self.manifest.complete:
-                array = _load(path)
+            rows, width = f"{array_side(name)}_rows", self.manifest.array_width(name)
+            if os.path.lexists(path) or self.manifest.complete:
+                array = map_array(path, (self.n_rows(array_side(name)), width))
             else:
-                parts = [_chunk_part(self.folder, chunk["chunk"], name) for chunk in self.chunks]
+                parts: list[np.ndarray] = []
+                for chunk in self.chunks:
+                    shape = (chunk[rows], parts[0].shape[1] if parts else width)
+                    parts.append(read_chunk_array(self.folder, chunk["chunk"], name, shape))
                 array = np.concatenate(parts) if parts else np.zeros((0, 1), np.float16)
-            expected = self.n_rows(array_side(name))
-            if array.ndim != 2 or len(array) != expected:
-                raise CorpusIndexError(
-                    f"{self.folder}: the array {name} has {len(array):,} rows where the index has {expected:,} tokens; "
-                    "it is damaged: build the index again"
-                )
             self._arrays[name] = array
         return self._arrays[name]
 
@@ -116,10 +123,18 @@ class CorpusIndex:
         return self.array(q_name), self.array(k_name)
 
     def projection(self, layer: Layer) -> Projection:
+        """The PCA that reduced ``layer``'s vectors, checked to give vectors as wide as the index's."""
         if self._projections is None:
             names = [item.array for item in self.manifest.layer_list]
-            self._projections = load_projections(self.folder / PROJECTION, names)
-        return self._projections[self.check_layer(layer).array]
+            self._projections = load_projections(self.folder / PROJECTION, names, self.manifest.d_model, self.manifest.dims)
+        projection = self._projections[self.check_layer(layer).array]
+        width = self.layer_vectors(layer).shape[1]
+        if len(self.chunks) and projection.dims != width:
+            raise CorpusIndexError(
+                f"{self.folder / PROJECTION}: reduces {layer} to {projection.dims} dimensions where the index's vectors have "
+                f"{width}; it is damaged: build the index again"
+            )
+        return projection
 
     # --- tables --------------------------------------------------------------------------------------
     def query(self, sql: str, parameters: list | None = None) -> tuple[list[str], list[tuple]]:
@@ -159,20 +174,21 @@ class CorpusIndex:
         return [row[0] for row in rows]
 
 
-def _chunk_part(folder: Path, chunk: int, name: str) -> np.ndarray:
-    path = chunk_file(folder, chunk)
-    if not path.exists():
-        raise CorpusIndexError(f"{path}: missing; run the indexing again to resume")
-    try:
-        return read_chunk_array(folder, chunk, name)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as problem:
-        raise CorpusIndexError(f"{path}: truncated or damaged ({str(problem).splitlines()[0]})") from None
-
-
-def _load(path: Path) -> np.ndarray:
-    if not path.exists():
-        raise CorpusIndexError(f"{path}: missing; build the index again")
-    try:
-        return np.load(path, mmap_mode="r")
-    except (OSError, ValueError, EOFError) as problem:
-        raise CorpusIndexError(f"{path}: truncated or damaged ({str(problem).splitlines()[0]}); build the index again") from None
+def check_chunks(chunks: list[dict[str, int]], manifest: Manifest, path: Path) -> list[dict[str, int]]:
+    """The database's record of its finished chunks, refused unless it is the one an index writes: chunks numbered
+    from 0, each of at most ``chunk_size`` sentences starting where the one before ended, rows counted alike."""
+    expected = {"first_sentence": 0, "first_encoder_row": 0, "first_decoder_row": 0}
+    for number, chunk in enumerate(chunks):
+        values = [chunk[name] for name in CHUNK_COLUMNS]
+        if (
+            any(type(value) is not int or value < 0 for value in values)
+            or chunk["chunk"] != number
+            or any(chunk[name] != start for name, start in expected.items())
+            or not 1 <= chunk["n_sentences"] <= manifest.chunk_size
+            or expected["first_sentence"] + chunk["n_sentences"] > manifest.n_sentences
+        ):
+            raise CorpusIndexError(f"{path}: its record of chunk {number} is not one an index writes; build the index again")
+        expected["first_sentence"] += chunk["n_sentences"]
+        expected["first_encoder_row"] += chunk["encoder_rows"]
+        expected["first_decoder_row"] += chunk["decoder_rows"]
+    return chunks

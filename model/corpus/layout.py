@@ -19,15 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.corpus.schema import FORMAT, MAX_MANIFEST_BYTES, SIDES, parse_manifest
 from model.errors import UserError
-from model.files import atomic_output, read_input
+from model.files import atomic_output, open_input
 from model.kinds import AttentionKind, KindError
 from model.nn.masking import Head
 
-FORMAT = 1  # the index layout this code writes and reads
 MANIFEST, DATABASE, PROJECTION = "manifest.json", "index.duckdb", "projection.npz"
 ARRAYS, CHUNKS, PARQUET = "arrays", "chunks", "parquet"
-SIDES = ("encoder", "decoder")
 TABLES = ("sentences", "tokens", "head_stats")  # exported as Parquet (chunks is the index's own bookkeeping)
 
 
@@ -185,6 +184,11 @@ class Manifest:
     def head_list(self) -> tuple[Head, ...]:
         return tuple(parse_head(text) for text in self.heads)
 
+    def array_width(self, name: str) -> int | range:
+        """The width an array of the index has: a head's d_head, or for a residual layer its PCA's dimensions (at
+        most ``dims``: fewer when it was fitted on fewer vectors)."""
+        return range(1, self.dims + 1) if name.startswith("resid.") else self.d_head
+
     def settings(self) -> dict:
         """What must be the same for a run to resume this index (everything but its progress)."""
         values = asdict(self)
@@ -205,14 +209,14 @@ class Manifest:
             raise CorpusIndexError(
                 f"{folder}: not a corpus index (it has no {MANIFEST}); build one with transformer-explorer index"
             )
-        raw = read_input(path, "manifest", CorpusIndexError)
+        with open_input(path, "manifest", CorpusIndexError) as handle:
+            try:
+                raw = handle.read(MAX_MANIFEST_BYTES + 1)
+            except OSError as problem:
+                raise CorpusIndexError(f"{path}: cannot be read ({problem.strerror or problem})") from None
         try:
-            values = json.loads(raw.decode("utf-8"))
-            manifest = cls(**{key: value for key, value in values.items() if key in cls.__dataclass_fields__})
+            values = parse_manifest(raw)  # model/corpus/schema.py: every field's type, range and pattern
+            return cls(**{key: value for key, value in values.items() if key in cls.__dataclass_fields__})
         except (ValueError, TypeError) as problem:
-            raise CorpusIndexError(
-                f"{path}: damaged or truncated ({str(problem).splitlines()[0]}); build the index again"
-            ) from None
-        if manifest.format != FORMAT:
-            raise CorpusIndexError(f"{path}: an index of format {manifest.format}; this version reads format {FORMAT}")
-        return manifest
+            reason = str(problem).splitlines()[0] if str(problem) else type(problem).__name__
+            raise CorpusIndexError(f"{path}: damaged or truncated ({reason[:200]}); build the index again") from None

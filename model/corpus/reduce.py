@@ -4,14 +4,15 @@ typed sentence reduce vectors exactly as the first run did."""
 
 from __future__ import annotations
 
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from model.corpus.layout import CorpusIndexError
+from model.corpus.checks import open_archive, read_member
 from model.files import atomic_output
+
+FLOAT = np.dtype(np.float32)  # the projections' type on disk
 
 
 @dataclass
@@ -52,12 +53,16 @@ def save_projections(path: Path, projections: dict[str, Projection]) -> None:
             np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
-def load_projections(path: Path, names: list[str]) -> dict[str, Projection]:
-    """The projections of ``names`` from ``path``; CorpusIndexError when the file is missing or damaged."""
-    if not path.exists():
-        raise CorpusIndexError(f"{path}: missing; build the index again")
-    try:
-        with np.load(path) as data:
-            return {name: Projection(data[f"{name}/mean"], data[f"{name}/components"], data[f"{name}/explained"]) for name in names}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as problem:
-        raise CorpusIndexError(f"{path}: damaged or truncated ({str(problem).splitlines()[0]}); build the index again") from None
+def load_projections(path: Path, names: list[str], d_model: int, dims: int) -> dict[str, Projection]:
+    """The projections of ``names`` from ``path``, each checked to map ``d_model`` to at most ``dims`` float32
+    dimensions before it is read; CorpusIndexError when the file is missing, not a regular file, damaged or of
+    another shape."""
+    widths = range(1, dims + 1)
+    with open_archive(path, "missing; build the index again") as archive:
+        projections = {}
+        for name in names:
+            mean = read_member(archive, f"{name}/mean", path, (d_model,), FLOAT)
+            components = read_member(archive, f"{name}/components", path, (widths, d_model), FLOAT)
+            explained = read_member(archive, f"{name}/explained", path, (len(components),), FLOAT)
+            projections[name] = Projection(mean, components, explained)
+        return projections

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from model.corpus.schema import MAX_COUNT
 from model.data.corpora import BUILTIN_CORPORA, CorpusError, Pair, generate_builtin
 from model.data.corpora.files import read_lines, read_moses
 
 DEFAULT_BUILTIN_LIMIT = 20_000  # sentences of a built-in corpus indexed unless a limit is given
+MAX_BUILTIN_LIMIT = 1_000_000  # a built-in corpus is generated in memory: more sentences are refused, not tried
 GROWTH_ROUNDS = 4  # a built-in corpus is generated at most 2**4 times the limit to find enough distinct sentences
 
 
@@ -91,9 +93,14 @@ def _text_file(path: str) -> list[Pair]:
 
 def read_sentences(corpus: IndexCorpus) -> list[Pair]:
     """The distinct sentences to index, in corpus order, with their references ("" where the corpus has none)."""
-    if corpus.limit is not None and corpus.limit < 1:
-        raise CorpusError(f"the limit must be at least 1 sentence, not {corpus.limit}")
+    if corpus.limit is not None and not 1 <= corpus.limit <= MAX_COUNT:
+        raise CorpusError(f"the limit must be from 1 to {MAX_COUNT:,} sentences, not {corpus.limit:,}")
     if corpus.is_builtin:
+        if corpus.limit is not None and corpus.limit > MAX_BUILTIN_LIMIT:
+            raise CorpusError(
+                f"the limit {corpus.limit:,} is more than a built-in corpus gives (at most {MAX_BUILTIN_LIMIT:,} "
+                "sentences); give a smaller limit, or index a file of your sentences"
+            )
         return _builtin(corpus)
     if not Path(corpus.name).exists():
         raise CorpusError(f"{corpus.name}: no such file, and not a built-in corpus ({', '.join(BUILTIN_CORPORA)})")

@@ -14,6 +14,7 @@ max_weight, peak_spread), role and role_score.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +24,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from model.corpus.checks import check_regular
 from model.corpus.extract import STAT_COLUMNS
-from model.corpus.layout import TABLES, CorpusIndexError
+from model.corpus.layout import PARQUET, TABLES, CorpusIndexError
 from model.files import atomic_output
 
 SCHEMA = (
@@ -49,17 +51,90 @@ def describe_database_error(error: Exception) -> str:
     return text
 
 
+LOCKED = {  # nothing stored in an index runs with access to anything outside it (set before the first statement)
+    "enable_external_access": False,
+    "lock_configuration": True,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+}
+
+
 def connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """A connection to the index's database; one clear line when it is missing, damaged or being written elsewhere."""
+    """A connection to the index's database; one clear line when it (or DuckDB's log beside it) is missing, not a
+    regular file, damaged or being written elsewhere. ``Store`` then checks its tables (``check_schema``).
+
+    Read-only, it is opened with external access disabled and the configuration locked, so that no view, macro or
+    query can read a file outside the database. For writing (indexing), external access is disabled as soon as the
+    database is open, except for the index's ``parquet/`` folder, which the finished index exports its tables to."""
     if read_only and not path.exists():
         raise CorpusIndexError(f"{path}: missing; build the index again")
+    wal = path.with_name(path.name + ".wal")  # DuckDB's log of a writer that did not close (read with the database)
+    for part in (path, wal):
+        if os.path.lexists(part):
+            check_regular(part)  # a FIFO would block DuckDB's open forever
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        if read_only:
+            connection = duckdb.connect(str(path), read_only=True, config=dict(LOCKED))
+        else:
+            connection = duckdb.connect(
+                str(path), config={key: LOCKED[key] for key in ("autoload_known_extensions", "autoinstall_known_extensions")}
+            )
+            try:  # allowed_directories cannot be given at connect time; nothing of the index has run yet
+                connection.execute("SET allowed_directories = ?", [[f"{path.parent.resolve() / PARQUET}{os.sep}"]])
+                connection.execute("SET enable_external_access = false")
+                connection.execute("SET lock_configuration = true")
+            except duckdb.Error:
+                connection.close()
+                raise
     except duckdb.Error as error:
         text = describe_database_error(error)
-        if "lock" in text.lower():
+        if "lock" in text.lower() and "configuration" not in text.lower():
             raise CorpusIndexError(f"{path}: another program is writing this index now; wait until it has finished") from None
         raise CorpusIndexError(f"{path}: cannot be opened as an index database ({text}); build the index again") from None
+    return connection
+
+
+@functools.cache
+def expected_columns() -> tuple[tuple[str, str, str], ...]:
+    """(table, column, type) of every column the index's tables have, in order, as DuckDB names them."""
+    with duckdb.connect(":memory:", config=dict(LOCKED)) as connection:
+        for statement in SCHEMA:
+            connection.execute(statement)
+        return tuple(connection.execute(COLUMNS).fetchall())
+
+
+COLUMNS = (
+    "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE NOT internal AND database_name = current_database() "
+    "ORDER BY table_name, column_index"
+)
+OTHER_OBJECTS = (
+    "SELECT 'a view', view_name FROM duckdb_views() WHERE NOT internal UNION ALL "
+    "SELECT 'a function', function_name FROM duckdb_functions() WHERE NOT internal UNION ALL "
+    "SELECT 'a computed column', table_name || '.' || column_name FROM duckdb_columns() WHERE column_default IS NOT NULL "
+    "UNION ALL SELECT 'a table', schema_name || '.' || table_name FROM duckdb_tables() "
+    "WHERE NOT internal AND (database_name <> current_database() OR schema_name <> 'main')"
+)
+
+
+def check_schema(connection: duckdb.DuckDBPyConnection, path: Path, new: bool = False) -> None:
+    """Refuse a database that holds anything but the index's four tables with their columns: a view, a macro, a
+    computed column or a table of another shape would run or be read in place of the index's data. With ``new``, an
+    empty database (one being made) passes too."""
+    try:
+        other = connection.execute(OTHER_OBJECTS).fetchall()
+        columns = tuple(connection.execute(COLUMNS).fetchall())
+    except duckdb.Error as error:
+        raise CorpusIndexError(f"{path}: cannot be read as an index database ({describe_database_error(error)})") from None
+    if other:
+        what, name = other[0]
+        raise CorpusIndexError(
+            f"{path}: holds {what} ({str(name)[:80]}) that no corpus index has; it is refused: build the index again"
+        )
+    if columns != expected_columns() and not (new and not columns):
+        tables = sorted({row[0] for row in columns})
+        raise CorpusIndexError(
+            f"{path}: its tables ({', '.join(tables)[:120] or 'none'}) are not those of a corpus index; build the index again"
+        )
 
 
 def _column(values: Any) -> Any:
@@ -74,10 +149,17 @@ class Store:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.connection = connect(path, read_only)
-        if not read_only:
-            with self.failures("creating the tables"):
-                for statement in SCHEMA:
-                    self.connection.execute(statement)
+        try:
+            check_schema(self.connection, path, new=not read_only)  # before anything of the index is read or written
+            if not read_only:
+                with self.failures("creating the tables"):
+                    for statement in SCHEMA:
+                        self.connection.execute(statement)
+                    self.connection.execute("CHECKPOINT")  # a stopped writer's log (index.duckdb.wal) written in
+                check_schema(self.connection, path)
+        except BaseException:
+            self.close()
+            raise
 
     @contextmanager
     def failures(self, doing: str) -> Iterator[None]:

@@ -71,7 +71,7 @@ def test_a_missing_or_truncated_array_is_one_message_when_it_is_read(copied):
     np.save(array, np.zeros((3, 16), np.float16))  # whole, but not this index's
     with CorpusIndex(copied) as index, pytest.raises(CorpusIndexError) as caught:
         index.layer_vectors(Layer("encoder", 2))
-    assert "has 3 rows where the index has" in _one_line(caught)
+    assert "an array of shape (3, 16) where the index expects" in _one_line(caught)
 
 
 def test_a_missing_projection_is_one_message(copied, tiny):

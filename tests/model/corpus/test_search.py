@@ -96,13 +96,13 @@ def _constructed_index(folder, previous_sentences: set[int], n_sentences: int = 
     store.close()
     Manifest(
         model="made up",
-        model_digest="0",
+        model_digest="0" * 64,
         model_description="",
         corpus={"name": "made up"},
         n_sentences=n_sentences,
-        layers=[],
+        layers=[["encoder", 1]],
         heads=[],
-        dims=0,
+        dims=1,
         d_model=4,
         d_head=2,
         n_encoder_layers=1,
@@ -111,6 +111,7 @@ def _constructed_index(folder, previous_sentences: set[int], n_sentences: int = 
         chunk_size=n_sentences,
         pca_sentences=0,
         complete=True,
+        counts={"sentences": n_sentences, "encoder_tokens": 0, "decoder_tokens": 0},
     ).write(folder)
 
 
