@@ -9,7 +9,7 @@ next snapshot (``tick``) once every ``interval_s``. Dragging the slider asks for
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QSlider, QVBoxLayout
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QSlider, QStyle, QVBoxLayout
 
 NO_COMPARISON = "(none)"
 MODES = (("difference", "as a difference"), ("side by side", "side by side"))
@@ -29,7 +29,8 @@ class TimelineBar(QFrame):
         self.setToolTip("This model was recorded while it trained: move the slider to see it as it was at each snapshot")
         self.names: list[str] = []
         self.title = QLabel("<b>Over training</b>")
-        self.play_button = QPushButton("▶ Play")
+        self.play_button = QPushButton("Play")  # the style's media icons: no font glyph to miss (DejaVu has no "⏸")
+        self.play_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_MediaPlay))
         self.play_button.setCheckable(True)
         self.play_button.setToolTip("Animate through the snapshots, one a second (from the first when at the last)")
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -118,7 +119,9 @@ class TimelineBar(QFrame):
         self.play_button.blockSignals(True)
         self.play_button.setChecked(playing)
         self.play_button.blockSignals(False)
-        self.play_button.setText("⏸ Pause" if playing else "▶ Play")
+        self.play_button.setText("Pause" if playing else "Play")
+        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
+        self.play_button.setIcon(self.style().standardIcon(icon))
         if playing:
             self.timer.start()
         else:
