@@ -13,6 +13,8 @@ asked: ``query_chosen(row)`` and ``save_requested(path)``.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -23,6 +25,12 @@ from explorer.widgets.plot_style import show_light_grid
 from model.neuron.terms import CLASS_RULE, TERM_COLOURS, TERM_NAMES, TERMS_NOTE, NeuronRow, describe_terms
 
 SAVE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv)"
+TITLE_SIZE = "9pt"
+TITLES = {  # the maps' titles, saying what their rows are
+    "attention": "the head's attention (a row per query)",
+    "vectors": "query, then every key (a row per dimension)",
+    "products": "query ⊙ key (a row per dimension)",
+}
 
 
 class ClickableMap(HeatmapView):
@@ -47,13 +55,24 @@ class DimensionMap(HeatmapView):
         return f"dimension {query + 1}, {self.display_key_labels[key]!r}: {self.values[query, key]:.4f}"
 
 
-def bar_plot(label: str) -> pg.PlotWidget:
+def bar_plot(title: str) -> pg.PlotWidget:
+    """A plot of one bar per key, ``title`` above it (horizontal: a rotated left title is longer than a low plot is
+    high), its values read as they are (no SI scale factor: "0.002", not "2 (x0.001)")."""
     plot = pg.PlotWidget()
     plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     show_light_grid(plot)
-    plot.setLabel("left", label)
+    plot.setTitle(title, size=TITLE_SIZE)
+    plot.getAxis("left").enableAutoSIPrefix(False)
     return plot
+
+
+def row_axis_untitled(view: HeatmapView) -> None:
+    """No rotated title on the map's row axis (longer than a low map is high: "nension (every 5th)"): the map's
+    title says what its rows are."""
+    axis = view.plot.getAxis("left")
+    axis.set_name("")
+    axis.showLabel(False)
 
 
 def limit_of(values: np.ndarray) -> float:
@@ -83,9 +102,10 @@ class NeuronView(QWidget):
         self.attention.cell_clicked.connect(lambda row, _key: self.query_chosen.emit(row))
         self.vectors = DimensionMap(DIVERGING, "q, k")
         self.products = DimensionMap(DIVERGING, "q ⊙ k")
-        for view in (self.vectors, self.products):
-            view.plot.getAxis("left").set_name("dimension")
-        self.scores, self.weights, self.terms = bar_plot("scaled score"), bar_plot("softmax weight"), bar_plot("terms")
+        for view in (self.attention, self.vectors, self.products):
+            row_axis_untitled(view)
+        self.scores, self.weights = bar_plot("scaled score QKᵀ/√d_k"), bar_plot("softmax weight")
+        self.terms = bar_plot("terms (◆ = the score)")
         self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
         self.scores.addItem(self.score_bars)
         self.weights.addItem(self.weight_bars)
@@ -147,15 +167,15 @@ class NeuronView(QWidget):
             self.sums.setData([], [])
             return
         keys = shown_labels(row.key_tokens)
-        self.title.setText(f"<b>{row.title()}</b>")
-        self.attention.set_matrix(row.head_weights, row.query_tokens, row.key_tokens, "the head's attention", row.query)
+        self.title.setText(f"<b>{html.escape(row.title())}</b>")  # a token such as "</s>" is text, not a tag
+        self.attention.set_matrix(row.head_weights, row.query_tokens, row.key_tokens, TITLES["attention"], row.query)
         dimensions = [str(d + 1) for d in range(row.d_k)]
         vectors = np.concatenate([row.query_vector[:, None], row.key_vectors.T], axis=1)  # [d_k, 1 + K]
         limit = limit_of(vectors)
         columns = [f"q: {shown_labels(row.query_tokens)[row.query]}", *keys]  # as people read them ("word" level: as given)
-        self.vectors.set_matrix(vectors, dimensions, columns, "query, then every key", None, (-limit, limit), "word")
+        self.vectors.set_matrix(vectors, dimensions, columns, TITLES["vectors"], None, (-limit, limit), "word")
         limit = limit_of(row.products)
-        self.products.set_matrix(row.products, dimensions, keys, "query ⊙ key", None, (-limit, limit), "word")
+        self.products.set_matrix(row.products, dimensions, keys, TITLES["products"], None, (-limit, limit), "word")
         self._draw_bars(row, keys)
         self.shares.setText(self._share_line(row))
 

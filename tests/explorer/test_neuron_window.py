@@ -45,7 +45,7 @@ def test_the_neuron_view_shows_the_chosen_head_and_query_inside(qtbot, open_wind
     np.testing.assert_allclose(view.vectors.values[:, 0], expected.query_vector, rtol=0, atol=1e-5)
     np.testing.assert_allclose(view.attention.values, expected.head_weights, rtol=0, atol=1e-6)
     assert view.attention.highlighted_row == 5 and view.vectors.display_key_labels[0] == "q: </s>"
-    assert view.title.text() == "<b>cross-attention (encoder-decoder), layer 3, head 2, query 6 “</s>”</b>"
+    assert view.title.text() == "<b>cross-attention (encoder-decoder), layer 3, head 2, query 6 “&lt;/s&gt;”</b>"
     assert "(by its terms: " in view.shares.text() and view.query_box.count() == 6
     view.attention.cell_clicked.emit(2, 0)  # a row of the head's attention: its query
     assert view.row.query == 2 and view.query_box.currentIndex() == 2 and view.attention.highlighted_row == 2
