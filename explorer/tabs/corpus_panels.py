@@ -32,6 +32,14 @@ def _row(*widgets) -> QHBoxLayout:
     return layout
 
 
+def fitted_box() -> QComboBox:
+    """A combo box as wide as its longest item whenever its items change (Qt's default fits them when it is first
+    shown: a box shown empty, before an index, stayed too narrow: "encoder" for "encoder after layer 2")."""
+    box = QComboBox()
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    return box
+
+
 def _kind_box() -> QComboBox:
     box = QComboBox()
     for kind in AttentionKind:
@@ -44,7 +52,7 @@ class SimilarTokensPanel(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        self.layer_box, self.metric_box = QComboBox(), QComboBox()
+        self.layer_box, self.metric_box = fitted_box(), QComboBox()
         self.layer_box.setToolTip("The residual stream compared: a side and the layers after which it is read")
         self.metric_box.addItems(METRICS)
         self.k_box = QSpinBox()
@@ -198,7 +206,7 @@ class QKMapPanel(HeadChoice):
         self.sentences_box = QSpinBox()
         self.sentences_box.setRange(5, 5000)
         self.sentences_box.setValue(DEFAULT_SENTENCES)
-        self.head_box, self.method_box, self.colour_box = QComboBox(), QComboBox(), QComboBox()
+        self.head_box, self.method_box, self.colour_box = fitted_box(), QComboBox(), QComboBox()
         self.method_box.addItems(METHODS)
         self.colour_box.addItems(COLOURINGS)
         self.draw_button, self.figure_button, self.csv_button = (

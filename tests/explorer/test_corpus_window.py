@@ -10,6 +10,7 @@ import pytest
 from explorer.widgets.corpus_tables import HTML_TEXT
 from model.kinds import AttentionKind
 from tests.conftest import assert_figure
+from tests.explorer.axis_room import combo_room
 from tests.explorer.gui_helpers import explore_window
 
 WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
@@ -95,3 +96,27 @@ def test_a_heads_sentences_and_a_layers_query_key_map(qtbot, corpus_window, tmp_
     maps.view.choose(1, 3)  # a click on a point (a decoder query) opens its sentence in Explore at its step
     assert window.tabs.currentWidget() is tab and window.explore.text == panel.sentence_texts[sentence_id]
     assert window.explore.current_step == position + 1
+
+
+def test_the_boxes_filled_by_the_index_are_as_wide_as_their_items(qtbot, open_window, toy_fr_bundle, tmp_path):
+    """Issue 39: the layer box read "encoder" for "encoder after layer 2": shown empty (the tab seen before an index
+    was built or opened), it kept the width of no item."""
+    window = open_window(toy_fr_bundle[0])
+    window.resize(1400, 900)
+    corpus_tab = window.corpus_tab
+    window.tabs.setCurrentWidget(corpus_tab)
+    for panel in (corpus_tab.maps, corpus_tab.similar):  # each box shown while it is empty
+        corpus_tab.panels.setCurrentWidget(panel)
+        qtbot.waitUntil(panel.isVisible, timeout=WAIT_MS)
+    corpus_tab.source.setEditText("toy-fr")
+    corpus_tab.limit.setValue(12)
+    corpus_tab.folder.setText(str(tmp_path / "index"))
+    assert corpus_tab.build()
+    qtbot.waitUntil(lambda: not window.controllers.corpus.building, timeout=WAIT_MS)
+    for panel, box in ((corpus_tab.similar, corpus_tab.similar.layer_box), (corpus_tab.maps, corpus_tab.maps.head_box)):
+        corpus_tab.panels.setCurrentWidget(panel)
+        qtbot.waitUntil(box.isVisible, timeout=WAIT_MS)
+        assert box.count() > 1
+        qtbot.waitUntil(lambda box=box: box.width() > 0, timeout=WAIT_MS)
+        needed, room = combo_room(box)
+        assert needed <= room, (box.currentText(), needed, room)
