@@ -1,0 +1,75 @@
+"""The long run of the window's invariants after random sequences of actions (issue 39): the state machine of
+tests/explorer/window_actions.py, with as many sequences as asked (CI runs 30 of 20 actions,
+tests/explorer/test_window_states.py). Each sequence opens one real window offscreen; after every action the views
+must hold the trace for the selection the boxes show, labels sit on their cells, titles name what is drawn and
+nothing holding data be clipped without a sign. A failure is shrunk by Hypothesis to its minimal sequence of
+actions and printed.
+
+``--survey`` records every problem met instead of stopping at the first (no shrinking): one line per kind of
+problem, with the actions that first led to it, for a list of what is wrong before fixing.
+
+    QT_QPA_PLATFORM=offscreen nice -n 19 python benchmarks/window_states.py --examples 1000 [--steps 20] [--random]
+    QT_QPA_PLATFORM=offscreen python benchmarks/window_states.py --examples 30 --survey
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from common import ROOT  # noqa: E402,F401  (puts the project on sys.path)
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+
+from tests.explorer import window_actions  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=int(os.environ.get("WINDOW_STATES_EXAMPLES", "1000")))
+    parser.add_argument("--steps", type=int, default=int(os.environ.get("WINDOW_STATES_STEPS", "20")))
+    parser.add_argument("--random", action="store_true", help="other sequences at each run (default: derandomized, as CI)")
+    parser.add_argument("--survey", action="store_true", help="list every problem met instead of failing at the first")
+    options = parser.parse_args(argv)
+    if options.survey:
+        window_actions.SURVEY = {}
+    counted = {"sequences": 0}
+
+    class Counted(window_actions.WindowStates):
+        def __init__(self) -> None:
+            counted["sequences"] += 1
+            super().__init__()
+
+    chosen = settings(
+        max_examples=options.examples,
+        stateful_step_count=options.steps,
+        deadline=None,
+        derandomize=not options.random,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+    started = time.perf_counter()
+    failed = False
+    try:
+        run_state_machine_as_test(Counted, settings=chosen)
+    except Exception as error:  # noqa: BLE001 - the minimal failing sequence is printed by Hypothesis
+        failed = True
+        print(f"FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    print(
+        f"{counted['sequences']} sequences of up to {options.steps} actions in {elapsed:.0f} s: {'FAILED' if failed else 'passed'}"
+    )
+    if window_actions.SURVEY is not None:
+        print(f"{len(window_actions.SURVEY)} kinds of problem:")
+        for _key, (problem, actions) in sorted(window_actions.SURVEY.items()):
+            print(f"- {problem}\n    after: {' → '.join(actions)}")
+    return 1 if failed or (window_actions.SURVEY or None) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
