@@ -1,6 +1,7 @@
 """The joint query-key map in the window (pyqtgraph): one scatter plot per head (small multiples for a layer), queries
 as circles and keys as triangles, coloured by position, token or query/key as the exported figure
-(model/figures/qk_map.py) colours them. Hovering a point shows its token, position and sentence; clicking it asks for
+(model/figures/qk_map.py) colours them, with what the colours mean beside them (a colour bar of the positions; a legend
+of the frequent tokens, or of query and key). Hovering a point shows its token, position and sentence; clicking it asks for
 that sentence at that token (``point_chosen``). It shows the panels it is given (plain arrays), nothing more.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+import matplotlib
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
@@ -15,7 +17,7 @@ from PySide6.QtCore import Signal
 from explorer.widgets.plot_style import show_light_grid
 from model.data.token_labels import display_labels
 from model.figures.attention import FigureOptions
-from model.figures.qk_map import MAX_COLUMNS, MapPanel, frequent_tokens, point_colours
+from model.figures.qk_map import KEY_COLOUR, MAX_COLUMNS, OTHER_TOKENS, QUERY_COLOUR, MapPanel, frequent_tokens, point_colours
 
 SYMBOLS = {True: "o", False: "t1"}  # queries (circles), keys (triangles pointing up, as in the figure)
 
@@ -52,8 +54,10 @@ class QKMapView(pg.GraphicsLayoutWidget):
         max_position = int(max(panel.positions.max(initial=0) for panel in panels))
         top_tokens = frequent_tokens(panels) if colour_by == "token" else []
         columns = min(len(panels), MAX_COLUMNS)
+        plots = []
         for number, panel in enumerate(panels):
             plot = self.addPlot(row=number // columns, col=number % columns, title=panel.title)
+            plots.append(plot)
             show_light_grid(plot)
             plot.setMenuEnabled(False)
             plot.setLabel("bottom", panel.axis_names[0])
@@ -78,6 +82,31 @@ class QKMapView(pg.GraphicsLayoutWidget):
                 scatter.sigClicked.connect(self._on_clicked)
                 plot.addItem(scatter)
                 self.scatters.append(scatter)
+        self._add_key(plots[0], colour_by, top_tokens, colormap, max_position, -(-len(panels) // columns), columns)
+
+    def _add_key(
+        self, first: pg.PlotItem, colour_by: str, top_tokens: list[str], colormap, max_position: int, rows: int, columns: int
+    ) -> None:
+        """What the colours mean, as the exported figure's legend says: a colour bar of the positions (right of the
+        panels), or a legend of the frequent tokens (the rest grey) or of queries and keys (in the first panel)."""
+        if colour_by == "position":
+            samples = np.linspace(0.0, 1.0, 64)
+            bar_map = pg.ColorMap(samples, [tuple(int(round(255 * part)) for part in colormap(value)[:3]) for value in samples])
+            bar = pg.ColorBarItem(values=(0, max(max_position, 1)), colorMap=bar_map, interactive=False, label="position", width=14)
+            bar.setLevels((0, max(max_position, 1)))
+            self.addItem(bar, row=0, col=columns, rowspan=rows)
+            return
+        legend = first.addLegend(offset=(4, 4), labelTextSize="8pt")
+        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        if colour_by == "qk":
+            entries = [("query", QUERY_COLOUR, "o"), ("key", KEY_COLOUR, "t1")]
+        else:
+            palette = matplotlib.colormaps["tab10"]
+            entries = [(label, palette(index % 10), "s") for index, label in enumerate(display_labels(top_tokens))]
+            entries.append(("other", OTHER_TOKENS, "s"))
+        for label, colour, symbol in entries:
+            sample = pg.ScatterPlotItem(symbol=symbol, size=8, pen=None, brush=_qcolours([colour])[0])
+            legend.addItem(sample, label)
 
     def describe_point(self, panel_number: int, point: int) -> str:
         """A point's token, kind (query or key), position and sentence, as its tooltip says."""
