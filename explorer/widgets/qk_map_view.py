@@ -8,6 +8,7 @@ that sentence at that token (``point_chosen``). It shows the panels it is given 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -98,6 +99,7 @@ class QKMapView(pg.GraphicsLayoutWidget):
             return
         legend = first.addLegend(offset=(4, 4), labelTextSize="8pt")
         legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        entries: list[tuple[str, Any, str]]  # label, colour (hex or RGBA), symbol
         if colour_by == "qk":
             entries = [("query", QUERY_COLOUR, "o"), ("key", KEY_COLOUR, "t1")]
         else:
