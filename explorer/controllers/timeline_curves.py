@@ -2,7 +2,10 @@
 the opened model's timeline, with its validation scores, when each head became alignment-like and the largest
 changes between consecutive snapshots (model/timeline/curves.py and changes.py). No Qt.
 
-``compute`` decodes the sentence explored with every snapshot, forced along the final model's translation (so that
+While the view is shown (``set_shown``), the curves follow the sentence explored on their own: the sentence and options
+explored are measured once (without importance, the slow curve: asked for with ``compute``) as soon as the view is
+shown, the timeline opened or another sentence decoded; a run the user cancelled is not started again for the same
+sentence. ``compute`` decodes the sentence explored with every snapshot, forced along the final model's translation (so that
 every snapshot's matrices compare; model/timeline/traces.py), then measures the curves, in a job of the
 "timeline-curves" channel with progress, which ``cancel`` stops between two snapshots. The curves describe the
 models as trained: heads knocked out in the window are not knocked out here. ``go_to_change`` moves the timeline to
@@ -63,7 +66,10 @@ class CurvesController:
         self.curves: HeadCurves | None = None
         self.traces: list[SnapshotTrace] = []  # every snapshot's trace of the curves' sentence
         self.traces_of: tuple[str, DecodingOptions] | None = None  # the sentence and options they decode
+        self.shown = False  # whether the curves view is shown: the curves then follow the sentence on their own
+        self._asked: tuple[str, DecodingOptions] | None = None  # the sentence and options of the last run started
         timeline.opened.connect(self._on_opened)
+        explore.trace_changed.connect(lambda _trace: self.follow())
 
     @property
     def running(self) -> bool:
@@ -95,6 +101,7 @@ class CurvesController:
             self.message.emit("The pairs AER and importance are measured on must be 0 (none) or more.")
             return False
         source, text, options = self.timeline.source, self.explore.text, self.options()
+        self._asked = (text, options)
         curve_options = CurveOptions(aer_pairs=aer_pairs, importance_pairs=importance_pairs)
         cached = self.cached_traces(text, options)
 
@@ -123,6 +130,20 @@ class CurvesController:
         self.running_changed.emit(True)
         return True
 
+    def set_shown(self, shown: bool) -> None:
+        """The curves view is shown (True) or not: shown, its curves follow the sentence explored."""
+        self.shown = shown
+        self.follow()
+
+    def follow(self) -> None:
+        """While the view is shown, measure the curves of the sentence explored (no importance) unless they are its
+        already, or a run for it was started (and is under way, was cancelled or failed)."""
+        if not self.shown or self.unavailable() or self.explore.stepper is None:
+            return
+        wanted = (self.explore.text, self.options())
+        if wanted not in (self.traces_of, self._asked):
+            self.compute()
+
     def cancel(self) -> None:
         """Stop the run before its next snapshot; the curves shown stay as they were."""
         self.runner.cancel(CURVES_CHANNEL)
@@ -146,5 +167,6 @@ class CurvesController:
         """Another timeline (or none): the run under way is dropped and the curves cleared."""
         if self.runner.cancel(CURVES_CHANNEL, drop=True):
             self.running_changed.emit(False)
-        self.curves, self.traces, self.traces_of = None, [], None
+        self.curves, self.traces, self.traces_of, self._asked = None, [], None, None
         self.ready.emit(None)
+        self.follow()

@@ -63,6 +63,8 @@ class ExploreTimeline:
         curves.ready.connect(view.show_curves)
         curves.running_changed.connect(view.set_running)
         curves.head_chosen.connect(self._on_head_chosen)
+        views = self.tab.views  # shown, the curves follow the sentence on their own
+        views.currentChanged.connect(lambda _index: curves.set_shown(views.currentWidget() is view))
         for source in (line.message, curves.message, self.exports.message):
             source.connect(self.tab.explore.message)
         curves.message.connect(view.show_message)

@@ -29,13 +29,23 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.lines_view import head_colour
-from explorer.widgets.timeline_plots import head_legend, head_lines, log_step, mark_changes, role_legend, role_squares, step_plot
+from explorer.widgets.timeline_plots import (
+    MARKED_CHANGES,
+    head_legend,
+    head_lines,
+    log_step,
+    mark_changes,
+    role_legend,
+    role_squares,
+    step_plot,
+)
 from model.kinds import AttentionKind
 from model.timeline.curves import HeadCurves
 
 EMPTY_TEXT = (
-    "Curves over training: “Compute curves” decodes the sentence with every snapshot (forced along the final model's "
-    "translation) and measures each head's entropy, role and AER, and when asked its importance."
+    "Curves over training: while this view is shown, the sentence is decoded with every snapshot (forced along the final "
+    "model's translation) and each head's entropy, role and AER measured, in the background. “Compute curves” measures "
+    "them again, with head importance when asked (the slowest curve)."
 )
 VALID_COLOURS = ("#e45756", "#4c78a8", "#54a24b", "#b279a2")
 
@@ -52,7 +62,10 @@ class CurvesView(QWidget):
         self.plots: list[pg.PlotItem] = []
         self._markers: list[pg.InfiniteLine] = []
         self.compute_button = QPushButton("Compute curves")
-        self.compute_button.setToolTip("Decode the sentence with every snapshot and measure each head, in the background")
+        self.compute_button.setToolTip(
+            "Measure the curves again, in the background (they follow the sentence on their own; head importance only "
+            "when asked here)"
+        )
         self.importance = QCheckBox("with head importance on")
         self.importance.setToolTip("Importance needs a backward pass per sentence and snapshot: the slowest curve")
         self.importance_pairs = QSpinBox()
@@ -77,7 +90,11 @@ class CurvesView(QWidget):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.changes = QListWidget()
         self.changes.setWordWrap(True)
-        self.changes.setToolTip("The largest changes between consecutive snapshots, per unit of log step: click one to see it")
+        self.changes.setToolTip(
+            "The largest changes between consecutive snapshots, ranked by rate: the change divided by the distance of the two "
+            "snapshots in log step, ln(1 + step), so that a sudden change ranks above a slow one of the same size. Click one "
+            "to see it"
+        )
         self.onsets = QLabel()
         self.onsets.setWordWrap(True)
         self._layout()
@@ -98,7 +115,10 @@ class CurvesView(QWidget):
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
         side_layout.addWidget(self.onsets)  # first: the list below scrolls, a label at the bottom was cut off
-        side_layout.addWidget(QLabel("<b>Phase changes</b> (click one)"))
+        ranked = QLabel("<b>Phase changes</b>, by rate: change ÷ log-step distance (click one)")
+        ranked.setWordWrap(True)
+        ranked.setToolTip(self.changes.toolTip())
+        side_layout.addWidget(ranked)
         side_layout.addWidget(self.changes, 1)
         plots = QWidget()
         plots_layout = QVBoxLayout(plots)
@@ -183,17 +203,20 @@ class CurvesView(QWidget):
         kind = AttentionKind.parse(self.kind.currentData()) if self.kind.count() else curves.kinds[0]  # Qt gives text
         loss, scores = self._draw_training(curves, x)
         aer = self._draw_aer(curves, x)
-        entropy = step_plot(self.layout_widget, 1, 1, f"Normalised entropy, {kind.label}", "entropy")
+        entropy = step_plot(self.layout_widget, 2, 0, f"Normalised entropy, {kind.label}", "entropy")
         head_lines(entropy, x, curves.normalised_entropy[kind])
         entropy.setYRange(0, 1.02, padding=0)
-        self.legend.setText(head_legend(*curves.normalised_entropy[kind].shape[1:]))
-        roles = step_plot(self.layout_widget, 2, 0, "", "")
+        n_layers, n_heads = curves.normalised_entropy[kind].shape[1:]
+        self.legend.setText(head_legend(n_layers, n_heads, min(MARKED_CHANGES, len(curves.phase_changes))))
+        importance = curves.importance if curves.importance and kind in curves.importance else None
+        # The roles beside the AER and entropy, as high as both: a row a head, each named (12 rows for 3 x 4 heads).
+        roles = step_plot(self.layout_widget, 1, 1, "", "", rowspan=3 if importance is not None else 2)
         roles.setTitle(f"Roles, {kind.value}: {role_legend(role_squares(roles, x, curves.roles[kind]))}", size="9pt")
         self.plots = [loss, scores, aer, entropy, roles]
-        if curves.importance and kind in curves.importance:
-            importance = step_plot(self.layout_widget, 2, 1, f"Importance ({curves.importance_where})", "importance")
-            head_lines(importance, x, curves.importance[kind])
-            self.plots.append(importance)
+        if importance is not None:
+            importance_plot = step_plot(self.layout_widget, 3, 0, f"Importance ({curves.importance_where})", "importance")
+            head_lines(importance_plot, x, importance[kind])
+            self.plots.append(importance_plot)
         stretches = [(c.rank, c.step_before, c.step_after) for c in curves.phase_changes]
         for plot in self.plots:
             if plot is not loss:
@@ -203,8 +226,11 @@ class CurvesView(QWidget):
             plot.addItem(marker, ignoreBounds=True)
             self._markers.append(marker)
         loss.setXRange(float(x.min()), float(x.max()), padding=0.04)
-        for column in (0, 1):  # the two columns share the width
-            self.layout_widget.ci.layout.setColumnStretchFactor(column, 1)
+        grid = self.layout_widget.ci.layout
+        for column in (0, 1):  # the two columns share the width, the rows the height
+            grid.setColumnStretchFactor(column, 1)
+        for row in range(len(self.plots) - 2):
+            grid.setRowStretchFactor(row, 1)
         self.mark_step(self.step)
 
     def _draw_training(self, curves: HeadCurves, x: np.ndarray) -> tuple[pg.PlotItem, pg.PlotItem]:

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
 
 from explorer.widgets.lines_view import head_colour
 from explorer.widgets.plot_style import show_light_grid
@@ -31,7 +32,9 @@ ROLE_COLOURS = {  # the first word of a role (model/inspection/heads.py) -> its 
     "empty": "#ffffff",
 }
 CHANGE_BRUSH = (238, 202, 59, 60)  # a phase change's stretch of training, shaded
+CHANGE_COLOUR = "#e6c43a"  # that shade as the legend names it (opaque: the band is this over white)
 MARKED_CHANGES = 5  # phase changes shaded on the plots (the list holds all of them)
+ROW_FONT_PX = (6, 10)  # the roles' head labels: the smallest and largest font (pixels), fitted to a row's height
 
 
 def log_step(steps: np.ndarray | list[int] | int) -> np.ndarray:
@@ -70,9 +73,9 @@ class StepAxis(pg.AxisItem):
         return [step_label(10**value - 1) for value in values]
 
 
-def step_plot(layout: pg.GraphicsLayout, row: int, column: int, title: str, y_label: str) -> pg.PlotItem:
+def step_plot(layout: pg.GraphicsLayout, row: int, column: int, title: str, y_label: str, rowspan: int = 1) -> pg.PlotItem:
     """A plot of the layout over the log step axis, light grid, no mouse menu."""
-    plot = layout.addPlot(row=row, col=column, axisItems={"bottom": StepAxis("bottom")})
+    plot = layout.addPlot(row=row, col=column, rowspan=rowspan, axisItems={"bottom": StepAxis("bottom")})
     plot.setTitle(title, size="9pt")
     plot.setLabel("left", y_label)
     plot.setMenuEnabled(False)
@@ -99,16 +102,24 @@ def head_lines(plot: pg.PlotItem, x: np.ndarray, values: np.ndarray) -> None:
             )
 
 
-def head_legend(n_layers: int, n_heads: int) -> str:
-    """Which colour is which head and which dash which layer, as rich text."""
+def head_legend(n_layers: int, n_heads: int, n_marked: int = 0) -> str:
+    """Which colour is which head and which dash which layer, and (``n_marked`` phase changes shaded) what the shaded
+    bands and the dashed line are, as rich text."""
     dashes = ("━━", "╍╍", "┅┅", "━╍")
     heads = " ".join(f'<span style="color:{head_colour(h)}">■</span> {h + 1}' for h in range(n_heads))
     layers = " ".join(f"{dashes[layer % len(dashes)]} {layer + 1}" for layer in range(n_layers))
-    return f"Lines: colour = head ({heads}); line = layer ({layers})"
+    bands = (
+        f'; <span style="color:{CHANGE_COLOUR}">█</span> shaded: the {n_marked} largest phase changes (numbered by rank '
+        "on the AER plot; the list on the right)"
+        if n_marked
+        else ""
+    )
+    return f"Lines: colour = head ({heads}); line = layer ({layers}){bands}; ┆ dashed: the snapshot explored"
 
 
 def role_squares(plot: pg.PlotItem, x: np.ndarray, roles: np.ndarray) -> list[str]:
-    """Roles [N, layers, heads] as squares, one row per head (layer 1 head 1 at the top); the role groups shown."""
+    """Roles [N, layers, heads] as squares, one row per head (layer 1 head 1 at the top), each named on the left and
+    on hover (its head, snapshot step and role); the role groups shown."""
     n_layers, n_heads = roles.shape[1:]
     spots, seen = [], []
     for layer in range(n_layers):
@@ -117,15 +128,43 @@ def role_squares(plot: pg.PlotItem, x: np.ndarray, roles: np.ndarray) -> list[st
             for n, role in enumerate(roles[:, layer, head]):
                 group = role_group(str(role))
                 seen += [group] if group not in seen else []
-                spots.append({"pos": (x[n], -row), "brush": ROLE_COLOURS[group], "data": f"L{layer + 1}H{head + 1}: {role}"})
-    plot.addItem(pg.ScatterPlotItem(spots=spots, symbol="s", size=9, pen=pg.mkPen("#555", width=0.5)))
-    # Each layer's first row named in full, the other rows by their head: pyqtgraph drops the second level's labels
-    # first when the rows are too close (12 heads in a low plot), and the layers stay readable.
-    firsts = [(-(layer * n_heads), f"L{layer + 1}H1") for layer in range(n_layers)]
-    others = [(-(layer * n_heads + head), f"H{head + 1}") for layer in range(n_layers) for head in range(1, n_heads)]
-    plot.getAxis("left").setTicks([firsts, others])
+                step = step_label(10 ** float(x[n]) - 1)
+                spots.append(
+                    {"pos": (x[n], -row), "brush": ROLE_COLOURS[group], "data": f"L{layer + 1}H{head + 1}, step {step}: {role}"}
+                )
+    squares = pg.ScatterPlotItem(
+        spots=spots, symbol="s", size=9, pen=pg.mkPen("#555", width=0.5), hoverable=True, tip=lambda x, y, data: data
+    )
+    plot.addItem(squares)
     plot.setYRange(-(n_layers * n_heads - 0.5), 0.5, padding=0)
+    plot.vb.sigResized.connect(lambda _box: fit_role_rows(plot, squares, n_layers, n_heads))
+    fit_role_rows(plot, squares, n_layers, n_heads)
     return seen
+
+
+def row_labels(n_layers: int, n_heads: int, row_px: float) -> tuple[list[tuple[float, str]], int]:
+    """(the left axis' labels of the roles' rows, their font size in pixels): every head ("L2H3") in a font that fits
+    a row of ``row_px`` pixels; rows lower than the smallest font: each layer once, at the middle of its heads."""
+    smallest, largest = ROW_FONT_PX
+    if row_px >= smallest:
+        labels = [
+            (-float(layer * n_heads + head), f"L{layer + 1}H{head + 1}") for layer in range(n_layers) for head in range(n_heads)
+        ]
+        return labels, int(min(max(row_px - 1, smallest), largest))
+    return [(-(layer * n_heads + (n_heads - 1) / 2), f"L{layer + 1}") for layer in range(n_layers)], smallest
+
+
+def fit_role_rows(plot: pg.PlotItem, squares: pg.ScatterPlotItem, n_layers: int, n_heads: int) -> None:
+    """Label the rows and size the squares for the plot's height now (called again whenever it is resized)."""
+    row_px = plot.vb.height() / max(n_layers * n_heads, 1)
+    labels, size = row_labels(n_layers, n_heads, row_px)
+    axis = plot.getAxis("left")
+    font = QFont()
+    font.setPixelSize(size)
+    axis.setTickFont(font)
+    axis.setTicks([labels])  # one level: pyqtgraph draws its labels all, where it drops a second level's first
+    axis.setWidth(max(QFontMetrics(font).horizontalAdvance(text) for _, text in labels) + 10)  # never clipped
+    squares.setSize(float(min(max(row_px - 1, 3), 9)))
 
 
 def role_legend(groups: list[str]) -> str:

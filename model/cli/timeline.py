@@ -8,7 +8,9 @@ signed difference of two snapshots, or per-head curves (model/timeline/).
 
 What is written follows the suffix of ``--out``: .gif an animation (one frame per snapshot); .png, .svg or .pdf the
 strip (snapshots in a row), the difference with ``--diff I J`` (J minus I) or the curves with ``--curves``; .csv the
-curves. Snapshots are numbered from 0 as the timeline lists them. Every snapshot decodes the sentence forced along
+curves. Whatever is written, the command prints a summary of the snapshots decoded: the best head's AER at the first
+and last, when each head became alignment-like and the largest changes, ranked by rate. Snapshots are numbered from 0 as
+the timeline lists them. Every snapshot decodes the sentence forced along
 one output (the final model's translation, or ``--reference``), so their matrices compare cell by cell.
 """
 
@@ -134,7 +136,7 @@ def _report(curves: HeadCurves) -> None:
     for onset in curves.onsets:
         print(onset.describe())
     if curves.phase_changes:
-        print("largest changes between consecutive snapshots (per unit of log step):")
+        print("largest changes between consecutive snapshots, ranked by rate (the change per unit of log step, ln(1 + step)):")
     for change in curves.phase_changes:
         print(f"  {change.describe()}")
 
@@ -175,5 +177,9 @@ def run_timeline(args, opener=None) -> int:
     target = args.target or ("reference" if args.reference is not None else "final")
     traces = snapshot_traces(source, args.text, indices, target, args.reference, DecodingOptions())
     _draw(args, what, source, traces, options)
+    if what != "curves":  # the summary the curves print, for the snapshots drawn (--aer-pairs 0: without AER)
+        if indices is not None:
+            print(f"of snapshots {', '.join(str(item.index) for item in traces)} (of 0–{len(source.snapshots) - 1}):")
+        _report(head_curves(source, traces, CurveOptions(args.aer_pairs, args.aer_seed)))
     print(f"wrote {args.out}")
     return 0

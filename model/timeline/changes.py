@@ -14,7 +14,9 @@ of each head's attention matrix from the previous snapshot's, ``matrix_change``)
 snapshots, every head's change is divided by the pair's distance in log step, ln(1 + step after) - ln(1 + step
 before), so that a change over a long stretch of training is not favoured over a sudden one when snapshots are
 log-spaced (or not). All three measures lie in [0, 1], so their scores compare. A pair's event names the heads whose
-score is at least half of its largest; events are ranked by their largest score, the largest first.
+score is at least half of its largest; events are ranked by their largest score, the largest first. That score is
+shown as the event's *rate* (``describe``: "rate 1.39: … attention moved by 0.502 … over 0.36 log step"), so that a
+list ranked by it reads sorted: a large change over a long stretch can rank below a smaller, sudden one.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class PhaseChange:
     heads: list[tuple[int, int]]  # (layer, head) from 0, the largest change first
     value_before: float  # the measure of the first head at each snapshot (NaN before for "attention")
     value_after: float
-    score: float  # |change| per unit of ln(1 + step)
+    score: float  # |change| per unit of ln(1 + step): the rate the events are ranked by
+    distance: float = float("nan")  # ln(1 + step after) - ln(1 + step before) (log_step_distances)
 
     def describe(self) -> str:
         heads = ", ".join(f"layer {layer + 1} head {head + 1}" for layer, head in self.heads)
@@ -69,9 +72,10 @@ class PhaseChange:
             what = f"attention moved by {self.value_after:.3f} (total variation)"
         else:
             what = f"{MEASURES[self.measure]} {self.value_before:.3f} → {self.value_after:.3f}"
+        over = f" over {self.distance:.2f} log step" if math.isfinite(self.distance) else ""
         return (
-            f"{self.rank}. steps {self.step_before:,} → {self.step_after:,} (snapshots {self.before} → {self.after}), "
-            f"{self.kind.label}, {heads}: {what}"
+            f"{self.rank}. rate {self.score:.2f}: steps {self.step_before:,} → {self.step_after:,} (snapshots {self.before} → "
+            f"{self.after}), {self.kind.label}, {heads}: {what}{over}"
         )
 
 
@@ -144,6 +148,7 @@ def _events(
                 float("nan") if measure == "attention" else float(before[layer, head]),
                 float(after[layer, head]),
                 top,
+                float(distances[pair]),
             )
         )
     return events

@@ -48,7 +48,14 @@ def run(workspace, monkeypatch, capsys):
 def test_an_animation_a_strip_and_a_difference(run, workspace):
     folder = workspace[0]
     code, out, err = run("--view", "cross", "--layer", "1", "--head", "2", "--snapshots", "0,4,7", "--out", "anim.gif")
-    assert (code, out.strip(), err) == (0, "wrote anim.gif", "")
+    lines = out.splitlines()  # issue 39: the summary the README promises, not only "wrote ..."
+    assert (code, err, lines[-1]) == (0, "", "wrote anim.gif")
+    assert lines[:2] == [
+        "of snapshots 0, 4, 7 (of 0–7):",
+        "best head's AER: 0.870 at step 1 of 500 → 0.013 at step 500 of 500 (50 copy test pairs, seed 0)",
+    ]
+    assert any("alignment-like from step 500 of 500" in line for line in lines)  # of those three
+    assert sum(line.startswith("  1. rate ") for line in lines) == 1
     with Image.open(folder / "anim.gif") as image:
         assert image.n_frames == 3
     assert run("--grid", "--view", "encoder", "--width", "column", "--out", "strip.svg")[0] == 0
@@ -65,7 +72,7 @@ def test_the_curves_as_csv_and_figure_with_the_aer_and_the_phase_changes(run, wo
         code == 0 and lines[0] == "best head's AER: 0.870 at step 1 of 500 → 0.013 at step 500 of 500 (50 copy test pairs, seed 0)"
     )
     assert "alignment-like from step 250 of 500" in lines[1] and lines[-1] == "wrote curves.csv"
-    assert sum(line.startswith("  1. steps ") for line in lines) == 1
+    assert sum(line.startswith("  1. rate ") for line in lines) == 1
     header = (workspace[0] / "curves.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header.startswith("snapshot,step,name,") and ",aer," in header
     assert run("--curves", "--aer-pairs", "10", "--snapshots", "0,7", "--out", "curves.png")[0] == 0

@@ -190,6 +190,33 @@ def test_curves_are_measured_with_progress_and_lead_to_a_phase_change(timeline):
     assert "no timeline" in curves.unavailable() and not curves.compute()
 
 
+def test_shown_the_curves_follow_the_sentence_on_their_own(timeline):
+    """Issue 39: the README says the Over training view computes its curves in the background; they waited for a button.
+    Shown, the view's curves are measured for the sentence explored, and again for another one; not while hidden, and
+    a phase change chooses its head through the Explore controller, as the user's boxes do."""
+    controllers, _source = timeline
+    curves, explore = controllers.curves, controllers.explore
+    assert controllers.inbox.wait_until(lambda: not curves.running, WAIT_S)
+    assert curves.curves is None  # hidden: nothing measured
+    curves.set_shown(True)
+    assert curves.running
+    assert controllers.inbox.wait_until(lambda: curves.curves is not None and not curves.running, WAIT_S)
+    assert curves.traces_of == (SENTENCE, curves.options()) and not curves.curves.importance
+    explore.go_to_step(2)  # the same sentence: nothing measured again
+    assert not curves.running
+    assert explore.translate("a b c")
+    assert controllers.inbox.wait_until(lambda: curves.traces_of is not None and curves.traces_of[0] == "a b c", WAIT_S)
+    chosen = Recorder(explore, "view_changed")
+    change = next(c for c in curves.curves.phase_changes if c.kind is not explore.view.kind)
+    curves.go_to_change(curves.curves.phase_changes.index(change))
+    layer, head = change.heads[0]
+    assert (explore.view.kind, explore.view.layer, explore.view.head) == (change.kind, layer, head)
+    assert chosen.of("view_changed") == [(explore.view,)]
+    curves.set_shown(False)
+    assert explore.translate("a b")
+    assert not curves.running and curves.traces_of[0] == "a b c"
+
+
 def test_a_record_is_described_with_its_loss_and_validation():
     record = SimpleNamespace(train_loss=2.31449, validation={"bleu": 12.345, "exact_match": 0.05, "note": "x", "n": 2000.0})
     assert describe_record(record) == "training loss 2.314 · validation: bleu 12.3, exact_match 0.05, n 2,000"

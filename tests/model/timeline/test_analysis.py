@@ -96,6 +96,20 @@ def test_phase_changes_are_normalised_by_log_step_distance():
     assert (second.before, second.after, second.value_before, second.value_after) == (0, 1, 0.9, 0.5)
 
 
+def test_each_phase_change_shows_the_rate_it_is_ranked_by(curves):
+    """Issue 39: the list read unsorted (#1 "attention moved by 0.502", #2 "0.983"): it is ranked by the change per unit
+    of log step, which it now shows first, so the list reads sorted; the log-step distance divides the change shown."""
+    rates = []
+    for change in curves.phase_changes:
+        text = change.describe()
+        assert text.startswith(f"{change.rank}. rate {change.score:.2f}: steps ")
+        assert text.endswith(f" over {change.distance:.2f} log step")
+        rates.append(float(text.split("rate ")[1].split(":")[0]))
+        shown = change.value_after - (0 if change.measure == "attention" else change.value_before)
+        assert abs(shown) / change.distance == pytest.approx(change.score)
+    assert rates == sorted(rates, reverse=True) and len(rates) > 1
+
+
 def test_a_snapshot_minus_itself_is_exactly_zero(traces):
     same = difference_trace(traces[3], traces[3])
     assert all(not same.matrix(kind).any() for kind in same.kinds)
