@@ -23,6 +23,7 @@ from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_corpus import ExploreCorpus
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
+from explorer.tabs.explore_layout import size_to_current_page
 from explorer.tabs.explore_measures import ExploreMeasures
 from explorer.tabs.explore_neuron import ExploreNeuron
 from explorer.tabs.explore_report_card import ExploreReportCard
@@ -132,6 +133,7 @@ class ExploreTab(QWidget):
         self.top_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.top_splitter.addWidget(self.views)
         self.top_splitter.addWidget(self.focus)
+        size_to_current_page(self.views)  # a hidden page's minimum (the report card's 900 px) leaves the focus room
         self.top_splitter.setSizes([600, 700])
         self.main_splitter = QSplitter(Qt.Orientation.Vertical)
         self.main_splitter.addWidget(self.top_splitter)
@@ -289,6 +291,7 @@ class ExploreTab(QWidget):
             self.neuron.view,
             self.report_card.view,
         )  # in the focus' place
+        size_to_current_page(self.views)  # only the view shown sets how narrow the views may get
         self.focus.setVisible(self.views.widget(index) not in wide)
         self.refresh()  # the view now shown (and the focus, when it is back) drawn for this step
 
