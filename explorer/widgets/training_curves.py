@@ -6,7 +6,9 @@ four times a second cost training about a fifth of its speed. Most of a redraw w
 the window thread's 90 lock-holding samples in ``AxisItem.paint``), laid out again whenever their range moved,
 and with auto range every axis moved every second. So the ranges grow in steps (1, 2, 5 × 10^k: the step axis
 to the next of them above the last step, loss and learning rate from 0 to the next above their largest value)
-and the axes are cached as pixmaps: between those steps a redraw repaints only the curves.
+and the axes are cached as pixmaps: between those steps a redraw repaints only the curves. Each range is padded by a
+dot's radius and a little more, in pixels, so a validation dot at the last step or at a perfect score is whole; every
+validation series has dots, so a single validation is drawn (a one-point line draws nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from explorer.widgets.plot_style import show_light_grid
 
 TRAIN_PEN = pg.mkPen("#4c78a8", width=2)
 VALID_PEN = pg.mkPen("#f58518", width=2)
-VALID_SYMBOL = dict(symbol="o", symbolSize=7, symbolBrush="#f58518", symbolPen=None)
+DOT_PX = 7  # a validation dot's size
+VALID_SYMBOL = dict(symbol="o", symbolSize=DOT_PX, symbolBrush="#f58518", symbolPen=None)
+EXACT_COLOUR = "#b279a2"
+EXACT_SYMBOL = dict(symbol="t", symbolSize=DOT_PX, symbolBrush=EXACT_COLOUR, symbolPen=None)
+PAD_PX = DOT_PX / 2 + 3  # a dot's radius and a gap: the room at each end of a range
 
 
 def stepped_ceiling(value: float) -> float:
@@ -43,8 +49,6 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.accuracy_plot = self._plot(0, 1, "Token accuracy")
         self.rate_plot = self._plot(1, 0, "Learning rate")
         self.bleu_plot = self._plot(1, 1, "Validation BLEU / exact match ×100")
-        self.accuracy_plot.setYRange(0, 1, padding=0.02)
-        self.bleu_plot.setYRange(0, 100, padding=0.02)  # both series are out of 100
         self.loss_plot.addLegend(offset=(-10, 10))
         self.bleu_plot.addLegend(offset=(-10, -10))
         self.curves = {
@@ -55,7 +59,7 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
             "learning_rate": self.rate_plot.plot(pen=pg.mkPen("#54a24b", width=2)),
             "bleu": self.bleu_plot.plot(pen=VALID_PEN, name="BLEU", **VALID_SYMBOL),
             "exact_match": self.bleu_plot.plot(
-                pen=pg.mkPen("#b279a2", width=2, style=pg.QtCore.Qt.PenStyle.DashLine), name="exact match ×100"
+                pen=pg.mkPen(EXACT_COLOUR, width=2, style=pg.QtCore.Qt.PenStyle.DashLine), name="exact match ×100", **EXACT_SYMBOL
             ),
         }
         self._ranges: dict[str, tuple[float, float]] = {}  # each plot's range as last set (x: the step axis)
@@ -133,27 +137,44 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self._follow_ranges()
 
     def _follow_ranges(self) -> None:
-        """The step axis to the stepped ceiling of the last step; loss and learning rate from 0 to theirs."""
+        """The step axis to the stepped ceiling of the last step; loss and learning rate from 0 to theirs; accuracy
+        0-1, BLEU and exact match 0-100. Each padded by PAD_PX at both ends."""
         last_step = max(self.train["step"][-1:] + self.valid["step"][-1:], default=1)
         wanted = {
             "step": (0.0, stepped_ceiling(last_step)),
             "loss": (0.0, stepped_ceiling(max(_finite(self.train["loss"]) + _finite(self.valid["loss"]), default=1.0))),
             "learning_rate": (0.0, stepped_ceiling(max(_finite(self.train["learning_rate"]), default=1.0))),
+            "accuracy": (0.0, 1.0),
+            "bleu": (0.0, 100.0),  # both series are out of 100
         }
+        plots = {"loss": self.loss_plot, "learning_rate": self.rate_plot, "accuracy": self.accuracy_plot, "bleu": self.bleu_plot}
         for name, span in wanted.items():
             if self._ranges.get(name) == span:
                 continue
             self._ranges[name] = span
             if name == "step":  # one step axis for the four: a single validation point sits at its step
-                for plot in (self.loss_plot, self.accuracy_plot, self.rate_plot, self.bleu_plot):
-                    plot.setXRange(*span, padding=0.0)
+                padding = max(_padding(plot.vb.width()) for plot in plots.values())  # the same range for the four
+                for plot in plots.values():
+                    plot.setXRange(*span, padding=padding)
             else:
-                (self.loss_plot if name == "loss" else self.rate_plot).setYRange(*span, padding=0.02)
+                plots[name].setYRange(*span, padding=_padding(plots[name].vb.height()))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        """The ranges padded again for the plots' new size in pixels (a rare event: the axes move once)."""
+        super().resizeEvent(event)
+        if hasattr(self, "_ranges") and not self.closed:  # closed: its plots are gone
+            self._ranges.clear()
+            self._follow_ranges()
 
     def flush(self) -> None:
         """Draw what has arrived now (tests call it instead of waiting for the timer)."""
         self._dirty = True
         self._on_redraw_due()
+
+
+def _padding(length_px: float) -> float:
+    """The share of a range that is PAD_PX pixels on a plot ``length_px`` long (a plot not laid out yet: 300 px)."""
+    return min(PAD_PX / (length_px if length_px > 50 else 300.0), 0.1)
 
 
 def _finite(values: list[float]) -> list[float]:

@@ -28,6 +28,13 @@ def _validation(step: int) -> SimpleNamespace:
     return SimpleNamespace(step=step, scores=scores)
 
 
+def _unpadded(span) -> tuple[float, float]:
+    """A range from 0 as set, without the padding at both ends (the same share of it at each)."""
+    low, high = span
+    assert low < 0  # padded
+    return 0.0, round(low + high, 6)
+
+
 def _filled(qtbot) -> TrainingCurves:
     curves = TrainingCurves()
     qtbot.addWidget(curves)
@@ -88,14 +95,14 @@ def test_the_ranges_grow_in_steps_so_the_axes_stay_still_between_redraws(qtbot):
         10000,
     ]
     curves = _filled(qtbot)
-    assert curves.loss_plot.viewRange()[0] == [0.0, 500.0]  # steps 1..500: the axis ends at 500
-    assert abs(curves.loss_plot.viewRange()[1][1] - 5.1) < 0.05  # loss 0..5 (2% padding)
+    assert _unpadded(curves.loss_plot.viewRange()[0]) == (0.0, 500.0)  # steps 1..500: the axis ends at 500
+    assert _unpadded(curves.loss_plot.viewRange()[1]) == (0.0, 5.0)  # loss 0..5 (padded by a dot's radius)
     rate_range = curves.rate_plot.viewRange()[1]
     for step in range(501, 1001):
         curves.add_progress(_progress(step))
         if step in (600, 800, 1000):
             curves.flush()
-            assert curves.loss_plot.viewRange()[0] == [0.0, 1000.0]  # past 500 it grew once, to 1000
+            assert _unpadded(curves.loss_plot.viewRange()[0]) == (0.0, 1000.0)  # past 500 it grew once, to 1000
     assert curves.rate_plot.viewRange()[1] == rate_range  # no new largest learning rate: that axis never moved
 
 
@@ -105,4 +112,5 @@ def test_the_four_plots_line_their_step_axes_up_whatever_their_values(qtbot):
     curves = _filled(qtbot)
     plots = (curves.loss_plot, curves.accuracy_plot, curves.rate_plot, curves.bleu_plot)
     qtbot.wait(50)
-    assert [plot.viewRange()[0] for plot in plots] == [[0.0, 500.0]] * 4
+    assert [plot.viewRange()[0] for plot in plots] == [plots[0].viewRange()[0]] * 4
+    assert _unpadded(plots[0].viewRange()[0]) == (0.0, 500.0)
