@@ -94,7 +94,7 @@ def describe_reading(result, reading: Reading) -> str:
     if reading[0] == "layer":
         layer = reading[1] + 1
         if measure.per_head:
-            return f"{measure.label}: the mean of layer {layer}'s heads"
+            return f"{measure.label}: layer {layer}'s mean over heads (the heads' weights averaged, then read)"
         return f"{measure.label}: read through layers 1 to {layer}" if measure.rollout else f"{measure.label}: layer {layer}"
     return f"{measure.label}: its one map of the source"
 

@@ -33,6 +33,7 @@ from model.inspection.alignment import (
     AlignmentReport,
     aer_where,
     alignment_links,
+    best_layer_mean,
     cross_attention_aer,
     gold_word_groups,
 )
@@ -41,7 +42,8 @@ from model.kinds import AttentionKind
 
 @dataclass
 class MeasureAlignment:
-    """One measure's AER: per layer and head [layers, heads], and per layer for the mean over its heads [layers]."""
+    """One measure's AER: per layer and head [layers, heads], and per layer [layers]: of a per-head measure, the AER of the
+    layer's mean over its heads (averaged, then read: not the mean of the heads' AERs); of a layer-wide one, its map's."""
 
     measure: str
     head_aer: np.ndarray
@@ -101,13 +103,18 @@ class AlignmentTable:
                     writer.writerow([result.measure, where, f"{aer:.4f}", self.n_pairs, seed])
 
     def summary(self) -> list[str]:
-        """One line per measure: its best reading and the mean over layers of its layer readings."""
+        """One line per measure: its best reading and, for a measure per head, its best layer's mean over heads (what
+        ``evaluate --json`` gives raw attention as ``aer_layer_average``: model/inspection/alignment.py)."""
         lines = []
         for result in self.measures:
             where, aer = result.best()
             label = MEASURES[result.measure].label
             note = f" ({result.note})" if result.note else ""
-            lines.append(f"{label:<24} best {aer:.3f} ({where}); layer average {float(result.layer_aer.mean()):.3f}{note}")
+            mean = ""
+            if MEASURES[result.measure].per_head and len(result.layer_aer):
+                layer_aer, layer = best_layer_mean(result.layer_aer)
+                mean = f"; best layer's mean over heads {layer_aer:.3f} (L{layer + 1})"
+            lines.append(f"{label:<24} best {aer:.3f} ({where}){mean}{note}")
         return lines
 
 

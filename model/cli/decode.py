@@ -150,7 +150,7 @@ def _alignment_fields(bundle: Bundle, args, evaluated: CorpusSpec | None) -> dic
     return dict(
         aer=round(aer, 6),
         aer_head={"layer": layer + 1, "head": head + 1, "rows": reading},
-        aer_layer_average=round(float(report.layer_aer[0].min()), 6),
+        aer_layer_average=round(report.best_layer[0], 6),  # the best layer's mean over heads (model/inspection/alignment.py)
         aer_pairs=report.n_pairs,
         aer_seed=report.seed,
         aer_corpus=report.corpus,

@@ -13,6 +13,11 @@ text), every one with its gold word alignment. "The best head" is the single cro
 corpus-level AER read at the step that predicts each word (``AlignmentReport.best``; the first in layer, head order
 on a tie). Count and seed are parameters everywhere, and every AER the app prints or draws names them:
 "AER 0.126 on 200 toy-fr test pairs, seed 0".
+
+A layer's AER (``layer_aer``) is the AER of its *mean over heads* (the Explore tab's "mean over heads"): the heads'
+word-level weights averaged, then each target word linked to the source word it reads most — not the mean of its heads'
+AERs. "The best layer's mean over heads" (``AlignmentReport.best_layer``, ``evaluate --json``'s ``aer_layer_average``,
+the ``heads --aer-table`` summary) is the lowest of them, read at the step that predicts each word.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ AER_SEED = 0  # the default seed that draws them from the test split
 @dataclass
 class AlignmentReport:
     head_aer: np.ndarray  # [readings, layers, heads] corpus-level AER of each head
-    layer_aer: np.ndarray  # [readings, layers] of the mean over a layer's heads
+    layer_aer: np.ndarray  # [readings, layers] of each layer's mean over heads (averaged, then read; module notes)
     average_aer: np.ndarray  # [readings] of the mean over all layers and heads
     n_pairs: int
     corpus: str = ""  # the corpus whose test pairs were scored ("" when the pairs were the caller's own)
@@ -52,6 +57,11 @@ class AlignmentReport:
         layer, head, aer = self.ranking("predicting")[0]
         return aer, layer, head, "predicting"
 
+    @property
+    def best_layer(self) -> tuple[float, int]:
+        """(AER, layer) of the best layer's mean over heads (``best_layer_mean`` of the predicting rows)."""
+        return best_layer_mean(self.layer_aer[READINGS.index("predicting")])
+
     def where(self) -> str:
         """What the AER was measured on: '200 toy-fr test pairs, seed 0' ('30 pairs' for a caller's own pairs)."""
         return aer_where(self.corpus, self.n_pairs, self.seed)
@@ -61,6 +71,13 @@ class AlignmentReport:
         table = self.head_aer[READINGS.index(reading)]
         order = np.argsort(table, axis=None, kind="stable")
         return [(int(i // table.shape[1]), int(i % table.shape[1]), float(table.flat[i])) for i in order]
+
+
+def best_layer_mean(layer_aer: np.ndarray) -> tuple[float, int]:
+    """(AER, layer from 0) of the lowest of ``layer_aer`` [layers], each the AER of a layer's mean over heads: the app's
+    one "best layer's mean over heads" (the first layer on a tie)."""
+    layer = int(np.argmin(layer_aer))
+    return float(layer_aer[layer]), layer
 
 
 def alignment_links(matrix: np.ndarray) -> set[tuple[int, int]]:
