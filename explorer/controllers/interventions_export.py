@@ -30,9 +30,12 @@ def result_rows(tool: str, result: Any) -> list[Row]:
     return TABLES[tool](result)
 
 
-def save_result(tool: str, result: Any, path: str | Path, step: int = 0, grid: str | None = None, model_name: str = "") -> Path:
+def save_result(
+    tool: str, result: Any, path: str | Path, step: int = 0, grid: str | None = None, model_name: str = "", source: str = ""
+) -> Path:
     """A tool's result to ``path``: a CSV, or a figure by the suffix (the attribution of ``step``, from 0; the patching
-    ``grid`` shown, or the default grids); an OutputError of one line for another suffix or a file it cannot write."""
+    ``grid`` shown, or the default grids; the readings' captions name ``source``, the sentence read, as the lens
+    command's do); an OutputError of one line for another suffix or a file it cannot write."""
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
         raise OutputError(f"{Path(path).name}: save as .csv (every number) or .png, .svg, .pdf (the figure)")
@@ -40,11 +43,11 @@ def save_result(tool: str, result: Any, path: str | Path, step: int = 0, grid: s
         return write_rows(result_rows(tool, result), path)
     options = FigureOptions(model_name=model_name)
     if tool == LENS:
-        figure = lens_figure(result, options)
+        figure = lens_figure(result, options, source)
     elif tool == DECODER_LENS:
-        figure = decoder_lens_figure(result, options)
+        figure = decoder_lens_figure(result, options, source)
     elif tool == ATTRIBUTION:
-        figure = attribution_figure(result, min(max(step, 0), len(result.target_tokens) - 1), options)
+        figure = attribution_figure(result, min(max(step, 0), len(result.target_tokens) - 1), options, source)
     else:
         figure = patching_figure(result, (grid,) if grid else None, options)
     return save_figure(figure, path)

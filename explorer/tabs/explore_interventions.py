@@ -80,8 +80,9 @@ class ExploreInterventions:
         grid = self.view.patching.grid_box.currentText() or None
         step = self.view.step if self.view.step is not None else 0
         try:
-            bundle = self.explore.bundle
-            written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "")
+            bundle, computed = self.explore.bundle, self.controller.computed_for
+            source = computed[1] if computed is not None else self.explore.text  # the sentence the readings read
+            written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "", source)
         except UserError as error:  # a path that cannot be written, or a suffix that is neither
             self.view.show_message(f"The {tool} could not be saved: {error}")
             return None

@@ -161,7 +161,7 @@ def run_lens(args) -> int:
     options.model_name = model_name(args.model)
     if args.tool == "logit-lens":
         lens = bundle_logit_lens(bundle, args.text, args.top_k)
-        _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options))
+        _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options, args.text))
         _report_lens(lens.readings, lens.chosen_ranks)
     elif args.tool == "attribution":
         attribution = bundle_logit_attribution(bundle, args.text)
@@ -169,11 +169,16 @@ def run_lens(args) -> int:
             raise CommandError(f"--step {args.step}: the translation has {len(attribution.target_tokens)} steps")
         if args.versus is not None:
             attribution = bundle_logit_attribution(bundle, args.text, _versus(bundle, args, len(attribution.target_tokens)))
-        _write(suffix, args, lambda: attribution_rows(attribution), lambda: attribution_figure(attribution, args.step - 1, options))
+        _write(
+            suffix,
+            args,
+            lambda: attribution_rows(attribution),
+            lambda: attribution_figure(attribution, args.step - 1, options, args.text),
+        )
         print(f"largest remainder {float(np.abs(attribution.remainder).max()):.2g} (the parts sum to each logit)")
     else:
         result = bundle_decoder_lens(bundle, args.text)
-        _write(suffix, args, lambda: decoder_lens_rows(result), lambda: decoder_lens_figure(result, options))
+        _write(suffix, args, lambda: decoder_lens_rows(result), lambda: decoder_lens_figure(result, options, args.text))
         for layer, text, logp in zip(result.layers, result.translations, result.total_log_probabilities):
             print(f"{layer}: {text}   (log p {float(logp):.2f})")
     print(f"wrote {args.out}")

@@ -157,10 +157,12 @@ def patching_caption(result: PatchingResult, options: FigureOptions) -> Caption:
     )
 
 
-def lens_figure(result: LogitLensResult, options: FigureOptions | None = None) -> Figure:
-    """Readings × steps: colour = probability of the token finally chosen, text = the reading's top token."""
+def lens_figure(result: LogitLensResult, options: FigureOptions | None = None, source: str = "") -> Figure:
+    """Readings × steps: colour = probability of the token finally chosen, text = the reading's top token; ``source``:
+    the sentence read, named in the caption with the output."""
     options = options or FigureOptions()
-    chosen = [display_candidate(_step_token(result, t)) for t in range(result.chosen_probabilities.shape[1])]
+    steps = result.chosen_probabilities.shape[1]
+    chosen = [display_candidate(_step_token(result, t)) for t in range(steps)]
     texts = [[display_candidate(tokens[0]) if tokens else "" for tokens in row] for row in result.candidate_tokens]
     panel = GridPanel(
         "reading after each sublayer (rows) at each step (columns: the token chosen)",
@@ -172,7 +174,11 @@ def lens_figure(result: LogitLensResult, options: FigureOptions | None = None) -
     note = " (through the decoder's final norm)" if result.final_norm else ""
     caption = Caption(
         "Logit lens: what each decoder sublayer would predict if it were the last",
-        [f"Colour: probability of the token finally chosen{note}; text: the reading's top token", *_model_line(options)],
+        [
+            *_sentence_line(source, [_step_token(result, t) for t in range(steps)]),
+            f"Colour: probability of the token finally chosen{note}; text: the reading's top token",
+            *_model_line(options),
+        ],
     )
     return stacked_grids([panel], caption, options, (0.0, 1.0), options.colormap, "p(chosen)")
 
@@ -186,8 +192,17 @@ def _model_line(options: FigureOptions) -> list[str]:
     return [f"model {options.model_name}"] if options.model_name else []
 
 
-def attribution_figure(result: LogitAttribution, step: int, options: FigureOptions | None = None) -> Figure:
-    """One step's logit split into parts: the largest as signed bars, then every head's part as layers × heads."""
+def _sentence_line(source: str, output: list[str] | None = None) -> list[str]:
+    """'Sentence: “the cat sees the dog”  Output: “le chat voit le chien”' (none without a sentence)."""
+    if not source.strip():
+        return []
+    spelled = pieces_text(output) if output else ""
+    return [f"Sentence: “{source.strip()}”" + (f"  Output: “{spelled}”" if spelled else "")]
+
+
+def attribution_figure(result: LogitAttribution, step: int, options: FigureOptions | None = None, source: str = "") -> Figure:
+    """One step's logit split into parts: the largest as signed bars, then every head's part as layers × heads;
+    ``source``: the sentence read, named in the caption with the output."""
     options = options or FigureOptions()
     size, width = options.font_size, options.width * 72.0
     values = result.values[step]  # [P]
@@ -197,6 +212,7 @@ def attribution_figure(result: LogitAttribution, step: int, options: FigureOptio
     caption = Caption(
         f"Direct logit attribution of “{display_candidate(result.target_tokens[step])}”{_versus(result, step)} at step {step + 1}",
         [
+            *_sentence_line(source, result.target_tokens),
             f"logit{' difference' if _versus(result, step) else ''} {result.logits[step]:.3f} = the parts' sum + remainder "
             f"{result.remainder[step]:.2g}; "
             f"the {len(order)} largest parts",
@@ -239,8 +255,8 @@ def head_attribution_grid(result: LogitAttribution, step: int, kind: str) -> np.
     return grid
 
 
-def decoder_lens_figure(result: DecoderLensResult, options: FigureOptions | None = None) -> Figure:
-    """One line per encoder layer read: its translation and total log probability."""
+def decoder_lens_figure(result: DecoderLensResult, options: FigureOptions | None = None, source: str = "") -> Figure:
+    """One line per encoder layer read: its translation and total log probability; ``source``: the sentence read."""
     options = options or FigureOptions()
     lines = [
         f"{layer}: “{text}”   log p {float(logp):.2f}"
@@ -249,7 +265,7 @@ def decoder_lens_figure(result: DecoderLensResult, options: FigureOptions | None
     note = " (each through the encoder's final norm)" if result.final_norm else ""
     caption = Caption(
         "DecoderLens: the decoder reading each encoder layer's output instead of the last",
-        [f"greedy translations{note}", *_model_line(options), *lines],
+        [*_sentence_line(source), f"greedy translations{note}", *_model_line(options), *lines],
     )
     size, width = options.font_size, options.width * 72.0
     height = MARGIN * 2 + caption.height(size, width - 2 * MARGIN, True)

@@ -159,6 +159,12 @@ def test_save_writes_the_shown_result_as_csv_or_figure(qtbot, open_window, defau
     figure = tab.interventions.save("logit lens", tmp_path / "lens.svg")
     assert_figure(figure, texts=("Logit lens", "model default"))
     assert tab.interventions.save("logit attribution", tmp_path / "dla.pdf") is not None
+    # Issue 39: the figures saved from the window name their sentence (and step and target piece), as the lens command's.
+    tab.controls.step_chosen.emit(3)  # the third step: "voit"
+    dla = tab.interventions.save("logit attribution", tmp_path / "dla.svg")
+    assert_figure(dla, texts=(f"Sentence: “{SENTENCE}”", "“voit” at step 3", "Output: “le chat voit le chien”"))
+    assert_figure(tab.interventions.save("logit lens", tmp_path / "lens2.svg"), texts=(f"Sentence: “{SENTENCE}”",))
+    assert_figure(tab.interventions.save("DecoderLens", tmp_path / "decoder.svg"), texts=(f"Sentence: “{SENTENCE}”",))
     assert tab.interventions.save("logit lens", tmp_path / "lens.txt") is None and "save as .csv" in view.status.text()
     assert tab.interventions.save("patching", tmp_path / "none.csv") is None and not (tmp_path / "none.csv").exists()
     assert view.status.text() == "No patching result to save yet."
