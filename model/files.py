@@ -9,8 +9,10 @@ renamed over the destination in one step, so a failure (disk full, a size limit,
 exception while drawing) leaves the earlier file exactly as it was and no half-written one; whatever stopped
 it (an OSError, however a library wrapped it, or a library's own exception while writing) becomes one
 OutputError naming the file (``write_failure``).
-``check_output`` refuses, before any work is done, a destination that cannot be written or that is
-one of the command's inputs. A temporary file left behind by a killed writer is removed at the next
+``check_output`` refuses, before any work is done, a destination that cannot be written, that is not a regular file
+(a device such as /dev/null, a FIFO or a socket: renaming over one would replace it, so it is never written, and
+``atomic_output`` looks again right before its rename), or that is one of the command's inputs or a file that goes
+with one (a model's timeline; a file already in a model folder being read). A temporary file left behind by a killed writer is removed at the next
 write to the same name (``remove_stale_partials``); one that a live process is still writing never is.
 """
 
@@ -28,6 +30,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from model.errors import UserError
+
+TIMELINE_SUFFIX = ".timeline.safetensors"  # a model file's training snapshots, beside it (model/io/timeline.py)
 
 
 class OutputError(UserError):
@@ -95,16 +99,47 @@ def _same_file(first: Path, second: Path) -> bool:
         return False
 
 
+def companions(source: str | os.PathLike) -> list[Path]:
+    """The files that go with the input ``source`` and must not be overwritten with it: itself and, for a model file,
+    its timeline beside it (``NAME.timeline.safetensors``, model/io/timeline.py)."""
+    source = Path(source)
+    return [source, source.with_name(source.stem + TIMELINE_SUFFIX)]
+
+
+def _is_input(path: Path, source: Path) -> bool:
+    """Whether writing ``path`` would overwrite the input ``source`` or a file that goes with it (its timeline; for a
+    model folder, any file already in it)."""
+    if any(_same_file(path, other) or path.resolve() == other.resolve() for other in companions(source)):
+        return True
+    return source.is_dir() and path.exists() and path.resolve().is_relative_to(source.resolve())
+
+
+def _not_regular(path: Path) -> str | None:
+    """What an existing destination is when it is not a regular file (a device, FIFO or socket: writing over it must
+    never replace it, and /dev/null is one), else None. A symbolic link is judged by what it points to."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # nothing there (or a dangling link): a new file is made
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return file_kind(mode)
+
+
 def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None, ...] = ()) -> Path:
-    """The destination as a Path, after checking that it can be written and is none of ``inputs``."""
+    """The destination as a Path, after checking that it can be written, is a regular file if it exists (never a
+    device, FIFO or socket) and is none of ``inputs`` nor a file that goes with one (a model's timeline)."""
     if not str(path).strip():
         raise OutputError("the output path is empty")
     path = Path(path)
     for source in inputs:
-        if source is not None and str(source) and (_same_file(path, Path(source)) or path.resolve() == Path(source).resolve()):
-            raise OutputError(f"{path}: is an input of this command; choose another output file")
+        if source is not None and str(source) and _is_input(path, Path(source)):
+            raise OutputError(f"{path}: is an input of this command (or its timeline); choose another output file")
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name")
+    kind = _not_regular(path)
+    if kind is not None:
+        raise OutputError(f"{path}: is {kind}, not a regular file; outputs are written only to files, choose a file name")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{path}: the folder {folder} does not exist")
@@ -118,7 +153,8 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
 STALE_PARTIAL_SECONDS = 60  # an old-style partial file (no writer id in its name) this old is abandoned
 
 
-def _process_runs(pid: int) -> bool:
+def process_runs(pid: int) -> bool:
+    """Whether the process ``pid`` still runs (another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -149,7 +185,7 @@ def remove_stale_partials(path: str | os.PathLike) -> list[Path]:
                 continue
             if match.group(1) is not None:
                 pid = int(match.group(1))
-                stale = pid != os.getpid() and not _process_runs(pid)
+                stale = pid != os.getpid() and not process_runs(pid)
             else:
                 stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_PARTIAL_SECONDS
             if stale:
@@ -185,6 +221,9 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         os.chmod(temporary, mode)
         with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
+        kind = _not_regular(path)
+        if kind is not None:  # made a device, FIFO or socket while this was written: never renamed over
+            raise OutputError(f"{path}: is {kind}, not a regular file; outputs are written only to files, choose a file name")
         os.replace(temporary, path)
     except BaseException as error:
         try:

@@ -239,7 +239,7 @@ def _checked_request(args) -> tuple[CorpusSpec, Splits | None, Preset, dict, Tok
     inputs = (None if spec.is_builtin else args.corpus, args.target)
     check_output(args.out, inputs)  # before the corpus and tokenizers: a run must not be lost at its end
     if not args.no_timeline:
-        check_output(timeline_path(args.out), (*inputs, args.out))
+        check_output(timeline_path(args.out), inputs)  # (never args.out itself: another name)
     splits = None
     if not spec.is_builtin:
         splits = load_corpus(spec)  # a file's preset is sized from what it holds

@@ -3,7 +3,8 @@
 The file is a safetensors file: a JSON header (with our metadata as strings) followed by raw
 tensor bytes. Loading parses that header and copies numbers; it never unpickles and so never
 executes anything from the file. Saving writes a temporary file beside the target, syncs it and
-renames it over the target, so an interrupted save leaves the previous file intact.
+renames it over the target, so an interrupted save leaves the previous file intact; the model's timeline is written
+with it as a pair, both or neither (model/io/pair.py).
 
 A file is checked whole before its model is accepted: only regular files are opened; the header must
 describe exactly the file's size; the config must be within sane limits and fit the stored tensors'
@@ -29,11 +30,13 @@ from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
 from model.family import trainable_family_names
-from model.files import OutputError, atomic_output, check_output, open_input
+from model.files import OutputError, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
 from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_entries
-from model.io.timeline import write_beside
+from model.io.pair import write_pair
+from model.io.snapshots import TimelineError
+from model.io.timeline import timeline_path, timeline_to_save
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
 
@@ -89,17 +92,17 @@ def to_bytes(bundle: ModelBundle) -> bytes:
 
 
 def save(bundle: ModelBundle, path: str | os.PathLike) -> Path:
-    """Write atomically (model.files.atomic_output): a failure leaves an earlier file as it was. The timeline
-    recorded while training (``bundle.recording``) is written beside it (model/io/timeline.py), after it."""
+    """Write the model file and its timeline (the one recorded while training, ``bundle.recording``, or the one beside
+    the file the model came from) as a pair, each atomically: both are written, or neither and the earlier files stay
+    as they were (model/io/pair.py). The timeline of the file the model came from is never written over."""
+    earlier = bundle.path
     try:
-        path = check_output(path)
+        path = check_output(path, (timeline_path(earlier),) if earlier else ())
         data, digest = _encode(bundle)
-        with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-            handle.write(data)
-    except OutputError as error:
+        write_pair(path, data, digest, timeline_to_save(bundle, path, digest, earlier))
+    except (OutputError, TimelineError) as error:
         raise CheckpointError(str(error)) from None
-    earlier, bundle.path = bundle.path, str(path)
-    write_beside(bundle, path, digest, earlier)
+    bundle.path = str(path)
     return path
 
 

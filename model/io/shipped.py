@@ -6,9 +6,10 @@ from importlib.resources import files
 from pathlib import Path
 
 from model.errors import UserError
+from model.files import TIMELINE_SUFFIX  # a model's training snapshots, beside it (model/io/timeline.py)
 
 MODEL_SUFFIX = ".safetensors"
-TIMELINE_SUFFIX = ".timeline.safetensors"  # a model's training snapshots, beside it (model/io/timeline.py)
+__all__ = ["MODEL_SUFFIX", "TIMELINE_SUFFIX", "ModelNotFoundError", "models_folder", "resolve_model", "shipped_models"]
 
 
 class ModelNotFoundError(UserError):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from model.io.bundle import ModelBundle
 from model.io.checkpoint_folders import checkpoints_folder_of, checkpoints_timeline
 from model.io.digest import model_digest, raw_bytes, tensor_digest
 from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_entries
+from model.io.pair import REMOVE, settle
 from model.io.quantized import dequantize_rows, is_quantized, quantize_rows, rows_of
 from model.io.shipped import TIMELINE_SUFFIX
 from model.io.snapshots import Recording, Snapshot, Timeline, TimelineError, snapshots_from_records
@@ -63,6 +63,7 @@ def find_timeline(model_path: str | os.PathLike) -> Path | None:
     folder = checkpoints_folder_of(model_path)
     if folder is not None:
         return folder
+    settle(model_path)  # a save stopped between its two renames is finished first (model/io/pair.py)
     path = timeline_path(model_path)
     return path if path.is_file() else None
 
@@ -76,6 +77,7 @@ def load_timeline(model_path: str | os.PathLike, bundle: ModelBundle | None = No
         return checkpoints_timeline(folder)
     if bundle is None:
         raise ValueError("a model file's timeline needs the model's bundle (its final weights and tokenizers)")
+    settle(model_path)  # a save stopped between its two renames is finished first (model/io/pair.py)
     path = timeline_path(model_path)
     if not path.exists():
         raise TimelineError(
@@ -93,38 +95,32 @@ def timeline_from_recording(recording: Recording, bundle: ModelBundle) -> Timeli
 
 
 # --- writing -------------------------------------------------------------------------------------------------------
-def write_beside(
+def timeline_to_save(
     bundle: ModelBundle, model_path: str | os.PathLike, digest: str, earlier: str | os.PathLike | None = None
-) -> Path | None:
-    """After the model file at ``model_path`` (tensor digest ``digest``) is saved: write the bundle's recording beside
-    it; with none, copy the timeline beside the file it was loaded from (``earlier``: "Save as" keeps it), or remove a
-    timeline there that belongs to another model (the one the file held before)."""
+) -> bytes | Path | str | None:
+    """What is written beside the model file ``model_path`` (tensor digest ``digest``) as its timeline, with it as a pair
+    (model/io/pair.py): the bundle's recording (its bytes); with none, the timeline beside the file it was loaded from
+    (``earlier``: "Save as" keeps it; its path, to copy); ``REMOVE`` for a timeline there that belongs to another model
+    (the one the file held before); None when the one there (or none) stays."""
+    if bundle.recording is not None:
+        try:
+            return timeline_bytes(bundle.recording, bundle, digest)
+        except TimelineError as error:
+            raise TimelineError(f"{model_path} was not saved: its timeline cannot be written ({error})") from None
     path = timeline_path(model_path)
-    if bundle.recording is None and earlier is not None and Path(earlier).resolve() != Path(model_path).resolve():
+    if earlier is not None and Path(earlier).resolve() != Path(model_path).resolve():
         source = timeline_path(earlier)
         if source.is_file() and _model_digest_of(source) == digest:
-            try:
-                with atomic_output(check_output(path)) as temporary:
-                    shutil.copyfile(source, temporary)
-                return path
-            except (OutputError, OSError) as error:
-                raise TimelineError(f"the model was saved to {model_path}, but not its timeline: {error}") from None
-    if bundle.recording is None:
-        if path.is_file() and _model_digest_of(path) not in (None, digest):
-            try:
-                path.unlink()  # the timeline of the model the file held before
-            except OSError:
-                pass  # left as it is: reading it says it belongs to another model
-        return None
-    try:
-        return save_timeline(bundle.recording, bundle, path, digest)
-    except TimelineError as error:
-        raise TimelineError(f"the model was saved to {model_path}, but not its timeline: {error}") from None
+            return source
+    if path.is_file() and _model_digest_of(path) not in (None, digest):
+        return REMOVE
+    return None
 
 
 def save_timeline(recording: Recording, bundle: ModelBundle, path: str | os.PathLike, digest: str | None = None) -> Path:
     """Write ``recording`` (of ``bundle``'s training; ``digest``: its model file's, computed when not given) atomically
-    to ``path``; a TimelineError when it cannot be written (an earlier file is then left as it was)."""
+    to ``path``, alone (a model saved with its timeline goes through checkpoint.save); a TimelineError when it cannot be
+    written (an earlier file is then left as it was)."""
     try:
         path = check_output(path)
         data = timeline_bytes(recording, bundle, digest or model_digest(bundle))

@@ -18,6 +18,7 @@ from typing import Any
 
 from model.data.corpora import CorpusSpec, Splits
 from model.device import describe_device, resolve_device
+from model.family import family_of
 from model.io.checkpoint import ModelBundle
 from model.kinds import StopReason
 from model.training.pipeline import TokenizerOptions, prepare
@@ -145,7 +146,24 @@ def train(
     result = trainer.run()
     bundle.training = request.training.to_dict()
     bundle.history["stopped"] = str(result.stopped)
+    bundle.history["kept"] = kept_weights(result, request.training, family_of(bundle.model).quality_measure)
     bundle.model.to("cpu").eval()
     if recorder is not None and result.usable:
         bundle.recording = recorder.finish(bundle.history.get("kept_step"))
     return TrainingOutcome(result.stopped, bundle if result.usable else None, result, result.detail)
+
+
+def kept_weights(result: TrainingResult, options: TrainingOptions, measure: str) -> str:
+    """Which weights the model ended with, and why training ended, in words (the history's ``kept``): "the weights of
+    step 500 (the best validation BLEU); stopped by the user at step 669"."""
+    kept = result.history.get("kept_step")
+    if kept is not None:
+        what = f"the weights of step {kept} (the best validation {measure})"
+    elif result.stopped is StopReason.DIVERGED:
+        what = f"the weights of step {result.steps}, the last with a finite loss"
+    else:
+        what = f"the weights of step {result.steps}, the last" + (
+            f" (averaged over about {options.average_steps} steps)" if options.average_steps else ""
+        )
+    why = "stopped by the user" if result.stopped is StopReason.CANCELLED else f"ended ({result.stopped})"
+    return f"{what}; {why} at step {result.steps}"

@@ -247,10 +247,11 @@ class Trainer:
         return self.control.cancelled
 
     def _finish_weights(self, stopped: StopReason) -> None:
-        """The weights the model ends with: the best validated ones (keep_best), else the averaged ones."""
+        """The weights the model ends with: the best validated ones (keep_best; a stop by the user too, as the Train tab
+        says of the best validation: "these weights are kept"), else the averaged ones."""
         if stopped == StopReason.DIVERGED:
             return  # the last finite step's weights, as documented
-        if self.options.keep_best and self.best is not None and stopped != StopReason.CANCELLED:
+        if self.options.keep_best and self.best is not None:
             self.optimizer.flat_parameters.data.copy_(self.best[2])
             self.history["kept_step"] = self.best[1]
         else:

@@ -23,7 +23,7 @@ QUICK = [*TINY, "--corpus-size", "300", "--valid-decode", "5", "--batch-size", "
 DRIVER = """
 import contextlib, os, signal, sys
 import torch
-from model.io import checkpoint
+from model.io import checkpoint, pair
 from model.cli import commands as cli
 from model.training import trainer as training
 from model.training import step as training_step
@@ -46,14 +46,14 @@ training.Trainer.run = run
 """
 
 CTRL_C_DURING_THE_SAVE = """
-original_output = checkpoint.atomic_output
+original_output = pair.atomic_output  # the model, its timeline and the pair's journal (model/io/pair.py)
 @contextlib.contextmanager
 def atomic_output(path):
     with original_output(path) as temporary:
         for _ in range({presses}):
             ctrl_c()
         yield temporary
-checkpoint.atomic_output = atomic_output
+pair.atomic_output = atomic_output
 """
 
 CTRL_C_AT_STEP_2 = """
