@@ -360,8 +360,10 @@ class TrainingTab(QWidget):
         self.progress_bar.setValue(1000 if not cancelled else self.progress_bar.value())
         self.progress_bar.setFormat("%p%")
         how = "stopped" if cancelled else outcome.why
+        kept = str(bundle.history.get("kept") or "")  # which weights, as the saved history says (model/training/run.py)
         self.progress_label.setText(
-            f"Training {how} after {steps}. The model is now active in Explore; File ▸ Save model as… (Ctrl+Shift+S) keeps it."
+            f"Training {how} after {steps}{f'. Kept {kept}' if kept else ''}. The model is now active in Explore; "
+            "File ▸ Save model as… (Ctrl+Shift+S) keeps it."
         )
         self.trained.emit(bundle)
 
