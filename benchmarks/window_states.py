@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{counted['sequences']} sequences of up to {options.steps} actions in {elapsed:.0f} s: {'FAILED' if failed else 'passed'}"
     )
+    print("seconds per kind of action (its settling included):", {k: round(v, 1) for k, v in sorted(window_actions.TIMES.items())})
     if window_actions.SURVEY is not None:
         print(f"{len(window_actions.SURVEY)} kinds of problem:")
         for _key, (problem, actions) in sorted(window_actions.SURVEY.items()):

@@ -79,8 +79,8 @@ def drawn_trace(tab, trace: Trace, measure: str) -> tuple[Trace | None, str]:
 def matrix_problems(window) -> list[str]:
     tab, explore = window.explore_tab, window.explore
     trace = explore.trace
-    if trace is None or tab.over_training.partner(trace) is not None:  # nothing decoded, or a difference of snapshots
-        return [] if trace is not None or tab.focus.values.size == 0 else ["no trace, yet the focus draws a matrix"]
+    if trace is None:
+        return [] if tab.focus.values.size == 0 else ["no trace, yet the focus draws a matrix"]
     found = []
     offered = [AttentionKind.parse(tab.kind.itemData(i)) for i in range(tab.kind.count())]
     if offered != list(trace.kinds):
@@ -90,11 +90,17 @@ def matrix_problems(window) -> list[str]:
         found.append(f"the kind box shows {kind} but the views draw {tab.current_kind()}")
     if kind not in trace.kinds:
         return found + [f"the kind box shows {kind}, which the trace does not hold"]
-    source, problem = drawn_trace(tab, trace, measure)
+    partner = tab.over_training.partner(trace)  # a difference of two snapshots: of their attention weights
+    source, problem = (trace, "") if partner is not None else drawn_trace(tab, trace, measure)
     if source is None:
         return found + [problem]
     shown = source.word_level() if words else source
     weights = shown.matrix(kind)  # [layers, heads, queries, keys]
+    if partner is not None:
+        other = (partner.word_level() if words else partner).matrix(kind)
+        if other.shape != weights.shape:
+            return found + [f"the compared snapshot's {kind} is {other.shape}, the explored one's {weights.shape}"]
+        weights = weights - other
     if not 0 <= layer < weights.shape[0]:
         return found + [f"the layer box shows layer {layer + 1} of a trace with {weights.shape[0]}"]
     if head == "rollout" and not kind.is_self_attention:
@@ -103,6 +109,8 @@ def matrix_problems(window) -> list[str]:
             found.append("the head box shows rollout of cross-attention and no hint says the mean is drawn")
     if isinstance(head, int) and not 0 <= head < weights.shape[1]:
         return found + [f"the head box shows head {head + 1} of {weights.shape[1]}"]
+    if partner is not None and head == "rollout":
+        return found + step_problems(window, trace)  # the difference of two rollouts is not the rollout of a difference
     queries, keys = shown.axis_labels(kind)
     found += focus_matrix_problems(tab, weights, layer, head, queries, keys, f"{kind} layer {layer + 1} {head}")
     found += other_view_problems(tab, weights, layer)
