@@ -108,7 +108,7 @@ class QKMapView(pg.GraphicsLayoutWidget):
             entries.append(("other", OTHER_TOKENS, "s"))
         for label, colour, symbol in entries:
             sample = pg.ScatterPlotItem(symbol=symbol, size=8, pen=None, brush=_qcolours([colour])[0])
-            legend.addItem(sample, label)
+            legend.addItem(sample, html.escape(label))  # rich text: a piece such as <s> is shown, never read as a tag
 
     def describe_point(self, panel_number: int, point: int) -> str:
         """A point's token, kind (query or key), position and sentence, as its tooltip says."""

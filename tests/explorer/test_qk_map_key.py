@@ -21,7 +21,7 @@ def _panel(title: str) -> MapPanel:
         xy=rng.normal(size=(n, 2)),
         is_query=np.arange(n) % 2 == 0,
         positions=np.arange(n) % 6,
-        tokens=["▁the", "▁cat", "▁le", "▁chat", "▁sees", "</s>"] * 2,
+        tokens=["▁the", "▁cat", "<s>", "▁chat", "▁sees", "</s>"] * 2,
         sentence_ids=np.zeros(n, int),
         row_ids=np.arange(n),
     )
@@ -32,7 +32,12 @@ def _bars(view: QKMapView) -> list[pg.ColorBarItem]:
 
 
 def _legend_texts(view: QKMapView) -> list[str]:
-    return [label.text for item in view.scene().items() if isinstance(item, pg.LegendItem) for _sample, label in item.items]
+    return [
+        label.item.toPlainText()
+        for item in view.scene().items()
+        if isinstance(item, pg.LegendItem)
+        for _sample, label in item.items
+    ]
 
 
 def test_positions_get_a_colour_bar_and_tokens_or_sides_a_legend(qtbot):
@@ -49,5 +54,6 @@ def test_positions_get_a_colour_bar_and_tokens_or_sides_a_legend(qtbot):
     assert np.allclose(last[:3], np.round(255 * np.array(colours(1.0)[:3])), atol=2)
     view.set_panels([_panel("decoder L1 H1")], "token")
     assert _bars(view) == [] and {"the", "cat", "</s>"} <= set(_legend_texts(view))
+    assert "<s>" in _legend_texts(view)  # a piece that reads as a tag is shown as text
     view.set_panels([_panel("decoder L1 H1")], "qk")
     assert _bars(view) == [] and set(_legend_texts(view)) == {"query", "key"}
