@@ -11,7 +11,10 @@ AER on that sentence.
 It emits ``changed`` with the panels to draw (or an empty list) and the note to show above them, and ``message``
 with what the user should read.
 A snapshot of the opened model's training (explorer/controllers/timeline.py) shows the head chosen for the opened
-model, and is named by its snapshot: on the left when it is explored, on the right when it is put beside it.
+model, and is named by its snapshot: on the left when it is explored, on the right when it is put beside it. Its
+heading says that head is the final model's, with the AER it has there, and the snapshot's own AER of it on the same
+pairs (measured in a job per snapshot: an early snapshot's head is uniform, whatever the final model's aligns); an
+output the snapshot was made to write (*Same output*) is labelled as forced, with whose it is.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from model.decoding.stepper import Stepper
 from model.decoding.trace import Trace
 from model.errors import UserError
 from model.family import Bundle
-from model.inspection.alignment import AER_PAIRS, AER_SEED
+from model.inspection.alignment import AER_PAIRS, AER_SEED, AlignmentReport, measured_aer
 from model.inspection.comparison import FRESH_SEED, HeadChoice, Panel, best_alignment_head, gold_pair, make_panel, sentence_aer
 from model.io.models import open_model
 from model.kinds import AttentionKind
@@ -36,6 +39,8 @@ from model.timeline.traces import forced_stepper
 OPEN_CHANNEL = "compare-open"
 GOLD_NOTE = "Gold alignment known for this sentence: each side's AER is read teacher-forced on its reference."
 NO_GOLD_NOTE = "A typed sentence has no gold alignment: “toy-fr sentence” draws one that has (each side's AER is then shown)."
+FINAL_MODEL = "the final model"  # what a snapshot calls the model as opened (the timeline's last snapshot)
+EXPLORED_OUTPUT = "the output explored (Same output)"  # what a snapshot is made to write with Same output
 
 
 def model_name(bundle: Bundle) -> str:
@@ -69,6 +74,8 @@ class CompareController:
         self.beside_name = ""  # what the second model is called instead of its file's name (a snapshot's name)
         self.beside_like: Bundle | None = None  # the model whose head choice the second one shows (a snapshot's)
         self.same_output = False  # the second model made to write the explored decoding's tokens (a snapshot)
+        self.forced_stepper: Stepper | None = None  # the explored decoding, when the timeline made it write the output explored
+        self._own: dict[int, tuple[Bundle, AlignmentReport | None]] = {}  # id(snapshot) -> its AER of every head
         self.known_pairs: dict[str, Pair] = {}  # toy-fr sentences drawn here, with their gold alignments
         self._aer: dict[tuple, float | None] = {}  # (id(bundle), sentence, head) -> the sentence's AER
         self._fresh = toy_fr.ToyFrenchGenerator(FRESH_SEED)
@@ -230,6 +237,56 @@ class CompareController:
         default = HeadChoice(max(bundle.config.n_decoder_layers - 1, 0), "mean", None, 0)
         return self.choices.get(id(bundle), (bundle, default))[1]
 
+    # --- a snapshot's own AER, and its output -------------------------------------------------------------------
+    def own_aer(self, bundle: Bundle, choice: HeadChoice) -> float | None:
+        """The AER of the head ``choice`` in ``bundle`` itself (a snapshot showing its final model's head), on the
+        pairs the head was chosen on; None until measured (a job, once per snapshot: ``measuring``) or when it cannot be."""
+        key = id(bundle)
+        if key not in self._own and not self.measuring(bundle):
+            self._measure_own(bundle)
+        report = self._own.get(key, (bundle, None))[1]
+        if report is None or not report.n_pairs:
+            return None
+        if isinstance(choice.head, int):
+            return float(report.head_aer[0, choice.layer, choice.head])
+        return float(report.layer_aer[0, choice.layer])
+
+    def measuring(self, bundle: Bundle) -> bool:
+        """Whether the AER of ``bundle`` (a snapshot) is being measured."""
+        return self.runner.is_running(f"compare-own-{id(bundle)}")
+
+    def _measure_own(self, bundle: Bundle) -> None:
+        key, count, seed = id(bundle), self.aer_pairs, self.aer_seed
+        shown = {id(b) for b in (self.bundle, self.explore.bundle) if b is not None}
+        self._own = {k: v for k, v in self._own.items() if k in shown}  # a snapshot left is not kept alive
+
+        def ended(report: AlignmentReport | None) -> None:
+            self._own[key] = (bundle, report)  # None after an error too: not measured again
+            self._publish()
+
+        def failed(text: str) -> None:
+            self.message.emit(f"The snapshot's AER could not be measured: {text}")
+            ended(None)
+
+        channel = f"compare-own-{key}"
+        self._channels.add(channel)
+        self.runner.submit(
+            channel, lambda _job: measured_aer(bundle, count, seed), on_done=ended, on_error=failed, on_end=self._set_running
+        )
+        self._set_running()
+
+    def forced_output(self, side: int) -> str:
+        """Whose output side ``side`` (0: explored, 1: beside) was made to write: '' when its own."""
+        explore = self.explore
+        explored_forced = self.forced_stepper is not None and self.forced_stepper is explore.stepper
+        if side == 0:
+            return EXPLORED_OUTPUT if explored_forced else ""
+        if not self.same_output:
+            return ""
+        if explore.bundle is explore.opened and not explored_forced:
+            return f"{FINAL_MODEL}'s output"
+        return EXPLORED_OUTPUT if explored_forced else "the output of the model on the left"
+
     # --- sentences with gold alignments ---------------------------------------------------------
     def fresh_sentence(self) -> str:
         """A toy-fr source sentence not seen in training, whose gold alignment is kept for the AER."""
@@ -281,9 +338,14 @@ class CompareController:
             return []
         gold = self.gold(explore.text)
         panels = []
-        for bundle, trace in ((explore.bundle, explore.trace), (self.bundle, self.stepper.trace())):
+        for side, (bundle, trace) in enumerate(((explore.bundle, explore.trace), (self.bundle, self.stepper.trace()))):
             choice = self.head_of(bundle)
             panel = make_panel(self.name_of(bundle), bundle, trace, choice, None)
+            if self._model_of(bundle) is not bundle:  # a snapshot: its final model's head, and its own AER of it
+                panel.chosen_for = FINAL_MODEL if choice.corpus_aer is not None else ""
+                panel.own_aer = self.own_aer(bundle, choice)
+                panel.measuring = self.measuring(bundle)
+            panel.forced = self.forced_output(side)
             if gold is not None:  # teacher-forced on the reference: measured once per sentence and head, not per step
                 key = (id(bundle), gold.source, choice)
                 if key not in self._aer:

@@ -242,6 +242,8 @@ class TimelineController:
         def done(result: tuple[int, Bundle, Stepper | None, int]) -> None:
             moved, loaded, stepper, total = result
             self._keep(moved, loaded)
+            # An earlier snapshot made to write the output explored: the side-by-side view labels its translation forced.
+            self.compare.forced_stepper = stepper if output is not None and moved != self.last else None
             self.explore.show_snapshot(loaded, name, stepper, total)
             self.shown.emit(moved)
 
@@ -258,6 +260,8 @@ class TimelineController:
         """Make every snapshot write the output explored (True) or its own; the snapshot shown is decoded again."""
         if same != self.same_output:
             self.same_output = same
+            if self._beside is not None and self.compare.bundle is self._beside:  # the snapshot beside follows
+                self.compare.same_output, self.compare.stepper = same, None  # decoded again, as asked
             if self.source is not None:
                 self.move(self.index)
 

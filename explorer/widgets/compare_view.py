@@ -177,8 +177,8 @@ class CompareView(QWidget):
             self._fill_heads(box, panel)
             matrix, shown = compared_matrix(panel.trace, panel.choice, word_level=True)
             heading.setText(
-                f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details())}"
-                f"<br>Translation: <i>{html.escape(panel.translation())}</i>"
+                f"<b>{html.escape(panel.name)}</b> — {html.escape(panel.description)}<br>{html.escape(panel.details(forced=False))}"
+                f"<br>{html.escape(panel.translation_heading())}: <i>{html.escape(panel.translation())}</i>"
             )
             heatmap.set_matrix(
                 matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level

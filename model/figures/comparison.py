@@ -85,9 +85,8 @@ def pair_figure(panels: list[Panel], options: FigureOptions | None = None, word_
     title = "Cross-attention side by side" if len(panels) == 2 else f"Cross-attention of {panels[0].name}"
     details = trace_details(first, options)[:1]  # the sentence; each panel's output is its rows
     details.append(
-        "Each panel: rows are the model's own output (the current step last), columns the source"
-        + (" words" if word_level else " pieces")
-        + "; one colour scale."
+        "Each panel: rows are the model's output (its own, unless its heading says whose it was made to write; the "
+        "current step last), columns the source" + (" words" if word_level else " pieces") + "; one colour scale."
     )
     for (queries, keys), row_fit, column_fit in zip(labels, rows, columns):  # labels left out are said so
         for name, fit, count in (("source", column_fit, len(keys)), ("target", row_fit, len(queries))):

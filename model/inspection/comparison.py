@@ -38,15 +38,19 @@ class HeadChoice:
     corpus: str = ""  # the corpus whose test pairs they are
     seed: int | None = None  # the seed that drew them
 
-    def describe(self, n_layers: int, n_heads: int) -> str:
-        """'layer 3, head 2' ('the attention' for a one-head model), with its AER when measured."""
+    def describe(self, n_layers: int, n_heads: int, whose: str = "") -> str:
+        """'layer 3, head 2' ('the attention' for a one-head model), with its AER when measured; ``whose``: the model
+        it was chosen for when that is another one ("the final model": a snapshot shows the final model's head, and its
+        AER is the final model's)."""
         if n_layers == 1 and n_heads == 1:
             where, why = "its one attention", ""
         else:
-            where, why = f"layer {self.layer + 1}, {head_title(self.head)}", ", the best-aligning head"
+            best = f"{whose}'s best-aligning head" if whose else "the best-aligning head"
+            where, why = f"layer {self.layer + 1}, {head_title(self.head)}", f", {best}"
         if self.corpus_aer is None:
             return where
-        return f"{where}{why}: AER {self.corpus_aer:.3f} on {aer_where(self.corpus, self.n_pairs, self.seed)}"
+        there = " there" if whose else ""
+        return f"{where}{why}: AER{there} {self.corpus_aer:.3f} on {aer_where(self.corpus, self.n_pairs, self.seed)}"
 
 
 def aligns_toy_fr(bundle: Bundle) -> bool:
@@ -107,17 +111,33 @@ class Panel:
     n_layers: int
     n_heads: int
     sentence_aer: float | None = None
+    chosen_for: str = ""  # the model the head was chosen for, when another one ("the final model", for a snapshot)
+    own_aer: float | None = None  # then this model's own AER of that head on the same pairs (None: not measured)
+    measuring: bool = False  # that AER is being measured
+    forced: str = ""  # whose output it was made to write ("the final model's"), "" when it wrote its own
 
-    def details(self) -> str:
-        """The head shown and how well it aligns: 'layer 3, head 1 (best alignment head: AER ...); AER on this ...'."""
-        line = self.choice.describe(self.n_layers, self.n_heads)
+    def details(self, forced: bool = True) -> str:
+        """The head shown and how well it aligns: 'layer 3, head 1, the best-aligning head: AER ... on ...; on this
+        sentence ...'; a head chosen for another model says so, with this model's own AER; with ``forced``, an output
+        not its own is said too."""
+        line = self.choice.describe(self.n_layers, self.n_heads, self.chosen_for)
+        if self.own_aer is not None:
+            line += f"; at this snapshot AER {self.own_aer:.3f}"
+        elif self.measuring:
+            line += "; at this snapshot: its AER is being measured"
         if self.sentence_aer is not None:
             line += f"; on this sentence {self.sentence_aer:.3f}"
+        if forced and self.forced:
+            line += f"; made to write {self.forced}"
         return line
 
     def translation(self) -> str:
         """What the model has written up to the shared step, as text ("—" before its first word)."""
         return self.trace.target_text or "—"
+
+    def translation_heading(self) -> str:
+        """'Translation', or 'Translation (forced to the final model's output)' when it is not the model's own."""
+        return f"Translation (forced to {self.forced})" if self.forced else "Translation"
 
     def heading(self) -> str:
         return f"{self.name}: {self.details()}"

@@ -164,10 +164,12 @@ def test_the_curves_view_and_a_phase_change_clicked(qtbot, timeline_window):
     view, curves = tab.over_training.curves_view, window.controllers.curves
     tab.views.setCurrentWidget(view)
     assert not tab.focus.isVisible()  # the curves take its place
+    qtbot.waitUntil(lambda: curves.curves is not None and not curves.running, timeout=WAIT_MS)  # shown: on their own
+    assert not curves.curves.importance and len(view.plots) == 5  # importance only when asked
     view.importance.setChecked(True)
     view.importance_pairs.setValue(3)
     view.compute_button.click()
-    qtbot.waitUntil(lambda: curves.curves is not None and not curves.running, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: bool(curves.curves.importance) and not curves.running, timeout=WAIT_MS)
     assert curves.curves.importance_where == "3 fresh pairs, seed 12345" and len(view.plots) == 6
     assert view.changes.count() == len(curves.curves.phase_changes) > 0
     assert "alignment-like from" in view.onsets.text() and view.compute_button.isEnabled()
@@ -192,7 +194,6 @@ def test_a_phase_change_chooses_its_head_as_the_user_would(qtbot, timeline_windo
     window, tab, _source = timeline_window
     view, curves = tab.over_training.curves_view, window.controllers.curves
     tab.views.setCurrentWidget(view)
-    view.compute_button.click()
     qtbot.waitUntil(lambda: curves.curves is not None and not curves.running, timeout=WAIT_MS)
     assert tab.kind.currentData() == AttentionKind.CROSS
     position, change = next((n, c) for n, c in enumerate(curves.curves.phase_changes) if c.kind is not AttentionKind.CROSS)
