@@ -8,13 +8,13 @@ rectangle, the cell's centre mapped from the image item (not from the arithmetic
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QApplication
 
-if TYPE_CHECKING:
-    from explorer.widgets.heatmap import HeatmapView
+# explorer.widgets.heatmap.HeatmapView, which imports this module: named here, not imported (no cycle)
+HeatmapView = Any
 
 EDGE_TOLERANCE = 1.5  # px: a part this far past the viewport's edge still counts as shown (rounding)
 
