@@ -27,6 +27,7 @@ from explorer.widgets.tokens_view import TokensView
 from model.decoding.trace import Trace
 from model.inspection.heads import mean_over_heads, rollout
 from model.inspection.measure_catalogue import MEASURES
+from model.inspection.selection import measure_place
 from model.kinds import AttentionKind
 
 LABEL_TOLERANCE_PX = 3.0  # a label's centre this far from its cell's centre is off it (rounding is ~1 px)
@@ -113,7 +114,8 @@ def matrix_problems(window) -> list[str]:
         return found + step_problems(window, trace)  # the difference of two rollouts is not the rollout of a difference
     queries, keys = shown.axis_labels(kind)
     found += focus_matrix_problems(tab, weights, layer, head, queries, keys, f"{kind} layer {layer + 1} {head}")
-    found += other_view_problems(tab, weights, layer)
+    plain_weights = shown.matrix(kind)  # the lines draw the explored snapshot's weights, never a difference
+    found += other_view_problems(tab, weights, plain_weights, layer)
     found += step_problems(window, trace)
     return found
 
@@ -137,16 +139,18 @@ def focus_matrix_problems(tab, weights, layer, head, queries, keys, what: str) -
     return found
 
 
-def other_view_problems(tab, weights: np.ndarray, layer: int) -> list[str]:
-    """The grid or the lines, whichever is shown, hold the same trace."""
+def other_view_problems(tab, weights: np.ndarray, plain_weights: np.ndarray, layer: int) -> list[str]:
+    """The grid (``weights``: a difference of snapshots while one is shown) or the lines (``plain_weights``),
+    whichever is shown, hold the same trace."""
+    weights_of_lines = plain_weights
     shown = tab.views.currentWidget()
     if shown is tab.grid and tab.grid.isVisibleTo(tab) and not tab.grid.empty:
         if tab.grid.weights.shape != weights.shape or not np.allclose(tab.grid.weights, weights, atol=1e-5, equal_nan=True):
             return [f"the model grid holds {tab.grid.weights.shape}, not the trace's {weights.shape} weights"]
     if shown is tab.lines and tab.lines.isVisibleTo(tab) and weights.shape[2]:
-        lines = tab.lines.weights
-        if lines.shape != weights[layer].shape or not np.allclose(lines, weights[layer], atol=1e-5, equal_nan=True):
-            return [f"the lines view holds {lines.shape}, not the trace's layer {layer + 1} {weights[layer].shape}"]
+        lines, wanted = tab.lines.weights, weights_of_lines[layer]
+        if lines.shape != wanted.shape or not np.allclose(lines, wanted, atol=1e-5, equal_nan=True):
+            return [f"the lines view holds {lines.shape}, not the trace's layer {layer + 1} {wanted.shape}"]
     return []
 
 
@@ -260,7 +264,8 @@ def title_problems(window) -> list[str]:
         title = plain(tab.focus.plot.titleLabel.text)
         source = tab.view_trace if tab.view_trace is not None else trace
         what = MEASURES[source.measure].label if source.measure else kind.label
-        wanted = [what, f"layer {layer + 1}"]
+        named_layer = not source.measure or "layer" in measure_place(source.measure, layer, head)
+        wanted = [what, f"layer {layer + 1}"] if named_layer else [what]
         per_head = not source.measure or MEASURES[source.measure].per_head
         if per_head:
             wanted.append(
