@@ -11,6 +11,8 @@ import os
 import signal
 import sys
 
+from model import take_over_ctrl_c
+
 NO_DISPLAY = (
     "transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
     "Run it in a desktop session, under `xvfb-run`, or with QT_QPA_PLATFORM=offscreen; "
@@ -38,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     """The entry point: Ctrl-C at any moment (even while PyTorch or Qt is being imported) prints one line
     and exits with 130."""
     try:
+        take_over_ctrl_c()  # from here a Ctrl-C is this function's (before, model/__init__.py's quiet exit)
         code = _main(sys.argv[1:] if argv is None else argv)
         if argv is None:  # the program itself: done, so a Ctrl-C during shutdown has nothing left to stop
             signal.signal(signal.SIGINT, signal.SIG_IGN)

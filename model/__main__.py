@@ -6,9 +6,12 @@ Ctrl-C at any moment, even while PyTorch is still being imported, ends with one 
 import signal
 import sys
 
+from model import take_over_ctrl_c
+
 
 def _run() -> int:
     try:
+        take_over_ctrl_c()  # from here a Ctrl-C is this function's (before, model/__init__.py's quiet exit)
         # deferred: imported inside the try so that Ctrl-C during the imports ends in one line
         from model.runtime import COMMAND_IMPORTS, import_shielded
 

@@ -71,6 +71,7 @@ def run_neuron(args) -> int:
             check_output(path, protected)
     bundle = open_model(args.model)
     check_model(bundle.model)
+    _check_target_length(bundle, args.target)
     trace, vectors = read_sentence(bundle, args.text, args.target)
     labels = trace.axis_labels(kind) if trace.has(kind) else None
     n_queries = len(labels[0]) if labels else 0
@@ -88,6 +89,17 @@ def run_neuron(args) -> int:
         if path:
             print(f"wrote {path}")
     return 0
+
+
+def _check_target_length(bundle, target: str | None) -> None:
+    """A --target longer than the model reads (its max_len pieces) is refused in one line; the source sentence is cut
+    to fit, as everywhere, but the target's pieces are all given to the decoder."""
+    limit = getattr(bundle.config, "max_len", None)
+    if target is None or limit is None or not bundle.family.capabilities.architecture.has_decoder:
+        return
+    pieces = len(bundle.target_tokenizer.encode(target))
+    if pieces > limit:
+        raise CommandError(f"--target has {pieces:,} pieces; this model reads at most {limit:,} (its max_len): shorten it")
 
 
 def _report(row) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from model.cli.export import model_name
 from model.cli.heads import stage_progress
@@ -25,6 +26,7 @@ from model.grading.cases import grading_pairs
 from model.grading.grader import PAIRS, CardSettings, grade
 from model.grading.methods import CARD_IG_POINTS, METHODS, MethodSettings, method_names
 from model.grading.sanity import shuffled_targets_model
+from model.io.bundle import ModelBundle
 from model.io.models import model_source, open_model
 
 
@@ -78,6 +80,33 @@ def _check(args) -> tuple[str, ...]:
     return _methods(args.methods)
 
 
+def check_shuffled_model(bundle: Any, shuffled: Any, name: str, graded: str) -> None:
+    """The model trained on shuffled targets must be the graded model's twin but for its training: of its family, its
+    shape (config) and its tokenizers, or its attributions cannot be compared (nor computed on the same pieces)."""
+    prefix = f"--shuffled-model {name}"
+    if not isinstance(shuffled, ModelBundle) or not isinstance(bundle, ModelBundle):
+        raise CommandError(f"{prefix}: not one of the app's own models; give one trained like {graded}, on shuffled targets")
+    if shuffled.family.name != bundle.family.name:
+        raise CommandError(
+            f"{prefix}: a {shuffled.family.name} model, not a {bundle.family.name} like {graded}; "
+            "the data randomisation check compares two models that differ only in their training targets"
+        )
+    ours, theirs = bundle.config.to_dict(), shuffled.config.to_dict()
+    differing = [key for key in sorted(set(ours) | set(theirs)) if key != "dropout" and ours.get(key) != theirs.get(key)]
+    if differing:
+        key = differing[0]
+        raise CommandError(
+            f"{prefix}: its shape differs from {graded}'s ({key} {theirs.get(key)} instead of {ours.get(key)}); "
+            "train it with the same model settings, on shuffled targets"
+        )
+    for side in ("source", "target"):
+        if getattr(shuffled, f"{side}_tokenizer").model_proto != getattr(bundle, f"{side}_tokenizer").model_proto:
+            raise CommandError(
+                f"{prefix}: its {side} vocabulary differs from {graded}'s (it reads other pieces); "
+                "train it with the same corpus and tokenizer settings, on shuffled targets"
+            )
+
+
 def run_report_card(args) -> int:
     methods = _check(args)
     bundle = open_model(args.model)
@@ -86,6 +115,7 @@ def run_report_card(args) -> int:
     shuffled, note = None, ""
     if args.shuffled_model:
         shuffled, note = open_model(args.shuffled_model), f"the model {model_name(args.shuffled_model)}"
+        check_shuffled_model(bundle, shuffled, args.shuffled_model, args.model)
     settings = MethodSettings(args.ig_points, args.lime_samples, args.shap_samples, args.seed)
     started = time.perf_counter()
     with stage_progress(args.quiet) as progress:

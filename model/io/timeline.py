@@ -75,6 +75,11 @@ def load_timeline(model_path: str | os.PathLike, bundle: ModelBundle | None = No
     folder = checkpoints_folder_of(model_path)
     if folder is not None:
         return checkpoints_timeline(folder)
+    if Path(model_path).is_dir():  # a pretrained model's folder with no checkpoint-N/ folders in or beside it
+        raise TimelineError(
+            f"{model_path}: a pretrained model's folder has no timeline; a folder of Hugging Face Trainer checkpoints "
+            "(checkpoint-500/, ...) has one"
+        )
     if bundle is None:
         raise ValueError("a model file's timeline needs the model's bundle (its final weights and tokenizers)")
     settle(model_path)  # a save stopped between its two renames is finished first (model/io/pair.py)
