@@ -13,8 +13,10 @@ The file is one safetensors file (a JSON header, then raw tensor bytes; reading 
   refused) and ``tensor_sha256`` (the digest of this file's tensors and other metadata: a flipped byte or a truncation
   is refused).
 
-Every failure to read one is a ``TimelineError`` of one line; the model itself opens without its timeline (opening a
-model never reads it). A folder of Hugging Face Trainer checkpoints is a timeline too (model/io/checkpoint_folders.py).
+It is written with its model file as a pair, both or neither (``timeline_to_save`` says what goes beside the model;
+model/io/pair.py writes the two). Every failure to read one is a ``TimelineError`` of one line; the model itself opens
+without its timeline (opening a model never reads it). A folder of Hugging Face Trainer checkpoints is a timeline too
+(model/io/checkpoint_folders.py).
 """
 
 from __future__ import annotations

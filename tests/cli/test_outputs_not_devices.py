@@ -154,3 +154,17 @@ def test_a_file_inside_a_model_folder_being_read_is_an_input(tmp_path):
     with pytest.raises(OutputError, match="is an input of this command"):
         check_output(folder / "config.json", (folder,))
     assert check_output(folder / "new.png", (folder,)) == folder / "new.png"  # a new file beside it is fine
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("index", "--model", "copy", "--corpus", "copy", "--limit", "5", "--quiet", "--out", "device"),
+        ("export", "--model", "copy", "--text", "a b c", "--all", "--out", "device"),
+    ],
+)
+def test_a_folder_output_that_is_a_device_is_refused_and_left(run, tmp_path, arguments):
+    device = make_device(tmp_path / "device")
+    code, out, err = run(*arguments)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert stat.S_ISCHR(os.stat(device).st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["device"]

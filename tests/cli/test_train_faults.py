@@ -3,7 +3,8 @@ imports, the corpus and tokenizer preparation, training, or the save — over an
 The moments are stratified over the span of a run measured on the spot: each twelfth of it is hit by both
 signals (24 runs). Afterwards the file is always either the old model, byte for byte, or a complete new one
 that loads with finite weights and consecutive training steps (all of them, or those before a Ctrl-C):
-never an untrained or a half-written one. A later save to the same folder leaves no temporary file behind."""
+never an untrained or a half-written one, and its timeline is the one written with it (issue 39: the pair is written
+both or neither, model/io/pair.py). A later save to the same folder leaves no temporary file behind."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import torch
 
 from model.io import checkpoint
+from model.io.timeline import find_timeline, load_timeline
 from tests.cli.test_cli import ROOT
 
 STRATA = 12  # parts of a run's span, each hit once per file: 24 runs over two files trained side by side
@@ -68,9 +70,13 @@ def check_file(out: Path, old: bytes, code: int, err: str) -> str:
     """'old' or 'new'; fails on anything else (a traceback, an untrained or unreadable model)."""
     assert "Traceback" not in err, err
     data = out.read_bytes()
+    timeline = find_timeline(out)  # a save killed between its two renames is finished here (model/io/pair.py)
     if data == old:
+        if timeline is not None:  # the old model's own (an earlier run's), never the killed run's
+            load_timeline(out, checkpoint.load(out))
         return "old"
     bundle = checkpoint.load(out)  # complete: it loads (checksum, shapes, finite weights all checked)
+    assert timeline is not None and len(load_timeline(out, bundle)) >= 2  # its own timeline, written with it
     steps = [row[0] for row in bundle.history.get("steps", [])]
     assert steps, f"an untrained model was written (exit {code}): {err}"
     assert steps == list(range(1, len(steps) + 1)) and len(steps) <= MAX_STEPS
