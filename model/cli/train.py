@@ -325,7 +325,7 @@ def run_train(args) -> int:
             print(f"transformer-explorer train: {why}; nothing was written to {args.out}", file=sys.stderr)
             return 130 if outcome.stopped is StopReason.CANCELLED else 1
         saving.append(True)  # from here Ctrl-C is deferred: the finished model is not thrown away
-        checkpoint.save(bundle, args.out)
+        _save(bundle, args.out)
     finally:
         signal.signal(signal.SIGINT, previous)
     if outcome.stopped is StopReason.DIVERGED:
@@ -338,7 +338,9 @@ def run_train(args) -> int:
     what = "interrupted; saved the model trained so far" if outcome.stopped is StopReason.CANCELLED else "saved"
     if "kept_step" in bundle.history:
         best = family_named(family).quality_measure
-        what += f" the weights of step {bundle.history['kept_step']} (the best validation {best})"
+        what += (":" if outcome.stopped is StopReason.CANCELLED else "") + (
+            f" the weights of step {bundle.history['kept_step']} (the best validation {best})"
+        )
     say(f"{outcome.stopped} after {outcome.steps} steps; {what} to {args.out}{_timeline_note(bundle, args.out)}")
     return 0
 
@@ -349,3 +351,14 @@ def _timeline_note(bundle, out: str) -> str:
     if bundle.recording is None or not path.is_file():
         return ""
     return f"; its timeline ({len(bundle.recording.snapshots)} snapshots, {path.stat().st_size / 1e6:.1f} MB) to {path}"
+
+
+def _save(bundle, out: str) -> None:
+    """The model and its timeline, as a pair (model/io/pair.py): when the timeline cannot be written, neither is, and
+    the one line says how to save the model alone."""
+    try:
+        checkpoint.save(bundle, out)
+    except checkpoint.CheckpointError as error:
+        if bundle.recording is not None and "was not saved either" in str(error):
+            raise CommandError(f"{error}; --no-timeline saves the model alone") from None
+        raise

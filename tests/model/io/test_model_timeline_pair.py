@@ -66,6 +66,7 @@ def test_a_size_limit_the_model_fits_and_its_timeline_does_not_saves_neither(old
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "larger than this system allows" in done.stderr and "m.safetensors was not saved either" in done.stderr
+    assert done.stderr.strip().endswith("--no-timeline saves the model alone")
     _same_pair(path, model_bytes, timeline_bytes)
 
 
