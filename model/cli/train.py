@@ -354,11 +354,18 @@ def _timeline_note(bundle, out: str) -> str:
 
 
 def _save(bundle, out: str) -> None:
-    """The model and its timeline, as a pair (model/io/pair.py): when the timeline cannot be written, neither is, and
-    the one line says how to save the model alone."""
+    """The model and its timeline, as a pair (model/io/pair.py). When the timeline cannot be written (a full disk, a
+    file-size limit) the pair is not written; the trained model is then saved alone (an earlier model's timeline
+    there removed, so no model stands beside another's timeline), and the one line says so: training is not lost."""
     try:
         checkpoint.save(bundle, out)
     except checkpoint.CheckpointError as error:
-        if bundle.recording is not None and "was not saved either" in str(error):
-            raise CommandError(f"{error}; --no-timeline saves the model alone") from None
-        raise
+        if bundle.recording is None or "was not saved either" not in str(error):
+            raise
+        bundle.recording = None
+        reason = str(error).split("; so ")[0]
+        try:
+            checkpoint.save(bundle, out)
+        except checkpoint.CheckpointError as alone:
+            raise CommandError(f"{reason}; the model alone could not be saved either: {alone}") from None
+        raise CommandError(f"{reason}; saved the model without its timeline to {out} (an earlier timeline there removed)") from None
