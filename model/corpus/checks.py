@@ -13,6 +13,7 @@ import re
 import stat
 import zipfile
 from pathlib import Path
+from tokenize import TokenError  # numpy's parser of an old-style header fails so
 from typing import IO, Any, cast
 
 import numpy as np
@@ -49,7 +50,7 @@ def _header(handle: IO[bytes], path: Path | str) -> tuple[np.dtype, tuple[int, .
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle, max_header_size=HEADER_LIMIT)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, SyntaxError, TypeError, OverflowError, RecursionError, EOFError, OSError) as problem:
+    except (ValueError, SyntaxError, TokenError, TypeError, OverflowError, RecursionError, EOFError, OSError) as problem:
         reason = str(problem).splitlines()[0] if str(problem) else type(problem).__name__
         raise CorpusIndexError(f"{path}: not an array of this index ({reason[:200]}); build the index again") from None
     return dtype, tuple(shape), bool(fortran)
@@ -125,13 +126,12 @@ def tidy_partials(folder: Path) -> None:
 
 
 def check_outside(path: str | os.PathLike, folder: Path, inputs: tuple[str | os.PathLike | None, ...] = ()) -> Path:
-    """``check_output(path)``, and refused when it lies inside the index ``folder`` (links followed): a file written
-    there could replace one of the index's own files."""
-    target = check_output(path, inputs)
+    """``path`` refused when it lies inside the index ``folder`` (links followed; any file there, not only the index's
+    own: an output there could replace one of them, now or once the index is resumed), then ``check_output``'s checks."""
     try:
-        inside = target.resolve().is_relative_to(folder.resolve())
+        inside = bool(str(path).strip()) and Path(path).resolve().is_relative_to(folder.resolve())
     except (OSError, RuntimeError):
         inside = False
     if inside:
-        raise CorpusIndexError(f"{target}: is inside the corpus index {folder}; write it outside the index's folder")
-    return target
+        raise CorpusIndexError(f"{path}: is inside the corpus index {folder}; write it outside the index's folder")
+    return check_output(path, inputs)
