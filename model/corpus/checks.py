@@ -18,17 +18,22 @@ from typing import IO, Any, cast
 
 import numpy as np
 
-from model.corpus.layout import CorpusIndexError
+from model.corpus.layout import ARRAYS, CHUNKS, PARQUET, CorpusIndexError
 from model.files import check_output, file_kind, open_input, remove_stale_partials
 
 STORED = np.dtype(np.float16)  # the index's arrays on disk (model/corpus/chunks.py writes them so)
 HEADER_LIMIT = 10_000  # bytes of a .npy header read at most (numpy's own default)
+SUBFOLDERS = (ARRAYS, CHUNKS, PARQUET)
 PARTIAL = re.compile(r"\.(.+)\.(?:\d+-)?[A-Za-z0-9_]{8}\.partial")  # model/files.atomic_output's temporary names
 Shape = tuple[int | range, ...]  # an array's expected shape: each dimension a number or the range it may lie in
 
 
 def check_regular(path: Path, missing: str = "missing; build the index again") -> None:
-    """``path`` is a regular file (not a FIFO, device, socket or folder); CorpusIndexError otherwise."""
+    """``path`` is a regular file (not a FIFO, device, socket or folder), and neither it nor its folder inside the
+    index a link (which could lead outside the index); CorpusIndexError otherwise."""
+    for place in (path, path.parent) if path.parent.name in SUBFOLDERS else (path,):
+        if os.path.islink(place):
+            raise CorpusIndexError(f"{place}: is a link; a corpus index's files are its own: build the index again")
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -116,7 +121,7 @@ def open_archive(path: Path, missing: str) -> zipfile.ZipFile:
 
 def tidy_partials(folder: Path) -> None:
     """Remove the temporary files that killed writers left in the index's folders (never a live writer's)."""
-    for place in (folder, *(folder / name for name in ("arrays", "chunks", "parquet"))):
+    for place in (folder, *(folder / name for name in SUBFOLDERS)):
         try:
             names = {match.group(1) for entry in os.scandir(place) if (match := PARTIAL.fullmatch(entry.name))}
         except OSError:

@@ -209,6 +209,8 @@ class Manifest:
             raise CorpusIndexError(
                 f"{folder}: not a corpus index (it has no {MANIFEST}); build one with transformer-explorer index"
             )
+        if path.is_symlink():
+            raise CorpusIndexError(f"{path}: is a link; a corpus index's files are its own: build the index again")
         with open_input(path, "manifest", CorpusIndexError) as handle:
             try:
                 raw = handle.read(MAX_MANIFEST_BYTES + 1)

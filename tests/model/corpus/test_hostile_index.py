@@ -5,6 +5,7 @@ and (where strace exists) the searching process never opens it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from model.corpus.layout import CorpusIndexError, Layer
 from model.corpus.search import head_query, index_token, nearest_tokens
 from model.kinds import AttentionKind
 from model.nn.masking import Head
+from tests.model.corpus.conftest import build
 
 SENTENCES = "k.sentence_id, k.chunk, {text} AS source, k.reference, {text} AS output, k.n_source, k.n_target"
 HOSTILE = {
@@ -77,6 +79,18 @@ def test_a_hostile_database_is_refused_in_one_line_and_reads_nothing_outside(bui
     message = str(caught.value)
     assert "\n" not in message and any(refused in message for refused in REFUSED), message
     assert "TOP-SECRET" not in message
+
+
+def test_resuming_a_hostile_index_is_refused_before_anything_runs(built_index, tiny, tmp_path, secret):
+    folder = tmp_path / "index"
+    shutil.copytree(built_index, folder)
+    tamper(folder, HOSTILE["sentences over read_text"], secret)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["complete"], manifest["counts"] = False, {}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(CorpusIndexError, match="index.duckdb: holds a view") as caught:
+        build(tiny, folder)
+    assert "TOP-SECRET" not in str(caught.value)
 
 
 def test_the_index_is_opened_with_external_access_disabled_and_the_configuration_locked(built_index, secret):

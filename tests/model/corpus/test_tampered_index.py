@@ -211,6 +211,17 @@ def test_a_fifo_in_place_of_a_chunk_is_one_line(tiny, tmp_path):
     fifo_refused(folder, chunk)
 
 
+LINKED = ("manifest.json", "index.duckdb", "projection.npz", "arrays/resid.encoder.L2.npy", "arrays")
+
+
+@pytest.mark.parametrize("name", LINKED)
+def test_a_link_inside_the_index_is_refused_as_it_could_lead_outside(copied, tmp_path, name):
+    outside = tmp_path / "outside"
+    (copied / name).rename(outside)
+    (copied / name).symlink_to(outside)  # the same content, but not the index's own file
+    refused(copied, f"{name}: is a link")
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
