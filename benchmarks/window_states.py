@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=int(os.environ.get("WINDOW_STATES_EXAMPLES", "1000")))
     parser.add_argument("--steps", type=int, default=int(os.environ.get("WINDOW_STATES_STEPS", "20")))
     parser.add_argument("--random", action="store_true", help="other sequences at each run (default: derandomized, as CI)")
+    parser.add_argument("--no-curves", action="store_true", help="never compute the curves over training (as CI)")
     parser.add_argument("--survey", action="store_true", help="list every problem met instead of failing at the first")
     options = parser.parse_args(argv)
     if options.survey:
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     counted = {"sequences": 0}
 
     class Counted(window_actions.WindowStates):
+        compute_curves = not options.no_curves
+
         def __init__(self) -> None:
             counted["sequences"] += 1
             super().__init__()
