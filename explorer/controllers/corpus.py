@@ -22,6 +22,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.interventions import job_bundle
 from explorer.controllers.runner import Job, Runner, user_message
 from model.corpus.build import IndexBuilder, IndexOptions, IndexProgress, IndexResult
+from model.corpus.checks import check_outside
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import MANIFEST, CorpusIndexError, Layer
 from model.corpus.qk import head_map, layer_maps, write_map_csv
@@ -262,6 +263,8 @@ class CorpusController:
             self.message.emit("Draw a map first.")
             return None
         try:
+            if self.index is not None:
+                check_outside(path, self.index.folder)  # never over one of the index's own files
             if Path(path).suffix.lower() == ".csv":
                 return write_map_csv(self.panels, path, self.map_request.method)
             return Path(save_qk_maps(self.panels, path, colour_by, caption=self.map_caption()))

@@ -101,6 +101,12 @@ def test_a_heads_sentences_its_maps_and_a_result_opened_in_explore(controllers, 
     assert [panel.title for panel in panels] == [f"decoder L1 H{h}" for h in range(1, 5)] and request.head is None
     assert corpus_controller.export_map(tmp_path / "map.png").exists()
     assert corpus_controller.export_map(tmp_path / "map.csv").read_text(encoding="utf-8").startswith("head,method")
+    # Never over one of the index's own files (issue 39): one message, the file as it was.
+    manifest = corpus_controller.index.folder / "manifest.json"
+    before = manifest.read_bytes()
+    assert corpus_controller.export_map(manifest.with_suffix(".csv")) is None and manifest.read_bytes() == before
+    assert corpus_controller.export_map(manifest) is None and manifest.read_bytes() == before
+    assert _said(events, "is inside the corpus index")
     corpus_controller.draw_map(MapRequest(AttentionKind.CROSS, 0, 0))
     _wait(controllers, lambda: _said(events, "holds no queries and keys of head cross:1:1"))
     # A result opened in the Explore tab: decoded, pointing at the token.
