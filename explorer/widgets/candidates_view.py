@@ -4,6 +4,10 @@ kept: ten by default), then one "other (N tokens)" row holds the rest of the voc
 forces that token (what-if); the "other" row is not clickable. At step 0 the panel shows the
 distribution step 1 will be chosen from, nothing marked as chosen.
 
+The rows fit the panel's height: their labels shrink (down to 7 pt) until every row has a line; past that (a low
+panel, 1280x720) the last candidates are folded into the last row, which says how many ("… 4 more, other (1342
+tokens)"); the chosen one always shows, and the tooltip lists those folded.
+
 The attributes ``tokens`` (raw pieces), ``token_ids``, ``probabilities`` and ``step_index`` describe
 the candidate rows only (not the "other" row): exports read them.
 """
@@ -14,6 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 
+from explorer.widgets.token_axis import MIN_POINT_SIZE, label_font, line_height, point_sizes
 from model.data.token_labels import display_candidate
 from model.decoding.candidates import candidate_rows, format_probability
 from model.training.trainer import TrainingOptions
@@ -51,12 +56,19 @@ class CandidatesView(pg.PlotWidget):
         self.token_ids = np.zeros(0, np.int64)
         self.tokens: list[str] = []
         self.probabilities = np.zeros(0, np.float32)
-        self.labels: list[str] = []  # the rows as shown: candidates, then the "other" row
+        self.labels: list[str] = []  # every row: candidates, then the "other" row
+        self.shown_labels: list[str] = []  # the rows drawn (the last candidates folded into one when the panel is low)
+        self.shown_rows: list[int] = []  # the candidate (index into ``tokens``) of each drawn row; the last rows: none
+        self.point_size = point_sizes()[0]
+        self._widths: list[float] = []
+        self._brushes: list = []
         self.other_probability = 0.0  # mass of every token not in a row
         self.other_count = 0
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[])
         self.addItem(self.bars)
         self.scene().sigMouseClicked.connect(self._on_clicked)
+        self.getPlotItem().vb.sigResized.connect(self._fit_rows)  # the rows' room is the view box's height
+        self._drawn: tuple | None = None
 
     def set_candidates(
         self,
@@ -89,16 +101,65 @@ class CandidatesView(pg.PlotWidget):
             self.labels.append(f"other ({self.other_count} tokens)  {format_probability(self.other_probability)}")
             widths.append(max(self.other_probability, MIN_BAR))
             brushes.append(REST_BRUSH)
-        rows = len(self.labels)
+        self._widths, self._brushes = widths, brushes
+        self.setTitle(f"Candidates for step {step_index + 1}" if step_index is not None else "Candidates")
+        self._fit_rows()
+
+    def _room(self) -> float:
+        """The px the rows have: the view box's height once laid out, else the widget's less the title and axis."""
+        box = self.getPlotItem().vb.height()
+        return box if box > 0 else max(self.height() - 80.0, 0.0)
+
+    def _fit_rows(self) -> None:
+        """Draw the rows at the largest label size that gives each its line; below 7 pt, fold the last candidates
+        (never the chosen one) into one row with the rest, which says how many."""
+        rows, room = len(self.labels), self._room() / 1.04  # the y range's padding
+        fits = [size for size in point_sizes() if rows * line_height(size) <= room]
+        self.point_size = fits[0] if fits or not rows else MIN_POINT_SIZE
+        keep = list(range(len(self.tokens)))
+        lines = int(room // line_height(MIN_POINT_SIZE)) if rows and not fits else rows
+        if lines < rows:  # the candidates that fit, then one row for the rest; the chosen one among those shown
+            chosen = [i for i in keep if self.chosen_id is not None and int(self.token_ids[i]) == self.chosen_id]
+            keep = keep[: max(lines - 1, 1)]
+            if chosen and chosen[0] not in keep:
+                keep = [*keep[:-1], chosen[0]]
+        folded = [i for i in range(len(self.tokens)) if i not in keep]
+        labels = [self.labels[i] for i in keep]
+        widths, brushes = [self._widths[i] for i in keep], [self._brushes[i] for i in keep]
+        if folded and lines < 2:  # room for one line: the candidate shown says how many more there are
+            labels[-1] += f"  (… {len(folded)} more)"
+        elif folded:
+            mass = self.other_probability + float(np.sum(self.probabilities[folded], dtype=np.float64))
+            rest = f", other ({self.other_count} tokens)" if self.other_count else ""
+            labels.append(f"… {len(folded)} more{rest}  {format_probability(mass)}")
+            widths.append(max(mass, MIN_BAR))
+            brushes.append(REST_BRUSH)
+        elif len(self.labels) > len(self.tokens):  # the "other" row
+            labels.append(self.labels[-1])
+            widths.append(self._widths[-1])
+            brushes.append(self._brushes[-1])
+        self.shown_rows, self.shown_labels = keep, labels
+        self._draw_rows(labels, widths, brushes, [self.labels[i] for i in folded])
+
+    def _draw_rows(self, labels: list[str], widths: list[float], brushes: list, folded: list[str]) -> None:
+        drawn = (labels, widths, [id(brush) for brush in brushes], self.point_size)
+        if drawn == self._drawn:
+            return  # a resize that changes nothing (the axis' width moves the view box, which fits again)
+        self._drawn = drawn
+        rows = len(labels)
         self.bars.setOpts(
             x0=np.zeros(rows), y=np.arange(rows), width=np.array(widths, dtype=np.float64), height=0.7, brushes=brushes
         )
-        self.getAxis("left").setTicks([list(enumerate(self.labels)), []])
-        self.setTitle(f"Candidates for step {step_index + 1}" if step_index is not None else "Candidates")
+        axis = self.getAxis("left")
+        if axis.style.get("tickFont") is None or axis.style["tickFont"].pointSizeF() != self.point_size:
+            axis.setStyle(tickFont=label_font(self.point_size))
+        axis.setTicks([list(enumerate(labels)), []])
+        more = f"\n\nFolded for lack of room (drag the splitter above up to see them): {'; '.join(folded)}" if folded else ""
+        self.setToolTip(TOOLTIP + more)
         self.setYRange(-0.5, max(rows, 1) - 0.5, padding=0.02)
 
     def click_candidate(self, index: int) -> None:
-        """Force the candidate of row ``index``; the "other" row and rows past it do nothing."""
+        """Force candidate ``index`` (of ``tokens``); the "other" row and rows past it do nothing."""
         if self.step_index is not None and 0 <= index < len(self.token_ids):
             self.candidate_clicked.emit(self.step_index, int(self.token_ids[index]))
 
@@ -110,7 +171,7 @@ class CandidatesView(pg.PlotWidget):
 
     def _on_clicked(self, event) -> None:
         point = self.getPlotItem().vb.mapSceneToView(event.scenePos())
-        if point.x() <= 1.05 and -0.5 <= point.y() < len(self.labels) - 0.5:  # a bar, or its label left of it
-            row = int(round(point.y()))
+        if point.x() <= 1.05 and -0.5 <= point.y() < len(self.shown_rows) - 0.5:  # a candidate's bar, or its label
+            row = self.shown_rows[int(round(point.y()))]
             contrast = event.button() == Qt.MouseButton.RightButton or bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
             (self.contrast_candidate if contrast else self.click_candidate)(row)
