@@ -1,4 +1,6 @@
-"""The Explore tab's layout at any window size: only the view shown sets how narrow the views' tabs may get.
+"""The Explore tab's layout at any window size: the controls and token rows above two splitters (the views beside the
+focus heatmap, above the decoding panels), their shares kept in the settings; only the view shown sets how narrow the
+views' tabs may get.
 
 A QTabWidget is as wide as its widest page needs, shown or not: the report card's 900 px kept the model grid's side
 of the splitter that wide at every window size, and the focus heatmap had what was left (a third of a 1400 px window,
@@ -7,9 +9,48 @@ less at 1280). Here a page not shown asks for no room (its size policy ignored u
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QSizePolicy, QTabWidget, QWidget
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from explorer.settings_values import SettingsValues
+
+if TYPE_CHECKING:
+    from explorer.tabs.explore_tab import ExploreTab
 
 IGNORED = QSizePolicy.Policy.Ignored
+TOP_SIZES = [600, 700]  # the views beside the focus heatmap
+MAIN_SIZES = [560, 300]  # the views and the focus above the decoding panels
+
+
+def lay_out(tab: ExploreTab, view_row: QHBoxLayout) -> tuple[QSplitter, QSplitter]:
+    """Lay the tab out (controls, timeline bar, tokens, the view row, the hint, then the splitters); returns the
+    splitters (views | focus, and that above the decoding panels), their last shares restored from the settings."""
+    top = QSplitter(Qt.Orientation.Horizontal)
+    top.addWidget(tab.views)
+    top.addWidget(tab.focus)
+    size_to_current_page(tab.views)  # a hidden page's minimum (the report card's 900 px) leaves the focus room
+    top.setSizes(TOP_SIZES)
+    main = QSplitter(Qt.Orientation.Vertical)
+    main.addWidget(top)
+    main.addWidget(tab.side)
+    main.setSizes(MAIN_SIZES)
+    tab.settings.restore("explore/top_splitter", top.restoreState)
+    tab.settings.restore("explore/splitter", main.restoreState)
+    layout = QVBoxLayout(tab)
+    for widget in (tab.controls, tab.over_training.bar, tab.source_tokens, tab.target_tokens):
+        layout.addWidget(widget)
+    layout.addLayout(view_row)
+    layout.addWidget(tab.hint)
+    layout.addWidget(main, 1)
+    return top, main
+
+
+def save_layout(tab: ExploreTab, settings: SettingsValues) -> None:
+    """The splitters' shares, restored by ``lay_out`` next time."""
+    settings.setValue("explore/splitter", tab.main_splitter.saveState())
+    settings.setValue("explore/top_splitter", tab.top_splitter.saveState())
 
 
 def size_to_current_page(tabs: QTabWidget) -> None:

@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QWidget
 
 from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
@@ -23,7 +23,7 @@ from explorer.tabs.decode_controls import DecodeControls
 from explorer.tabs.explore_corpus import ExploreCorpus
 from explorer.tabs.explore_export import ExploreExports
 from explorer.tabs.explore_interventions import ExploreInterventions
-from explorer.tabs.explore_layout import size_to_current_page
+from explorer.tabs.explore_layout import lay_out, save_layout, size_to_current_page
 from explorer.tabs.explore_measures import ExploreMeasures
 from explorer.tabs.explore_neuron import ExploreNeuron
 from explorer.tabs.explore_report_card import ExploreReportCard
@@ -129,26 +129,7 @@ class ExploreTab(QWidget):
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
-
-        self.top_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.top_splitter.addWidget(self.views)
-        self.top_splitter.addWidget(self.focus)
-        size_to_current_page(self.views)  # a hidden page's minimum (the report card's 900 px) leaves the focus room
-        self.top_splitter.setSizes([600, 700])
-        self.main_splitter = QSplitter(Qt.Orientation.Vertical)
-        self.main_splitter.addWidget(self.top_splitter)
-        self.main_splitter.addWidget(self.side)
-        self.main_splitter.setSizes([560, 300])
-        self.settings.restore("explore/top_splitter", self.top_splitter.restoreState)
-        self.settings.restore("explore/splitter", self.main_splitter.restoreState)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.controls)
-        layout.addWidget(self.over_training.bar)
-        layout.addWidget(self.source_tokens)
-        layout.addWidget(self.target_tokens)
-        layout.addLayout(view_row)
-        layout.addWidget(self.hint)
-        layout.addWidget(self.main_splitter, 1)
+        self.top_splitter, self.main_splitter = lay_out(self, view_row)  # explorer/tabs/explore_layout.py
 
     def _connect(self, controllers: WindowControllers) -> None:
         """The user's requests to the controllers, and the controllers' events to the views."""
@@ -413,5 +394,4 @@ class ExploreTab(QWidget):
     def save_settings(self) -> None:
         self.settings.setValue("explore/kind", str(self.current_kind()))
         self.settings.setValue("explore/word_level", self.word_level.isChecked())
-        self.settings.setValue("explore/splitter", self.main_splitter.saveState())
-        self.settings.setValue("explore/top_splitter", self.top_splitter.saveState())
+        save_layout(self, self.settings)
