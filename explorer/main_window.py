@@ -20,6 +20,7 @@ from explorer.qt_runner import gui_runner
 from explorer.runtime import freeze_long_lived
 from explorer.settings_values import SettingsValues
 from explorer.widgets.model_info import ModelInfoDialog
+from explorer.widgets.scroll_area import scrolled
 from explorer.window_menus import MenuActions, WindowMenus
 from model.errors import UserError
 
@@ -109,7 +110,10 @@ class MainWindow(QMainWindow):
         ):
             self.tabs.setTabToolTip(index, tip)
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        self.setCentralWidget(self.tabs)
+        # In a scroll area: a window smaller than what a tab needs (1024×640 with the beam's panels, a long sentence's
+        # token rows) keeps the size asked and shows scroll bars, where it grew past the screen's edge, cutting off what
+        # lay beyond it with nothing saying so. At ordinary sizes no scroll bar shows.
+        self.setCentralWidget(scrolled(self.tabs))
 
         self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
         self.statusBar().addPermanentWidget(self.device_label)

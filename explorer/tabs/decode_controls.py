@@ -85,6 +85,9 @@ class DecodeControls(QWidget):
         first.addWidget(QLabel("Source:"))
         first.addWidget(self.source, 1)
         first.addWidget(self.translate_button)
+        first.addSpacing(16)
+        for widget in (self.reset_button, self.back_button, self.forward_button, self.run_button):  # one row: 1024 px
+            first.addWidget(widget)
         second = QHBoxLayout()
         for widget in (
             QLabel("Strategy:"),
@@ -102,8 +105,6 @@ class DecodeControls(QWidget):
         ):
             second.addWidget(widget)
         second.addSpacing(16)
-        for widget in (self.reset_button, self.back_button, self.forward_button, self.run_button):
-            second.addWidget(widget)
         second.addWidget(self.slider, 1)
         second.addWidget(self.step_label)
         layout = QVBoxLayout(self)

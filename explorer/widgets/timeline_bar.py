@@ -11,6 +11,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QSlider, QStyle, QVBoxLayout
 
+from explorer.widgets.elided_label import ElidedLabel
+
 NO_COMPARISON = "(none)"
 MODES = (("difference", "as a difference"), ("side by side", "side by side"))
 
@@ -37,10 +39,10 @@ class TimelineBar(QFrame):
         self.slider.setToolTip("The snapshot explored: every view decodes the sentence with the model as it was then")
         self.slider.setTickPosition(QSlider.TickPosition.TicksBelow)
         self.slider.setPageStep(1)
-        self.name = QLabel()
+        self.name = ElidedLabel()
         self.name.setStyleSheet("font-weight: bold;")
         self.name.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details = QLabel()
+        self.details = ElidedLabel()
         self.details.setToolTip("What the recording kept of this snapshot: its training loss and its validation scores")
         self.busy = QLabel()
         self.busy.setStyleSheet("color: palette(mid); font-style: italic;")
@@ -57,10 +59,8 @@ class TimelineBar(QFrame):
             "Every snapshot is made to write the output explored (✎ marks only your own forced tokens), so views and "
             "steps compare; unchecked, each snapshot writes its own (an early one often stops at once)"
         )
-        # Long names, scores and snapshot lists never widen the window: the labels take what the row leaves them
-        # (the whole text in their tooltips), the box is as wide as about 16 characters.
-        for label in (self.name, self.details):
-            label.setMinimumWidth(60)  # below its text's width: it shrinks (clipped) when the row is short
+        # Long names, scores and snapshot lists never widen the window: the labels take what the row leaves them, ended
+        # with "…" when cut (the whole text in their tooltips), the box is as wide as about 16 characters.
         self.compare_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.compare_box.setMinimumContentsLength(16)
         self._layout()
@@ -112,8 +112,8 @@ class TimelineBar(QFrame):
             name = f"{name[:-1]}; the model as opened)" if name.endswith(")") else f"{name} (the model as opened)"
         self.name.setText(name)
         self.details.setText(f"Snapshot {index} of 0–{len(self.names) - 1}: {details}")  # from 0, as the command counts
-        self.name.setToolTip(self.name.text())
-        self.details.setToolTip(self.details.text())
+        self.name.setToolTip(self.name.full_text)
+        self.details.setToolTip(self.details.full_text)
 
     def set_playing(self, playing: bool) -> None:
         self.play_button.blockSignals(True)

@@ -29,8 +29,10 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.lines_view import head_colour
+from explorer.widgets.scroll_area import scrolled
 from explorer.widgets.timeline_plots import (
     MARKED_CHANGES,
+    CurvesLayoutWidget,
     head_legend,
     head_lines,
     log_step,
@@ -84,7 +86,7 @@ class CurvesView(QWidget):
         self.kind.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
-        self.layout_widget = pg.GraphicsLayoutWidget()
+        self.layout_widget = CurvesLayoutWidget()
         self.empty = QLabel(EMPTY_TEXT)
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -126,9 +128,10 @@ class CurvesView(QWidget):
         plots_layout.addWidget(self.empty)
         plots_layout.addWidget(self.layout_widget, 1)
         plots_layout.addWidget(self.legend)
+        # Each pane scrolls when the window leaves it less than it needs (issue 39: the plots and the onsets were cut).
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(plots)
-        splitter.addWidget(side)
+        splitter.addWidget(scrolled(plots))
+        splitter.addWidget(scrolled(side))
         splitter.setSizes([760, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -186,8 +189,6 @@ class CurvesView(QWidget):
             )
         else:
             self.onsets.setText("")
-        # Its lines, whatever the splitter gives: a box layout under a splitter left it one line high (14 px for 4).
-        self.onsets.setMinimumHeight(self.onsets.sizeHint().height() if self.onsets.text() else 0)
         self._draw()
 
     def _draw(self) -> None:
@@ -198,6 +199,7 @@ class CurvesView(QWidget):
         self.layout_widget.setVisible(curves is not None)
         self.legend.setVisible(curves is not None)
         if curves is None:
+            self.layout_widget.fit_minimum()
             return
         x = log_step(curves.steps)
         kind = AttentionKind.parse(self.kind.currentData()) if self.kind.count() else curves.kinds[0]  # Qt gives text
@@ -232,6 +234,7 @@ class CurvesView(QWidget):
         for row in range(len(self.plots) - 2):
             grid.setRowStretchFactor(row, 1)
         self.mark_step(self.step)
+        self.layout_widget.fit_minimum()
 
     def _draw_training(self, curves: HeadCurves, x: np.ndarray) -> tuple[pg.PlotItem, pg.PlotItem]:
         """The training loss (and validation losses), and the other validation scores (a BLEU out of 100 ÷ 100)."""

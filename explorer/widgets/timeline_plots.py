@@ -12,11 +12,12 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics
 
 from explorer.widgets.lines_view import head_colour
 from explorer.widgets.plot_style import show_light_grid
+from explorer.widgets.rich_title import fit_title
 
 LAYER_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 ROLE_COLOURS = {  # the first word of a role (model/inspection/heads.py) -> its colour
@@ -73,9 +74,28 @@ class StepAxis(pg.AxisItem):
         return [step_label(10**value - 1) for value in values]
 
 
+class CurvesLayoutWidget(pg.GraphicsLayoutWidget):
+    """The plots' view, asking Qt's layout for the room its plots need (axes, titles' lines, a few pixels of curve):
+    in a scroll area, a pane smaller than that scrolls, where pyqtgraph's view cut the plots at its edges."""
+
+    def fit_minimum(self) -> None:
+        """Ask for the plots' minimum size now (after a draw, and each resize: the titles' lines follow the width)."""
+        self.ci.layout.activate()
+        hint = self.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
+        frame = 2 * self.frameWidth()
+        wanted = QSize(math.ceil(hint.width()) + frame, math.ceil(hint.height()) + frame) if self.ci.layout.count() else QSize(0, 0)
+        if wanted != self.minimumSize():
+            self.setMinimumSize(wanted)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(ev)
+        QTimer.singleShot(0, self, self.fit_minimum)  # once the plots are laid out at the new size
+
+
 def step_plot(layout: pg.GraphicsLayout, row: int, column: int, title: str, y_label: str, rowspan: int = 1) -> pg.PlotItem:
-    """A plot of the layout over the log step axis, light grid, no mouse menu."""
+    """A plot of the layout over the log step axis, light grid, no mouse menu; its title wraps to its width."""
     plot = layout.addPlot(row=row, col=column, rowspan=rowspan, axisItems={"bottom": StepAxis("bottom")})
+    fit_title(plot)
     plot.setTitle(title, size="9pt")
     plot.setLabel("left", y_label)
     plot.setMenuEnabled(False)
