@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
 from explorer.tabs.corpus_panels import HeadQueryPanel, QKMapPanel, SimilarTokensPanel
+from explorer.tabs.explore_layout import size_to_current_page
 from model.corpus.build import IndexOptions
 from model.corpus.index import CorpusIndex
 from model.corpus.sources import DEFAULT_BUILTIN_LIMIT, IndexCorpus
@@ -47,6 +48,10 @@ class CorpusTab(QWidget):
         self.panels.addTab(self.similar, "Similar tokens")
         self.panels.addTab(self.heads, "Head query")
         self.panels.addTab(self.maps, "Query–key map")
+        # Only the panel shown sets how small the tab may get: the query-key map's row (1,060 px) made the window
+        # scroll at 1024 px on every panel.
+        size_to_current_page(self.panels)
+        self.panels.currentChanged.connect(lambda _index: size_to_current_page(self.panels))
         self.status = QLabel("")
         self.status.setWordWrap(True)
         layout = QVBoxLayout(self)

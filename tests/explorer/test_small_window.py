@@ -129,3 +129,17 @@ def test_the_curves_fit_their_view_at_any_window_size(qtbot, timeline_window, im
         show_size(qtbot, window, *size)
         found += [f"{size}: {problem}" for problem in curves_problems(view)]
     assert not found, "\n".join(found)
+
+
+def test_the_corpus_tab_fits_1024_by_640_but_for_the_query_key_map(qtbot, window):
+    """Only the Corpus panel shown sets the tab's size: the query-key map's row made every panel scroll sideways."""
+    tab = window.corpus_tab
+    window.tabs.setCurrentWidget(tab)
+    for panel in (tab.similar, tab.heads):
+        tab.panels.setCurrentWidget(panel)
+        show_size(qtbot, window, 1024, 640)
+        assert not scroll_bars(window), f"{tab.panels.tabText(tab.panels.currentIndex())}: {scroll_bars(window)}"
+    tab.panels.setCurrentWidget(tab.maps)
+    show_size(qtbot, window, 1024, 640)  # wider than 1024 px: it scrolls (the window keeps its size)
+    seen, whole = window.tabs.visibleRegion().boundingRect(), window.tabs.rect()
+    assert seen == whole or scroll_bars(window)
