@@ -35,6 +35,7 @@ ROLE_COLOURS = {  # the first word of a role (model/inspection/heads.py) -> its 
 CHANGE_BRUSH = (238, 202, 59, 60)  # a phase change's stretch of training, shaded
 CHANGE_COLOUR = "#e6c43a"  # that shade as the legend names it (opaque: the band is this over white)
 MARKED_CHANGES = 5  # phase changes shaded on the plots (the list holds all of them)
+MIN_PLOT_PX = 48  # the least height a plot's curves get: a lower pane scrolls (they were squashed to a line, issue 39)
 ROW_FONT_PX = (6, 10)  # the roles' head labels: the smallest and largest font (pixels), fitted to a row's height
 
 
@@ -96,6 +97,7 @@ def step_plot(layout: pg.GraphicsLayout, row: int, column: int, title: str, y_la
     """A plot of the layout over the log step axis, light grid, no mouse menu; its title wraps to its width."""
     plot = layout.addPlot(row=row, col=column, rowspan=rowspan, axisItems={"bottom": StepAxis("bottom")})
     fit_title(plot)
+    plot.vb.setMinimumHeight(MIN_PLOT_PX * rowspan)
     plot.setTitle(title, size="9pt")
     plot.setLabel("left", y_label)
     plot.setMenuEnabled(False)

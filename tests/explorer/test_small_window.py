@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
+from explorer.widgets.timeline_plots import MIN_PLOT_PX
 from tests.explorer.window_invariants import graphics_clipped, label_clipped, outside, scrolled
 from tests.model.timeline.recorded import copy_timeline
 
@@ -103,7 +104,9 @@ def curves_problems(view) -> list[str]:
             continue
         if why := label_clipped(label) or outside(label, view.window()):
             found.append(f"{label.text()[:40]!r}: {why}")
-    for plot in view.plots:  # each title's lines within its plot, as high as its row
+    for plot in view.plots:  # each plot's curves readable, each title's lines within its plot, as high as its row
+        if plot.vb.height() < MIN_PLOT_PX - 1:
+            found.append(f"the plot {plot.titleLabel.item.toPlainText()[:40]!r} draws its curves {plot.vb.height():.0f} px high")
         title = plot.titleLabel
         text = title.item.mapRectToParent(title.item.boundingRect())
         if text.width() > title.size().width() + 1 or text.height() > title.size().height() + 1:
