@@ -9,15 +9,15 @@ less at 1280). Here a page not shown asks for no room (its size policy ignored u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.settings_values import SettingsValues
 
-if TYPE_CHECKING:
-    from explorer.tabs.explore_tab import ExploreTab
+# explorer.tabs.explore_tab.ExploreTab, which imports this module: named here, not imported (no cycle)
+ExploreTab = Any
 
 IGNORED = QSizePolicy.Policy.Ignored
 TOP_SIZES = [600, 700]  # the views beside the focus heatmap
