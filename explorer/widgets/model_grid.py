@@ -22,6 +22,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
+from explorer.widgets.rich_title import fit_title
 from model.data.token_labels import HIGHLIGHT
 
 GAP = 0.12  # space between cells, as a share of a cell
@@ -78,6 +79,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
+        fit_title(self.plot)  # wrapped to the grid's width: a long title (two snapshots) cut the last heads off
         self.plot.invertY(True)
         self.plot.showAxis("top")
         self.plot.hideAxis("bottom")

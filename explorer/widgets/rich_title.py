@@ -35,7 +35,7 @@ class RichTitle(pg.LabelItem):
         self.updateMin()
 
     def updateMin(self) -> None:  # noqa: N802 - LabelItem's name: its minimum is no width, the height of its lines
-        if not hasattr(self, "plot"):  # LabelItem's constructor calls it before this one's is done
+        if not hasattr(self, "plot") or not self.isVisibleTo(self.plot):  # not built yet, or hidden (PlotItem.setTitle(None))
             return
         width = self.size().width()
         self.item.setTextWidth(width if width > 1 else NO_WIDTH_YET)

@@ -146,3 +146,19 @@ def test_the_corpus_tab_fits_1024_by_640_but_for_the_query_key_map(qtbot, window
     show_size(qtbot, window, 1024, 640)  # wider than 1024 px: it scrolls (the window keeps its size)
     seen, whole = window.tabs.visibleRegion().boundingRect(), window.tabs.rect()
     assert seen == whole or scroll_bars(window)
+
+
+def test_a_long_grid_title_wraps_within_the_grid(qtbot, timeline_window):
+    """The model grid's title (the two snapshots a difference subtracts) asked for its whole width: the grid's plots
+    were wider than its view, the last heads cut off (the window state test, at 1104 px)."""
+    window, tab, _source = timeline_window
+    tab.views.setCurrentWidget(tab.grid)
+    tab.grid.set_title("step 7,174 of 7,174 (final: the weights of step 6,000) minus step 232 of 7,174 (the onset) " * 2)
+    for size in ((1024, 640), (1104, 1355)):
+        show_size(qtbot, window, *size)
+        assert graphics_clipped(tab.grid) == "", size
+        title = tab.grid.plot.titleLabel
+        assert title.item.mapRectToParent(title.item.boundingRect()).width() <= title.size().width() + 1
+    tab.grid.set_title("")  # no title: no room kept for it, at any size
+    show_size(qtbot, window, 1300, 850)
+    assert tab.grid.plot.layout.rowMaximumHeight(0) == 0 and not tab.grid.plot.titleLabel.isVisible()
