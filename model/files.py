@@ -12,8 +12,9 @@ OutputError naming the file (``write_failure``).
 ``check_output`` refuses, before any work is done, a destination that cannot be written, that is not a regular file
 (a device such as /dev/null, a FIFO or a socket: renaming over one would replace it, so it is never written, and
 ``atomic_output`` looks again right before its rename), or that is one of the command's inputs or a file that goes
-with one (a model's timeline; a file already in a model folder being read). A temporary file left behind by a killed writer is removed at the next
-write to the same name (``remove_stale_partials``); one that a live process is still writing never is.
+with one (a model's timeline; a file already in a model folder being read). A temporary file left behind by a killed
+writer is removed at the next write to the same name (``remove_stale_partials``); one that a live process is still
+writing never is.
 """
 
 from __future__ import annotations
