@@ -1,7 +1,7 @@
 """Fault injection: `train` killed (SIGKILL) or interrupted (SIGINT) at random moments — during the
 imports, the corpus and tokenizer preparation, training, or the save — over an existing good model file.
-The moments are stratified over the span of a run measured on the spot: each twelfth of it is hit by both
-signals (24 runs). Afterwards the file is always either the old model, byte for byte, or a complete new one
+The moments are stratified over the span of a run measured on the spot: each eighth of it is hit by both
+signals (16 runs). Afterwards the file is always either the old model, byte for byte, or a complete new one
 that loads with finite weights and consecutive training steps (all of them, or those before a Ctrl-C):
 never an untrained or a half-written one, and its timeline is the one written with it (issue 39: the pair is written
 both or neither, model/io/pair.py). A later save to the same folder leaves no temporary file behind."""
@@ -22,7 +22,7 @@ from model.io import checkpoint
 from model.io.timeline import find_timeline, load_timeline
 from tests.cli.test_cli import ROOT
 
-STRATA = 12  # parts of a run's span, each hit once per file: 24 runs over two files trained side by side
+STRATA = 8  # parts of a run's span, each hit once per file: 16 runs over two files trained side by side
 RUNS = 2 * STRATA
 MAX_STEPS = 60
 TINY = [

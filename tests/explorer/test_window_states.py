@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from tests.explorer.window_actions import NAMED, WindowStates
 from tests.explorer.window_invariants import problems
 
-EXAMPLES = int(os.environ.get("WINDOW_STATES_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("WINDOW_STATES_EXAMPLES", "10"))
 STEPS = int(os.environ.get("WINDOW_STATES_STEPS", "20"))
 
 pytest.importorskip("transformers", reason='the tiny Hugging Face model needs the hf extra: pip install ".[hf]"')
