@@ -9,7 +9,11 @@ Why this matters (measured on 2 cores, training ``copy``; benchmarks/train_under
   waits for is often not running, so the spinning thread burns the time slice the partner needs, and a
   step that took 60 ms took seconds: 17 steps/s alone fell to 0.2 beside two busy processes (1%).
   Spinning 1,000 rounds instead (``GOMP_SPINCOUNT``) keeps the speed alone (16-17 steps/s) and gave
-  6.6-7.6 steps/s beside two busy processes. It must be set before libgomp loads, that is before torch
+  6.6-7.6 steps/s beside two busy processes. But a thread that sleeps that soon gives its core to any niced
+  job at every barrier and waits for the job's time slice to end when it wakes: beside two ``nice 19`` loops
+  training ran at 84% of its quiet speed from the command line and 68% from the Train tab. 30,000 rounds
+  (tens of microseconds) keep both: 101% beside the niced loops, 44% beside two busy processes (where the
+  follower below runs one thread, which meets no barrier). It must be set before libgomp loads, that is before torch
   is imported: ``model`` does it on import (``apply_process_policies``), and leaves a user's own
   ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` alone.
 - A team of two threads on two cores that other programs share still waits at every barrier for the
@@ -40,7 +44,7 @@ import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
-SPIN_COUNT = "1000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000)
+SPIN_COUNT = "30000"  # OpenMP barrier spin rounds before sleeping (libgomp's default: 300,000; see above)
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
