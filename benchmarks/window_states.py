@@ -39,12 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     if options.survey:
         window_actions.SURVEY = {}
     counted = {"sequences": 0}
+    started = time.perf_counter()
 
     class Counted(window_actions.WindowStates):
         compute_curves = not options.no_curves
 
         def __init__(self) -> None:
             counted["sequences"] += 1
+            if counted["sequences"] % 50 == 0:  # progress, for a long run
+                print(f"{counted['sequences']} sequences, {time.perf_counter() - started:.0f} s", flush=True)
             super().__init__()
 
     chosen = settings(
@@ -56,7 +59,6 @@ def main(argv: list[str] | None = None) -> int:
         suppress_health_check=list(HealthCheck),
         print_blob=True,
     )
-    started = time.perf_counter()
     failed = False
     try:
         run_state_machine_as_test(Counted, settings=chosen)
