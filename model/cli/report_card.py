@@ -26,7 +26,6 @@ from model.grading.cases import grading_pairs
 from model.grading.grader import PAIRS, CardSettings, grade
 from model.grading.methods import CARD_IG_POINTS, METHODS, MethodSettings, method_names
 from model.grading.sanity import shuffled_targets_model
-from model.io.bundle import ModelBundle
 from model.io.models import model_source, open_model
 
 
@@ -84,7 +83,7 @@ def check_shuffled_model(bundle: Any, shuffled: Any, name: str, graded: str) -> 
     """The model trained on shuffled targets must be the graded model's twin but for its training: of its family, its
     shape (config) and its tokenizers, or its attributions cannot be compared (nor computed on the same pieces)."""
     prefix = f"--shuffled-model {name}"
-    if not isinstance(shuffled, ModelBundle) or not isinstance(bundle, ModelBundle):
+    if not (shuffled.family.capabilities.trainable and bundle.family.capabilities.trainable):  # the app's own models
         raise CommandError(f"{prefix}: not one of the app's own models; give one trained like {graded}, on shuffled targets")
     if shuffled.family.name != bundle.family.name:
         raise CommandError(
