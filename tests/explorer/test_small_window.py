@@ -9,26 +9,17 @@ import pytest
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
 from explorer.widgets.timeline_plots import MIN_PLOT_PX
+from tests.explorer.test_timeline_window import open_timeline_window
 from tests.explorer.window_invariants import graphics_clipped, label_clipped, outside, scrolled
-from tests.model.timeline.recorded import copy_timeline
 
-SENTENCE = "a b c d e f"
 WAIT_MS = 60000
 
 
 @pytest.fixture
 def timeline_window(qtbot, open_window):
-    """(window, Explore tab, the copy run's timeline): its final model open with SENTENCE translated, the timeline bar
-    shown (as tests/explorer/test_timeline_window.py opens it)."""
-    source = copy_timeline()[0]
-    window = open_window()
-    window.controllers.timeline.find = lambda bundle: source if bundle is source.bundle else None
-    window.explore.set_model(source.bundle)
-    tab = window.explore_tab
-    tab.controls.source.setText(SENTENCE)
-    tab.controls.source.returnPressed.emit()
-    qtbot.waitUntil(lambda: tab.over_training.bar.isVisible() and not window.controllers.timeline.running, timeout=WAIT_MS)
-    return window, tab, source
+    """(window, Explore tab, the copy run's timeline), as tests/explorer/test_timeline_window.py opens it, its
+    background work done."""
+    return open_timeline_window(qtbot, open_window, settled=True)
 
 
 def show_size(qtbot, window, width: int, height: int) -> None:

@@ -32,9 +32,9 @@ def settle(qtbot, window) -> None:
     qtbot.waitUntil(lambda: not window.controllers.timeline.running, timeout=WAIT_MS)
 
 
-@pytest.fixture
-def timeline_window(qtbot, open_window):
-    """(window, Explore tab, the copy run's timeline): its final model open with SENTENCE translated, the bar shown."""
+def open_timeline_window(qtbot, open_window, settled: bool = False):
+    """(window, Explore tab, the copy run's timeline): its final model open with SENTENCE translated, the bar shown
+    (``settled``: and the timeline's background work done)."""
     source = copy_timeline()[0]
     window = open_window()
     window.controllers.timeline.find = lambda bundle: source if bundle is source.bundle else None
@@ -42,8 +42,15 @@ def timeline_window(qtbot, open_window):
     tab = window.explore_tab
     tab.controls.source.setText(SENTENCE)
     tab.controls.source.returnPressed.emit()
-    qtbot.waitUntil(lambda: tab.over_training.bar.isVisible(), timeout=WAIT_MS)
+    timeline = window.controllers.timeline
+    qtbot.waitUntil(lambda: tab.over_training.bar.isVisible() and not (settled and timeline.running), timeout=WAIT_MS)
     return window, tab, source
+
+
+@pytest.fixture
+def timeline_window(qtbot, open_window):
+    """(window, Explore tab, the copy run's timeline): its final model open with SENTENCE translated, the bar shown."""
+    return open_timeline_window(qtbot, open_window)
 
 
 def choose_comparison(bar, index: int | None, mode: str = "difference") -> None:

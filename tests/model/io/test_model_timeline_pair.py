@@ -89,9 +89,8 @@ def test_a_failure_while_the_timeline_is_written_saves_neither(old_pair, monkeyp
     _same_pair(path, model_bytes, timeline_bytes)
 
 
-def test_a_failure_between_the_two_renames_puts_the_old_pair_back(old_pair, monkeypatch):
-    path, model_bytes, timeline_bytes = old_pair
-    bundle = record(6, snapshots=3).bundle
+def fail_the_models_rename(monkeypatch, path: Path) -> None:
+    """The rename onto the model file ``path`` fails (an I/O error); every other rename happens."""
     replace = os.replace
 
     def failing_for_the_model(source, destination):
@@ -100,6 +99,12 @@ def test_a_failure_between_the_two_renames_puts_the_old_pair_back(old_pair, monk
         replace(source, destination)
 
     monkeypatch.setattr(model.files.os, "replace", failing_for_the_model)
+
+
+def test_a_failure_between_the_two_renames_puts_the_old_pair_back(old_pair, monkeypatch):
+    path, model_bytes, timeline_bytes = old_pair
+    bundle = record(6, snapshots=3).bundle
+    fail_the_models_rename(monkeypatch, path)
     with pytest.raises(CheckpointError, match="m.safetensors: cannot be written"):
         checkpoint.save(bundle, path)
     monkeypatch.undo()
@@ -153,14 +158,7 @@ def test_a_model_with_no_timeline_replacing_one_that_had_it_leaves_no_timeline_o
     path, model_bytes, timeline_bytes = old_pair
     bundle = record(6, snapshots=3).bundle
     bundle.recording = None
-    replace = os.replace
-
-    def failing_for_the_model(source, destination):
-        if Path(destination) == path:
-            raise OSError(5, "Input/output error")
-        replace(source, destination)
-
-    monkeypatch.setattr(model.files.os, "replace", failing_for_the_model)
+    fail_the_models_rename(monkeypatch, path)
     with pytest.raises(CheckpointError):
         checkpoint.save(bundle, path)
     monkeypatch.undo()
