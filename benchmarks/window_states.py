@@ -9,6 +9,11 @@ actions and printed.
 problem, with the actions that first led to it, for a list of what is wrong before fixing.
 
     QT_QPA_PLATFORM=offscreen nice -n 19 python benchmarks/window_states.py --examples 1000 [--steps 20] [--random]
+    QT_QPA_PLATFORM=offscreen python benchmarks/window_states.py --examples 1000 --minutes 60   # random, in rounds of 50
+
+``--minutes``: a time budget; the sequences run in rounds of ``--round`` (other sequences each round) and no round
+starts once the budget is spent, so a cut-off run still prints its summary. The progress lines give the process's
+resident memory: a window that outlived its sequence would show as steady growth.
     QT_QPA_PLATFORM=offscreen python benchmarks/window_states.py --examples 30 --survey
 """
 
@@ -28,12 +33,43 @@ from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 from tests.explorer import window_actions  # noqa: E402
 
 
+def resident_mb() -> float:
+    """This process's resident memory (Linux), in MB."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_round(machine: type, examples: int, steps: int, randomized: bool) -> bool:
+    """``examples`` sequences of up to ``steps`` actions; False when one broke an invariant (Hypothesis has printed
+    the minimal sequence)."""
+    chosen = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        derandomize=not randomized,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+    try:
+        run_state_machine_as_test(machine, settings=chosen)
+    except Exception as error:  # noqa: BLE001 - the minimal failing sequence is printed by Hypothesis
+        print(f"FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=int(os.environ.get("WINDOW_STATES_EXAMPLES", "1000")))
     parser.add_argument("--steps", type=int, default=int(os.environ.get("WINDOW_STATES_STEPS", "20")))
     parser.add_argument("--random", action="store_true", help="other sequences at each run (default: derandomized, as CI)")
     parser.add_argument("--no-curves", action="store_true", help="never compute the curves over training (as CI)")
+    parser.add_argument("--minutes", type=float, default=None, help="a time budget: rounds of random sequences")
+    parser.add_argument("--round", type=int, default=50, help="sequences per round with --minutes")
     parser.add_argument("--survey", action="store_true", help="list every problem met instead of failing at the first")
     options = parser.parse_args(argv)
     if options.survey:
@@ -47,24 +83,20 @@ def main(argv: list[str] | None = None) -> int:
         def __init__(self) -> None:
             counted["sequences"] += 1
             if counted["sequences"] % 50 == 0:  # progress, for a long run
-                print(f"{counted['sequences']} sequences, {time.perf_counter() - started:.0f} s", flush=True)
+                elapsed = time.perf_counter() - started
+                print(f"{counted['sequences']} sequences, {elapsed:.0f} s, {resident_mb():.0f} MB resident", flush=True)
             super().__init__()
 
-    chosen = settings(
-        max_examples=options.examples,
-        stateful_step_count=options.steps,
-        deadline=None,
-        derandomize=not options.random,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        print_blob=True,
-    )
+    budget_s = None if options.minutes is None else options.minutes * 60
     failed = False
-    try:
-        run_state_machine_as_test(Counted, settings=chosen)
-    except Exception as error:  # noqa: BLE001 - the minimal failing sequence is printed by Hypothesis
-        failed = True
-        print(f"FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+    while not failed and counted["sequences"] < options.examples:
+        if budget_s is not None and time.perf_counter() - started > budget_s:
+            print(f"the time budget ({options.minutes:g} min) is spent: no more rounds", flush=True)
+            break
+        chunk = options.examples if budget_s is None else min(options.round, options.examples - counted["sequences"])
+        failed = not run_round(Counted, chunk, options.steps, randomized=options.random or budget_s is not None)
+        if budget_s is None:
+            break
     elapsed = time.perf_counter() - started
     print(
         f"{counted['sequences']} sequences of up to {options.steps} actions in {elapsed:.0f} s: {'FAILED' if failed else 'passed'}"

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTa
 
 from explorer.pretrained_dialog import PretrainedDialog
 from explorer.qt_runner import gui_runner
-from explorer.runtime import freeze_long_lived
+from explorer.runtime import freeze_long_lived, thaw
 from explorer.settings_values import SettingsValues
 from explorer.widgets.model_info import ModelInfoDialog
 from explorer.widgets.scroll_area import scrolled
@@ -372,8 +372,10 @@ class MainWindow(QMainWindow):
 
     def close_controllers(self) -> bool:
         """Stop training (nothing kept) and every other job, and join them; True when all have ended. Nothing a job
-        reports afterwards reaches the window."""
-        return self.controllers.close(CLOSE_TIMEOUT_S)
+        reports afterwards reaches the window. The window's objects may be collected again (explorer/runtime.py)."""
+        ended = self.controllers.close(CLOSE_TIMEOUT_S)
+        thaw()
+        return ended
 
     def ask_to_stop_training(self):
         """Asked on close while training runs (tests replace it)."""

@@ -77,6 +77,13 @@ def freeze_long_lived() -> None:
     gc.freeze()
 
 
+def thaw() -> None:
+    """What was frozen may be collected again: a closed window, or a finished training run's corpus and batches.
+    Frozen objects are never collected, so without this every window opened in a process (tests open hundreds)
+    and every training run's cyclic garbage would live until the process ends."""
+    gc.unfreeze()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """No full garbage-collector passes while a corpus, tokenizers, model and batches are built.

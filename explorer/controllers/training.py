@@ -13,7 +13,7 @@ from typing import Any
 
 from explorer.controllers.events import Event
 from explorer.controllers.runner import Job, Runner
-from explorer.runtime import collector_paused, for_training
+from explorer.runtime import collector_paused, for_training, thaw
 from model.data.corpora import CorpusSpec, load_corpus
 from model.kinds import StopReason
 from model.training.presets import measure_step_seconds
@@ -97,6 +97,7 @@ class TrainingController:
         return train(request, callbacks, control)
 
     def _on_done(self, outcome: TrainingOutcome) -> None:
+        thaw()  # the run's corpus and batches, frozen while it trained, may be collected now
         if outcome.stopped is StopReason.CANCELLED and not self.keep_on_cancel:
             outcome.bundle = None
         self.finished.emit(outcome)

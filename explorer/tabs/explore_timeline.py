@@ -40,6 +40,8 @@ class ExploreTimeline:
         self.bar = TimelineBar(PLAY_SECONDS)
         self.bar.hide()
         self.curves_view = CurvesView()
+        self.curves_view.setParent(tab)  # owned by the tab while not among the views: it goes with the window
+        self.curves_view.hide()
         self._partner: Trace | None = None  # the compared snapshot's trace at the last draw (None: no difference)
         self._wire()
 
