@@ -42,6 +42,8 @@ class ExploreExports(QObject):
                 f"{VIEW_NAMES[name][0].upper()}{VIEW_NAMES[name][1:]}…", lambda checked=False, n=name: self.export_dialog(n)
             )
         self.all_action = self._action("Export all kinds × layers × heads…", self.export_all_dialog)
+        self.stop_all_action = self._action("Stop exporting all", self.stop_export_all)
+        self.stop_all_action.setEnabled(False)  # while Export all runs
         self.page_action = self._action("Interactive page (HTML)…", self.export_page_dialog)
         self.menu.addSeparator()
         self.copy_action = self._action("Copy focus view to clipboard", lambda: self.copy_view("focus"), "Ctrl+Shift+C")
@@ -172,10 +174,9 @@ class ExploreExports(QObject):
         self.export_dialog("focus", page=True)
 
     def export_all_dialog(self) -> None:
-        """Export all into a chosen folder, in a worker thread (a few seconds for a large model): the window
-        stays responsive and the status bar says when the files are written."""
-        from model.figures.export import export_all  # deferred: matplotlib loads with the first export
-
+        """Export all into a chosen folder, in a job of the window's runner (a few seconds for a large model): the
+        window stays responsive, "Stop exporting all" stops it between two figures (the files written are kept, each
+        whole), and the status bar says when the files are written."""
         folder = QFileDialog.getExistingDirectory(
             self.tab, "Export every kind, layer and head into a folder", str(self.tab.settings.folder("explore/export_folder"))
         )
@@ -186,15 +187,37 @@ class ExploreExports(QObject):
         except export_errors() as error:
             self.tab.explore.message.emit(f"Export failed: {error}")
             return
+        self.start_export_all(trace, folder, request)
+
+    def start_export_all(self, trace, folder: str, request) -> None:
+        """Export all of ``trace`` into ``folder`` on the runner's Export all channel."""
         message = self.tab.explore.message
+        kept: list[Path] = []  # the files a stopped export had written
+
+        def work(job):
+            from model.figures.export import ExportStopped, export_all  # deferred: matplotlib loads with the first export
+
+            try:
+                return export_all(trace, folder, request, stop=job.token.is_cancelled)
+            except ExportStopped as stopped:
+                kept.extend(stopped.written)
+                job.check()  # cancelled: the runner reports it as such
+                raise
 
         message.emit(f"Exporting every kind, layer and head to {folder}…")
+        self.stop_all_action.setEnabled(True)
         self.tab.runner.submit(
             EXPORT_CHANNEL,
-            lambda job: export_all(trace, folder, request),
+            work,
             on_done=lambda written: message.emit(f"Exported {len(written)} files to {folder} (index.csv names them)"),
             on_error=lambda text: message.emit(f"Export failed: {text}"),
+            on_cancelled=lambda: message.emit(f"Export all stopped: {len(kept)} files written to {folder} are kept"),
+            on_end=lambda: self.stop_all_action.setEnabled(False),
         )
+
+    def stop_export_all(self) -> bool:
+        """Stop Export all between two figures; True when one was running."""
+        return self.tab.runner.cancel(EXPORT_CHANNEL)
 
     def settings_dialog(self):
         from explorer.widgets.figure_settings import FigureSettingsDialog  # deferred: matplotlib loads with the first export

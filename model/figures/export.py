@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -170,13 +171,28 @@ def file_stem(kind: AttentionKind, layer: int, head: int | str) -> str:
     return f"{kind}_L{layer + 1}_{'H' + str(head + 1) if isinstance(head, int) else head}"
 
 
+class ExportStopped(Exception):
+    """Export all was stopped between two figures (its ``stop()`` said so). ``written``: the files it had finished,
+    each whole (every file is written atomically); no ``index.csv`` is written for a stopped export."""
+
+    def __init__(self, written: list[Path]):
+        super().__init__(f"stopped after {len(written)} files")
+        self.written = written
+
+
 def export_all(
-    trace: Trace, folder: str | Path, request: ExportRequest | None = None, formats: tuple[str, ...] = (".png", ".csv", ".npy")
+    trace: Trace,
+    folder: str | Path,
+    request: ExportRequest | None = None,
+    formats: tuple[str, ...] = (".png", ".csv", ".npy"),
+    stop: Callable[[], bool] | None = None,
 ) -> list[Path]:
     """Every kind x layer x head and aggregate (mean, max, rollout) of the trace at the request's step
     and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file.
     A file that cannot be written (a full disk) stops it with one OutputError, once every PNG being written
-    in the background has finished: none writes on, and no temporary file is left."""
+    in the background has finished: none writes on, and no temporary file is left. ``stop()`` is asked before
+    each figure: once it says True, the PNGs not yet begun are dropped, those being written finish, and
+    ``ExportStopped`` names the files written. The PNG writer threads are this call's own: none outlives it."""
     request = request or ExportRequest()
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -186,60 +202,90 @@ def export_all(
     except OSError as error:
         raise OutputError(f"{folder}: cannot be created ({error.strerror or error})") from None
     shown = shown_trace(trace, request.step, request.word_level)
-    index: list[list[str]] = []
-    pending: list[Future] = []  # PNGs being written
-    try:
-        for kind in shown.kinds:
-            _export_kind(shown, kind, folder, request, formats, pending, index)
-    finally:
-        wait(pending)  # the first error is the one reported; the writers still running end first
-    for job in pending:
+    # PNG compression releases the GIL: two threads encode while the next figure is drawn.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="png-writer") as writers:
+        run = _ExportRun(shown, folder, request, formats, writers, stop or (lambda: False))
+        try:
+            for kind in shown.kinds:
+                run.export_kind(kind)
+        except _Stopped:
+            raise ExportStopped(run.finish_stopped()) from None
+        finally:
+            wait(run.pending.values())  # the first error is the one reported; the writers still running end first
+    for job in run.pending.values():
         job.result()  # an error writing any PNG is raised here
     index_path = folder / "index.csv"
     with atomic_output(index_path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["file", "kind", "layer", "head", "step", "level", "format", "description"])
-        writer.writerows(index)
-    return [folder / row[0] for row in index] + [index_path]
+        writer.writerows(run.index)
+    return [folder / row[0] for row in run.index] + [index_path]
 
 
-def _export_kind(
-    shown: Trace,
-    kind: AttentionKind,
-    folder: Path,
-    request: ExportRequest,
-    formats: tuple[str, ...],
-    pending: list[Future],
-    index: list[list[str]],
-) -> None:
-    """Export all's files of one kind: every layer x head and aggregate, then its grids; a row of ``index`` each."""
-    weights = shown.matrix(kind)  # [layers, heads, queries, keys]
-    n_layers, n_heads = weights.shape[:2]
-    frames = None
-    for layer in range(n_layers):
-        for head in heads_for(kind, n_heads):
-            matrix = select(shown, kind, layer, head)
-            stem = file_stem(kind, layer, head)
-            for suffix in formats:
-                path = folder / f"{stem}{suffix}"
-                if suffix == ".npy" or suffix == ".csv":
-                    save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
-                elif matrix.values.size and suffix == ".png":
-                    if frames is None or frames.key != (kind, matrix.values.shape):
-                        frames = _FocusFrames(matrix, shown, request)
-                    pending.append(frames.save(matrix, path))
-                elif matrix.values.size:  # SVG and PDF are drawn whole
-                    save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
-                else:
-                    continue
-                row = [str(layer + 1), _head_name(head), str(shown.n_steps), shown.level, suffix[1:], matrix.title]
-                index.append([path.name, kind, *row])
-    for suffix in (suffix for suffix in formats if suffix in FIGURE_SUFFIXES):
-        if weights.shape[2]:
-            path = folder / f"{kind}_grid{suffix}"
-            save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
-            description = f"{kind.label}: every layer and head"
-            index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:], description])
+class _Stopped(Exception):
+    """Inside Export all: its ``stop()`` said True between two figures."""
+
+
+@dataclass
+class _ExportRun:
+    """One Export all call: the trace shown, where and how it writes, its own PNG writers, the PNGs pending (by
+    path) and a row of ``index`` per file."""
+
+    shown: Trace
+    folder: Path
+    request: ExportRequest
+    formats: tuple[str, ...]
+    writers: Executor
+    stop: Callable[[], bool]
+    pending: dict[Path, Future] = field(default_factory=dict)
+    index: list[list[str]] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Between two figures: ``_Stopped`` once the caller's ``stop()`` says so."""
+        if self.stop():
+            raise _Stopped
+
+    def finish_stopped(self) -> list[Path]:
+        """After a stop: the PNGs not yet begun dropped, the others finished; the files written."""
+        dropped = {path for path, job in self.pending.items() if job.cancel()}
+        wait(self.pending.values())
+        for path, job in self.pending.items():
+            if path not in dropped:
+                job.result()  # an error writing a PNG is still the error reported
+        return [self.folder / row[0] for row in self.index if self.folder / row[0] not in dropped]
+
+    def export_kind(self, kind: AttentionKind) -> None:
+        """Export all's files of one kind: every layer x head and aggregate, then its grids; a row of ``index`` each."""
+        shown, request = self.shown, self.request
+        weights = shown.matrix(kind)  # [layers, heads, queries, keys]
+        n_layers, n_heads = weights.shape[:2]
+        frames = None
+        for layer in range(n_layers):
+            for head in heads_for(kind, n_heads):
+                self.check()
+                matrix = select(shown, kind, layer, head)
+                stem = file_stem(kind, layer, head)
+                for suffix in self.formats:
+                    path = self.folder / f"{stem}{suffix}"
+                    if suffix == ".npy" or suffix == ".csv":
+                        save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
+                    elif matrix.values.size and suffix == ".png":
+                        if frames is None or frames.key != (kind, matrix.values.shape):
+                            frames = _FocusFrames(matrix, shown, request)
+                        self.pending[path] = frames.save(matrix, path, self.writers)
+                    elif matrix.values.size:  # SVG and PDF are drawn whole
+                        save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
+                    else:
+                        continue
+                    row = [str(layer + 1), _head_name(head), str(shown.n_steps), shown.level, suffix[1:], matrix.title]
+                    self.index.append([path.name, kind, *row])
+        for suffix in (suffix for suffix in self.formats if suffix in FIGURE_SUFFIXES):
+            if weights.shape[2]:
+                self.check()
+                path = self.folder / f"{kind}_grid{suffix}"
+                save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
+                description = f"{kind.label}: every layer and head"
+                self.index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:], description])
 
 
 def _head_name(head: int | str) -> str:
@@ -278,7 +324,8 @@ class _FocusFrames:
         self.rows = np.round(height - np.linspace(y1, y0, n_queries + 1)).astype(int)  # [Q + 1] from the top
         self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
 
-    def save(self, matrix: AttentionMatrix, path: Path) -> Future:
+    def save(self, matrix: AttentionMatrix, path: Path, writers: Executor) -> Future:
+        """Draw ``matrix`` over the background and hand its PNG to ``writers`` (the export's own threads)."""
         # deferred: Pillow only when a PNG is written
         from PIL import Image
 
@@ -298,16 +345,12 @@ class _FocusFrames:
         width, height = self.canvas.get_width_height(physical=True)
         picture = Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         rgb = picture.convert("RGB")  # a copy: the canvas can be redrawn while it is written
-        return _WRITERS.submit(_write_png, rgb, path, self.dpi)
+        return writers.submit(_write_png, rgb, path, self.dpi)
 
 
 def _write_png(picture, path: Path, dpi: float) -> None:
     with atomic_output(path) as temporary:
         picture.save(temporary, format="png", dpi=(dpi, dpi), compress_level=1)
-
-
-# PNG compression releases the GIL: two threads encode while the next figure is drawn.
-_WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="png-writer")
 
 
 def _title(matrix: AttentionMatrix) -> str:
