@@ -56,6 +56,8 @@ RUN = [
 # Trains from the command line's own code path, reporting (seconds, step, threads) of every step on stdout.
 CLI_PROBE = textwrap.dedent("""
     import json, sys, time
+    from model.runtime import apply_process_policies
+    apply_process_policies()  # as the entry points do, before torch loads
     from model.cli import train as train_command
     from model.cli.commands import build_parser
     args = build_parser().parse_args(["train", *sys.argv[2:], "--out", sys.argv[1], "--quiet",
@@ -76,6 +78,8 @@ CLI_PROBE = textwrap.dedent("""
 # Opens the window, fills the Train tab as a user would (the same run), clicks Start, and reports steps.
 TAB_PROBE = textwrap.dedent("""
     import json, os, sys, time
+    from model.runtime import apply_process_policies
+    apply_process_policies()  # as the entry points do, before torch loads
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings, QTimer
     from explorer.app import make_application, open_first_model

@@ -20,4 +20,4 @@ if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
     except ValueError:  # not the main thread: signals are not ours to handle
         pass
 
-import model  # noqa: E402, F401  (first: its process policies, model/runtime.py, must be set before torch loads)
+import model  # noqa: E402, F401  (first: its quiet Ctrl-C while the app starts, model/__init__.py)

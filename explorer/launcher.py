@@ -12,6 +12,7 @@ import signal
 import sys
 
 from model import take_over_ctrl_c
+from model.runtime import apply_process_policies
 
 NO_DISPLAY = (
     "transformer-explorer: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset). "
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     and exits with 130."""
     try:
         take_over_ctrl_c()  # from here a Ctrl-C is this function's (before, model/__init__.py's quiet exit)
+        apply_process_policies()  # OpenMP's wait policy: the program's own, set before torch loads (model/runtime.py)
         code = _main(sys.argv[1:] if argv is None else argv)
         if argv is None:  # the program itself: done, so a Ctrl-C during shutdown has nothing left to stop
             signal.signal(signal.SIGINT, signal.SIG_IGN)

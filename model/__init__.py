@@ -54,14 +54,9 @@ def take_over_ctrl_c() -> None:
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
+# Importing this package changes no environment variable: the process policies (OpenMP's wait, which must be set
+# before torch loads; model/runtime.py) are set by the entry points themselves (model/__main__.py, explorer/launcher.py).
 _before = _starting()
-try:
-    from model.runtime import apply_process_policies
-
-    apply_process_policies()  # OpenMP's wait policy, before anything imports torch (see runtime.py)
-except BaseException:
-    take_over_ctrl_c()
-    raise
 if _before is not None and not _entry_program():
     _signal.signal(_signal.SIGINT, _before)
 

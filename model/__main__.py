@@ -13,8 +13,9 @@ def _run() -> int:
     try:
         take_over_ctrl_c()  # from here a Ctrl-C is this function's (before, model/__init__.py's quiet exit)
         # deferred: imported inside the try so that Ctrl-C during the imports ends in one line
-        from model.runtime import COMMAND_IMPORTS, import_shielded
+        from model.runtime import COMMAND_IMPORTS, apply_process_policies, import_shielded
 
+        apply_process_policies()  # OpenMP's wait policy: the program's own, set before torch loads (runtime.py)
         if import_shielded(*COMMAND_IMPORTS):  # Ctrl-C while the libraries loaded: stop now, cleanly
             raise KeyboardInterrupt
         # deferred: after import_shielded has loaded the libraries (Ctrl-C in between is one line)

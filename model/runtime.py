@@ -14,8 +14,8 @@ Why this matters (measured on 2 cores, training ``copy``; benchmarks/train_under
   training ran at 84% of its quiet speed from the command line and 68% from the Train tab. 30,000 rounds
   (tens of microseconds) keep both: 101% beside the niced loops, 44% beside two busy processes (where the
   follower below runs one thread, which meets no barrier). It must be set before libgomp loads, that is before torch
-  is imported: ``model`` does it on import (``apply_process_policies``), and leaves a user's own
-  ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` alone.
+  is imported: each entry point does it first (``apply_process_policies``: ``python -m model``, ``transformer-explorer``;
+  importing ``model`` changes no variable), and leaves a user's own ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` alone.
 - A team of two threads on two cores that other programs share still waits at every barrier for the
   slower one. One thread was as fast beside one busy process as alone (10.9 steps/s) and two threads
   were not (4.4). So a training thread samples, about once a second, how much CPU the *other* programs
