@@ -27,10 +27,9 @@ from model.timeline.traces import SnapshotTrace
 
 if TYPE_CHECKING:  # matplotlib loads with the first export
     from model.figures.attention import FigureOptions
-    from model.timeline.views import ViewSpec
+    from model.timeline.views import Scope, ViewSpec
 
 EXPORT_CHANNEL = "timeline-export"
-SCOPES = ("head", "layer", "grid")
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Shown:
     kind: AttentionKind
     layer: int = 0  # from 0
     head: int | str = "mean"
-    scope: str = "head"  # SCOPES
+    scope: Scope = "head"
     word_level: bool = False
 
     def view(self) -> ViewSpec:

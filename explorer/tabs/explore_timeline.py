@@ -177,8 +177,13 @@ class ExploreTimeline:
         """What a figure over training shows: the grid or a layer's heads when that view is shown, else the focus."""
         tab = self.tab
         state, current = tab.shown_state, tab.views.currentWidget()
-        scope = "grid" if current is tab.grid else "layer" if current is tab.lines else "head"
-        return Shown(state.kind, state.layer, state.head, scope, state.word_level)
+        return Shown(
+            state.kind,
+            state.layer,
+            state.head,
+            "grid" if current is tab.grid else "layer" if current is tab.lines else "head",
+            state.word_level,
+        )
 
     def figure_options(self, width: float | None = None):
         from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
 from model.family import Family, ModelOption, families, family_named
 
 TIE_EMBEDDINGS = "tie_embeddings"  # the option the joint-vocabulary box sets, in a family that has it
-SHARED_ROWS = ("vocab_size", "joint_vocab")  # the form's own rows after the family's
 
 
 @overload

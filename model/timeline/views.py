@@ -8,6 +8,7 @@ snapshots, so that all three show the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from model.inspection.selection import head_title, select
 from model.kinds import AttentionKind, SelectionError
 from model.timeline.source import TimelineError
 
-SCOPES = ("head", "layer", "grid")
+Scope = Literal["head", "layer", "grid"]  # a head (or an aggregate), a layer's heads, every layer and head
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class ViewSpec:
     head: int | str | None = None  # from 0, or mean, max, rollout; None: every head of the layer (or the grid)
 
     @property
-    def scope(self) -> str:
+    def scope(self) -> Scope:
         if self.layer is None:
             return "grid"
         return "layer" if self.head is None else "head"
