@@ -35,25 +35,50 @@ def arrays(folder: Path) -> dict[str, np.ndarray]:
     return {path.name: np.load(path) for path in sorted((folder / "arrays").glob("*.npy"))}
 
 
+def decoded_one_by_one(bundle) -> list:
+    """Each sentence of the corpus decoded on its own by the Explore view's stepper (not the index's batched pass):
+    (source, reference, output, source pieces, decoder input pieces, pieces produced)."""
+    rows = []
+    for pair in read_sentences(CORPUS):
+        stepper = Stepper(bundle, pair.source)
+        stepper.run()
+        trace = stepper.trace()
+        rows.append(
+            (pair.source, pair.target, stepper.translation(), trace.source_tokens, trace.decoder_input_tokens, trace.target_tokens)
+        )
+    return rows
+
+
 def test_an_index_holds_every_sentence_token_and_head_of_the_corpus(built_index, tiny):
     manifest = json.loads((built_index / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["complete"] and manifest["model_digest"] == model_digest(tiny)
     config = tiny.config
+    expected = decoded_one_by_one(tiny)
+    held = tables(built_index)
+    assert held["sentences"] == [
+        (i, i // 8, source, reference, output, len(pieces), len(fed))  # chunks of 8 sentences
+        for i, (source, reference, output, pieces, fed, _) in enumerate(expected)
+    ]
+    encoder_rows = [(i, position, piece, None) for i, row in enumerate(expected) for position, piece in enumerate(row[3])]
+    decoder_rows = [(i, p, piece, row[5][p]) for i, row in enumerate(expected) for p, piece in enumerate(row[4])]
+    for side, rows in (("encoder", encoder_rows), ("decoder", decoder_rows)):
+        ordered = sorted((row for row in held["tokens"] if row[0] == side), key=lambda row: row[1])  # by row_id
+        assert [row[1] for row in ordered] == list(range(len(rows)))  # the arrays' rows, sentences in order
+        assert [row[2:] for row in ordered] == rows
     with CorpusIndex(built_index) as index:
         assert index.n_sentences == 30 == manifest["counts"]["sentences"]
-        n_source, n_target = index.n_rows("encoder"), index.n_rows("decoder")
-        assert index.query("SELECT sum(n_source), sum(n_target) FROM sentences")[1] == [(n_source, n_target)]
+        assert (index.n_rows("encoder"), index.n_rows("decoder")) == (len(encoder_rows), len(decoder_rows))
         for layer in index.manifest.layer_list:  # every layer of both sides, reduced to 16 dimensions
             assert index.layer_vectors(layer).shape == (index.n_rows(layer.side), 16)
         assert len(index.manifest.head_list) == 3 * config.n_heads  # decoder layer 1, cross-attention's two layers
         queries, keys = index.head_vectors(index.manifest.head_list[-1])  # a cross head: decoder queries, source keys
-        assert queries.shape == (n_target, config.d_model // config.n_heads) and keys.shape[0] == n_source
+        assert queries.shape == (len(decoder_rows), config.d_model // config.n_heads) and keys.shape[0] == len(encoder_rows)
         heads_per_sentence = 3 * 2 * config.n_heads
         assert index.query("SELECT count(*) FROM head_stats")[1] == [(30 * heads_per_sentence,)]
     with duckdb.connect() as connection:  # the Parquet copies hold the same rows
         for table in ("sentences", "tokens", "head_stats"):
             parquet = str(built_index / "parquet" / f"{table}.parquet")
-            assert connection.execute(f"SELECT count(*) FROM '{parquet}'").fetchone()[0] == len(tables(built_index)[table])
+            assert connection.execute(f"SELECT * FROM '{parquet}' ORDER BY ALL").fetchall() == held[table]
     assert not (built_index / "chunks").exists()
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from model.data.corpora import load_corpus
 from model.grading.cases import graded_pairs, grading_pairs
 from model.grading.grader import CardSettings, grade
 from model.grading.methods import MethodSettings
@@ -62,9 +63,12 @@ def test_map_similarity():
 
 def test_a_model_trained_on_shuffled_targets(copy_model):
     splits = shuffled_splits(copy_model.corpus, seed=0)
+    original = load_corpus(copy_model.corpus).train
     sources = [pair.source for pair in splits.train]
     targets = [pair.target for pair in splits.train]
-    assert sorted(targets) == sorted(pair.target for pair in splits.train)
+    assert sources == [pair.source for pair in original]  # each source in its place...
+    assert sorted(targets) == sorted(pair.target for pair in original)  # ...the corpus's own targets, shuffled
+    assert targets != [pair.target for pair in original]
     assert sum(source == target for source, target in zip(sources, targets)) < len(sources) // 4  # copy: mostly not its own
     steps = []
     shuffled = shuffled_targets_model(copy_model, 3, on_step=lambda done, total: steps.append((done, total)))

@@ -16,14 +16,17 @@ from model.timeline.source import SnapshotRecord, SnapshotSource, TimelineError,
 from model.timeline.traces import decode_own, snapshot_traces
 from model.timeline.views import ViewSpec, view_panel
 from tests.model.timeline.conftest import SENTENCE
-from tests.model.timeline.recorded import COPY_STEPS, copy_timeline
+from tests.model.timeline.recorded import COPY_STEPS
 
 
 def test_the_diagonal_forms_on_the_copy_corpus(timeline, curves):
     best = curves.best_aer()  # [N] the best cross head's AER at each snapshot
     assert best[0] > 0.8 and best[-1] < 0.1, best
     assert curves.aer_where == "50 copy test pairs, seed 0"  # the copy corpus's gold alignment: the diagonal
-    assert copy_timeline()[1] < 60  # recording the run: about 3 s on one core
+    first, _ = decode_own(timeline.bundle_at(0), SENTENCE)
+    last, _ = decode_own(timeline.bundle_at(len(timeline.snapshots) - 1), SENTENCE)
+    assert last.target_tokens == [f"▁{word}" for word in SENTENCE.split()] + ["</s>"]  # the final model copies
+    assert first.target_tokens != last.target_tokens  # the first snapshot did not yet
     final = timeline.bundle.model.state_dict()
     assert all(torch.equal(final[name], value) for name, value in timeline.states[-1].items())  # the last is the final
 
