@@ -9,5 +9,5 @@ whole, so it can be cancelled and resumed, and a full disk keeps what was finish
 
 ``CorpusIndex`` (index.py) reads an index; search.py finds the nearest tokens at a layer and the sentences where a
 head behaves a given way (a small predicate language, never raw SQL); qk.py projects a head's queries and keys
-together (PCA, UMAP, t-SNE) for the joint query-key map (model/figures/qk_map.py).
+together (PCA, UMAP, t-SNE) into map_panel.py's points, which the joint query-key map (model/figures/qk_map.py) draws.
 """

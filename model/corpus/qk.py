@@ -19,7 +19,7 @@ import numpy as np
 
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import CorpusIndexError, key_side, query_side
-from model.figures.qk_map import MapPanel
+from model.corpus.map_panel import MapPanel
 from model.files import atomic_output
 from model.kinds import AttentionKind
 from model.nn.masking import Head

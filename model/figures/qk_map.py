@@ -1,7 +1,8 @@
 """The joint query-key map of attention heads (AttentionViz's view): each head's queries and keys from many sentences
 projected together into two dimensions, one panel per head (small multiples for a layer's heads), coloured by the
 token's position, by the token itself, or by whether a point is a query or a key. Queries are drawn as circles, keys
-as triangles. The points come from a corpus index (model/corpus/qk.py); the figure reads only plain arrays.
+as triangles. The points come from a corpus index (model/corpus/qk.py, as ``MapPanel``s of model/corpus/map_panel.py);
+the figure reads only plain arrays.
 """
 
 from __future__ import annotations
@@ -9,13 +10,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import matplotlib
-import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from model.corpus.map_panel import MapPanel  # the analysis's points (also read from here by the window)
 from model.data.token_labels import display_labels
 from model.figures.attention import FigureOptions, new_figure, place_axes
 from model.figures.layout import FIGURE_RC, LINE, FigureError, wrap
@@ -26,23 +26,6 @@ QUERY_COLOUR, KEY_COLOUR = "#1b9e77", "#e7298a"  # green queries, pink keys (as 
 OTHER_TOKENS = "#cccccc"
 TOKEN_COLOURS = 10  # the most frequent tokens coloured; the rest grey
 MAX_COLUMNS = 4
-
-
-@dataclass
-class MapPanel:
-    """One head's points: coordinates [n, 2], query (True) or key, the token's position and piece, its sentence."""
-
-    title: str
-    xy: np.ndarray  # [n, 2]
-    is_query: np.ndarray  # [n] bool
-    positions: np.ndarray  # [n] int, from 0
-    tokens: list[str]  # [n] raw pieces
-    sentence_ids: np.ndarray  # [n]
-    row_ids: np.ndarray  # [n] the token's row in its side's arrays
-    axis_names: tuple[str, str] = ("1", "2")
-    notes: list[str] = field(default_factory=list)  # one line each under the panel (how well position is read off)
-    sides: tuple[str, str] = ("encoder", "encoder")  # whose tokens the queries and the keys are (a view opens them)
-    sentence_texts: dict[int, str] = field(default_factory=dict)  # sentence id -> its text (a view's hover shows it)
 
 
 def frequent_tokens(panels: Sequence[MapPanel], count: int = TOKEN_COLOURS) -> list[str]:
