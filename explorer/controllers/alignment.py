@@ -105,7 +105,7 @@ class AlignmentController:
         if n_pairs < 1:
             self.message.emit("The alignment table needs at least one pair.")
             return False
-        chosen = tuple(names) if names is not None else NAMES
+        chosen = tuple(names) if names is not None else tuple(NAMES)
         assert self.explore.bundle is not None and self.explore.bundle.corpus is not None  # unavailable() said so
         corpus = CorpusSpec.from_dict(self.explore.bundle.corpus.to_dict())  # the job's own copy
         try:

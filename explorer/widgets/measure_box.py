@@ -1,4 +1,5 @@
-"""The "Reading" box: raw attention weights or one of the contribution measures (model/attribution/measures.py).
+"""The "Reading" box: raw attention weights or one of the contribution measures: every measure registered when the
+box is made (model/inspection/measure_catalogue.py; the app's own come with model/attribution/measures.py).
 
 Every measure is listed; one the open model or the kind shown does not define is disabled, its tooltip saying
 why (a measure computed for the app's Transformer only, ALTI without cross-attention, saliency without the
@@ -11,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QComboBox
 
-from model.inspection.measure_catalogue import MEASURES, NAMES
+from model.attribution.measures import MEASURES, NAMES
 
 TOOLTIP = (
     "What the attention views show: the raw weights, or a measure of what each token contributed — "
@@ -25,7 +26,8 @@ class MeasureBox(QComboBox):
 
     def __init__(self):
         super().__init__()
-        for name in NAMES:
+        self.names = tuple(NAMES)  # the measures registered now, one item each
+        for name in self.names:
             self.addItem(MEASURES[name].label, name)
             self.setItemData(self.count() - 1, MEASURES[name].what, Qt.ItemDataRole.ToolTipRole)
         self.setToolTip(TOOLTIP)
@@ -38,7 +40,7 @@ class MeasureBox(QComboBox):
         return str(self.currentData() or "attention")
 
     def set_measure(self, name: str) -> None:
-        index = NAMES.index(name) if name in NAMES else 0
+        index = self.names.index(name) if name in self.names else 0
         self.setCurrentIndex(index)
 
     def set_available(self, reasons: dict[str, str]) -> None:
@@ -48,7 +50,7 @@ class MeasureBox(QComboBox):
         self.reasons = dict(reasons)
         items = self.model()
         assert isinstance(items, QStandardItemModel)
-        for index, name in enumerate(NAMES):
+        for index, name in enumerate(self.names):
             reason = reasons.get(name, "")
             item = items.item(index)
             item.setEnabled(not reason)

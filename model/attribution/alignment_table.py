@@ -14,14 +14,14 @@ default; the table keeps their corpus and seed, and its CSV and summary say them
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from model.attribution.integration import gap_percent
-from model.attribution.measures import MEASURES, NAMES, compute_measure, unsupported
+from model.attribution.measures import MEASURES, compute_measure, measure_names, unsupported
 from model.data.batching import encode_pairs
 from model.data.corpora import Pair
 from model.decoding.trace import group_matrix
@@ -68,9 +68,6 @@ class MeasureAlignment:
     def best(self) -> tuple[str, float]:
         """(where, AER) of the reading that aligns best."""
         return min(self.places(), key=lambda row: row[1])
-
-
-RAW_READINGS = {"attention": "predicting", "shift-att": "input"}  # the measures that are cross_attention_aer's readings
 
 
 @dataclass
@@ -147,21 +144,23 @@ class IntegrationTally:
 def alignment_table(
     bundle: Bundle,
     pairs: list[Pair],
-    names: tuple[str, ...] = NAMES,
+    names: Sequence[str] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     corpus: str = "",
     seed: int | None = None,
 ) -> AlignmentTable:
-    """The AER of every measure in ``names`` the model defines for cross-attention, over the gold ``pairs`` (drawn from
-    ``corpus``'s test split with ``seed``: ``aer_pairs``; the table keeps both to say them)."""
+    """The AER of every measure in ``names`` (default: every registered one) the model defines for cross-attention, over
+    the gold ``pairs`` (drawn from ``corpus``'s test split with ``seed``: ``aer_pairs``; the table keeps both to say
+    them). A measure that is a reading of raw cross-attention (its ``aer_reading``) takes its AER from
+    ``cross_attention_aer``; every other is computed pair by pair."""
     model, config = bundle.model, bundle.config
-    names = tuple(n for n in names if not unsupported(model, n, AttentionKind.CROSS))
+    names = tuple(n for n in (measure_names() if names is None else names) if not unsupported(model, n, AttentionKind.CROSS))
     pairs = [p for p in pairs if p.alignment]
     report = cross_attention_aer(bundle, pairs)  # raw attention, both readings: batched, a fraction of the time
     examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
     counts: dict[str, tuple[AlignmentCounts, AlignmentCounts]] = {}
-    integration = IntegrationTally()
+    integration = {name: IntegrationTally() for name in names}
     used = 0
     for index, (pair, (source_ids, target_ids)) in enumerate(zip(pairs, examples)):
         if cancelled is not None and cancelled():
@@ -172,19 +171,19 @@ def alignment_table(
             continue
         used += 1
         for name in names:
-            if name not in RAW_READINGS:
-                _count_measure(counts, model, name, pair, source_ids, target_ids, groups, integration)
+            if not MEASURES[name].aer_reading:
+                _count_measure(counts, model, name, pair, source_ids, target_ids, groups, integration[name])
         if on_progress is not None:
             on_progress(index + 1, len(pairs))
     table = AlignmentTable(n_pairs=used, corpus=corpus, seed=seed, report=report)
     for name in names:
-        if name in RAW_READINGS and report.n_pairs:
-            reading = READINGS.index(RAW_READINGS[name])
+        raw_reading = MEASURES[name].aer_reading
+        if raw_reading and report.n_pairs:
+            reading = READINGS.index(raw_reading)
             table.measures.append(MeasureAlignment(name, report.head_aer[reading], report.layer_aer[reading]))
         elif name in counts:
             head_counts, layer_counts = counts[name]
-            note = integration.note() if name == "ig" else ""
-            table.measures.append(MeasureAlignment(name, head_counts.aer(), layer_counts.aer(), note))
+            table.measures.append(MeasureAlignment(name, head_counts.aer(), layer_counts.aer(), integration[name].note()))
     return table
 
 

@@ -8,7 +8,8 @@ teacher-forced pass over the decoded output. ``.npz`` holds every kind's raw val
 (``{kind}_{measure}``) with the tokens; a figure (PNG, SVG, PDF) shows one kind's every layer and head, each
 query's row as its shares of the row's total, so that it compares with the attention grid.
 
-Measures (model/attribution/measures.py): ``norm`` ‖α_ij f(x_j)‖ (Kobayashi et al. 2020), ``alti`` and ``alti+``
+Measures: every one registered (model/inspection/measure_catalogue.py) beyond the raw weights; the app's own
+(model/attribution/builtin_measures.py) are ``norm`` ‖α_ij f(x_j)‖ (Kobayashi et al. 2020), ``alti`` and ``alti+``
 (Ferrando et al. 2022), ``value-zeroing`` (Mohebbi et al. 2023), ``attn-grad`` (Chefer et al. 2021), ``grad-input``,
 ``ig`` (integrated gradients) and ``shift-att`` (Chen et al. 2020). A kind the measure does not define is not in the
 ``.npz``, and a figure of it is refused with the reason. ALTI+ and the saliencies also save ``source_share`` [T] (each
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from model.attribution.integration import gap_percent
-from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, measured_trace, trace_measure, unsupported
+from model.attribution.measures import MEASURES, MeasureError, measure_names, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -80,9 +81,8 @@ def _save_figure(shown: Trace, kind: AttentionKind, args, options: FigureOptions
 def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name (default)")
     parser.add_argument("--text", required=True, help="the source sentence")
-    parser.add_argument(
-        "--measure", choices=list(CONTRIBUTIONS), default="norm", help="; ".join(f"{m}: {MEASURES[m].what}" for m in CONTRIBUTIONS)
-    )
+    names = measure_names(contributions=True)  # what is registered when the command line is read
+    parser.add_argument("--measure", choices=names, default="norm", help="; ".join(f"{m}: {MEASURES[m].what}" for m in names))
     parser.add_argument("--kind", choices=["encoder", "decoder", "cross"], default="cross", help="the kind a figure shows")
     parser.add_argument(
         "--layer",

@@ -169,7 +169,7 @@ def _measure(args, bundle: Bundle, pairs: list[Pair], measures: tuple[str, ...],
 
 
 def _measures(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip()) or NAMES
+    names = tuple(name.strip() for name in text.split(",") if name.strip()) or tuple(NAMES)
     unknown = [name for name in names if name not in NAMES]
     if unknown:
         raise CommandError(f"--measures: {', '.join(unknown)} unknown; the measures are {', '.join(NAMES)}")

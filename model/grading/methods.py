@@ -4,7 +4,9 @@ A method reads one pair and gives its *maps*: for each graded step, a score per 
 higher = more important) and, when it has one, per decoder input (``prefix`` [T, T], column 0 being <s>, NaN past the
 step). A new method plugs in by subclassing ``AttributionMethod`` and decorating it with ``register_method``.
 
-The app's measures (model/attribution/measures.py) are read as the app draws them, through their shares: a measure
+Every registered measure (model/inspection/measure_catalogue.py) is a method with nothing more to write: ``METHODS``
+holds one ``MeasureMethod`` per measure registered now, then the methods registered here (the baselines). They are
+read as the app draws them, through their shares: a measure
 per head (attention, norm-based, Shift-Att) or per layer (value zeroing) as the mean over its layers and heads, a
 rolled-out one (ALTI, ALTI+, attention × gradient) at its last layer (it reads through them all), a saliency (gradient
 × input, integrated gradients) as its one map — integrated gradients with at most ``ig_points`` gradient points per
@@ -14,12 +16,13 @@ source map: its source columns are "—" with the reason, and its prefix map is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from model.attribution.measures import MEASURES, compute_measure, unsupported
+from model.attribution.measures import MEASURES, Measure, compute_measure, unsupported
 from model.family import Bundle
 from model.grading.cases import GradedPair
 from model.grading.scoring import PairScorer
@@ -78,22 +81,6 @@ class AttributionMethod:
         raise NotImplementedError
 
 
-METHODS: dict[str, type[AttributionMethod]] = {}
-
-
-def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
-    """Make ``cls`` a method report cards can grade, by its name."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name to register it by")
-    METHODS[cls.name] = cls
-    return cls
-
-
-def method_names() -> tuple[str, ...]:
-    """Every registered method, the app's measures first."""
-    return tuple(sorted(METHODS, key=lambda name: (METHODS[name].baseline, list(METHODS).index(name))))
-
-
 def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
     """A measure's shares [layers, heads, queries, keys] as one map [queries, keys]: the last layer of a rollout, else
     the mean over layers and heads."""
@@ -101,14 +88,9 @@ def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
 
 
 class MeasureMethod(AttributionMethod):
-    """One of the app's measures (model/inspection/measure_catalogue.py), read through ``compute_measure``."""
+    """A registered measure, read through ``compute_measure`` (``measure_method`` makes one per measure)."""
 
     measure: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        catalogue = MEASURES[cls.measure]
-        cls.name, cls.label, cls.what = catalogue.name, catalogue.label, catalogue.what
 
     def source_unsupported(self, bundle: Bundle) -> str:
         return unsupported(bundle.model, self.measure, AttentionKind.CROSS)
@@ -131,46 +113,55 @@ class MeasureMethod(AttributionMethod):
         return MethodMaps(source, prefix, [bool(c) for c in result.integration_converged[:n]])
 
 
-@register_method
-class Attention(MeasureMethod):
-    measure = "attention"
+_MEASURE_METHODS: dict[type[Measure], type[AttributionMethod]] = {}
 
 
-@register_method
-class NormBased(MeasureMethod):
-    measure = "norm"
+def measure_method(measure: type[Measure]) -> type[AttributionMethod]:
+    """The method that grades ``measure`` (one class per measure class, made once)."""
+    if measure not in _MEASURE_METHODS:
+        facts = {"measure": measure.name, "name": measure.name, "label": measure.label, "what": measure.what}
+        _MEASURE_METHODS[measure] = type(f"{measure.__name__}Method", (MeasureMethod,), facts)
+    return _MEASURE_METHODS[measure]
 
 
-@register_method
-class Alti(MeasureMethod):
-    measure = "alti"
+class _Methods(MutableMapping[str, type[AttributionMethod]]):
+    """name -> method: one per measure registered now (model/inspection/measure_catalogue.py), then the ones registered
+    with ``register_method`` (a baseline, or a test's method; one of the same name as a measure stands for it)."""
+
+    def __init__(self) -> None:
+        self._registered: dict[str, type[AttributionMethod]] = {}
+
+    def _all(self) -> dict[str, type[AttributionMethod]]:
+        return {name: measure_method(measure) for name, measure in MEASURES.items()} | self._registered
+
+    def __getitem__(self, name: str) -> type[AttributionMethod]:
+        return self._all()[name]
+
+    def __setitem__(self, name: str, method: type[AttributionMethod]) -> None:
+        self._registered[name] = method
+
+    def __delitem__(self, name: str) -> None:
+        del self._registered[name]  # a measure's method goes with the measure (unregister_measure)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
-@register_method
-class AltiPlus(MeasureMethod):
-    measure = "alti+"
+METHODS: MutableMapping[str, type[AttributionMethod]] = _Methods()
 
 
-@register_method
-class ValueZeroing(MeasureMethod):
-    measure = "value-zeroing"
+def register_method(cls: type[AttributionMethod]) -> type[AttributionMethod]:
+    """Make ``cls`` a method report cards can grade, by its name."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name to register it by")
+    METHODS[cls.name] = cls
+    return cls
 
 
-@register_method
-class AttentionGradient(MeasureMethod):
-    measure = "attn-grad"
-
-
-@register_method
-class GradientInput(MeasureMethod):
-    measure = "grad-input"
-
-
-@register_method
-class IntegratedGradients(MeasureMethod):
-    measure = "ig"
-
-
-@register_method
-class ShiftAtt(MeasureMethod):
-    measure = "shift-att"
+def method_names() -> tuple[str, ...]:
+    """Every registered method, the app's measures first."""
+    names = list(METHODS)
+    return tuple(sorted(names, key=lambda name: (METHODS[name].baseline, names.index(name))))

@@ -45,7 +45,6 @@ AER_SEED = 0  # the default seed that draws them from the test split
 class AlignmentReport:
     head_aer: np.ndarray  # [readings, layers, heads] corpus-level AER of each head
     layer_aer: np.ndarray  # [readings, layers] of each layer's mean over heads (averaged, then read; module notes)
-    average_aer: np.ndarray  # [readings] of the mean over all layers and heads
     n_pairs: int
     corpus: str = ""  # the corpus whose test pairs were scored ("" when the pairs were the caller's own)
     seed: int | None = None  # the seed that drew them (None: the caller's own pairs)
@@ -130,7 +129,6 @@ def cross_attention_aer(bundle: Bundle, pairs: list[Pair], batch_size: int = 32)
     layers, heads = config.n_decoder_layers, config.n_heads
     head_counts = AlignmentCounts((2, layers, heads))
     layer_counts = AlignmentCounts((2, layers))
-    average_counts = AlignmentCounts((2,))
     used = 0
     pairs = [p for p in pairs if p.alignment]
     for start in range(0, len(pairs), batch_size):
@@ -156,8 +154,7 @@ def cross_attention_aer(bundle: Bundle, pairs: list[Pair], batch_size: int = 32)
                     for head in range(heads):
                         head_counts.add((reading, layer, head), alignment_links(words[layer, head]), gold)
                     layer_counts.add((reading, layer), alignment_links(words[layer].mean(0)), gold)
-                average_counts.add(reading, alignment_links(words.mean((0, 1))), gold)
-    return AlignmentReport(head_counts.aer(), layer_counts.aer(), average_counts.aer(), used)
+    return AlignmentReport(head_counts.aer(), layer_counts.aer(), used)
 
 
 def aer_where(corpus: str, n_pairs: int, seed: int | None) -> str:

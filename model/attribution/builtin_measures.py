@@ -1,0 +1,208 @@
+"""The app's measures, one registered class each (model/inspection/measure_catalogue.py says what a class holds).
+
+Each reads one teacher-forced pass over the decoded sentence (the model's own weights, heads knocked out included).
+A measure defined per head has the model's heads; one defined per layer (ALTI, value zeroing, the gradient rollouts)
+has one "head"; a rollout's layer l reads through layers 1..l; a saliency has one map in all. Shares are what the
+views draw: non-negative, each row a distribution or part of one.
+
+Imported by model/attribution/measures.py, which is what fills the registry with them.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+import torch
+
+from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
+from model.attribution.gradients import attention_gradient, saliency
+from model.attribution.norms import norm_contributions
+from model.attribution.passes import token_pass
+from model.attribution.value_zeroing import value_zeroing
+from model.family import Network
+from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
+from model.nn.transformer import Transformer
+
+SALIENCY_WHY_NOT = "saliency is of a prediction over the source and the target prefix; the encoder predicts nothing"
+
+
+def row_shares(values: np.ndarray) -> np.ndarray:
+    """Each row as shares of its total (rows of zeros stay zero)."""
+    total = values.sum(-1, keepdims=True)
+    return np.where(total > 0, values / np.where(total > 0, total, 1.0), 0.0).astype(np.float32)
+
+
+def _stack(tables: list[torch.Tensor]) -> np.ndarray:
+    """Per-layer [Q, K] or [B=1, Q, K] tables -> [layers, 1, Q, K]."""
+    return np.stack([t.reshape(t.shape[-2:]).detach().float().cpu().numpy() for t in tables])[:, None]
+
+
+def _per_row(name: str, values: dict) -> MeasureResult:
+    """A result whose shares are each row of the values as shares of the row's total."""
+    return MeasureResult(name, values, {kind: row_shares(v) for kind, v in values.items()})
+
+
+def _tensors(model: Network, inputs: MeasureInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(source [1, S], decoder inputs [1, T]: <s> then every decoded token but the last, chosen [T])."""
+    device = next(model.parameters()).device
+    source = torch.tensor([inputs.source_ids], device=device)  # [1, S]
+    decoder_inputs = torch.tensor([[model.config.bos_id] + list(inputs.chosen_ids[:-1])], device=device)  # [1, T]
+    chosen = torch.tensor(list(inputs.chosen_ids), device=device)  # [T]
+    return source, decoder_inputs, chosen
+
+
+def _transformer(model: Network) -> Transformer:
+    """The contribution measures read the app's Transformer (the family's contribution_measures capability)."""
+    return cast(Transformer, model)
+
+
+@torch.inference_mode()
+def _attention_readings(model: Network, inputs: MeasureInputs, name: str, shifted: bool) -> MeasureResult:
+    """The raw weights, or Shift-Att: the cross-attention row of the step whose decoder input is the word."""
+    source, _, chosen = _tensors(model, inputs)
+    bos = torch.tensor([[model.config.bos_id]], device=source.device)
+    decoder_inputs = torch.cat([bos, chosen[None]], dim=1)  # [1, T + 1]: the last token is an input too
+    _, weights = model.inspect(source, decoder_inputs)
+    n = chosen.shape[0]
+    if shifted:
+        values = {CROSS: torch.stack(weights.cross)[:, 0, :, 1:].float().cpu().numpy()}  # [L, H, T, S]
+    else:
+        found = {
+            ENCODER: lambda: torch.stack(weights.encoder_self)[:, 0],
+            DECODER: lambda: torch.stack(weights.decoder_self)[:, 0, :, :n, :n],
+            CROSS: lambda: torch.stack(weights.cross)[:, 0, :, :n],
+        }
+        kinds = {ENCODER: weights.encoder_self, DECODER: weights.decoder_self, CROSS: weights.cross}
+        values = {kind: found[kind]().float().cpu().numpy() for kind, tables in kinds.items() if tables}  # a family's kinds
+    return MeasureResult(name, values, dict(values))
+
+
+def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrated: bool) -> MeasureResult:
+    """Gradient × input or integrated gradients of the chosen steps' log-probabilities: signed values, and
+    shares of |attribution| over source and target prefix together (so a row's two parts sum to 1)."""
+    source, decoder_inputs, chosen = _tensors(model, inputs)
+    n = chosen.shape[0]
+    steps = list(range(n)) if inputs.steps is None else inputs.steps
+    source_values = np.zeros((n, source.shape[1]), np.float32)
+    target_values = np.zeros((n, n), np.float32)
+    rows = n if integrated else 0  # integrated gradients: its completeness gaps, points and convergence per prediction
+    gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
+    if steps:
+        tokens = [int(chosen[s]) for s in steps]
+        found = saliency(_transformer(model), source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
+        source_values[steps], target_values[steps] = found.source, found.target
+        if rows:
+            gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged
+    magnitude = np.abs(source_values).sum(-1, keepdims=True) + np.abs(target_values).sum(-1, keepdims=True)  # [T, 1]
+    scale = np.where(magnitude > 0, 1.0 / np.where(magnitude > 0, magnitude, 1.0), 0.0)
+    values = {DECODER: target_values[None, None], CROSS: source_values[None, None]}
+    shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
+    source_share = np.full(n, np.nan, np.float32)
+    source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
+    return MeasureResult(name, values, shares, source_share, gaps, points, converged)
+
+
+@register_measure
+class Attention(Measure):
+    name, label, what = "attention", "Attention weights", "softmax(QKᵀ/√d_k): the raw weights"
+    per_head, needs_capability, weights, aer_reading = True, False, True, "predicting"
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        return _attention_readings(model, inputs, self.name, shifted=False)
+
+
+@register_measure
+class NormBased(Measure):
+    name, label, what = "norm", "Norm-based ‖α f(x)‖", "‖α_ij · x_j W_V W_O‖ per head (Kobayashi et al. 2020)"
+    per_head = True
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        source, decoder_inputs, _ = _tensors(model, inputs)
+        tables = norm_contributions(_transformer(model), source, decoder_inputs)
+        return _per_row(self.name, {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()})
+
+
+@register_measure
+class Alti(Measure):
+    name, label = "alti", "ALTI"
+    what = "token contributions through attention, residual and layer norm, rolled out (Ferrando et al. 2022)"
+    kinds, rollout = (ENCODER, DECODER), True
+    why_not = "ALTI rolls out self-attention; ALTI+ adds what cross-attention brings from the source"
+
+    @torch.inference_mode()
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        source, decoder_inputs, _ = _tensors(model, inputs)
+        record = token_pass(_transformer(model), source, decoder_inputs)
+        values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(decoder_rollout(record))}
+        return MeasureResult(self.name, values, dict(values))
+
+
+@register_measure
+class AltiPlus(Measure):
+    name, label = "alti+", "ALTI+"
+    what = "ALTI through the decoder: each prediction split into source and target-prefix shares (Ferrando et al. 2022)"
+    rollout = True
+
+    @torch.inference_mode()
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        source, decoder_inputs, _ = _tensors(model, inputs)
+        record = token_pass(_transformer(model), source, decoder_inputs)
+        sources, targets = alti_plus(record)
+        values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(targets), CROSS: _stack(sources)}
+        return MeasureResult(self.name, values, dict(values), source_share=values[CROSS][-1, 0].sum(-1))
+
+
+@register_measure
+class ValueZeroing(Measure):
+    name, label = "value-zeroing", "Value zeroing"
+    what = "cosine distance of the layer's output when one value vector is zeroed (Mohebbi et al. 2023)"
+
+    @torch.inference_mode()
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        source, decoder_inputs, _ = _tensors(model, inputs)
+        transformer = _transformer(model)
+        encoder, decoder, cross = value_zeroing(transformer, token_pass(transformer, source, decoder_inputs))
+        return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
+
+
+@register_measure
+class AttentionGradient(Measure):
+    name, label = "attn-grad", "Attention × gradient"
+    what = "(∇A ⊙ A)⁺ averaged over heads with the encoder-decoder rules (Chefer et al. 2021)"
+    rollout, gradient = True, True
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        source, decoder_inputs, chosen = _tensors(model, inputs)
+        encoder, decoder, cross = attention_gradient(_transformer(model), source, decoder_inputs, chosen)
+        return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
+
+
+@register_measure
+class GradientInput(Measure):
+    name, label, what = "grad-input", "Gradient × input", "∇ log p(token) · embedding, over source and target-prefix tokens"
+    kinds, gradient, single, why_not = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        return _saliency_result(model, inputs, self.name, integrated=False)
+
+
+@register_measure
+class IntegratedGradients(Measure):
+    name, label = "ig", "Integrated gradients"
+    what = "gradients integrated from zero embeddings (Sundararajan et al. 2017), over source and target prefix"
+    kinds, gradient, single, why_not = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        return _saliency_result(model, inputs, self.name, integrated=True)
+
+
+@register_measure
+class ShiftAtt(Measure):
+    name, label = "shift-att", "Shift-Att"
+    what = "cross-attention read at the step where the word is the decoder's input (Chen et al. 2020)"
+    kinds, per_head, aer_reading = (CROSS,), True, "input"
+    why_not = "Shift-Att is a reading of cross-attention"
+
+    def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        return _attention_readings(model, inputs, self.name, shifted=True)
