@@ -1,18 +1,23 @@
 """Causal interventions on the explored model and sentence, computed in jobs of the runner.
 
-The readings of the sentence the Explore tab decodes (model/interventions/): the logit lens, DecoderLens and direct
-logit attribution, in one job of the "interventions" channel, each reported as it is ready (``ready(tool, result)``).
-They follow the sentence and the model only while the Interventions view is shown (``set_active``): a new sentence or
-model then supersedes the job under way; hidden, the view is marked stale and computed when it is shown again. A step
-of the Explore tab only moves the highlighted step (``step_changed``), nothing is computed again.
+The readings of the decoding the Explore tab shows (model/interventions/given.py): the logit lens, DecoderLens and
+direct logit attribution of its source ids and output tokens (a what-if's forced tokens, the beam hypothesis chosen, a
+sampled output) through the model that decoded them (heads knocked out as the trace records them), in one job of the
+"interventions" channel, each reported as it is ready (``ready(tool, result)``). They follow the decoding only while
+the Interventions view is shown (``set_active``): another decoding or model then supersedes the job under way; hidden,
+the view is marked stale and computed when it is shown again. A step of the Explore tab moves the highlighted step
+(``step_changed``, the trace's step mapped by explorer/controllers/followed.py); a step back reads the first steps of
+the decoding computed, so nothing is computed again. A tool that cannot follow the decoding's mode (DecoderLens
+decodes greedily by design; every tool reads pieces, not words) says so in one line (``message``).
 
 Activation patching of a clean and a corrupted sentence runs in the "interventions-patching" channel: attribution
 patching first (the fast first-order preview, reported as ``ready(PATCHING, result)`` with its method "attribution"),
 then the exact result, which replaces it. It computes on its own: the view says which pair, direction and step it
 shows (``want_patch``) and, while its Patching sub-tab is shown (``set_active(True, patching=True)``), a pair, a
 direction, a step or a model it has not patched yet is patched at once, superseding a stale job (an empty sentence
-waits, silently, to be typed); ``patch`` patches now, whatever was patched before. Each job reads its own copy of the model, so the
-window's decoding never shares it with a thread. A model whose family cannot be patched gets one line saying so
+waits, silently, to be typed); ``patch`` patches now, whatever was patched before. A clean sentence that is the one
+the Explore tab decodes is patched along that decoding's output, through its model. Each job reads its own copy of the
+model, so the window's decoding never shares it with a thread. A model whose family cannot be patched gets one line saying so
 (``unavailable``); bad input (an empty sentence, different piece counts) is the InterventionError's one line
 (``message``), and nothing else changes.
 """
@@ -25,16 +30,15 @@ from typing import Any
 
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
+from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
 from explorer.controllers.runner import Job, Runner, user_message
 from model.decoding.trace import Trace
 from model.family import DECODER_LENS, LOGIT_ATTRIBUTION, LOGIT_LENS, PATCHING, Bundle
-from model.interventions.decoder_lens import bundle_decoder_lens
+from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
 from model.interventions.hooked import InterventionError
-from model.interventions.logit_attribution import bundle_logit_attribution
-from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
 from model.interventions.passes import served_tools
-from model.interventions.patching import DIRECTIONS, patch_grids, prepare_bundle_patching
+from model.interventions.patching import DIRECTIONS, patch_grids
 
 LENS, ATTRIBUTION = LOGIT_LENS, LOGIT_ATTRIBUTION  # the tools' names are the core's (model/family.py)
 TOOLS = (LENS, DECODER_LENS, ATTRIBUTION, PATCHING)
@@ -42,11 +46,20 @@ READINGS = (LENS, DECODER_LENS, ATTRIBUTION)  # what follows the sentence
 CHANNEL, PATCH_CHANNEL = "interventions", "interventions-patching"
 LENS_CANDIDATES = 5  # top-k of each logit-lens reading
 PAIRS_SHOWN = 20  # minimal pairs offered per feature
+PIECES = "it reads pieces: shown piece by piece"
+GREEDY = "it decodes greedily from each encoder layer, by design"
+CANNOT_FOLLOW = {  # tool -> the decoding modes it cannot follow, and what it does instead
+    LENS: {WORDS: PIECES},
+    DECODER_LENS: {FORCED: GREEDY, BEAM: GREEDY, SAMPLED: GREEDY, WORDS: PIECES},
+    ATTRIBUTION: {WORDS: PIECES},
+}
 
 
-def job_bundle(bundle: Bundle) -> Any:
-    """``bundle`` with a private copy of its model (copied here, on the window's thread), for a job to read."""
-    return dataclasses.replace(bundle, model=copy.deepcopy(bundle.model).eval())  # type: ignore[type-var]
+def job_bundle(bundle: Bundle, model: Any = None) -> Any:
+    """``bundle`` with a private copy of its model (or of ``model``: the decoding's own), copied here, on the window's
+    thread, for a job to read."""
+    copied = copy.deepcopy(bundle.model if model is None else model).eval()
+    return dataclasses.replace(bundle, model=copied)  # type: ignore[type-var]
 
 
 def checked_text(text: str, what: str) -> str:
@@ -69,11 +82,12 @@ class InterventionsController:
         self.running_changed = Event("running_changed")
         self.progress = Event("progress")
         self.results: dict[str, Any] = {}  # tool -> its last result for the explored model
-        self.computed_for: tuple[Any, str] | None = None  # (bundle, sentence) of the readings shown or under way
+        self.computed_for: tuple | None = None  # (model, source ids, chosen ids) of the readings shown or under way
+        self.computed: FollowedDecoding | None = None  # the decoding those readings read
         self.active = False  # the Interventions view is shown
         self.patching_active = False  # ... and its Patching sub-tab
         self.patch_wanted: tuple[str, str, str, int | None] | None = None  # (clean, corrupted, direction, step) shown
-        self.patched_for: tuple[Any, tuple[str, str, str, int | None]] | None = None  # (bundle, pair) patched or under way
+        self.patched_for: tuple[Any, tuple[str, str, str, int | None]] | None = None  # (what it read, pair) patched or under way
         self.step: int | None = None
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
@@ -116,20 +130,21 @@ class InterventionsController:
         self._patch_if_stale()
 
     def _stale(self) -> bool:
-        return self.explore.trace is not None and self.computed_for != (self.explore.bundle, self.explore.text)
+        decoding = followed_decoding(self.explore)
+        return decoding is not None and not decoding.covered_by(self.computed_for)
 
     def _on_trace_changed(self, trace: Trace | None) -> None:
-        steps = self.explore.current_step
-        self.step = steps - 1 if trace is not None and steps > 0 else None
+        self.step = trace_step(self.explore)
         self.step_changed.emit(self.step)
         if trace is not None and self.active and self._stale():
             self.compute()
+        self._patch_if_stale()  # a clean sentence that is the one decoded follows its decoding
 
     def _on_model_changed(self, _bundle: Bundle | None) -> None:
         """Another model (or snapshot): every job dropped and every result cleared."""
         self._drop(CHANNEL)
         self._drop(PATCH_CHANNEL)
-        self.results, self.computed_for, self.patched_for = {}, None, None
+        self.results, self.computed_for, self.computed, self.patched_for = {}, None, None, None
         for tool in TOOLS:
             self.ready.emit(tool, None)
         self._patch_if_stale()  # the pair shown, through the new model (the readings follow its trace)
@@ -140,32 +155,39 @@ class InterventionsController:
 
     # --- the sentence's readings --------------------------------------------------------------------
     def compute(self) -> bool:
-        """The logit lens, DecoderLens and logit attribution of the explored sentence, in a job (superseding one under
-        way); False, with a message, when the model cannot or there is no sentence."""
+        """The logit lens, DecoderLens and logit attribution of the decoding the Explore tab shows, in a job
+        (superseding one under way); False, with a message, when the model cannot or there is no decoding."""
         why = self.unavailable()
         if why:
             self.message.emit(why)
             return False
-        bundle, text = self.explore.bundle, self.explore.text
+        bundle, decoding = self.explore.bundle, followed_decoding(self.explore)
         assert bundle is not None  # unavailable() said so otherwise
-        if not text.strip():
-            self.message.emit("Type a sentence to translate: its interventions are computed on it.")
+        if decoding is None or not decoding.chosen_ids:
+            self.message.emit(
+                "Type a sentence to translate: its interventions are computed on it."
+                if decoding is None
+                else "Decode a step first: the interventions read the tokens decoded."
+            )
             return False
-        self.computed_for = (bundle, text)
+        self.computed_for, self.computed = decoding.key, decoding
         for tool in READINGS:
             self.results.pop(tool, None)
         served = served_tools(bundle.model)
         skipped = [tool for tool in READINGS if tool not in served]
-        if skipped:
-            self.message.emit(f"The {' and the '.join(skipped)} are not computed for this model ({bundle.family.title}).")
-        return self._submit(CHANNEL, lambda job, work: self._read(job, work, text, served), bundle)
+        notes = [f"The {' and the '.join(skipped)} are not computed for this model ({bundle.family.title})."] if skipped else []
+        notes += [unfollowed(tool, decoding, CANNOT_FOLLOW[tool]) for tool in READINGS if tool in served]
+        self.message.emit(" ".join(note for note in notes if note))
+        return self._submit(CHANNEL, lambda job, work: self._read(job, work, decoding, served), bundle, decoding.model)
 
-    def _read(self, job: Job, bundle: Any, text: str, served: tuple[str, ...]) -> None:
-        """In the job's thread: each ``served`` reading of ``text``, delivered as it is ready."""
+    def _read(self, job: Job, bundle: Any, decoding: FollowedDecoding, served: tuple[str, ...]) -> None:
+        """In the job's thread: each ``served`` reading of ``decoding`` (``bundle``: its model's copy), delivered as it
+        is ready."""
+        source, chosen = decoding.source_ids, decoding.chosen_ids
         readers = (
-            (LENS, lambda: bundle_logit_lens(bundle, text, LENS_CANDIDATES)),
-            (DECODER_LENS, lambda: bundle_decoder_lens(bundle, text)),
-            (ATTRIBUTION, lambda: bundle_logit_attribution(bundle, text)),
+            (LENS, lambda: given_logit_lens(bundle, source, chosen, LENS_CANDIDATES)),
+            (DECODER_LENS, lambda: given_decoder_lens(bundle, source)),
+            (ATTRIBUTION, lambda: given_logit_attribution(bundle, source, chosen)),
         )
         for tool, read in readers:
             if tool not in served:
@@ -178,22 +200,23 @@ class InterventionsController:
         """The logit attribution again, the chosen token's logit at ``step`` (from 0) minus ``token_id``'s (-1: none),
         in a job that supersedes the readings' channel; False, with a message, when it cannot run."""
         why = self.unavailable()
-        bundle, text = self.explore.bundle, self.explore.text
+        bundle, decoding = self.explore.bundle, self.computed
         if why or bundle is None or ATTRIBUTION not in served_tools(bundle.model):
             self.message.emit(why or "The logit attribution is not computed for this model.")
             return False
         attribution = self.results.get(ATTRIBUTION)
         steps = len(attribution.logits) if attribution is not None else 0
-        if not 0 <= step < steps:
+        if decoding is None or not 0 <= step < steps:
             return False
         compared = [-1] * steps
         compared[step] = token_id
+        source, chosen = decoding.source_ids, decoding.chosen_ids
 
         def read(job: Job, work: Any) -> None:
             job.progress("Computing the logit attribution…")
-            job.deliver(self._on_result, ATTRIBUTION, bundle_logit_attribution(work, text, compared))
+            job.deliver(self._on_result, ATTRIBUTION, given_logit_attribution(work, source, chosen, compared))
 
-        return self._submit(CHANNEL, read, bundle)
+        return self._submit(CHANNEL, read, bundle, decoding.model)
 
     # --- activation patching --------------------------------------------------------------------------
     def pairs(self, feature: str) -> list[MinimalPair]:
@@ -209,11 +232,22 @@ class InterventionsController:
         self.patch_wanted = (clean, corrupted, direction, step)
         return self._patch_if_stale()
 
+    def _patch_read(self, clean: str) -> tuple[Any, tuple[int, ...] | None]:
+        """(the model a patching of ``clean`` reads, the output it follows): the Explore tab's decoding's when ``clean``
+        is the sentence it decodes (None: the clean sentence's greedy translation), else the explored model's."""
+        decoding, bundle = followed_decoding(self.explore), self.explore.bundle
+        if decoding is None:
+            return (bundle.model if bundle is not None else None), None
+        same = bundle is not None and tuple(bundle.source_ids(clean.strip())[0]) == decoding.source_ids
+        return decoding.model, (decoding.chosen_ids if same and decoding.chosen_ids else None)
+
     def _patch_if_stale(self) -> bool:
         wanted, bundle = self.patch_wanted, self.explore.bundle
-        if not self.patching_active or wanted is None or bundle is None or self.patched_for == (bundle, wanted):
+        if not self.patching_active or wanted is None or bundle is None or not wanted[0].strip():
             return False
-        if not wanted[0].strip() or not wanted[1].strip() or PATCHING not in self.tools():
+        if self.patched_for == (self._patch_read(wanted[0]), wanted):
+            return False
+        if not wanted[1].strip() or PATCHING not in self.tools():
             return False  # a sentence still to type, or a model that cannot (the view says so already)
         return self.patch(*wanted)
 
@@ -236,16 +270,25 @@ class InterventionsController:
             return False
         assert self.explore.bundle is not None
         self.patch_wanted = (clean, corrupted, direction, step)
-        self.patched_for = (self.explore.bundle, self.patch_wanted)
+        read = self._patch_read(clean)
+        self.patched_for = (read, self.patch_wanted)
         self.results.pop(PATCHING, None)
         self.ready.emit(PATCHING, None)  # the last pair's grids are not this one's
         self.message.emit("")  # the last pair's error is not this one's
-        return self._submit(PATCH_CHANNEL, lambda job, work: self._patch(job, work, *texts, direction, step), self.explore.bundle)
+        model, targets = read
 
-    def _patch(self, job: Job, bundle: Any, clean: str, corrupted: str, direction: str, step: int | None) -> None:
-        """In the job's thread: the reference runs, the preview delivered, then the exact grids."""
+        def work(job: Job, copied: Any) -> None:
+            self._patch(job, copied, *texts, direction, step, targets)
+
+        return self._submit(PATCH_CHANNEL, work, self.explore.bundle, model)
+
+    def _patch(
+        self, job: Job, bundle: Any, clean: str, corrupted: str, direction: str, step: int | None, targets: tuple[int, ...] | None
+    ) -> None:
+        """In the job's thread: the reference runs (along ``targets``, the decoding followed), the preview delivered,
+        then the exact grids."""
         job.progress("Patching: the reference runs…")
-        setup = prepare_bundle_patching(bundle, clean, corrupted, step)
+        setup = given_patching(bundle, clean, corrupted, step, targets)
         job.check()
         job.progress("Patching: the preview (attribution patching) is shown; computing the exact grids…")
         job.deliver(self._on_result, PATCHING, patch_grids(setup, "attribution", direction))
@@ -253,10 +296,11 @@ class InterventionsController:
         job.deliver(self._on_result, PATCHING, patch_grids(setup, "exact", direction))
 
     # --- jobs --------------------------------------------------------------------------------------
-    def _submit(self, channel: str, work: Any, bundle: Bundle) -> bool:
-        """Run ``work(job, bundle copy)`` on ``channel``; False with a message when the model cannot be copied."""
+    def _submit(self, channel: str, work: Any, bundle: Bundle, model: Any = None) -> bool:
+        """Run ``work(job, bundle with a copy of its model, or of ``model``)`` on ``channel``; False with a message when
+        the model cannot be copied."""
         try:
-            copied = job_bundle(bundle)
+            copied = job_bundle(bundle, model)
         except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
             self.message.emit(f"Interventions could not start: {user_message(error)}")
             return False

@@ -7,6 +7,10 @@ tells the views to draw again, ``busy`` what is being computed. Views then ask `
 trace (model/attribution/measures.py): the shares of the measure in place of the weights, or None while it is
 being computed. ``availability(kind)`` says which measures the model defines for a kind (the Reading box's items).
 
+Every measure reads the decoding the Explore tab shows (explorer/controllers/followed.py): its source ids, its output
+tokens (forced, a beam hypothesis, sampled) and the model that decoded them (heads knocked out as the trace records
+them); the views level it to words as they level the weights.
+
 Saliency rows (gradient × input, integrated gradients) depend only on the prefix they predict from, so they are
 kept per prefix: stepping forward computes one new row, and the current step's row is computed first and shown
 before the others. The contrastive saliency ("why this token and not that one") runs on the "contrast" channel.
@@ -22,6 +26,7 @@ import torch
 
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
+from explorer.controllers.followed import followed_decoding
 from explorer.controllers.runner import LOG, Job, Runner, user_message
 from model.attribution.gradients import saliency
 from model.attribution.measures import MEASURES, NAMES, MeasureResult, compute_measure, measured_trace, merge_rows, unsupported
@@ -103,20 +108,20 @@ class MeasureController:
     def request_contrast(self, step_index: int, token_id: int) -> None:
         """Why the token chosen at ``step_index`` and not ``token_id``: computed in a job."""
         explore = self.explore
-        trace, stepper = explore.trace, explore.stepper
-        if trace is None or stepper is None or not 0 <= step_index < trace.n_steps:
+        trace, stepper, decoding = explore.trace, explore.stepper, followed_decoding(explore)
+        if trace is None or stepper is None or decoding is None or not 0 <= step_index < trace.n_steps:
             return
         chosen_id = int(trace.chosen_ids[step_index])
         if token_id == chosen_id:
             self.message.emit("Pick a token other than the chosen one to ask why it was not chosen.")
             return
-        reason = unsupported(stepper.model, "grad-input")
+        reason = unsupported(decoding.model, "grad-input")
         if reason:
             self.message.emit(f"Contrastive saliency: {reason}.")
             return
         method = "ig" if self.measure == "ig" else "grad-input"
-        other = stepper.bundle.target_tokenizer.piece(token_id)
-        model, source_ids = stepper.model, list(stepper.source_ids)
+        other = decoding.bundle.target_tokenizer.piece(token_id)
+        model, source_ids = decoding.model, list(decoding.source_ids)
         self._start(
             CONTRAST,
             lambda job: contrast(model, source_ids, trace, step_index, token_id, other, method),
@@ -139,25 +144,26 @@ class MeasureController:
         return stepper.model if stepper is not None else (bundle.model if bundle is not None else None)
 
     def _key(self, trace: Trace, measure: str) -> tuple | None:
-        stepper = self.explore.stepper
-        if stepper is None:
+        """(model id, source ids, ``trace``'s chosen ids, measure): what a measured decoding is kept under."""
+        decoding = followed_decoding(self.explore)
+        if decoding is None:
             return None
-        return (id(stepper.model), tuple(stepper.source_ids), tuple(int(i) for i in trace.chosen_ids), measure)
+        return (id(decoding.model), decoding.source_ids, tuple(int(i) for i in trace.chosen_ids), measure)
 
     def _request(self, trace: Trace | None) -> None:
-        stepper, measure = self.explore.stepper, self.measure
-        if measure == "attention" or trace is None or stepper is None or not trace.n_steps:
+        decoding, measure = followed_decoding(self.explore), self.measure
+        if measure == "attention" or trace is None or decoding is None or not trace.n_steps:
             self._wanted = None
             self.runner.cancel(MEASURE, drop=True)  # nothing is waited for
             self._on_job_ended()
             return
-        if unsupported(stepper.model, measure):
+        if unsupported(decoding.model, measure):
             self._wanted = None
             return
         key = self._key(trace, measure)
         assert key is not None
         self._wanted = key
-        model, source_ids = stepper.model, list(stepper.source_ids)
+        model, source_ids = decoding.model, list(decoding.source_ids)
         if key not in self._results and MEASURES[measure].single:
             result, missing = self._known_rows(key, model, source_ids, trace, measure)
             if not missing:  # every row computed before (stepping back): no work

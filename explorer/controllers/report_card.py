@@ -6,6 +6,12 @@ training a model on shuffled targets for the data randomisation check when ``shu
 ``progress(stage, done, total)`` (the shuffled-target training's steps, the sentences, the sanity checks' models) and
 checks its token between batches of passes, so Cancel stops it within a batch; a new model cancels the run and clears
 the card. ``save(path)`` writes the card shown as a CSV or its one-page figure, by the suffix.
+
+``compute_sentence(sanity_pairs)`` grades the decoding the Explore tab shows instead (model/grading/sentence.py): its
+source ids and output tokens up to the trace's step (forced tokens, the beam hypothesis chosen, a sampled output),
+through the model that decoded them (heads knocked out as the trace records them), read through
+explorer/controllers/followed.py. ``graded`` is the decoding a sentence card grades; when the Explore tab shows
+another, the view says so in one line (the card is graded again when asked: every method runs on it).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from explorer.controllers.background import end_run, working_copy
 from explorer.controllers.compare import model_name
 from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
+from explorer.controllers.followed import WORDS, FollowedDecoding, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.errors import UserError
 from model.family import Bundle
@@ -25,9 +32,11 @@ from model.grading.card import ReportCard
 from model.grading.cases import GradingError, check_gradable, grading_pairs
 from model.grading.grader import CardSettings, grade
 from model.grading.sanity import shuffled_targets_model
+from model.grading.sentence import decoded_case, grade_decoding
 
 CHANNEL = "report-card"
 SHUFFLED = "shuffled targets"  # the training stage, as the progress event names it
+CANNOT_FOLLOW = {WORDS: "it grades pieces"}  # the decoding modes a sentence card cannot follow
 
 
 class ReportCardController:
@@ -41,15 +50,18 @@ class ReportCardController:
         self.message = Event("message")
         self.running_changed = Event("running_changed")
         self.card: ReportCard | None = None
+        self.graded: FollowedDecoding | None = None  # the decoding the card grades (None: a card of the corpus)
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
+        explore.trace_changed.connect(lambda _trace: self._on_trace_changed())
 
     @property
     def running(self) -> bool:
         return self.runner.is_running(CHANNEL)
 
-    def unavailable(self) -> str:
-        """Why the explored model cannot be graded ('' when it can)."""
+    def unavailable(self, sentence: bool = False) -> str:
+        """Why the explored model cannot be graded ('' when it can; ``sentence``: on the decoding shown, which needs no
+        corpus)."""
         bundle = self.explore.bundle
         if bundle is None:
             return "Open or train a model first: the report card grades the session's model."
@@ -57,7 +69,7 @@ class ReportCardController:
             check_gradable(bundle)
         except GradingError as error:
             return f"The report card cannot grade this model: {error}."
-        if bundle.corpus is None:
+        if bundle.corpus is None and not sentence:
             return "This model does not say which corpus it was trained on: the report card needs held-out pairs of it."
         return ""
 
@@ -75,7 +87,7 @@ class ReportCardController:
         work = working_copy(bundle, "The report card", self.message)  # the window keeps decoding with its own model
         if work is None:
             return False
-        self.card = None
+        self.card, self.graded = None, None
         self.ready.emit(None)
         self.runner.submit(
             CHANNEL,
@@ -87,6 +99,54 @@ class ReportCardController:
         )
         self.running_changed.emit(True)
         return True
+
+    def compute_sentence(self, sanity_pairs: int = 1) -> bool:
+        """Grade the decoding the Explore tab shows, up to its step, in a job (a run in progress is cancelled first);
+        False (and a message) when it cannot be graded."""
+        why, decoding = self.unavailable(sentence=True), followed_decoding(self.explore)
+        if not why and decoding is None:
+            why = "Translate a sentence first: the report card of a sentence grades its decoding."
+        if why or decoding is None:
+            self.message.emit(why)
+            return False
+        try:
+            decoded_case(decoding.bundle, decoding.text, decoding.source_ids, decoding.chosen_ids, decoding.translation)
+        except GradingError as error:
+            self.message.emit(f"The report card cannot grade this sentence: {error}.")
+            return False
+        self._end_run()
+        work = working_copy(decoding.model_bundle(), "The report card", self.message)  # the decoding's own model
+        if work is None:
+            return False
+        self.card, self.graded = None, decoding
+        self.ready.emit(None)
+        self.runner.submit(
+            CHANNEL,
+            lambda job: self._grade_sentence(job, work, decoding, sanity_pairs),
+            on_done=self._on_card,
+            on_progress=self.progress.emit,
+            on_error=lambda text: self.message.emit(f"The report card could not be made: {text}"),
+            on_end=lambda: self.running_changed.emit(False),
+        )
+        self.running_changed.emit(True)
+        return True
+
+    def _on_trace_changed(self) -> None:
+        """A sentence card of another decoding than the one shown says so (graded again when asked)."""
+        graded, decoding = self.graded, followed_decoding(self.explore)
+        if graded is None or self.card is None or decoding is None:
+            return
+        if decoding.key == graded.key:
+            self.message.emit(" ".join(part for part in (self.card.caption(), self.note()) if part))
+            return
+        self.message.emit(
+            f"This card grades “{graded.translation}”; the Explore tab shows “{decoding.translation}”: press This "
+            f"sentence to grade it."
+        )
+
+    def note(self) -> str:
+        """The line a sentence card shows when it cannot follow the decoding shown ('' when it follows it)."""
+        return unfollowed("report card", followed_decoding(self.explore), CANNOT_FOLLOW)
 
     def cancel(self) -> None:
         """Stop the run in progress (what it still reports is dropped)."""
@@ -109,7 +169,7 @@ class ReportCardController:
 
     def _on_model_changed(self, _bundle: Bundle | None) -> None:
         self._end_run()
-        self.card = None
+        self.card, self.graded = None, None
         self.ready.emit(None)
 
     def _end_run(self) -> bool:
@@ -118,8 +178,18 @@ class ReportCardController:
     def _on_card(self, card: ReportCard) -> None:
         self.card = card
         self.ready.emit(card)
+        if self.graded is not None:
+            self._on_trace_changed()  # the caption, and what the card does not follow or that another decoding is shown
 
     # --- the job ------------------------------------------------------------------------------------
+    @staticmethod
+    def _grade_sentence(job: Job, bundle: Any, decoding: FollowedDecoding, sanity_pairs: int) -> ReportCard:
+        """In the job's thread: the card of one decoding (``bundle``: its model's copy)."""
+        settings = CardSettings(sanity_pairs=sanity_pairs)
+        name = model_name(bundle)
+        args = (decoding.text, decoding.source_ids, decoding.chosen_ids, decoding.translation, settings, name)
+        return grade_decoding(bundle, *args, progress=job.progress, check=job.check)
+
     @staticmethod
     def _grade(job: Job, bundle: Any, n_sentences: int, sanity_pairs: int, shuffled_steps: int) -> ReportCard:
         """In the job's thread: the shuffled-target model (when asked), then the card."""

@@ -1,8 +1,9 @@
 """The Explore tab's Interventions view, wired in one place: the view among the tab's views, the interventions
 controller (explorer/controllers/interventions.py) behind it, and its exports.
 
-The controller follows the sentence and the model only while the view is the one shown (``set_active``), so the other
-views are never slowed by it; a step of the Explore tab moves the highlighted step. Patching computes on its own the
+The controller follows the Explore tab's decoding (its output tokens, its model's knocked-out heads) only while the
+view is the one shown (``set_active``), so the other views are never slowed by it; a step of the Explore tab moves the
+highlighted step, and a tool that cannot follow the decoding says so in the view's message line. Patching computes on its own the
 pair, direction and step its sub-tab shows, while that sub-tab is shown. "Save CSV…" writes the shown
 tool's result as a CSV or its figure, by the suffix (explorer/controllers/interventions_export.py).
 """
@@ -80,8 +81,8 @@ class ExploreInterventions:
         grid = self.view.patching.grid_box.currentText() or None
         step = self.view.step if self.view.step is not None else 0
         try:
-            bundle, computed = self.explore.bundle, self.controller.computed_for
-            source = computed[1] if computed is not None else self.explore.text  # the sentence the readings read
+            bundle, computed = self.explore.bundle, self.controller.computed
+            source = computed.text if computed is not None else self.explore.text  # the sentence the readings read
             written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "", source)
         except UserError as error:  # a path that cannot be written, or a suffix that is neither
             self.view.show_message(f"The {tool} could not be saved: {error}")

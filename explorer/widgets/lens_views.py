@@ -47,7 +47,7 @@ class LensHeatmap(HeatmapView):
             self.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             self.set_highlighted_step(None)
             return
-        chosen = [lens.candidate_tokens[-1][column][0] for column in range(len(lens.chosen_ids))]  # the model's own choice
+        chosen = lens.chosen_tokens or [lens.candidate_tokens[-1][column][0] for column in range(len(lens.chosen_ids))]
         steps = [f"{column + 1} {token}" for column, token in enumerate(shown_labels(chosen))]
         title = "Logit lens: each reading's top token; colour = probability of the token finally chosen"
         if lens.final_norm:

@@ -63,9 +63,24 @@ def grade(
 ) -> ReportCard:
     """The report card of ``bundle`` on ``pairs`` (drawn from ``corpus``: see the module's docstring)."""
     check_gradable(bundle)
+    return grade_cases(bundle, graded_pairs(bundle, pairs), settings, corpus, model_name, progress, check)
+
+
+def grade_cases(
+    bundle: Bundle,
+    cases: list[GradedPair],
+    settings: CardSettings = CardSettings(),
+    corpus: CorpusSpec | None = None,
+    model_name: str = "",
+    progress: Progress | None = None,
+    check: Callable[[], None] | None = None,
+    described: str = "",
+) -> ReportCard:
+    """The report card of ``bundle`` on ``cases`` as the model reads them (``described``: what they are, by default
+    ``corpus``'s description)."""
+    check_gradable(bundle)
     report = progress or (lambda stage, done, total: None)
     check = check or (lambda: None)
-    cases = graded_pairs(bundle, pairs)
     methods = [METHODS[name]() for name in (settings.methods or method_names())]
     collected, timings = _Collected(), dict[str, float]()
     model = bundle.model.eval()
@@ -86,7 +101,7 @@ def grade(
     timings["sanity"] = time.perf_counter() - started
     card = ReportCard(
         model_name or bundle.describe(),
-        corpus.describe() if corpus is not None else "the given pairs",
+        described or (corpus.describe() if corpus is not None else "the given pairs"),
         len(cases),
         sum(case.n_steps for case in cases),
         [_row(bundle, m, collected, sanity, corpus, cases, settings.method_settings.ig_points) for m in methods],

@@ -13,7 +13,7 @@ head and ``final_logits_bias``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ class LogitLensResult:
     chosen_probabilities: np.ndarray  # [R, T]
     decoder_input_tokens: list[str]  # [T] <s>, then the decoded tokens but the last
     final_norm: bool  # the readings went through the decoder's final LayerNorm (a pre-norm model)
+    chosen_tokens: list[str] = field(default_factory=list)  # [T] the pieces of chosen_ids (a forced one is no top candidate)
 
 
 def lens_points(model: Any) -> tuple[list[str], list[str]]:
@@ -83,6 +84,7 @@ def logit_lens(
         chosen_probabilities=chosen_probabilities.cpu().numpy(),
         decoder_input_tokens=target_pieces(inputs[0].tolist()),
         final_norm=has_final_norm(network),
+        chosen_tokens=target_pieces(list(chosen_ids)),
     )
 
 

@@ -73,8 +73,10 @@ def lens_rows(result: LogitLensResult) -> list[Row]:
 
 
 def _chosen_token(result: LogitLensResult, step: int) -> str:
-    """The token decoded at ``step``: the last reading's top candidate is the model's own choice (greedy)."""
-    last = result.candidate_tokens[-1][step]
+    """The token decoded at ``step``: its piece (forced, sampled or a beam's, it need not be the top candidate)."""
+    if step < len(result.chosen_tokens):
+        return result.chosen_tokens[step]
+    last = result.candidate_tokens[-1][step]  # a result without its pieces: the candidate of the chosen rank, if listed
     return last[int(result.chosen_ranks[-1, step])] if int(result.chosen_ranks[-1, step]) < len(last) else ""
 
 

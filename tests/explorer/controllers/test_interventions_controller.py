@@ -61,7 +61,7 @@ def test_readings_follow_the_sentence_only_while_shown_and_a_step_moves_the_high
     # Hidden, a new sentence waits; shown again, it is computed.
     interventions.set_active(False)
     controllers.explore.translate("the dog sees the cat")
-    assert not interventions.running and interventions.computed_for[1] == SENTENCE
+    assert not interventions.running and interventions.computed.text == SENTENCE
     interventions.set_active(True)
     assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
     expected_translations = bundle_decoder_lens(default_bundle, "the dog sees the cat").translations

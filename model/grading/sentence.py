@@ -1,0 +1,46 @@
+"""The report card of one decoding: the sentence the user is looking at, graded on the tokens it was decoded to.
+
+The corpus card grades each pair on its reference; this one grades a decoding as it is (a what-if's forced tokens,
+a beam hypothesis, a sampled output, through the model that decoded it: heads knocked out), step t explaining the
+prediction of the decoded token t, up to the decoding's step. A final </s> is not graded (as a reference's is not);
+without a gold alignment there is no AER.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from model.data.corpora import Pair
+from model.family import Bundle
+from model.grading.card import ReportCard
+from model.grading.cases import GradedPair, GradingError
+from model.grading.grader import CardSettings, Progress, grade_cases
+
+
+def decoded_case(bundle: Bundle, text: str, source_ids: Sequence[int], chosen_ids: Sequence[int], translation: str) -> GradedPair:
+    """The decoding of ``text`` (its ``source_ids``, EOS last) to ``chosen_ids`` as a graded pair; a GradingError when
+    no token is left to grade."""
+    config = bundle.config
+    steps = [int(token) for token in chosen_ids]
+    if steps and steps[-1] == config.eos_id:
+        steps = steps[:-1]  # the end of the sentence is not graded
+    if len(source_ids) < 2 or not steps:
+        raise GradingError("decode a token first: the report card of a sentence grades the tokens decoded")
+    return GradedPair(Pair(text, translation), [int(i) for i in source_ids], [config.bos_id, *steps, config.eos_id])
+
+
+def grade_decoding(
+    bundle: Bundle,
+    text: str,
+    source_ids: Sequence[int],
+    chosen_ids: Sequence[int],
+    translation: str,
+    settings: CardSettings | None = None,
+    model_name: str = "",
+    progress: Progress | None = None,
+    check: Callable[[], None] | None = None,
+) -> ReportCard:
+    """The report card of ``bundle``'s model on one decoding (see the module's docstring)."""
+    case = decoded_case(bundle, text, source_ids, chosen_ids, translation)
+    described = f"the sentence “{text}” decoded as “{translation}”"
+    return grade_cases(bundle, [case], settings or CardSettings(), None, model_name, progress, check, described)
