@@ -19,24 +19,42 @@ and T target pieces:
   teacher-forced pass: the full-pass trace that incremental decoding must equal;
 - an encoder-only network also has ``predictions(memory, source_ids, k)``: its head's reading of the text.
 
+A network of a trainable family (``TrainableNetwork``) is also a ``torch.nn.Module`` that the trainer steps and
+checkpoints save; what the trainer calls is its ``forward``: an encoder-decoder's (``TeacherForcedNetwork``) reads
+``(source_ids [B, S], target_input_ids [B, T], rows=None)`` and gives the hidden states [B, T, d_model] (or [N, d_model]
+for only the positions ``rows`` names: training passes the real ones); a labelling one's (``LabellingNetwork``, a family
+whose capabilities say ``labels``) reads ``source_ids [B, S]`` and gives class scores [B, S, C] or [B, C]. Its config
+(``TrainableConfig``) is built from the family's own options (``Family.build_config``) and saved by ``to_dict``.
+
 A **bundle** (``Bundle``) pairs a network with its tokenizers and what it was trained on: ``ModelBundle``
 (model/io/bundle.py) for the app's own families, ``PretrainedBundle`` (model/pretrained/loading.py) for a
 Hugging Face folder.
+
+The registry holds the app's own families from the first question asked of it (``family_named``, ``families``,
+``family_of``...): it imports their module (model/nn/registry.py, which imports no PyTorch) itself, so no caller has to
+import ``model.nn`` first. A pretrained adapter's entry is registered by its module (model/pretrained/families.py),
+which any pretrained network comes from; a test registers its own (``register``).
 """
 
 from __future__ import annotations
 
 import enum
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from model.errors import UserError
 from model.kinds import AttentionKind
 
 if TYPE_CHECKING:  # the registry is read without PyTorch (the window starts before importing it)
     import torch
+    from typing_extensions import Self
+
+# The modules that register the app's own families, imported by the registry on its first question (by name: they sit
+# above this module, and reading them imports no PyTorch).
+BUILTIN_FAMILY_MODULES = ("model.nn.registry",)
 
 
 class Architecture(enum.Enum):
@@ -63,13 +81,13 @@ class Positions(enum.Enum):
     PRETRAINED = "pretrained"  # whatever a pretrained model has (model/pretrained/positional.py)
     NONE = "none"  # no positional information at all
 
-    def describe(self, config: Any) -> str:
+    def describe(self, config: NetworkConfig) -> str:
         """The info panel's line: the table's kind, or why there is none."""
         if self is Positions.RECURRENCE:
             return "none: the recurrence carries the order"
         if self is Positions.NONE:
             return "none"
-        return str(config.positional_encoding)  # an own table's kind, or what a pretrained model has
+        return str(cast(_TableConfig, config).positional_encoding)  # an own table's kind, or what a pretrained model has
 
 
 class QueriesKeys(enum.Enum):
@@ -106,16 +124,21 @@ class Capabilities:
     head_importance: bool = False  # heads can be gated and scored (model/attribution/importance.py)
     contribution_measures: bool = False  # measures beyond raw attention (model/attribution/measures.py)
     numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
-    interventions: bool = False  # activations can be read and patched in its own forward pass (model/interventions/)
-    # Which of INTERVENTION_TOOLS its hooked pass serves (when ``interventions``): the app's Transformer every one; a
-    # pretrained encoder-decoder the logit lens and patching, hooked on the library's modules (a hooked pass of its
-    # own would be needed for the parts of logit attribution and for DecoderLens's cached decoding from a layer).
-    intervention_tools: tuple[str, ...] = INTERVENTION_TOOLS
+    # Its hooked pass (model/interventions/hooked.py): the dotted path of a function network -> the adapter that runs
+    # that network's own forward pass with named hook points and says which of INTERVENTION_TOOLS it serves, or None for
+    # a network it does not hook (a pretrained layout without one); imported when a tool asks. None: no network of the
+    # family can be read and patched (``interventions``).
+    hooked_pass: str | None = None
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
     queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
     # A source or target piece whose id is replaced by the pad id is hidden in place: masked as padding is, the other
     # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
     hides_pieces: bool = False
+
+    @property
+    def interventions(self) -> bool:
+        """Activations can be read and patched in its own forward pass: it declares a hooked pass."""
+        return self.hooked_pass is not None
 
 
 @dataclass(frozen=True)
@@ -149,7 +172,7 @@ class Family:
 
     name: str  # what a checkpoint records: "transformer"
     title: str  # what a person reads: "encoder-decoder Transformer"
-    config_class: type
+    config_class: type  # its config's class: a TrainableConfig (built by ``build_config``) or a NetworkConfig
     # The network's class, or its dotted path ("model.nn.transformer.Transformer"): a path is imported only when a
     # network is built, so that the command line and the window read the registry without importing PyTorch.
     network: type | str
@@ -163,7 +186,7 @@ class Family:
     default_model: dict = field(default_factory=dict)
     # Its positional report (model/inspection/positional.py: bundle, positions, largest offset -> PositionalReport or
     # None) when its positions are not an absolute table of its own.
-    read_positions: Callable[[Any, int | None, int], Any] | None = None
+    read_positions: Callable[[Bundle, int | None, int], Any] | None = None
     tip: str = ""  # one line for the Train form's family box
     label: str = ""  # the family box's item (the title, capitalised, when empty)
 
@@ -182,6 +205,10 @@ class Family:
 
     def option_dests(self) -> tuple[str, ...]:
         return tuple(option.dest for option in self.options)
+
+    def option_fields(self) -> frozenset[str]:
+        """The config fields its options set: what a preset or a user may choose for a model of this family."""
+        return frozenset(name for option in self.options for name in option.fields)
 
     @property
     def form_label(self) -> str:
@@ -207,21 +234,29 @@ class Family:
 
     def build_config(
         self,
-        options: dict,
+        options: dict[str, Any],
         source_vocab_size: int,
         target_vocab_size: int,
         joint_vocab: bool = True,
         labels: tuple[str, list[str]] | None = None,
-    ) -> Any:
-        """Its config from model options and what the tokenizers and corpus fix: the vocabularies' sizes, and for a
-        family that learns labels, ``labels`` = (its task, "tagging" or "sentence"; the class names)."""
+    ) -> TrainableConfig:
+        """Its config from model options (its config's fields, as ``config_fields`` names them) and what the tokenizers
+        and corpus fix: the vocabularies' sizes, and for a family that learns labels, ``labels`` = (its task, "tagging"
+        or "sentence"; the class names). A field its config does not have is a UserError naming it."""
         if self.capabilities.labels:
             fixed: dict[str, Any] = dict(vocab_size=source_vocab_size)
             if labels is not None:
                 fixed.update(task=labels[0], class_names=list(labels[1]))
         else:
             fixed = dict(source_vocab_size=source_vocab_size, target_vocab_size=target_vocab_size, joint_vocab=joint_vocab)
-        return self.config_class(**fixed, **options)
+        accepted = inspect.signature(self.config_class).parameters
+        unknown = sorted(name for name in options if name not in accepted)
+        if unknown:
+            raise UserError(f"the {self.name} family's model has no {', '.join(unknown)}; its options set {self._fields_line()}")
+        return cast(TrainableConfig, self.config_class(**fixed, **options))
+
+    def _fields_line(self) -> str:
+        return ", ".join(sorted(self.option_fields())) or "nothing"
 
     def describe_options(self, options: dict) -> str:
         if self.summary is not None:
@@ -234,10 +269,25 @@ class FamilyError(UserError):
 
 
 _FAMILIES: dict[str, Family] = {}
+_BUILTIN_LOADED: list[bool] = []  # [True] once the app's own families are registered
+
+
+def _load_builtin() -> None:
+    """Register the app's own families, once, before any other (their modules register them as they are imported)."""
+    if _BUILTIN_LOADED:
+        return
+    _BUILTIN_LOADED.append(True)  # first: the modules' own ``register`` calls come back here
+    try:
+        for module in BUILTIN_FAMILY_MODULES:
+            importlib.import_module(module)  # deferred on purpose: these modules import this one
+    except BaseException:
+        _BUILTIN_LOADED.clear()  # asked again, the import is tried again (and its error seen again)
+        raise
 
 
 def register(family: Family) -> Family:
     """Make ``family`` known by its name and its network class (registering the same entry again is a no-op)."""
+    _load_builtin()
     known = _FAMILIES.get(family.name)
     if known is not None and known != family:
         raise ValueError(f"a different family named {family.name!r} is already registered")
@@ -251,42 +301,47 @@ def unregister(name: str) -> None:
 
 
 def family_named(name: str) -> Family:
+    """The family a checkpoint, the command line or the Train form names (a FamilyError naming the choices if none)."""
+    _load_builtin()
     if name not in _FAMILIES:
         raise FamilyError(f"unknown model family {name!r}; choose one of {', '.join(trainable_family_names())}")
     return _FAMILIES[name]
 
 
 def families() -> tuple[Family, ...]:
+    """Every registered family: the app's own first, then the pretrained adapters and a test's, as registered."""
+    _load_builtin()
     return tuple(_FAMILIES.values())
 
 
 def trainable_family_names() -> tuple[str, ...]:
-    return tuple(family.name for family in _FAMILIES.values() if family.capabilities.trainable)
+    return tuple(family.name for family in families() if family.capabilities.trainable)
 
 
-def family_of(network: Any) -> Family:
+def family_of(network: Network) -> Family:
     """The family a network belongs to, by its class (a subclass belongs to its parent's family)."""
+    known = families()
     for cls in type(network).__mro__:
-        for family in _FAMILIES.values():
+        for family in known:
             if family.owns(cls):
                 return family
     raise FamilyError(f"no model family has a network of type {type(network).__name__}")
 
 
-def family_of_config(config: Any) -> Family:
-    for family in _FAMILIES.values():
+def family_of_config(config: NetworkConfig) -> Family:
+    for family in families():
         if isinstance(config, family.config_class):
             return family
     raise FamilyError(f"no model family has a config of type {type(config).__name__}")
 
 
-def suppressed_ids(config: Any) -> list[int]:
+def suppressed_ids(config: NetworkConfig) -> list[int]:
     """Tokens a model's generation never picks: a pretrained model's banned words (its generation config), none for the
     app's own families, whose configs have no such field."""
     return list(getattr(config, "suppressed_ids", ()))
 
 
-def forced_first_id(config: Any) -> int | None:
+def forced_first_id(config: NetworkConfig) -> int | None:
     """The token a model's decoding must start with after BOS (a pretrained model's forced language token), if any."""
     return getattr(config, "forced_bos_id", None)
 
@@ -301,20 +356,53 @@ class AttentionWeights:
 
 
 class NetworkConfig(Protocol):
-    """What every family's config says (sizes and special ids under the app's names)."""
+    """What every family's config says (sizes and special ids under the app's names); a family's own fields beside."""
 
-    pad_id: int
-    bos_id: int
-    eos_id: int
-    max_len: int
-    n_heads: int
-    n_encoder_layers: int
-    n_decoder_layers: int
-    target_vocab_size: int
+    @property
+    def pad_id(self) -> int: ...
+
+    @property
+    def bos_id(self) -> int: ...
+
+    @property
+    def eos_id(self) -> int: ...
+
+    @property
+    def max_len(self) -> int: ...  # the longest sequence in pieces, BOS and EOS included
+
+    @property
+    def d_model(self) -> int: ...
+
+    @property
+    def n_heads(self) -> int: ...
+
+    @property
+    def n_encoder_layers(self) -> int: ...
+
+    @property
+    def n_decoder_layers(self) -> int: ...
+
+    @property
+    def source_vocab_size(self) -> int: ...
+
+    @property
+    def target_vocab_size(self) -> int: ...
 
     def describe(self) -> str: ...
 
+
+class TrainableConfig(NetworkConfig, Protocol):
+    """The config of a trainable family: built from its options (``Family.build_config``), saved in a model file."""
+
     def layer_summary(self) -> str: ...  # the info panel's line on its layers
+
+    def to_dict(self) -> dict[str, Any]: ...  # its fields as JSON values; the config class's ``from_dict`` reads them
+
+
+class _TableConfig(Protocol):
+    """The config of a family whose positions are a table of its own (or a pretrained model's)."""
+
+    positional_encoding: str
 
 
 class DecoderCache(Protocol):
@@ -323,51 +411,97 @@ class DecoderCache(Protocol):
     def truncate(self, n_positions: int) -> None: ...
 
 
+class Rows(Protocol):
+    """The positions of a padded batch a teacher-forced pass computes (model/nn/packing.py's ``PackedRows``)."""
+
+    def pack(self, padded: torch.Tensor) -> torch.Tensor: ...  # [B, T, C] -> [N, C]
+
+
 @runtime_checkable
 class Network(Protocol):
     """A family's network (a ``torch.nn.Module``), as the stepper, trainer, checkpoints and views drive it."""
 
     @property
-    def config(self) -> Any: ...  # a NetworkConfig, with the family's own fields beside
+    def config(self) -> NetworkConfig: ...
 
     def encode(
         self, source_ids: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None, Sequence[torch.Tensor]]: ...
 
-    def start_cache(self, memory: torch.Tensor | None, memory_mask: torch.Tensor | None) -> Any: ...
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
 
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> tuple[torch.Tensor, AttentionWeights]: ...
+
+    def parameter_count(self) -> int: ...
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
+
+    def eval(self) -> object: ...  # into inference mode (a torch.nn.Module's eval)
+
+
+@runtime_checkable
+class DecodingNetwork(Network, Protocol):
+    """A network with a decoder (an encoder-decoder or a decoder-only one): the stepper feeds it one token at a time."""
+
+    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache: ...
+
+    # ``cache`` is what this network's ``start_cache`` gave (each family's own DecoderCache class).
     def decode_step(
         self, token_ids: torch.Tensor, cache: Any
     ) -> tuple[torch.Tensor, Sequence[torch.Tensor] | None, Sequence[torch.Tensor] | None]: ...
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
-
-    def inspect(
-        self, source_ids: torch.Tensor | None, target_input_ids: torch.Tensor | None
-    ) -> tuple[torch.Tensor, AttentionWeights]: ...
-
-    def parameter_count(self) -> int: ...
-
-    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
-
-    def eval(self) -> Any: ...
-
 
 @runtime_checkable
 class TrainableNetwork(Network, Protocol):
-    """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save."""
+    """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save. What the
+    trainer calls is ``TeacherForcedNetwork``'s ``forward`` (an encoder-decoder) or ``LabellingNetwork``'s (a family
+    that learns labels)."""
 
     training: bool
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def config(self) -> TrainableConfig: ...
 
-    def state_dict(self) -> Any: ...
+    def state_dict(self) -> dict[str, Any]: ...  # parameter and buffer names -> tensors
 
-    def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any: ...
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any: ...
 
-    def to(self, *args: Any, **kwargs: Any) -> Any: ...
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
 
-    def train(self, mode: bool = True) -> Any: ...
+    def to(self, *args: Any, **kwargs: Any) -> Self: ...  # a device or a dtype, as torch.nn.Module.to takes
+
+    def eval(self) -> Self: ...
+
+    def train(self, mode: bool = True) -> Self: ...
+
+
+RowsT = TypeVar("RowsT", contravariant=True)  # what a network takes as ``rows``: model/nn/packing.py's PackedRows
+
+
+@runtime_checkable
+class TeacherForcedNetwork(TrainableNetwork, DecodingNetwork, Protocol[RowsT]):
+    """A trainable encoder-decoder: the trainer's teacher-forced pass gives the hidden states of every target position
+    (``logits`` turns them into scores). ``rows`` (``TeacherForcedNetwork[PackedRows]``) names the positions to compute;
+    it packs [B, T, C] into [N, C] as ``Rows`` says."""
+
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: RowsT | None = None) -> torch.Tensor:
+        """[B, S], [B, T] -> hidden states [B, T, d_model], or [N, d_model] for only the positions in ``rows``."""
+        ...
+
+    def __call__(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: RowsT | None = None) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class LabellingNetwork(TrainableNetwork, Protocol):
+    """A trainable network of a family that learns labels (tags, sentence classes)."""
+
+    def forward(self, source_ids: torch.Tensor) -> torch.Tensor:
+        """[B, S] -> class scores [B, S, C] (a tag per position) or [B, C] (a class per sentence)."""
+        ...
+
+    def __call__(self, source_ids: torch.Tensor) -> torch.Tensor: ...
 
 
 class TextTokenizer(Protocol):
@@ -378,9 +512,11 @@ class TextTokenizer(Protocol):
 
     def encode(self, text: str) -> list[int]: ...
 
-    def decode(self, ids: Any) -> str: ...
+    def decode(self, ids: Sequence[int]) -> str: ...
 
-    def pieces(self, ids: Any) -> list[str]: ...
+    def pieces(self, ids: Sequence[int]) -> list[str]: ...
+
+    def piece(self, piece_id: int) -> str: ...
 
     def piece_to_id(self, piece: str) -> int | None: ...
 
@@ -388,21 +524,35 @@ class TextTokenizer(Protocol):
     def unk_id(self) -> int: ...  # the unknown piece's id (-1 where there is none: a byte-level tokenizer)
 
 
+class CorpusDescription(Protocol):
+    """What a bundle says of the corpus it was trained on (model/data/corpora's ``CorpusSpec``)."""
+
+    name: str
+
+    def describe(self) -> str: ...
+
+
 @runtime_checkable
 class Bundle(Protocol):
     """A network with its tokenizers and what it was trained on: the app's own (``ModelBundle``) or a pretrained
     folder's (``PretrainedBundle``)."""
 
-    model: Network
-    source_tokenizer: Any  # a TextTokenizer
-    target_tokenizer: Any
+    @property
+    def model(self) -> Network: ...
+
+    @property
+    def source_tokenizer(self) -> TextTokenizer: ...
+
+    @property
+    def target_tokenizer(self) -> TextTokenizer: ...
+
     path: str | None
-    corpus: Any  # model.data.corpora.CorpusSpec, or None when unknown
+    corpus: Any  # a CorpusDescription (model.data.corpora.CorpusSpec), or None when unknown
     history: dict
     training: dict
 
     @property
-    def config(self) -> Any: ...
+    def config(self) -> NetworkConfig: ...
 
     @property
     def family(self) -> Family: ...

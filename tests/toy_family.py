@@ -20,6 +20,7 @@ from model.data.tokenizer import Tokenizer
 from model.family import Architecture, AttentionWeights, Capabilities, Family, ModelOption, Positions, register, unregister
 from model.io.bundle import ModelBundle
 from model.kinds import AttentionKind
+from model.nn.packing import PackedRows
 
 TOY_NAME = "toy-cross"
 
@@ -121,11 +122,21 @@ class ToyNetwork(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.output(hidden)
 
-    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
+    def _teacher_forced(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[B, S], [B, T] -> (hidden [B, T, d_model], cross-attention [B, H, T, S]): every position at once."""
         memory, mask, _ = self.encode(source_ids)
         totals = self.target_embedding(target_input_ids).cumsum(1)  # [B, T, d_model]
-        context, weights = self._attend(totals, memory, mask)
-        return self.logits(totals + context), AttentionWeights(cross=[weights])
+        context, weights = self._attend(totals, memory, mask)  # [B, T, d_model], [B, H, T, S]
+        return totals + context, weights
+
+    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: PackedRows | None = None) -> torch.Tensor:
+        """What the trainer calls: hidden states [B, T, d_model], or [N, d_model] for only the positions in ``rows``."""
+        hidden, _ = self._teacher_forced(source_ids, target_input_ids)  # [B, T, d_model]
+        return hidden if rows is None else rows.pack(hidden)
+
+    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
+        hidden, weights = self._teacher_forced(source_ids, target_input_ids)
+        return self.logits(hidden), AttentionWeights(cross=[weights])
 
 
 TOY_FAMILY = Family(

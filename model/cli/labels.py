@@ -81,7 +81,7 @@ def _line(bundle: Bundle, text: str, labelled: Labelled, as_json: bool, probabil
             },
             ensure_ascii=False,
         )
-    if bundle.config.task == "tagging":
+    if labelled.tagging:
         return " ".join(
             f"{word}/{label}" + (f"({p:.2f})" if probabilities else "")
             for word, label, p in zip(labelled.words, labelled.labels, labelled.probabilities)

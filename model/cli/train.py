@@ -250,7 +250,10 @@ def _checked_request(args) -> tuple[CorpusSpec, Splits | None, Preset, dict, Tok
     check_family_fits(preset.family, spec)
     model_options, tokenizer_options, training = settings_from(args, preset)
     training.validate()
-    family_named(preset.family).config_class(**model_options)  # its ConfigError (heads, even d_model) before anything slow
+    vocab = tokenizer_options.vocab_size  # the config's own checks (heads, even d_model) before anything slow:
+    family_named(preset.family).build_config(
+        model_options, vocab, tokenizer_options.target_vocab_size or vocab, tokenizer_options.joint
+    )
     return spec, splits, preset, model_options, tokenizer_options, training
 
 

@@ -21,7 +21,7 @@ from model.attribution.passes import queries_keys_values
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
 from model.decoding.greedy import default_max_target, greedy_decode
-from model.family import Bundle, Network, family_of
+from model.family import Bundle, DecodingNetwork, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
 from model.interventions.hooked import layer_norm, run_hooked
 from model.kinds import AttentionKind
@@ -75,7 +75,7 @@ def _padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
 def _decoded(model: Transformer, source_rows: list[list[int]]) -> list[list[int]]:
     """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it)."""
     config = model.config
-    outputs = greedy_decode(cast(Network, model), _padded(source_rows, config.pad_id))
+    outputs = greedy_decode(cast(DecodingNetwork, model), _padded(source_rows, config.pad_id))
     produced = []
     for ids, output in zip(source_rows, outputs):
         limit = default_max_target(len(ids), config.max_len) - 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from model.family import Network, suppressed_ids
+from model.family import DecodingNetwork, suppressed_ids
 
 
 def default_max_target(source_length: int, max_len: int) -> int:
@@ -17,7 +17,7 @@ def default_max_target(source_length: int, max_len: int) -> int:
 
 
 @torch.inference_mode()
-def greedy_decode(model: Network, source_ids: torch.Tensor, max_target: int | None = None) -> list[list[int]]:
+def greedy_decode(model: DecodingNetwork, source_ids: torch.Tensor, max_target: int | None = None) -> list[list[int]]:
     """source_ids [B, S] (padded) -> per sentence the generated ids, without BOS and EOS.
 
     Each sentence's length limit is its own (``max_target``, else from its unpadded length), so a sentence

@@ -17,23 +17,14 @@ and ``logits`` passes them on: the stepper, greedy and beam search call both in 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 import torch
 
-from model.family import (
-    LOGIT_LENS,
-    PATCHING,
-    Architecture,
-    AttentionWeights,
-    Capabilities,
-    Family,
-    Positions,
-    QueriesKeys,
-    register,
-)
+from model.family import Architecture, AttentionWeights, Capabilities, Family, Positions, QueriesKeys, register
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
@@ -200,7 +191,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
         )
         return out.last_hidden_state, mask, (list(out.attentions) if need_weights else None)  # [B, S, d_model]
 
-    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor) -> PretrainedCache:
+    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> PretrainedCache:
         return PretrainedCache(memory, memory_mask)
 
     def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
@@ -295,18 +286,37 @@ class EncoderNetwork(PretrainedNetwork):
         return Predictions(positions, ids, probabilities.astype(np.float32), names, classes.astype(np.float32))
 
 
+# The hooked pass of each Hugging Face layout the interventions serve, by model type: the adapter that gives the
+# library's modules the app's hook names (model/interventions/library.py; by dotted path: that package sits above this
+# one, and is imported only when a tool asks). A layout not named here (mBART, M2M100, Pegasus, ...) has none.
+HOOKED_LAYOUTS = {
+    "t5": "model.interventions.library.T5_PASS",
+    "marian": "model.interventions.library.MARIAN_PASS",
+    "bart": "model.interventions.library.BART_PASS",
+}
+
+
+def hooked_pass(network: Seq2SeqNetwork) -> object | None:
+    """The pretrained encoder-decoder family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the
+    network's layout (``HOOKED_LAYOUTS``), or None when its layout has none."""
+    path = HOOKED_LAYOUTS.get(network.config.model_type)
+    if path is None:
+        return None
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 def _pretrained(name: str, title: str, network: type, architecture: Architecture, kinds: tuple[AttentionKind, ...]) -> Family:
     """A pretrained adapter's registry entry: not trained here, scored on its translations only, its positions
     read from the wrapped model (model/pretrained/positional.py); an encoder-decoder's logit lens and patching hook
-    the library's own modules (model/interventions/library.py: T5, Marian and BART)."""
+    the library's own modules where its layout has a hooked pass (``HOOKED_LAYOUTS``: T5, Marian and BART)."""
     encoder_decoder = architecture is Architecture.ENCODER_DECODER
     capabilities = Capabilities(
         architecture,
         kinds,
         Positions.PRETRAINED,
         teacher_forced_scores=False,
-        interventions=encoder_decoder,
-        intervention_tools=(LOGIT_LENS, PATCHING),
+        hooked_pass="model.pretrained.families.hooked_pass" if encoder_decoder else None,
         beam_search=encoder_decoder,
         queries_keys=QueriesKeys.NOT_READ,
     )

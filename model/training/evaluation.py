@@ -16,8 +16,9 @@ import torch
 from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
-from model.family import Network, TrainableNetwork, family_of
+from model.family import DecodingNetwork, Network, TeacherForcedNetwork, family_of
 from model.nn.classifier import EncoderClassifier
+from model.nn.packing import PackedRows
 from model.runtime import follow_free_cores
 from model.training.labelling import score_labels
 from model.training.loss import smoothed_cross_entropy
@@ -91,7 +92,7 @@ def bleu_score(hypotheses: list[str], references: list[str]) -> float:
 
 
 @torch.inference_mode()
-def teacher_forced(model: TrainableNetwork, examples, batch_size: int, device, stop=None) -> tuple[float, float]:
+def teacher_forced(model: TeacherForcedNetwork[PackedRows], examples, batch_size: int, device, stop=None) -> tuple[float, float]:
     """(mean loss, token accuracy) over encoded examples."""
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
@@ -113,7 +114,14 @@ def teacher_forced(model: TrainableNetwork, examples, batch_size: int, device, s
 
 @torch.inference_mode()
 def translate_batch(
-    model: Network, source_tokenizer, target_tokenizer, texts: list[str], device, batch_size: int = 64, stop=None, encode=None
+    model: DecodingNetwork,
+    source_tokenizer,
+    target_tokenizer,
+    texts: list[str],
+    device,
+    batch_size: int = 64,
+    stop=None,
+    encode=None,
 ) -> list[str]:
     """Greedy translations, batched by similar length; ``stop()`` is asked before each batch. ``encode(text)``
     gives the source ids (default: the app's own pieces + EOS; a pretrained model adds its own special tokens)."""
@@ -165,12 +173,13 @@ def score(
         )
     if can.teacher_forced_scores:
         examples = encode_pairs(pairs, source_tokenizer, target_tokenizer, model.config)
-        loss, accuracy = teacher_forced(cast(TrainableNetwork, model), examples, batch_size, device, stop)
+        loss, accuracy = teacher_forced(cast(TeacherForcedNetwork[PackedRows], model), examples, batch_size, device, stop)
     else:
         loss, accuracy = float("nan"), float("nan")
     decoded = pairs if decode_limit is None else pairs[:decode_limit]
     texts = [p.source for p in decoded]
-    hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, texts, device, batch_size, stop, encode)
+    decoder = cast(DecodingNetwork, model)  # not a labelling family: it decodes
+    hypotheses = translate_batch(decoder, source_tokenizer, target_tokenizer, texts, device, batch_size, stop, encode)
     references = [p.target for p in decoded]
     exact = sum(same_translation(h, r) for h, r in zip(hypotheses, references)) / max(len(decoded), 1)
     samples = [(p.source, p.target, h) for p, h in zip(decoded[:n_samples], hypotheses)]

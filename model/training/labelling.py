@@ -138,6 +138,7 @@ class Labelled:
     words: list[str]  # the words tagged (a tagger) or the whole text (a sentence classifier)
     labels: list[str]  # one per word, or one for the text
     probabilities: list[float]  # of each chosen label
+    tagging: bool = False  # a tag per word (a tagger), else one class for the text
 
 
 def _encode_text(text: str, tokenizer, config) -> tuple[list[str], list[int], list[int]]:
@@ -161,7 +162,8 @@ def _predict_batch(model: EncoderClassifier, tokenizer, texts: list[str], device
     for row, (words, _, starts) in enumerate(encoded):
         rows = probabilities[row, starts] if probabilities.dim() == 3 else probabilities[row][None]  # [words, C]
         best = rows.max(-1)
-        results.append(Labelled(words, [config.class_names[int(i)] for i in best.indices], [float(p) for p in best.values]))
+        labels = [config.class_names[int(i)] for i in best.indices]
+        results.append(Labelled(words, labels, [float(p) for p in best.values], config.task == "tagging"))
     return results
 
 

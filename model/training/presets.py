@@ -108,14 +108,18 @@ for _name, _why in (
 
 def family_preset(preset: Preset, family: str) -> Preset:
     """The corpus's preset for another family that learns the same task (an RNN on a Transformer's corpus): it keeps
-    the corpus's tokenizer, data and time budget and takes that family's default model (its max_len too). A family
-    that cannot learn the corpus's task is refused later, by the pipeline."""
+    the corpus's tokenizer, data and time budget and takes that family's default model (its max_len too); a family
+    with no default model keeps the preset's values of the fields its own options set, and its config's defaults for
+    the rest. A family that cannot learn the corpus's task is refused later, by the pipeline."""
     if family == preset.family:
         return preset
     wanted, made_for = family_named(family), family_named(preset.family)
-    if not set(wanted.tasks) & set(made_for.tasks) or not wanted.default_model:
+    if not set(wanted.tasks) & set(made_for.tasks):
         return replace(preset, family=family)  # refused by the pipeline's check_family_fits
-    model = dict(wanted.default_model, **({"max_len": preset.model["max_len"]} if "max_len" in preset.model else {}))
+    own = wanted.option_fields()  # a family without a default model keeps the preset's values of its own options
+    model = dict(wanted.default_model or {name: value for name, value in preset.model.items() if name in own})
+    if "max_len" in preset.model and "max_len" in own:
+        model["max_len"] = preset.model["max_len"]
     why = f"{preset.why}; with the {wanted.title} in place of the {made_for.title}"
     return Preset(
         preset.name, model, dict(preset.tokenizer), dict(preset.training), preset.corpus_size, why, preset.sized_from, family

@@ -14,7 +14,7 @@ from typing import cast
 import torch
 
 from model.data.batching import encode_pairs
-from model.family import TrainableNetwork, family_of
+from model.family import TeacherForcedNetwork, TrainableNetwork, family_of
 from model.nn.classifier import EncoderClassifier
 from model.nn.packing import PackedRows
 from model.training.labelling import batch_logits as labelled_batch_logits
@@ -59,10 +59,11 @@ def batch_logits(model: TrainableNetwork, source: torch.Tensor, target: torch.Te
     position of an encoder-decoder (Transformer or RNN), the labels of a classifier."""
     if family_of(model).capabilities.labels:
         return labelled_batch_logits(cast(EncoderClassifier, model), source, target)
+    network = cast(TeacherForcedNetwork[PackedRows], model)  # an encoder-decoder: its forward reads the target too
     gold = target[:, 1:]  # [B, T]
-    real = gold != model.config.pad_id  # [B, T]
-    hidden = model(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
-    return model.logits(hidden), gold[real]  # [N, V], [N]
+    real = gold != network.config.pad_id  # [B, T]
+    hidden = network(source, target[:, :-1], rows=PackedRows(real))  # [N, d_model]: real positions only
+    return network.logits(hidden), gold[real]  # [N, V], [N]
 
 
 def encode_examples(model: TrainableNetwork, pairs, source_tokenizer, target_tokenizer) -> list[tuple[list[int], list[int]]]:

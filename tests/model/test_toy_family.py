@@ -1,6 +1,6 @@
 """A family defined only in the tests (tests/toy_family.py: cross-attention alone, no positions) works through the
-core — registry, stepper, traces, beam search, checkpoints, exports and the command line's ``trace`` — without any
-project file naming it."""
+core — registry, stepper, traces, beam search, checkpoints, exports, training from the command line's ``train`` (its
+config built from its own options) and the command line's ``trace`` — without any project file naming it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from model.inspection.positional import positional_report
 from model.io import checkpoint
 from model.kinds import AttentionKind
 from model.nn.masking import Head, MaskError, masked_model
-from tests.toy_family import TOY_NAME, ToyNetwork, toy_bundle, toy_family_registered
+from model.training.presets import builtin_preset, family_preset, measure_step_seconds
+from tests.toy_family import TOY_NAME, ToyConfig, ToyNetwork, toy_bundle, toy_family_registered
 
 SENTENCE = "the small cat sees a red house"
 
@@ -111,3 +112,61 @@ def test_exports_of_its_only_kind(toy, tmp_path):
         else:
             rows = data.decode("utf-8").strip().splitlines()
             assert len(rows) == 1 + trace.n_steps  # a header, then one row per step
+
+
+def _train_args(out, *extra: str) -> list[str]:
+    return [
+        "train", "--family", TOY_NAME, "--corpus", "copy", "--corpus-size", "200", "--vocab-size", "60", "--max-steps", "4",
+        "--batch-size", "16", "--valid-decode", "4", "--no-timeline", "--quiet", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def test_it_trains_from_the_command_line_saves_and_reopens(toy, tmp_path, capsys):
+    """``train --family toy-cross`` ended in a traceback: the copy corpus's preset (made for the Transformer) gave
+    the toy's config the Transformer's fields. Its config is built from its own options now."""
+    out = tmp_path / "trained.model"
+    code = cli_main(_train_args(out, "--d-model", "8"))
+    assert code == 0, capsys.readouterr().err
+    loaded = checkpoint.load(out)
+    assert loaded.family is family_named(TOY_NAME) and isinstance(loaded.model, ToyNetwork)
+    assert loaded.config == ToyConfig(source_vocab_size=loaded.config.source_vocab_size,
+                                      target_vocab_size=loaded.config.target_vocab_size, d_model=8)  # fmt: skip
+    assert [row[0] for row in loaded.history["steps"]] == [1, 2, 3, 4]  # four steps taken, each with its loss
+    assert all(np.isfinite(row[1]) for row in loaded.history["steps"])
+    untrained = ToyNetwork(loaded.config)
+    assert any(not torch.equal(tensor, untrained.state_dict()[name]) for name, tensor in loaded.model.state_dict().items())
+    stepper = Stepper(loaded, "a b c", DecodingOptions(max_steps=3, stop_at_eos=False))  # the reopened model decodes
+    stepper.run()
+    assert stepper.trace().cross.shape[:3] == (1, 2, 3)
+
+
+def test_another_familys_option_is_refused_in_one_line(toy, tmp_path, capsys):
+    code = cli_main(_train_args(tmp_path / "refused.model", "--encoder-layers", "2"))
+    err = capsys.readouterr().err
+    assert code != 0 and "--encoder-layers is not an option of the toy-cross family" in err and "Traceback" not in err
+    assert not (tmp_path / "refused.model").exists()
+
+
+def test_its_preset_keeps_only_its_own_options_and_a_step_is_measured(toy):
+    """The Train tab measures a step of the chosen family when it is shown: the toy's network had no ``forward``
+    (``_forward_unimplemented() got an unexpected keyword argument 'rows'``)."""
+    preset = family_preset(builtin_preset("copy"), TOY_NAME)
+    assert preset.family == TOY_NAME and preset.model == {"d_model": builtin_preset("copy").model["d_model"]}
+    assert preset.tokenizer == builtin_preset("copy").tokenizer and preset.training == builtin_preset("copy").training
+    assert measure_step_seconds({"d_model": 8}, 40, batch_pairs=4, pieces=5, steps=1, family=TOY_NAME) > 0
+
+
+def test_its_forward_is_the_full_pass_the_trainer_reads(toy):
+    """What the trainer calls, ``model(source, target, rows=...)``, gives the hidden states whose scores ``inspect``
+    gives: all positions, or the real ones packed."""
+    from model.nn.packing import PackedRows
+
+    network = toy.model
+    source = torch.tensor([[5, 6, 7, 3], [8, 9, 3, 0]])  # [B, S]
+    target = torch.tensor([[2, 5, 6, 7], [2, 8, 0, 0]])  # [B, T]
+    hidden = network(source, target)  # [B, T, d_model]
+    logits, weights = network.inspect(source, target)
+    torch.testing.assert_close(network.logits(hidden), logits)
+    real = target != 0
+    torch.testing.assert_close(network(source, target, rows=PackedRows(real)), hidden[real])
+    assert weights.cross[0].shape == (2, 2, 4, 4)
