@@ -92,6 +92,8 @@ class InterventionsController:
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
         explore.trace_changed.connect(self._on_trace_changed)
+        self.word_level = explore.view.word_level  # the Explore tab shows words: the readings say they show pieces
+        explore.view_changed.connect(lambda view: self._on_level(view.word_level))
 
     @property
     def running(self) -> bool:
@@ -174,11 +176,26 @@ class InterventionsController:
         for tool in READINGS:
             self.results.pop(tool, None)
         served = served_tools(bundle.model)
+        self.message.emit(self.notes(decoding))
+        return self._submit(CHANNEL, lambda job, work: self._read(job, work, decoding, served), bundle, decoding.model)
+
+    def notes(self, decoding: FollowedDecoding | None) -> str:
+        """One line: the readings the model does not serve, and each decoding mode a reading cannot follow."""
+        bundle = self.explore.bundle
+        if bundle is None or self.unavailable():
+            return ""
+        served = served_tools(bundle.model)
         skipped = [tool for tool in READINGS if tool not in served]
         notes = [f"The {' and the '.join(skipped)} are not computed for this model ({bundle.family.title})."] if skipped else []
         notes += [unfollowed(tool, decoding, CANNOT_FOLLOW[tool]) for tool in READINGS if tool in served]
-        self.message.emit(" ".join(note for note in notes if note))
-        return self._submit(CHANNEL, lambda job, work: self._read(job, work, decoding, served), bundle, decoding.model)
+        return " ".join(note for note in notes if note)
+
+    def _on_level(self, word_level: bool) -> None:
+        """Words shown or no longer: the readings shown say again what they cannot follow."""
+        if word_level != self.word_level:
+            self.word_level = word_level
+            if self.computed is not None:
+                self.message.emit(self.notes(followed_decoding(self.explore)))
 
     def _read(self, job: Job, bundle: Any, decoding: FollowedDecoding, served: tuple[str, ...]) -> None:
         """In the job's thread: each ``served`` reading of ``decoding`` (``bundle``: its model's copy), delivered as it

@@ -54,6 +54,7 @@ class ReportCardController:
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
         explore.trace_changed.connect(lambda _trace: self._on_trace_changed())
+        explore.view_changed.connect(lambda _view: self._on_trace_changed())  # words shown: the card says it grades pieces
 
     @property
     def running(self) -> bool:

@@ -1,5 +1,5 @@
 """Every analysis reads the decoding the user is looking at (issue 40): after a what-if (a candidate clicked at step 2),
-after choosing a beam hypothesis other than the first, and with heads knocked out, the measures view, Interventions,
+after choosing a beam hypothesis other than the first, with heads knocked out and sampled, the measures view, Interventions,
 the neuron view and the single-sentence report card each show the Explore tab's decoding (their tokens are the
 trace's output, their numbers the core's on the model that decoded it) at the trace's step; a step back moves them
 with it. (The decoding they read: explorer/controllers/followed.py.)"""
@@ -55,7 +55,17 @@ def knocked_out(window, tab) -> None:
     assert len(trace.masked_heads) == 4 and list(trace.chosen_ids) != greedy
 
 
-DECODINGS = {"what-if": what_if, "beam hypothesis": beam_hypothesis, "knocked-out heads": knocked_out}
+def sampled(window, tab) -> None:
+    """Sampling at temperature 3 (seed 1): an output the greedy decoding is not."""
+    greedy = list(window.explore.trace.chosen_ids)
+    tab.controls.strategy.setCurrentText("sample")
+    tab.controls.temperature.setValue(3.0)
+    tab.controls.seed.setValue(1)
+    tab.controls.translate_button.click()
+    assert window.explore.options.strategy == "sample" and list(window.explore.trace.chosen_ids) != greedy
+
+
+DECODINGS = {"what-if": what_if, "beam hypothesis": beam_hypothesis, "knocked-out heads": knocked_out, "sampled": sampled}
 
 
 @pytest.fixture(params=list(DECODINGS))
@@ -101,8 +111,11 @@ def test_interventions_show_the_decoding_at_the_traces_step(qtbot, followed):
     parts = logit_attribution(model, source_ids, chosen)
     np.testing.assert_allclose(attribution.values, parts.values, rtol=0, atol=1e-5)
     assert view.lens.highlighted_step == tool_step(trace.n_steps) == trace.n_steps - 1
-    greedy_by_design = bool(trace.forced.any()) or trace.hypothesis_rank is not None
+    greedy_by_design = bool(trace.forced.any()) or trace.hypothesis_rank is not None or window.explore.options.strategy == "sample"
     assert ("The DecoderLens does not follow the" in view.status.text()) == greedy_by_design  # one line says so
+    tab.word_level.setChecked(True)  # words: the readings say they read pieces
+    assert "The logit lens does not follow the words (it reads pieces" in view.status.text()
+    tab.word_level.setChecked(False)
     tab.controls.step_chosen.emit(2)  # a step back: the highlight moves, the decoding computed is read
     assert view.lens.highlighted_step == 1 and view.attribution.step == 1 and not controller.running
     assert view.results["logit lens"] is lens
@@ -138,5 +151,8 @@ def test_the_report_card_of_the_sentence_grades_the_decoding_at_the_traces_step(
     eos = window.explore.bundle.config.eos_id
     assert card.n_pairs == 1 and card.n_steps == sum(int(token) != eos for token in trace.chosen_ids) == 3
     assert trace.target_text in card.corpus and card.caption() in card_view.note.text()
+    tab.word_level.setChecked(True)
+    assert "The report card does not follow the words (it grades pieces)." in card_view.note.text()
+    tab.word_level.setChecked(False)
     tab.controls.step_chosen.emit(2)  # another decoding shown: the card says it grades the other one
     assert "press This sentence" in card_view.note.text()
