@@ -436,7 +436,7 @@ class Network(Protocol):
 
     def parameters(self) -> Iterator[torch.nn.Parameter]: ...
 
-    def eval(self) -> object: ...  # into inference mode (a torch.nn.Module's eval)
+    def eval(self) -> Network: ...  # itself, in inference mode (a torch.nn.Module's eval)
 
 
 @runtime_checkable
@@ -462,15 +462,15 @@ class TrainableNetwork(Network, Protocol):
     @property
     def config(self) -> TrainableConfig: ...
 
-    def state_dict(self) -> dict[str, Any]: ...  # parameter and buffer names -> tensors
+    def state_dict(self) -> dict[str, torch.Tensor]: ...  # parameter and buffer names -> tensors
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any: ...
+    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True, assign: bool = False) -> object: ...
 
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
 
-    def to(self, *args: Any, **kwargs: Any) -> Self: ...  # a device or a dtype, as torch.nn.Module.to takes
+    def to(self, device: torch.device | str) -> Self: ...  # moved to a device (torch.nn.Module.to)
 
     def eval(self) -> Self: ...
 
@@ -524,14 +524,6 @@ class TextTokenizer(Protocol):
     def unk_id(self) -> int: ...  # the unknown piece's id (-1 where there is none: a byte-level tokenizer)
 
 
-class CorpusDescription(Protocol):
-    """What a bundle says of the corpus it was trained on (model/data/corpora's ``CorpusSpec``)."""
-
-    name: str
-
-    def describe(self) -> str: ...
-
-
 @runtime_checkable
 class Bundle(Protocol):
     """A network with its tokenizers and what it was trained on: the app's own (``ModelBundle``) or a pretrained
@@ -547,7 +539,7 @@ class Bundle(Protocol):
     def target_tokenizer(self) -> TextTokenizer: ...
 
     path: str | None
-    corpus: Any  # a CorpusDescription (model.data.corpora.CorpusSpec), or None when unknown
+    corpus: Any  # model.data.corpora's CorpusSpec (a layer above this one), or None when unknown
     history: dict
     training: dict
 

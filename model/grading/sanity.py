@@ -19,15 +19,17 @@ import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from model.data.corpora import Pair, Splits, load_corpus
+from model.family import TeacherForcedNetwork
 from model.grading.cases import GradedPair, GradingError
 from model.grading.statistics import spearman
+from model.nn.packing import PackedRows
 from model.nn.registry import build_network
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions
 
@@ -74,7 +76,7 @@ def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
         device = next(model.parameters()).device
         with torch.inference_mode():
             source = torch.tensor([case.source_ids], device=device)
-            network: Any = model  # a family's network: called, then its logits
+            network = cast(TeacherForcedNetwork[PackedRows], model)  # a gradable model is a trainable encoder-decoder
             network.logits(network(source, torch.tensor([case.decoder_inputs], device=device)))
     finally:
         for hook in hooks:

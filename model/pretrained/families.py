@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -28,6 +28,9 @@ from model.family import Architecture, AttentionWeights, Capabilities, Family, P
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 ENCODER_DECODER, ENCODER_ONLY, DECODER_ONLY = Architecture.ENCODER_DECODER, Architecture.ENCODER_ONLY, Architecture.DECODER_ONLY
 
@@ -169,7 +172,7 @@ class PretrainedNetwork:
     def parameters(self):
         return self.hf_model.parameters()
 
-    def eval(self) -> PretrainedNetwork:
+    def eval(self) -> Self:
         self.hf_model.eval()
         return self
 
