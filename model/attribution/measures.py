@@ -19,9 +19,9 @@ import numpy as np
 
 import model.attribution.builtin_measures  # noqa: F401 - registers the app's measures: whoever computes one has them
 from model.attribution.integration import gap_percent, integration_text
+from model.decoding.trace import Trace
 from model.family import Network, family_of
 from model.inspection.measure_catalogue import (
-    ALL_KINDS,
     CONTRIBUTIONS,
     MEASURES,
     NAMES,
@@ -104,7 +104,7 @@ def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) ->
     return first
 
 
-def measure_caption(trace) -> str:
+def measure_caption(trace: Trace) -> str:
     """A figure caption's line saying what the colours are, with the source share of the last prediction."""
     measure = MEASURES[trace.measure]
     line = f"Colours: {measure.label} — {measure.what}; each row as shares"
@@ -114,7 +114,7 @@ def measure_caption(trace) -> str:
     return line
 
 
-def integration_note(trace) -> str:
+def integration_note(trace: Trace) -> str:
     """For a trace of integrated gradients: the last prediction's completeness gap, points and convergence, and a
     warning naming every prediction whose integration did not converge ('' for any other trace)."""
     gaps = trace.completeness_gap
@@ -132,16 +132,21 @@ def integration_note(trace) -> str:
     return note
 
 
-def measured_trace(trace, result: MeasureResult):
+def measured_trace(trace: Trace, result: MeasureResult) -> Trace:
     """``trace`` with the measure's shares in place of the attention weights (a kind the measure does not
     define becomes None) and its source share per prediction."""
     if MEASURES[result.measure].weights:
         return trace
-    arrays = {kind.field: result.shares.get(kind) if trace.has(kind) else None for kind in ALL_KINDS}
+
+    def shares(kind: AttentionKind) -> np.ndarray | None:
+        return result.shares.get(kind) if trace.has(kind) else None
+
     n = trace.n_steps
     return replace(
         trace,
-        **arrays,
+        encoder_self=shares(AttentionKind.ENCODER),
+        decoder_self=shares(AttentionKind.DECODER),
+        cross=shares(AttentionKind.CROSS),
         measure=result.measure,
         source_share=result.source_share[:n],
         completeness_gap=result.completeness_gap[:n],
@@ -150,6 +155,6 @@ def measured_trace(trace, result: MeasureResult):
     )
 
 
-def trace_measure(model: Network, source_ids: list[int], trace, name: str, steps: list[int] | None = None) -> MeasureResult:
+def trace_measure(model: Network, source_ids: list[int], trace: Trace, name: str, steps: list[int] | None = None) -> MeasureResult:
     """``compute_measure`` of the sentence a trace decoded, for its own tokens (the hypothesis it follows)."""
     return compute_measure(model, source_ids, [int(i) for i in trace.chosen_ids], name, steps)
