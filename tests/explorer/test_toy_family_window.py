@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from model.kinds import AttentionKind
+from tests.explorer.gui_helpers import shut
 from tests.toy_family import TOY_NAME, toy_family_registered
 
 SENTENCE = "le chat voit le chien"
@@ -18,10 +19,14 @@ SENTENCE = "le chat voit le chien"
 
 @pytest.fixture
 def toy_window(open_window, caplog):
-    """A window opened with the toy family registered (the Train form lists the families it knows when it is built)."""
+    """A window opened with the toy family registered (the Train form lists the families it knows when it is built),
+    and shut while the family is still known."""
     caplog.set_level(logging.WARNING, logger="explorer")
     with toy_family_registered():
-        yield open_window()
+        window = open_window()
+        yield window
+        problems = shut(window)
+    assert not problems and not _errors(caplog)
 
 
 def _errors(caplog) -> list[str]:
