@@ -477,7 +477,7 @@ class TrainableNetwork(Network, Protocol):
     def train(self, mode: bool = True) -> Self: ...
 
 
-RowsT = TypeVar("RowsT", contravariant=True)  # what a network takes as ``rows``: model/nn/packing.py's PackedRows
+RowsT = TypeVar("RowsT", bound=Rows, contravariant=True)  # what a network takes as ``rows``: PackedRows
 
 
 @runtime_checkable
