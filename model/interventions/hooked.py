@@ -1,8 +1,12 @@
-"""The app's Transformer as a teacher-forced forward pass with named hook points, to read and patch activations.
+"""A network's own teacher-forced pass with named hook points, to read and patch activations.
 
-``run_hooked`` is the model's own teacher-forced pass (its weights, its post- or pre-norm placement, its padding
-masks; no dropout) written out as functions, with a hook at each point an intervention reads or replaces, as
-TransformerLens names them. With B sentences, S source and T target pieces, for encoder layer l (from 0):
+Every family that the interventions serve declares a hooked-pass adapter in its registry entry
+(``Capabilities.hooked_pass``, model/family.py): the app's Transformer its own (model/interventions/own.py: forward
+hooks on the hook points its modules carry, model/nn/hooks.py), each Hugging Face layout one that gives the library's
+modules the same names (model/interventions/library.py). The adapter runs the network's own forward pass, with PyTorch
+forward hooks where a ``Hooks`` captures or patches, and says which tools it serves (``served_tools``); nothing here
+asks a network's type. The hook names, as TransformerLens names them, with B sentences, S source and T target pieces,
+for encoder layer l (from 0):
 
 * ``encoder.{l}.resid_pre`` [B, S, d_model]: the residual stream entering the layer (layer 0: the embeddings);
 * ``encoder.{l}.self.head_out`` [B, H, S, d_model]: each head's output through its slice of W^O (the heads summed
@@ -15,81 +19,40 @@ TransformerLens names them. With B sentences, S source and T target pieces, for 
   final norm: a LayerNorm in a pre-norm model, nothing in a post-norm one).
 
 Decoder layer l has the same points over T with ``decoder.{l}.self.*`` (masked self-attention), ``decoder.{l}.cross.*``
-(cross-attention) and ``decoder.{l}.mlp_out``. A ``Patch`` replaces a hook's activation (all of it, or some rows,
-heads and positions, or where a boolean mask says) before later computation reads it; a hook that captures keeps
-the activation after its patches. A replacement ``memory`` skips the encoder (DecoderLens reads an earlier layer).
-Many patched runs go in one batch: each row may patch something else (``Patch.mask``).
+(cross-attention) and ``decoder.{l}.mlp_out``. The app's Transformer has more: ``{side}.embed`` (the scaled token
+embeddings) and ``{side}.pos`` [L, d_model] (the positions added), what each sublayer reads (``….self.in``,
+``….cross.in``, ``….mlp_in``: after the norm in a pre-norm model), each attention's ``q``, ``k``, ``v``
+[B, H, L, d_k], ``scores`` and ``pattern`` [B, H, Q, K], and ``decoder.final`` (the decoder's output after its final
+norm); ``hook_names`` lists a network's. A ``Patch`` replaces a hook's activation (all of it, or some rows, heads and
+positions, or where a boolean mask says) before later computation reads it; a hook that captures keeps the activation
+after its patches. A replacement ``memory`` skips the encoder (DecoderLens reads an earlier layer). Many patched runs
+go in one batch: each row may patch something else (``Patch.mask``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
-import torch.nn.functional as F
 
-from model.attribution.passes import embed_tokens, queries_keys_values
 from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
-from model.family import Bundle, family_of
-from model.nn.transformer import MultiHeadAttention, Transformer, attention_weights
+from model.family import Bundle, Network, family_of
+from model.nn.classifier import EncoderClassifier
+from model.nn.hooks import HookPoint
+from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+from model.nn.transformer import layer_norm as layer_norm  # the model's own, read from here by model/neuron and model/corpus
 
-SUBLAYER_NAMES = ("self", "cross", "mlp")  # a decoder layer's sublayers, in order (an encoder layer has no cross)
+if TYPE_CHECKING:
+    from model.family import DecodingNetwork
 
 
 class InterventionError(UserError):
     """A model, sentence, step or hook that an intervention cannot use; the message says why."""
-
-
-def check_tool(model: Any, tool: str) -> None:
-    """An InterventionError (one line) when ``model``'s family cannot be patched or its hooked pass does not serve
-    ``tool`` (one of model.family.INTERVENTION_TOOLS)."""
-    family = family_of(model)
-    if not family.capabilities.interventions:
-        raise InterventionError(
-            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
-        )
-    served = family.capabilities.intervention_tools
-    if tool not in served:
-        raise InterventionError(
-            f"the {tool} is not computed for this model ({family.title}): its hooked pass serves the {' and the '.join(served)}"
-        )
-
-
-def check_supported(model: Any, tool: str | None = None) -> Transformer:
-    """``model`` as the app's Transformer, or an InterventionError when its family cannot be patched, does not serve
-    ``tool`` (when given), or is not the app's Transformer (whose own hooked pass this module is)."""
-    if tool is not None:
-        check_tool(model, tool)
-    if not family_of(model).capabilities.interventions or not isinstance(model, Transformer):
-        raise InterventionError(
-            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family_of(model).title})"
-        )
-    return model
-
-
-def ids_as_text(ids: list[int]) -> list[str]:
-    """Labels for pieces without a tokenizer: their ids."""
-    return [str(piece_id) for piece_id in ids]
-
-
-def greedy_output(model: Any, source: torch.Tensor) -> list[int]:
-    """source [1, S] -> its greedy translation's ids, with the EOS when decoding ended on one (the tokens a Stepper
-    produces by default)."""
-    output = greedy_decode(model, source)[0]
-    limit = default_max_target(source.shape[1], model.config.max_len) - 1
-    return output + [model.config.eos_id] if len(output) < limit else output
-
-
-def translated(bundle: Bundle, text: str, tool: str) -> tuple[list[int], list[int]]:
-    """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached), once
-    ``tool`` is known to be served (``check_tool``)."""
-    check_tool(bundle.model, tool)
-    source_ids = bundle.source_ids(text)[0]
-    source = torch.tensor([source_ids], device=next(bundle.model.parameters()).device)  # [1, S]
-    return source_ids, greedy_output(bundle.model, source)
 
 
 @dataclass(frozen=True)
@@ -164,144 +127,170 @@ class Hooks:
         if unknown:
             raise InterventionError(f"this model has no hook point {unknown[0]!r} (see hook_names)")
 
+    def forward_hook(self, name: str) -> Callable[[torch.nn.Module, tuple, torch.Tensor], torch.Tensor]:
+        """A PyTorch forward hook that passes a module's output through these hooks under ``name``."""
+        return lambda _module, _args, output: self(name, output)
 
-def hook_names(model: Any) -> list[str]:
-    """Every hook point of ``model``'s pass (an encoder-decoder with ``config.n_encoder_layers`` and
-    ``n_decoder_layers``: the app's Transformer or a hooked library model), in the order the pass reaches them."""
-    names = []
-    for side, n_layers, attentions in (
-        ("encoder", model.config.n_encoder_layers, ("self",)),
-        ("decoder", model.config.n_decoder_layers, ("self", "cross")),
-    ):
-        for layer in range(n_layers):
-            names.append(f"{side}.{layer}.resid_pre")
-            for attention in attentions:
-                names += [f"{side}.{layer}.{attention}.{point}" for point in ("head_out", "out", "resid")]
-            names += [f"{side}.{layer}.mlp_out", f"{side}.{layer}.resid_post"]
-        if side == "encoder":
-            names.append("encoder.memory")
-    return names
-
-
-def layer_norm(norm: Any, x: torch.Tensor) -> torch.Tensor:
-    """A LayerNorm module's function of x [..., d_model]."""
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-
-def head_outputs(module: MultiHeadAttention, context: torch.Tensor) -> torch.Tensor:
-    """Each head's context [B, H, Q, d_k] through its slice of W^O -> [B, H, Q, d_model]."""
-    out = module.out_projection.weight.view(-1, module.n_heads, module.d_k)  # [d_model, H, d_k]
-    return torch.einsum("bhqd,mhd->bhqm", context, out)  # [B, H, Q, d_model]
-
-
-def _attention(
-    module: MultiHeadAttention,
-    h: torch.Tensor,  # [B, Q, d_model] what the sublayer reads
-    hooks: Hooks,
-    prefix: str,
-    mask: torch.Tensor | None,
-    memory: torch.Tensor | None = None,  # [B, K, d_model] cross-attention's keys and values
-    causal: bool = False,  # query i sees keys 0..i (the decoder's self-attention)
-) -> torch.Tensor:
-    """One attention sublayer's output [B, Q, d_model], through its hooks."""
-    q, k, v = queries_keys_values(module, h, memory)  # [B, H, Q, d_k], 2 x [B, H, K, d_k]
-    weights = attention_weights(q, k, mask, is_causal=causal and q.shape[-2] > 1)  # [B, H, Q, K]
-    per_head = hooks(f"{prefix}.head_out", head_outputs(module, weights @ v))  # [B, H, Q, d_model]
-    return hooks(f"{prefix}.out", per_head.sum(1))  # [B, Q, d_model]
-
-
-def _feed_forward(layer: Any, h: torch.Tensor) -> torch.Tensor:
-    """The position-wise sublayer's output [B, L, d_model] (no dropout)."""
-    ffn = layer.feed_forward
-    hidden = F.relu(F.linear(h, ffn.expand.weight, ffn.expand.bias))  # [B, L, d_ff]
-    return F.linear(hidden, ffn.contract.weight, ffn.contract.bias)  # [B, L, d_model]
-
-
-def _sublayer(layer: Any, index: int, x: torch.Tensor, compute) -> torch.Tensor:
-    """x [B, L, d_model] -> x + compute(x) with the layer's norm ``index`` before (pre-norm) or after (post-norm)."""
-    norm = layer.norms[index]
-    if layer.pre_norm:
-        return x + compute(layer_norm(norm, x))
-    return layer_norm(norm, x + compute(x))
-
-
-def _encoder_layer(layer: Any, prefix: str, x: torch.Tensor, mask: torch.Tensor | None, hooks: Hooks) -> torch.Tensor:
-    """One encoder layer over x [B, S, d_model], through its hooks."""
-    x = hooks(f"{prefix}.resid_pre", x)
-    attended = _sublayer(layer, 0, x, lambda h: _attention(layer.self_attention, h, hooks, f"{prefix}.self", mask))
-    x = hooks(f"{prefix}.self.resid", attended)  # [B, S, d_model]
-    return hooks(f"{prefix}.resid_post", _sublayer(layer, 1, x, lambda h: hooks(f"{prefix}.mlp_out", _feed_forward(layer, h))))
-
-
-def _decoder_layer(
-    layer: Any, prefix: str, y: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None, hooks: Hooks
-) -> torch.Tensor:
-    """One decoder layer over y [B, T, d_model] against memory [B, S, d_model], through its hooks."""
-    y = hooks(f"{prefix}.resid_pre", y)
-    attended = _sublayer(layer, 0, y, lambda h: _attention(layer.self_attention, h, hooks, f"{prefix}.self", None, causal=True))
-    y = hooks(f"{prefix}.self.resid", attended)  # [B, T, d_model]
-    read = _sublayer(layer, 1, y, lambda h: _attention(layer.cross_attention, h, hooks, f"{prefix}.cross", memory_mask, memory))
-    y = hooks(f"{prefix}.cross.resid", read)  # [B, T, d_model]
-    return hooks(f"{prefix}.resid_post", _sublayer(layer, 2, y, lambda h: hooks(f"{prefix}.mlp_out", _feed_forward(layer, h))))
-
-
-def hooked_encode(model: Any, source_ids: torch.Tensor, hooks: Hooks) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """source_ids [B, S] -> (memory [B, S, d_model], padding mask [B, 1, 1, S] or None), through ``hooks``: the app's
-    Transformer's encoder, or the encoder-only classifier's (which names its parts as the Transformer does)."""
-    mask = model.padding_mask(source_ids)
-    x = embed_tokens(model, source_ids, "source") + model.positional_table[: source_ids.shape[1]]  # [B, S, d_model]
-    for index, layer in enumerate(model.encoder_layers):
-        x = _encoder_layer(layer, f"encoder.{index}", x, mask, hooks)
-    return hooks("encoder.memory", model.encoder_norm(x)), mask
-
-
-def hooked_decode(
-    model: Transformer, target_input_ids: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None, hooks: Hooks
-) -> torch.Tensor:
-    """Teacher-forced decoder pass over target_input_ids [B, T] against memory [B, S, d_model] -> hidden [B, T, d_model]
-    (after the decoder's final norm). Padded target keys only follow the real ones, so the causal mask alone hides them
-    from every real query (as the model's own forward pass)."""
-    y = embed_tokens(model, target_input_ids, "target") + model.positional_table[: target_input_ids.shape[1]]  # [B, T, d_model]
-    for index, layer in enumerate(model.decoder_stack):
-        y = _decoder_layer(layer, f"decoder.{index}", y, memory, memory_mask, hooks)
-    return model.decoder_norm(y)
+    @contextmanager
+    def attached(self, points: Mapping[str, HookPoint]) -> Iterator[None]:
+        """These hooks on the hook points of ``points`` (name -> HookPoint) that they name, for the ``with`` block."""
+        handles = [points[name].register_forward_hook(self.forward_hook(name)) for name in self.names if name in points]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
 
 @dataclass
 class HookedRun:
     """One hooked pass: the final hidden states and what its hooks captured."""
 
-    hidden: torch.Tensor  # [B, T, d_model] after the decoder's final norm
+    hidden: torch.Tensor  # [B, T, d_model] after the decoder's final norm (a library model: its logits [B, T, V])
     activations: dict[str, torch.Tensor]  # hook name -> activation (after its patches)
     memory: torch.Tensor  # [B, S, d_model]
-    memory_mask: torch.Tensor | None  # [B, 1, 1, S] or None
+    memory_mask: torch.Tensor | None  # padding: [B, 1, 1, S] (the app's Transformer) or [B, S] (a library model); or None
 
-    def logits(self, model: Transformer, position: int | None = None) -> torch.Tensor:
+    def logits(self, model: Network, position: int | None = None) -> torch.Tensor:
         """[B, T, V], or [B, V] at one target ``position``."""
         hidden = self.hidden if position is None else self.hidden[:, position]  # [B, (T,) d_model]
         return model.logits(hidden)
 
 
+class HookedPass(Protocol):
+    """A family's hooked-pass adapter: the network's own teacher-forced pass with the hook names above."""
+
+    served_tools: tuple[str, ...]  # which of model.family.INTERVENTION_TOOLS it serves
+
+    def hook_names(self, network: Network) -> list[str]: ...  # every hook point, in the order the pass reaches them
+
+    def head_count(self, network: Network, side: str) -> int: ...  # heads per attention of "encoder" or "decoder"
+
+    def run_hooked(
+        self, network: Network, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
+    ) -> HookedRun: ...  # ``run_hooked``'s pass, the inputs checked
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor: ...  # [..., d_model] -> [..., V]
+
+    def has_final_norm(self, network: Network) -> bool: ...  # the decoder's output passes a final norm of its own
+
+
+def _declared(path: str) -> Callable[[Network], HookedPass | None]:
+    """A registry entry's hooked-pass function, by its dotted path."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def adapter_of(model: Network) -> HookedPass:
+    """The hooked-pass adapter ``model``'s registry entry declares for it; an InterventionError (one line) when none."""
+    family = family_of(model)
+    path = family.capabilities.hooked_pass
+    if path is None:
+        raise InterventionError(
+            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
+        )
+    adapter = _declared(path)(model)
+    if adapter is None:
+        raise InterventionError(
+            f"interventions are not computed for this model ({model.config.describe()}): its family ({family.title}) "
+            "has no hooked pass for its layout"
+        )
+    return adapter
+
+
+def check_tool(model: Network, tool: str) -> HookedPass:
+    """``model``'s adapter, or an InterventionError (one line) when its family has none for it or the adapter does not
+    serve ``tool`` (one of model.family.INTERVENTION_TOOLS)."""
+    adapter = adapter_of(model)
+    served = adapter.served_tools
+    if tool not in served:
+        raise InterventionError(
+            f"the {tool} is not computed for this model ({family_of(model).title}): its hooked pass serves the "
+            f"{' and the '.join(served)}"
+        )
+    return adapter
+
+
+def check_supported(model: Network, tool: str | None = None) -> Transformer:
+    """``model``, once its adapter is known to serve ``tool`` (any adapter when None), else an InterventionError. The
+    tools beyond the logit lens and patching (DecoderLens, logit attribution) read the modules of the app's Transformer,
+    the one adapter that serves them (model/interventions/own.py)."""
+    if tool is None:
+        adapter_of(model)
+    else:
+        check_tool(model, tool)
+    return cast(Transformer, model)
+
+
+def hook_names(model: Network) -> list[str]:
+    """Every hook point of ``model``'s hooked pass, in the order the pass reaches them."""
+    return adapter_of(model).hook_names(model)
+
+
 def run_hooked(
-    model: Transformer,
+    model: Network,
     source_ids: torch.Tensor,  # [B, S], padded with the model's pad id
-    target_input_ids: torch.Tensor,  # [B, T]: BOS, then the target so far
+    target_input_ids: torch.Tensor,  # [B, T]: BOS (the decoder start token), then the target so far
     capture: Iterable[str] = (),
     patches: Sequence[Patch] = (),
     memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
     gradient_roots: Iterable[str] = (),  # hook points that start the autograd graph (the weights may be frozen)
 ) -> HookedRun:
-    """The teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring). For
-    gradients with respect to activations, run it under ``torch.enable_grad()`` with the first layers' ``resid_pre``
-    as ``gradient_roots``."""
+    """``model``'s teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring),
+    run by its family's adapter. For gradients with respect to activations, run it under ``torch.enable_grad()`` with
+    the first layers' ``resid_pre`` as ``gradient_roots``."""
+    adapter = adapter_of(model)
     longest = max(source_ids.shape[1], target_input_ids.shape[1])
     if longest > model.config.max_len:
         raise InterventionError(f"a sequence of {longest} pieces exceeds this model's {model.config.max_len} positions")
     hooks = Hooks(capture, patches, gradient_roots)
-    hooks.check(hook_names(model))
-    if memory is None:
-        memory, memory_mask = hooked_encode(model, source_ids, hooks)
-    else:
-        memory, memory_mask = hooks("encoder.memory", memory), model.padding_mask(source_ids)
-    hidden = hooked_decode(model, target_input_ids, memory, memory_mask, hooks)
-    return HookedRun(hidden, hooks.activations, memory, memory_mask)
+    hooks.check(adapter.hook_names(model))
+    return adapter.run_hooked(model, source_ids, target_input_ids, hooks, memory)
+
+
+def _layer_points(layers: Sequence[EncoderLayer | DecoderLayer], side: str) -> dict[str, HookPoint]:
+    """The hook points of a stack of the app's encoder or decoder layers (model/nn/transformer.py), named."""
+    return {f"{side}.{index}.{name}": point for index, layer in enumerate(layers) for name, point in layer.hook_points().items()}
+
+
+def hooked_encode(
+    model: Transformer | EncoderClassifier, source_ids: torch.Tensor, hooks: Hooks
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """source_ids [B, S] -> (memory [B, S, d_model], padding mask [B, 1, 1, S] or None): the model's own ``encode``
+    (the app's Transformer's, or the encoder-only classifier's, whose layers are the Transformer's) with ``hooks`` on
+    its encoder layers' hook points."""
+    with hooks.attached(_layer_points(cast("list[EncoderLayer]", list(model.encoder_layers)), "encoder")):
+        memory, mask, _ = model.encode(source_ids)
+    return memory, mask
+
+
+def hooked_decode(
+    model: Transformer, target_input_ids: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None, hooks: Hooks
+) -> torch.Tensor:
+    """The model's own teacher-forced ``decode`` of target_input_ids [B, T] against memory [B, S, d_model] with
+    ``hooks`` on its decoder layers' hook points -> hidden [B, T, d_model] (after the decoder's final norm)."""
+    with hooks.attached(_layer_points(model.decoder_stack, "decoder")):
+        hidden, _, _ = model.decode(target_input_ids, model.start_cache(memory, memory_mask))
+    return hidden
+
+
+def ids_as_text(ids: list[int]) -> list[str]:
+    """Labels for pieces without a tokenizer: their ids."""
+    return [str(piece_id) for piece_id in ids]
+
+
+def greedy_output(model: DecodingNetwork, source: torch.Tensor) -> list[int]:
+    """source [1, S] -> its greedy translation's ids, with the EOS when decoding ended on one (the tokens a Stepper
+    produces by default)."""
+    output = greedy_decode(model, source)[0]
+    limit = default_max_target(source.shape[1], model.config.max_len) - 1
+    return output + [model.config.eos_id] if len(output) < limit else output
+
+
+def translated(bundle: Bundle, text: str, tool: str) -> tuple[list[int], list[int]]:
+    """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached), once
+    ``tool`` is known to be served (``check_tool``)."""
+    check_tool(bundle.model, tool)
+    source_ids = bundle.source_ids(text)[0]
+    source = torch.tensor([source_ids], device=next(bundle.model.parameters()).device)  # [1, S]
+    return source_ids, greedy_output(cast("DecodingNetwork", bundle.model), source)  # served: an encoder-decoder

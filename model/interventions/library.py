@@ -15,23 +15,27 @@ Transformer names (model/interventions/hooked.py), with the same names and shape
 * ``{side}.{l}.mlp_out``: the feed-forward block's output before its residual add (T5's ``DenseReluDense``, ``fc2``);
 * ``{side}.{l}.resid_post``: the layer's output; ``encoder.memory``: the encoder's (T5: after its final norm).
 
-A hook is installed only for a name the pass captures, patches or starts gradients at, and removed after the pass:
+Each layout is one adapter (``T5Pass``; ``MarianPass`` and ``BartPass``, post-norm), which the pretrained registry
+entry declares for its model type (model/pretrained/families.py, ``HOOKED_LAYOUTS``); a layout with none (mBART,
+M2M100, Pegasus, ...) is refused in one line. A hook is installed only for a name the pass captures, patches or starts
+gradients at, and removed after the pass:
 with none, the library's forward pass runs untouched. The run's ``hidden`` holds the model's logits [B, T, V], which
 the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/families.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from model.interventions.hooked import HookedRun, Hooks, InterventionError, Patch, hook_names
+from model.family import LOGIT_LENS, PATCHING, Network
+from model.interventions.hooked import HookedRun, Hooks, adapter_of
+from model.pretrained.families import Seq2SeqNetwork
 
-LAYOUTS = {"t5": "t5", "marian": "post-norm", "bart": "post-norm"}  # model type -> how its modules are laid out
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
 
 
@@ -44,63 +48,12 @@ class Site:
     n_heads: int = 0  # an output projection's heads (HEADS)
 
 
-def layout(network: Any) -> str:
-    """The module layout of a pretrained encoder-decoder ("t5" or "post-norm"); an InterventionError for others."""
-    model_type = network.config.model_type
-    if model_type not in LAYOUTS:
-        raise InterventionError(
-            f"the logit lens and patching hook T5, Marian and BART among pretrained models, not this {model_type} model"
-        )
-    return LAYOUTS[model_type]
-
-
 def _attention_sites(prefix: str, projection: torch.nn.Module, resid: torch.nn.Module, n_heads: int) -> dict[str, Site]:
     return {
         f"{prefix}.head_out": Site(projection, HEADS, n_heads),
         f"{prefix}.out": Site(projection, OUTPUT),
         f"{prefix}.resid": Site(resid, OUTPUT),
     }
-
-
-def _t5_layer(block: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
-    """A T5Block's sites: layer[0] self-attention, layer[1] cross-attention (decoder), layer[-1] feed-forward."""
-    sites = {f"{prefix}.resid_pre": Site(block, INPUT)}
-    for index, attention in enumerate(attentions):
-        sublayer = block.layer[index]
-        projection = (sublayer.SelfAttention if attention == "self" else sublayer.EncDecAttention).o
-        sites |= _attention_sites(f"{prefix}.{attention}", projection, sublayer, n_heads)
-    sites[f"{prefix}.mlp_out"] = Site(block.layer[-1].DenseReluDense, OUTPUT)
-    sites[f"{prefix}.resid_post"] = Site(block, OUTPUT)
-    return sites
-
-
-def _post_norm_layer(layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
-    """A Marian or BART layer's sites: each attention's out_proj and the LayerNorm after its residual add, fc2."""
-    sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
-    for attention in attentions:
-        own = attention == "self"
-        module, norm = (layer.self_attn, layer.self_attn_layer_norm) if own else (layer.encoder_attn, layer.encoder_attn_layer_norm)
-        sites |= _attention_sites(f"{prefix}.{attention}", module.out_proj, norm, n_heads)
-    sites[f"{prefix}.mlp_out"] = Site(layer.fc2, OUTPUT)
-    sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
-    return sites
-
-
-def hook_sites(network: Any) -> dict[str, Site]:
-    """Every hook point of a pretrained T5, Marian or BART network (``hook_names``) -> its site."""
-    hf_model, config = network.hf_model, network.config
-    encoder, decoder = hf_model.get_encoder(), hf_model.get_decoder()
-    t5 = layout(network) == "t5"
-    layer_sites: Callable[..., dict[str, Site]] = _t5_layer if t5 else _post_norm_layer
-    sites: dict[str, Site] = {}
-    for side, stack, attentions, n_heads in (
-        ("encoder", encoder, ("self",), config.n_encoder_heads),
-        ("decoder", decoder, ("self", "cross"), config.n_heads),
-    ):
-        for index, layer in enumerate(stack.block if t5 else stack.layers):
-            sites |= layer_sites(layer, f"{side}.{index}", attentions, n_heads)
-    sites["encoder.memory"] = Site(encoder, OUTPUT)
-    return sites
 
 
 def _hidden(output: Any) -> torch.Tensor:
@@ -156,51 +109,144 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle:
     return site.module.register_forward_hook(read_output)
 
 
-def run_library_hooked(
-    network: Any,  # a model.pretrained.families.Seq2SeqNetwork of a T5, Marian or BART model
-    source_ids: torch.Tensor,  # [B, S], padded with the model's pad id
-    target_input_ids: torch.Tensor,  # [B, T]: the decoder start token, then the target so far
-    capture: Iterable[str] = (),
-    patches: Sequence[Patch] = (),
-    memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
-    gradient_roots: Iterable[str] = (),
-) -> HookedRun:
-    """The library's teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring)."""
-    config = network.config
-    longest = max(source_ids.shape[1], target_input_ids.shape[1])
-    if longest > config.max_len:
-        raise InterventionError(f"a sequence of {longest} pieces exceeds this model's {config.max_len} positions")
-    sites = hook_sites(network)
-    hooks = Hooks(capture, patches, gradient_roots)
-    names = hook_names(network)
-    hooks.check(names)
-    skipped = {"encoder.memory"} if memory is not None else set()
-    handles = [_install(sites[name], name, hooks) for name in names if name in hooks.names and name not in skipped]
-    mask = source_ids.ne(config.pad_id).long()  # [B, S]
-    inputs: dict[str, Any] = {"input_ids": source_ids}
-    if memory is not None:  # the encoder skipped: the decoder reads ``memory``
-        inputs = {"encoder_outputs": (hooks("encoder.memory", memory),)}
-    try:
-        out = network.hf_model(**inputs, attention_mask=mask, decoder_input_ids=target_input_ids, use_cache=False, return_dict=True)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return HookedRun(out.logits, hooks.activations, out.encoder_last_hidden_state, mask)
+class LibraryPass:
+    """What the Hugging Face layouts' adapters share: hooks on the library's modules around its own forward pass. A
+    layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
+
+    served_tools = (LOGIT_LENS, PATCHING)
+
+    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
+        """An encoder's or decoder's layers, in order."""
+        raise NotImplementedError
+
+    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+        """One layer's sites (``attentions``: "self", and "cross" in a decoder layer) under ``prefix`` ("decoder.1")."""
+        raise NotImplementedError
+
+    def hook_sites(self, network: Network) -> dict[str, Site]:
+        """Every hook point of the network (``hook_names``) -> its site, in the order the pass reaches them."""
+        seq2seq = cast(Seq2SeqNetwork, network)
+        hf_model, config = seq2seq.hf_model, seq2seq.config
+        sites: dict[str, Site] = {}
+        for side, stack, attentions, n_heads in (
+            ("encoder", hf_model.get_encoder(), ("self",), config.n_encoder_heads),
+            ("decoder", hf_model.get_decoder(), ("self", "cross"), config.n_heads),
+        ):
+            for index, layer in enumerate(self.layers(stack)):
+                sites |= self.layer_sites(layer, f"{side}.{index}", attentions, n_heads)
+            if side == "encoder":
+                sites["encoder.memory"] = Site(stack, OUTPUT)
+        return sites
+
+    def hook_names(self, network: Network) -> list[str]:
+        return list(self.hook_sites(network))
+
+    def head_count(self, network: Network, side: str) -> int:
+        config = cast(Seq2SeqNetwork, network).config
+        return config.n_encoder_heads if side == "encoder" else config.n_heads
+
+    def run_hooked(
+        self,
+        network: Network,
+        source_ids: torch.Tensor,  # [B, S], padded with the model's pad id
+        target_input_ids: torch.Tensor,  # [B, T]: the decoder start token, then the target so far
+        hooks: Hooks,
+        memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
+    ) -> HookedRun:
+        """The library's teacher-forced pass with ``hooks`` installed where they read (see the module's docstring)."""
+        seq2seq = cast(Seq2SeqNetwork, network)
+        sites = self.hook_sites(seq2seq)
+        skipped = {"encoder.memory"} if memory is not None else set()
+        handles = [_install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
+        mask = source_ids.ne(seq2seq.config.pad_id).long()  # [B, S]
+        inputs: dict[str, Any] = {"input_ids": source_ids}
+        if memory is not None:  # the encoder skipped: the decoder reads ``memory``
+            inputs = {"encoder_outputs": (hooks("encoder.memory", memory),)}
+        try:
+            out = seq2seq.hf_model(
+                **inputs, attention_mask=mask, decoder_input_ids=target_input_ids, use_cache=False, return_dict=True
+            )
+        finally:
+            for handle in handles:
+                handle.remove()
+        return HookedRun(out.logits, hooks.activations, out.encoder_last_hidden_state, mask)
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+        """Decoder residual streams [..., d_model] read as the model reads its last layer's output -> logits [..., V]."""
+        raise NotImplementedError
+
+    def has_final_norm(self, network: Network) -> bool:
+        """Whether the lens readings pass a final norm of the model's own."""
+        raise NotImplementedError
 
 
-def lens_logits(network: Any, streams: torch.Tensor) -> torch.Tensor:
-    """Decoder residual streams [..., d_model] read as the model reads its last layer's output -> logits [..., V]:
-    T5 through the decoder's final norm, the ``d_model ** -0.5`` rescale of a tied head and ``lm_head``; Marian and
-    BART (post-norm, no final norm) through ``lm_head`` and ``final_logits_bias``."""
-    hf_model = network.hf_model
-    if layout(network) == "t5":
-        hidden = hf_model.get_decoder().final_layer_norm(streams)
+class T5Pass(LibraryPass):
+    """T5 (pre-norm): a T5Block's layer[0] self-attention, layer[1] cross-attention (decoder), layer[-1] feed-forward;
+    the lens reads through the decoder's final norm, the ``d_model ** -0.5`` rescale of a tied head and ``lm_head``."""
+
+    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
+        return stack.block
+
+    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+        sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
+        for index, attention in enumerate(attentions):
+            sublayer = layer.layer[index]
+            projection = (sublayer.SelfAttention if attention == "self" else sublayer.EncDecAttention).o
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, sublayer, n_heads)
+        sites[f"{prefix}.mlp_out"] = Site(layer.layer[-1].DenseReluDense, OUTPUT)
+        sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
+        return sites
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+        seq2seq = cast(Seq2SeqNetwork, network)
+        hf_model = seq2seq.hf_model
+        hidden = hf_model.get_decoder().final_layer_norm(streams)  # [..., d_model]
         if hf_model.config.tie_word_embeddings:
-            hidden = hidden * network.config.d_model**-0.5
+            hidden = hidden * seq2seq.config.d_model**-0.5
         return hf_model.lm_head(hidden)
-    return hf_model.lm_head(streams) + hf_model.final_logits_bias
+
+    def has_final_norm(self, network: Network) -> bool:
+        return True
 
 
-def has_final_norm(network: Any) -> bool:
-    """Whether the lens readings pass a final norm of the model's own (T5's, pre-norm)."""
-    return layout(network) == "t5"
+class PostNormPass(LibraryPass):
+    """A post-norm layout (Marian, BART): each attention's ``out_proj`` and the LayerNorm after its residual add,
+    ``fc2``; no final norm: the lens reads through ``lm_head`` and ``final_logits_bias``."""
+
+    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
+        return stack.layers
+
+    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+        sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
+        for attention in attentions:
+            if attention == "self":
+                module, norm = layer.self_attn, layer.self_attn_layer_norm
+            else:
+                module, norm = layer.encoder_attn, layer.encoder_attn_layer_norm
+            sites |= _attention_sites(f"{prefix}.{attention}", module.out_proj, norm, n_heads)
+        sites[f"{prefix}.mlp_out"] = Site(layer.fc2, OUTPUT)
+        sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
+        return sites
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+        hf_model = cast(Seq2SeqNetwork, network).hf_model
+        return hf_model.lm_head(streams) + hf_model.final_logits_bias
+
+    def has_final_norm(self, network: Network) -> bool:
+        return False
+
+
+class MarianPass(PostNormPass):
+    """Marian's modules (``MarianEncoderLayer``, ``MarianDecoderLayer``), laid out as BART's."""
+
+
+class BartPass(PostNormPass):
+    """BART's modules (``BartEncoderLayer``, ``BartDecoderLayer``)."""
+
+
+T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py
+
+
+def hook_sites(network: Network) -> dict[str, Site]:
+    """Every hook point of a hooked Hugging Face network -> its site (by its layout's adapter)."""
+    return cast(LibraryPass, adapter_of(network)).hook_sites(network)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from model.family import PATCHING, Bundle, suppressed_ids
-from model.interventions.hooked import InterventionError, Patch, greedy_output, hook_names, ids_as_text
+from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
 from model.interventions.passes import run_hooked, supported
 
 DIRECTIONS = ("denoising", "noising")
@@ -122,7 +122,7 @@ def _head_grid(model: Any, component: str, prefix: str) -> GridCells:
     config = model.config
     n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
     attention = "cross" if component == "cross heads" else "self"
-    heads = range(getattr(config, "n_encoder_heads", config.n_heads) if prefix == "encoder" else config.n_heads)
+    heads = range(adapter_of(model).head_count(model, prefix))
     cells = [[Cell(f"{prefix}.{layer}.{attention}.head_out", head) for head in heads] for layer in range(n_layers)]
     return [f"L{layer + 1}" for layer in range(n_layers)], [f"H{head + 1}" for head in heads], cells
 

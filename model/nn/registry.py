@@ -82,7 +82,7 @@ TRANSFORMER = register(
             head_importance=True,
             contribution_measures=True,
             numpy_engine=True,
-            interventions=True,
+            hooked_pass="model.interventions.own.hooked_pass",  # imported when a tool asks
             queries_keys=QueriesKeys.OWN,
             hides_pieces=True,
         ),

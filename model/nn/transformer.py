@@ -1,20 +1,20 @@
 """The encoder-decoder Transformer of "Attention Is All You Need", written for inspection.
 
-Every attention module has two paths through the same weights:
+Its attention (``MultiHeadAttention``, model/nn/attention.py) has a fast path (PyTorch's fused kernel, what training
+uses) and an inspection path (``need_weights=True``) that returns the probabilities of every head, exactly as they
+weighted the values. Decoding one token at a time (``decode_step``) reuses cached keys and values (``DecoderCache``), so
+a step costs attention over the prefix only. Masks are boolean with True meaning "may attend".
 
-* the fast path (``need_weights=False``) calls ``torch.nn.functional.scaled_dot_product_attention``
-  and is what training uses;
-* the inspection path (``need_weights=True``) computes softmax(QK^T / sqrt(d_k) + mask) by hand and
-  returns the probabilities of every head, exactly as they weighted the values.
-
-Decoding one token at a time (``decode_step``) reuses cached keys and values (``DecoderCache``), so
-a step costs attention over the prefix only. Masks are boolean with True meaning "may attend"; masked scores
-are -inf, so padded keys and future positions get probability exactly 0.
+The teacher-forced pass (``forward``, ``encode``/``decode``, ``inspect``) carries named hook points (model/nn/hooks.py)
+at every activation a tool reads or patches; ``hook_points`` names them as model/interventions/hooked.py documents
+(``encoder.0.resid_pre``, ``decoder.1.cross.head_out``, …). With no hook registered they return what they are given,
+so the plain pass is unchanged; the one-token steps carry none.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -24,10 +24,28 @@ import torch.nn.functional as F
 
 from model.family import AttentionWeights
 from model.kinds import AttentionKind
+from model.nn.attention import FeedForward, MultiHeadAttention, attention_scores, attention_weights, head_outputs
 from model.nn.caches import DecoderCache, LayerCache
 from model.nn.config import TransformerConfig
 from model.nn.dropout import Dropout
+from model.nn.hooks import HookPoint
 from model.nn.packing import PackedRows
+
+__all__ = [  # the attention's names stay importable from here, where the model's users find them
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "MultiHeadAttention",
+    "Transformer",
+    "attention_scores",
+    "attention_weights",
+    "head_outputs",
+    "init_linear",
+    "layer_norm",
+    "run_encoder_layers",
+    "side_embedding",
+    "sinusoidal_table",
+]
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -43,125 +61,12 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return torch.from_numpy(table.astype(np.float32))
 
 
-def attention_scores(
-    q: torch.Tensor,  # [B, H, Q, d_k]
-    k: torch.Tensor,  # [B, H, K, d_k]
-    mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
-    is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
-) -> torch.Tensor:
-    """QKᵀ / √d_k with masked keys at -inf: [B, H, Q, K], the scores the softmax reads (``attention_weights``; the
-    neuron view shows them, model/neuron/)."""
-    scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(q.shape[-1]))  # [B, H, Q, K]
-    if is_causal:
-        n_queries = q.shape[-2]
-        causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=q.device).tril()  # [Q, Q]
-        mask = causal if mask is None else mask & causal
-    if mask is not None:
-        scores = scores.masked_fill_(~mask, float("-inf"))
-    return scores
+def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    """A LayerNorm module's function of x [..., d_model], as a functional call (what every sublayer's norm computes)."""
+    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
-def attention_weights(
-    q: torch.Tensor,  # [B, H, Q, d_k]
-    k: torch.Tensor,  # [B, H, K, d_k]
-    mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
-    is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
-) -> torch.Tensor:
-    """softmax(QKᵀ / √d_k) with masked keys at -inf: [B, H, Q, K]. The one computation of attention probabilities that
-    every path shares (the inspection pass, one-token decoding steps, the attribution passes, the neuron view); training's
-    fast path asks PyTorch's fused kernel for the same softmax(QKᵀ / √d_k) V without the weights."""
-    return torch.softmax(attention_scores(q, k, mask, is_causal), dim=-1)
-
-
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention: self-attention projects Q, K, V from one input in a single matmul.
-
-    The projections are matrices without bias, as in the paper: head_i = Attention(Q W_i^Q, K W_i^K,
-    V W_i^V) and MultiHead = Concat(head_1..h) W^O.
-    """
-
-    def __init__(self, config: TransformerConfig, self_attention: bool):
-        super().__init__()
-        self.n_heads = config.n_heads
-        self.d_k = config.d_k
-        self.is_self_attention = self_attention
-        if self_attention:
-            self.qkv_projection = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
-        else:
-            self.q_projection = nn.Linear(config.d_model, config.d_model, bias=False)
-            self.kv_projection = nn.Linear(config.d_model, 2 * config.d_model, bias=False)
-        self.out_projection = nn.Linear(config.d_model, config.d_model, bias=False)
-
-    def _split_projection(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
-        """[B, L, parts * d_model] -> parts x [B, H, L, d_k], as views (no copies). Split on the parts axis
-        before moving heads forward: the backward pass then gathers the gradients of all parts straight into
-        the contiguous [B, L, parts * d_model] layout, one copy instead of two."""
-        batch, length, _ = projected.shape
-        split = projected.view(batch, length, parts, self.n_heads, self.d_k).unbind(2)  # parts x [B, L, H, d_k]
-        return tuple(part.transpose(1, 2) for part in split)
-
-    def forward(
-        self,
-        x: torch.Tensor,  # [B, Q, d_model] queries (and keys/values for self-attention)
-        mask: torch.Tensor | None = None,  # bool [B or 1, 1, Q or 1, K], True = may attend
-        is_causal: bool = False,
-        keys_values: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross-attention memory
-        need_weights: bool = False,
-        rows: PackedRows | None = None,  # x holds only these rows of the queries, as [N, d_model]
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        spread = rows.unpack if rows is not None else (lambda t: t)
-        if self.is_self_attention:
-            q, k, v = self._split_projection(spread(self.qkv_projection(x)), 3)  # 3 x [B, H, Q, d_k]
-        else:
-            (q,) = self._split_projection(spread(self.q_projection(x)), 1)  # [B, H, Q, d_k]
-            assert keys_values is not None, "cross-attention reads the memory's keys and values"
-            k, v = keys_values  # [B, H, S, d_k]
-        batch, _, n_queries, _ = q.shape
-        if need_weights:
-            weights = attention_weights(q, k, mask, is_causal)  # [B, H, Q, K]
-            context = weights @ v  # [B, H, Q, d_k]
-        else:
-            weights = None
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
-        context = context.transpose(1, 2).reshape(batch, n_queries, -1)  # [B, Q, d_model]
-        if rows is not None:
-            context = rows.pack(context)  # [N, d_model]
-        return self.out_projection(context), weights
-
-    def step(self, x: torch.Tensor, cache: LayerCache | None = None, keys_values=None, mask=None):
-        """One new query per row, for incremental decoding: x [B, d_model] -> (output [B, d_model],
-        probabilities [B, H, keys]). Self-attention appends its key/value to ``cache``; cross-attention
-        reads the memory's ``keys_values``. Functional calls only: this runs once per layer per token."""
-        batch = x.shape[0]
-        if self.is_self_attention:
-            qkv = F.linear(x, self.qkv_projection.weight).view(batch, 3, self.n_heads, 1, self.d_k)
-            q, k, v = qkv.unbind(1)  # 3 x [B, H, 1, d_k]
-            assert cache is not None, "self-attention steps through a cache"
-            k, v = cache.append(k, v)  # [B, H, t, d_k]
-        else:
-            q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
-            k, v = keys_values  # [B, H, S, d_k]
-        weights = attention_weights(q, k, mask)  # [B, H, 1, K]
-        context = torch.matmul(weights, v).view(batch, -1)  # [B, H * d_k]
-        return F.linear(context, self.out_projection.weight), weights[:, :, 0]
-
-
-class FeedForward(nn.Module):
-    """Position-wise FFN(x) = max(0, x W1 + b1) W2 + b2."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.expand = nn.Linear(config.d_model, config.d_ff)
-        self.contract = nn.Linear(config.d_ff, config.d_model)
-        self.dropout = Dropout(config.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.contract(self.dropout(F.relu(self.expand(x))))
-
-    def step(self, x: torch.Tensor) -> torch.Tensor:
-        """Inference only (no dropout), as plain functional calls."""
-        hidden = F.relu_(F.linear(x, self.expand.weight, self.expand.bias))
-        return F.linear(hidden, self.contract.weight, self.contract.bias)
+Points = tuple[HookPoint, HookPoint]  # a sublayer's hook points: what it reads, its output
 
 
 class _Sublayers(nn.Module):
@@ -172,19 +77,28 @@ class _Sublayers(nn.Module):
         self.pre_norm = config.norm_placement == "pre"
         self.norms = nn.ModuleList(nn.LayerNorm(config.d_model) for _ in range(n_sublayers))
         self.dropout = Dropout(config.dropout)
+        self.hook_resid_pre, self.hook_resid_post = HookPoint(), HookPoint()  # the layer's input and output
 
-    def residual(self, index: int, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, object]:
-        """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra)."""
-        norm = self.norms[index]
+    def residual(
+        self, index: int, x: torch.Tensor, sublayer: Callable, points: Points | None = None
+    ) -> tuple[torch.Tensor, object]:
+        """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra). ``points``: the hook
+        points of what the sublayer reads and of its output (the teacher-forced pass's; a one-token step has none)."""
+        norm = cast(nn.LayerNorm, self.norms[index])
+        read = layer_norm(norm, x) if self.pre_norm else x  # [.., d_model]
+        if points is not None:
+            read = points[0](read)
+        output, extra = sublayer(read)
+        if points is not None:
+            output = points[1](output)
+        summed = self.dropout.add_to(x, output)  # [.., d_model]
+        return (summed if self.pre_norm else layer_norm(norm, summed)), extra
 
-        def normalise(t):
-            return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-        if self.pre_norm:
-            output, extra = sublayer(normalise(x))
-            return self.dropout.add_to(x, output), extra
-        output, extra = sublayer(x)
-        return normalise(self.dropout.add_to(x, output)), extra
+    def _attention_points(self, name: str, attention: MultiHeadAttention) -> dict[str, HookPoint]:
+        """The hook points of attention sublayer ``name`` ("self" or "cross") by their names within the layer."""
+        read, output, resid = (getattr(self, f"hook_{name}_{point}") for point in ("in", "out", "resid"))
+        own = {f"{name}.{point}": hook for point, hook in attention.hook_points().items()}
+        return {f"{name}.in": read, **own, f"{name}.out": output, f"{name}.resid": resid}
 
 
 class EncoderLayer(_Sublayers):
@@ -192,11 +106,21 @@ class EncoderLayer(_Sublayers):
         super().__init__(config, 2)
         self.self_attention = MultiHeadAttention(config, self_attention=True)
         self.feed_forward = FeedForward(config)
+        self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
+        self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
 
     def forward(self, x, padding_mask, need_weights=False):
-        x, weights = self.residual(0, x, lambda h: self.self_attention(h, mask=padding_mask, need_weights=need_weights))
-        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None))
-        return x, weights
+        x = self.hook_resid_pre(x)  # [B, S, d_model]
+        points = (self.hook_self_in, self.hook_self_out)
+        x, weights = self.residual(0, x, lambda h: self.self_attention(h, mask=padding_mask, need_weights=need_weights), points)
+        x = self.hook_self_resid(x)
+        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None), (self.hook_mlp_in, self.hook_mlp_out))
+        return self.hook_resid_post(x), weights
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Its hook points by their names within the layer, in the order the pass reaches them."""
+        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "resid_post": self.hook_resid_post}
+        return {"resid_pre": self.hook_resid_pre, **self._attention_points("self", self.self_attention), **mlp}
 
 
 class DecoderLayer(_Sublayers):
@@ -205,23 +129,39 @@ class DecoderLayer(_Sublayers):
         self.self_attention = MultiHeadAttention(config, self_attention=True)
         self.cross_attention = MultiHeadAttention(config, self_attention=False)
         self.feed_forward = FeedForward(config)
+        self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
+        self.hook_cross_in, self.hook_cross_out, self.hook_cross_resid = HookPoint(), HookPoint(), HookPoint()
+        self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
 
     def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False, rows=None):
         """x [B, T, d_model], or [N, d_model] holding only ``rows`` (PackedRows) of the positions."""
         # Causal masking: with no explicit mask, is_causal lets position p see keys 0..p.
         is_causal = self_mask is None and (rows.length if rows is not None else x.shape[1]) > 1
+        x = self.hook_resid_pre(x)
         x, self_weights = self.residual(
-            0, x, lambda h: self.self_attention(h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows)
+            0,
+            x,
+            lambda h: self.self_attention(h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows),
+            (self.hook_self_in, self.hook_self_out),
         )
+        x = self.hook_self_resid(x)
         x, cross_weights = self.residual(
             1,
             x,
             lambda h: self.cross_attention(
                 h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows
             ),
+            (self.hook_cross_in, self.hook_cross_out),
         )
-        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None))
-        return x, self_weights, cross_weights
+        x = self.hook_cross_resid(x)
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None), (self.hook_mlp_in, self.hook_mlp_out))
+        return self.hook_resid_post(x), self_weights, cross_weights
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Its hook points by their names within the layer, in the order the pass reaches them."""
+        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "resid_post": self.hook_resid_post}
+        attentions = self._attention_points("self", self.self_attention) | self._attention_points("cross", self.cross_attention)
+        return {"resid_pre": self.hook_resid_pre, **attentions, **mlp}
 
     def step(self, x, cache: LayerCache, memory_keys_values, memory_mask):
         """One new position per row: x [B, d_model] -> (x, self weights [B, H, t], cross [B, H, S])."""
@@ -287,7 +227,13 @@ class Transformer(nn.Module):
         pre_norm = config.norm_placement == "pre"
         self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        # Hook points of each side's embeddings [B, L, d_model] (scaled) and positions [L, d_model], of the memory
+        # [B, S, d_model] (after the encoder's final norm) and of the decoder's output [B, T, d_model] (after its own).
+        self.hook_source_embed, self.hook_source_pos, self.hook_memory = HookPoint(), HookPoint(), HookPoint()
+        self.hook_target_embed, self.hook_target_pos, self.hook_final = HookPoint(), HookPoint(), HookPoint()
         self._init_weights()
+        for name, point in self.hook_points().items():
+            point.name = name
 
     def _init_weights(self) -> None:
         for module in self.modules():
@@ -321,12 +267,25 @@ class Transformer(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Every hook point of the teacher-forced pass by its name (model/interventions/hooked.py), in the order the
+        pass reaches them: ``encoder.embed``, ``encoder.pos``, each encoder layer's (``encoder.{l}.resid_pre``, …),
+        ``encoder.memory``, the decoder's alike, and ``decoder.final``."""
+        points = {"encoder.embed": self.hook_source_embed, "encoder.pos": self.hook_source_pos}
+        for index, layer in enumerate(self.encoder_layers):
+            points |= {f"encoder.{index}.{name}": point for name, point in cast(EncoderLayer, layer).hook_points().items()}
+        points |= {"encoder.memory": self.hook_memory, "decoder.embed": self.hook_target_embed, "decoder.pos": self.hook_target_pos}
+        for index, decoder_layer in enumerate(self.decoder_stack):
+            points |= {f"decoder.{index}.{name}": point for name, point in decoder_layer.hook_points().items()}
+        points["decoder.final"] = self.hook_final
+        return points
+
+    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding, points: tuple[HookPoint, HookPoint]) -> torch.Tensor:
         length = ids.shape[1]
         if length > self.config.max_len:
             raise ValueError(f"sequence of {length} pieces exceeds max_len {self.config.max_len}")
-        x = embedding(ids) * math.sqrt(self.config.d_model)  # [B, L, d_model]
-        x = x + self.positional_table[:length]  # [B, L, d_model]
+        x = points[0](embedding(ids) * math.sqrt(self.config.d_model))  # [B, L, d_model]
+        x = x + points[1](self.positional_table[:length])  # [B, L, d_model]
         return self.embedding_dropout(x)
 
     def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
@@ -339,9 +298,9 @@ class Transformer(nn.Module):
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         """source_ids [B, S] -> (memory [B, S, d_model], padding mask, per-layer weights or [])."""
         mask = self.padding_mask(source_ids)
-        x = self._embed(source_ids, self.source_embedding)  # [B, S, d_model]
+        x = self._embed(source_ids, self.source_embedding, (self.hook_source_embed, self.hook_source_pos))  # [B, S, d_model]
         x, weights = run_encoder_layers(self.encoder_layers, x, mask, need_weights)
-        return self.encoder_norm(x), mask, weights
+        return self.hook_memory(self.encoder_norm(x)), mask, weights
 
     def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache:
         """Project the memory [B, S, d_model] into keys and values once for every decoder layer."""
@@ -372,7 +331,7 @@ class Transformer(nn.Module):
         Returns (hidden [B, T, d_model], self weights, cross weights) with per-layer weights when asked.
         With ``rows``, hidden is [N, d_model]: only those positions are computed past attention.
         """
-        x = self._embed(target_ids, self.target_embedding)  # [B, T, d_model]
+        x = self._embed(target_ids, self.target_embedding, (self.hook_target_embed, self.hook_target_pos))  # [B, T, d_model]
         if rows is not None:
             x = rows.pack(x)  # [N, d_model]
         self_weights, cross_weights = [], []
@@ -383,7 +342,7 @@ class Transformer(nn.Module):
             if need_weights:
                 self_weights.append(layer_self)
                 cross_weights.append(layer_cross)
-        return self.decoder_norm(x), self_weights, cross_weights
+        return self.hook_final(self.decoder_norm(x)), self_weights, cross_weights
 
     def decode_step(self, token_ids: torch.Tensor, cache: DecoderCache):
         """Incremental decoding: feed one token per row [B] at position ``cache.length``, through the

@@ -1,0 +1,80 @@
+"""The hooked pass of the app's Transformer: its own teacher-forced pass with forward hooks on its hook points.
+
+The Transformer (model/nn/transformer.py) carries a ``HookPoint`` (model/nn/hooks.py) at every activation the
+interventions read or patch, named as model/interventions/hooked.py lists them (``Transformer.hook_points``). A run
+registers a PyTorch forward hook on each point its ``Hooks`` captures, patches or starts gradients at, runs what the
+model's ``forward`` runs (``encode``, ``start_cache``, ``decode``: its weights, its norm placement, its padding masks;
+no dropout) and removes the hooks: a change to the model is a change to its hooked pass. Each head's output through its
+slice of W^O is formed only when its point is hooked. It serves every tool of model.family.INTERVENTION_TOOLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import cast
+
+import torch
+
+from model.family import INTERVENTION_TOOLS, Network
+from model.interventions.hooked import HookedRun, Hooks
+from model.nn.transformer import Transformer
+
+
+@contextmanager
+def _without_dropout(model: Transformer) -> Iterator[None]:
+    """The model in inference mode for the ``with`` block (a model in training mode is put back so after)."""
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
+
+
+class TransformerPass:
+    """The app's Transformer's adapter (its registry entry's ``hooked_pass``, model/nn/registry.py)."""
+
+    served_tools = INTERVENTION_TOOLS
+
+    def hook_names(self, network: Network) -> list[str]:
+        return list(cast(Transformer, network).hook_points())
+
+    def head_count(self, network: Network, side: str) -> int:
+        return cast(Transformer, network).config.n_heads
+
+    def run_hooked(
+        self,
+        network: Network,
+        source_ids: torch.Tensor,  # [B, S]
+        target_input_ids: torch.Tensor,  # [B, T]
+        hooks: Hooks,
+        memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (passed through its point)
+    ) -> HookedRun:
+        model = cast(Transformer, network)
+        points = model.hook_points()
+        mask = model.padding_mask(source_ids)  # [B, 1, 1, S] or None
+        with hooks.attached(points), _without_dropout(model):
+            if memory is None:
+                memory, mask, _ = model.encode(source_ids)  # [B, S, d_model]
+            else:
+                memory = points["encoder.memory"](memory)  # [B, S, d_model]
+            hidden, _, _ = model.decode(target_input_ids, model.start_cache(memory, mask))  # [B, T, d_model]
+        return HookedRun(hidden, hooks.activations, memory, mask)
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+        """Decoder residual streams [..., d_model] through the decoder's final norm and the output projection."""
+        model = cast(Transformer, network)
+        return model.logits(model.decoder_norm(streams))
+
+    def has_final_norm(self, network: Network) -> bool:
+        """Whether the decoder's output passes a LayerNorm of its own (a pre-norm model's) before the projection."""
+        return isinstance(cast(Transformer, network).decoder_norm, torch.nn.LayerNorm)
+
+
+TRANSFORMER_PASS = TransformerPass()
+
+
+def hooked_pass(network: Network) -> TransformerPass:
+    """The Transformer family's hooked pass (declared by path in its registry entry): the same for every network."""
+    return TRANSFORMER_PASS
