@@ -74,6 +74,7 @@ class ReportCard:
     data_randomisation: str = ""  # what the shuffled-target model was ('' when none was given)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part (each method's maps, faithfulness, sanity)
     notes: list[str] = field(default_factory=list)
+    removal: str = PERTURBATION  # how a piece is removed, or why no piece can be (a family that cannot hide one)
 
     def row(self, name: str) -> MethodRow:
         return next(row for row in self.rows if row.name == name)
@@ -93,7 +94,7 @@ class ReportCard:
         )
         return (
             f"{self.model}: {self.n_pairs} held-out pairs of {self.corpus} ({self.n_steps} predictions). Score: {SCORE}; "
-            f"removal: {PERTURBATION}; {data}. ★ best in its column, ✗ a failure (see the notes)."
+            f"removal: {self.removal}; {data}. ★ best in its column, ✗ a failure (see the notes)."
         )
 
     def mark_best(self) -> None:

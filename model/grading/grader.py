@@ -20,7 +20,7 @@ from model.data.corpora import CorpusSpec, Pair
 from model.family import Bundle
 from model.grading import faithfulness
 from model.grading.baselines import LeaveOneOut, cannot_hide
-from model.grading.card import MethodRow, ReportCard
+from model.grading.card import PERTURBATION, MethodRow, ReportCard
 from model.grading.cases import GradedPair, check_gradable, graded_pairs, knows_positions
 from model.grading.ground_truth import alignment_evidence
 from model.grading.methods import METHODS, AttributionMethod, MethodMaps, MethodSettings, Reading, method_names
@@ -109,6 +109,7 @@ def grade_cases(
         stages,
         settings.shuffled_note if settings.shuffled is not None else "",
         timings,
+        removal=f"none ({cannot_hide(bundle)})" if cannot_hide(bundle) else PERTURBATION,
     )
     card.mark_best()
     return card

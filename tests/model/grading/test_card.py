@@ -116,6 +116,8 @@ def test_an_rnn_gets_its_attention_graded_and_every_other_measure_a_reason(copy_
     assert all(cell.value is None and "encoder-decoder Transformer" in cell.reason for cell in norm.cells.values())
     assert norm.sanity is None and attention.sanity is not None
     assert card.row("occlusion").cells["tau_loo"].value is None
+    assert "removal: none (" in card.caption() and "hidden in place" not in card.caption()  # said as it is
+    assert "removal: pieces hidden in place by the pad id" in copy_card.caption()
 
 
 def test_models_it_cannot_grade():
