@@ -12,12 +12,12 @@ the run and clears the table (``ready(None)``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import job_bundle
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner, user_message
 from model.attribution.alignment_table import AlignmentTable, alignment_table
@@ -44,23 +44,15 @@ def model_without_gold(bundle: Bundle | None) -> str:
     return "" if aligns_toy_fr(bundle) else NO_GOLD
 
 
-def scored_bundle(explore: ExploreController) -> Any:
-    """What ``alignment_table`` reads: a private copy of the model the user explores (heads knocked out
-    included) with its configuration and tokenizers."""
+def scored_model(explore: ExploreController) -> Any:
+    """The model the user explores, heads knocked out included: what ``alignment_table`` reads (a private copy)."""
     bundle = explore.bundle
     assert bundle is not None
     if explore.stepper is not None:
-        model = explore.stepper.model
-    elif explore.masked_heads:  # no sentence decoded yet: the heads the user knocked out, all the same
-        model = masked_model(bundle.model, tuple(explore.masked_heads))
-    else:
-        model = bundle.model
-    return SimpleNamespace(
-        model=copy.deepcopy(model).eval(),  # copied here, in the window's thread, while nothing else uses it
-        config=bundle.config,
-        source_tokenizer=bundle.source_tokenizer,
-        target_tokenizer=bundle.target_tokenizer,
-    )
+        return explore.stepper.model
+    if explore.masked_heads:  # no sentence decoded yet: the heads the user knocked out, all the same
+        return masked_model(bundle.model, tuple(explore.masked_heads))
+    return bundle.model
 
 
 def score(job: Job, bundle: Any, corpus: CorpusSpec, n_pairs: int, seed: int, names: tuple[str, ...]) -> AlignmentTable:
@@ -76,12 +68,13 @@ class AlignmentController:
     """Events: ``progress(done, total)`` pairs, ``ready(AlignmentTable or None: nothing to show)``, ``message(text)``
     (why nothing runs, a cancelled run, an error), ``running_changed(bool)``."""
 
+    progress = Signal(int, int)
+    ready = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.progress = Event("progress")
-        self.ready = Event("ready")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.table: AlignmentTable | None = None  # the last table, for the current model
         self.done_pairs = 0  # pairs the current (or last) run has gone through
         explore.model_changed.connect(self._on_model_changed)
@@ -109,9 +102,12 @@ class AlignmentController:
         assert self.explore.bundle is not None and self.explore.bundle.corpus is not None  # unavailable() said so
         corpus = CorpusSpec.from_dict(self.explore.bundle.corpus.to_dict())  # the job's own copy
         try:
-            bundle = scored_bundle(self.explore)
+            model = scored_model(self.explore)
         except (UserError, RuntimeError, ValueError) as error:  # the knocked-out heads cannot be copied
             self.message.emit(f"The alignment table cannot be computed: {user_message(error)}")
+            return False
+        bundle = job_bundle(self.explore.bundle, "The alignment table", self.message, model)
+        if bundle is None:
             return False
         was_running = self.running
         self.done_pairs = 0

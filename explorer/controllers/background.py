@@ -1,27 +1,23 @@
-"""What the controllers that read a whole model in a job of the runner share (head importance, the report card, the
-neuron view): the job's own copy of the model, so the window keeps decoding with its one meanwhile, and ending a run on
-a channel."""
+"""What the controllers that run jobs of the runner share, so that none imports another: the one guarded copy of a
+model for a job (the window keeps decoding with its own meanwhile), ending a run on a channel, and the name a user
+knows a model by."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 from typing import Any
 
-from explorer.controllers.events import Event
+from psygnal import SignalInstance
+
 from explorer.controllers.runner import Runner, user_message
+from model.family import Bundle
 
 
-def working_copy(bundle: Any, what: str, message: Event) -> Any | None:
-    """``bundle`` with a copy of its model in evaluation mode, or None (and "<what> could not start: ..." on
-    ``message``) when the copy fails (out of memory)."""
-    model = copied_model(bundle.model, what, message)
-    return None if model is None else dataclasses.replace(bundle, model=model)
-
-
-def copied_model(model: Any, what: str, message: Event) -> Any | None:
-    """A copy of ``model`` in evaluation mode for a job, or None (and "<what> could not start: ..." on ``message``) when
-    the copy fails (out of memory)."""
+def job_model(model: Any, what: str, message: SignalInstance) -> Any | None:
+    """A private copy of ``model`` in evaluation mode for a job, copied here, on the window's thread, while nothing
+    else uses it; None (and "<what> could not start: ..." on ``message``) when the copy fails (out of memory)."""
     try:
         return copy.deepcopy(model).eval()
     except Exception as error:  # noqa: BLE001 - a copy that fails becomes a message
@@ -29,10 +25,22 @@ def copied_model(model: Any, what: str, message: Event) -> Any | None:
         return None
 
 
-def end_run(runner: Runner, channel: str, running_changed: Event) -> bool:
+def job_bundle(bundle: Any, what: str, message: SignalInstance, model: Any = None) -> Any | None:
+    """``bundle`` with a private copy (``job_model``) of its model, or of ``model`` (the decoding's own: heads knocked
+    out, a snapshot's), or None (and a message) when the copy fails."""
+    copied = job_model(bundle.model if model is None else model, what, message)
+    return None if copied is None else dataclasses.replace(bundle, model=copied)
+
+
+def end_run(runner: Runner, channel: str, running_changed: SignalInstance) -> bool:
     """Cancel the channel's job and drop whatever more it reports; True (and ``running_changed(False)``) when a run
     was in progress."""
     if not runner.cancel(channel, drop=True):
         return False
     running_changed.emit(False)
     return True
+
+
+def model_name(bundle: Bundle) -> str:
+    """The name a user knows a model by: its file's stem, or its description."""
+    return Path(bundle.path).stem if bundle.path else bundle.describe().split(":")[0]

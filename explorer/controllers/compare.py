@@ -20,9 +20,10 @@ output the snapshot was made to write (*Same output*) is labelled as forced, wit
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Runner
 from model.data.corpora import Pair, toy_fr
@@ -43,11 +44,6 @@ FINAL_MODEL = "the final model"  # what a snapshot calls the model as opened (th
 EXPLORED_OUTPUT = "the output explored (Same output)"  # what a snapshot is made to write with Same output
 
 
-def model_name(bundle: Bundle) -> str:
-    """The name a user knows a model by: its file's stem, or its description."""
-    return Path(bundle.path).stem if bundle.path else bundle.describe().split(":")[0]
-
-
 def can_compare(bundle: Bundle) -> str:
     """Why a model cannot be put side by side ('' when it can): the view compares cross-attention."""
     can = bundle.family.capabilities
@@ -60,12 +56,13 @@ class CompareController:
     """Events: ``changed(panels, note)`` (list[Panel]: the explored model first, then the second; empty: nothing to
     show, the note then says why), ``message(text)``, ``running_changed(bool)`` (a model or a best head is measured)."""
 
+    changed = Signal(list, str)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore = explore
         self.runner = runner
-        self.changed = Event("changed")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.bundle: Bundle | None = None  # the second model
         self.stepper: Stepper | None = None
         self.text = ""

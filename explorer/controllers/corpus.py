@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import job_bundle
 from explorer.controllers.explore import ExploreController
-from explorer.controllers.interventions import job_bundle
 from explorer.controllers.runner import Job, Runner, user_message
 from model.corpus.build import IndexBuilder, IndexOptions, IndexProgress, IndexResult
 from model.corpus.checks import check_outside
@@ -78,13 +79,19 @@ class CorpusController:
     MapRequest)``, ``head_chosen(head, predicate)`` (a head sent from the Explore tab, its suggested query),
     ``show_requested()`` and ``explore_requested()`` (the window shows the Corpus or the Explore tab)."""
 
+    index_changed = Signal(object)
+    building_changed = Signal(bool)
+    progress = Signal(str, int, int)
+    message = Signal(str)
+    tokens_found = Signal(object)
+    sentences_found = Signal(object)
+    map_ready = Signal(list, object)
+    head_chosen = Signal(object, str)
+    show_requested = Signal()
+    explore_requested = Signal()
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.index_changed, self.building_changed = Event("index_changed"), Event("building_changed")
-        self.progress, self.message = Event("progress"), Event("message")
-        self.tokens_found, self.sentences_found = Event("tokens_found"), Event("sentences_found")
-        self.map_ready, self.head_chosen = Event("map_ready"), Event("head_chosen")
-        self.show_requested, self.explore_requested = Event("show_requested"), Event("explore_requested")
         self.index: CorpusIndex | None = None
         self.panels: list[MapPanel] = []
         self.map_request: MapRequest | None = None
@@ -126,7 +133,9 @@ class CorpusController:
         if self.index is not None and Path(self.index.folder).resolve() == Path(folder).resolve():
             self.close_index()  # written now: it is opened again when the job ends
             self.index_changed.emit(None)
-        copied = job_bundle(bundle)
+        copied = job_bundle(bundle, "Building the index", self.message)
+        if copied is None:
+            return False
         name = bundle.path or "the model trained in this session (unsaved)"
 
         def work(job: Job) -> IndexResult:
@@ -186,7 +195,9 @@ class CorpusController:
         trace = self.explore.trace
         shown = [] if trace is None else trace.source_tokens if side == "encoder" else trace.decoder_input_tokens
         expected = shown[position] if trace is not None and position < len(shown) else None
-        copied = job_bundle(bundle)
+        copied = job_bundle(bundle, "The token search", self.message)
+        if copied is None:
+            return False
 
         def work(_job: Job) -> TokenResults:
             query = typed_token(index, copied, text, layer, position=position)

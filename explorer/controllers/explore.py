@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
 from explorer.controllers.examples import can_read, example_sentence, unknown_share
 from explorer.runtime import for_light_work
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -38,15 +39,16 @@ class ExploreController:
     snapshot's model is explored: what was measured of the last one is stale), ``view_changed(view)`` (what the views
     show was chosen: ``view``); ``running``/``running_changed`` as every controller has (always False here)."""
 
+    model_changed = Signal(object)
+    trace_changed = Signal(object)
+    message = Signal(str)
+    text_replaced = Signal(str, str)
+    running_changed = Signal(bool)  # never emitted: decoding runs on the window's thread
+    snapshot_changed = Signal(str)
+    weights_changed = Signal(object)
+    view_changed = Signal(object)
+
     def __init__(self) -> None:
-        self.model_changed = Event("model_changed")
-        self.trace_changed = Event("trace_changed")
-        self.message = Event("message")
-        self.text_replaced = Event("text_replaced")
-        self.running_changed = Event("running_changed")  # never emitted: decoding runs on the window's thread
-        self.snapshot_changed = Event("snapshot_changed")
-        self.weights_changed = Event("weights_changed")
-        self.view_changed = Event("view_changed")
         self.view = ExploreView()  # what the user chose to see (fitted to each trace when drawn)
         self.bundle: Bundle | None = None  # the model explored: the one opened, or a snapshot of its training
         self.opened: Bundle | None = None  # the model opened or trained (what is saved)

@@ -17,9 +17,9 @@ import copy
 from typing import Any
 
 import numpy as np
+from psygnal import Signal
 
-from explorer.controllers.background import end_run, working_copy
-from explorer.controllers.events import Event
+from explorer.controllers.background import end_run, job_bundle
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Cancelled, Job, Runner
 from model.attribution.importance import HeadImportance, PruningPoint, head_importance, measured_pairs, pruning_curve
@@ -36,13 +36,14 @@ class ImportanceController:
     """Events: ``progress(stage, done, total)`` (IMPORTANCE or PRUNING), ``importance_ready(HeadImportance or
     None)``, ``curve_ready(list[PruningPoint] or None)``, ``message(text)``, ``running_changed(bool)``."""
 
+    progress = Signal(str, int, int)
+    importance_ready = Signal(object)
+    curve_ready = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.progress = Event("progress")
-        self.importance_ready = Event("importance_ready")
-        self.curve_ready = Event("curve_ready")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.importance: HeadImportance | None = None  # the last importance of the explored model
         self.curve: list[PruningPoint] | None = None  # the last pruning curve of the explored model
         self.n_sentences = 0  # sentences of the last run started
@@ -88,7 +89,7 @@ class ImportanceController:
         self._end_run()  # a run in progress gives way to this one (and says so)
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        work_bundle = working_copy(bundle, "Head importance", self.message)  # the window keeps its own model
+        work_bundle = job_bundle(bundle, "Head importance", self.message)  # the window keeps its own model
         if work_bundle is None:
             return False
         self.n_sentences = n_sentences

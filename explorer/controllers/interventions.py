@@ -24,14 +24,14 @@ model, so the window's decoding never shares it with a thread. A model whose fam
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 from typing import Any
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import job_bundle
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
-from explorer.controllers.runner import Job, Runner, user_message
+from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
 from model.family import DECODER_LENS, LOGIT_ATTRIBUTION, LOGIT_LENS, PATCHING, Bundle
 from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
@@ -55,13 +55,6 @@ CANNOT_FOLLOW = {  # tool -> the decoding modes it cannot follow, and what it do
 }
 
 
-def job_bundle(bundle: Bundle, model: Any = None) -> Any:
-    """``bundle`` with a private copy of its model (or of ``model``: the decoding's own), copied here, on the window's
-    thread, for a job to read."""
-    copied = copy.deepcopy(bundle.model if model is None else model).eval()
-    return dataclasses.replace(bundle, model=copied)  # type: ignore[type-var]
-
-
 def checked_text(text: str, what: str) -> str:
     """``text`` stripped; an InterventionError when nothing is left."""
     if not text.strip():
@@ -74,13 +67,14 @@ class InterventionsController:
     (the step of the Explore tab, from 0: the token it decoded last), ``message(text)`` (why nothing runs, bad
     input, an error), ``running_changed(bool)``, ``progress(text)`` (what is being computed)."""
 
+    ready = Signal(str, object)
+    step_changed = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+    progress = Signal(str)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.ready = Event("ready")
-        self.step_changed = Event("step_changed")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
-        self.progress = Event("progress")
         self.results: dict[str, Any] = {}  # tool -> its last result for the explored model
         self.computed_for: tuple | None = None  # (model, source ids, chosen ids) of the readings shown or under way
         self.computed: FollowedDecoding | None = None  # the decoding those readings read
@@ -316,10 +310,8 @@ class InterventionsController:
     def _submit(self, channel: str, work: Any, bundle: Bundle, model: Any = None) -> bool:
         """Run ``work(job, bundle with a copy of its model, or of ``model``)`` on ``channel``; False with a message when
         the model cannot be copied."""
-        try:
-            copied = job_bundle(bundle, model)
-        except Exception as error:  # noqa: BLE001 - a copy that fails (out of memory) becomes a message
-            self.message.emit(f"Interventions could not start: {user_message(error)}")
+        copied = job_bundle(bundle, "Interventions", self.message, model)
+        if copied is None:
             return False
         was_running = self.running
         label = "Patching" if channel == PATCH_CHANNEL else "The interventions"

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from psygnal import Signal
 
-from explorer.controllers.events import Event
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import followed_decoding
 from explorer.controllers.runner import LOG, Job, Runner, user_message
@@ -66,13 +66,14 @@ class MeasureController:
     (what is being computed, "" when nothing), ``contrast_ready(Contrast or None)``, ``message(text)``,
     ``running_changed(bool)``."""
 
+    changed = Signal()
+    busy = Signal(str)
+    contrast_ready = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.changed = Event("changed")
-        self.busy = Event("busy")
-        self.contrast_ready = Event("contrast_ready")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.measure = "attention"
         self._results: dict[tuple, MeasureResult] = {}  # (model id, source, chosen, measure) -> MeasureResult
         self._rows: dict[tuple, MeasureResult] = {}  # saliency rows: (model id, source, prefix + token, measure) -> row

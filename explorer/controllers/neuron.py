@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from explorer.controllers.background import copied_model
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import job_model
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from model.data.token_labels import display_labels
@@ -33,13 +34,16 @@ SUFFIXES = (".png", ".svg", ".pdf", ".csv")
 
 
 class NeuronController:
+    """Its events are the module docstring's."""
+
+    changed = Signal(object)
+    queries_changed = Signal(list, object)
+    terms_ready = Signal()
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.changed = Event("changed")
-        self.queries_changed = Event("queries_changed")
-        self.terms_ready = Event("terms_ready")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.kind, self.layer, self.head = AttentionKind.CROSS, 0, 0
         self.head_note = ""  # why the head shown is not the one chosen (an aggregate was chosen)
         self.query: int | None = None  # chosen by the user; None: the step being decoded (the first source piece)
@@ -119,7 +123,7 @@ class NeuronController:
 
     def _compute(self, wanted: tuple) -> None:
         model, source_ids, target_ids = wanted
-        copied = copied_model(model, "Reading the queries and keys", self.message)  # the window goes on with its own
+        copied = job_model(model, "Reading the queries and keys", self.message)  # the window goes on with its own
         if copied is None:
             return
         was_running = self.running

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from explorer.controllers.background import end_run, working_copy
-from explorer.controllers.compare import model_name
-from explorer.controllers.events import Event
+from psygnal import Signal
+
+from explorer.controllers.background import end_run, job_bundle, model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, FollowedDecoding, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
@@ -43,12 +43,13 @@ class ReportCardController:
     """Events: ``progress(stage, done, total)``, ``ready(ReportCard or None)``, ``message(text)``,
     ``running_changed(bool)``."""
 
+    progress = Signal(str, int, int)
+    ready = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner) -> None:
         self.explore, self.runner = explore, runner
-        self.progress = Event("progress")
-        self.ready = Event("ready")
-        self.message = Event("message")
-        self.running_changed = Event("running_changed")
         self.card: ReportCard | None = None
         self.graded: FollowedDecoding | None = None  # the decoding the card grades (None: a card of the corpus)
         explore.model_changed.connect(self._on_model_changed)
@@ -85,7 +86,7 @@ class ReportCardController:
         self._end_run()
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        work = working_copy(bundle, "The report card", self.message)  # the window keeps decoding with its own model
+        work = job_bundle(bundle, "The report card", self.message)  # the window keeps decoding with its own model
         if work is None:
             return False
         self.card, self.graded = None, None
@@ -116,7 +117,7 @@ class ReportCardController:
             self.message.emit(f"The report card cannot grade this sentence: {error}.")
             return False
         self._end_run()
-        work = working_copy(decoding.model_bundle(), "The report card", self.message)  # the decoding's own model
+        work = job_bundle(decoding.model_bundle(), "The report card", self.message)  # the decoding's own model
         if work is None:
             return False
         self.card, self.graded = None, decoding

@@ -26,12 +26,12 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+from psygnal import Signal
 
-from explorer.controllers.compare import CompareController, model_name
-from explorer.controllers.events import Event
+from explorer.controllers.background import model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -93,16 +93,35 @@ def decode_snapshot(
     return stepper, total
 
 
+class SideBySide(Protocol):
+    """What the timeline drives of the side-by-side view's controller (explorer/controllers/compare.py, given by the
+    window): a snapshot put beside the explored model, made to write its output or not."""
+
+    bundle: Bundle | None
+    stepper: Stepper | None
+    forced_stepper: Stepper | None
+    same_output: bool
+
+    def set_model(self, bundle: Bundle, name: str = "", like: Bundle | None = None, same_output: bool = False) -> bool: ...
+
+    def clear(self) -> None: ...
+
+
 class TimelineController:
     """Events: ``opened(source or None)`` (a timeline to show, or none), ``moved(index)`` (the slider's snapshot, at
     once), ``shown(index)`` (its decoding is explored now), ``playing_changed(bool)``, ``compare_changed(index or
     None, mode)`` (the second snapshot is ready, or gone), ``message(text)``, ``running_changed(bool)``."""
 
-    def __init__(self, explore: ExploreController, runner: Runner, compare: CompareController) -> None:
+    opened = Signal(object)
+    moved = Signal(int)
+    shown = Signal(int)
+    playing_changed = Signal(bool)
+    compare_changed = Signal(object, str)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
+    def __init__(self, explore: ExploreController, runner: Runner, compare: SideBySide) -> None:
         self.explore, self.runner, self.compare = explore, runner, compare
-        self.opened, self.moved, self.shown = Event("opened"), Event("moved"), Event("shown")
-        self.playing_changed, self.compare_changed = Event("playing_changed"), Event("compare_changed")
-        self.message, self.running_changed = Event("message"), Event("running_changed")
         self.find: Callable[[Bundle], SnapshotSource | None] = timeline_for  # tests give a source of their own
         self.source: SnapshotSource | None = None
         self.index = 0  # the snapshot at the slider (from 0)

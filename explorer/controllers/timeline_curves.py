@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from explorer.controllers.timeline import DIFFERENCE, SIDE_BY_SIDE, TimelineController
@@ -59,10 +60,14 @@ class CurvesController:
     """Events: ``progress(stage, done, total)`` (DECODING or MEASURING), ``ready(HeadCurves or None)``,
     ``message(text)``, ``running_changed(bool)``, ``head_chosen(kind, layer, head)`` (a phase change's head)."""
 
+    progress = Signal(str, int, int)
+    ready = Signal(object)
+    message = Signal(str)
+    running_changed = Signal(bool)
+    head_chosen = Signal(object, int, object)
+
     def __init__(self, explore: ExploreController, runner: Runner, timeline: TimelineController) -> None:
         self.explore, self.runner, self.timeline = explore, runner, timeline
-        self.progress, self.ready, self.message = Event("progress"), Event("ready"), Event("message")
-        self.running_changed, self.head_chosen = Event("running_changed"), Event("head_chosen")
         self.curves: HeadCurves | None = None
         self.traces: list[SnapshotTrace] = []  # every snapshot's trace of the curves' sentence
         self.traces_of: tuple[str, DecodingOptions] | None = None  # the sentence and options they decode

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from explorer.controllers.timeline import TimelineController
@@ -60,10 +61,13 @@ class TimelineExports:
     """Events: ``progress(done, total)`` (snapshots decoded), ``written(path)``, ``message(text)``,
     ``running_changed(bool)``."""
 
+    progress = Signal(int, int)
+    written = Signal(str)
+    message = Signal(str)
+    running_changed = Signal(bool)
+
     def __init__(self, explore: ExploreController, runner: Runner, timeline: TimelineController, curves: CurvesController):
         self.explore, self.runner, self.timeline, self.curves = explore, runner, timeline, curves
-        self.progress, self.written = Event("progress"), Event("written")
-        self.message, self.running_changed = Event("message"), Event("running_changed")
 
     @property
     def running(self) -> bool:

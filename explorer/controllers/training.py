@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.controllers.events import Event
+from psygnal import Signal
+
 from explorer.controllers.runner import Job, Runner
 from explorer.runtime import collector_paused, for_training, thaw
 from model.data.corpora import CorpusSpec, load_corpus
@@ -29,18 +30,19 @@ class TrainingController:
     None when nothing is kept), ``failed(text)``, ``running_changed(bool)``; for the form, ``corpus_read(spec, splits)``,
     ``corpus_failed(text)`` and ``step_measured(key, seconds)``."""
 
+    status = Signal(str)
+    prepared = Signal(object)
+    progress = Signal(object)
+    validation = Signal(object)
+    finished = Signal(object)
+    failed = Signal(str)
+    running_changed = Signal(bool)
+    corpus_read = Signal(object, object)
+    corpus_failed = Signal(str)
+    step_measured = Signal(tuple, object)
+
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
-        self.status = Event("status")
-        self.prepared = Event("prepared")
-        self.progress = Event("progress")
-        self.validation = Event("validation")
-        self.finished = Event("finished")
-        self.failed = Event("failed")
-        self.running_changed = Event("running_changed")
-        self.corpus_read = Event("corpus_read")
-        self.corpus_failed = Event("corpus_failed")
-        self.step_measured = Event("step_measured")
         self.control: TrainingControl | None = None  # the run's, while one runs
         self.keep_on_cancel = True
 

@@ -112,7 +112,7 @@ class CorpusTab(QWidget):
         corpus.index_changed.connect(self._on_index_changed)
         corpus.building_changed.connect(self._on_building_changed)
         corpus.progress.connect(self._on_progress)
-        corpus.message.connect(self.status.setText)
+        corpus.message.connect(self.status.setText, check_nargs=False)  # a Qt method: no signature to check
         corpus.tokens_found.connect(self._on_tokens_found)
         corpus.sentences_found.connect(self._on_sentences_found)
         corpus.map_ready.connect(self.maps.show_maps)

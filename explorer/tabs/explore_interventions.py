@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QTabWidget
 
-from explorer.controllers.compare import model_name
+from explorer.controllers.background import model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.interventions import TOOLS, InterventionsController
 from explorer.controllers.interventions_export import save_result

@@ -43,7 +43,7 @@ class ExploreMeasures:
         measures.contrast_ready.connect(self.contrast.set_contrast)
         self.contrast.closed.connect(measures.clear_contrast)
         self.box.measure_chosen.connect(measures.set_measure)
-        measures.busy.connect(self.status.setText)
+        measures.busy.connect(self.status.setText, check_nargs=False)  # a Qt method: no signature to check
         wire_alignment(self.alignment_view, alignment)
         wire_importance(self.importance_view, importance)
         for source in (measures.message, alignment.message, self.alignment_view.message, importance.message):

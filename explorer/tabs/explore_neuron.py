@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QFileDialog
 
-from explorer.controllers.compare import model_name
+from explorer.controllers.background import model_name
 from explorer.widgets.neuron_view import SAVE_FILTER, NeuronView
 from model.decoding.trace import Trace
 from model.errors import UserError
