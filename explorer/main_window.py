@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self._early_quit.setEnabled(False)
         self._early_quit.deleteLater()
         from explorer.controllers.window import WindowControllers  # deferred: PyTorch loads after the frame shows
-        from explorer.tabs.explore_tab import ExploreTab  # deferred: as above
+        from explorer.tabs.explore.tab import ExploreTab  # deferred: as above
         from model.device import describe_device, resolve_device  # deferred: as above
 
         self.runner = gui_runner()

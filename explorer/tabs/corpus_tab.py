@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
 from explorer.tabs.corpus_panels import HeadQueryPanel, QKMapPanel, SimilarTokensPanel
-from explorer.tabs.explore_layout import size_to_current_page
+from explorer.tabs.explore.layout import size_to_current_page
 from model.corpus.build import IndexOptions
 from model.corpus.index import CorpusIndex
 from model.corpus.sources import DEFAULT_BUILTIN_LIMIT, IndexCorpus

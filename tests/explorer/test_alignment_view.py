@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.controllers.window import WindowControllers
 from explorer.qt_runner import gui_runner
-from explorer.tabs.explore_measures import wire_alignment
+from explorer.tabs.explore.measures import wire_alignment
 from explorer.widgets.alignment_view import AER_ROLE, BEST_BACKGROUND, AlignmentView
 from model.attribution.measures import MEASURES
 from tests.conftest import tiny_bundle

@@ -18,7 +18,7 @@ def explore_tab(qtbot, tmp_path):
     from explorer.app import make_application
     from explorer.controllers.window import WindowControllers
     from explorer.qt_runner import gui_runner
-    from explorer.tabs.explore_tab import ExploreTab
+    from explorer.tabs.explore.tab import ExploreTab
 
     make_application()
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)

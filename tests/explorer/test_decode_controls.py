@@ -1,11 +1,11 @@
-"""The Explore tab's Source field (explorer/tabs/decode_controls.py, offscreen): it takes text longer than
+"""The Explore tab's Source field (explorer/tabs/explore/decode_controls.py, offscreen): it takes text longer than
 QLineEdit's default limit and its tooltip says when it is full."""
 
 from __future__ import annotations
 
 
 def test_the_source_field_takes_long_text_and_says_when_it_is_full(qtbot):
-    from explorer.tabs.decode_controls import MAX_SOURCE_CHARS, DecodeControls
+    from explorer.tabs.explore.decode_controls import MAX_SOURCE_CHARS, DecodeControls
 
     controls = DecodeControls()
     qtbot.addWidget(controls)

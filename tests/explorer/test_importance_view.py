@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.controllers.window import WindowControllers
 from explorer.qt_runner import gui_runner
-from explorer.tabs.explore_measures import wire_importance
+from explorer.tabs.explore.measures import wire_importance
 from explorer.widgets.importance_view import ImportanceView
 from explorer.widgets.model_grid import ModelGrid
 

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.controllers.measures import Contrast
-from explorer.tabs.explore_measures import ExploreMeasures
+from explorer.tabs.explore.measures import ExploreMeasures
 from explorer.widgets.contrast_view import ContrastView
 from model.attribution.measures import NAMES, integration_note
 from model.decoding.trace import Trace

@@ -74,7 +74,7 @@ def test_side_by_side_shows_the_same_head_with_its_pairs_and_seed(controllers, t
 
 def test_the_tab_s_labels_and_tooltips_name_the_pairs_and_seed(qtbot, controllers):
     from explorer.app import make_application
-    from explorer.tabs.explore_measures import wire_alignment
+    from explorer.tabs.explore.measures import wire_alignment
 
     make_application()
     view = AlignmentView()

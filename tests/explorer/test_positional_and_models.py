@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
-from explorer.tabs.explore_tab import EXAMPLE_SENTENCE
+from explorer.tabs.explore.tab import EXAMPLE_SENTENCE
 from model.io import checkpoint
 from tests.conftest import saved_model, tiny_bundle
 

@@ -9,7 +9,7 @@ from model.data.corpora import generate_builtin
 from tests.conftest import tiny_bundle
 from tests.explorer.controllers.recording import Recorder
 
-ENGLISH = "the black cat sees the small dog"  # the Explore tab's example sentence (explorer/tabs/explore_tab.py)
+ENGLISH = "the black cat sees the small dog"  # the Explore tab's example sentence (explorer/tabs/explore/tab.py)
 
 
 def opened(controllers, bundle, text: str = ENGLISH) -> Recorder:

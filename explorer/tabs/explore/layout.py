@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSplitter, QTabWidget, Q
 
 from explorer.settings_values import SettingsValues
 
-# explorer.tabs.explore_tab.ExploreTab, which imports this module: named here, not imported (no cycle)
+# explorer.tabs.explore.tab.ExploreTab, which imports this module: named here, not imported (no cycle)
 ExploreTab = Any
 
 IGNORED = QSizePolicy.Policy.Ignored

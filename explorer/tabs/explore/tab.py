@@ -5,7 +5,7 @@ mean or max over heads, or rollout), the lines view, the head table, the tokens,
 candidates (click one to force it) and the beam tree. Every view exports (PNG, SVG, PDF, CSV, NPY).
 What the views show (kind, layer, head, level) is one ``ExploreView`` (model/inspection/view.py), fitted
 to the kinds, layers and heads the trace has: a kind the model lacks is not offered. A model with a timeline of
-its training gets a timeline bar and an "Over training" view (explorer/tabs/explore_timeline.py).
+its training gets a timeline bar and an "Over training" view (explorer/tabs/explore/timeline.py).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QWid
 
 from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
-from explorer.tabs.decode_controls import DecodeControls
-from explorer.tabs.explore_corpus import ExploreCorpus
-from explorer.tabs.explore_export import ExploreExports
-from explorer.tabs.explore_interventions import ExploreInterventions
-from explorer.tabs.explore_layout import lay_out, save_layout, size_to_current_page
-from explorer.tabs.explore_measures import ExploreMeasures
-from explorer.tabs.explore_neuron import ExploreNeuron
-from explorer.tabs.explore_report_card import ExploreReportCard
-from explorer.tabs.explore_timeline import ExploreTimeline
+from explorer.tabs.explore.corpus import ExploreCorpus
+from explorer.tabs.explore.decode_controls import DecodeControls
+from explorer.tabs.explore.export import ExploreExports
+from explorer.tabs.explore.interventions import ExploreInterventions
+from explorer.tabs.explore.layout import lay_out, save_layout, size_to_current_page
+from explorer.tabs.explore.measures import ExploreMeasures
+from explorer.tabs.explore.neuron import ExploreNeuron
+from explorer.tabs.explore.report_card import ExploreReportCard
+from explorer.tabs.explore.timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
 from explorer.widgets.head_table import HeadTable
@@ -129,7 +129,7 @@ class ExploreTab(QWidget):
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
-        self.top_splitter, self.main_splitter = lay_out(self, view_row)  # explorer/tabs/explore_layout.py
+        self.top_splitter, self.main_splitter = lay_out(self, view_row)  # explorer/tabs/explore/layout.py
 
     def _connect(self, controllers: WindowControllers) -> None:
         """The user's requests to the controllers, and the controllers' events to the views."""
@@ -380,7 +380,7 @@ class ExploreTab(QWidget):
         self.explore.show_hypothesis(rank)
         self.explore.go_to_step(n_steps)
 
-    # --- export (explorer/tabs/explore_export.py) ---------------------------------------------------------------
+    # --- export (explorer/tabs/explore/export.py) ---------------------------------------------------------------
     def export_view(self, name: str, path: str | Path) -> Path:
         """The view ``name`` (focus, grid, lines, candidates) as a figure or data, by the suffix."""
         return self.exports.export_view(name, path)
