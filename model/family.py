@@ -189,6 +189,10 @@ class Family:
     read_positions: Callable[[Bundle, int | None, int], Any] | None = None
     tip: str = ""  # one line for the Train form's family box
     label: str = ""  # the family box's item (the title, capitalised, when empty)
+    # Its capabilities for one network, when what its code serves depends on the network's layout (network ->
+    # Capabilities: a pretrained encoder-decoder hooks T5, Marian and BART, not mBART). None: ``capabilities`` hold for
+    # every network of the family. What a tool may do with a network is asked of ``capabilities_for`` (``capabilities_of``).
+    layout_capabilities: Callable[[Network], Capabilities] | None = None
 
     @property
     def network_class(self) -> type:
@@ -196,6 +200,13 @@ class Family:
             return self.network
         module, _, name = self.network.rpartition(".")
         return getattr(importlib.import_module(module), name)  # deferred on purpose: see ``network``
+
+    def capabilities_for(self, network: Network) -> Capabilities:
+        """What this family's code serves for ``network``: its layout's capabilities where they depend on it (a layout
+        without a hooked pass is declared without interventions), else the family's own."""
+        if self.layout_capabilities is None:
+            return self.capabilities
+        return self.layout_capabilities(network)
 
     def owns(self, cls: type) -> bool:
         """Whether ``cls`` is this family's network class (compared by name when it is declared by path)."""
@@ -326,6 +337,13 @@ def family_of(network: Network) -> Family:
             if family.owns(cls):
                 return family
     raise FamilyError(f"no model family has a network of type {type(network).__name__}")
+
+
+def capabilities_of(network: Network) -> Capabilities:
+    """What the code serves for ``network``: its family's capabilities resolved for its layout (``capabilities_for``).
+    Every question a tool asks of a network (interventions, its hooked pass) is asked here, never of the family alone:
+    one registry entry may hold layouts that differ in what they serve."""
+    return family_of(network).capabilities_for(network)
 
 
 def family_of_config(config: NetworkConfig) -> Family:

@@ -18,13 +18,14 @@ and ``logits`` passes them on: the stepper, greedy and beam search call both in 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 
-from model.family import Architecture, AttentionWeights, Capabilities, Family, Positions, QueriesKeys, register
+from model.family import Architecture, AttentionWeights, Capabilities, Family, Network, Positions, QueriesKeys, register
 from model.kinds import AttentionKind
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
@@ -299,6 +300,9 @@ HOOKED_LAYOUTS = {
 }
 
 
+HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_pass``, by path (Capabilities.hooked_pass)
+
+
 def hooked_pass(network: Seq2SeqNetwork) -> object | None:
     """The pretrained encoder-decoder family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the
     network's layout (``HOOKED_LAYOUTS``), or None when its layout has none."""
@@ -309,21 +313,41 @@ def hooked_pass(network: Seq2SeqNetwork) -> object | None:
     return getattr(importlib.import_module(module), name)
 
 
-def _pretrained(name: str, title: str, network: type, architecture: Architecture, kinds: tuple[AttentionKind, ...]) -> Family:
+def layout_capabilities(network: Network) -> Capabilities:
+    """What a pretrained encoder-decoder's code serves for ``network`` (its entry's ``layout_capabilities``): the
+    family's capabilities, with its hooked pass only where the network's layout has one (``HOOKED_LAYOUTS``), so an
+    mBART, M2M100 or Pegasus model is declared without interventions."""
+    model_type = cast(PretrainedConfig, network.config).model_type
+    return replace(SEQ2SEQ.capabilities, hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None)
+
+
+def _pretrained(
+    name: str,
+    title: str,
+    network: type,
+    architecture: Architecture,
+    kinds: tuple[AttentionKind, ...],
+    layouts: Callable[[Network], Capabilities] | None = None,
+) -> Family:
     """A pretrained adapter's registry entry: not trained here, scored on its translations only, its positions
     read from the wrapped model (model/pretrained/positional.py); an encoder-decoder's logit lens and patching hook
-    the library's own modules where its layout has a hooked pass (``HOOKED_LAYOUTS``: T5, Marian and BART)."""
+    the library's own modules where its layout has a hooked pass (``HOOKED_LAYOUTS``: T5, Marian and BART), which
+    ``layouts`` (its ``layout_capabilities``) says per network."""
     encoder_decoder = architecture is Architecture.ENCODER_DECODER
     capabilities = Capabilities(
         architecture,
         kinds,
         Positions.PRETRAINED,
         teacher_forced_scores=False,
-        hooked_pass="model.pretrained.families.hooked_pass" if encoder_decoder else None,
+        # The family's hooked pass, which serves the layouts HOOKED_LAYOUTS names: a network's own capabilities
+        # (``layouts``) keep it only for those.
+        hooked_pass=HOOKED_PASS if encoder_decoder else None,
         beam_search=encoder_decoder,
         queries_keys=QueriesKeys.NOT_READ,
     )
-    return register(Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report))
+    return register(
+        Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report, layout_capabilities=layouts)
+    )
 
 
 SEQ2SEQ = _pretrained(
@@ -332,6 +356,7 @@ SEQ2SEQ = _pretrained(
     Seq2SeqNetwork,
     Architecture.ENCODER_DECODER,
     (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS),
+    layouts=layout_capabilities,
 )
 ENCODER = _pretrained(
     "pretrained-encoder",

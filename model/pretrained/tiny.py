@@ -2,7 +2,7 @@
 a few hundred sentences of the built-in toy-fr corpus: for tests, benchmarks and trying the feature on a
 machine that has no downloaded model. Nothing touches the network.
 
-    python -m model.pretrained.tiny OUT_FOLDER [--family t5|marian|bart|bert-mlm|bert-classifier|gpt2 ...]
+    python -m model.pretrained.tiny OUT_FOLDER [--family t5|marian|bart|mbart|m2m100|bert-mlm|bert-classifier|gpt2 ...]
 
 Each family's folder is written by ``save_pretrained`` (model and tokenizer) and opens like any
 downloaded model: ``transformer-explorer OUT_FOLDER/t5``. Sizes are tiny unless ``size="base"`` (T5 only:
@@ -23,7 +23,13 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-LAYOUTS = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
+LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "bert-mlm", "bert-classifier", "gpt2")
+# Encoder-decoder layouts built with BART's byte-level tokenizer: their configs name the sizes as BART's does.
+BART_LIKE = {
+    "bart": ("BartConfig", "BartForConditionalGeneration"),
+    "mbart": ("MBartConfig", "MBartForConditionalGeneration"),
+    "m2m100": ("M2M100Config", "M2M100ForConditionalGeneration"),
+}
 VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
@@ -149,11 +155,13 @@ def _byte_level(texts: list[str], specials: list[str]):
     return tokenizer
 
 
-def _bart(folder: Path, texts: list[str], work: Path) -> None:
+def _bart(folder: Path, texts: list[str], work: Path, layout: str = "bart") -> None:
+    """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100), with a byte-level tokenizer."""
     transformers = require_transformers()
     _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
     tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
-    config = transformers.BartConfig(
+    config_class, model_class = (getattr(transformers, name) for name in BART_LIKE[layout])
+    config = config_class(
         vocab_size=len(tokenizer),
         **BART_SIZES,
         bos_token_id=0,
@@ -163,7 +171,7 @@ def _bart(folder: Path, texts: list[str], work: Path) -> None:
         forced_eos_token_id=None,
         init_std=0.3,
     )
-    _save(transformers.BartForConditionalGeneration(config), tokenizer, folder)
+    _save(model_class(config), tokenizer, folder)
 
 
 def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
@@ -227,8 +235,8 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str = "tiny") ->
             _t5(folder, texts, Path(work), size)
         elif layout == "marian":
             _marian(folder, texts, Path(work))
-        elif layout == "bart":
-            _bart(folder, texts, Path(work))
+        elif layout in BART_LIKE:
+            _bart(folder, texts, Path(work), layout)
         elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
         else:

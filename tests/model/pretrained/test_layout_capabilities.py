@@ -1,0 +1,73 @@
+"""A pretrained family's capabilities are resolved per network: the one encoder-decoder registry entry holds layouts
+with a hooked pass (T5, Marian, BART) and layouts without one (mBART, M2M100), and a network is declared able to do
+only what its layout's code serves. The window's and the command line's answer for the others is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.family import INTERVENTION_TOOLS, LOGIT_LENS, PATCHING, capabilities_of, families, family_of
+from model.interventions.hooked import InterventionError
+from model.interventions.passes import served_tools
+from model.pretrained.loading import load_pretrained
+from model.pretrained.tiny import build
+
+UNHOOKED = ("mbart", "m2m100")  # encoder-decoder layouts the interventions have no adapter for
+HOOKED = ("t5", "marian", "bart")
+
+
+@pytest.fixture(scope="module")
+def unhooked_folders(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("unhooked")
+    return {layout: str(build(layout, root / layout)) for layout in UNHOOKED}
+
+
+@pytest.mark.parametrize("layout", UNHOOKED)
+def test_a_layout_without_an_adapter_is_declared_without_interventions(unhooked_folders, layout):
+    bundle = load_pretrained(unhooked_folders[layout])
+    capabilities = capabilities_of(bundle.model)
+    assert not capabilities.interventions and capabilities.hooked_pass is None
+    assert bundle.family.name == "pretrained-encoder-decoder"  # the name saved files and timelines record is kept
+    assert capabilities.beam_search and capabilities.architecture == bundle.family.capabilities.architecture
+    with pytest.raises(InterventionError) as error:
+        served_tools(bundle.model)
+    assert "\n" not in str(error.value) and "hooked pass" in str(error.value)
+
+
+@pytest.mark.parametrize("layout", HOOKED)
+def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, layout):
+    network = tiny_bundles[layout].model
+    assert capabilities_of(network).interventions and family_of(network).name == "pretrained-encoder-decoder"
+    assert served_tools(network) == (LOGIT_LENS, PATCHING)
+
+
+def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, unhooked_folders):
+    """For every pretrained layout built here: declared with interventions exactly when its hooked pass serves a tool."""
+    networks = [bundle.model for bundle in tiny_bundles.values()]
+    networks += [load_pretrained(folder).model for folder in unhooked_folders.values()]
+    for network in networks:
+        try:
+            served = served_tools(network)
+        except InterventionError:
+            served = ()
+        assert capabilities_of(network).interventions == bool(served), network.config.describe()
+        assert set(served) <= set(INTERVENTION_TOOLS)
+
+
+def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(tiny_bundles):
+    for family in families():
+        if family.layout_capabilities is None:
+            network = object()  # never looked at: the family's own capabilities hold
+            assert family.capabilities_for(network) is family.capabilities  # type: ignore[arg-type]
+    encoder = tiny_bundles["bert-mlm"].model
+    assert capabilities_of(encoder) is family_of(encoder).capabilities and not capabilities_of(encoder).interventions
+
+
+def test_the_command_line_says_in_one_line_that_an_mbart_model_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):
+    from model.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["lens", "--model", unhooked_folders["mbart"], "--text", "le chat", "--out", "lens.csv"])
+    err = capsys.readouterr().err
+    assert code != 0 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "mbart" in err and "hooked pass" in err and not (tmp_path / "lens.csv").exists()
