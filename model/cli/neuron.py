@@ -21,6 +21,7 @@ from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.interventions import FIGURES, out_suffix
 from model.cli.options import CommandError
 from model.data.token_labels import display_labels
+from model.family import Bundle
 from model.figures.neuron import neuron_figure
 from model.figures.saving import save_figure
 from model.files import check_output
@@ -91,11 +92,11 @@ def run_neuron(args) -> int:
     return 0
 
 
-def _check_target_length(bundle, target: str | None) -> None:
+def _check_target_length(bundle: Bundle, target: str | None) -> None:
     """A --target longer than the model reads (its max_len pieces) is refused in one line; the source sentence is cut
     to fit, as everywhere, but the target's pieces are all given to the decoder."""
-    limit = getattr(bundle.config, "max_len", None)
-    if target is None or limit is None or not bundle.family.capabilities.architecture.has_decoder:
+    limit = bundle.config.max_len  # every family's config says it (NetworkConfig)
+    if target is None or not bundle.family.capabilities.architecture.has_decoder:
         return
     pieces = len(bundle.target_tokenizer.encode(target))
     if pieces > limit:

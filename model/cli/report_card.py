@@ -15,17 +15,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import cast
 
 from model.cli.export import model_name
 from model.cli.heads import stage_progress
 from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive
+from model.family import Bundle
 from model.figures.report_card import CARD_SUFFIXES, check_card_path, save_card
 from model.files import check_output
 from model.grading.cases import grading_pairs
 from model.grading.grader import PAIRS, CardSettings, grade
 from model.grading.methods import CARD_IG_POINTS, METHODS, MethodSettings, method_names
 from model.grading.sanity import shuffled_targets_model
+from model.io.bundle import ModelBundle
 from model.io.models import model_source, open_model
 
 
@@ -79,12 +81,14 @@ def _check(args) -> tuple[str, ...]:
     return _methods(args.methods)
 
 
-def check_shuffled_model(bundle: Any, shuffled: Any, name: str, graded: str) -> None:
+def check_shuffled_model(opened: Bundle, opened_shuffled: Bundle, name: str, graded: str) -> None:
     """The model trained on shuffled targets must be the graded model's twin but for its training: of its family, its
     shape (config) and its tokenizers, or its attributions cannot be compared (nor computed on the same pieces)."""
     prefix = f"--shuffled-model {name}"
-    if not (shuffled.family.capabilities.trainable and bundle.family.capabilities.trainable):  # the app's own models
+    if not (opened_shuffled.family.capabilities.trainable and opened.family.capabilities.trainable):  # the app's own
         raise CommandError(f"{prefix}: not one of the app's own models; give one trained like {graded}, on shuffled targets")
+    # A trainable family's model is the app's own, opened from its model file: a ModelBundle, its tokenizers its own.
+    bundle, shuffled = cast(ModelBundle, opened), cast(ModelBundle, opened_shuffled)
     if shuffled.family.name != bundle.family.name:
         raise CommandError(
             f"{prefix}: a {shuffled.family.name} model, not a {bundle.family.name} like {graded}; "
@@ -98,8 +102,11 @@ def check_shuffled_model(bundle: Any, shuffled: Any, name: str, graded: str) -> 
             f"{prefix}: its shape differs from {graded}'s ({key} {theirs.get(key)} instead of {ours.get(key)}); "
             "train it with the same model settings, on shuffled targets"
         )
-    for side in ("source", "target"):
-        if getattr(shuffled, f"{side}_tokenizer").model_proto != getattr(bundle, f"{side}_tokenizer").model_proto:
+    for side, ours_tokenizer, theirs_tokenizer in (
+        ("source", bundle.source_tokenizer, shuffled.source_tokenizer),
+        ("target", bundle.target_tokenizer, shuffled.target_tokenizer),
+    ):
+        if theirs_tokenizer.model_proto != ours_tokenizer.model_proto:
             raise CommandError(
                 f"{prefix}: its {side} vocabulary differs from {graded}'s (it reads other pieces); "
                 "train it with the same corpus and tokenizer settings, on shuffled targets"

@@ -29,7 +29,7 @@ from torch.overrides import TorchFunctionMode
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
-from model.family import trainable_family_names
+from model.family import TrainableConfig, trainable_family_names
 from model.files import OutputError, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
@@ -57,7 +57,7 @@ LIMITS = {
     "d_embed": 8192,
     "d_hidden": 16384,
     "n_layers": 64,
-    "n_classes": 100_000,
+    "class_names": 100_000,  # a labelling family's classes
 }
 MAX_POSITION_TABLE = 2**24  # max_len x d_model of a sinusoidal table, which the file does not store
 
@@ -137,20 +137,39 @@ def _json_field(metadata: dict[str, str], key: str, default: str, name: str):
         raise CheckpointError(f"{name}: damaged model file (its {key} is not valid JSON)") from None
 
 
-def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str) -> Any:
+def _sizes(config: TrainableConfig) -> dict[str, int]:
+    """The sizes a config gives, by name: its family's saved fields (a list by its length: ``class_names``) and the
+    sizes every family's config answers to (``NetworkConfig``: an RNN's d_model is its state's width)."""
+    sizes = {key: len(value) if isinstance(value, list) else value for key, value in config.to_dict().items()}
+    sizes.update(
+        n_encoder_layers=config.n_encoder_layers,
+        n_decoder_layers=config.n_decoder_layers,
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        max_len=config.max_len,
+        source_vocab_size=config.source_vocab_size,
+        target_vocab_size=config.target_vocab_size,
+    )
+    return sizes
+
+
+def _check_config(metadata: dict[str, str], entries: dict[str, dict], name: str) -> TrainableConfig:
     """The config, within sane limits and fitting the stored tensors' shapes, before any model is built."""
     if "config" not in metadata:
         raise CheckpointError(f"{name}: damaged model file (it has no config)")
     try:
-        config = config_from_dict(metadata.get("family", "transformer"), _json_field(metadata, "config", "null", name))
+        config: TrainableConfig = config_from_dict(
+            metadata.get("family", "transformer"), _json_field(metadata, "config", "null", name)
+        )
     except (TypeError, ValueError, ConfigError, FamilyError) as error:
         raise CheckpointError(f"{name}: damaged model file (config: {error})") from None
+    sizes = _sizes(config)
     for field_name, limit in LIMITS.items():
-        if getattr(config, field_name, 0) > limit:
+        if sizes.get(field_name, 0) > limit:
             raise CheckpointError(
-                f"{name}: the config's {field_name} ({getattr(config, field_name):,}) is beyond what this app can load ({limit:,})"
+                f"{name}: the config's {field_name} ({sizes[field_name]:,}) is beyond what this app can load ({limit:,})"
             )
-    if getattr(config, "positional_encoding", "") == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
+    if config.to_dict().get("positional_encoding") == "sinusoidal" and config.max_len * config.d_model > MAX_POSITION_TABLE:
         raise CheckpointError(
             f"{name}: the config's positions table (max_len {config.max_len:,} x d_model "
             f"{config.d_model:,}) is beyond what this app can load"

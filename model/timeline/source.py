@@ -9,7 +9,7 @@ command line and the window ask for a model's timeline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from model.family import Bundle
 from model.io.bundle import ModelBundle
@@ -101,10 +101,12 @@ def timeline_for(bundle: Bundle) -> SnapshotSource | None:
     when it gets a source. Its last snapshot must be the model as opened: the window shows the opened model itself
     there: a just-trained bundle's recording (in memory, saved or not), the ``NAME.timeline.safetensors`` beside
     ``bundle.path``, or the folder of Hugging Face ``checkpoint-N/`` folders the opened checkpoint is in."""
-    own = bundle if isinstance(bundle, ModelBundle) else None  # the app's own model, or a pretrained one
+    # A trainable family's model is the app's own, in its model file (a ModelBundle, with the recording of a model just
+    # trained); any other (a pretrained folder) has at most a folder of checkpoints, read without its bundle.
+    own = cast(ModelBundle, bundle) if bundle.family.capabilities.trainable else None
     if own is not None and own.recording is not None:
         return timeline_from_recording(own.recording, own)
-    path = getattr(bundle, "path", None)
+    path = bundle.path
     if not path or find_timeline(path) is None:
         return None
     return load_timeline(path, own)
