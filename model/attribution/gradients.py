@@ -101,7 +101,7 @@ def prediction_scores(
 ) -> torch.Tensor:
     """The objective the saliency explains, from embeddings [B, S, d_model], [B, T, d_model]: per row, log p(token)
     at its step, minus log p(contrast) when one is given: [B]."""
-    record = transparent_pass(model, source, target, logits_at=steps)
+    record = transparent_pass(model, source, target, logits_at=steps, record_sublayers=False)
     assert record.logits is not None
     log_probabilities = torch.log_softmax(record.logits, dim=-1)  # [B, V]
     rows = torch.arange(len(steps))

@@ -7,56 +7,47 @@ says how much of token j's *transformed vector* is taken, not how large that vec
 token whose f(x_j) is small moves nothing. The measure is ‖α_ij f(x_j)‖ = α_ij ‖f(x_j)‖ — per layer and head,
 for every kind. With identity value and output projections it is α_ij ‖x_j‖.
 
-The vectors are read from the model's own teacher-forced inspection pass (hooks on every attention module
-record what it attended over), so the measure uses exactly the weights the views show.
+The vectors are read from the model's own teacher-forced inspection pass (hooks on every attention's ``v`` point
+record the values it attended over), so the measure uses exactly the weights the views show.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
+from model.attribution.passes import attention_point, hooked
 from model.family import family_of
 from model.kinds import AttentionKind
-from model.nn.masking import attention_module
+from model.nn.transformer import Transformer
 
 
-def _value_norms(module, args: tuple, kwargs: dict) -> torch.Tensor:
-    """‖f(x_j)‖ for every head and key: [B, H, K], from one call of a MultiHeadAttention."""
-    if module.is_self_attention:
-        x = args[0]  # [B, K, d_model] (self-attention: the keys are the queries' own inputs)
-        _, _, values = module._split_projection(module.qkv_projection(x), 3)  # [B, H, K, d_k]
-    else:
-        _, values = kwargs["keys_values"]  # [B, H, K, d_k]
-    d_k = module.d_k
-    out = module.out_projection.weight.view(-1, module.n_heads, d_k)  # [d_model, H, d_k]
+def _value_norms(module, values: torch.Tensor) -> torch.Tensor:
+    """‖f(x_j)‖ for every head and key: [B, H, K], from an attention's values [B, H, K, d_k] (its ``v`` point)."""
+    out = module.out_projection.weight.view(-1, module.n_heads, module.d_k)  # [d_model, H, d_k]
     transformed = torch.einsum("bhkd,mhd->bhkm", values, out)  # [B, H, K, d_model]: f(x_j) for each head
     return transformed.norm(dim=-1)  # [B, H, K]
 
 
 @torch.inference_mode()
 def norm_contributions(
-    model: Any, source_ids: torch.Tensor, target_input_ids: torch.Tensor
+    model: Transformer, source_ids: torch.Tensor, target_input_ids: torch.Tensor
 ) -> dict[AttentionKind, list[torch.Tensor]]:
     """Per kind, per layer: ‖α_ij f(x_j)‖ [B, H, queries, keys] of one teacher-forced pass of the app's
     Transformer over source_ids [B, S] and target_input_ids [B, T]."""
     norms: dict[tuple[AttentionKind, int], torch.Tensor] = {}
-    handles = []
+    hooks = {}
     config = model.config
     for kind in family_of(model).capabilities.kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
+            module = model.attention_module(kind, layer)
 
-            def record(module, args, kwargs, output, key=(kind, layer)):
-                norms[key] = _value_norms(module, args, kwargs)
+            def record(values, key=(kind, layer), module=module):
+                norms[key] = _value_norms(module, values)
 
-            handles.append(attention_module(model, kind, layer).register_forward_hook(record, with_kwargs=True))
-    try:
+            hooks[attention_point(kind, layer, "v")] = record
+    with hooked(model.hook_points(), hooks):
         _, weights = model.inspect(source_ids, target_input_ids)
-    finally:
-        for handle in handles:
-            handle.remove()
     tables = {
         AttentionKind.ENCODER: weights.encoder_self,
         AttentionKind.DECODER: weights.decoder_self,

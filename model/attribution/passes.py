@@ -1,30 +1,39 @@
-"""The app's Transformer written out sublayer by sublayer, for the measures that look inside a layer.
+"""What the contribution measures read of the app's Transformer, from its own forward pass through its hook points.
 
 Every contribution measure needs more than the attention probabilities: ALTI splits each attention sublayer's
-output into one vector per input token (through the residual and the layer norm), value zeroing runs one layer
-again with a value vector removed, and the gradient methods differentiate through the probabilities and the
-input embeddings. ``transparent_pass`` is the model's own teacher-forced forward pass (the same weights, the
-same post- or pre-norm placement, no dropout), keeping per attention sublayer what those measures read:
+output into one vector per input token (through the residual and the layer norm), value zeroing runs a layer
+again with value vectors scaled, and the gradient methods differentiate through the probabilities and the input
+embeddings. ``transparent_pass`` runs the model's own teacher-forced ``encode`` and ``decode`` (model/nn/transformer.py;
+no dropout) with PyTorch forward hooks on its hook points (model/nn/hooks.py), and keeps per attention sublayer:
 
-* ``weights`` α [B, H, Q, K], in the autograd graph (attention × gradient differentiates through them);
-* ``transformed`` f_h(h_j) = h_j W_V,h W_O,h [B, H, K, d_model], each key's vector as head h passes it on;
-* ``residual`` x_i [B, Q, d_model], the input the sublayer's output is added to;
+* ``weights`` α [B, H, Q, K], the inspection path's probabilities, in the autograd graph (attention × gradient
+  differentiates through them);
+* ``transformed`` f_h(h_j) = h_j W_V,h W_O,h [B, H, K, d_model]: the ``v`` point's values through the head's slice
+  of W^O, each key's vector as head h passes it on;
+* ``residual`` x_i [B, Q, d_model], the stream the sublayer's output is added to (``resid_pre``, or ``self.resid``
+  for cross-attention);
 * ``norm``, the LayerNorm after the sum in a post-norm model (None in a pre-norm one).
 
-It starts from the token embeddings (``embed_tokens``: E[id]·√d_model; the positional encoding is added
-here), so the gradient methods can scale or differentiate them. A test checks that its logits and attention
-equal the model's own inspection pass.
+It starts from token embeddings (``embed_tokens``: E[id]·√d_model), which replace the model's own at the ``embed``
+points, so the gradient methods can scale or differentiate them. A change to the model is a change to what every
+measure reads: there is no second copy of the pass. A test checks that its logits and attention equal ``inspect``'s.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
-import torch.nn.functional as F
 
-from model.nn.transformer import MultiHeadAttention, Transformer, attention_weights
+from model.kinds import AttentionKind
+from model.nn.hooks import HookPoint
+from model.nn.transformer import EncoderLayer, Transformer
+
+Hook = Callable[[torch.Tensor], torch.Tensor | None]  # reads an activation; returns a replacement, or None to keep it
 
 
 @dataclass
@@ -48,109 +57,127 @@ class PassRecord:
     logits: torch.Tensor | None = None  # [B, T, V], or [B, V] at one position per row (``logits_at``)
 
 
+def attention_point(kind: AttentionKind, layer: int, point: str) -> str:
+    """The hook name of ``point`` (``v``, ``pattern``, …) of the attention of ``kind`` in ``layer`` (from 0)."""
+    if kind is AttentionKind.ENCODER:
+        return f"encoder.{layer}.self.{point}"
+    return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}.{point}"
+
+
+@contextmanager
+def hooked(points: Mapping[str, HookPoint], hooks: Mapping[str, Hook]) -> Iterator[None]:
+    """``hooks`` (name -> function of the activation) on the hook points they name, for the ``with`` block."""
+    handles = [points[name].register_forward_hook(lambda _m, _a, out, hook=hook: hook(out)) for name, hook in hooks.items()]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def without_dropout(model: Transformer) -> Iterator[None]:
+    """The model without dropout for the ``with`` block (a model in training mode is put back so after)."""
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
+
+
 def embed_tokens(model: Transformer, ids: torch.Tensor, side: str) -> torch.Tensor:
-    """Token ids [B, L] -> their embeddings scaled as the model scales them [B, L, d_model] (no positions)."""
+    """Token ids [B, L] -> their embeddings scaled as the model scales them [B, L, d_model] (no positions): what its
+    ``{side}.embed`` hook point sees."""
     embedding = model.source_embedding if side == "source" else model.target_embedding
     return embedding(ids) * math.sqrt(model.config.d_model)  # [B, L, d_model]
 
 
-def _layer_norm(norm: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+def _stand_in_ids(model: Transformer, vectors: torch.Tensor) -> torch.Tensor:
+    """[B, L] ids of no padding, whose embeddings the ``embed`` point replaces with ``vectors`` [B, L, d_model]."""
+    piece = 1 if model.config.pad_id == 0 else 0
+    return torch.full(vectors.shape[:2], piece, dtype=torch.long, device=vectors.device)  # [B, L]
 
 
-def queries_keys_values(
-    module: MultiHeadAttention,
-    h: torch.Tensor,  # [B, Q, d_model] what the attention reads
-    memory: torch.Tensor | None = None,  # [B, K, d_model] cross-attention's keys and values
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """An attention module's queries [B, H, Q, d_k], keys and values [B, H, K, d_k] (self-attention: K = Q)."""
-    if module.is_self_attention:
-        q, k, v = module._split_projection(module.qkv_projection(h), 3)  # 3 x [B, H, Q, d_k]
-        return q, k, v
-    assert memory is not None, "cross-attention reads the memory"
-    (q,) = module._split_projection(module.q_projection(h), 1)  # [B, H, Q, d_k]
-    k, v = module._split_projection(module.kv_projection(memory), 2)  # 2 x [B, H, K, d_k]
-    return q, k, v
+def _captures(model: Transformer, record: bool) -> list[str]:
+    """The hook points a record reads: each layer's input, each attention's values, cross-attention's residual."""
+    if not record:
+        return []
+    names = []
+    for layer in range(len(model.encoder_layers)):
+        names += [f"encoder.{layer}.resid_pre", f"encoder.{layer}.self.v"]
+    for layer in range(len(model.decoder_layers)):
+        names += [f"decoder.{layer}.{point}" for point in ("resid_pre", "self.v", "self.resid", "cross.v")]
+    return names
 
 
-def attend(
-    layer,
-    index: int,
-    module,
-    x: torch.Tensor,  # [B, Q, d_model] the residual stream
-    memory: torch.Tensor | None = None,  # [B, K, d_model] cross-attention's keys and values
-    causal: bool = False,
-    value_scale: torch.Tensor | None = None,  # [B, K]: each key's value vector multiplied by this (value zeroing)
-) -> tuple[torch.Tensor, AttentionRecord]:
-    """Sublayer ``index`` of ``layer`` (its attention ``module``) with its residual and norm: (x out, record)."""
-    norm = layer.norms[index]
-    h = _layer_norm(norm, x) if layer.pre_norm else x  # [B, Q, d_model] what attention reads
-    q, k, v = queries_keys_values(module, h, memory)  # 3 x [B, H, Q or K, d_k]
-    if value_scale is not None:
-        v = v * value_scale[:, None, :, None]  # [B, H, K, d_k]
-    weights = attention_weights(q, k, is_causal=causal)  # [B, H, Q, K]: the model's own computation
+def _attention_record(model: Transformer, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
+    """One sublayer's record from its pattern [B, H, Q, K] and what the pass's hooks kept."""
+    module = model.attention_module(kind, layer)
     out = module.out_projection.weight.view(-1, module.n_heads, module.d_k)  # [d_model, H, d_k]
-    transformed = torch.einsum("bhkd,mhd->bhkm", v, out)  # [B, H, K, d_model]: f_h(h_j)
-    output = torch.einsum("bhqk,bhkm->bqm", weights, transformed)  # [B, Q, d_model]
-    summed = x + output  # [B, Q, d_model]
-    result = summed if layer.pre_norm else _layer_norm(norm, summed)
-    return result, AttentionRecord(weights, transformed, x, None if layer.pre_norm else norm)
+    transformed = torch.einsum("bhkd,mhd->bhkm", acts[attention_point(kind, layer, "v")], out)  # [B, H, K, d_model]
+    side = "encoder" if kind is AttentionKind.ENCODER else "decoder"
+    residual = acts[f"decoder.{layer}.self.resid" if kind is AttentionKind.CROSS else f"{side}.{layer}.resid_pre"]
+    block = cast(EncoderLayer, model.encoder_layers[layer]) if kind is AttentionKind.ENCODER else model.decoder_stack[layer]
+    norm = None if block.pre_norm else cast(torch.nn.LayerNorm, block.norms[1 if kind is AttentionKind.CROSS else 0])
+    return AttentionRecord(weights, transformed, residual, norm)
 
 
-def feed_forward(layer, index: int, x: torch.Tensor) -> torch.Tensor:
-    """The position-wise sublayer ``index`` with its residual and norm (no dropout)."""
-    norm, ffn = layer.norms[index], layer.feed_forward
-    h = _layer_norm(norm, x) if layer.pre_norm else x  # [B, L, d_model]
-    output = F.linear(F.relu(F.linear(h, ffn.expand.weight, ffn.expand.bias)), ffn.contract.weight, ffn.contract.bias)
-    return x + output if layer.pre_norm else _layer_norm(norm, x + output)
+def _replacing(value: torch.Tensor) -> Hook:
+    return lambda _out: value
 
 
-def encoder_layer(layer, x: torch.Tensor, value_scale: torch.Tensor | None = None) -> tuple[torch.Tensor, AttentionRecord]:
-    """One encoder layer: x [B, S, d_model] -> (x out, its self-attention's record)."""
-    x, record = attend(layer, 0, layer.self_attention, x, value_scale=value_scale)
-    return feed_forward(layer, 1, x), record
+def _keeping(acts: dict[str, torch.Tensor], name: str) -> Hook:
+    def keep(out: torch.Tensor) -> None:
+        acts[name] = out
+
+    return keep
 
 
-def decoder_layer(
-    layer,
-    x: torch.Tensor,  # [B, T, d_model]
-    memory: torch.Tensor,  # [B, S, d_model]
-    self_scale: torch.Tensor | None = None,  # [B, T]
-    cross_scale: torch.Tensor | None = None,  # [B, S]
-) -> tuple[torch.Tensor, AttentionRecord, AttentionRecord]:
-    """One decoder layer: (x out, masked self-attention's record, cross-attention's record)."""
-    x, self_record = attend(layer, 0, layer.self_attention, x, causal=True, value_scale=self_scale)
-    x, cross_record = attend(layer, 1, layer.cross_attention, x, memory=memory, value_scale=cross_scale)
-    return feed_forward(layer, 2, x), self_record, cross_record
-
-
-def transparent_pass(
-    model: Transformer, source_vectors: torch.Tensor, target_vectors: torch.Tensor, logits_at: torch.Tensor | None = None
+def _pass(
+    model: Transformer,
+    source_ids: torch.Tensor,  # [B, S]
+    target_ids: torch.Tensor,  # [B, T]
+    replacements: dict[str, torch.Tensor],  # embed point -> the embeddings that replace the model's own
+    logits_at: torch.Tensor | None,
+    record_sublayers: bool,
 ) -> PassRecord:
-    """The teacher-forced pass from token embeddings: source [B, S, d_model], decoder inputs [B, T, d_model]
-    (``embed_tokens``, or scaled copies of them). Sentences are unpadded (one sentence, repeated). With
-    ``logits_at`` [B], only each row's logits at that position are computed ([B, V])."""
-    record = PassRecord()
-    positions = model.positional_table
-    x = source_vectors + positions[: source_vectors.shape[1]]  # [B, S, d_model]
-    for layer in model.encoder_layers:
-        record.encoder_inputs.append(x)
-        x, attention = encoder_layer(layer, x)
-        record.encoder.append(attention)
-    memory = model.encoder_norm(x)  # [B, S, d_model]
-    record.memory = memory
-    y = target_vectors + positions[: target_vectors.shape[1]]  # [B, T, d_model]
-    for layer in model.decoder_layers:
-        record.decoder_inputs.append(y)
-        y, self_attention, cross_attention = decoder_layer(layer, y, memory)
-        record.decoder.append(self_attention)
-        record.cross.append(cross_attention)
+    """The model's own teacher-forced pass with hooks that replace ``replacements`` and keep what a record reads."""
+    acts: dict[str, torch.Tensor] = {}
+    hooks = {name: _replacing(value) for name, value in replacements.items()}
+    hooks |= {name: _keeping(acts, name) for name in _captures(model, record_sublayers)}
+    with hooked(model.hook_points(), hooks), without_dropout(model):
+        memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
+        cache = model.start_cache(memory, mask)
+        hidden, self_weights, cross_weights = model.decode(target_ids, cache, need_weights=record_sublayers)  # [B, T, d]
     if logits_at is not None:
-        y = y[torch.arange(y.shape[0], device=y.device), logits_at]  # [B, d_model]
-    record.logits = model.logits(model.decoder_norm(y))  # [B, T, V] or [B, V]
+        hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
+    record = PassRecord(memory=memory, logits=model.logits(hidden))  # [B, T, V] or [B, V]
+    if record_sublayers:
+        record.encoder = [_attention_record(model, AttentionKind.ENCODER, i, w, acts) for i, w in enumerate(encoder_weights)]
+        record.decoder = [_attention_record(model, AttentionKind.DECODER, i, w, acts) for i, w in enumerate(self_weights)]
+        record.cross = [_attention_record(model, AttentionKind.CROSS, i, w, acts) for i, w in enumerate(cross_weights)]
+        record.encoder_inputs = [acts[f"encoder.{i}.resid_pre"] for i in range(len(model.encoder_layers))]
+        record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(len(model.decoder_layers))]
     return record
 
 
+def transparent_pass(
+    model: Transformer,
+    source_vectors: torch.Tensor,
+    target_vectors: torch.Tensor,
+    logits_at: torch.Tensor | None = None,
+    record_sublayers: bool = True,
+) -> PassRecord:
+    """The teacher-forced pass from token embeddings: source [B, S, d_model], decoder inputs [B, T, d_model]
+    (``embed_tokens``, or scaled copies of them) in place of the model's own. Sentences are unpadded (one sentence,
+    repeated). With ``logits_at`` [B], only each row's logits at that position are kept ([B, V]); without
+    ``record_sublayers`` only the memory and the logits are (the attention runs its fast path)."""
+    replacements = {"encoder.embed": source_vectors, "decoder.embed": target_vectors}
+    source_ids, target_ids = _stand_in_ids(model, source_vectors), _stand_in_ids(model, target_vectors)
+    return _pass(model, source_ids, target_ids, replacements, logits_at, record_sublayers)
+
+
 def token_pass(model: Transformer, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> PassRecord:
-    """``transparent_pass`` from token ids [B, S] and [B, T]."""
-    return transparent_pass(model, embed_tokens(model, source_ids, "source"), embed_tokens(model, target_input_ids, "target"))
+    """``transparent_pass`` from token ids [B, S] and [B, T] (unpadded): the model's own embeddings."""
+    return _pass(model, source_ids, target_input_ids, {}, None, True)

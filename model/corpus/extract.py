@@ -1,7 +1,7 @@
 """One batch of sentences read by the model for the corpus index: decoded greedily (batched, model/decoding/greedy.py),
-then run once teacher-forced through the hooked pass (model/interventions/hooked.py) over what was decoded, which
-gives every layer's residual stream; each attention sublayer's queries and keys are projected from what it reads,
-and its probabilities computed from them as the model computes them (``attention_weights``).
+then run once teacher-forced through the model's own hooked pass (model/interventions/hooked.py) over what was decoded,
+whose hook points give every layer's residual stream and each attention sublayer's queries and keys as the model
+projected them; its probabilities are computed from them as the model computes them (``attention_weights``).
 
 The decoder positions are those of the Explore tab's trace of the same sentence: <s> and each piece fed back, each
 predicting the next (the last one </s> when decoding ended on it). Every head's statistics per sentence are those the
@@ -17,13 +17,12 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from model.attribution.passes import queries_keys_values
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
 from model.decoding.greedy import default_max_target, greedy_decode
-from model.family import Bundle, DecodingNetwork, family_of
+from model.family import Bundle, DecodingNetwork, Network, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
-from model.interventions.hooked import layer_norm, run_hooked
+from model.interventions.hooked import InterventionError, hook_names, run_hooked
 from model.kinds import AttentionKind
 from model.nn.masking import Head
 from model.nn.transformer import Transformer, attention_weights
@@ -35,12 +34,16 @@ KIND_ORDER = {kind.value: order for order, kind in enumerate(AttentionKind)}
 def check_model(bundle: Bundle) -> Transformer:
     """The bundle's network as the app's Transformer, whose hooked pass the index reads; one line otherwise."""
     family = family_of(bundle.model)
-    if not family.capabilities.interventions or not isinstance(bundle.model, Transformer):
+    try:  # the family's hooked pass (its registry entry's adapter) must have every point the index reads
+        served = family.capabilities.interventions and set(hook_points(bundle.model)) <= set(hook_names(bundle.model))
+    except InterventionError:
+        served = False
+    if not served:
         raise CorpusIndexError(
             f"a corpus index reads the residual stream, queries and keys of the app's encoder-decoder Transformer, not of "
             f"this model ({family.title})"
         )
-    return bundle.model
+    return cast(Transformer, bundle.model)  # its hooked pass has the app's Transformer's points
 
 
 @dataclass
@@ -83,12 +86,24 @@ def _decoded(model: Transformer, source_rows: list[list[int]]) -> list[list[int]
     return produced
 
 
-def hook_points(model: Transformer) -> list[str]:
-    """The hooked pass's points the index reads: every layer's input and output, cross-attention's input, the memory."""
-    points = ["encoder.memory"]
-    for side, n_layers in (("encoder", model.config.n_encoder_layers), ("decoder", model.config.n_decoder_layers)):
+def _attention_name(kind: AttentionKind, layer: int) -> str:
+    """The hook-name prefix of the attention of ``kind`` in ``layer`` (from 0)."""
+    if kind is AttentionKind.ENCODER:
+        return f"encoder.{layer}.self"
+    return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}"
+
+
+def hook_points(model: Network) -> list[str]:
+    """The hooked pass's points the index reads: every layer's input and output, and every attention's queries and
+    keys (as the model projected them)."""
+    config = model.config
+    points = []
+    for side, n_layers in (("encoder", config.n_encoder_layers), ("decoder", config.n_decoder_layers)):
         points += [f"{side}.{layer}.{point}" for layer in range(n_layers) for point in ("resid_pre", "resid_post")]
-    return points + [f"decoder.{layer}.self.resid" for layer in range(model.config.n_decoder_layers)]
+    for kind in AttentionKind:
+        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        points += [f"{_attention_name(kind, layer)}.{point}" for layer in range(n_layers) for point in ("q", "k")]
+    return points
 
 
 def residual(activations: dict[str, torch.Tensor], layer: Layer) -> torch.Tensor:
@@ -98,22 +113,11 @@ def residual(activations: dict[str, torch.Tensor], layer: Layer) -> torch.Tensor
     return activations[f"{layer.side}.{layer.layer - 1}.resid_post"]
 
 
-def queries_keys(model: Transformer, activations: dict[str, torch.Tensor], kind: AttentionKind, layer: int):
-    """(queries [B, H, Q, d_k], keys [B, H, K, d_k]) of one attention sublayer (``layer`` from 0), from what it reads."""
-    block: Any
-    module: Any
-    if kind is AttentionKind.ENCODER:
-        block, index, module = model.encoder_layers[layer], 0, model.encoder_layers[layer].self_attention
-        read, memory = activations[f"encoder.{layer}.resid_pre"], None
-    elif kind is AttentionKind.DECODER:
-        block, index, module = model.decoder_stack[layer], 0, model.decoder_stack[layer].self_attention
-        read, memory = activations[f"decoder.{layer}.resid_pre"], None
-    else:
-        block, index, module = model.decoder_stack[layer], 1, model.decoder_stack[layer].cross_attention
-        read, memory = activations[f"decoder.{layer}.self.resid"], activations["encoder.memory"]
-    h = layer_norm(block.norms[index], read) if block.pre_norm else read  # [B, Q, d_model] what the sublayer reads
-    q, k, _ = queries_keys_values(module, h, memory)  # [B, H, Q, d_k], [B, H, K, d_k]
-    return q, k
+def queries_keys(activations: dict[str, torch.Tensor], kind: AttentionKind, layer: int):
+    """(queries [B, H, Q, d_k], keys [B, H, K, d_k]) of one attention sublayer (``layer`` from 0), read from its hook
+    points in the model's own pass."""
+    name = _attention_name(kind, layer)
+    return activations[f"{name}.q"], activations[f"{name}.k"]
 
 
 def _key_signature(keys: list[str]) -> tuple:
@@ -182,7 +186,7 @@ def _attention(
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         per_layer = []
         for layer in range(n_layers):
-            q, k = queries_keys(model, activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
+            q, k = queries_keys(activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
             causal = kind is AttentionKind.DECODER
             per_layer.append(attention_weights(q, k, None if causal else padding, is_causal=causal))  # [B, H, Q, K]
             for head in range(config.n_heads):

@@ -3,9 +3,9 @@
 ``sentence_vectors`` runs the model's own hooked teacher-forced pass (model/interventions/hooked.py: the app's
 Transformer, or the encoder-only classifier's encoder) and keeps, for every attention sublayer, what it read: the
 residual stream (through the sublayer's LayerNorm in a pre-norm model) for the queries, and the same for the keys
-(cross-attention: the encoder's output, the memory). It then runs the attention module's own projections on them
-(``queries_keys_values``, as every pass does) and its own ``attention_scores``, so the scores, and the softmax of them,
-are the model's: the softmax rows equal the trace's attention.
+(cross-attention: the encoder's output, the memory), and the queries, keys and scores the pass computed from them, at the
+attention's hook points (``q``, ``k``, ``scores``): the scores, and the softmax of them, are the model's own, so the
+softmax rows equal the trace's attention.
 
 The positional split. The residual stream is split additively into the positional encoding's direct path p (the
 table's rows as the model adds them to the scaled token embeddings) and the rest, c = everything else (the token
@@ -15,7 +15,8 @@ token and sublayer parts, are content. In a pre-norm model the stream's position
 each attention reads LN(x); in a post-norm model every LayerNorm on the stream carries the positional part through in
 the same way (p ← γ⊙(p − mean(p))/σ, σ from the full input), and the attention reads the stream itself. The memory is
 split in the same way (through the encoder's final norm in a pre-norm model), over the source positions. The projections
-have no bias here; the queries and keys are then q = q_content + q_position and k likewise, exactly. The pass runs in
+have no bias here, so the positional parts go through the attention's own projection matrices alone; the queries and keys
+are then q = q_content + q_position and k likewise, exactly. The pass runs in
 float64 on a copy of the model, so the four terms sum to the scores to float64's rounding.
 """
 
@@ -29,12 +30,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.attribution.passes import queries_keys_values
 from model.errors import UserError
 from model.family import Positions, family_of
-from model.interventions.hooked import Hooks, hooked_decode, hooked_encode, layer_norm
+from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
 from model.kinds import AttentionKind
-from model.nn.transformer import attention_scores
 
 
 class NeuronError(UserError):
@@ -128,22 +127,21 @@ def normalised_part(norm: Any, full: torch.Tensor, part: torch.Tensor) -> torch.
 
 @dataclass
 class Read:
-    """What one attention sublayer read: the stream its queries come from and its positional part (keys: ``memory``)."""
+    """The positional parts of what one attention sublayer read: of its queries' stream, and (cross-attention) of the
+    memory its keys come from."""
 
-    queries: torch.Tensor  # [1, Q, d_model]
     query_positions: torch.Tensor  # [1, Q, d_model]
-    memory: torch.Tensor | None = None  # cross-attention's [1, S, d_model]
-    memory_positions: torch.Tensor | None = None
+    memory_positions: torch.Tensor | None = None  # cross-attention's [1, S, d_model]
 
 
 def _through(layer: Any, index: int, x: torch.Tensor, position: torch.Tensor, output: torch.Tensor | None) -> tuple:
-    """Sublayer ``index`` of ``layer`` reading stream x [1, L, d_model] with positional part ``position``: (what the
-    sublayer reads, its positional part, the positional part of the stream after it (given its ``output``))."""
+    """Sublayer ``index`` of ``layer`` reading stream x [1, L, d_model] with positional part ``position``: (the
+    positional part of what the sublayer reads, the positional part of the stream after it (given its ``output``))."""
     norm = layer.norms[index]
     if layer.pre_norm:
-        return layer_norm(norm, x), normalised_part(norm, x, position), position
+        return normalised_part(norm, x, position), position
     after = position if output is None else normalised_part(norm, x + output, position)
-    return x, position, after
+    return position, after
 
 
 def _encoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Tensor) -> tuple[list[Read], torch.Tensor]:
@@ -151,54 +149,74 @@ def _encoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Te
     reads = []
     for index, layer in enumerate(model.encoder_layers):
         x = acts[f"encoder.{index}.resid_pre"]
-        h, h_position, position = _through(layer, 0, x, position, acts[f"encoder.{index}.self.out"])
-        reads.append(Read(h, h_position))
-        _, _, position = _through(layer, 1, acts[f"encoder.{index}.self.resid"], position, acts[f"encoder.{index}.mlp_out"])
+        h_position, position = _through(layer, 0, x, position, acts[f"encoder.{index}.self.out"])
+        reads.append(Read(h_position))
+        _, position = _through(layer, 1, acts[f"encoder.{index}.self.resid"], position, acts[f"encoder.{index}.mlp_out"])
     final = model.encoder_norm
     if isinstance(final, torch.nn.LayerNorm):  # pre-norm: the memory is the last stream through the final norm
         position = normalised_part(final, acts[f"encoder.{len(reads) - 1}.resid_post"], position)
     return reads, position
 
 
-def _decoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Tensor, memory: tuple) -> tuple[list, list]:
+def _decoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position) -> tuple[list, list]:
     """Each decoder layer's masked self-attention read and cross-attention read."""
     self_reads, cross_reads = [], []
     for index, layer in enumerate(model.decoder_stack):
         prefix = f"decoder.{index}"
         x = acts[f"{prefix}.resid_pre"]
-        h, h_position, position = _through(layer, 0, x, position, acts[f"{prefix}.self.out"])
-        self_reads.append(Read(h, h_position))
+        h_position, position = _through(layer, 0, x, position, acts[f"{prefix}.self.out"])
+        self_reads.append(Read(h_position))
         y = acts[f"{prefix}.self.resid"]
-        h, h_position, position = _through(layer, 1, y, position, acts[f"{prefix}.cross.out"])
-        cross_reads.append(Read(h, h_position, *memory))
-        _, _, position = _through(layer, 2, acts[f"{prefix}.cross.resid"], position, acts[f"{prefix}.mlp_out"])
+        h_position, position = _through(layer, 1, y, position, acts[f"{prefix}.cross.out"])
+        cross_reads.append(Read(h_position, memory_position))
+        _, position = _through(layer, 2, acts[f"{prefix}.cross.resid"], position, acts[f"{prefix}.mlp_out"])
     return self_reads, cross_reads
 
 
-def _captured(model: Any) -> list[str]:
-    """The hook points the split reads: each layer's streams and sublayer outputs (not the per-head outputs)."""
+def _attention_name(kind: AttentionKind, layer: int) -> str:
+    """The hook-name prefix of the attention of ``kind`` in ``layer`` (from 0)."""
+    if kind is AttentionKind.ENCODER:
+        return f"encoder.{layer}.self"
+    return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}"
+
+
+def _captured(n_encoder_layers: int, n_decoder_layers: int) -> list[str]:
+    """The hook points read: each layer's streams and sublayer outputs, each attention's queries, keys and scores."""
     names = []
-    for index in range(len(model.encoder_layers)):
+    attention = ("q", "k", "scores")
+    for index in range(n_encoder_layers):
         names += [f"encoder.{index}.{point}" for point in ("resid_pre", "self.out", "self.resid", "mlp_out", "resid_post")]
-    for index in range(len(getattr(model, "decoder_layers", ()))):
+        names += [f"encoder.{index}.self.{point}" for point in attention]
+    for index in range(n_decoder_layers):
         points = ("resid_pre", "self.out", "self.resid", "cross.out", "cross.resid", "mlp_out")
         names += [f"decoder.{index}.{point}" for point in points]
+        names += [f"decoder.{index}.{side}.{point}" for side in ("self", "cross") for point in attention]
     return names
 
 
-def _kind_vectors(model: Any, kind: AttentionKind, reads: list[Read], mask: torch.Tensor | None, split: bool) -> KindVectors:
-    """The queries, keys, scores and weights of every layer of ``kind`` from what each sublayer read."""
+def _positional_queries_keys(module: Any, read: Read) -> tuple[torch.Tensor, torch.Tensor]:
+    """The positional parts of an attention's queries [1, H, Q, d_k] and keys [1, H, K, d_k]: the read's positional
+    parts through its projection matrices (no bias: the projections are linear)."""
+    if module.is_self_attention:
+        q, k, _ = module._split_projection(module.qkv_projection(read.query_positions), 3)  # 3 x [1, H, Q, d_k]
+        return q, k
+    (q,) = module._split_projection(module.q_projection(read.query_positions), 1)  # [1, H, Q, d_k]
+    k, _ = module._split_projection(module.kv_projection(read.memory_positions), 2)  # 2 x [1, H, K, d_k]
+    return q, k
+
+
+def _kind_vectors(model: Any, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: bool) -> KindVectors:
+    """The queries, keys, scores and weights of every layer of ``kind``, as the pass's hook points saw them."""
     tables: dict[str, list[np.ndarray]] = {name: [] for name in ("q", "k", "scores", "weights", "q_position", "k_position")}
     for layer, read in enumerate(reads):
-        module = model.attention_module(kind, layer)
-        q, k, _ = queries_keys_values(module, read.queries, read.memory)  # [1, H, Q, d_k], [1, H, K, d_k]
-        scores = attention_scores(q, k, mask, is_causal=kind.causal)  # [1, H, Q, K]: the model's own
-        q_position, k_position, _ = queries_keys_values(module, read.query_positions, read.memory_positions)
-        for name, value in (("q", q), ("k", k), ("scores", scores), ("weights", torch.softmax(scores, dim=-1))):
-            tables[name].append(value[0].cpu().numpy())
+        name = _attention_name(kind, layer)
+        q, k, scores = acts[f"{name}.q"], acts[f"{name}.k"], acts[f"{name}.scores"]  # [1, H, Q or K, d_k], [1, H, Q, K]
+        q_position, k_position = _positional_queries_keys(model.attention_module(kind, layer), read)
+        for label, value in (("q", q), ("k", k), ("scores", scores), ("weights", torch.softmax(scores, dim=-1))):
+            tables[label].append(value[0].cpu().numpy())
         tables["q_position"].append(q_position[0].cpu().numpy())  # [H, Q, d_k]
         tables["k_position"].append(k_position[0].cpu().numpy())  # [H, K, d_k]
-    stacked = {name: np.stack(values) for name, values in tables.items()}
+    stacked = {label: np.stack(values) for label, values in tables.items()}
     return KindVectors(
         kind,
         stacked["q"],
@@ -230,18 +248,19 @@ def sentence_vectors(
     device = next(model.parameters()).device
     split = splits_positions(model)
     table = model.positional_table.detach()  # [max_len, d_model]
-    acts = Hooks(capture=_captured(model))
+    has_decoder = family.capabilities.architecture.has_decoder
+    acts = Hooks(capture=_captured(config.n_encoder_layers, config.n_decoder_layers if has_decoder else 0))
     source = torch.tensor([list(source_ids)], device=device)  # [1, S]
     memory, memory_mask = hooked_encode(model, source, acts)
     encoder_reads, memory_position = _encoder_reads(model, acts.activations, table[None, : len(source_ids)])
-    kinds = {AttentionKind.ENCODER: _kind_vectors(model, AttentionKind.ENCODER, encoder_reads, memory_mask, split)}
+    kinds = {AttentionKind.ENCODER: _kind_vectors(model, AttentionKind.ENCODER, encoder_reads, acts.activations, split)}
     inputs: list[int] = []
-    if family.capabilities.architecture.has_decoder and target_ids:
+    if has_decoder and target_ids:
         inputs = [config.bos_id if first_input is None else first_input, *list(target_ids)[:-1]]
         target = torch.tensor([inputs], device=device)  # [1, T]
         hooked_decode(model, target, memory, memory_mask, acts)
-        reads = _decoder_reads(model, acts.activations, table[None, : len(inputs)], (memory, memory_position))
-        kinds[AttentionKind.DECODER] = _kind_vectors(model, AttentionKind.DECODER, reads[0], None, split)
-        kinds[AttentionKind.CROSS] = _kind_vectors(model, AttentionKind.CROSS, reads[1], memory_mask, split)
+        reads = _decoder_reads(model, acts.activations, table[None, : len(inputs)], memory_position)
+        kinds[AttentionKind.DECODER] = _kind_vectors(model, AttentionKind.DECODER, reads[0], acts.activations, split)
+        kinds[AttentionKind.CROSS] = _kind_vectors(model, AttentionKind.CROSS, reads[1], acts.activations, split)
     positions = str(config.positional_encoding) if split else ""
     return SentenceVectors(kinds, list(source_ids), inputs, positions)
