@@ -4,7 +4,8 @@ A **family** is one registry entry (``Family``): its name (what a checkpoint rec
 classes, the tasks it learns and its quality measure, the options a user can set (one schema read by the
 command line, the Train form and the presets) and its ``Capabilities``. Code never compares family or
 architecture names: it asks ``family_of(network).capabilities`` (or ``bundle.family.capabilities``) whether
-something is possible. Adding a family is registering one entry (``register``), as a test does with a toy one.
+something is possible, and ``capabilities_of(network)`` what a tool may do with that network (one entry may hold
+layouts that differ in what its code serves: a pretrained encoder-decoder's hooked pass serves T5, not mBART). Adding a family is registering one entry (``register``), as a test does with a toy one.
 
 A **network** (``Network``) is what the stepper, trainer, checkpoints and views drive. With B sentences, S source
 and T target pieces:
@@ -127,7 +128,8 @@ class Capabilities:
     # Its hooked pass (model/interventions/hooked.py): the dotted path of a function network -> the adapter that runs
     # that network's own forward pass with named hook points and says which of INTERVENTION_TOOLS it serves, or None for
     # a network it does not hook (a pretrained layout without one); imported when a tool asks. None: no network of the
-    # family can be read and patched (``interventions``).
+    # family can be read and patched (``interventions``). Where it depends on the layout, the family's
+    # ``layout_capabilities`` keep it only for the networks it serves: ask ``capabilities_of(network)``.
     hooked_pass: str | None = None
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
     queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
