@@ -5,7 +5,8 @@ classes, the tasks it learns and its quality measure, the options a user can set
 command line, the Train form and the presets) and its ``Capabilities``. Code never compares family or
 architecture names: it asks ``family_of(network).capabilities`` (or ``bundle.family.capabilities``) whether
 something is possible, and ``capabilities_of(network)`` what a tool may do with that network (one entry may hold
-layouts that differ in what its code serves: a pretrained encoder-decoder's hooked pass serves T5, not mBART). Adding a family is registering one entry (``register``), as a test does with a toy one.
+layouts that differ in what its code serves: a pretrained encoder-decoder's hooked pass serves T5, not mBART).
+Adding a family is registering one entry (``register``), as a test does with a toy one.
 
 A **network** (``Network``) is what the stepper, trainer, checkpoints and views drive. With B sentences, S source
 and T target pieces:
