@@ -19,7 +19,6 @@ import json
 import os
 import struct
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors.torch import load as load_tensors
@@ -29,7 +28,7 @@ from torch.overrides import TorchFunctionMode
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
-from model.family import TrainableConfig, trainable_family_names
+from model.family import NetworkConfig, TrainableConfig, trainable_family_names
 from model.files import OutputError, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
@@ -269,7 +268,7 @@ def _check_corpus(data, name: str) -> CorpusSpec | None:
     return CorpusSpec.from_dict(data)
 
 
-def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: Any, name: str) -> None:
+def _check_tokenizers(source: Tokenizer, target: Tokenizer, config: NetworkConfig, name: str) -> None:
     for side, tokenizer, size in (("source", source, config.source_vocab_size), ("target", target, config.target_vocab_size)):
         if tokenizer.vocab_size > size:
             raise CheckpointError(
