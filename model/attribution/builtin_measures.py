@@ -10,19 +10,16 @@ Imported by model/attribution/measures.py, which is what fills the registry with
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 import torch
 
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import attention_gradient, saliency
 from model.attribution.norms import norm_contributions
-from model.attribution.passes import token_pass
+from model.attribution.passes import measured_network, token_pass
 from model.attribution.value_zeroing import value_zeroing
 from model.family import Network
 from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
-from model.nn.transformer import Transformer
 
 SALIENCY_WHY_NOT = "saliency is of a prediction over the source and the target prefix; the encoder predicts nothing"
 
@@ -50,11 +47,6 @@ def _tensors(model: Network, inputs: MeasureInputs) -> tuple[torch.Tensor, torch
     decoder_inputs = torch.tensor([[model.config.bos_id] + list(inputs.chosen_ids[:-1])], device=device)  # [1, T]
     chosen = torch.tensor(list(inputs.chosen_ids), device=device)  # [T]
     return source, decoder_inputs, chosen
-
-
-def _transformer(model: Network) -> Transformer:
-    """The contribution measures read the app's Transformer (the family's contribution_measures capability)."""
-    return cast(Transformer, model)
 
 
 @torch.inference_mode()
@@ -90,7 +82,7 @@ def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrate
     gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
     if steps:
         tokens = [int(chosen[s]) for s in steps]
-        found = saliency(_transformer(model), source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
+        found = saliency(measured_network(model), source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
         source_values[steps], target_values[steps] = found.source, found.target
         if rows:
             gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged
@@ -119,7 +111,7 @@ class NormBased(Measure):
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        tables = norm_contributions(_transformer(model), source, decoder_inputs)
+        tables = norm_contributions(measured_network(model), source, decoder_inputs)
         return _per_row(self.name, {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()})
 
 
@@ -133,7 +125,7 @@ class Alti(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        record = token_pass(_transformer(model), source, decoder_inputs)
+        record = token_pass(measured_network(model), source, decoder_inputs)
         values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(decoder_rollout(record))}
         return MeasureResult(self.name, values, dict(values))
 
@@ -147,7 +139,7 @@ class AltiPlus(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        record = token_pass(_transformer(model), source, decoder_inputs)
+        record = token_pass(measured_network(model), source, decoder_inputs)
         sources, targets = alti_plus(record)
         values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(targets), CROSS: _stack(sources)}
         return MeasureResult(self.name, values, dict(values), source_share=values[CROSS][-1, 0].sum(-1))
@@ -161,7 +153,7 @@ class ValueZeroing(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        transformer = _transformer(model)
+        transformer = measured_network(model)
         encoder, decoder, cross = value_zeroing(transformer, token_pass(transformer, source, decoder_inputs))
         return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
 
@@ -174,7 +166,7 @@ class AttentionGradient(Measure):
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, chosen = _tensors(model, inputs)
-        encoder, decoder, cross = attention_gradient(_transformer(model), source, decoder_inputs, chosen)
+        encoder, decoder, cross = attention_gradient(measured_network(model), source, decoder_inputs, chosen)
         return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
 
 

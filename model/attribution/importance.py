@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,10 +25,9 @@ import torch
 from model.data.batching import encode_pairs
 from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
-from model.family import Bundle, family_of
+from model.family import Bundle, Network, family_of
 from model.kinds import AttentionKind
 from model.nn.masking import Head, MaskError, attention_module, masked_model
-from model.nn.transformer import Transformer
 from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted, score
 
@@ -69,7 +68,7 @@ class HeadImportance:
         ]
 
 
-def _gated_copy(model: Transformer) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
+def _gated_copy(model: Network) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
     """A copy of ``model`` whose heads' outputs are scaled by gates of value 1 that gradients reach:
     one gate tensor [heads] per (kind, layer)."""
     gated = copy.deepcopy(model).eval()
@@ -133,7 +132,7 @@ def head_importance(
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
     if not bundle.family.capabilities.head_importance:
         raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on a {bundle.family.title}")
-    model, gates = _gated_copy(cast(Transformer, bundle.model))  # head_importance: the Transformer's heads
+    model, gates = _gated_copy(bundle.model)  # its family's capabilities say its heads' importance is measured
     config: Any = model.config
     device = next(model.parameters()).device
     layers = {

@@ -29,6 +29,8 @@ from typing import cast
 
 import torch
 
+from model.errors import UserError
+from model.family import Network, family_of
 from model.kinds import AttentionKind
 from model.nn.hooks import HookPoint
 from model.nn.transformer import EncoderLayer, Transformer
@@ -55,6 +57,16 @@ class PassRecord:
     decoder_inputs: list[torch.Tensor] = field(default_factory=list)  # x entering each decoder layer [B, T, d_model]
     memory: torch.Tensor | None = None  # [B, S, d_model]: what cross-attention reads
     logits: torch.Tensor | None = None  # [B, T, V], or [B, V] at one position per row (``logits_at``)
+
+
+def measured_network(model: Network) -> Transformer:
+    """``model`` as the network whose pass this module reads, once its family says it serves the contribution measures
+    (``Capabilities.contribution_measures``: the app's Transformer's registry entry, model/nn/registry.py, declares it);
+    a UserError (one line) otherwise."""
+    family = family_of(model)
+    if not family.capabilities.contribution_measures:
+        raise UserError(f"the contribution measures are computed for the app's Transformer, not for this model ({family.title})")
+    return cast(Transformer, model)
 
 
 def attention_point(kind: AttentionKind, layer: int, point: str) -> str:
