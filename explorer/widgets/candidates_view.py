@@ -92,7 +92,7 @@ class CandidatesView(pg.PlotWidget):
         self.other_count = max(total - n, 0) if n else 0
         chosen = [chosen_id is not None and int(token) == chosen_id for token in self.token_ids]
         self.labels = [
-            f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(p)}"
+            f"{CHOSEN_MARK if is_chosen else ''}{display_candidate(t)}  {format_probability(float(p))}"
             for t, p, is_chosen in zip(self.tokens, self.probabilities, chosen)
         ]
         widths = [max(float(p), MIN_BAR) for p in self.probabilities]  # a rare candidate still shows a bar to click

@@ -51,7 +51,9 @@ class HeadTable(QTableWidget):
         super().__init__(0, len(COLUMNS))
         self.setHorizontalHeaderLabels(COLUMNS)
         for column, text in enumerate(COLUMN_HELP):
-            self.horizontalHeaderItem(column).setToolTip(text)
+            item = self.horizontalHeaderItem(column)
+            assert item is not None, "set by setHorizontalHeaderLabels"
+            item.setToolTip(text)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)  # fitted to contents after every update
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)

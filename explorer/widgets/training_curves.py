@@ -43,8 +43,8 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         super().__init__()
         self.setToolTip("Blue: training batches (smoothed); orange: validation (each epoch, or every N steps)")
         self.setMinimumHeight(260)
-        self.train = {name: [] for name in ("step", "loss", "accuracy", "learning_rate")}
-        self.valid = {name: [] for name in ("step", "loss", "accuracy", "bleu", "exact_match")}
+        self.train: dict[str, list[float]] = {name: [] for name in ("step", "loss", "accuracy", "learning_rate")}
+        self.valid: dict[str, list[float]] = {name: [] for name in ("step", "loss", "accuracy", "bleu", "exact_match")}
         self.loss_plot = self._plot(0, 0, "Loss (cross-entropy per piece)")
         self.accuracy_plot = self._plot(0, 1, "Token accuracy")
         self.rate_plot = self._plot(1, 0, "Learning rate")

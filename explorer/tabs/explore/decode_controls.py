@@ -89,7 +89,7 @@ class DecodeControls(QWidget):
         for widget in (self.reset_button, self.back_button, self.forward_button, self.run_button):  # one row: 1024 px
             first.addWidget(widget)
         second = QHBoxLayout()
-        for widget in (
+        options: tuple[QWidget, ...] = (
             QLabel("Strategy:"),
             self.strategy,
             QLabel("width"),
@@ -102,8 +102,9 @@ class DecodeControls(QWidget):
             self.top_p,
             QLabel("seed"),
             self.seed,
-        ):
-            second.addWidget(widget)
+        )
+        for option in options:
+            second.addWidget(option)
         second.addSpacing(16)
         second.addWidget(self.slider, 1)
         second.addWidget(self.step_label)

@@ -251,9 +251,9 @@ class ToyFrenchGenerator:
 
     def _simple_subject(self):
         if self.rng.random() < 0.5:
-            english, french, person, gender, plural = self.rng.choice(SUBJECT_PRONOUNS)
+            pronoun_en, pronoun_fr, person, gender, plural = self.rng.choice(SUBJECT_PRONOUNS)
             subject_id = self.concepts.new()
-            return [(Word(english, "PRON"), subject_id)], [(french, subject_id)], person, gender, plural
+            return [(Word(pronoun_en, "PRON"), subject_id)], [(pronoun_fr, subject_id)], person, gender, plural
         noun = self.noun(ANIMATE)
         plural = self.rng.random() < 0.3
         english, french = self.noun_phrase(noun, "the", plural, modifiers=False, depth=1)
