@@ -27,7 +27,7 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from common import ROOT  # noqa: E402,F401  (puts the project on sys.path)
-from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
 from tests.explorer import window_actions  # noqa: E402
@@ -42,7 +42,7 @@ def resident_mb() -> float:
     return float("nan")
 
 
-def run_round(machine: type, examples: int, steps: int, randomized: bool) -> bool:
+def run_round(machine: type, examples: int, steps: int, randomized: bool, shrink: bool = True) -> bool:
     """``examples`` sequences of up to ``steps`` actions; False when one broke an invariant (Hypothesis has printed
     the minimal sequence)."""
     chosen = settings(
@@ -53,6 +53,7 @@ def run_round(machine: type, examples: int, steps: int, randomized: bool) -> boo
         database=None,
         suppress_health_check=list(HealthCheck),
         print_blob=True,
+        phases=list(Phase) if shrink else [phase for phase in Phase if phase is not Phase.shrink],
     )
     try:
         run_state_machine_as_test(machine, settings=chosen)
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-curves", action="store_true", help="never compute the curves over training (as CI)")
     parser.add_argument("--minutes", type=float, default=None, help="a time budget: rounds of random sequences")
     parser.add_argument("--round", type=int, default=50, help="sequences per round with --minutes")
+    parser.add_argument("--no-shrink", action="store_true", help="a failing sequence as met")
     parser.add_argument("--survey", action="store_true", help="list every problem met instead of failing at the first")
     options = parser.parse_args(argv)
     if options.survey:
@@ -94,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the time budget ({options.minutes:g} min) is spent: no more rounds", flush=True)
             break
         chunk = options.examples if budget_s is None else min(options.round, options.examples - counted["sequences"])
-        failed = not run_round(Counted, chunk, options.steps, randomized=options.random or budget_s is not None)
+        randomized = options.random or budget_s is not None
+        failed = not run_round(Counted, chunk, options.steps, randomized, shrink=not options.no_shrink)
         if budget_s is None:
             break
     elapsed = time.perf_counter() - started

@@ -279,10 +279,11 @@ class WindowStates(RuleBasedStateMachine):
         clipped = self.check("clipping", checks.clipping_problems(self.window, self.size))
         TIMES["(the checks)"] = TIMES.get("(the checks)", 0.0) + time.perf_counter() - started
         self.since = time.perf_counter()
-        assert not matrix, "\n".join(matrix)
-        assert not labels, "\n".join(labels)
-        assert not titles, "\n".join(titles)
-        assert not clipped, "\n".join(clipped)
+        after = f"\n    after: {' → '.join(self.actions)}"  # the sequence, even when shrinking is cut short
+        assert not matrix, "\n".join(matrix) + after
+        assert not labels, "\n".join(labels) + after
+        assert not titles, "\n".join(titles) + after
+        assert not clipped, "\n".join(clipped) + after
 
 
 __all__ = ["WindowStates", "settle"]
