@@ -45,7 +45,6 @@ from model.family import Bundle, Network, family_of
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
-from model.nn.transformer import layer_norm as layer_norm  # the model's own, read from here by model/neuron and model/corpus
 
 if TYPE_CHECKING:
     from model.family import DecodingNetwork
