@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from model.attribution.passes import attention_point, hooked
+from model.attribution.passes import attention_point, hook_points, hooked
 from model.family import family_of
 from model.kinds import AttentionKind
 from model.nn.transformer import Transformer
@@ -46,7 +46,7 @@ def norm_contributions(
                 norms[key] = _value_norms(module, values)
 
             hooks[attention_point(kind, layer, "v")] = record
-    with hooked(model.hook_points(), hooks):
+    with hooked(hook_points(model), hooks):
         _, weights = model.inspect(source_ids, target_input_ids)
     tables = {
         AttentionKind.ENCODER: weights.encoder_self,

@@ -22,6 +22,7 @@ measure reads: there is no second copy of the pass. A test checks that its logit
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +77,18 @@ def attention_point(kind: AttentionKind, layer: int, point: str) -> str:
     return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}.{point}"
 
 
+_POINTS: weakref.WeakKeyDictionary[Transformer, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
+
+
+def hook_points(model: Transformer) -> dict[str, HookPoint]:
+    """The model's hook points by name (``Transformer.hook_points``), looked up once per model: a measure runs many
+    short passes (value zeroing one per layer and kind), and the lookup walks every layer."""
+    points = _POINTS.get(model)
+    if points is None:
+        points = _POINTS[model] = model.hook_points()
+    return points
+
+
 @contextmanager
 def hooked(points: Mapping[str, HookPoint], hooks: Mapping[str, Hook]) -> Iterator[None]:
     """``hooks`` (name -> function of the activation) on the hook points they name, for the ``with`` block."""
@@ -90,12 +103,14 @@ def hooked(points: Mapping[str, HookPoint], hooks: Mapping[str, Hook]) -> Iterat
 @contextmanager
 def without_dropout(model: Transformer) -> Iterator[None]:
     """The model without dropout for the ``with`` block (a model in training mode is put back so after)."""
-    training = model.training
+    if not model.training:  # (putting every module in and out of inference mode costs more than some measures)
+        yield
+        return
     model.eval()
     try:
         yield
     finally:
-        model.train(training)
+        model.train()
 
 
 def embed_tokens(model: Transformer, ids: torch.Tensor, side: str) -> torch.Tensor:
@@ -158,7 +173,7 @@ def _pass(
     acts: dict[str, torch.Tensor] = {}
     hooks = {name: _replacing(value) for name, value in replacements.items()}
     hooks |= {name: _keeping(acts, name) for name in _captures(model, record_sublayers)}
-    with hooked(model.hook_points(), hooks), without_dropout(model):
+    with hooked(hook_points(model), hooks), without_dropout(model):
         memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
         cache = model.start_cache(memory, mask)
         hidden, self_weights, cross_weights = model.decode(target_ids, cache, need_weights=record_sublayers)  # [B, T, d]

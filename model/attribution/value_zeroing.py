@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from model.attribution.passes import PassRecord, attention_point, hooked, without_dropout
+from model.attribution.passes import PassRecord, attention_point, hook_points, hooked, without_dropout
 from model.kinds import AttentionKind
 from model.nn.transformer import Transformer
 
@@ -43,7 +43,7 @@ def _zeroed_layer(model: Transformer, kind: AttentionKind, layer: int, x: torch.
     n_keys = x.shape[1] if kind is not AttentionKind.CROSS else memory.shape[1]
     scale = _scales(n_keys, x)  # [1 + K, K]
     rows = x.expand(n_keys + 1, -1, -1)  # [1 + K, L, d_model]
-    with hooked(model.hook_points(), {attention_point(kind, layer, "v"): _scaling(scale)}), without_dropout(model):
+    with hooked(hook_points(model), {attention_point(kind, layer, "v"): _scaling(scale)}), without_dropout(model):
         if kind is AttentionKind.ENCODER:
             outputs, _ = model.encoder_layers[layer](rows, None)  # [1 + K, S, d_model]
         else:
