@@ -69,8 +69,9 @@ def attention_gradient(model: Transformer, source_ids: torch.Tensor, target_inpu
     steps = torch.arange(n_steps, device=source.device)
     with torch.enable_grad():
         record = transparent_pass(model, source, target, logits_at=steps)
-        assert record.logits is not None
-        objective = record.logits[steps, chosen_ids].sum()  # each row's own step
+        logits = record.logits  # [B, V]
+        assert logits is not None
+        objective = logits[steps, chosen_ids].sum()  # each row's own step
         maps = [r.weights for r in (*record.encoder, *record.decoder, *record.cross)]
         gradients = torch.autograd.grad(objective, maps)
     cams = [(g * a).clamp(min=0).mean(1).detach() for g, a in zip(gradients, maps)]  # [B, Q, K] per map
@@ -102,8 +103,9 @@ def prediction_scores(
     """The objective the saliency explains, from embeddings [B, S, d_model], [B, T, d_model]: per row, log p(token)
     at its step, minus log p(contrast) when one is given: [B]."""
     record = transparent_pass(model, source, target, logits_at=steps, record_sublayers=False)
-    assert record.logits is not None
-    log_probabilities = torch.log_softmax(record.logits, dim=-1)  # [B, V]
+    logits = record.logits  # [B, V]
+    assert logits is not None
+    log_probabilities = torch.log_softmax(logits, dim=-1)  # [B, V]
     rows = torch.arange(len(steps))
     score = log_probabilities[rows, token_ids]
     if contrast_ids is not None:

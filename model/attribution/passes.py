@@ -57,7 +57,14 @@ class PassRecord:
     encoder_inputs: list[torch.Tensor] = field(default_factory=list)  # x entering each encoder layer [B, S, d_model]
     decoder_inputs: list[torch.Tensor] = field(default_factory=list)  # x entering each decoder layer [B, T, d_model]
     memory: torch.Tensor | None = None  # [B, S, d_model]: what cross-attention reads
-    logits: torch.Tensor | None = None  # [B, T, V], or [B, V] at one position per row (``logits_at``)
+    hidden: torch.Tensor | None = None  # [B, T, d_model], or [B, d_model] at one position per row (``logits_at``)
+    read_out: Callable[[torch.Tensor], torch.Tensor] | None = field(default=None, repr=False)  # hidden -> logits
+
+    @property
+    def logits(self) -> torch.Tensor | None:
+        """[B, T, V], or [B, V] at one position per row: the decoder's output through the model's output projection
+        (computed when asked: the contribution measures read none)."""
+        return None if self.hidden is None or self.read_out is None else self.read_out(self.hidden)
 
 
 def measured_network(model: Network) -> Transformer:
@@ -179,7 +186,7 @@ def _pass(
         hidden, self_weights, cross_weights = model.decode(target_ids, cache, need_weights=record_sublayers)  # [B, T, d]
     if logits_at is not None:
         hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
-    record = PassRecord(memory=memory, logits=model.logits(hidden))  # [B, T, V] or [B, V]
+    record = PassRecord(memory=memory, hidden=hidden, read_out=model.logits)
     if record_sublayers:
         record.encoder = [_attention_record(model, AttentionKind.ENCODER, i, w, acts) for i, w in enumerate(encoder_weights)]
         record.decoder = [_attention_record(model, AttentionKind.DECODER, i, w, acts) for i, w in enumerate(self_weights)]
