@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import stat
 import subprocess
 import sys
@@ -124,10 +125,13 @@ def fifo_watch(path: Path, stop: threading.Event, opened: list[bool]) -> None:
 
 def test_a_settings_file_that_is_no_settings_file_leaves_the_defaults(open_window, tmp_path):
     path = tmp_path / "settings.ini"
-    for content in (os.urandom(4000), b"", b"\xff\xfe[window]\x00tab=\x00\n"):
+    # Qt's INI reader refuses some byte soups (status FormatError: the status bar then says so) and reads others as
+    # no keys; either way the defaults are used. Seeded bytes: the same file at every run.
+    said = f"Settings: {path} is not a settings file; defaults used"
+    for content in (random.Random(4).randbytes(4000), b"", b"\xff\xfe[window]\x00tab=\x00\n"):
         path.write_bytes(content)
         window = open_window(settings=open_settings(path))
-        assert window.built and window.tabs.currentIndex() == EXPLORE_TAB and not settings_line(window)
+        assert window.built and window.tabs.currentIndex() == EXPLORE_TAB and settings_line(window) in ("", said)
         close_window(window)
     path.unlink()
     path.mkdir()
