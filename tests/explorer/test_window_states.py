@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -68,3 +69,32 @@ def test_the_known_sequence_keeps_the_invariants():
     finally:
         machine.teardown()
     assert not found, "\n".join(f"{problem}\n    after: {actions}" for actions, problem in found)
+
+
+def test_the_maximum_of_a_difference_of_snapshots_is_each_snapshots_maximum_subtracted():
+    """The long run's two lost failures ("the focus' matrix differs from the trace's encoder layer 2 max by up to
+    0.615"), replayed: a phase change clicked (the focus shows a difference of two snapshots), then "max over heads".
+    The window draws max(after) - max(before), as the exported difference figure does (model/timeline/difference.py);
+    the invariant expected max(after - before). Checked here from the two snapshots' traces directly."""
+    machine = WindowStates()
+    try:
+        machine.first_model("default")
+        machine.type_sentence(NAMED[2])
+        machine.phase_change(0)
+        tab = machine.tab
+        machine.choose_head([tab.head_box.itemData(i) for i in range(tab.head_box.count())].index("max"))
+        for kind in range(tab.kind.count()):
+            machine.choose_kind(kind)
+            for layer in (1, 2):
+                machine.choose_layer(layer)
+                after = machine.window.explore.trace
+                before = tab.over_training.partner(after)
+                assert before is not None, "the phase change shows no difference of two snapshots"
+                chosen, index = tab.current_kind(), tab.layer_box.value() - 1
+                later, earlier = after.matrix(chosen)[index], before.matrix(chosen)[index]  # [heads, queries, keys]
+                wanted = later.max(axis=0) - earlier.max(axis=0)  # [queries, keys]
+                assert np.allclose(tab.focus.values, wanted, atol=1e-5), f"{chosen} layer {index + 1}"
+                assert not np.allclose(wanted, (later - earlier).max(axis=0), atol=1e-4)  # the two readings differ
+                assert not problems(machine.window, machine.size), " → ".join(machine.actions)
+    finally:
+        machine.teardown()

@@ -96,12 +96,11 @@ def matrix_problems(window) -> list[str]:
     if source is None:
         return found + [problem]
     shown = source.word_level() if words else source
-    weights = shown.matrix(kind)  # [layers, heads, queries, keys]
+    weights = other = shown.matrix(kind)  # [layers, heads, queries, keys]
     if partner is not None:
         other = (partner.word_level() if words else partner).matrix(kind)
         if other.shape != weights.shape:
             return found + [f"the compared snapshot's {kind} is {other.shape}, the explored one's {weights.shape}"]
-        weights = weights - other
     if not 0 <= layer < weights.shape[0]:
         return found + [f"the layer box shows layer {layer + 1} of a trace with {weights.shape[0]}"]
     if head == "rollout" and not kind.is_self_attention:
@@ -110,24 +109,27 @@ def matrix_problems(window) -> list[str]:
             found.append("the head box shows rollout of cross-attention and no hint says the mean is drawn")
     if isinstance(head, int) and not 0 <= head < weights.shape[1]:
         return found + [f"the head box shows head {head + 1} of {weights.shape[1]}"]
-    if partner is not None and head == "rollout":
-        return found + step_problems(window, trace)  # the difference of two rollouts is not the rollout of a difference
+    # A difference of snapshots: each one's head, mean, max or rollout first, then after - before, as the exported
+    # figure (model/timeline/difference.py); max(a) - max(b) is not max(a - b), nor rollout(a) - rollout(b) rollout(a - b).
+    expected = expected_matrix(weights, layer, head)
+    if partner is not None:
+        expected = expected - expected_matrix(other, layer, head)  # [queries, keys]
     queries, keys = shown.axis_labels(kind)
-    found += focus_matrix_problems(tab, weights, layer, head, queries, keys, f"{kind} layer {layer + 1} {head}")
-    plain_weights = shown.matrix(kind)  # the lines draw the explored snapshot's weights, never a difference
-    found += other_view_problems(tab, weights, plain_weights, layer)
+    found += focus_matrix_problems(tab, expected, queries, keys, f"{kind} layer {layer + 1} {head}")
+    grid = weights - other if partner is not None else weights  # the grid: each head's difference
+    found += other_view_problems(tab, grid, weights, layer)  # the lines: the explored snapshot's, never a difference
     found += step_problems(window, trace)
     return found
 
 
-def focus_matrix_problems(tab, weights, layer, head, queries, keys, what: str) -> list[str]:
+def focus_matrix_problems(tab, expected: np.ndarray, queries, keys, what: str) -> list[str]:
+    """The focus draws ``expected`` [queries, keys] with the trace's tokens as labels (when it is shown)."""
     focus = tab.focus
     if not focus.isVisibleTo(tab):
         return []
     found = []
     if focus.query_labels != list(queries) or focus.key_labels != list(keys):
         found.append(f"the focus' labels are not the trace's tokens for {what}")
-    expected = expected_matrix(weights, layer, head)
     if focus.values.shape != expected.shape:
         return found + [f"the focus draws a {focus.values.shape} matrix; the trace's {what} is {expected.shape}"]
     if focus.values.size and not np.allclose(focus.values, expected, atol=1e-4, equal_nan=True):
