@@ -108,8 +108,19 @@ class QueriesKeys(enum.Enum):
         return f"the neuron view is not available for this family ({title}): it has no queries and keys"
 
 
-LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING = "logit lens", "DecoderLens", "logit attribution", "patching"
-INTERVENTION_TOOLS = (LOGIT_LENS, DECODER_LENS, LOGIT_ATTRIBUTION, PATCHING)  # model/interventions/'s tools
+class InterventionTool(str, enum.Enum):
+    """One of model/interventions/'s tools; its value is the name shown and saved (a str: "logit lens")."""
+
+    LOGIT_LENS = "logit lens"
+    DECODER_LENS = "DecoderLens"
+    LOGIT_ATTRIBUTION = "logit attribution"
+    PATCHING = "patching"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+INTERVENTION_TOOLS = tuple(InterventionTool)  # every tool, in the order the window shows them
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,16 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
-from model.family import DECODER_LENS, LOGIT_ATTRIBUTION, LOGIT_LENS, PATCHING, Bundle
+from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool
 from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
 from model.interventions.passes import served_tools
 from model.interventions.patching import DIRECTIONS, patch_grids
 
-LENS, ATTRIBUTION = LOGIT_LENS, LOGIT_ATTRIBUTION  # the tools' names are the core's (model/family.py)
-TOOLS = (LENS, DECODER_LENS, ATTRIBUTION, PATCHING)
+LENS, DECODER_LENS = InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS  # the tools are the core's (model/family.py)
+ATTRIBUTION, PATCHING = InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING
+TOOLS = INTERVENTION_TOOLS
 READINGS = (LENS, DECODER_LENS, ATTRIBUTION)  # what follows the sentence
 CHANNEL, PATCH_CHANNEL = "interventions", "interventions-patching"
 LENS_CANDIDATES = 5  # top-k of each logit-lens reading

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLine
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from model.interventions.minimal_pairs import FEATURES, MinimalPair
-from model.interventions.patching import COMPONENTS, DIRECTIONS, PatchingResult
+from model.interventions.patching import COMPONENTS, DIRECTIONS, Component, PatchingResult
 
 TYPED = "typed"  # the feature choice for a pair typed by hand
 METHOD_LABELS = {
@@ -180,11 +180,10 @@ class PatchingView(QWidget):
         if result is None or name not in result.grids:
             self.heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "", levels=symmetric_limits(np.zeros(0)))
             return
-        grid = result.grids[name]
+        component = Component.parse(name)
+        grid = result.grids[component]
         self.heatmap.plot.getAxis("left").set_name("layer")
-        self.heatmap.plot.getAxis("top").set_name(
-            "head" if name.endswith("heads") else "position" if name.endswith("residual") else ""
-        )
+        self.heatmap.plot.getAxis("top").set_name({"heads": "head", "residual": "position"}.get(component.part, ""))
         title = f"{name} ({result.direction}): how much each patch {patching_title(result)}"
         columns = ["/".join(shown_labels(column.split("/"))) for column in grid.columns]  # "▁cat/▁cats" -> "cat/cats"
         self.heatmap.set_matrix(grid.values, grid.rows, columns, title, levels=symmetric_limits(grid.values))

@@ -25,7 +25,7 @@ from model.figures.layout import LINE, MAX_CELL, MIN_FONT_SIZE, Caption, draw_ca
 from model.interventions.decoder_lens import DecoderLensResult
 from model.interventions.logit_attribution import LogitAttribution
 from model.interventions.logit_lens import LogitLensResult
-from model.interventions.patching import PatchingResult
+from model.interventions.patching import Component, PatchingResult
 
 DIVERGING = "RdBu_r"  # blue below 0, white at 0, red above (as the timeline's differences)
 HEAD_GRIDS = ("encoder heads", "decoder heads", "cross heads")
@@ -119,24 +119,25 @@ def patching_figure(
 
 def patching_panel(result: PatchingResult, component: str) -> GridPanel:
     """A grid with its positions as people read them (the source's pieces, the clean and corrupted ones joined)."""
-    grid = result.grids[component]
+    kind = Component.parse(component)
+    grid = result.grids[kind]
     columns = grid.columns
-    if component.endswith("residual"):
-        pieces = result.labels.target if component.startswith("decoder") else result.labels.clean
+    if kind.part == "residual":
+        pieces = result.labels.target if kind.side == "decoder" else result.labels.clean
         columns = display_labels(pieces[: len(grid.columns)])
-        if component.startswith("encoder"):
+        if kind.side == "encoder":
             corrupted = display_labels(result.labels.corrupted[: len(grid.columns)])
             columns = [c if c == d else f"{c}/{d}" for c, d in zip(columns, corrupted)]
-    return GridPanel(_grid_title(component), grid.values, grid.rows, columns)
+    return GridPanel(_grid_title(kind), grid.values, grid.rows, columns)
 
 
-def _grid_title(component: str) -> str:
+def _grid_title(component: Component) -> str:
     what = {
         "heads": "attention: each head's output",
         "residual": ": the residual stream at each position",
         "feed-forward": " feed-forward: each block's output",
     }
-    side, part = component.split(" ", 1)
+    side, part = component.place, component.part
     return f"{side}{' ' if part == 'heads' else ''}{what.get(part, part)}"
 
 

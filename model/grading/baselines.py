@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -47,8 +48,17 @@ def _captum_attr() -> Any:
     return captum.attr
 
 
-def weighted_least_squares(model: Any, dataloader: Any, construct_kwargs: dict, **_: Any) -> dict:
-    """Captum's ``LinearModel`` training function: weighted ridge regression with an intercept, in closed form."""
+class LinearModel(Protocol):
+    """What ``weighted_least_squares`` asks of Captum's ``LinearModel``: to be given its weights and intercept."""
+
+    def _construct_model_params(self, *, norm_type: str | None, weight_values: torch.Tensor, bias_value: torch.Tensor) -> None: ...
+
+
+def weighted_least_squares(
+    model: LinearModel, dataloader: Iterable[Sequence[torch.Tensor]], construct_kwargs: dict, **_: object
+) -> dict:
+    """Captum's ``LinearModel`` training function: weighted ridge regression with an intercept, in closed form. The
+    ``dataloader`` gives batches of (samples [n, S], targets [n], and optionally weights [n])."""
     batches = list(dataloader)
     x = torch.cat([batch[0] for batch in batches]).double().numpy()  # [N, S]
     y = torch.cat([batch[1] for batch in batches]).double().numpy().reshape(-1)  # [N]

@@ -11,14 +11,15 @@ steps (``start_cache`` and ``decode_step``), as the Stepper decodes: up to the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
 from model.decoding.greedy import default_max_target
-from model.family import DECODER_LENS, Bundle, TextTokenizer
+from model.family import Bundle, InterventionTool, Network, TextTokenizer
 from model.interventions.hooked import Hooks, check_supported, hooked_encode, ids_as_text
+from model.interventions.passes import has_encoder_final_norm
+from model.nn.transformer import Transformer
 
 
 @dataclass
@@ -34,7 +35,7 @@ class DecoderLensResult:
     final_norm: bool  # the layers' outputs went through the encoder's final LayerNorm (a pre-norm model)
 
 
-def layer_memories(model: Any, source: torch.Tensor) -> torch.Tensor:
+def layer_memories(model: Transformer, source: torch.Tensor) -> torch.Tensor:
     """source [1, S] -> every encoder layer's output through the encoder's final norm [L, S, d_model]."""
     hooks = Hooks([f"encoder.{layer}.resid_post" for layer in range(model.config.n_encoder_layers)])
     hooked_encode(model, source, hooks)
@@ -48,10 +49,10 @@ def _text(ids: list[int], tokenizer: TextTokenizer | None) -> str:
 
 
 @torch.inference_mode()
-def decoder_lens(model: Any, source_ids: list[int], target_tokenizer: TextTokenizer | None = None) -> DecoderLensResult:
+def decoder_lens(model: Network, source_ids: list[int], target_tokenizer: TextTokenizer | None = None) -> DecoderLensResult:
     """The greedy translation of ``source_ids`` (EOS last) from every encoder layer's output; ``target_tokenizer``
     names the pieces and writes the text (without one, the ids stand for both)."""
-    network = check_supported(model, DECODER_LENS)
+    network = check_supported(model, InterventionTool.DECODER_LENS)
     config = network.config
     source = torch.tensor([source_ids], device=next(network.parameters()).device)  # [1, S]
     memory = layer_memories(network, source)  # [L, S, d_model]
@@ -81,7 +82,7 @@ def decoder_lens(model: Any, source_ids: list[int], target_tokenizer: TextTokeni
         translations=[_text(row, target_tokenizer) for row in token_ids],
         log_probabilities=per_token,
         total_log_probabilities=np.array([float(row.sum()) for row in per_token], dtype=np.float32),
-        final_norm=isinstance(network.encoder_norm, torch.nn.LayerNorm),
+        final_norm=has_encoder_final_norm(network),
     )
 
 

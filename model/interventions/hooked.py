@@ -41,7 +41,7 @@ import torch
 
 from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
-from model.family import Bundle, Network, family_of
+from model.family import Bundle, InterventionTool, Network, family_of
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -159,7 +159,7 @@ class HookedRun:
 class HookedPass(Protocol):
     """A family's hooked-pass adapter: the network's own teacher-forced pass with the hook names above."""
 
-    served_tools: tuple[str, ...]  # which of model.family.INTERVENTION_TOOLS it serves
+    served_tools: tuple[InterventionTool, ...]  # which of model.family.INTERVENTION_TOOLS it serves
 
     def hook_names(self, network: Network) -> list[str]: ...  # every hook point, in the order the pass reaches them
 
@@ -172,6 +172,8 @@ class HookedPass(Protocol):
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor: ...  # [..., d_model] -> [..., V]
 
     def has_final_norm(self, network: Network) -> bool: ...  # the decoder's output passes a final norm of its own
+
+    def has_encoder_final_norm(self, network: Network) -> bool: ...  # the encoder's output (the memory) passes one
 
 
 def _declared(path: str) -> Callable[[Network], HookedPass | None]:
@@ -197,7 +199,7 @@ def adapter_of(model: Network) -> HookedPass:
     return adapter
 
 
-def check_tool(model: Network, tool: str) -> HookedPass:
+def check_tool(model: Network, tool: InterventionTool) -> HookedPass:
     """``model``'s adapter, or an InterventionError (one line) when its family has none for it or the adapter does not
     serve ``tool`` (one of model.family.INTERVENTION_TOOLS)."""
     adapter = adapter_of(model)
@@ -210,7 +212,7 @@ def check_tool(model: Network, tool: str) -> HookedPass:
     return adapter
 
 
-def check_supported(model: Network, tool: str | None = None) -> Transformer:
+def check_supported(model: Network, tool: InterventionTool | None = None) -> Transformer:
     """``model``, once its adapter is known to serve ``tool`` (any adapter when None), else an InterventionError. The
     tools beyond the logit lens and patching (DecoderLens, logit attribution) read the modules of the app's Transformer,
     the one adapter that serves them (model/interventions/own.py)."""
@@ -286,7 +288,7 @@ def greedy_output(model: DecodingNetwork, source: torch.Tensor) -> list[int]:
     return output + [model.config.eos_id] if len(output) < limit else output
 
 
-def translated(bundle: Bundle, text: str, tool: str) -> tuple[list[int], list[int]]:
+def translated(bundle: Bundle, text: str, tool: InterventionTool) -> tuple[list[int], list[int]]:
     """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached), once
     ``tool`` is known to be served (``check_tool``)."""
     check_tool(bundle.model, tool)

@@ -32,11 +32,14 @@ from typing import Any, cast
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from model.family import LOGIT_LENS, PATCHING, Network
+from model.family import InterventionTool, Network
 from model.interventions.hooked import HookedRun, Hooks, adapter_of
 from model.pretrained.families import Seq2SeqNetwork
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
+# What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
+# (a dict: its "last_hidden_state").
+ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -56,14 +59,14 @@ def _attention_sites(prefix: str, projection: torch.nn.Module, resid: torch.nn.M
     }
 
 
-def _hidden(output: Any) -> torch.Tensor:
+def _hidden(output: ModuleOutput) -> torch.Tensor:
     """The hidden states a module returned: the tensor, a tuple's first item or a ModelOutput's last_hidden_state."""
     if isinstance(output, torch.Tensor):
         return output
-    return output["last_hidden_state"] if isinstance(output, dict) else output[0]
+    return cast(torch.Tensor, output["last_hidden_state"] if isinstance(output, dict) else output[0])
 
 
-def _with_hidden(output: Any, hidden: torch.Tensor) -> Any:
+def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
     """``output`` with its hidden states replaced (the shape the module returned kept)."""
     if isinstance(output, torch.Tensor):
         return hidden
@@ -85,7 +88,7 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle:
     """One PyTorch hook on the site's module that passes the activation through ``hooks`` under ``name``."""
     if site.reads == INPUT:
 
-        def read_input(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        def read_input(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             if args:
                 return (hooks(name, args[0]), *args[1:]), kwargs
             return args, {**kwargs, "hidden_states": hooks(name, kwargs["hidden_states"])}
@@ -93,33 +96,39 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle:
         return site.module.register_forward_pre_hook(read_input, with_kwargs=True)
     if site.reads == HEADS:
 
-        def read_heads(module: Any, args: tuple, output: torch.Tensor) -> torch.Tensor:
-            computed = projection_heads(module, args[0], site.n_heads)  # [B, H, L, d_model]
+        def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
+            projection = cast(torch.nn.Linear, module)  # an output projection (a HEADS site's module)
+            computed = projection_heads(projection, args[0], site.n_heads)  # [B, H, L, d_model]
             heads = hooks(name, computed)
             if heads is computed:  # read only: the library's output, its gradient through the heads read
                 summed = computed.sum(1)  # [B, L, d_model]
                 return output.detach() + (summed - summed.detach())
-            return heads.sum(1) if module.bias is None else heads.sum(1) + module.bias
+            return heads.sum(1) if projection.bias is None else heads.sum(1) + projection.bias
 
         return site.module.register_forward_hook(read_heads)
 
-    def read_output(module: Any, args: tuple, output: Any) -> Any:
+    def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
         return _with_hidden(output, hooks(name, _hidden(output)))
 
     return site.module.register_forward_hook(read_output)
+
+
+def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
+    """The modules of ``module``'s ModuleList ``name`` (a stack's layers, a T5 block's sublayers), in order."""
+    return list(cast(torch.nn.ModuleList, module.get_submodule(name)))
 
 
 class LibraryPass:
     """What the Hugging Face layouts' adapters share: hooks on the library's modules around its own forward pass. A
     layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
 
-    served_tools = (LOGIT_LENS, PATCHING)
+    served_tools = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)
 
-    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
+    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
         """An encoder's or decoder's layers, in order."""
         raise NotImplementedError
 
-    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
         """One layer's sites (``attentions``: "self", and "cross" in a decoder layer) under ``prefix`` ("decoder.1")."""
         raise NotImplementedError
 
@@ -179,21 +188,26 @@ class LibraryPass:
         """Whether the lens readings pass a final norm of the model's own."""
         raise NotImplementedError
 
+    def has_encoder_final_norm(self, network: Network) -> bool:
+        """Whether the encoder's last layer output passes a final norm to the memory (the same answer as the decoder's)."""
+        return self.has_final_norm(network)
+
 
 class T5Pass(LibraryPass):
     """T5 (pre-norm): a T5Block's layer[0] self-attention, layer[1] cross-attention (decoder), layer[-1] feed-forward;
     the lens reads through the decoder's final norm, the ``d_model ** -0.5`` rescale of a tied head and ``lm_head``."""
 
-    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
-        return stack.block
+    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
+        return _children(stack, "block")
 
-    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
         sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
+        sublayers = _children(layer, "layer")
         for index, attention in enumerate(attentions):
-            sublayer = layer.layer[index]
-            projection = (sublayer.SelfAttention if attention == "self" else sublayer.EncDecAttention).o
+            sublayer = sublayers[index]
+            projection = sublayer.get_submodule("SelfAttention.o" if attention == "self" else "EncDecAttention.o")
             sites |= _attention_sites(f"{prefix}.{attention}", projection, sublayer, n_heads)
-        sites[f"{prefix}.mlp_out"] = Site(layer.layer[-1].DenseReluDense, OUTPUT)
+        sites[f"{prefix}.mlp_out"] = Site(sublayers[-1].get_submodule("DenseReluDense"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
 
@@ -213,18 +227,16 @@ class PostNormPass(LibraryPass):
     """A post-norm layout (Marian, BART): each attention's ``out_proj`` and the LayerNorm after its residual add,
     ``fc2``; no final norm: the lens reads through ``lm_head`` and ``final_logits_bias``."""
 
-    def layers(self, stack: Any) -> Sequence[torch.nn.Module]:
-        return stack.layers
+    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
+        return _children(stack, "layers")
 
-    def layer_sites(self, layer: Any, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
         sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
         for attention in attentions:
-            if attention == "self":
-                module, norm = layer.self_attn, layer.self_attn_layer_norm
-            else:
-                module, norm = layer.encoder_attn, layer.encoder_attn_layer_norm
-            sites |= _attention_sites(f"{prefix}.{attention}", module.out_proj, norm, n_heads)
-        sites[f"{prefix}.mlp_out"] = Site(layer.fc2, OUTPUT)
+            name = "self_attn" if attention == "self" else "encoder_attn"
+            projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, norm, n_heads)
+        sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
 

@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 import torch
 
-from model.family import LOGIT_ATTRIBUTION, Bundle
+from model.family import Bundle, InterventionTool, Network
 from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
+from model.interventions.passes import has_final_norm
 from model.nn.transformer import Transformer
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")
@@ -63,7 +64,7 @@ class _Parts:
         self.names += names
         self.kinds += [kind] * len(names)
 
-    def normalise(self, norm: Any, bias_name: str) -> None:
+    def normalise(self, norm: torch.nn.LayerNorm, bias_name: str) -> None:
         """Through a LayerNorm with its scale held at the stream's own: every part rescaled, β added to ``bias_name``."""
         summed = self.tensor.sum(0)  # [T, d_model]
         scale = torch.sqrt(summed.var(-1, unbiased=False) + norm.eps)[None, :, None]  # [1, T, 1]
@@ -86,12 +87,12 @@ def _decompose(model: Transformer, inputs: torch.Tensor, activations: dict[str, 
             head_out = activations[f"decoder.{index}.{attention}.head_out"][0]  # [H, T, d_model]
             parts.add(head_out, [f"{name} {attention} H{head + 1}" for head in heads], f"{attention}-attention head")
             if not layer.pre_norm:
-                parts.normalise(layer.norms[sublayer], f"{name} norm biases")
+                parts.normalise(cast(torch.nn.LayerNorm, layer.norms[sublayer]), f"{name} norm biases")
         parts.add(activations[f"decoder.{index}.mlp_out"], [f"{name} feed-forward"], "feed-forward")  # [1, T, d_model]
         if not layer.pre_norm:
-            parts.normalise(layer.norms[2], f"{name} norm biases")
-    if isinstance(model.decoder_norm, torch.nn.LayerNorm):
-        parts.normalise(model.decoder_norm, "final norm bias")
+            parts.normalise(cast(torch.nn.LayerNorm, layer.norms[2]), f"{name} norm biases")
+    if has_final_norm(model):  # a pre-norm model's LayerNorm (a post-norm model's is the identity)
+        parts.normalise(cast(torch.nn.LayerNorm, model.decoder_norm), "final norm bias")
     return parts
 
 
@@ -104,14 +105,14 @@ def _unembedding(model: Transformer) -> tuple[torch.Tensor, torch.Tensor | None]
 
 @torch.inference_mode()
 def logit_attribution(
-    model: Any,
+    model: Network,
     source_ids: list[int],  # the source pieces, EOS last
     chosen_ids: list[int],  # the decoded tokens: step t produced chosen_ids[t]
     compared_ids: list[int] | None = None,  # per step, a token whose logit is subtracted (-1: none)
     target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
 ) -> LogitAttribution:
     """Each step's logit of its chosen token (minus a compared one's) split into parts (see the module's docstring)."""
-    network = check_supported(model, LOGIT_ATTRIBUTION)
+    network = check_supported(model, InterventionTool.LOGIT_ATTRIBUTION)
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     points = ("self.head_out", "cross.head_out", "mlp_out")
@@ -147,5 +148,5 @@ def logit_attribution(
 
 def bundle_logit_attribution(bundle: Bundle, text: str, compared_ids: list[int] | None = None) -> LogitAttribution:
     """The logit attribution of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
-    source_ids, chosen = translated(bundle, text, LOGIT_ATTRIBUTION)
+    source_ids, chosen = translated(bundle, text, InterventionTool.LOGIT_ATTRIBUTION)
     return logit_attribution(bundle.model, source_ids, chosen, compared_ids, bundle.target_tokenizer.pieces)

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
-from model.family import LOGIT_LENS, Bundle
+from model.family import Bundle, InterventionTool, Network
 from model.interventions.hooked import ids_as_text, translated
 from model.interventions.passes import has_final_norm, lens_logits, run_hooked, supported
 
@@ -41,7 +40,7 @@ class LogitLensResult:
     chosen_tokens: list[str] = field(default_factory=list)  # [T] the pieces of chosen_ids (a forced one is no top candidate)
 
 
-def lens_points(model: Any) -> tuple[list[str], list[str]]:
+def lens_points(model: Network) -> tuple[list[str], list[str]]:
     """(reading labels, hook names): the embeddings, then after each sublayer of each decoder layer."""
     labels, hooks = ["embeddings"], ["decoder.0.resid_pre"]
     for layer in range(model.config.n_decoder_layers):
@@ -52,14 +51,14 @@ def lens_points(model: Any) -> tuple[list[str], list[str]]:
 
 @torch.inference_mode()
 def logit_lens(
-    model: Any,
+    model: Network,
     source_ids: list[int],  # the source pieces, EOS last
     chosen_ids: list[int],  # the decoded tokens: step t produced chosen_ids[t]
     k: int = 5,
     target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
 ) -> LogitLensResult:
     """Every reading at every step (see the module's docstring); ``target_pieces`` labels the candidates."""
-    network = supported(model, LOGIT_LENS)
+    network = supported(model, InterventionTool.LOGIT_LENS)
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     labels, hooks = lens_points(network)
@@ -90,5 +89,5 @@ def logit_lens(
 
 def bundle_logit_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
     """The logit lens of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
-    source_ids, chosen = translated(bundle, text, LOGIT_LENS)
+    source_ids, chosen = translated(bundle, text, InterventionTool.LOGIT_LENS)
     return logit_lens(bundle.model, source_ids, chosen, k, bundle.target_tokenizer.pieces)

@@ -25,6 +25,7 @@ from typing import Any
 from model.data.corpora.lexicon_fr import ADJECTIVE_LIST, NOUN_LIST, VERB_LIST, Adjective, Noun, Verb
 from model.data.corpora.pairs import Pair
 from model.data.corpora.toy_fr import Token, ToyFrenchGenerator, assemble, finish_french
+from model.family import TextTokenizer
 from model.interventions.hooked import InterventionError
 
 FEATURES = ("number", "gender", "negation", "noun")
@@ -127,7 +128,7 @@ def _candidates(feature: str) -> list[tuple[Pair, Pair]]:
     raise InterventionError(f"a minimal pair's feature is one of {', '.join(FEATURES)}, not {feature!r}")
 
 
-def minimal_pairs(feature: str, tokenizer: Any = None, limit: int | None = None) -> list[MinimalPair]:
+def minimal_pairs(feature: str, tokenizer: TextTokenizer | None = None, limit: int | None = None) -> list[MinimalPair]:
     """The minimal pairs of ``feature``; with a ``tokenizer`` (its ``encode``), only those of equal piece counts
     (negation pairs, which never have them, are all kept and marked); at most ``limit`` of them."""
     pairs = []

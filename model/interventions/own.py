@@ -71,6 +71,10 @@ class TransformerPass:
         """Whether the decoder's output passes a LayerNorm of its own (a pre-norm model's) before the projection."""
         return isinstance(cast(Transformer, network).decoder_norm, torch.nn.LayerNorm)
 
+    def has_encoder_final_norm(self, network: Network) -> bool:
+        """Whether the encoder's last layer output passes a LayerNorm of its own (a pre-norm model's) to the memory."""
+        return isinstance(cast(Transformer, network).encoder_norm, torch.nn.LayerNorm)
+
 
 TRANSFORMER_PASS = TransformerPass()
 

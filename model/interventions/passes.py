@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import torch
 
-from model.family import INTERVENTION_TOOLS, Network
+from model.family import INTERVENTION_TOOLS, InterventionTool, Network
 from model.interventions.hooked import adapter_of, check_tool
 from model.interventions.hooked import run_hooked as run_hooked  # the one hooked pass, whatever the model
 
 
-def supported(model: Network, tool: str) -> Network:
+def supported(model: Network, tool: InterventionTool) -> Network:
     """``model`` when its hooked pass serves ``tool`` (model.family.INTERVENTION_TOOLS), else an InterventionError."""
     check_tool(model, tool)
     return model
 
 
-def served_tools(model: Network) -> tuple[str, ...]:
+def served_tools(model: Network) -> tuple[InterventionTool, ...]:
     """The interventions (of INTERVENTION_TOOLS, in that order) ``model``'s hooked pass serves; an InterventionError
     (one line) when it has none: its family cannot be patched, or a pretrained model's layout is not hooked."""
     served = adapter_of(model).served_tools
@@ -35,3 +35,8 @@ def lens_logits(model: Network, streams: torch.Tensor) -> torch.Tensor:
 def has_final_norm(model: Network) -> bool:
     """Whether the decoder's output passes a final norm of its own (a pre-norm model's) before the output head."""
     return adapter_of(model).has_final_norm(model)
+
+
+def has_encoder_final_norm(model: Network) -> bool:
+    """Whether the encoder's output passes a final norm of its own (a pre-norm model's) before it is the memory."""
+    return adapter_of(model).has_encoder_final_norm(model)

@@ -25,28 +25,66 @@ model/interventions/library.py) have the same hook points, so the same grids.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 import torch
 
-from model.family import PATCHING, Bundle, suppressed_ids
+from model.family import Bundle, DecodingNetwork, InterventionTool, Network, suppressed_ids
 from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
 from model.interventions.passes import run_hooked, supported
 
 DIRECTIONS = ("denoising", "noising")
 METHODS = ("exact", "attribution")
-COMPONENTS = (
-    "encoder heads",
-    "decoder heads",
-    "cross heads",
-    "encoder residual",
-    "decoder residual",
-    "encoder feed-forward",
-    "decoder feed-forward",
-)
+
+
+class Component(str, enum.Enum):
+    """What one grid patches; its value is the name shown and saved (a str: "cross heads")."""
+
+    ENCODER_HEADS = "encoder heads"
+    DECODER_HEADS = "decoder heads"
+    CROSS_HEADS = "cross heads"
+    ENCODER_RESIDUAL = "encoder residual"
+    DECODER_RESIDUAL = "decoder residual"
+    ENCODER_FEED_FORWARD = "encoder feed-forward"
+    DECODER_FEED_FORWARD = "decoder feed-forward"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, name: str) -> Component:
+        """The component named ``name``; an InterventionError (one line) naming the choices when none is."""
+        try:
+            return cls(name)
+        except ValueError:
+            raise InterventionError(f"a component is one of {', '.join(COMPONENTS)}, not {name!r}") from None
+
+    @property
+    def place(self) -> str:
+        """Its name's first word: "encoder", "decoder" or "cross"."""
+        return self.value.split(" ", 1)[0]
+
+    @property
+    def side(self) -> str:
+        """The side whose hook points it patches: "encoder" or "decoder" (cross-attention is the decoder's)."""
+        return "encoder" if self.value.startswith("encoder") else "decoder"
+
+    @property
+    def attention(self) -> str:
+        """A head grid's attention in its hook names: "cross" or "self"."""
+        return "cross" if self is Component.CROSS_HEADS else "self"
+
+    @property
+    def part(self) -> str:
+        """What of each layer it patches: "heads", "residual" or "feed-forward"."""
+        return self.value.split(" ", 1)[1]
+
+
+COMPONENTS = tuple(Component)
 MAX_ROWS = 256  # patched runs in one batch
 GRADIENT_ROOTS = ("encoder.0.resid_pre", "decoder.0.resid_pre")  # every other activation depends on these
 
@@ -64,7 +102,7 @@ class Cell:
 class PatchingGrid:
     """One component's grid: ``values[row, column]`` normalised (1 = the clean metric, 0 = the corrupted)."""
 
-    component: str  # one of COMPONENTS
+    component: Component
     values: np.ndarray  # [rows, columns] float32
     metrics: np.ndarray  # [rows, columns] the patched (or estimated) logit differences themselves
     rows: list[str]  # "L1", … or "embeddings", "after L1", …
@@ -83,7 +121,7 @@ class PatchingResult:
     clean_metric: float  # m in the clean run
     corrupted_metric: float  # m in the corrupted run
     labels: PairLabels  # the sources' and the decoder's pieces, and the two tokens compared
-    grids: dict[str, PatchingGrid] = field(default_factory=dict)
+    grids: dict[Component, PatchingGrid] = field(default_factory=dict)
 
 
 @dataclass
@@ -101,7 +139,7 @@ class PairLabels:
 class PatchingSetup:
     """What every patching run of one pair reads: the inputs, the two reference runs' activations and metrics."""
 
-    model: Any  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/passes.py)
+    model: Network  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/passes.py)
     clean_source: torch.Tensor  # [1, S]
     corrupted_source: torch.Tensor  # [1, S]
     target_inputs: torch.Tensor  # [1, step + 1]
@@ -118,12 +156,10 @@ class PatchingSetup:
 GridCells = tuple[list[str], list[str], list[list[Cell]]]  # (row labels, column labels, cells [rows][columns])
 
 
-def _head_grid(model: Any, component: str, prefix: str) -> GridCells:
-    config = model.config
-    n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
-    attention = "cross" if component == "cross heads" else "self"
+def _head_grid(model: Network, component: Component, n_layers: int) -> GridCells:
+    prefix = component.side
     heads = range(adapter_of(model).head_count(model, prefix))
-    cells = [[Cell(f"{prefix}.{layer}.{attention}.head_out", head) for head in heads] for layer in range(n_layers)]
+    cells = [[Cell(f"{prefix}.{layer}.{component.attention}.head_out", head) for head in heads] for layer in range(n_layers)]
     return [f"L{layer + 1}" for layer in range(n_layers)], [f"H{head + 1}" for head in heads], cells
 
 
@@ -133,24 +169,21 @@ def _residual_grid(n_layers: int, side: str, columns: list[str]) -> GridCells:
     return ["embeddings"] + [f"after L{layer + 1}" for layer in range(n_layers)], columns, cells
 
 
-def grid_cells(setup: PatchingSetup, components: tuple[str, ...] = COMPONENTS) -> dict[str, GridCells]:
-    """Each component's (row labels, column labels, cells [rows][columns])."""
+def grid_cells(setup: PatchingSetup, components: tuple[str, ...] = COMPONENTS) -> dict[Component, GridCells]:
+    """Each component's (row labels, column labels, cells [rows][columns]); ``components`` by name (``Component``)."""
     model, labels, config = setup.model, setup.labels, setup.model.config
     positions = [c if c == k else f"{c}/{k}" for c, k in zip(labels.clean, labels.corrupted)]
-    grids = {}
-    for component in components:
-        side = component.split()[0]
-        prefix = "encoder" if side == "encoder" else "decoder"
+    grids: dict[Component, GridCells] = {}
+    for component in map(Component.parse, components):
+        prefix = component.side
         n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
-        if component.endswith("heads"):
-            grids[component] = _head_grid(model, component, prefix)
-        elif component.endswith("residual"):
+        if component.part == "heads":
+            grids[component] = _head_grid(model, component, n_layers)
+        elif component.part == "residual":
             grids[component] = _residual_grid(n_layers, prefix, positions if prefix == "encoder" else labels.target)
-        elif component.endswith("feed-forward"):
+        else:  # feed-forward
             rows = [f"L{layer + 1}" for layer in range(n_layers)]
             grids[component] = (rows, ["all positions"], [[Cell(f"{prefix}.{layer}.mlp_out")] for layer in range(n_layers)])
-        else:
-            raise InterventionError(f"a component is one of {', '.join(COMPONENTS)}, not {component!r}")
     return grids
 
 
@@ -250,7 +283,7 @@ def patch_grids(
     return result
 
 
-def _choices(model: Any, logits: torch.Tensor) -> torch.Tensor:
+def _choices(model: Network, logits: torch.Tensor) -> torch.Tensor:
     """logits [..., V] -> the tokens the model's greedy decoding would choose [...] (never one it bans: Marian's pad)."""
     banned = suppressed_ids(model.config)
     if banned:
@@ -259,7 +292,7 @@ def _choices(model: Any, logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def _first_difference(model: Any, sources: torch.Tensor, target_ids: list[int]) -> int | None:
+def _first_difference(model: Network, sources: torch.Tensor, target_ids: list[int]) -> int | None:
     """The first step at which the corrupted run (row 1) chooses another token than the clean output; None if none."""
     inputs = torch.tensor([[model.config.bos_id] + target_ids[:-1]] * 2, device=sources.device)  # [2, T]
     chosen = _choices(model, run_hooked(model, sources, inputs).logits(model)[1]).tolist()  # [T]
@@ -267,7 +300,7 @@ def _first_difference(model: Any, sources: torch.Tensor, target_ids: list[int]) 
 
 
 def prepare_patching(
-    model: Any,
+    model: Network,
     clean_ids: list[int],
     corrupted_ids: list[int],
     step: int | None = None,
@@ -280,14 +313,15 @@ def prepare_patching(
     (default: its greedy translation); ``step``: the step compared (default: the first at which the corrupted run
     chooses otherwise); ``compared_id``: the token compared with (default: the corrupted run's choice there);
     ``source_pieces``, ``target_pieces``: ids -> piece strings for the labels (default: the ids as text)."""
-    model = supported(model, PATCHING)
+    model = supported(model, InterventionTool.PATCHING)
     if len(clean_ids) != len(corrupted_ids):
         raise InterventionError(
             f"the clean source has {len(clean_ids)} pieces and the corrupted one {len(corrupted_ids)}: patching needs equal counts"
         )
     device = next(model.parameters()).device
     sources = torch.tensor([clean_ids, corrupted_ids], device=device)  # [2, S]
-    targets = list(target_ids) if target_ids is not None else greedy_output(model, sources[:1])
+    decoding = cast(DecodingNetwork, model)  # served by patching: an encoder-decoder
+    targets = list(target_ids) if target_ids is not None else greedy_output(decoding, sources[:1])
     if step is None:
         step = _first_difference(model, sources, targets)
         if step is None and compared_id is None:
@@ -319,7 +353,7 @@ def prepare_patching(
     )  # fmt: skip
 
 
-def _every_hook(model: Any) -> list[str]:
+def _every_hook(model: Network) -> list[str]:
     """The hooks the grids read."""
     return [name for name in hook_names(model) if name.endswith((".head_out", ".mlp_out", ".resid_post")) or name in GRADIENT_ROOTS]
 

@@ -25,15 +25,22 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import numpy as np
 import torch
 
 from model.errors import UserError
-from model.family import Positions, family_of
+from model.family import Network, Positions, family_of
 from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
 from model.kinds import AttentionKind
+from model.nn.attention import MultiHeadAttention
+from model.nn.classifier import EncoderClassifier
+from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+
+# A network whose queries and keys are read here (its family's ``queries_keys`` is OWN): the app's Transformer, or the
+# encoder-only classifier, whose layers are the Transformer's.
+OwnNetwork = Transformer | EncoderClassifier
 
 
 class NeuronError(UserError):
@@ -103,7 +110,7 @@ class SentenceVectors:
         return self.kinds[kind]
 
 
-def check_model(model: Any) -> None:
+def check_model(model: Network) -> None:
     """A NeuronError (one line) when ``model``'s family has no queries and keys read here."""
     family = family_of(model)
     why = family.capabilities.queries_keys.unavailable(family.title)
@@ -111,12 +118,12 @@ def check_model(model: Any) -> None:
         raise NeuronError(why)
 
 
-def splits_positions(model: Any) -> bool:
+def splits_positions(model: Network) -> bool:
     """Whether ``model`` adds an absolute positional table to its embeddings (its scores split into four terms)."""
     return family_of(model).capabilities.positions is Positions.TABLE
 
 
-def normalised_part(norm: Any, full: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
+def normalised_part(norm: torch.nn.LayerNorm, full: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
     """The part of LN(full) that ``part`` of ``full`` [..., d_model] makes, with LN's mean and σ fixed from ``full``:
     γ⊙(part − mean(part))/σ (β belongs to no part: the caller counts it as content)."""
     variance = full.var(-1, unbiased=False, keepdim=True)  # [..., 1]
@@ -134,20 +141,22 @@ class Read:
     memory_positions: torch.Tensor | None = None  # cross-attention's [1, S, d_model]
 
 
-def _through(layer: Any, index: int, x: torch.Tensor, position: torch.Tensor, output: torch.Tensor | None) -> tuple:
+def _through(
+    layer: EncoderLayer | DecoderLayer, index: int, x: torch.Tensor, position: torch.Tensor, output: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sublayer ``index`` of ``layer`` reading stream x [1, L, d_model] with positional part ``position``: (the
     positional part of what the sublayer reads, the positional part of the stream after it (given its ``output``))."""
-    norm = layer.norms[index]
+    norm = cast(torch.nn.LayerNorm, layer.norms[index])
     if layer.pre_norm:
         return normalised_part(norm, x, position), position
     after = position if output is None else normalised_part(norm, x + output, position)
     return position, after
 
 
-def _encoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Tensor) -> tuple[list[Read], torch.Tensor]:
+def _encoder_reads(model: OwnNetwork, acts: dict[str, torch.Tensor], position: torch.Tensor) -> tuple[list[Read], torch.Tensor]:
     """Each encoder layer's self-attention read, and the memory's positional part."""
     reads = []
-    for index, layer in enumerate(model.encoder_layers):
+    for index, layer in enumerate(cast("list[EncoderLayer]", list(model.encoder_layers))):
         x = acts[f"encoder.{index}.resid_pre"]
         h_position, position = _through(layer, 0, x, position, acts[f"encoder.{index}.self.out"])
         reads.append(Read(h_position))
@@ -158,7 +167,9 @@ def _encoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Te
     return reads, position
 
 
-def _decoder_reads(model: Any, acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position) -> tuple[list, list]:
+def _decoder_reads(
+    model: Transformer, acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position: torch.Tensor
+) -> tuple[list[Read], list[Read]]:
     """Each decoder layer's masked self-attention read and cross-attention read."""
     self_reads, cross_reads = [], []
     for index, layer in enumerate(model.decoder_stack):
@@ -194,7 +205,7 @@ def _captured(n_encoder_layers: int, n_decoder_layers: int) -> list[str]:
     return names
 
 
-def _positional_queries_keys(module: Any, read: Read) -> tuple[torch.Tensor, torch.Tensor]:
+def _positional_queries_keys(module: MultiHeadAttention, read: Read) -> tuple[torch.Tensor, torch.Tensor]:
     """The positional parts of an attention's queries [1, H, Q, d_k] and keys [1, H, K, d_k]: the read's positional
     parts through its projection matrices (no bias: the projections are linear)."""
     if module.is_self_attention:
@@ -205,7 +216,9 @@ def _positional_queries_keys(module: Any, read: Read) -> tuple[torch.Tensor, tor
     return q, k
 
 
-def _kind_vectors(model: Any, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: bool) -> KindVectors:
+def _kind_vectors(
+    model: OwnNetwork, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: bool
+) -> KindVectors:
     """The queries, keys, scores and weights of every layer of ``kind``, as the pass's hook points saw them."""
     tables: dict[str, list[np.ndarray]] = {name: [] for name in ("q", "k", "scores", "weights", "q_position", "k_position")}
     for layer, read in enumerate(reads):
@@ -230,7 +243,7 @@ def _kind_vectors(model: Any, kind: AttentionKind, reads: list[Read], acts: dict
 
 @torch.inference_mode()
 def sentence_vectors(
-    model: Any, source_ids: Sequence[int], target_ids: Sequence[int] = (), first_input: int | None = None, private: bool = False
+    model: Network, source_ids: Sequence[int], target_ids: Sequence[int] = (), first_input: int | None = None, private: bool = False
 ) -> SentenceVectors:
     """Every kind's queries, keys, scores and weights of one sentence: ``source_ids`` (the source pieces, </s> last) and,
     for an encoder-decoder, the ``target_ids`` produced (the decoder reads ``first_input`` (BOS), then all but the last).
@@ -238,29 +251,31 @@ def sentence_vectors(
     model (``private``: the model is the caller's own copy, converted in place)."""
     check_model(model)
     family = family_of(model)
-    model = model.double().eval() if private else copy.deepcopy(model).double().eval()  # see the module's docstring
-    config = model.config
+    own = cast(OwnNetwork, model)  # its family's queries and keys are the app's own (``check_model``)
+    network = own.double().eval() if private else copy.deepcopy(own).double().eval()  # see the module's docstring
+    config = network.config
     longest = max(len(source_ids), len(target_ids))
     if longest > config.max_len:
-        raise NeuronError(f"a sequence of {longest} pieces exceeds this model's {config.max_len} positions")
+        raise NeuronError(f"a sequence of {longest} pieces exceeds this network's {config.max_len} positions")
     if not source_ids:
         raise NeuronError("the sentence has no pieces")
-    device = next(model.parameters()).device
-    split = splits_positions(model)
-    table = model.positional_table.detach()  # [max_len, d_model]
+    device = next(network.parameters()).device
+    split = splits_positions(network)
+    table = network.positional_table.detach()  # [max_len, d_model]
     has_decoder = family.capabilities.architecture.has_decoder
     acts = Hooks(capture=_captured(config.n_encoder_layers, config.n_decoder_layers if has_decoder else 0))
     source = torch.tensor([list(source_ids)], device=device)  # [1, S]
-    memory, memory_mask = hooked_encode(model, source, acts)
-    encoder_reads, memory_position = _encoder_reads(model, acts.activations, table[None, : len(source_ids)])
-    kinds = {AttentionKind.ENCODER: _kind_vectors(model, AttentionKind.ENCODER, encoder_reads, acts.activations, split)}
+    memory, memory_mask = hooked_encode(network, source, acts)
+    encoder_reads, memory_position = _encoder_reads(network, acts.activations, table[None, : len(source_ids)])
+    kinds = {AttentionKind.ENCODER: _kind_vectors(network, AttentionKind.ENCODER, encoder_reads, acts.activations, split)}
     inputs: list[int] = []
     if has_decoder and target_ids:
         inputs = [config.bos_id if first_input is None else first_input, *list(target_ids)[:-1]]
         target = torch.tensor([inputs], device=device)  # [1, T]
-        hooked_decode(model, target, memory, memory_mask, acts)
-        reads = _decoder_reads(model, acts.activations, table[None, : len(inputs)], memory_position)
-        kinds[AttentionKind.DECODER] = _kind_vectors(model, AttentionKind.DECODER, reads[0], acts.activations, split)
-        kinds[AttentionKind.CROSS] = _kind_vectors(model, AttentionKind.CROSS, reads[1], acts.activations, split)
+        decoder = cast(Transformer, network)  # a network of a family with a decoder: the app's Transformer
+        hooked_decode(decoder, target, memory, memory_mask, acts)
+        reads = _decoder_reads(decoder, acts.activations, table[None, : len(inputs)], memory_position)
+        kinds[AttentionKind.DECODER] = _kind_vectors(network, AttentionKind.DECODER, reads[0], acts.activations, split)
+        kinds[AttentionKind.CROSS] = _kind_vectors(network, AttentionKind.CROSS, reads[1], acts.activations, split)
     positions = str(config.positional_encoding) if split else ""
     return SentenceVectors(kinds, list(source_ids), inputs, positions)

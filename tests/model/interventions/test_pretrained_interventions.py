@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.family import PATCHING
+from model.family import InterventionTool
 from model.interventions.decoder_lens import bundle_decoder_lens
 from model.interventions.hooked import InterventionError, Patch, hook_names, translated
 from model.interventions.library import hook_sites
@@ -142,7 +142,7 @@ def test_the_patching_grids_of_a_pretrained_model(bundles, layout):
     embeddings (the same in both runs) nothing (0); the preview (attribution patching) is exact where the metric is
     linear in the activation: the embeddings, and Marian's last residual (its head is linear; T5's final norm is not)."""
     bundle = bundles[layout]
-    first = translated(bundle, CLEAN, PATCHING)[1][0]
+    first = translated(bundle, CLEAN, InterventionTool.PATCHING)[1][0]
     setup = prepare_bundle_patching(bundle, CLEAN, CORRUPTED, step=0, compared_id=5 if first != 5 else 6)
     exact, preview = patch_grids(setup, "exact"), patch_grids(setup, "attribution")
     config = bundle.config
@@ -162,7 +162,7 @@ def test_the_logit_lens_s_last_reading_is_the_model_s_own(bundles, layout):
     bundle = bundles[layout]
     network = bundle.model
     lens = bundle_logit_lens(bundle, CLEAN, k=3)
-    source, chosen = translated(bundle, CLEAN, PATCHING)
+    source, chosen = translated(bundle, CLEAN, InterventionTool.PATCHING)
     target = torch.tensor([[network.config.bos_id, *chosen[:-1]]])
     expected = _library_logits(network, torch.tensor([source]), target)[0]  # [T, V]
     with torch.inference_mode():
