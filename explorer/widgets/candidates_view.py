@@ -14,9 +14,11 @@ the candidate rows only (not the "other" row): exports read them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 
 from explorer.widgets.token_axis import MIN_POINT_SIZE, label_font, line_height, point_sizes
 from model.data.token_labels import display_candidate
@@ -105,6 +107,13 @@ class CandidatesView(pg.PlotWidget):
         self.setTitle(f"Candidates for step {step_index + 1}" if step_index is not None else "Candidates")
         self._fit_rows()
 
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        """No smaller than the plot's own minimum (its title, axes and one row): a splitter that gave it less would cut
+        the plot off (issue 39: 68 px for a plot of 69.6 at 1024x640), with no scroll bar to say so."""
+        plot = self.getPlotItem().effectiveSizeHint(Qt.SizeHint.MinimumSize)
+        frame = 2 * self.frameWidth()
+        return super().minimumSizeHint().expandedTo(QSize(math.ceil(plot.width()) + frame, math.ceil(plot.height()) + frame))
+
     def _room(self) -> float:
         """The px the rows have: the view box's height once laid out, else the widget's less the title and axis."""
         box = self.getPlotItem().vb.height()
@@ -154,6 +163,7 @@ class CandidatesView(pg.PlotWidget):
         if axis.style.get("tickFont") is None or axis.style["tickFont"].pointSizeF() != self.point_size:
             axis.setStyle(tickFont=label_font(self.point_size))
         axis.setTicks([list(enumerate(labels)), []])
+        self.updateGeometry()  # the labels' width and size set the plot's minimum, hence the view's
         more = f"\n\nFolded for lack of room (drag the splitter above up to see them): {'; '.join(folded)}" if folded else ""
         self.setToolTip(TOOLTIP + more)
         self.setYRange(-0.5, max(rows, 1) - 0.5, padding=0.02)

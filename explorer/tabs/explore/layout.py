@@ -5,13 +5,18 @@ views' tabs may get.
 A QTabWidget is as wide as its widest page needs, shown or not: the report card's 900 px kept the model grid's side
 of the splitter that wide at every window size, and the focus heatmap had what was left (a third of a 1400 px window,
 less at 1280). Here a page not shown asks for no room (its size policy ignored until it is shown again).
+
+The token rows wrap onto more lines as the window narrows or the sentence grows, which a layout's minimum size does
+not count (it is the same at every width): a six-line Target row at 1024x640 squeezed the splitters below their minimum
+and cut the candidates' plot, with no sign (issue 39). The tab's minimum counts the rows at its width
+(``minimum_size``), so the main window's scroll area shows a scroll bar instead.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.settings_values import SettingsValues
@@ -44,7 +49,32 @@ def lay_out(tab: ExploreTab, view_row: QHBoxLayout) -> tuple[QSplitter, QSplitte
     layout.addLayout(view_row)
     layout.addWidget(tab.hint)
     layout.addWidget(main, 1)
+    tab.installEventFilter(MinimumFollower(tab))
     return top, main
+
+
+def minimum_size(tab: QWidget, hint: QSize) -> QSize:
+    """``hint`` (the layout's minimum, blind to rows that wrap), no lower than what the rows need at the tab's width."""
+    layout = tab.layout()
+    if layout is None or not layout.hasHeightForWidth():
+        return hint
+    return hint.expandedTo(QSize(0, layout.minimumHeightForWidth(max(tab.width(), hint.width()))))
+
+
+class MinimumFollower(QObject):
+    """Tells the tab's parents its minimum changed when its width or its rows did (a row that wraps onto more lines)."""
+
+    def __init__(self, tab: QWidget) -> None:
+        super().__init__(tab)
+        self.tab, self.height = tab, -1
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if watched is self.tab and event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest):
+            height = self.tab.minimumSizeHint().height()
+            if height != self.height:
+                self.height = height
+                self.tab.updateGeometry()
+        return False
 
 
 def save_layout(tab: ExploreTab, settings: SettingsValues) -> None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtCore import QSettings, QSize, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QWidget
 
 from explorer.controllers.window import WindowControllers
@@ -23,7 +23,7 @@ from explorer.tabs.explore.corpus import ExploreCorpus
 from explorer.tabs.explore.decode_controls import DecodeControls
 from explorer.tabs.explore.export import ExploreExports
 from explorer.tabs.explore.interventions import ExploreInterventions
-from explorer.tabs.explore.layout import lay_out, save_layout, size_to_current_page
+from explorer.tabs.explore.layout import lay_out, minimum_size, save_layout, size_to_current_page
 from explorer.tabs.explore.measures import ExploreMeasures
 from explorer.tabs.explore.neuron import ExploreNeuron
 from explorer.tabs.explore.report_card import ExploreReportCard
@@ -180,6 +180,9 @@ class ExploreTab(QWidget):
         view.head_chosen.connect(compare.set_head)
         view.fresh_requested.connect(self._on_fresh_sentence_requested)
         view.export_requested.connect(self.exports.export_pair)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return minimum_size(self, super().minimumSizeHint())  # the token rows as wrapped at this width
 
     # --- the view's state -----------------------------------------------------------------------
     @property
