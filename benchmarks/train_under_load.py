@@ -75,7 +75,10 @@ CLI_PROBE = textwrap.dedent("""
     sys.exit(train_command.run_train(args))
 """)
 
-# Opens the window, fills the Train tab as a user would (the same run), clicks Start, and reports steps.
+# Opens the window, fills the Train tab as a user would (the same run), clicks Start, and reports steps. It reads the
+# window's record of the last step POLL_MS apart, with the step's own time: a poll is Python on the window's thread,
+# which takes the GIL from the training thread, and polling at 20 Hz (as it did) cost the training more than the
+# window's own work does beside niced loops (each hand-over lets a niced loop onto the core until its slice ends).
 TAB_PROBE = textwrap.dedent("""
     import json, os, sys, time
     from model.runtime import apply_process_policies
@@ -99,18 +102,17 @@ TAB_PROBE = textwrap.dedent("""
         widget = getattr(tab.form, name)
         widget.setValue(type(widget.value())(value))
     first = []
-    def poll():  # the window's own record of the latest step
+    def poll():  # the window's own record of the latest step, timed by the training's own clock
         progress = tab.last_progress
         if progress is None:
             return
-        now = time.perf_counter()
         if not first:
-            first.append(now)
+            first.append(progress)
             QTimer.singleShot(int(float(SECONDS) * 1000), app.quit)
-        print(json.dumps([now, progress.step, progress.cpu_threads]), flush=True)
+        print(json.dumps([progress.elapsed_seconds, progress.step, progress.cpu_threads]), flush=True)
     timer = QTimer()
     timer.timeout.connect(poll)
-    timer.start(50)
+    timer.start(POLL_MS)
     tab.start_button.click()
     app.exec()
     tab.training.stop(keep=False)
@@ -150,7 +152,7 @@ def measure(kind: str, seconds: float, extra_env: dict[str, str]) -> tuple[float
     env = {**os.environ, **extra_env, "SECONDS": str(seconds), "PYTHONPATH": str(ROOT)}
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     with tempfile.TemporaryDirectory() as folder:
-        probe = (CLI_PROBE if kind == "cli" else TAB_PROBE).replace("SETTINGS_HERE", repr(SETTINGS))
+        probe = (CLI_PROBE if kind == "cli" else TAB_PROBE).replace("SETTINGS_HERE", repr(SETTINGS)).replace("POLL_MS", "250")
         command = [sys.executable, "-c", probe.replace("SECONDS", repr(seconds)), str(Path(folder) / "m.model"), *RUN]
         completed = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=seconds + 300)
     points = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("[")]

@@ -31,6 +31,7 @@ from explorer.controllers.window import WindowControllers
 from explorer.settings_values import SettingsValues
 from explorer.tabs.corpus_panels import HeadQueryPanel, QKMapPanel, SimilarTokensPanel
 from explorer.tabs.explore.layout import size_to_current_page
+from explorer.widgets.progress_bar import show_busy, show_counted
 from model.corpus.build import IndexOptions
 from model.corpus.index import CorpusIndex
 from model.corpus.sources import DEFAULT_BUILTIN_LIMIT, IndexCorpus
@@ -168,12 +169,11 @@ class CorpusTab(QWidget):
         self.cancel_button.setEnabled(building)
         self.progress.setVisible(building)
         if building:
-            self.progress.setRange(0, 0)
+            show_busy(self.progress)
             self.status.setText("Indexing…")
 
     def _on_progress(self, text: str, done: int, total: int) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        show_counted(self.progress, done, total)
         self.status.setText(text[:1].upper() + text[1:] + "…")
 
     # --- results -----------------------------------------------------------------------------------

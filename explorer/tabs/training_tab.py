@@ -33,6 +33,8 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.training import TrainingController
 from explorer.settings_values import SettingsValues
 from explorer.tabs.training_form import TrainingForm
+from explorer.widgets.progress_bar import show_busy, show_counted
+from explorer.widgets.status_line import StatusLine
 from explorer.widgets.training_curves import TrainingCurves
 from model.errors import UserError
 from model.kinds import StopReason
@@ -115,8 +117,7 @@ class TrainingTab(QWidget):
         self._progress_timer.setSingleShot(True)
         self._progress_timer.setInterval(PROGRESS_INTERVAL_MS)
         self._progress_timer.timeout.connect(self._show_progress)
-        self.progress_label = status_label("Choose a corpus and settings, then Start.")
-        self.progress_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress_label = StatusLine("Choose a corpus and settings, then Start.")
         monitor = self._monitor(buttons)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -260,7 +261,7 @@ class TrainingTab(QWidget):
         self.samples.setHorizontalHeaderLabels(["Source", "Reference", "Model's translation"])  # a classifier's differ
         self.validations.clear()
         self.last_progress = None
-        self.progress_bar.setRange(0, 0)  # busy until the first step: the corpus and tokenizer come first
+        show_busy(self.progress_bar)  # until the first step: the corpus and tokenizer come first
         self.progress_bar.setFormat("preparing…")
         self.training.start(request)
 
@@ -318,9 +319,7 @@ class TrainingTab(QWidget):
         if progress is None:
             return
         self._progress_shown_at = time.monotonic()
-        if self.progress_bar.maximum() == 0:
-            self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setValue(int(1000 * progress.fraction))
+        show_counted(self.progress_bar, int(1000 * progress.fraction), 1000)
         self.progress_bar.setFormat(f"%p% — ETA {format_duration(progress.eta_seconds)}")
         paused = " — paused" if self.is_paused() else ""
         self.progress_label.setText(
@@ -351,13 +350,13 @@ class TrainingTab(QWidget):
 
     def _on_finished(self, outcome: TrainingOutcome) -> None:
         self._progress_timer.stop()  # the outcome's line, not a step's shown late over it
-        self.progress_bar.setRange(0, 1000)
+        show_counted(self.progress_bar, max(self.progress_bar.value(), 0), 1000)
         steps = f"{self.last_progress.step:,} steps" if self.last_progress else "no steps"
         bundle, cancelled = outcome.bundle, outcome.stopped is StopReason.CANCELLED
         if bundle is None:
             self.progress_label.setText(f"Training {outcome.why} after {steps}; nothing was kept.")
             return
-        self.progress_bar.setValue(1000 if not cancelled else self.progress_bar.value())
+        show_counted(self.progress_bar, 1000 if not cancelled else self.progress_bar.value(), 1000)
         self.progress_bar.setFormat("%p%")
         how = "stopped" if cancelled else outcome.why
         kept = str(bundle.history.get("kept") or "")  # which weights, as the saved history says (model/training/run.py)
@@ -369,7 +368,7 @@ class TrainingTab(QWidget):
 
     def _on_failed(self, text: str) -> None:
         self._progress_timer.stop()
-        self.progress_bar.setRange(0, 1000)
+        show_counted(self.progress_bar, max(self.progress_bar.value(), 0), 1000)
         self.progress_bar.setFormat("%p%")
         self.progress_label.setText(f"Training failed: {text}")
         self.failed.emit(text)

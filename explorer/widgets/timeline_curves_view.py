@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.lines_view import head_colour
+from explorer.widgets.progress_bar import show_busy, show_counted
 from explorer.widgets.scroll_area import scrolled
 from explorer.widgets.timeline_plots import (
     MARKED_CHANGES,
@@ -147,11 +148,10 @@ class CurvesView(QWidget):
         self.cancel_button.setEnabled(running)
         self.progress.setVisible(running)
         if running:
-            self.progress.setRange(0, 0)
+            show_busy(self.progress)
 
     def set_progress(self, stage: str, done: int, total: int) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        show_counted(self.progress, done, total)
         self.progress.setFormat(f"{stage}: {done}/{total}")
         self.progress.setToolTip(f"{stage}: {done} of {total} snapshots")
 
