@@ -40,7 +40,7 @@ import torch
 from model.attribution import gradients
 from model.attribution.gradients import prediction_scores
 from model.attribution.measures import trace_measure
-from model.attribution.passes import embed_tokens
+from model.attribution.transparent_pass import embed_tokens
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.io.models import open_model
 from model.kinds import AttentionKind

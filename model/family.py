@@ -8,25 +8,7 @@ something is possible, and ``capabilities_of(network)`` what a tool may do with 
 layouts that differ in what its code serves: a pretrained encoder-decoder's hooked pass serves T5, not mBART).
 Adding a family is registering one entry (``register``), as a test does with a toy one.
 
-A **network** (``Network``) is what the stepper, trainer, checkpoints and views drive. With B sentences, S source
-and T target pieces:
-
-- ``encode(source_ids [B, S], need_weights)`` -> (memory [B, S, d_model], padding mask or None, per-layer encoder
-  self-attention [B, heads, S, S] when asked);
-- ``start_cache(memory, mask)`` -> a cache that ``decode_step`` extends by one position per call;
-- ``decode_step(token_ids [B], cache)`` -> (hidden [B, d_model], per-layer decoder self-attention rows
-  [B, heads, t + 1] or None, per-layer cross-attention rows [B, heads, S] or None);
-- ``logits(hidden [..., d_model])`` -> [..., target vocabulary];
-- ``inspect(source_ids, target_input_ids)`` -> (logits, ``AttentionWeights`` of every layer and kind) in one
-  teacher-forced pass: the full-pass trace that incremental decoding must equal;
-- an encoder-only network also has ``predictions(memory, source_ids, k)``: its head's reading of the text.
-
-A network of a trainable family (``TrainableNetwork``) is also a ``torch.nn.Module`` that the trainer steps and
-checkpoints save; what the trainer calls is its ``forward``: an encoder-decoder's (``TeacherForcedNetwork``) reads
-``(source_ids [B, S], target_input_ids [B, T], rows=None)`` and gives the hidden states [B, T, d_model] (or [N, d_model]
-for only the positions ``rows`` names: training passes the real ones); a labelling one's (``LabellingNetwork``, a family
-whose capabilities say ``labels``) reads ``source_ids [B, S]`` and gives class scores [B, S, C] or [B, C]. Its config
-(``TrainableConfig``) is built from the family's own options (``Family.build_config``) and saved by ``to_dict``.
+A **network** answers to model/network.py's protocols (``Network``, ``DecodingNetwork``, ``TrainableNetwork``...).
 
 A **bundle** (``Bundle``) pairs a network with its tokenizers and what it was trained on: ``ModelBundle``
 (model/io/bundle.py) for the app's own families, ``PretrainedBundle`` (model/pretrained/loading.py) for a
@@ -43,16 +25,16 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from model.errors import UserError
-from model.kinds import AttentionKind
+from model.kinds import AttentionKind, ShownName
+from model.network import Network, NetworkConfig, TableConfig, TextTokenizer, TrainableConfig
 
 if TYPE_CHECKING:  # the registry is read without PyTorch (the window starts before importing it)
-    import torch
-    from typing_extensions import Self
+    pass
 
 # The modules that register the app's own families, imported by the registry on its first question (by name: they sit
 # above this module, and reading them imports no PyTorch).
@@ -89,7 +71,7 @@ class Positions(enum.Enum):
             return "none: the recurrence carries the order"
         if self is Positions.NONE:
             return "none"
-        return str(cast(_TableConfig, config).positional_encoding)  # an own table's kind, or what a pretrained model has
+        return str(cast(TableConfig, config).positional_encoding)  # an own table's kind, or what a pretrained model has
 
 
 class QueriesKeys(enum.Enum):
@@ -108,16 +90,13 @@ class QueriesKeys(enum.Enum):
         return f"the neuron view is not available for this family ({title}): it has no queries and keys"
 
 
-class InterventionTool(str, enum.Enum):
+class InterventionTool(ShownName):
     """One of model/interventions/'s tools; its value is the name shown and saved (a str: "logit lens")."""
 
     LOGIT_LENS = "logit lens"
     DECODER_LENS = "DecoderLens"
     LOGIT_ATTRIBUTION = "logit attribution"
     PATCHING = "patching"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 INTERVENTION_TOOLS = tuple(InterventionTool)  # every tool, in the order the window shows them
@@ -376,184 +355,6 @@ def suppressed_ids(config: NetworkConfig) -> list[int]:
 def forced_first_id(config: NetworkConfig) -> int | None:
     """The token a model's decoding must start with after BOS (a pretrained model's forced language token), if any."""
     return getattr(config, "forced_bos_id", None)
-
-
-@dataclass
-class AttentionWeights:
-    """Probabilities of every layer and head: lists over layers of [B, H, queries, keys] (empty: the kind is absent)."""
-
-    encoder_self: list[torch.Tensor] = field(default_factory=list)
-    decoder_self: list[torch.Tensor] = field(default_factory=list)
-    cross: list[torch.Tensor] = field(default_factory=list)
-
-
-class NetworkConfig(Protocol):
-    """What every family's config says (sizes and special ids under the app's names); a family's own fields beside."""
-
-    @property
-    def pad_id(self) -> int: ...
-
-    @property
-    def bos_id(self) -> int: ...
-
-    @property
-    def eos_id(self) -> int: ...
-
-    @property
-    def max_len(self) -> int: ...  # the longest sequence in pieces, BOS and EOS included
-
-    @property
-    def d_model(self) -> int: ...
-
-    @property
-    def n_heads(self) -> int: ...
-
-    @property
-    def n_encoder_layers(self) -> int: ...
-
-    @property
-    def n_decoder_layers(self) -> int: ...
-
-    @property
-    def source_vocab_size(self) -> int: ...
-
-    @property
-    def target_vocab_size(self) -> int: ...
-
-    def describe(self) -> str: ...
-
-
-class TrainableConfig(NetworkConfig, Protocol):
-    """The config of a trainable family: built from its options (``Family.build_config``), saved in a model file."""
-
-    def layer_summary(self) -> str: ...  # the info panel's line on its layers
-
-    def to_dict(self) -> dict[str, Any]: ...  # its fields as JSON values; the config class's ``from_dict`` reads them
-
-
-class _TableConfig(Protocol):
-    """The config of a family whose positions are a table of its own (or a pretrained model's)."""
-
-    positional_encoding: str
-
-
-class DecoderCache(Protocol):
-    """A decoder's state after the positions fed so far; ``truncate(n)`` goes back to the first n."""
-
-    def truncate(self, n_positions: int) -> None: ...
-
-
-class Rows(Protocol):
-    """The positions of a padded batch a teacher-forced pass computes (model/nn/packing.py's ``PackedRows``)."""
-
-    def pack(self, padded: torch.Tensor) -> torch.Tensor: ...  # [B, T, C] -> [N, C]
-
-
-@runtime_checkable
-class Network(Protocol):
-    """A family's network (a ``torch.nn.Module``), as the stepper, trainer, checkpoints and views drive it."""
-
-    @property
-    def config(self) -> NetworkConfig: ...
-
-    def encode(
-        self, source_ids: torch.Tensor, need_weights: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor | None, Sequence[torch.Tensor]]: ...
-
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
-
-    def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> tuple[torch.Tensor, AttentionWeights]: ...
-
-    def parameter_count(self) -> int: ...
-
-    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
-
-    def eval(self) -> Network: ...  # itself, in inference mode (a torch.nn.Module's eval)
-
-
-@runtime_checkable
-class DecodingNetwork(Network, Protocol):
-    """A network with a decoder (an encoder-decoder or a decoder-only one): the stepper feeds it one token at a time."""
-
-    def start_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor | None) -> DecoderCache: ...
-
-    # ``cache`` is what this network's ``start_cache`` gave (each family's own DecoderCache class).
-    def decode_step(
-        self, token_ids: torch.Tensor, cache: Any
-    ) -> tuple[torch.Tensor, Sequence[torch.Tensor] | None, Sequence[torch.Tensor] | None]: ...
-
-
-@runtime_checkable
-class TrainableNetwork(Network, Protocol):
-    """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save. What the
-    trainer calls is ``TeacherForcedNetwork``'s ``forward`` (an encoder-decoder) or ``LabellingNetwork``'s (a family
-    that learns labels)."""
-
-    training: bool
-
-    @property
-    def config(self) -> TrainableConfig: ...
-
-    def state_dict(self) -> dict[str, torch.Tensor]: ...  # parameter and buffer names -> tensors
-
-    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True, assign: bool = False) -> object: ...
-
-    def named_parameters(
-        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
-    ) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
-
-    def to(self, device: torch.device | str) -> Self: ...  # moved to a device (torch.nn.Module.to)
-
-    def eval(self) -> Self: ...
-
-    def train(self, mode: bool = True) -> Self: ...
-
-
-RowsT = TypeVar("RowsT", bound=Rows, contravariant=True)  # what a network takes as ``rows``: PackedRows
-
-
-@runtime_checkable
-class TeacherForcedNetwork(TrainableNetwork, DecodingNetwork, Protocol[RowsT]):
-    """A trainable encoder-decoder: the trainer's teacher-forced pass gives the hidden states of every target position
-    (``logits`` turns them into scores). ``rows`` (``TeacherForcedNetwork[PackedRows]``) names the positions to compute;
-    it packs [B, T, C] into [N, C] as ``Rows`` says."""
-
-    def forward(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: RowsT | None = None) -> torch.Tensor:
-        """[B, S], [B, T] -> hidden states [B, T, d_model], or [N, d_model] for only the positions in ``rows``."""
-        ...
-
-    def __call__(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, rows: RowsT | None = None) -> torch.Tensor: ...
-
-
-@runtime_checkable
-class LabellingNetwork(TrainableNetwork, Protocol):
-    """A trainable network of a family that learns labels (tags, sentence classes)."""
-
-    def forward(self, source_ids: torch.Tensor) -> torch.Tensor:
-        """[B, S] -> class scores [B, S, C] (a tag per position) or [B, C] (a class per sentence)."""
-        ...
-
-    def __call__(self, source_ids: torch.Tensor) -> torch.Tensor: ...
-
-
-class TextTokenizer(Protocol):
-    """What the app asks of a tokenizer (model/data/tokenizer.py, model/pretrained/tokenizer.py)."""
-
-    @property
-    def vocab_size(self) -> int: ...
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: Sequence[int]) -> str: ...
-
-    def pieces(self, ids: Sequence[int]) -> list[str]: ...
-
-    def piece(self, piece_id: int) -> str: ...
-
-    def piece_to_id(self, piece: str) -> int | None: ...
-
-    @property
-    def unk_id(self) -> int: ...  # the unknown piece's id (-1 where there is none: a byte-level tokenizer)
 
 
 @runtime_checkable

@@ -21,16 +21,20 @@ class KindError(SelectionError):
     """A name that is not a kind of attention."""
 
 
-class AttentionKind(str, Enum):
-    ENCODER = "encoder"  # encoder self-attention: source pieces attend to source pieces
-    DECODER = "decoder"  # decoder masked self-attention: each decoder input attends to itself and earlier ones
-    CROSS = "cross"  # cross-attention: each target step attends to the source pieces
+class ShownName(str, Enum):
+    """A ``str`` enum whose value is the name shown, typed and saved: ``str()`` and formatting give that name."""
 
     def __str__(self) -> str:
         return self.value
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+
+class AttentionKind(ShownName):
+    ENCODER = "encoder"  # encoder self-attention: source pieces attend to source pieces
+    DECODER = "decoder"  # decoder masked self-attention: each decoder input attends to itself and earlier ones
+    CROSS = "cross"  # cross-attention: each target step attends to the source pieces
 
     @property
     def field(self) -> str:
@@ -86,7 +90,7 @@ def current_row(kind: AttentionKind, n_queries: int) -> int | None:
     return n_queries - 1 if AttentionKind.parse(kind).follows_decoding and n_queries else None
 
 
-class StopReason(str, Enum):
+class StopReason(ShownName):
     """Why a training run ended."""
 
     FINISHED = "finished"  # every planned epoch
@@ -95,9 +99,6 @@ class StopReason(str, Enum):
     MAX_STEPS = "max steps"  # --max-steps reached
     EARLY_STOP = "early stop"  # validations stopped improving (--patience)
     DIVERGED = "diverged"  # the loss became NaN or infinite
-
-    def __str__(self) -> str:
-        return self.value
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)

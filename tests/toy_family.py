@@ -17,9 +17,10 @@ import torch
 import torch.nn as nn
 
 from model.data.tokenizer import Tokenizer
-from model.family import Architecture, AttentionWeights, Capabilities, Family, ModelOption, Positions, register, unregister
+from model.family import Architecture, Capabilities, Family, ModelOption, Positions, register, unregister
 from model.io.bundle import ModelBundle
 from model.kinds import AttentionKind
+from model.network import AttentionWeights
 from model.nn.packing import PackedRows
 
 TOY_NAME = "toy-cross"

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from model.attribution.measures import Measure, MeasureInputs, MeasureResult, register_measure, unregister_measure
-from model.family import Network
 from model.kinds import AttentionKind
+from model.network import Network
 
 
 class Uniform(Measure):

@@ -33,12 +33,12 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
-from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool
+from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool, capabilities_of
 from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
-from model.interventions.passes import served_tools
 from model.interventions.patching import DIRECTIONS, patch_grids
+from model.interventions.served_pass import served_tools
 
 LENS, DECODER_LENS = InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS  # the tools are the core's (model/family.py)
 ATTRIBUTION, PATCHING = InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING
@@ -100,16 +100,17 @@ class InterventionsController:
         if bundle is None:
             return "Open or train a model first: interventions read and patch the session's model."
         family = bundle.family
-        if not family.capabilities.interventions:
+        if not family.capabilities.interventions:  # no network of its family has a hooked pass
             return (
                 f"Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch the app's "
-                f"encoder-decoder Transformer (and pretrained T5, Marian and BART models' logit lens and patching); "
+                f"encoder-decoder Transformer (and pretrained encoder-decoders' logit lens and patching); "
                 f"this model is the {family.title} ({family.name}), which cannot be patched."
             )
-        try:
-            served_tools(bundle.model)
-        except InterventionError as error:
-            return f"Interventions: {error}."
+        if not capabilities_of(bundle.model).interventions:  # its layout has none: the adapter's one line says which
+            try:
+                served_tools(bundle.model)
+            except InterventionError as error:
+                return f"Interventions: {error}."
         return ""
 
     def tools(self) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from psygnal import Signal
 
 from explorer.controllers.background import job_model
 from explorer.controllers.explore import ExploreController
+from explorer.controllers.followed import WORDS, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.data.token_labels import display_labels
 from model.files import OutputError
@@ -30,6 +31,7 @@ from model.neuron.terms import HeadTerms, NeuronRow, head_terms, neuron_row
 from model.neuron.vectors import NeuronError, SentenceVectors, sentence_vectors, splits_positions
 
 CHANNEL = "neuron"
+CANNOT_FOLLOW = {WORDS: "it shows pieces: the model's queries and keys are the pieces'"}  # the modes it cannot follow
 SUFFIXES = (".png", ".svg", ".pdf", ".csv")
 
 
@@ -193,7 +195,8 @@ class NeuronController:
         elif not why and trace is None:
             why = "Translate a sentence: the neuron view shows its queries and keys."
         self.changed.emit(self.row)
-        self.message.emit(why or self.head_note)
+        notes = [self.head_note, unfollowed("neuron view", followed_decoding(self.explore), CANNOT_FOLLOW)]
+        self.message.emit(why or " ".join(note for note in notes if note))
 
     # --- export -----------------------------------------------------------------------------------
     def save(self, path: str | Path, options: Any = None, dpi: float = 300) -> Path:

@@ -16,6 +16,7 @@ another, the view says so in one line (the card is graded again when asked: ever
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,17 +90,7 @@ class ReportCardController:
         work = job_bundle(bundle, "The report card", self.message)  # the window keeps decoding with its own model
         if work is None:
             return False
-        self.card, self.graded = None, None
-        self.ready.emit(None)
-        self.runner.submit(
-            CHANNEL,
-            lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps),
-            on_done=self._on_card,
-            on_progress=self.progress.emit,
-            on_error=lambda text: self.message.emit(f"The report card could not be made: {text}"),
-            on_end=lambda: self.running_changed.emit(False),
-        )
-        self.running_changed.emit(True)
+        self._start(None, lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps))
         return True
 
     def compute_sentence(self, sanity_pairs: int = 1) -> bool:
@@ -120,18 +111,22 @@ class ReportCardController:
         work = job_bundle(decoding.model_bundle(), "The report card", self.message)  # the decoding's own model
         if work is None:
             return False
-        self.card, self.graded = None, decoding
+        self._start(decoding, lambda job: self._grade_sentence(job, work, decoding, sanity_pairs))
+        return True
+
+    def _start(self, graded: FollowedDecoding | None, grade: Callable[[Job], ReportCard]) -> None:
+        """Clear the card shown and run ``grade`` in a job (``graded``: the decoding a sentence card grades)."""
+        self.card, self.graded = None, graded
         self.ready.emit(None)
         self.runner.submit(
             CHANNEL,
-            lambda job: self._grade_sentence(job, work, decoding, sanity_pairs),
+            grade,
             on_done=self._on_card,
             on_progress=self.progress.emit,
             on_error=lambda text: self.message.emit(f"The report card could not be made: {text}"),
             on_end=lambda: self.running_changed.emit(False),
         )
         self.running_changed.emit(True)
-        return True
 
     def _on_trace_changed(self) -> None:
         """A sentence card of another decoding than the one shown says so (graded again when asked)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from model.attribution.passes import AttentionRecord, PassRecord
+from model.attribution.transparent_pass import AttentionRecord, PassRecord
 
 
 def contributions(record: AttentionRecord, self_attention: bool) -> torch.Tensor:

@@ -16,10 +16,10 @@ import torch
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import attention_gradient, saliency
 from model.attribution.norms import norm_contributions
-from model.attribution.passes import measured_network, token_pass
+from model.attribution.transparent_pass import measured_network, token_pass
 from model.attribution.value_zeroing import value_zeroing
-from model.family import Network
 from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
+from model.network import Network
 
 SALIENCY_WHY_NOT = "saliency is of a prediction over the source and the target prefix; the encoder predicts nothing"
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from model.attribution.integration import integrate
-from model.attribution.passes import embed_tokens, transparent_pass
+from model.attribution.transparent_pass import embed_tokens, transparent_pass
 from model.nn.transformer import Transformer
 from model.runtime import follow_free_cores
 

@@ -25,8 +25,9 @@ import torch
 from model.data.batching import encode_pairs
 from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
-from model.family import Bundle, Network, family_of
+from model.family import Bundle, family_of
 from model.kinds import AttentionKind
+from model.network import Network
 from model.nn.masking import Head, MaskError, attention_module, masked_model
 from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted, score

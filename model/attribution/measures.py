@@ -20,7 +20,7 @@ import numpy as np
 import model.attribution.builtin_measures  # noqa: F401 - registers the app's measures: whoever computes one has them
 from model.attribution.integration import gap_percent, integration_text
 from model.decoding.trace import Trace
-from model.family import Network, family_of
+from model.family import family_of
 from model.inspection.measure_catalogue import (
     CONTRIBUTIONS,
     MEASURES,
@@ -33,6 +33,7 @@ from model.inspection.measure_catalogue import (
     unregister_measure,
 )
 from model.kinds import AttentionKind
+from model.network import Network
 
 __all__ = [
     "CONTRIBUTIONS",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from model.attribution.passes import attention_point, hook_points, hooked
+from model.attribution.transparent_pass import attention_point, hook_points, hooked
 from model.family import family_of
 from model.kinds import AttentionKind
 from model.nn.transformer import Transformer

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from model.attribution.passes import PassRecord, attention_point, hook_points, hooked, without_dropout
+from model.attribution.transparent_pass import PassRecord, attention_point, hook_points, hooked, without_dropout
 from model.kinds import AttentionKind
 from model.nn.transformer import Transformer
 

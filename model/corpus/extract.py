@@ -1,7 +1,7 @@
 """One batch of sentences read by the model for the corpus index: decoded greedily (batched, model/decoding/greedy.py),
 then run once teacher-forced through the model's own hooked pass (model/interventions/hooked.py) over what was decoded,
-whose hook points give every layer's residual stream and each attention sublayer's queries and keys as the model
-projected them; its probabilities are computed from them as the model computes them (``attention_weights``).
+whose hook points give every layer's residual stream, each attention sublayer's queries and keys as the model
+projected them, and its probabilities as they weighted the values (the ``pattern`` point): nothing is computed again.
 
 The decoder positions are those of the Explore tab's trace of the same sentence: <s> and each piece fed back, each
 predicting the next (the last one </s> when decoding ended on it). Every head's statistics per sentence are those the
@@ -20,22 +20,22 @@ import torch
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
 from model.decoding.greedy import default_max_target, greedy_decode
-from model.family import Bundle, DecodingNetwork, Network, family_of
+from model.family import Bundle, capabilities_of, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
 from model.interventions.hooked import InterventionError, hook_names, run_hooked
 from model.kinds import AttentionKind
+from model.network import DecodingNetwork, Network, NetworkConfig
 from model.nn.masking import Head
-from model.nn.transformer import Transformer, attention_weights
 
 STAT_COLUMNS = (*STATISTIC_NAMES, "role_score")  # numeric columns of head_stats (and role, text)
 KIND_ORDER = {kind.value: order for order, kind in enumerate(AttentionKind)}
 
 
-def check_model(bundle: Bundle) -> Transformer:
-    """The bundle's network as the app's Transformer, whose hooked pass the index reads; one line otherwise."""
+def check_model(bundle: Bundle) -> DecodingNetwork:
+    """The bundle's network, whose hooked pass has every point the index reads; one line otherwise."""
     family = family_of(bundle.model)
     try:  # the family's hooked pass (its registry entry's adapter) must have every point the index reads
-        served = family.capabilities.interventions and set(hook_points(bundle.model)) <= set(hook_names(bundle.model))
+        served = capabilities_of(bundle.model).interventions and set(hook_points(bundle.model)) <= set(hook_names(bundle.model))
     except InterventionError:
         served = False
     if not served:
@@ -43,7 +43,7 @@ def check_model(bundle: Bundle) -> Transformer:
             f"a corpus index reads the residual stream, queries and keys of the app's encoder-decoder Transformer, not of "
             f"this model ({family.title})"
         )
-    return cast(Transformer, bundle.model)  # its hooked pass has the app's Transformer's points
+    return cast(DecodingNetwork, bundle.model)  # served: an encoder-decoder's hooked pass
 
 
 @dataclass
@@ -75,10 +75,10 @@ def _padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return torch.from_numpy(table)
 
 
-def _decoded(model: Transformer, source_rows: list[list[int]]) -> list[list[int]]:
+def _decoded(model: DecodingNetwork, source_rows: list[list[int]]) -> list[list[int]]:
     """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it)."""
     config = model.config
-    outputs = greedy_decode(cast(DecodingNetwork, model), _padded(source_rows, config.pad_id))
+    outputs = greedy_decode(model, _padded(source_rows, config.pad_id))
     produced = []
     for ids, output in zip(source_rows, outputs):
         limit = default_max_target(len(ids), config.max_len) - 1
@@ -95,14 +95,14 @@ def _attention_name(kind: AttentionKind, layer: int) -> str:
 
 def hook_points(model: Network) -> list[str]:
     """The hooked pass's points the index reads: every layer's input and output, and every attention's queries and
-    keys (as the model projected them)."""
+    keys (as the model projected them) and probabilities."""
     config = model.config
     points = []
     for side, n_layers in (("encoder", config.n_encoder_layers), ("decoder", config.n_decoder_layers)):
         points += [f"{side}.{layer}.{point}" for layer in range(n_layers) for point in ("resid_pre", "resid_post")]
     for kind in AttentionKind:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
-        points += [f"{_attention_name(kind, layer)}.{point}" for layer in range(n_layers) for point in ("q", "k")]
+        points += [f"{_attention_name(kind, layer)}.{point}" for layer in range(n_layers) for point in ("q", "k", "pattern")]
     return points
 
 
@@ -177,18 +177,17 @@ def _sentences(bundle: Bundle, pairs: Sequence[Pair], source_rows, decoder_rows,
 
 
 def _attention(
-    model: Transformer, activations: dict[str, torch.Tensor], padding, masks: dict[str, torch.Tensor], heads, reading
+    config: NetworkConfig, activations: dict[str, torch.Tensor], masks: dict[str, torch.Tensor], heads, reading
 ) -> dict[AttentionKind, np.ndarray]:
     """Every kind's probabilities [B, layers, heads, Q, K]; the queries and keys of ``heads`` go to ``reading``."""
-    config, wanted = model.config, set(heads)
+    wanted = set(heads)
     weights: dict[AttentionKind, np.ndarray] = {}
     for kind in AttentionKind:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         per_layer = []
         for layer in range(n_layers):
             q, k = queries_keys(activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
-            causal = kind is AttentionKind.DECODER
-            per_layer.append(attention_weights(q, k, None if causal else padding, is_causal=causal))  # [B, H, Q, K]
+            per_layer.append(activations[f"{_attention_name(kind, layer)}.pattern"])  # [B, H, Q, K]
             for head in range(config.n_heads):
                 if Head(kind, layer, head) in wanted:
                     q_name, k_name = head_arrays(Head(kind, layer, head))
@@ -217,7 +216,7 @@ def read_batch(bundle: Bundle, pairs: Sequence[Pair], layers: Sequence[Layer], h
     }
     for layer in layers:
         reading.arrays[layer.array] = residual(activations, layer)[masks[layer.side]].float().numpy()  # [rows, d_model]
-    weights = _attention(model, activations, model.padding_mask(source), masks, heads, reading)
+    weights = _attention(config, activations, masks, heads, reading)
     reading.stats = _stats_rows(weights, reading.sentences, lengths)
     return reading
 

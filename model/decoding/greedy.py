@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from model.family import DecodingNetwork, suppressed_ids
+from model.family import suppressed_ids
+from model.network import DecodingNetwork
 
 
 def default_max_target(source_length: int, max_len: int) -> int:

@@ -26,9 +26,9 @@ import torch
 from torch import nn
 
 from model.data.corpora import Pair, Splits, load_corpus
-from model.family import TeacherForcedNetwork
 from model.grading.cases import GradedPair, GradingError
 from model.grading.statistics import spearman
+from model.network import TeacherForcedNetwork
 from model.nn.packing import PackedRows
 from model.nn.registry import build_network
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions

@@ -23,8 +23,8 @@ from typing import ClassVar, overload
 
 import numpy as np
 
-from model.family import Network
 from model.kinds import AttentionKind
+from model.network import Network
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 ALL_KINDS = (ENCODER, DECODER, CROSS)

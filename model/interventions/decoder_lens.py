@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from model.decoding.greedy import default_max_target
-from model.family import Bundle, InterventionTool, Network, TextTokenizer
+from model.family import Bundle, InterventionTool
 from model.interventions.hooked import Hooks, check_supported, hooked_encode, ids_as_text
-from model.interventions.passes import has_encoder_final_norm
+from model.interventions.served_pass import has_encoder_final_norm
+from model.network import Network, TextTokenizer
 from model.nn.transformer import Transformer
 
 

@@ -41,13 +41,14 @@ import torch
 
 from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
-from model.family import Bundle, InterventionTool, Network, family_of
+from model.family import Bundle, InterventionTool, family_of
+from model.network import Network
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
 
 if TYPE_CHECKING:
-    from model.family import DecodingNetwork
+    from model.network import DecodingNetwork
 
 
 class InterventionError(UserError):

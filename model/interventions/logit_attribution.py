@@ -24,9 +24,10 @@ from typing import cast
 import numpy as np
 import torch
 
-from model.family import Bundle, InterventionTool, Network
+from model.family import Bundle, InterventionTool
 from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
-from model.interventions.passes import has_final_norm
+from model.interventions.served_pass import has_final_norm
+from model.network import Network
 from model.nn.transformer import Transformer
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")

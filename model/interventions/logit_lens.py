@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from model.family import Bundle, InterventionTool, Network
+from model.family import Bundle, InterventionTool
 from model.interventions.hooked import ids_as_text, translated
-from model.interventions.passes import has_final_norm, lens_logits, run_hooked, supported
+from model.interventions.served_pass import has_final_norm, lens_logits, run_hooked, supported
+from model.network import Network
 
 
 @dataclass

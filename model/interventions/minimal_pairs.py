@@ -25,8 +25,8 @@ from typing import Any
 from model.data.corpora.lexicon_fr import ADJECTIVE_LIST, NOUN_LIST, VERB_LIST, Adjective, Noun, Verb
 from model.data.corpora.pairs import Pair
 from model.data.corpora.toy_fr import Token, ToyFrenchGenerator, assemble, finish_french
-from model.family import TextTokenizer
 from model.interventions.hooked import InterventionError
+from model.network import TextTokenizer
 
 FEATURES = ("number", "gender", "negation", "noun")
 

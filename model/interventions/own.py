@@ -16,8 +16,9 @@ from typing import cast
 
 import torch
 
-from model.family import INTERVENTION_TOOLS, Network
+from model.family import INTERVENTION_TOOLS
 from model.interventions.hooked import HookedRun, Hooks
+from model.network import Network
 from model.nn.transformer import Transformer
 
 

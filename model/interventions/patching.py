@@ -25,7 +25,6 @@ model/interventions/library.py) have the same hook points, so the same grids.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -33,15 +32,17 @@ from typing import cast
 import numpy as np
 import torch
 
-from model.family import Bundle, DecodingNetwork, InterventionTool, Network, suppressed_ids
+from model.family import Bundle, InterventionTool, suppressed_ids
 from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
-from model.interventions.passes import run_hooked, supported
+from model.interventions.served_pass import run_hooked, supported
+from model.kinds import ShownName
+from model.network import DecodingNetwork, Network
 
 DIRECTIONS = ("denoising", "noising")
 METHODS = ("exact", "attribution")
 
 
-class Component(str, enum.Enum):
+class Component(ShownName):
     """What one grid patches; its value is the name shown and saved (a str: "cross heads")."""
 
     ENCODER_HEADS = "encoder heads"
@@ -51,9 +52,6 @@ class Component(str, enum.Enum):
     DECODER_RESIDUAL = "decoder residual"
     ENCODER_FEED_FORWARD = "encoder feed-forward"
     DECODER_FEED_FORWARD = "decoder feed-forward"
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def parse(cls, name: str) -> Component:
@@ -139,7 +137,7 @@ class PairLabels:
 class PatchingSetup:
     """What every patching run of one pair reads: the inputs, the two reference runs' activations and metrics."""
 
-    model: Network  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/passes.py)
+    model: Network  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/served_pass.py)
     clean_source: torch.Tensor  # [1, S]
     corrupted_source: torch.Tensor  # [1, S]
     target_inputs: torch.Tensor  # [1, step + 1]

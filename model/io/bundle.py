@@ -11,7 +11,8 @@ from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
-from model.family import Family, TrainableNetwork, family_of
+from model.family import Family, family_of
+from model.network import TrainableNetwork
 
 if TYPE_CHECKING:
     from model.io.snapshots import Recording

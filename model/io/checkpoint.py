@@ -28,7 +28,7 @@ from torch.overrides import TorchFunctionMode
 from model.data.corpora import CorpusSpec
 from model.data.tokenizer import Tokenizer, TokenizerError
 from model.errors import UserError
-from model.family import NetworkConfig, TrainableConfig, trainable_family_names
+from model.family import trainable_family_names
 from model.files import OutputError, check_output, open_input
 from model.io.bundle import ModelBundle
 from model.io.digest import file_tensors, joint_tokenizer, raw_bytes, tensor_digest
@@ -36,6 +36,7 @@ from model.io.header import MAX_HEADER_BYTES, check_length, json_header, tensor_
 from model.io.pair import write_pair
 from model.io.snapshots import TimelineError
 from model.io.timeline import timeline_path, timeline_to_save
+from model.network import NetworkConfig, TrainableConfig
 from model.nn.config import ConfigError
 from model.nn.registry import FamilyError, build_network, config_from_dict
 

@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from model.errors import UserError
-from model.family import Network, Positions, family_of
+from model.family import Positions, family_of
 from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
 from model.kinds import AttentionKind
+from model.network import Network
 from model.nn.attention import MultiHeadAttention
 from model.nn.classifier import EncoderClassifier
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -161,8 +162,8 @@ def _encoder_reads(model: OwnNetwork, acts: dict[str, torch.Tensor], position: t
         h_position, position = _through(layer, 0, x, position, acts[f"encoder.{index}.self.out"])
         reads.append(Read(h_position))
         _, position = _through(layer, 1, acts[f"encoder.{index}.self.resid"], position, acts[f"encoder.{index}.mlp_out"])
-    final = model.encoder_norm
-    if isinstance(final, torch.nn.LayerNorm):  # pre-norm: the memory is the last stream through the final norm
+    if layer.pre_norm:  # pre-norm: the memory is the last stream through the encoder's final norm
+        final = cast(torch.nn.LayerNorm, model.encoder_norm)
         position = normalised_part(final, acts[f"encoder.{len(reads) - 1}.resid_post"], position)
     return reads, position
 

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from model.family import AttentionWeights
 from model.kinds import AttentionKind, KindError
+from model.network import AttentionWeights
 from model.nn.classifier_config import ClassifierConfig
 from model.nn.config import TransformerConfig
 from model.nn.transformer import EncoderLayer, MultiHeadAttention, init_linear, run_encoder_layers, sinusoidal_table

@@ -20,8 +20,9 @@ from typing import Any
 import torch
 
 from model.errors import UserError
-from model.family import Network, family_of
+from model.family import family_of
 from model.kinds import AttentionKind, KindError
+from model.network import Network
 
 
 class MaskError(UserError):

@@ -39,7 +39,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from model.family import AttentionWeights
+from model.network import AttentionWeights
 from model.nn.dropout import Dropout
 from model.nn.packing import PackedRows
 from model.nn.rnn_config import ATTENTIONS, CELLS, RNNConfig

@@ -22,8 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model.family import AttentionWeights
 from model.kinds import AttentionKind
+from model.network import AttentionWeights
 from model.nn.attention import FeedForward, MultiHeadAttention, attention_scores, attention_weights, head_outputs
 from model.nn.caches import DecoderCache, LayerCache
 from model.nn.config import TransformerConfig

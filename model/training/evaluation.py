@@ -16,7 +16,8 @@ import torch
 from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
-from model.family import DecodingNetwork, Network, TeacherForcedNetwork, family_of
+from model.family import family_of
+from model.network import DecodingNetwork, Network, TeacherForcedNetwork
 from model.nn.classifier import EncoderClassifier
 from model.nn.packing import PackedRows
 from model.runtime import follow_free_cores

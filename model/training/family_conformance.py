@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only mypy reads this: nothing is imported at run time
     from model.data.tokenizer import Tokenizer
-    from model.family import (
-        Bundle,
+    from model.family import Bundle
+    from model.io.bundle import ModelBundle
+    from model.network import (
         DecodingNetwork,
         LabellingNetwork,
         Network,
@@ -26,7 +27,6 @@ if TYPE_CHECKING:  # only mypy reads this: nothing is imported at run time
         TextTokenizer,
         TrainableConfig,
     )
-    from model.io.bundle import ModelBundle
     from model.nn.classifier import EncoderClassifier
     from model.nn.classifier_config import ClassifierConfig
     from model.nn.config import TransformerConfig

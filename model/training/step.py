@@ -14,7 +14,8 @@ from typing import cast
 import torch
 
 from model.data.batching import encode_pairs
-from model.family import TeacherForcedNetwork, TrainableNetwork, family_of
+from model.family import family_of
+from model.network import TeacherForcedNetwork, TrainableNetwork
 from model.nn.classifier import EncoderClassifier
 from model.nn.packing import PackedRows
 from model.training.labelling import batch_logits as labelled_batch_logits

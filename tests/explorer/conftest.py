@@ -2,7 +2,8 @@
 GUI test does (tests/explorer/gui_helpers.py: its own settings file, 1300x850, shown, the closing questions
 answered), ``window`` is one such window with no model. After the test, whether it passed, failed or raised,
 every window the fixture opened is shut: its training stopped and joined, closed, its tasks finished, deleted.
-``russian_bundle`` is a model whose source side is Russian, for the sentences a model cannot read (the window's
+``translated_copy`` is a window with the tiny copy model open and a sentence translated. ``russian_bundle`` is a
+model whose source side is Russian, for the sentences a model cannot read (the window's
 tests and the Explore controller's both use it)."""
 
 from __future__ import annotations
@@ -36,6 +37,24 @@ def open_window(qtbot, tmp_path):
 def window(open_window):
     """A main window with its own settings file and no model; shut after the test."""
     return open_window()
+
+
+@pytest.fixture
+def translated_copy(qtbot, tmp_path, window, copy_bundle):
+    """(window, its Explore tab, the messages it shows): the tiny copy model open (saved to a file, as a user opens
+    one), figures at 60 dpi, and "a b c d" translated."""
+    from tests.conftest import saved_model
+
+    window.open_model(str(saved_model(copy_bundle[0], tmp_path)))
+    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
+    window.settings.setValue("export/dpi", 60)
+    tab = window.explore_tab
+    tab.controls.source.setText("a b c d")
+    tab.controls.translate_button.click()
+    qtbot.waitUntil(lambda: window.explore.trace is not None, timeout=10000)
+    messages: list[str] = []
+    window.explore.message.connect(messages.append)
+    return window, tab, messages
 
 
 @pytest.fixture

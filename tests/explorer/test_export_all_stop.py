@@ -9,24 +9,13 @@ import threading
 from PySide6.QtWidgets import QFileDialog
 
 from model.figures import export
-from tests.conftest import saved_model
 from tests.file_limits import partial_files
 
 
 def test_export_all_stopped_after_the_first_figure_keeps_its_files_and_the_window_works(
-    open_window, qtbot, tmp_path, copy_bundle, monkeypatch
+    translated_copy, qtbot, tmp_path, monkeypatch
 ):
-    window = open_window()
-    window.open_model(str(saved_model(copy_bundle[0], tmp_path)))
-    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
-    window.settings.setValue("export/dpi", 60)
-    tab = window.explore_tab
-    tab.controls.source.setText("a b c d")
-    tab.controls.translate_button.click()
-    qtbot.waitUntil(lambda: window.explore.trace is not None, timeout=10000)
-    messages: list[str] = []
-    window.explore.message.connect(messages.append)
-
+    window, tab, messages = translated_copy
     first_figure, stopped = threading.Event(), threading.Event()
     select = export.select
 

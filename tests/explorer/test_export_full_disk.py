@@ -8,31 +8,15 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QFileDialog
 
-from tests.conftest import saved_model
 from tests.file_limits import file_size_limit, partial_files
 
 EARLIER = b"the earlier file, which must survive"
 LIMIT = 100  # bytes: less than any file exported here (an NPY header alone is 128), more than nothing
 
 
-@pytest.fixture
-def explore(qtbot, tmp_path, window, copy_bundle):
-    """The window with a tiny copy model open, a sentence translated, and the messages it shows."""
-    window.open_model(str(saved_model(copy_bundle[0], tmp_path)))
-    qtbot.waitUntil(lambda: window.explore.bundle is not None, timeout=10000)
-    window.settings.setValue("export/dpi", 60)
-    tab = window.explore_tab
-    tab.controls.source.setText("a b c d")
-    tab.controls.translate_button.click()
-    qtbot.waitUntil(lambda: window.explore.trace is not None, timeout=10000)
-    messages: list[str] = []
-    window.explore.message.connect(messages.append)
-    return window, tab, messages
-
-
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf", ".csv", ".npy"])
-def test_an_export_onto_a_full_disk_is_one_message_and_keeps_the_earlier_file(explore, tmp_path, monkeypatch, suffix):
-    _window, tab, messages = explore
+def test_an_export_onto_a_full_disk_is_one_message_and_keeps_the_earlier_file(translated_copy, tmp_path, monkeypatch, suffix):
+    _window, tab, messages = translated_copy
     out = tmp_path / "exports" / f"focus{suffix}"
     out.parent.mkdir()
     out.write_bytes(EARLIER)
@@ -43,8 +27,8 @@ def test_an_export_onto_a_full_disk_is_one_message_and_keeps_the_earlier_file(ex
     assert out.read_bytes() == EARLIER and not partial_files(out.parent)
 
 
-def test_the_positional_export_onto_a_full_disk_is_one_message(explore, tmp_path, monkeypatch):
-    window, _tab, messages = explore
+def test_the_positional_export_onto_a_full_disk_is_one_message(translated_copy, tmp_path, monkeypatch):
+    window, _tab, messages = translated_copy
     out = tmp_path / "positional.pdf"
     out.write_bytes(EARLIER)
     positional = window._tab(1)  # the Positional encoding tab, built when first asked for
@@ -55,8 +39,8 @@ def test_the_positional_export_onto_a_full_disk_is_one_message(explore, tmp_path
     assert out.read_bytes() == EARLIER and not partial_files(tmp_path)
 
 
-def test_export_all_onto_a_full_disk_is_one_message_once_its_writers_have_ended(explore, qtbot, tmp_path, monkeypatch):
-    _window, tab, messages = explore
+def test_export_all_onto_a_full_disk_is_one_message_once_its_writers_have_ended(translated_copy, qtbot, tmp_path, monkeypatch):
+    _window, tab, messages = translated_copy
     folder = tmp_path / "all"
     folder.mkdir()
     (folder / "index.csv").write_bytes(EARLIER)

@@ -134,6 +134,10 @@ def test_the_neuron_view_shows_the_decoding_at_the_traces_step(qtbot, followed):
     assert queries[-1].endswith(shown_labels(trace.target_tokens)[-1])  # the last query: the token decoded last
     tab.controls.step_chosen.emit(2)
     assert view.row.query == 1
+    tab.word_level.setChecked(True)  # words: the view says it shows pieces
+    assert "The neuron view does not follow the words (it shows pieces" in view.status.text()
+    tab.word_level.setChecked(False)
+    assert "does not follow" not in view.status.text()
 
 
 def test_the_report_card_of_the_sentence_grades_the_decoding_at_the_traces_step(qtbot, followed):

@@ -12,15 +12,8 @@ import pytest
 import torch
 
 from model.errors import UserError
-from model.family import (
-    DecodingNetwork,
-    LabellingNetwork,
-    Network,
-    TeacherForcedNetwork,
-    TrainableNetwork,
-    family_named,
-    trainable_family_names,
-)
+from model.family import family_named, trainable_family_names
+from model.network import DecodingNetwork, LabellingNetwork, Network, TeacherForcedNetwork, TrainableNetwork
 from model.nn.registry import build_network
 from model.training.step import batch_logits
 from tests.toy_family import TOY_NAME, toy_bundle, toy_family_registered

@@ -12,12 +12,13 @@ import pytest
 
 from model.decoding.trace import Trace
 from model.errors import UserError
-from model.family import Bundle, Network
+from model.family import Bundle
 from model.figures.export import ExportRequest, export_all, export_view
 from model.inspection.heads import all_head_statistics
 from model.inspection.selection import heads_for, select
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind, KindError, SelectionError, StopReason, current_row
+from model.network import Network
 from tests.conftest import assert_figure
 
 

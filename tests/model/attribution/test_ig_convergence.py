@@ -26,7 +26,7 @@ from model.attribution import gradients, integration
 from model.attribution.gradients import prediction_scores, saliency
 from model.attribution.integration import MIN_POINTS, integrate
 from model.attribution.measures import compute_measure, integration_note, measured_trace
-from model.attribution.passes import embed_tokens
+from model.attribution.transparent_pass import embed_tokens
 from model.decoding.trace import Trace
 from model.figures.attention import FigureOptions, trace_details
 from tests.model.attribution.test_measures import CHOSEN, SOURCE, ids, tiny

@@ -1,6 +1,6 @@
 """The contribution measures beyond the norm-based one, on constructed models with known answers:
 
-* the sublayer-by-sublayer pass (model/attribution/passes.py) is the model's own (logits, every weight);
+* the sublayer-by-sublayer pass (model/attribution/transparent_pass.py) is the model's own (logits, every weight);
 * ALTI and ALTI+ are non-negative, rows sum to 1 (ALTI+: source and target-prefix parts together), and with the
   value projections zeroed (attention passes nothing on) every token is made only of itself;
 * value zeroing of a token no head attends to (a future position under the decoder's mask) is 0;
@@ -19,7 +19,7 @@ import torch
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import prediction_scores, saliency
 from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, compute_measure, measured_trace, unsupported
-from model.attribution.passes import embed_tokens, token_pass
+from model.attribution.transparent_pass import embed_tokens, token_pass
 from model.attribution.value_zeroing import value_zeroing
 from model.decoding.trace import Trace
 from model.inspection.selection import select

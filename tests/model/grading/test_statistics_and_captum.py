@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from model.attribution.gradients import prediction_scores, saliency
-from model.attribution.passes import embed_tokens
+from model.attribution.transparent_pass import embed_tokens
 from model.grading.statistics import average_ranks, kendall_tau_b, spearman
 from tests.model.attribution.test_ig_convergence import captum_attributions
 from tests.model.attribution.test_measures import CHOSEN, ids, tiny

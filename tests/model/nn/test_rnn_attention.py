@@ -9,8 +9,9 @@ import torch.nn.functional as F
 
 from model.decoding.beam import beam_search
 from model.decoding.greedy import greedy_decode
-from model.family import Architecture, Network, family_of
+from model.family import Architecture, family_of
 from model.kinds import AttentionKind
+from model.network import Network
 from model.nn.config import ConfigError
 from model.nn.packing import PackedRows
 from model.nn.registry import build_network, config_from_dict

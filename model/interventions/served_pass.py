@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from model.family import INTERVENTION_TOOLS, InterventionTool, Network
+from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import adapter_of, check_tool
 from model.interventions.hooked import run_hooked as run_hooked  # the one hooked pass, whatever the model
+from model.network import Network
 
 
 def supported(model: Network, tool: InterventionTool) -> Network:

@@ -31,8 +31,9 @@ from typing import cast
 import torch
 
 from model.errors import UserError
-from model.family import Network, family_of
+from model.family import family_of
 from model.kinds import AttentionKind
+from model.network import Network
 from model.nn.hooks import HookPoint
 from model.nn.transformer import EncoderLayer, Transformer
 
