@@ -185,6 +185,7 @@ def assert_figure(path: Path, width: float = 6.9, dpi: float = 300, texts: tuple
 
 # --- pretrained-layout models (model/pretrained/tiny.py), for tests/model/pretrained and tests/explorer ----------
 PRETRAINED_FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
+PRE_NORM_LAYOUTS = ("mbart", "m2m100", "pegasus")  # the encoder-decoders of model/interventions/library.py's PreNormPass
 
 
 @pytest.fixture(scope="session")
@@ -196,6 +197,17 @@ def tiny_folders(tmp_path_factory) -> dict[str, str]:
 
     root = tmp_path_factory.mktemp("pretrained")
     return {family: str(build(family, root / family)) for family in PRETRAINED_FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def pre_norm_bundles(tmp_path_factory) -> dict:
+    """A tiny mBART, M2M100 and Pegasus (random weights, byte-level tokenizers trained here), opened."""
+    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.pretrained.loading import load_pretrained
+    from model.pretrained.tiny import build
+
+    root = tmp_path_factory.mktemp("pre-norm")
+    return {layout: load_pretrained(str(build(layout, root / layout))) for layout in PRE_NORM_LAYOUTS}
 
 
 @pytest.fixture(scope="session")

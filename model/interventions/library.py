@@ -1,4 +1,5 @@
-"""Hugging Face T5, Marian and BART through the interventions' hook points, on the library's own forward pass.
+"""Hugging Face encoder-decoders (T5, Marian, BART, mBART, M2M100/NLLB, Pegasus) through the interventions' hook
+points, on the library's own forward pass.
 
 The model runs as the library runs it (``model(input_ids, attention_mask, decoder_input_ids)``: its relative position
 bias, norms, scaled embeddings and head); PyTorch hooks on its modules read and replace the activations the app's
@@ -11,13 +12,15 @@ Transformer names (model/interventions/hooked.py), with the same names and shape
   returns its own output, with the gradient passing through the heads read (for attribution patching);
 * ``{side}.{l}.{self|cross}.out``: the projection's output, the sublayer's before its residual add;
 * ``{side}.{l}.{self|cross}.resid``: the stream after that sublayer (T5: its ``T5Layer…Attention``'s output, pre-norm;
-  Marian and BART, post-norm: the sublayer's LayerNorm's output);
+  Marian and BART, post-norm: the sublayer's LayerNorm's output; mBART, M2M100, Pegasus, pre-norm: the stream it was
+  given plus its output);
 * ``{side}.{l}.mlp_out``: the feed-forward block's output before its residual add (T5's ``DenseReluDense``, ``fc2``);
 * ``{side}.{l}.resid_post``: the layer's output; ``encoder.memory``: the encoder's (T5: after its final norm).
 
-Each layout is one adapter (``T5Pass``; ``MarianPass`` and ``BartPass``, post-norm), which the pretrained registry
-entry declares for its model type (model/pretrained/families.py, ``HOOKED_LAYOUTS``); a layout with none (mBART,
-M2M100, Pegasus, ...) is refused in one line. A hook is installed only for a name the pass captures, patches or starts
+Each layout is one adapter (``T5Pass``; ``MarianPass`` and ``BartPass``, post-norm; ``PreNormPass`` for mBART,
+M2M100/NLLB and Pegasus, whose sublayers' streams after the residual add no module returns), which the pretrained
+registry entry declares for its model type (model/pretrained/families.py, ``HOOKED_LAYOUTS``); a layout with none is
+refused in one line. A hook is installed only for a name the pass captures, patches or starts
 gradients at, and removed after the pass:
 with none, the library's forward pass runs untouched. The run's ``hidden`` holds the model's logits [B, T, V], which
 the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/families.py).
@@ -32,11 +35,13 @@ from typing import Any, cast
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from model.family import InterventionTool, Network
+from model.family import InterventionTool
 from model.interventions.hooked import HookedRun, Hooks, adapter_of
+from model.network import Network
 from model.pretrained.families import Seq2SeqNetwork
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
+ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
 # What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
 # (a dict: its "last_hidden_state").
 ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
@@ -49,13 +54,14 @@ class Site:
     module: torch.nn.Module
     reads: str
     n_heads: int = 0  # an output projection's heads (HEADS)
+    before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
 
 
-def _attention_sites(prefix: str, projection: torch.nn.Module, resid: torch.nn.Module, n_heads: int) -> dict[str, Site]:
+def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_heads: int) -> dict[str, Site]:
     return {
         f"{prefix}.head_out": Site(projection, HEADS, n_heads),
         f"{prefix}.out": Site(projection, OUTPUT),
-        f"{prefix}.resid": Site(resid, OUTPUT),
+        f"{prefix}.resid": resid,
     }
 
 
@@ -84,7 +90,7 @@ def projection_heads(projection: torch.nn.Linear, context: torch.Tensor, n_heads
     return torch.einsum("blhd,mhd->bhlm", per_head, weight.view(weight.shape[0], n_heads, -1))  # [B, H, L, d_model]
 
 
-def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle:
+def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
     """One PyTorch hook on the site's module that passes the activation through ``hooks`` under ``name``."""
     if site.reads == INPUT:
 
@@ -107,10 +113,48 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle:
 
         return site.module.register_forward_hook(read_heads)
 
+    if site.reads == ADDED:
+        return _install_added(site, name, hooks)
+
     def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
         return _with_hidden(output, hooks(name, _hidden(output)))
 
     return site.module.register_forward_hook(read_output)
+
+
+class _Handles:
+    """Two hooks removed as one (an ADDED site's)."""
+
+    def __init__(self, *handles: RemovableHandle) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def _install_added(site: Site, name: str, hooks: Hooks) -> _Handles:
+    """A pre-norm sublayer's stream after its residual add, which no module returns: the stream it was given (its
+    norm's input, kept by a pre-hook) plus its output. Patched, the sublayer returns the patched stream less the one
+    it was given, so the layer's own add gives the patched stream; only read, it returns its own output, with the
+    gradient passing through the stream read."""
+    assert site.before is not None  # an ADDED site names the norm that reads the stream before it
+    given: list[torch.Tensor] = []
+
+    def keep_stream(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        given[:] = [args[0] if args else kwargs["hidden_states"]]
+
+    def add_stream(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
+        out = _hidden(output)  # [B, L, d_model]
+        stream = given[0] + out  # [B, L, d_model]: what the layer adds (dropout is off in eval mode)
+        hooked = hooks(name, stream)
+        if hooked is stream:  # read only: the library's output, its gradient through the stream read
+            return _with_hidden(output, out.detach() + (stream - stream.detach()))
+        return _with_hidden(output, hooked - given[0])
+
+    return _Handles(
+        site.before.register_forward_pre_hook(keep_stream, with_kwargs=True), site.module.register_forward_hook(add_stream)
+    )
 
 
 def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
@@ -206,7 +250,7 @@ class T5Pass(LibraryPass):
         for index, attention in enumerate(attentions):
             sublayer = sublayers[index]
             projection = sublayer.get_submodule("SelfAttention.o" if attention == "self" else "EncDecAttention.o")
-            sites |= _attention_sites(f"{prefix}.{attention}", projection, sublayer, n_heads)
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(sublayer, OUTPUT), n_heads)
         sites[f"{prefix}.mlp_out"] = Site(sublayers[-1].get_submodule("DenseReluDense"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
@@ -235,7 +279,7 @@ class PostNormPass(LibraryPass):
         for attention in attentions:
             name = "self_attn" if attention == "self" else "encoder_attn"
             projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
-            sites |= _attention_sites(f"{prefix}.{attention}", projection, norm, n_heads)
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(norm, OUTPUT), n_heads)
         sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
@@ -256,7 +300,37 @@ class BartPass(PostNormPass):
     """BART's modules (``BartEncoderLayer``, ``BartDecoderLayer``)."""
 
 
+class PreNormPass(LibraryPass):
+    """A pre-norm layout with BART's module names (mBART, M2M100/NLLB, Pegasus): each sublayer reads its own LayerNorm
+    of the stream (``self_attn_layer_norm``, ``encoder_attn_layer_norm``, ``final_layer_norm``) and adds its output to
+    the stream it was given, which no module returns (an ADDED site); each stack ends in a final ``layer_norm``, which
+    the lens reads through before ``lm_head`` (and ``final_logits_bias`` where the model has one)."""
+
+    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
+        return _children(stack, "layers")
+
+    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+        sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
+        for attention in attentions:
+            name = "self_attn" if attention == "self" else "encoder_attn"
+            projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(projection, ADDED, before=norm), n_heads)
+        sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
+        sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
+        return sites
+
+    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+        hf_model = cast(Seq2SeqNetwork, network).hf_model
+        logits = hf_model.lm_head(hf_model.get_decoder().layer_norm(streams))  # [..., V]
+        bias = getattr(hf_model, "final_logits_bias", None)  # [1, V] in mBART and Pegasus; none in M2M100
+        return logits if bias is None else logits + bias
+
+    def has_final_norm(self, network: Network) -> bool:
+        return True
+
+
 T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py
+PRE_NORM_PASS = PreNormPass()  # mBART, M2M100 (NLLB), Pegasus
 
 
 def hook_sites(network: Network) -> dict[str, Site]:

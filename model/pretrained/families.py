@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from model.family import Architecture, AttentionWeights, Capabilities, Family, Network, Positions, QueriesKeys, register
+from model.family import Architecture, Capabilities, Family, Positions, QueriesKeys, register
 from model.kinds import AttentionKind
+from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
 from model.pretrained.positional import pretrained_report
 
@@ -292,11 +293,14 @@ class EncoderNetwork(PretrainedNetwork):
 
 # The hooked pass of each Hugging Face layout the interventions serve, by model type: the adapter that gives the
 # library's modules the app's hook names (model/interventions/library.py; by dotted path: that package sits above this
-# one, and is imported only when a tool asks). A layout not named here (mBART, M2M100, Pegasus, ...) has none.
+# one, and is imported only when a tool asks). A layout not named here has none.
 HOOKED_LAYOUTS = {
     "t5": "model.interventions.library.T5_PASS",
     "marian": "model.interventions.library.MARIAN_PASS",
     "bart": "model.interventions.library.BART_PASS",
+    "mbart": "model.interventions.library.PRE_NORM_PASS",
+    "m2m_100": "model.interventions.library.PRE_NORM_PASS",  # M2M100 and NLLB
+    "pegasus": "model.interventions.library.PRE_NORM_PASS",
 }
 
 
@@ -315,8 +319,8 @@ def hooked_pass(network: Seq2SeqNetwork) -> object | None:
 
 def layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained encoder-decoder's code serves for ``network`` (its entry's ``layout_capabilities``): the
-    family's capabilities, with its hooked pass only where the network's layout has one (``HOOKED_LAYOUTS``), so an
-    mBART, M2M100 or Pegasus model is declared without interventions."""
+    family's capabilities, with its hooked pass only where the network's layout has one (``HOOKED_LAYOUTS``), so a
+    layout without an adapter is declared without interventions."""
     model_type = cast(PretrainedConfig, network.config).model_type
     return replace(SEQ2SEQ.capabilities, hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None)
 

@@ -23,12 +23,13 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "bert-mlm", "bert-classifier", "gpt2")
+LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus", "bert-mlm", "bert-classifier", "gpt2")
 # Encoder-decoder layouts built with BART's byte-level tokenizer: their configs name the sizes as BART's does.
 BART_LIKE = {
     "bart": ("BartConfig", "BartForConditionalGeneration"),
     "mbart": ("MBartConfig", "MBartForConditionalGeneration"),
     "m2m100": ("M2M100Config", "M2M100ForConditionalGeneration"),
+    "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration"),
 }
 VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
@@ -156,7 +157,8 @@ def _byte_level(texts: list[str], specials: list[str]):
 
 
 def _bart(folder: Path, texts: list[str], work: Path, layout: str = "bart") -> None:
-    """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100), with a byte-level tokenizer."""
+    """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100, Pegasus), with a byte-level
+    tokenizer."""
     transformers = require_transformers()
     _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
     tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))

@@ -1,12 +1,13 @@
 """Each registry entry's hooked-pass adapter runs the network's own forward pass (model/interventions/hooked.py):
 
 * with no patches, the app's Transformer's hooked pass is its plain forward within 1e-6 (pre- and post-norm, every
-  hook point captured or none), and a Hugging Face T5's, Marian's and BART's the library's forward within 1e-5;
+  hook point captured or none), and a Hugging Face T5's, Marian's, BART's, mBART's, M2M100's and Pegasus's the
+  library's forward within 1e-5;
 * a sublayer of the model replaced (a feed-forward block giving zeros, or twice its output) changes what run_hooked
   captures and returns, the logit lens reads and patching measures, exactly as the plain forward changes: there is no
   second copy of the pass;
-* the adapter comes from the family's registry entry; a pretrained layout without one (mBART) is declared without
-  interventions, and every tool says so in one line.
+* the adapter comes from the family's registry entry; a pretrained layout without one (an mBART, were its adapter
+  not declared) is declared without interventions, and every tool says so in one line.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import torch
 from model.family import families
 from model.interventions.hooked import InterventionError, Patch, adapter_of, check_tool, hook_names, run_hooked
 from model.interventions.logit_lens import logit_lens
-from model.interventions.passes import served_tools
 from model.interventions.patching import prepare_patching
+from model.interventions.served_pass import served_tools
+from tests.conftest import PRE_NORM_LAYOUTS
 from tests.model.interventions.models import SOURCES, TARGETS, padded, tiny
 
 LAYOUTS = ("t5", "marian", "bart")
+ADAPTERS = {"t5": "T5Pass", "marian": "MarianPass", "bart": "BartPass", **dict.fromkeys(PRE_NORM_LAYOUTS, "PreNormPass")}
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
@@ -57,13 +60,11 @@ def test_the_transformer_s_hook_points_are_the_ones_it_reads():
 
 
 @pytest.fixture(scope="module")
-def library_bundles(tiny_folders) -> dict:
-    from model.pretrained.loading import load_pretrained  # deferred: the hf extra may be absent (skipped by the fixture)
-
-    return {layout: load_pretrained(tiny_folders[layout]) for layout in LAYOUTS}
+def library_bundles(tiny_bundles, pre_norm_bundles) -> dict:
+    return {**{layout: tiny_bundles[layout] for layout in LAYOUTS}, **pre_norm_bundles}
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", ADAPTERS)
 def test_each_layout_s_hooked_pass_is_the_library_s_forward(library_bundles, layout):
     bundle = library_bundles[layout]
     network = bundle.model
@@ -78,18 +79,18 @@ def test_each_layout_s_hooked_pass_is_the_library_s_forward(library_bundles, lay
     torch.testing.assert_close(every.logits(network), expected, atol=1e-5, rtol=0)
     assert set(every.activations) == set(hook_names(network))
     adapter = adapter_of(network)
-    assert type(adapter).__name__.lower().startswith(layout) and served_tools(network) == ("logit lens", "patching")
+    assert type(adapter).__name__ == ADAPTERS[layout] and served_tools(network) == ("logit lens", "patching")
 
 
 def test_each_layout_has_its_own_adapter_declared_by_its_registry_entry(library_bundles):
     from model.pretrained import families as pretrained  # deferred: the hf extra may be absent (skipped by the fixture)
 
-    adapters = {layout: adapter_of(library_bundles[layout].model) for layout in LAYOUTS}
-    assert len({type(adapter) for adapter in adapters.values()}) == 3
+    adapters = {layout: adapter_of(library_bundles[layout].model) for layout in ADAPTERS}
+    assert len({type(adapter) for adapter in adapters.values()}) == 4
     for layout, adapter in adapters.items():
         assert pretrained.hooked_pass(library_bundles[layout].model) is adapter
-    assert adapters["t5"].has_final_norm(library_bundles["t5"].model)
-    assert not adapters["bart"].has_final_norm(library_bundles["bart"].model)
+    final_norms = {layout for layout, adapter in adapters.items() if adapter.has_final_norm(library_bundles[layout].model)}
+    assert final_norms == {"t5", *PRE_NORM_LAYOUTS}  # pre-norm: the lens reads through the decoder's last norm
 
 
 class _Scaled(torch.nn.Module):
@@ -149,11 +150,12 @@ def _tiny_mbart():
     return Seq2SeqNetwork(hf_model, read_config(config, Architecture.ENCODER_DECODER, "MBartForConditionalGeneration", 40, None))
 
 
-def test_a_layout_without_an_adapter_is_declared_without_interventions():
+def test_a_layout_without_an_adapter_is_declared_without_interventions(monkeypatch):
     from model.pretrained import families as pretrained
 
     network = _tiny_mbart()
-    assert network.config.model_type not in pretrained.HOOKED_LAYOUTS and pretrained.hooked_pass(network) is None
+    monkeypatch.delitem(pretrained.HOOKED_LAYOUTS, "mbart")  # a layout whose adapter is not declared
+    assert pretrained.hooked_pass(network) is None
     for ask in (served_tools, lambda model: check_tool(model, "logit lens"), hook_names):
         with pytest.raises(InterventionError, match="interventions are not computed for this model") as error:
             ask(network)

@@ -1,5 +1,6 @@
-"""Hugging Face T5 and Marian through the interventions (model/interventions/library.py): the hooked pass is the
-library's own, a patch equals the same activation replaced by hand, and the logit lens's last reading is the model's."""
+"""Hugging Face T5, Marian and the pre-norm mBART, M2M100 and Pegasus through the interventions
+(model/interventions/library.py): the hooked pass is the library's own, a patch equals the same activation replaced by
+hand, and the logit lens's last reading is the model's."""
 
 from __future__ import annotations
 
@@ -12,27 +13,31 @@ from model.interventions.hooked import InterventionError, Patch, hook_names, tra
 from model.interventions.library import hook_sites
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
-from model.interventions.passes import lens_logits, run_hooked, served_tools
 from model.interventions.patching import activation_patching, patch_grids, prepare_bundle_patching
+from model.interventions.served_pass import lens_logits, run_hooked, served_tools
 
-CLEAN, CORRUPTED = "The house is small .", "The cat is small ."  # equal piece counts in both tiny tokenizers
-LAYOUTS = ("t5", "marian")
+CLEAN = "The house is small ."
+CORRUPTIONS = ("The cat is small .", "The dog is small .", "The house is big .", "The man is small .")
+LAYOUTS = ("t5", "marian", "mbart", "m2m100", "pegasus")
+PRE_NORM = ("mbart", "m2m100", "pegasus")  # their sublayers' streams after the add: no module returns them
+FINAL_NORM = ("t5", "mbart", "m2m100", "pegasus")  # the lens reads through the decoder's last norm (not linear)
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory) -> dict:
-    """A tiny T5 and a tiny Marian (model/pretrained/tiny.py: random weights, built here)."""
-    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
-    from model.pretrained.loading import load_pretrained  # deferred: the hf extra may be absent (skipped above)
-    from model.pretrained.tiny import build  # deferred: the hf extra may be absent (skipped above)
+def bundles(tiny_bundles, pre_norm_bundles) -> dict:
+    """Tiny models of each layout (model/pretrained/tiny.py: random weights, built here)."""
+    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], **pre_norm_bundles}
 
-    root = tmp_path_factory.mktemp("hooked-pretrained")
-    return {layout: load_pretrained(str(build(layout, root / layout))) for layout in LAYOUTS}
+
+def corrupted_text(bundle) -> str:
+    """The first of CORRUPTIONS with as many pieces as CLEAN in ``bundle``'s tokenizer (patching needs equal counts)."""
+    pieces = len(bundle.source_ids(CLEAN)[0])
+    return next(text for text in CORRUPTIONS if len(bundle.source_ids(text)[0]) == pieces)
 
 
 def _inputs(bundle) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(clean source [1, S], corrupted source [1, S], decoder inputs [1, 4])."""
-    clean, corrupted = (torch.tensor([bundle.source_ids(text)[0]]) for text in (CLEAN, CORRUPTED))
+    clean, corrupted = (torch.tensor([bundle.source_ids(text)[0]]) for text in (CLEAN, corrupted_text(bundle)))
     return clean, corrupted, torch.tensor([[bundle.config.bos_id, 5, 6, 7]])
 
 
@@ -122,6 +127,29 @@ def test_a_patched_position_is_that_residual_replaced_by_hand(bundles, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_stream_after_the_last_cross_attention_patched_whole_restores_the_clean_run(bundles, layout):
+    """The last decoder layer's feed-forward reads only the stream after its cross-attention: that stream patched with
+    the clean run's gives the clean logits (the pre-norm layouts' ``resid``, which no module returns, included), and
+    read, it is what the feed-forward's norm is given (the test's own hook)."""
+    network = bundles[layout].model
+    clean, corrupted, target = _inputs(bundles[layout])
+    name = f"decoder.{network.config.n_decoder_layers - 1}.cross.resid"
+    with torch.inference_mode():
+        clean_run = run_hooked(network, clean, target, capture=[name])
+        patched = run_hooked(network, corrupted, target, patches=[Patch(name, clean_run.activations[name])]).logits(network)
+    torch.testing.assert_close(patched, clean_run.logits(network), atol=1e-5, rtol=0)
+    if layout in PRE_NORM:
+        layer = network.hf_model.get_decoder().layers[-1]
+        given: list[torch.Tensor] = []
+        handle = layer.final_layer_norm.register_forward_pre_hook(lambda _module, args: given.append(args[0].clone()))
+        try:
+            _library_logits(network, clean, target)
+        finally:
+            handle.remove()
+        torch.testing.assert_close(clean_run.activations[name], given[0], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_patching_every_component_is_the_clean_run_and_none_the_corrupted(bundles, layout):
     network = bundles[layout].model
     clean, corrupted, target = _inputs(bundles[layout])
@@ -143,7 +171,7 @@ def test_the_patching_grids_of_a_pretrained_model(bundles, layout):
     linear in the activation: the embeddings, and Marian's last residual (its head is linear; T5's final norm is not)."""
     bundle = bundles[layout]
     first = translated(bundle, CLEAN, InterventionTool.PATCHING)[1][0]
-    setup = prepare_bundle_patching(bundle, CLEAN, CORRUPTED, step=0, compared_id=5 if first != 5 else 6)
+    setup = prepare_bundle_patching(bundle, CLEAN, corrupted_text(bundle), step=0, compared_id=5 if first != 5 else 6)
     exact, preview = patch_grids(setup, "exact"), patch_grids(setup, "attribution")
     config = bundle.config
     assert exact.grids["cross heads"].values.shape == (config.n_decoder_layers, config.n_heads)
@@ -152,9 +180,9 @@ def test_the_patching_grids_of_a_pretrained_model(bundles, layout):
     assert residual[-1, -1] == pytest.approx(1.0, abs=1e-4) and residual[0, -1] == pytest.approx(0.0, abs=1e-4)
     estimated = preview.grids["decoder residual"].values
     assert estimated[0, -1] == pytest.approx(0.0, abs=1e-4)
-    assert layout == "t5" or estimated[-1, -1] == pytest.approx(1.0, abs=1e-3)
+    assert layout in FINAL_NORM or estimated[-1, -1] == pytest.approx(1.0, abs=1e-3)
     if layout == "t5":  # its tiny model's two sources are translated differently: the default step and token
-        assert activation_patching(bundle, CLEAN, CORRUPTED).grids.keys() == exact.grids.keys()
+        assert activation_patching(bundle, CLEAN, corrupted_text(bundle)).grids.keys() == exact.grids.keys()
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -173,7 +201,7 @@ def test_the_logit_lens_s_last_reading_is_the_model_s_own(bundles, layout):
     assert lens.candidate_ids[-1, :, 0].tolist() == expected.argmax(-1).tolist()
     assert torch.allclose(torch.from_numpy(lens.candidate_probabilities[-1]), probabilities.topk(3).values, atol=1e-5)
     assert len(lens.readings) == 1 + 3 * network.config.n_decoder_layers
-    assert lens.final_norm == (layout == "t5")
+    assert lens.final_norm == (layout in FINAL_NORM)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -1,6 +1,7 @@
 """A pretrained family's capabilities are resolved per network: the one encoder-decoder registry entry holds layouts
-with a hooked pass (T5, Marian, BART) and layouts without one (mBART, M2M100), and a network is declared able to do
-only what its layout's code serves. The window's and the command line's answer for the others is one line."""
+with a hooked pass (T5, Marian, BART, mBART, M2M100, Pegasus) and could hold layouts without one (here an mBART and an
+M2M100 whose adapter is taken out of the registry entry's table), and a network is declared able to do only what its
+layout's code serves. The window's and the command line's answer for the others is one line."""
 
 from __future__ import annotations
 
@@ -8,18 +9,28 @@ import pytest
 
 from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of, families, family_of
 from model.interventions.hooked import InterventionError
-from model.interventions.passes import served_tools
+from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
 from model.pretrained.tiny import build
 
-UNHOOKED = ("mbart", "m2m100")  # encoder-decoder layouts the interventions have no adapter for
+UNHOOKED = ("mbart", "m2m100")  # layouts whose adapter each test takes out of the table (``unhooked_folders``)
 HOOKED = ("t5", "marian", "bart")
 
 
 @pytest.fixture(scope="module")
-def unhooked_folders(tmp_path_factory) -> dict[str, str]:
+def built_folders(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("unhooked")
     return {layout: str(build(layout, root / layout)) for layout in UNHOOKED}
+
+
+@pytest.fixture
+def unhooked_folders(built_folders, monkeypatch) -> dict[str, str]:
+    """Folders of layouts with no adapter declared (their entries taken out of HOOKED_LAYOUTS for the test)."""
+    from model.pretrained import families as pretrained
+
+    for layout in UNHOOKED:
+        monkeypatch.delitem(pretrained.HOOKED_LAYOUTS, {"m2m100": "m2m_100"}.get(layout, layout))
+    return built_folders
 
 
 @pytest.mark.parametrize("layout", UNHOOKED)
@@ -41,9 +52,9 @@ def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, 
     assert served_tools(network) == (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)
 
 
-def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, unhooked_folders):
+def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, pre_norm_bundles, unhooked_folders):
     """For every pretrained layout built here: declared with interventions exactly when its hooked pass serves a tool."""
-    networks = [bundle.model for bundle in tiny_bundles.values()]
+    networks = [bundle.model for bundle in [*tiny_bundles.values(), *pre_norm_bundles.values()]]
     networks += [load_pretrained(folder).model for folder in unhooked_folders.values()]
     for network in networks:
         try:
@@ -63,7 +74,7 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
     assert capabilities_of(encoder) is family_of(encoder).capabilities and not capabilities_of(encoder).interventions
 
 
-def test_the_command_line_says_in_one_line_that_an_mbart_model_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):
+def test_the_command_line_says_in_one_line_that_an_unhooked_layout_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):
     from model.cli import main
 
     monkeypatch.chdir(tmp_path)
