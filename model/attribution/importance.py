@@ -25,7 +25,7 @@ import torch
 from model.data.batching import encode_pairs
 from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
-from model.family import Bundle, family_of
+from model.family import Bundle, Family, family_of
 from model.kinds import AttentionKind
 from model.network import Network
 from model.nn.masking import Head, MaskError, attention_module, masked_model
@@ -126,13 +126,18 @@ def measured_pairs(corpus: CorpusSpec, n: int, seed: int, exact: bool = False) -
     return test[:n]
 
 
+def check_importance(family: Family) -> None:
+    """A MaskError (one line) unless ``family``'s heads can be gated and scored (``Capabilities.head_importance``)."""
+    if not family.capabilities.head_importance:
+        raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on this model ({family.title})")
+
+
 def head_importance(
     bundle: Bundle, pairs: list[Pair], progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None
 ) -> HeadImportance:
     """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
-    if not bundle.family.capabilities.head_importance:
-        raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on a {bundle.family.title}")
+    check_importance(bundle.family)
     model, gates = _gated_copy(bundle.model)  # its family's capabilities say its heads' importance is measured
     config: Any = model.config
     device = next(model.parameters()).device

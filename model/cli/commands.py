@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from model.cli.attribute import add_attribute_arguments, run_attribute
+from model.cli.capabilities import add_capabilities_arguments, run_capabilities
 from model.cli.compare import add_compare_arguments, run_compare
 from model.cli.corpus import add_index_arguments, add_qk_arguments, add_search_arguments, run_index, run_qk, run_search
 from model.cli.decode import (
@@ -94,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
+    add_capabilities_arguments(
+        sub.add_parser("capabilities", help="which tool serves which model family, or the one line saying why not")
+    )
     add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
     add_trace_arguments(sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)"))
     add_export_arguments(
@@ -128,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "search": run_search,
         "qk": run_qk,
         "report-card": run_report_card,
+        "capabilities": run_capabilities,
     }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:

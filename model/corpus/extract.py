@@ -33,17 +33,21 @@ KIND_ORDER = {kind.value: order for order, kind in enumerate(AttentionKind)}
 
 def check_model(bundle: Bundle) -> DecodingNetwork:
     """The bundle's network, whose hooked pass has every point the index reads; one line otherwise."""
-    family = family_of(bundle.model)
+    return check_network(bundle.model)
+
+
+def check_network(model: Network) -> DecodingNetwork:
+    """``model``, once its hooked pass is known to have every point the index reads; a CorpusIndexError otherwise."""
     try:  # the family's hooked pass (its registry entry's adapter) must have every point the index reads
-        served = capabilities_of(bundle.model).interventions and set(hook_points(bundle.model)) <= set(hook_names(bundle.model))
+        served = capabilities_of(model).interventions and set(hook_points(model)) <= set(hook_names(model))
     except InterventionError:
         served = False
     if not served:
         raise CorpusIndexError(
             f"a corpus index reads the residual stream, queries and keys of the app's encoder-decoder Transformer, not of "
-            f"this model ({family.title})"
+            f"this model ({family_of(model).title})"
         )
-    return cast(DecodingNetwork, bundle.model)  # served: an encoder-decoder's hooked pass
+    return cast(DecodingNetwork, model)  # served: an encoder-decoder's hooked pass
 
 
 @dataclass

@@ -17,7 +17,7 @@ from model.data.batching import encode_pairs
 from model.data.corpora import CorpusSpec, Pair, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.errors import UserError
-from model.family import Architecture, Bundle
+from model.family import Architecture, Bundle, Family
 from model.inspection.alignment import aer_pairs, gold_word_groups
 
 
@@ -57,11 +57,16 @@ class GradedPair:
 
 def check_gradable(bundle: Bundle) -> None:
     """A GradingError unless ``bundle`` is one of the app's own encoder-decoder models (whose predictions are graded)."""
-    capabilities = bundle.family.capabilities
+    check_gradable_family(bundle.family)
+
+
+def check_gradable_family(family: Family) -> None:
+    """A GradingError unless the report card grades models of ``family`` (the app's own encoder-decoders)."""
+    capabilities = family.capabilities
     if capabilities.architecture is not Architecture.ENCODER_DECODER:
         raise GradingError(
-            f"the report card grades the predictions of an encoder-decoder model; {bundle.family.title} "
-            f"({bundle.family.name}) is {capabilities.architecture.value}"
+            f"the report card grades the predictions of an encoder-decoder model; {family.title} "
+            f"({family.name}) is {capabilities.architecture.value}"
         )
     if not (capabilities.trainable and capabilities.teacher_forced_scores):
         raise GradingError("the report card grades the app's own models (trained here), not a pretrained folder")

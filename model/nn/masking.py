@@ -85,7 +85,7 @@ def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
         return
     family = family_of(model)
     if not family.capabilities.head_masking:
-        raise MaskError(f"heads can be masked in the app's own Transformers; a {family.title}'s cannot")
+        raise MaskError(f"heads can be masked in the app's own Transformers, not in this model ({family.title})")
     config = model.config
     for head in heads:
         if head.kind not in family.capabilities.kinds:

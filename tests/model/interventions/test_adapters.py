@@ -170,3 +170,32 @@ def test_capabilities_are_derived_from_the_declared_hooked_pass():
     by_name = {family.name: family for family in families()}
     assert not by_name["rnn"].capabilities.interventions and not by_name["classifier"].capabilities.interventions
     assert by_name["transformer"].capabilities.interventions
+
+
+@pytest.mark.parametrize("feed_forward", ["relu", "gated-gelu"])
+def test_t5_v1_0_and_the_gated_feed_forward_of_v1_1_and_mt5_are_the_library_s_forward(feed_forward):
+    """T5 v1.1 and mT5 replace the feed-forward by a gated one (``T5DenseGatedActDense``, still ``DenseReluDense``) and
+    untie the output layer: the same adapter reads and patches them, equal to the library's forward."""
+    transformers = pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.family import Architecture
+    from model.pretrained.families import Seq2SeqNetwork, read_config
+
+    gated = feed_forward != "relu"
+    config = transformers.T5Config(
+        vocab_size=40, d_model=16, d_kv=4, d_ff=32, num_layers=2, num_heads=4, feed_forward_proj=feed_forward,
+        tie_word_embeddings=not gated, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    hf_model = transformers.T5ForConditionalGeneration(config).eval()
+    network = Seq2SeqNetwork(hf_model, read_config(config, Architecture.ENCODER_DECODER, "T5ForConditionalGeneration", 40, 32))
+    assert type(hf_model.encoder.block[0].layer[-1].DenseReluDense).__name__ == (
+        "T5DenseGatedActDense" if gated else "T5DenseActDense"
+    )
+    source, target = torch.tensor([[5, 6, 7, 8, 1]]), torch.tensor([[0, 9, 10]])
+    with torch.inference_mode():
+        expected = hf_model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=target).logits
+        every = run_hooked(network, source, target, capture=hook_names(network))
+        zeroed = run_hooked(network, source, target, patches=[Patch("decoder.1.mlp_out", torch.zeros(1))]).logits(network)
+    torch.testing.assert_close(every.logits(network), expected, atol=1e-5, rtol=0)
+    assert type(adapter_of(network)).__name__ == "T5Pass" and every.activations["decoder.1.mlp_out"].abs().max() > 0
+    assert float((zeroed - expected).abs().max()) > 1e-4  # the gated block's output patched: the logits follow
