@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QTa
 
 from explorer.pretrained_dialog import PretrainedDialog
 from explorer.qt_runner import gui_runner
-from explorer.runtime import freeze_long_lived, thaw
+from explorer.runtime import COLLECT_EVERY_MS, COLLECTOR, freeze_long_lived, thaw
 from explorer.settings_values import SettingsValues
 from explorer.widgets.model_info import ModelInfoDialog
 from explorer.widgets.scroll_area import scrolled
@@ -48,6 +48,7 @@ class MainWindow(QMainWindow):
         self._explore = explore
         self.error_box: QMessageBox | None = None
         self.built = False
+        self._collect_timer: QTimer | None = None  # built: runs the collection due on this thread (explorer/runtime.py)
         self._built_tabs: dict[int, QWidget] = {}
         self.setWindowTitle("Transformer Explorer")
         self.setAcceptDrops(True)
@@ -126,6 +127,10 @@ class MainWindow(QMainWindow):
         self._on_model_changed(self.explore.bundle)
         self.built = True
         freeze_long_lived()  # PyTorch's and Qt's modules live as long as the app (explorer/runtime.py)
+        self._collect_timer = QTimer(self)  # cyclic garbage is collected on this thread only (explorer/runtime.py)
+        self._collect_timer.timeout.connect(COLLECTOR.check)
+        self._collect_timer.start(COLLECT_EVERY_MS)
+        COLLECTOR.start()
 
     # --- tabs -----------------------------------------------------------------------------------
     def _make_positional_tab(self) -> QWidget:
@@ -375,6 +380,9 @@ class MainWindow(QMainWindow):
         reports afterwards reaches the window. The window's objects may be collected again (explorer/runtime.py)."""
         ended = self.controllers.close(CLOSE_TIMEOUT_S)
         thaw()
+        if self._collect_timer is not None and self._collect_timer.isActive():  # once: a built window's first close
+            self._collect_timer.stop()
+            COLLECTOR.stop()
         return ended
 
     def ask_to_stop_training(self):

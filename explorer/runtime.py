@@ -9,7 +9,10 @@ threads of a thread, are in ``model/runtime.py``). No Qt here: the controllers a
   could stall for 100 ms, so the interval is 1 ms (``apply_window_policies``).
 - **Garbage collector**: what lives as long as the app (PyTorch's and Qt's modules, a training run's
   corpus and model) is frozen, so full collections (which hold the GIL) need not scan it
-  (``freeze_long_lived``, ``collector_paused``).
+  (``freeze_long_lived``, ``collector_paused``). While a window is open, Python's cyclic collector runs on the
+  window's thread only (``WindowThreadCollector``, as calibre does): left automatic, it runs in whichever thread
+  allocates, and a job thread that collected a closed window's widgets destroyed them there, where Qt waits for
+  the window's thread (the long run of benchmarks/window_states.py hung in a curves job that way).
 - **CPU threads**: work in the window's thread and short tasks run PyTorch on one core, a training
   thread on the cores other programs leave free (``for_light_work``, ``for_training``).
 - **The None guard**: a PySide6 6.12 reference-count bug on Python before 3.12. There, each call of a
@@ -82,6 +85,42 @@ def thaw() -> None:
     Frozen objects are never collected, so without this every window opened in a process (tests open hundreds)
     and every training run's cyclic garbage would live until the process ends."""
     gc.unfreeze()
+
+
+class WindowThreadCollector:
+    """Python's cyclic garbage collector, run only when a window's thread asks (``check``, from a timer there).
+
+    ``start`` (a window opens) turns automatic collection off, each generation's threshold kept; ``check`` collects
+    the generations whose counts passed their thresholds, as the automatic collector would have; ``stop`` (a window
+    has closed, its jobs joined) collects once on this thread and, when no window is left open, turns automatic
+    collection back on: no job thread is left then to collect Qt objects."""
+
+    def __init__(self) -> None:
+        self.thresholds = gc.get_threshold()
+        self.windows = 0
+
+    def start(self) -> None:
+        self.windows += 1
+        gc.disable()
+
+    def check(self) -> int:
+        """Collect what the automatic collector would have by now; the number of unreachable objects found."""
+        generation = -1
+        for index, (count, threshold) in enumerate(zip(gc.get_count(), self.thresholds)):
+            if count <= threshold:
+                break
+            generation = index
+        return gc.collect(generation) if generation >= 0 else 0
+
+    def stop(self) -> None:
+        self.windows = max(self.windows - 1, 0)
+        gc.collect()
+        if not self.windows:
+            gc.enable()
+
+
+COLLECTOR = WindowThreadCollector()  # the process's one: every window starts and stops it
+COLLECT_EVERY_MS = 500  # how often a window's thread runs what collection is due
 
 
 @contextmanager
