@@ -267,22 +267,35 @@ class T5Pass(LibraryPass):
         return True
 
 
-class PostNormPass(LibraryPass):
-    """A post-norm layout (Marian, BART): each attention's ``out_proj`` and the LayerNorm after its residual add,
-    ``fc2``; no final norm: the lens reads through ``lm_head`` and ``final_logits_bias``."""
+class BartLayoutPass(LibraryPass):
+    """A layout with BART's module names: each stack's ``layers``, each attention's ``out_proj`` beside its
+    ``{self_attn|encoder_attn}_layer_norm``, the feed-forward's ``fc2``. Where the norm stands (after the residual add,
+    or before the sublayer) decides where the stream after the sublayer is read (``resid_site``)."""
 
     def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
         return _children(stack, "layers")
+
+    def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
+        """Where the stream after an attention sublayer is read, given its output projection and its norm."""
+        raise NotImplementedError
 
     def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
         sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
         for attention in attentions:
             name = "self_attn" if attention == "self" else "encoder_attn"
             projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
-            sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(norm, OUTPUT), n_heads)
+            sites |= _attention_sites(f"{prefix}.{attention}", projection, self.resid_site(projection, norm), n_heads)
         sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
+
+
+class PostNormPass(BartLayoutPass):
+    """A post-norm layout (Marian, BART): the stream after a sublayer is its LayerNorm's output (after the residual
+    add); no final norm: the lens reads through ``lm_head`` and ``final_logits_bias``."""
+
+    def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
+        return Site(norm, OUTPUT)
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
         hf_model = cast(Seq2SeqNetwork, network).hf_model
@@ -300,24 +313,14 @@ class BartPass(PostNormPass):
     """BART's modules (``BartEncoderLayer``, ``BartDecoderLayer``)."""
 
 
-class PreNormPass(LibraryPass):
+class PreNormPass(BartLayoutPass):
     """A pre-norm layout with BART's module names (mBART, M2M100/NLLB, Pegasus): each sublayer reads its own LayerNorm
     of the stream (``self_attn_layer_norm``, ``encoder_attn_layer_norm``, ``final_layer_norm``) and adds its output to
     the stream it was given, which no module returns (an ADDED site); each stack ends in a final ``layer_norm``, which
     the lens reads through before ``lm_head`` (and ``final_logits_bias`` where the model has one)."""
 
-    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
-        return _children(stack, "layers")
-
-    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
-        sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
-        for attention in attentions:
-            name = "self_attn" if attention == "self" else "encoder_attn"
-            projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
-            sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(projection, ADDED, before=norm), n_heads)
-        sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
-        sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
-        return sites
+    def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
+        return Site(projection, ADDED, before=norm)
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
         hf_model = cast(Seq2SeqNetwork, network).hf_model
