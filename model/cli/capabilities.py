@@ -1,12 +1,13 @@
 """``capabilities [--model M] [--markdown]``: which tool serves which model, and why not: the registry's own answer.
 
 Every cell is what the tool's own check says when it is asked of a network, the same call the tool makes before it
-computes (``check_heads``, ``check_importance``, the measures' ``unsupported``, ``check_gradable_family``, the neuron view's
-``check_model``, the hooked pass's ``check_tool``, the corpus index's ``check_network``): so the table claims nothing
-the code does not keep. The network is the model given (``--model``), or else one small network of each family built
-here: the app's own families from their options' defaults, and each Hugging Face layout from a tiny folder of random
-weights (model/pretrained/tiny.py, built in a temporary folder; nothing is downloaded). A cell is "Y", or a footnote
-number whose line below the table is the one line the tool gives for that model.
+computes (the stepper's ``beam_unavailable``, ``check_heads``, ``check_importance``, the measures' ``unsupported``,
+``check_gradable_family``, the neuron view's ``check_model``, the hooked pass's ``check_tool``, the corpus index's
+``check_network``): so the table claims nothing the code does not keep. The network is the model given (``--model``),
+or else one small network of each family built here: the app's own families from their options' defaults, and each
+Hugging Face layout from a tiny folder of random weights (model/pretrained/tiny.py, built in a temporary folder;
+nothing is downloaded). A cell is "Y", or a footnote number whose line below the table is the one line the tool gives
+for that model.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from model.attribution.importance import check_importance
 from model.attribution.measures import unsupported
 from model.corpus.extract import check_network
+from model.decoding.stepper import beam_unavailable
 from model.errors import UserError
 from model.family import INTERVENTION_TOOLS, Family, InterventionTool, capabilities_of, families, family_of
 from model.grading.cases import check_gradable_family
@@ -34,12 +36,9 @@ SAMPLE_LABELS = ("tagging", ["A", "B"])  # a labelling family's sample task
 
 
 def _beam(model: Network) -> None:
-    capabilities = capabilities_of(model)
-    if not capabilities.beam_search:
-        family = family_of(model)
-        raise UserError(
-            f"beam search decodes an encoder-decoder's target; this model ({family.title}) is {capabilities.architecture.value}"
-        )
+    why = beam_unavailable(capabilities_of(model))  # the stepper's own check
+    if why:
+        raise UserError(why)
 
 
 def _knock_out(model: Network) -> None:

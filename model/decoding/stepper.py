@@ -22,11 +22,20 @@ from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.trace import Trace
-from model.family import Bundle, forced_first_id, suppressed_ids
+from model.family import Bundle, Capabilities, forced_first_id, suppressed_ids
 from model.kinds import AttentionKind
 from model.nn.masking import masked_model
 
 __all__ = ["MAX_SEED", "STRATEGIES", "TEMPERATURE_RANGE", "DecodingError", "DecodingOptions", "Stepper", "Step", "full_pass_trace"]
+
+
+def beam_unavailable(capabilities: Capabilities) -> str:
+    """Why beam search does not serve a family with ``capabilities`` ('' when it does)."""
+    if capabilities.beam_search:
+        return ""
+    if not capabilities.architecture.has_decoder:
+        return "an encoder-only model decodes no target: beam search does not apply"
+    return "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
 
 
 @dataclass
@@ -65,10 +74,8 @@ class Stepper:
         self.has_encoder, self.has_decoder = can.architecture.has_encoder, can.architecture.has_decoder
         self.has_encoder_self, self.has_decoder_self = AttentionKind.ENCODER in kinds, AttentionKind.DECODER in kinds
         self.has_cross = AttentionKind.CROSS in kinds  # an RNN encodes and decodes, but its only attention is cross
-        if self.has_decoder and not can.beam_search and self.options.strategy == "beam":
-            raise DecodingError(
-                "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
-            )
+        if self.has_decoder and self.options.strategy == "beam" and beam_unavailable(can):
+            raise DecodingError(beam_unavailable(can))
         self.messages: list[str] = []
         self.text = text
         self.source_ids = self._read_source(text)
