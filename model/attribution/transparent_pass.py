@@ -34,7 +34,7 @@ from model.errors import UserError
 from model.family import family_of
 from model.kinds import AttentionKind
 from model.network import Network
-from model.nn.hooks import HookPoint
+from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import EncoderLayer, Transformer
 
 Hook = Callable[[torch.Tensor], torch.Tensor | None]  # reads an activation; returns a replacement, or None to keep it
@@ -97,10 +97,15 @@ def hook_points(model: Transformer) -> dict[str, HookPoint]:
     return points
 
 
+def _on_output(hook: Hook) -> Callable[[torch.nn.Module, object, torch.Tensor], torch.Tensor | None]:
+    """A PyTorch forward hook that passes a point's output through ``hook``."""
+    return lambda _module, _inputs, output: hook(output)
+
+
 @contextmanager
 def hooked(points: Mapping[str, HookPoint], hooks: Mapping[str, Hook]) -> Iterator[None]:
     """``hooks`` (name -> function of the activation) on the hook points they name, for the ``with`` block."""
-    handles = [points[name].register_forward_hook(lambda _m, _a, out, hook=hook: hook(out)) for name, hook in hooks.items()]
+    handles = [points[name].register_forward_hook(for_this_thread(_on_output(hook))) for name, hook in hooks.items()]
     try:
         yield
     finally:

@@ -44,7 +44,7 @@ from model.errors import UserError
 from model.family import Bundle, InterventionTool, family_of
 from model.network import Network
 from model.nn.classifier import EncoderClassifier
-from model.nn.hooks import HookPoint
+from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
 
 if TYPE_CHECKING:
@@ -134,7 +134,9 @@ class Hooks:
     @contextmanager
     def attached(self, points: Mapping[str, HookPoint]) -> Iterator[None]:
         """These hooks on the hook points of ``points`` (name -> HookPoint) that they name, for the ``with`` block."""
-        handles = [points[name].register_forward_hook(self.forward_hook(name)) for name in self.names if name in points]
+        handles = [
+            points[name].register_forward_hook(for_this_thread(self.forward_hook(name))) for name in self.names if name in points
+        ]
         try:
             yield
         finally:

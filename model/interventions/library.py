@@ -38,6 +38,7 @@ from torch.utils.hooks import RemovableHandle
 from model.family import InterventionTool
 from model.interventions.hooked import HookedRun, Hooks, adapter_of
 from model.network import Network
+from model.nn.hooks import for_this_thread
 from model.pretrained.families import Seq2SeqNetwork
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
@@ -99,7 +100,7 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
                 return (hooks(name, args[0]), *args[1:]), kwargs
             return args, {**kwargs, "hidden_states": hooks(name, kwargs["hidden_states"])}
 
-        return site.module.register_forward_pre_hook(read_input, with_kwargs=True)
+        return site.module.register_forward_pre_hook(for_this_thread(read_input), with_kwargs=True)
     if site.reads == HEADS:
 
         def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
@@ -111,7 +112,7 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
                 return output.detach() + (summed - summed.detach())
             return heads.sum(1) if projection.bias is None else heads.sum(1) + projection.bias
 
-        return site.module.register_forward_hook(read_heads)
+        return site.module.register_forward_hook(for_this_thread(read_heads))
 
     if site.reads == ADDED:
         return _install_added(site, name, hooks)
@@ -119,7 +120,7 @@ def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
     def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
         return _with_hidden(output, hooks(name, _hidden(output)))
 
-    return site.module.register_forward_hook(read_output)
+    return site.module.register_forward_hook(for_this_thread(read_output))
 
 
 class _Handles:
@@ -153,7 +154,8 @@ def _install_added(site: Site, name: str, hooks: Hooks) -> _Handles:
         return _with_hidden(output, hooked - given[0])
 
     return _Handles(
-        site.before.register_forward_pre_hook(keep_stream, with_kwargs=True), site.module.register_forward_hook(add_stream)
+        site.before.register_forward_pre_hook(for_this_thread(keep_stream), with_kwargs=True),
+        site.module.register_forward_hook(for_this_thread(add_stream)),
     )
 
 

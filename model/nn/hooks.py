@@ -6,12 +6,34 @@ activation and may return a replacement, which the rest of the pass then reads: 
 forward pass and reads or patches it there, never a rewritten copy. With no hook the point costs one check.
 An activation that is expensive to form and not needed by the plain pass (each head's output through its slice of W^O)
 is formed only when its point is ``hooked``.
+
+A hook is the calling thread's (``for_this_thread``): it reads and patches only the passes that thread runs. The
+window decodes with its model while a job of the runner computes a measure with hooks on the same model, and a hook
+registered plainly changed both: the long run of benchmarks/window_states.py found the window's own beam search
+reading a batch of four memories that integrated gradients had patched in (a shape error in two threads at once).
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torch.nn as nn
+
+Hook = Callable[[nn.Module, Any, Any], Any]  # (module, inputs, output) -> replacement or None; or a pre-hook with kwargs
+
+
+def for_this_thread(hook: Hook) -> Hook:
+    """``hook`` (a forward hook, or a forward pre-hook taking kwargs) for the passes of the calling thread only: in any
+    other thread the module's inputs and output are left as they are."""
+    owner = threading.get_ident()
+
+    def owned(module: nn.Module, inputs: Any, output: Any) -> Any:
+        return hook(module, inputs, output) if threading.get_ident() == owner else None
+
+    return owned
 
 
 class HookPoint(nn.Module):
