@@ -86,6 +86,16 @@ class TrainableConfig(NetworkConfig, Protocol):
     def to_dict(self) -> dict[str, Any]: ...  # its fields as JSON values; the config class's ``from_dict`` reads them
 
 
+class LabellingConfig(TrainableConfig, Protocol):
+    """The config of a family that learns labels: its task ("tagging" or "sentence") and its classes' names."""
+
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def class_names(self) -> list[str]: ...
+
+
 class TableConfig(Protocol):
     """The config of a family whose positions are a table of its own (or a pretrained model's)."""
 
@@ -183,6 +193,9 @@ class TeacherForcedNetwork(TrainableNetwork, DecodingNetwork, Protocol[RowsT]):
 @runtime_checkable
 class LabellingNetwork(TrainableNetwork, Protocol):
     """A trainable network of a family that learns labels (tags, sentence classes)."""
+
+    @property
+    def config(self) -> LabellingConfig: ...
 
     def forward(self, source_ids: torch.Tensor) -> torch.Tensor:
         """[B, S] -> class scores [B, S, C] (a tag per position) or [B, C] (a class per sentence)."""

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from model.cli.options import CommandError, load_bundle
 from model.data.lines import TextLines
 from model.family import Bundle
-from model.nn.classifier import EncoderClassifier
+from model.network import LabellingNetwork
 from model.training.labelling import Labelled, predict
 
 BATCH = 32  # texts classified in one forward pass, and printed together
@@ -104,7 +104,7 @@ def print_labels(
         texts = list(texts)
         many = len(texts) > 1
     device = next(bundle.model.parameters()).device
-    classifier = cast(EncoderClassifier, bundle.model)  # its callers asked for the labels capability
+    classifier = cast(LabellingNetwork, bundle.model)  # its callers asked for the labels capability
     iterator = iter(texts)
     while batch := list(islice(iterator, BATCH)):
         results = predict(classifier, bundle.source_tokenizer, batch, device)  # one forward pass

@@ -17,8 +17,7 @@ from model.data.batching import collate, encode_pairs, encode_source
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
 from model.family import family_of
-from model.network import DecodingNetwork, Network, TeacherForcedNetwork
-from model.nn.classifier import EncoderClassifier
+from model.network import DecodingNetwork, LabellingNetwork, Network, TeacherForcedNetwork
 from model.nn.packing import PackedRows
 from model.runtime import follow_free_cores
 from model.training.labelling import score_labels
@@ -160,7 +159,7 @@ def score(
     can = family_of(model).capabilities
     if can.labels:
         labels = score_labels(
-            cast(EncoderClassifier, model), source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop)
+            cast(LabellingNetwork, model), source_tokenizer, pairs, device, batch_size, n_samples, lambda: _check(stop)
         )
         return Scores(
             labels.exact_match,

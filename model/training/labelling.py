@@ -19,7 +19,7 @@ import torch
 from model.data.batching import collate, encode_source
 from model.data.corpora import CorpusError, Pair
 from model.data.labelling import NO_LABEL, encode_words, split_words, tag_labels
-from model.nn.classifier import EncoderClassifier
+from model.network import LabellingNetwork
 from model.runtime import follow_free_cores
 from model.training.loss import smoothed_cross_entropy
 
@@ -43,7 +43,7 @@ def encode_labelled(pairs: list[Pair], tokenizer, config) -> list[tuple[list[int
     return [_encode(pair, tokenizer, config, index)[:2] for pair in pairs]
 
 
-def batch_logits(model: EncoderClassifier, source: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def batch_logits(model: LabellingNetwork, source: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(class scores of the labelled positions [N, C], their gold classes [N]) of a padded batch."""
     scores = model(source)  # [B, S, C] (tagger) or [B, C] (sentence)
     if scores.dim() == 2:
@@ -75,7 +75,7 @@ def f1_per_class(gold: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.
 
 @torch.inference_mode()
 def score_labels(
-    model: EncoderClassifier,
+    model: LabellingNetwork,
     tokenizer,
     pairs: list[Pair],
     device,
@@ -152,7 +152,7 @@ def _encode_text(text: str, tokenizer, config) -> tuple[list[str], list[int], li
 
 
 @torch.inference_mode()
-def _predict_batch(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
+def _predict_batch(model: LabellingNetwork, tokenizer, texts: list[str], device) -> list[Labelled]:
     """One padded forward pass for ``texts`` (padding is masked: each text reads as it would alone)."""
     config = model.config
     encoded = [_encode_text(text, tokenizer, config) for text in texts]
@@ -167,7 +167,7 @@ def _predict_batch(model: EncoderClassifier, tokenizer, texts: list[str], device
     return results
 
 
-def predict_stream(model: EncoderClassifier, tokenizer, texts: Iterable[str], device, batch_size: int = 32) -> Iterator[Labelled]:
+def predict_stream(model: LabellingNetwork, tokenizer, texts: Iterable[str], device, batch_size: int = 32) -> Iterator[Labelled]:
     """Labels of typed texts as they come: a tag per word (punctuation split off) or one class per text. Texts are
     read ``batch_size`` at a time, so the first results are ready before a long input has been read to its end."""
     model.eval()
@@ -176,6 +176,6 @@ def predict_stream(model: EncoderClassifier, tokenizer, texts: Iterable[str], de
         yield from _predict_batch(model, tokenizer, batch, device)
 
 
-def predict(model: EncoderClassifier, tokenizer, texts: list[str], device) -> list[Labelled]:
+def predict(model: LabellingNetwork, tokenizer, texts: list[str], device) -> list[Labelled]:
     """Labels of typed texts (``predict_stream``, all at once)."""
     return list(predict_stream(model, tokenizer, texts, device))

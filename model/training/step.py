@@ -15,8 +15,7 @@ import torch
 
 from model.data.batching import encode_pairs
 from model.family import family_of
-from model.network import TeacherForcedNetwork, TrainableNetwork
-from model.nn.classifier import EncoderClassifier
+from model.network import LabellingNetwork, TeacherForcedNetwork, TrainableNetwork
 from model.nn.packing import PackedRows
 from model.training.labelling import batch_logits as labelled_batch_logits
 from model.training.labelling import encode_labelled
@@ -59,7 +58,7 @@ def batch_logits(model: TrainableNetwork, source: torch.Tensor, target: torch.Te
     """(scores [N, V] of the N positions a batch teaches, their gold ids [N]): the next piece at every real target
     position of an encoder-decoder (Transformer or RNN), the labels of a classifier."""
     if family_of(model).capabilities.labels:
-        return labelled_batch_logits(cast(EncoderClassifier, model), source, target)
+        return labelled_batch_logits(cast(LabellingNetwork, model), source, target)
     network = cast(TeacherForcedNetwork[PackedRows], model)  # an encoder-decoder: its forward reads the target too
     gold = target[:, 1:]  # [B, T]
     real = gold != network.config.pad_id  # [B, T]
