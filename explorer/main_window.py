@@ -9,7 +9,7 @@ cancelled and joined) when it closes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -27,7 +27,6 @@ from model.errors import UserError
 if TYPE_CHECKING:
     from explorer.controllers.explore import ExploreController
     from explorer.controllers.window import WindowControllers
-    from model.io.bundle import ModelBundle
 
 EXPLORE_TAB, POSITIONAL_TAB, TRAIN_TAB, CORPUS_TAB = 0, 1, 2, 3  # positions in the tab bar
 OPEN_CHANNEL = "open-model"  # the runner's channel of model loads
@@ -290,12 +289,13 @@ class MainWindow(QMainWindow):
 
     def save_model(self, path: str) -> bool:
         from model.io import checkpoint  # deferred: PyTorch loads after the frame shows
+        from model.io.bundle import require_own  # deferred: as above
 
         bundle = self.explore.opened
         if bundle is None:
             return False
         try:
-            saved = checkpoint.save(cast("ModelBundle", bundle), path)  # the save action is offered for trainable models
+            saved = checkpoint.save(require_own(bundle, "only the app's own models are saved as model files"), path)
         except UserError as error:
             self.show_error("Could not save the model", f"{path}\n\n{error}")
             return False

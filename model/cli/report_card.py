@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import cast
 
 from model.cli.export import model_name
 from model.cli.heads import stage_progress
@@ -27,7 +26,7 @@ from model.grading.cases import grading_pairs
 from model.grading.grader import PAIRS, CardSettings, grade
 from model.grading.methods import CARD_IG_POINTS, METHODS, MethodSettings, method_names
 from model.grading.sanity import shuffled_targets_model
-from model.io.bundle import ModelBundle
+from model.io.bundle import own_bundle
 from model.io.models import model_source, open_model
 
 
@@ -85,10 +84,9 @@ def check_shuffled_model(opened: Bundle, opened_shuffled: Bundle, name: str, gra
     """The model trained on shuffled targets must be the graded model's twin but for its training: of its family, its
     shape (config) and its tokenizers, or its attributions cannot be compared (nor computed on the same pieces)."""
     prefix = f"--shuffled-model {name}"
-    if not (opened_shuffled.family.capabilities.trainable and opened.family.capabilities.trainable):  # the app's own
+    bundle, shuffled = own_bundle(opened), own_bundle(opened_shuffled)  # the app's own, opened from model files
+    if bundle is None or shuffled is None:
         raise CommandError(f"{prefix}: not one of the app's own models; give one trained like {graded}, on shuffled targets")
-    # A trainable family's model is the app's own, opened from its model file: a ModelBundle, its tokenizers its own.
-    bundle, shuffled = cast(ModelBundle, opened), cast(ModelBundle, opened_shuffled)
     if shuffled.family.name != bundle.family.name:
         raise CommandError(
             f"{prefix}: a {shuffled.family.name} model, not a {bundle.family.name} like {graded}; "

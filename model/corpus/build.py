@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from model.corpus.checks import tidy_partials
 from model.corpus.chunks import join_array, remove_chunks, tidy_chunks, write_chunk
@@ -42,7 +41,7 @@ from model.corpus.tables import chunk_tables
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import OutputError, failure_reason
-from model.io.bundle import ModelBundle
+from model.io.bundle import require_own
 from model.io.digest import model_digest
 from model.runtime import follow_free_cores
 
@@ -103,7 +102,7 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
     heads = parse_index_heads(options.heads, config.n_encoder_layers, config.n_decoder_layers, config.n_heads)
     return Manifest(
         model=model_name,
-        model_digest=model_digest(cast(ModelBundle, bundle)),
+        model_digest=model_digest(require_own(bundle, "a corpus index reads the app's own models")),
         model_description=config.describe(),
         corpus=corpus.to_dict(),
         n_sentences=n_sentences,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from model.data.batching import encode_source
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
-from model.family import Family, family_of
+from model.errors import UserError
+from model.family import Bundle, Family, family_of
 from model.network import TrainableNetwork
 
 if TYPE_CHECKING:
@@ -83,3 +84,18 @@ class ModelBundle:
     def describe(self) -> str:
         corpus = self.corpus.describe() if self.corpus else "unknown corpus"
         return f"{corpus}: {self.config.describe()}, {self.model.parameter_count():,} parameters"
+
+
+def own_bundle(bundle: Bundle) -> ModelBundle | None:
+    """``bundle`` as the app's own (a model file's: its SentencePiece tokenizers, its recording and digest) when its
+    family's registry entry says so (``Capabilities.trainable``: trained here and saved in the app's model files);
+    None for any other (a pretrained folder's)."""
+    return cast(ModelBundle, bundle) if bundle.family.capabilities.trainable else None
+
+
+def require_own(bundle: Bundle, why: str) -> ModelBundle:
+    """``own_bundle(bundle)``, or a UserError saying ``why`` an app's own model is needed."""
+    own = own_bundle(bundle)
+    if own is None:
+        raise UserError(why)
+    return own

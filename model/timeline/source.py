@@ -9,10 +9,10 @@ command line and the window ask for a model's timeline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from model.family import Bundle
-from model.io.bundle import ModelBundle
+from model.io.bundle import own_bundle
 from model.io.models import model_source, open_model
 from model.io.snapshots import TimelineError
 from model.io.timeline import find_timeline, load_timeline, timeline_from_recording
@@ -103,7 +103,7 @@ def timeline_for(bundle: Bundle) -> SnapshotSource | None:
     ``bundle.path``, or the folder of Hugging Face ``checkpoint-N/`` folders the opened checkpoint is in."""
     # A trainable family's model is the app's own, in its model file (a ModelBundle, with the recording of a model just
     # trained); any other (a pretrained folder) has at most a folder of checkpoints, read without its bundle.
-    own = cast(ModelBundle, bundle) if bundle.family.capabilities.trainable else None
+    own = own_bundle(bundle)
     if own is not None and own.recording is not None:
         return timeline_from_recording(own.recording, own)
     path = bundle.path
