@@ -28,6 +28,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from model.kinds import AttentionKind
+
 if TYPE_CHECKING:  # read without PyTorch (the window starts before importing it)
     import torch
     from typing_extensions import Self
@@ -103,9 +105,12 @@ class TableConfig(Protocol):
 
 
 class DecoderCache(Protocol):
-    """A decoder's state after the positions fed so far; ``truncate(n)`` goes back to the first n."""
+    """A decoder's state after the positions fed so far; ``truncate(n)`` goes back to the first n; ``select(rows)``
+    keeps the batch rows given, in that order (beam search's hypotheses)."""
 
     def truncate(self, n_positions: int) -> None: ...
+
+    def select(self, rows: torch.Tensor) -> DecoderCache: ...
 
 
 class Rows(Protocol):
@@ -134,6 +139,15 @@ class Network(Protocol):
     def parameters(self) -> Iterator[torch.nn.Parameter]: ...
 
     def eval(self) -> Network: ...  # itself, in inference mode (a torch.nn.Module's eval)
+
+
+class HeadMaskingNetwork(Network, Protocol):
+    """A network whose heads can be knocked out and gated (its family's capabilities say ``head_masking``): each
+    attention's output projection W^O [d_model, H * d_k], whose columns h·d_k … (h+1)·d_k carry head h's output."""
+
+    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Linear: ...  # layer from 0
+
+    def head_count(self, kind: AttentionKind) -> int: ...  # the heads of each attention of ``kind``
 
 
 @runtime_checkable

@@ -22,7 +22,15 @@ from psygnal import Signal
 from explorer.controllers.background import end_run, job_bundle
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Cancelled, Job, Runner
-from model.attribution.importance import HeadImportance, PruningPoint, head_importance, measured_pairs, pruning_curve
+from model.attribution.importance import (
+    HeadImportance,
+    PruningPoint,
+    check_importance,
+    head_importance,
+    measured_pairs,
+    pruning_curve,
+)
+from model.errors import UserError
 from model.family import Bundle
 from model.kinds import AttentionKind
 from model.training.evaluation import Interrupted
@@ -59,12 +67,10 @@ class ImportanceController:
         bundle = self.explore.bundle
         if bundle is None:
             return "Open or train a model first: head importance is measured on the session's model."
-        family = bundle.family
-        if not family.capabilities.head_importance:
-            return (
-                f"Head importance is measured on the app's encoder-decoder Transformer; this model is the "
-                f"{family.title} ({family.name}), whose heads cannot be gated or knocked out here."
-            )
+        try:
+            check_importance(bundle.model)  # the capability table's answer, in its words
+        except UserError as error:
+            return f"{str(error)[:1].upper()}{str(error)[1:]}."
         if bundle.corpus is None:
             return "This model does not say which corpus it was trained on: head importance needs sentences of that corpus."
         return ""

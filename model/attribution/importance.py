@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.data.batching import encode_pairs
+from model.data.batching import bundle_examples
 from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
-from model.family import Bundle, Family, family_of
+from model.family import Bundle, capabilities_of, family_of
 from model.kinds import AttentionKind
 from model.network import Network
-from model.nn.masking import Head, MaskError, attention_module, masked_model
+from model.nn.masking import Head, MaskError, head_projection, masked_model
 from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted, score
 
@@ -76,18 +76,18 @@ def _gated_copy(model: Network) -> tuple[Any, dict[tuple[AttentionKind, int], to
     for parameter in gated.parameters():
         parameter.requires_grad_(False)
     config = gated.config
-    d_k = config.d_model // config.n_heads
     gates: dict[tuple[AttentionKind, int], torch.Tensor] = {}
-    for kind in family_of(gated).capabilities.kinds:
+    for kind in capabilities_of(gated).kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
-            gate = gates[(kind, layer)] = torch.ones(config.n_heads, requires_grad=True)  # [H]
+            projection, d_k = head_projection(gated, kind, layer)
+            gate = gates[(kind, layer)] = torch.ones(projection.weight.shape[1] // d_k, requires_grad=True)  # [H]
 
-            def scale(_module, inputs, gate=gate):
+            def scale(_module, inputs, gate=gate, d_k=d_k):
                 (context,) = inputs  # [..., H * d_k]
                 return (context * gate.repeat_interleave(d_k),)
 
-            attention_module(gated, kind, layer).out_projection.register_forward_pre_hook(scale)
+            projection.register_forward_pre_hook(scale)
     return gated, gates
 
 
@@ -126,10 +126,11 @@ def measured_pairs(corpus: CorpusSpec, n: int, seed: int, exact: bool = False) -
     return test[:n]
 
 
-def check_importance(family: Family) -> None:
-    """A MaskError (one line) unless ``family``'s heads can be gated and scored (``Capabilities.head_importance``)."""
-    if not family.capabilities.head_importance:
-        raise MaskError(f"head importance is measured on the app's encoder-decoder Transformer, not on this model ({family.title})")
+def check_importance(model: Network) -> None:
+    """A MaskError (one line) unless ``model``'s heads can be gated and scored (its ``Capabilities.head_importance``)."""
+    if not capabilities_of(model).head_importance:
+        title = family_of(model).title
+        raise MaskError(f"head importance is measured on encoder-decoders whose heads can be gated, not on this model ({title})")
 
 
 def head_importance(
@@ -137,16 +138,11 @@ def head_importance(
 ) -> HeadImportance:
     """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
     ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
-    check_importance(bundle.family)
+    check_importance(bundle.model)
     model, gates = _gated_copy(bundle.model)  # its family's capabilities say its heads' importance is measured
-    config: Any = model.config
     device = next(model.parameters()).device
-    layers = {
-        kind: config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
-        for kind in bundle.family.capabilities.kinds
-    }
-    raw = {kind: np.zeros((n, config.n_heads)) for kind, n in layers.items()}
-    examples = encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)
+    sums = {key: np.zeros(len(gate)) for key, gate in gates.items()}  # (kind, layer) -> [H]
+    examples = bundle_examples(bundle, pairs)  # as the model reads them (a pretrained one's special tokens)
     for done, (source_ids, target_ids) in enumerate(examples, start=1):
         follow_free_cores()
         if stop is not None and stop():
@@ -158,13 +154,15 @@ def head_importance(
         for gate in gates.values():
             gate.grad = None
         loss.backward()
-        for (kind, layer), gate in gates.items():
+        for key, gate in gates.items():
             assert gate.grad is not None
-            raw[kind][layer] += gate.grad.abs().numpy()  # [H]: |∂L/∂ξ_h| of this sentence
+            sums[key] += gate.grad.abs().numpy()  # [H]: |∂L/∂ξ_h| of this sentence
         if progress is not None:
             progress(done, len(examples))
     n = max(len(examples), 1)
-    raw = {kind: table / n for kind, table in raw.items()}
+    raw: dict[AttentionKind, np.ndarray] = {}  # kind -> [layers, heads]
+    for (kind, _layer), table in sums.items():  # in the model's order of layers
+        raw[kind] = np.vstack([raw[kind], table / n]) if kind in raw else (table / n)[None]
     normalised = {kind: table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-20) for kind, table in raw.items()}
     return HeadImportance(raw, normalised, len(examples))
 

@@ -59,7 +59,7 @@ CHECKS: dict[str, Callable[[Network], object]] = {  # each tool's own check, by 
     "attention views": lambda model: None,  # every family has a kind of attention
     "beam search": _beam,
     "head knock-out": _knock_out,
-    "head importance": lambda model: check_importance(family_of(model)),
+    "head importance": check_importance,
     "contribution measures": _measures,
     "report card": lambda model: check_gradable_family(family_of(model)),
     "neuron view": check_neuron_model,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from model.cli.attribute import add_attribute_arguments, run_attribute
@@ -37,25 +39,51 @@ from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
 from model.runtime import follow_cores_in_this_thread
 
-COMMANDS = (
-    "train",
-    "translate",
-    "evaluate",
-    "trace",
-    "export",
-    "classify",
-    "compare",
-    "heads",
-    "attribute",
-    "timeline",
-    "patch",
-    "lens",
-    "neuron",
-    "index",
-    "search",
-    "qk",
-    "report-card",
-)
+
+@dataclass(frozen=True)
+class Command:
+    """One sub-command: its help line, what adds its arguments and what runs it."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
+    "train": Command("train a model and save it to one file", add_train_arguments, run_train),
+    "classify": Command("a classifier's tags or class of sentences", add_classify_arguments, run_classify),
+    "compare": Command("two models' cross-attention on one sentence, as one figure", add_compare_arguments, run_compare),
+    "heads": Command("each head's importance, and the pruning curve", add_heads_arguments, run_heads),
+    "attribute": Command("a contribution measure of a decoded sentence", add_attribute_arguments, run_attribute),
+    "timeline": Command(
+        "a model's training snapshots: an animation, a strip, a difference, per-head curves", add_timeline_arguments, run_timeline
+    ),
+    "patch": Command("activation patching between a clean and a corrupted sentence", add_patch_arguments, run_patch),
+    "lens": Command("the logit lens, direct logit attribution or DecoderLens of a sentence", add_lens_arguments, run_lens),
+    "neuron": Command(
+        "one head's query row inside: query and key vectors, scores, positional terms", add_neuron_arguments, run_neuron
+    ),
+    "index": Command("run a model over a corpus and keep its vectors and head statistics", add_index_arguments, run_index),
+    "search": Command("a corpus index's nearest tokens, or sentences where a head behaves so", add_search_arguments, run_search),
+    "qk": Command("a head's queries and keys over a corpus index, mapped together", add_qk_arguments, run_qk),
+    "report-card": Command(
+        "grade every attribution reading: faithfulness, plausibility, sanity (CSV or figure)",
+        add_report_card_arguments,
+        run_report_card,
+    ),
+    "translate": Command("translate a sentence", add_translate_arguments, run_translate),
+    "capabilities": Command(
+        "which tool serves which model family, or the one line saying why not", add_capabilities_arguments, run_capabilities
+    ),
+    "evaluate": Command("exact match, BLEU and token accuracy on a test set", add_evaluate_arguments, run_evaluate),
+    "trace": Command("decode a sentence and write its full attention trace (.npz)", add_trace_arguments, run_trace),
+    "export": Command(
+        "a view of a decoded sentence as a figure (PNG, SVG, PDF) or data (CSV, NPY), without a window",
+        add_export_arguments,
+        run_export,
+    ),
+}
+COMMANDS = tuple(COMMAND_TABLE)  # what the launcher hands to the command line instead of opening the window
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,45 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "`transformer-explorer export ...` writes a figure (PNG, SVG, PDF) or data (CSV, NPY) without a window.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
-    add_train_arguments(sub.add_parser("train", help="train a model and save it to one file"))
-
-    add_classify_arguments(sub.add_parser("classify", help="a classifier's tags or class of sentences"))
-
-    add_compare_arguments(sub.add_parser("compare", help="two models' cross-attention on one sentence, as one figure"))
-
-    add_heads_arguments(sub.add_parser("heads", help="each head's importance, and the pruning curve"))
-
-    add_attribute_arguments(sub.add_parser("attribute", help="a contribution measure of a decoded sentence"))
-
-    add_timeline_arguments(
-        sub.add_parser("timeline", help="a model's training snapshots: an animation, a strip, a difference, per-head curves")
-    )
-
-    add_patch_arguments(sub.add_parser("patch", help="activation patching between a clean and a corrupted sentence"))
-    add_lens_arguments(sub.add_parser("lens", help="the logit lens, direct logit attribution or DecoderLens of a sentence"))
-    add_neuron_arguments(
-        sub.add_parser("neuron", help="one head's query row inside: query and key vectors, scores, positional terms")
-    )
-
-    add_index_arguments(sub.add_parser("index", help="run a model over a corpus and keep its vectors and head statistics"))
-    add_search_arguments(sub.add_parser("search", help="a corpus index's nearest tokens, or sentences where a head behaves so"))
-    add_qk_arguments(sub.add_parser("qk", help="a head's queries and keys over a corpus index, mapped together"))
-    add_report_card_arguments(
-        sub.add_parser("report-card", help="grade every attribution reading: faithfulness, plausibility, sanity (CSV or figure)")
-    )
-
-    add_translate_arguments(sub.add_parser("translate", help="translate a sentence"))
-    add_capabilities_arguments(
-        sub.add_parser("capabilities", help="which tool serves which model family, or the one line saying why not")
-    )
-    add_evaluate_arguments(sub.add_parser("evaluate", help="exact match, BLEU and token accuracy on a test set"))
-    add_trace_arguments(sub.add_parser("trace", help="decode a sentence and write its full attention trace (.npz)"))
-    add_export_arguments(
-        sub.add_parser(
-            "export", help="a view of a decoded sentence as a figure (PNG, SVG, PDF) or data (CSV, NPY), without a window"
-        )
-    )
+    for name, command in COMMAND_TABLE.items():
+        command.add_arguments(sub.add_parser(name, help=command.help))
     return parser
 
 
@@ -114,29 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
-    runners = {
-        "train": run_train,
-        "translate": run_translate,
-        "evaluate": run_evaluate,
-        "trace": run_trace,
-        "export": run_export,
-        "classify": run_classify,
-        "compare": run_compare,
-        "heads": run_heads,
-        "attribute": run_attribute,
-        "timeline": run_timeline,
-        "patch": run_patch,
-        "lens": run_lens,
-        "neuron": run_neuron,
-        "index": run_index,
-        "search": run_search,
-        "qk": run_qk,
-        "report-card": run_report_card,
-        "capabilities": run_capabilities,
-    }
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:
-        code = runners[args.command](args)
+        code = COMMAND_TABLE[args.command].run(args)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:

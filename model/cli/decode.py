@@ -8,7 +8,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from model.files import check_output
 from model.inspection.alignment import aer_corpus, aer_where, measured_aer
 from model.inspection.heads import all_head_statistics
 from model.io.models import model_source
+from model.network import DecodingNetwork
 from model.nn.masking import masked_model, parse_heads
 from model.training.evaluation import score
 
@@ -129,7 +130,7 @@ def run_translate(args) -> int:
     if unknown:
         print(f"note: {unknown}", file=sys.stderr)
     source = torch.tensor([ids], device=next(bundle.model.parameters()).device)
-    model = masked_model(bundle.model, heads)
+    model = cast(DecodingNetwork, masked_model(bundle.model, heads))  # an encoder-only model has returned above
     if args.beam > 1:
         output = beam_search(model, source, args.beam, args.alpha).best
     else:

@@ -27,7 +27,14 @@ from typing import Any
 from tqdm import tqdm
 
 from model.attribution.alignment_table import alignment_table
-from model.attribution.importance import TooManySentences, head_importance, heads_before_drop, measured_pairs, pruning_curve
+from model.attribution.importance import (
+    TooManySentences,
+    check_importance,
+    head_importance,
+    heads_before_drop,
+    measured_pairs,
+    pruning_curve,
+)
 from model.attribution.measures import NAMES
 from model.cli.options import TRANSLATION_CORPORA, CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec
 from model.data.corpora import Pair
@@ -125,8 +132,7 @@ def run_heads(args) -> int:
         raise CommandError("two tables are given the same file")
     measures = _measures(args.measures)
     bundle = open_model(args.model)
-    if not bundle.family.capabilities.head_importance:
-        raise CommandError(f"heads measures the app's encoder-decoder Transformer; {bundle.describe()} is not one")
+    check_importance(bundle.model)  # the table's answer (``capabilities``), in its words
     pairs = _pairs(args)
     with stage_progress(args.quiet) as progress:
         _measure(args, bundle, pairs, measures, progress)

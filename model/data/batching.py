@@ -7,9 +7,13 @@ predicted as target[:, 1:]. Both are cut to the model's max_len.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import torch
+
+from model.data.corpora.pairs import Pair
+from model.family import Bundle
 
 
 def encode_source(tokenizer, text: str, config) -> tuple[list[int], int]:
@@ -29,6 +33,12 @@ def encode_pairs(pairs, source_tokenizer, target_tokenizer, config):
         (encode_source(source_tokenizer, pair.source, config)[0], encode_target(target_tokenizer, pair.target, config))
         for pair in pairs
     ]
+
+
+def bundle_examples(bundle: Bundle, pairs: Sequence[Pair]) -> list[tuple[list[int], list[int]]]:
+    """[(source ids, target ids)] as ``bundle``'s model reads them (its ``source_ids`` and ``target_ids``: a pretrained
+    model's special tokens and forced language code included)."""
+    return [(bundle.source_ids(pair.source)[0], bundle.target_ids(pair.target)) for pair in pairs]
 
 
 def length_batches(examples, batch_size: int, rng: random.Random, batch_tokens: int | None = None) -> list[list[int]]:

@@ -10,7 +10,7 @@ import torch
 
 from model.decoding.greedy import default_max_target, length_penalty
 from model.family import suppressed_ids
-from model.nn.transformer import Transformer
+from model.network import DecodingNetwork
 
 
 @dataclass
@@ -58,7 +58,7 @@ class BeamTree:
 
 @torch.inference_mode()
 def beam_search(
-    model: Transformer, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6, max_target: int | None = None
+    model: DecodingNetwork, source_ids: torch.Tensor, beam_width: int = 4, alpha: float = 0.6, max_target: int | None = None
 ) -> BeamTree:
     """Beam search for one source [1, S]; finished hypotheses (or, if none finished, the alive ones) best first."""
     if beam_width < 1:

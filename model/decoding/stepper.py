@@ -11,7 +11,7 @@ and any hypothesis can be stepped through).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -65,8 +65,9 @@ class Stepper:
         self.config: Any = bundle.config
         self.options = options or DecodingOptions()
         self.options.validate()
-        # Any model family (model/family.py); a copy with the masked heads' outputs zeroed when some are.
-        self.model: Any = masked_model(bundle.model, tuple(self.options.masked_heads))
+        # Any model family (model/family.py), each path below taken as its capabilities say; a copy with the masked
+        # heads' outputs zeroed when some are.
+        self.model = cast(Any, masked_model(bundle.model, tuple(self.options.masked_heads)))
         if not isinstance(text, str) or not text.strip():
             raise DecodingError("the source sentence is empty: type something to translate")
         can = bundle.family.capabilities

@@ -19,7 +19,7 @@ Transformer names (model/interventions/hooked.py), with the same names and shape
 
 Each layout is one adapter (``T5Pass``; ``MarianPass`` and ``BartPass``, post-norm; ``PreNormPass`` for mBART,
 M2M100/NLLB and Pegasus, whose sublayers' streams after the residual add no module returns), which the pretrained
-registry entry declares for its model type (model/pretrained/families.py, ``HOOKED_LAYOUTS``); a layout with none is
+registry entry declares for its model type (model/pretrained/layouts.py, ``HOOKED_LAYOUTS``); a layout with none is
 refused in one line. A hook is installed only for a name the pass captures, patches or starts
 gradients at, and removed after the pass:
 with none, the library's forward pass runs untouched. The run's ``hidden`` holds the model's logits [B, T, V], which
@@ -28,7 +28,7 @@ the network's ``logits`` passes on, as its ``decode_step`` does (model/pretraine
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -37,6 +37,7 @@ from torch.utils.hooks import RemovableHandle
 
 from model.family import InterventionTool
 from model.interventions.hooked import HookedRun, Hooks, adapter_of
+from model.kinds import AttentionKind
 from model.network import Network
 from model.nn.hooks import for_this_thread
 from model.pretrained.families import Seq2SeqNetwork
@@ -170,27 +171,27 @@ class LibraryPass:
 
     served_tools = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)
 
-    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
-        """An encoder's or decoder's layers, in order."""
-        raise NotImplementedError
-
-    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
-        """One layer's sites (``attentions``: "self", and "cross" in a decoder layer) under ``prefix`` ("decoder.1")."""
+    def layer_sites(
+        self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
+    ) -> dict[str, Site]:
+        """One layer's sites under ``prefix`` ("decoder.1"), given its attentions' output projections ("self", and
+        "cross" in a decoder layer -> the module: the network's ``head_projection``)."""
         raise NotImplementedError
 
     def hook_sites(self, network: Network) -> dict[str, Site]:
         """Every hook point of the network (``hook_names``) -> its site, in the order the pass reaches them."""
         seq2seq = cast(Seq2SeqNetwork, network)
-        hf_model, config = seq2seq.hf_model, seq2seq.config
         sites: dict[str, Site] = {}
-        for side, stack, attentions, n_heads in (
-            ("encoder", hf_model.get_encoder(), ("self",), config.n_encoder_heads),
-            ("decoder", hf_model.get_decoder(), ("self", "cross"), config.n_heads),
+        for side, kinds in (
+            ("encoder", {"self": AttentionKind.ENCODER}),
+            ("decoder", {"self": AttentionKind.DECODER, "cross": AttentionKind.CROSS}),
         ):
-            for index, layer in enumerate(self.layers(stack)):
-                sites |= self.layer_sites(layer, f"{side}.{index}", attentions, n_heads)
+            n_heads = seq2seq.head_count(kinds["self"])
+            for index, layer in enumerate(seq2seq.layers(kinds["self"])):
+                projections = {name: seq2seq.head_projection(kind, index) for name, kind in kinds.items()}
+                sites |= self.layer_sites(layer, f"{side}.{index}", projections, n_heads)
             if side == "encoder":
-                sites["encoder.memory"] = Site(stack, OUTPUT)
+                sites["encoder.memory"] = Site(seq2seq.hf_model.get_encoder(), OUTPUT)
         return sites
 
     def hook_names(self, network: Network) -> list[str]:
@@ -243,15 +244,12 @@ class T5Pass(LibraryPass):
     """T5 (pre-norm): a T5Block's layer[0] self-attention, layer[1] cross-attention (decoder), layer[-1] feed-forward;
     the lens reads through the decoder's final norm, the ``d_model ** -0.5`` rescale of a tied head and ``lm_head``."""
 
-    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
-        return _children(stack, "block")
-
-    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+    def layer_sites(
+        self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
+    ) -> dict[str, Site]:
         sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
-        sublayers = _children(layer, "layer")
-        for index, attention in enumerate(attentions):
-            sublayer = sublayers[index]
-            projection = sublayer.get_submodule("SelfAttention.o" if attention == "self" else "EncDecAttention.o")
+        sublayers = _children(layer, "layer")  # self-attention, cross-attention (a decoder's), feed-forward
+        for sublayer, (attention, projection) in zip(sublayers, projections.items()):
             sites |= _attention_sites(f"{prefix}.{attention}", projection, Site(sublayer, OUTPUT), n_heads)
         sites[f"{prefix}.mlp_out"] = Site(sublayers[-1].get_submodule("DenseReluDense"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
@@ -274,18 +272,16 @@ class BartLayoutPass(LibraryPass):
     ``{self_attn|encoder_attn}_layer_norm``, the feed-forward's ``fc2``. Where the norm stands (after the residual add,
     or before the sublayer) decides where the stream after the sublayer is read (``resid_site``)."""
 
-    def layers(self, stack: torch.nn.Module) -> Sequence[torch.nn.Module]:
-        return _children(stack, "layers")
-
     def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
         """Where the stream after an attention sublayer is read, given its output projection and its norm."""
         raise NotImplementedError
 
-    def layer_sites(self, layer: torch.nn.Module, prefix: str, attentions: tuple[str, ...], n_heads: int) -> dict[str, Site]:
+    def layer_sites(
+        self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
+    ) -> dict[str, Site]:
         sites = {f"{prefix}.resid_pre": Site(layer, INPUT)}
-        for attention in attentions:
-            name = "self_attn" if attention == "self" else "encoder_attn"
-            projection, norm = layer.get_submodule(f"{name}.out_proj"), layer.get_submodule(f"{name}_layer_norm")
+        for attention, projection in projections.items():
+            norm = layer.get_submodule("self_attn_layer_norm" if attention == "self" else "encoder_attn_layer_norm")
             sites |= _attention_sites(f"{prefix}.{attention}", projection, self.resid_site(projection, norm), n_heads)
         sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule("fc2"), OUTPUT)
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from model.data.batching import encode_source
+from model.data.batching import encode_source, encode_target
 from model.data.corpora import CorpusSpec
 from model.data.labelling import encode_words, split_words
 from model.data.tokenizer import Tokenizer
@@ -59,6 +59,9 @@ class ModelBundle:
             return ids, sum(len(self.source_tokenizer.encode(word)) for word in words), len(ids) - 1
         ids, n_pieces = encode_source(self.source_tokenizer, text, self.config)
         return ids, n_pieces, len(ids) - 1
+
+    def target_ids(self, text: str) -> list[int]:
+        return encode_target(self.target_tokenizer, text, self.config)
 
     def info(self) -> list[tuple[str, str]]:
         """(label, value) rows for the info panel."""

@@ -90,6 +90,13 @@ class EncoderClassifier(nn.Module):
             raise KindError(f"an encoder-only model has no {kind.label}")
         return cast(EncoderLayer, self.layers[layer]).self_attention
 
+    def head_projection(self, kind: AttentionKind, layer: int) -> nn.Linear:
+        """The output projection W^O of the attention of ``kind`` in ``layer``: what knocking a head out zeroes columns of."""
+        return self.attention_module(kind, layer).out_projection
+
+    def head_count(self, kind: AttentionKind) -> int:
+        return self.config.n_heads
+
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, cast
 
 import torch
 
 from model.errors import UserError
-from model.family import family_of
+from model.family import capabilities_of, family_of
 from model.kinds import AttentionKind, KindError
-from model.network import Network
+from model.network import HeadMaskingNetwork, Network
+
+NetworkT = TypeVar("NetworkT", bound=Network)
 
 
 class MaskError(UserError):
@@ -73,42 +75,46 @@ def describe_heads(heads: tuple[Head, ...]) -> str:
     return ", ".join(head.describe() for head in heads) or "none"
 
 
-def attention_module(model: Any, kind: AttentionKind, layer: int) -> Any:
-    """The MultiHeadAttention of ``kind`` in ``layer`` of a family that supports head masking (its
-    ``attention_module``: the Transformer's, the encoder-only classifier's)."""
-    return model.attention_module(kind, layer)
+def head_projection(model: Network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Linear, int]:
+    """The output projection W^O [d_model, H * d_k] of ``kind``'s attention in ``layer`` of a network whose heads can
+    be masked (its family's capabilities say ``head_masking``), and d_k: the width of each head's columns (a T5's
+    heads are ``d_kv`` wide, not d_model / H)."""
+    network = cast(HeadMaskingNetwork, model)  # check_heads has asked its capabilities
+    projection = network.head_projection(kind, layer)
+    return projection, projection.weight.shape[1] // network.head_count(kind)
 
 
 def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
     """Refuse heads the model does not have, or a model whose heads cannot be masked, with the reason."""
     if not heads:
         return
-    family = family_of(model)
-    if not family.capabilities.head_masking:
-        raise MaskError(f"heads can be masked in the app's own Transformers, not in this model ({family.title})")
-    config = model.config
+    capabilities, title = capabilities_of(model), family_of(model).title
+    if not capabilities.head_masking:
+        raise MaskError(f"heads can be masked in the app's own Transformers, not in this model ({title})")
+    config, network = model.config, cast(HeadMaskingNetwork, model)
     for head in heads:
-        if head.kind not in family.capabilities.kinds:
+        if head.kind not in capabilities.kinds:
             raise MaskError(f"{head}: this model has no {head.kind.label}")
         n_layers = config.n_encoder_layers if head.kind is AttentionKind.ENCODER else config.n_decoder_layers
-        if head.layer >= n_layers or head.head >= config.n_heads:
-            raise MaskError(f"{head}: this model's {head.kind.label} has {n_layers} layers of {config.n_heads} heads")
+        n_heads = network.head_count(head.kind)
+        if head.layer >= n_layers or head.head >= n_heads:
+            raise MaskError(f"{head}: this model's {head.kind.label} has {n_layers} layers of {n_heads} heads")
 
 
 def zero_heads(model: Network, heads: tuple[Head, ...]) -> None:
-    """Zero, in place, the W^O columns that carry each head's output."""
-    d_k = model.config.d_model // model.config.n_heads
+    """Zero, in place, the W^O columns that carry each head's output (a bias, where W^O has one, is no head's)."""
     with torch.no_grad():
         for head in heads:
-            weight = attention_module(model, head.kind, head.layer).out_projection.weight  # [d_model, H * d_k]
-            weight[:, head.head * d_k : (head.head + 1) * d_k] = 0.0
+            projection, d_k = head_projection(model, head.kind, head.layer)
+            projection.weight[:, head.head * d_k : (head.head + 1) * d_k] = 0.0  # of [d_model, H * d_k]
 
 
-def masked_model(model: Network, heads: tuple[Head, ...]):
+def masked_model(model: NetworkT, heads: tuple[Head, ...]) -> NetworkT:
     """A copy of ``model`` whose ``heads`` output zero; the model itself when there is nothing to mask."""
     check_heads(model, heads)
     if not heads:
         return model
     masked = copy.deepcopy(model)
     zero_heads(masked, heads)
-    return masked.eval()
+    masked.eval()
+    return masked

@@ -264,6 +264,13 @@ class Transformer(nn.Module):
         decoder_layer = self.decoder_stack[layer]
         return decoder_layer.self_attention if kind is AttentionKind.DECODER else decoder_layer.cross_attention
 
+    def head_projection(self, kind: AttentionKind, layer: int) -> nn.Linear:
+        """The output projection W^O of the attention of ``kind`` in ``layer``: what knocking a head out zeroes columns of."""
+        return self.attention_module(kind, layer).out_projection
+
+    def head_count(self, kind: AttentionKind) -> int:
+        return self.config.n_heads
+
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 

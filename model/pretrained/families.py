@@ -29,6 +29,7 @@ from model.family import Architecture, Capabilities, Family, Positions, QueriesK
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
+from model.pretrained.layouts import HOOKED_LAYOUTS, LAYOUT_MODULES
 from model.pretrained.positional import pretrained_report
 
 if TYPE_CHECKING:
@@ -189,6 +190,35 @@ class PretrainedNetwork:
 
 
 class Seq2SeqNetwork(PretrainedNetwork):
+    def __call__(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor) -> torch.Tensor:
+        """The library's teacher-forced pass: source [B, S], decoder input [B, T] -> the model's logits [B, T, V]
+        (``logits`` passes them on, as after ``decode_step``)."""
+        return self._teacher_forced(source_ids, target_input_ids, attentions=False).logits
+
+    def _teacher_forced(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, attentions: bool) -> Any:
+        """The library's output of one teacher-forced pass (its attentions when asked)."""
+        return self.hf_model(
+            input_ids=source_ids,
+            attention_mask=self._mask(source_ids),
+            decoder_input_ids=target_input_ids,
+            output_attentions=attentions,
+            use_cache=False,
+            return_dict=True,
+        )
+
+    def layers(self, kind: AttentionKind) -> list[torch.nn.Module]:
+        """The layers of the stack that holds ``kind``'s attention (the encoder's, or the decoder's), in order."""
+        stack = self.hf_model.get_encoder() if kind is AttentionKind.ENCODER else self.hf_model.get_decoder()
+        return list(stack.get_submodule(LAYOUT_MODULES[self.config.model_type].layers))
+
+    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Linear:
+        """The output projection of ``kind``'s attention in ``layer`` (T5's ``o``, BART's ``out_proj``)."""
+        path = LAYOUT_MODULES[self.config.model_type].projections[kind]
+        return cast(torch.nn.Linear, self.layers(kind)[layer].get_submodule(path))
+
+    def head_count(self, kind: AttentionKind) -> int:
+        return self.config.n_encoder_heads if kind is AttentionKind.ENCODER else self.config.n_heads
+
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         mask = self._mask(source_ids)  # [B, S]
         out = self.hf_model.get_encoder()(
@@ -218,14 +248,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
         return out.logits[:, -1], self_rows, cross_rows  # [B, V]
 
     def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
-        out = self.hf_model(
-            input_ids=source_ids,
-            attention_mask=self._mask(source_ids),
-            decoder_input_ids=target_input_ids,
-            output_attentions=True,
-            use_cache=False,
-            return_dict=True,
-        )
+        out = self._teacher_forced(source_ids, target_input_ids, attentions=True)
         weights = AttentionWeights(list(out.encoder_attentions), list(out.decoder_attentions), list(out.cross_attentions))
         return out.logits, weights
 
@@ -291,19 +314,6 @@ class EncoderNetwork(PretrainedNetwork):
         return Predictions(positions, ids, probabilities.astype(np.float32), names, classes.astype(np.float32))
 
 
-# The hooked pass of each Hugging Face layout the interventions serve, by model type: the adapter that gives the
-# library's modules the app's hook names (model/interventions/library.py; by dotted path: that package sits above this
-# one, and is imported only when a tool asks). A layout not named here has none.
-HOOKED_LAYOUTS = {
-    "t5": "model.interventions.library.T5_PASS",
-    "marian": "model.interventions.library.MARIAN_PASS",
-    "bart": "model.interventions.library.BART_PASS",
-    "mbart": "model.interventions.library.PRE_NORM_PASS",
-    "m2m_100": "model.interventions.library.PRE_NORM_PASS",  # M2M100 and NLLB
-    "pegasus": "model.interventions.library.PRE_NORM_PASS",
-}
-
-
 HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_pass``, by path (Capabilities.hooked_pass)
 
 
@@ -322,7 +332,13 @@ def layout_capabilities(network: Network) -> Capabilities:
     family's capabilities, with its hooked pass only where the network's layout has one (``HOOKED_LAYOUTS``), so a
     layout without an adapter is declared without interventions."""
     model_type = cast(PretrainedConfig, network.config).model_type
-    return replace(SEQ2SEQ.capabilities, hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None)
+    modules_known = model_type in LAYOUT_MODULES  # its heads' projections are found: they can be masked and gated
+    return replace(
+        SEQ2SEQ.capabilities,
+        hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None,
+        head_masking=modules_known,
+        head_importance=modules_known,
+    )
 
 
 def _pretrained(

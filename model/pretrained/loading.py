@@ -113,6 +113,12 @@ class PretrainedBundle:
         kept = n_pieces - max(0, len(self.source_tokenizer.model_input(text)) - len(ids))
         return ids, n_pieces, kept
 
+    def target_ids(self, text: str) -> list[int]:
+        """The decoder start, the forced first token (a language code) where generation forces one, the target's
+        pieces cut to fit, EOS: what the library's ``labels`` shifted right are, and what decoding starts from."""
+        start = [self.config.bos_id] + ([] if self.config.forced_bos_id is None else [self.config.forced_bos_id])
+        return start + self.target_tokenizer.encode(text)[: self.config.max_len - len(start) - 1] + [self.config.eos_id]
+
     def info(self) -> list[tuple[str, str]]:
         """(label, value) rows for the info panel and `transformer-explorer info`."""
         config = self.config

@@ -7,6 +7,7 @@ UTF-8 and Ctrl-C during the imports need a real process and run as subprocesses.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from model.cli.commands import main
+from model.cli.commands import COMMAND_TABLE, build_parser, main
 from tests.conftest import saved_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,8 +177,25 @@ def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
     def fail(args):
         raise error
 
-    monkeypatch.setattr("model.cli.commands.run_translate", fail)
+    monkeypatch.setitem(COMMAND_TABLE, "translate", dataclasses.replace(COMMAND_TABLE["translate"], run=fail))
     assert main(["translate", "--model", "default", "hello"]) == 1
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert "enforce fail" not in err and ".partial" not in err and "Traceback" not in err
+
+
+def test_the_launcher_hands_every_command_to_the_command_line(monkeypatch, capsys):
+    """``transformer-explorer capabilities`` once opened the window (the launcher's list of commands was kept apart
+    from the parser's): every sub-command the parser has reaches the command line, with no display at all."""
+    from explorer import launcher  # the launcher module itself: what the installed entry point runs
+
+    parser_commands = set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert parser_commands == set(COMMAND_TABLE)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    handed: list[list[str]] = []
+    monkeypatch.setattr("model.cli.commands.main", lambda argv: handed.append(argv) or 0)
+    for name in sorted(parser_commands):
+        assert launcher.main([name]) == 0, name  # the command alone: argparse would say what it lacks
+        assert "no display" not in capsys.readouterr().err, name
+    assert handed == [[name] for name in sorted(parser_commands)]

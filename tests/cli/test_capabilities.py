@@ -13,7 +13,9 @@ from model.io import checkpoint
 from model.io.models import open_model
 
 TEXT = "le chat voit le chien ."
-COMMANDS = {  # a tool -> its command's arguments after --model (the output named by --out)
+COMMANDS = {  # a tool -> its command's arguments after --model (the output named out.*)
+    "head knock-out": ["trace", "--mask-heads", "encoder:1:2", "--text", TEXT, "--out", "out.npz"],
+    "head importance": ["heads", "--corpus", "toy-fr", "--n", "2", "--importance", "out.csv", "--quiet"],
     "logit lens": ["lens", "--text", TEXT, "--out", "out.csv"],
     "DecoderLens": ["lens", "--tool", "decoder-lens", "--text", TEXT, "--out", "out.csv"],
     "logit attribution": ["lens", "--tool", "attribution", "--text", TEXT, "--out", "out.csv"],

@@ -122,4 +122,4 @@ def test_another_model_clears_the_results_and_an_rnn_is_not_measured(qtbot, meas
     assert view.least_table.rowCount() == 0 and view.summary.text() == "" and view.progress_bar.format() == ""
     view.compute_button.click()
     assert not importance_session.running and view.note.text() == importance_session.unavailable()
-    assert "encoder-decoder Transformer" in view.note.text()
+    assert "whose heads can be gated, not on this model" in view.note.text()

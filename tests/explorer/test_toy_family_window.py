@@ -100,7 +100,7 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
     readings = tab.readings
     tab.views.setCurrentWidget(readings.importance_view)
     readings.importance_view.compute_button.click()
-    assert _one_line(messages[-1]) and "whose heads cannot be gated or knocked out here" in messages[-1]
+    assert _one_line(messages[-1]) and "whose heads can be gated, not on this model" in messages[-1]
 
     # The tools that serve any cross-attention work: the AER table and the report card, each on a few toy-fr pairs.
     alignment, card = readings.alignment_view, tab.report_card.view

@@ -13,8 +13,8 @@ from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 EVENTS = ("progress", "importance_ready", "curve_ready", "running_changed", "message")
 RNN_REFUSED = (
-    "Head importance is measured on the app's encoder-decoder Transformer; this model is the RNN encoder-decoder "
-    "with attention (rnn), whose heads cannot be gated or knocked out here."
+    "Head importance is measured on encoder-decoders whose heads can be gated, not on this model (RNN encoder-decoder "
+    "with attention)."
 )
 
 

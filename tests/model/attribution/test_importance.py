@@ -13,7 +13,7 @@ from model.cli.commands import main
 from model.data.batching import encode_pairs
 from model.io import checkpoint
 from model.kinds import AttentionKind
-from model.nn.masking import Head, attention_module, zero_heads
+from model.nn.masking import Head, zero_heads
 from model.training.evaluation import score
 
 
@@ -46,7 +46,7 @@ def test_importance_is_the_head_output_times_its_gradient(bundle_and_pairs):
     pair = pairs[0]
     source_ids, target_ids = encode_pairs([pair], bundle.source_tokenizer, bundle.target_tokenizer, model.config)[0]
     kind, layer = AttentionKind.DECODER, 1
-    module = attention_module(model, kind, layer)
+    module = model.attention_module(kind, layer)
     captured = {}
 
     def keep(_module, inputs):

@@ -14,7 +14,7 @@ import torch
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.kinds import AttentionKind
 from model.nn.config import TransformerConfig
-from model.nn.masking import Head, MaskError, attention_module, masked_model, parse_heads
+from model.nn.masking import Head, MaskError, masked_model, parse_heads
 from model.nn.transformer import Transformer
 
 CONFIG = dict(source_vocab_size=40, target_vocab_size=40, n_encoder_layers=2, n_decoder_layers=2, d_model=16, n_heads=4, d_ff=32)
@@ -44,8 +44,8 @@ def test_a_masked_head_is_the_hand_written_attention_without_that_head():
     x = torch.randn(1, 7, 16)
     with torch.no_grad():
         for need_weights in (False, True):  # the fast SDPA path and the inspection path
-            output, _ = attention_module(masked, AttentionKind.ENCODER, 1)(x, need_weights=need_weights)
-            expected = hand_attention(attention_module(model, AttentionKind.ENCODER, 1), x[0], zeroed=2)
+            output, _ = masked.attention_module(AttentionKind.ENCODER, 1)(x, need_weights=need_weights)
+            expected = hand_attention(model.attention_module(AttentionKind.ENCODER, 1), x[0], zeroed=2)
             torch.testing.assert_close(output[0], expected, atol=1e-6, rtol=1e-5)
 
 
@@ -66,7 +66,7 @@ def test_the_masked_model_is_the_forward_pass_with_the_head_output_zeroed(kind, 
     head = Head(kind, 1, 1)
     source = torch.tensor([[5, 6, 7, 8, 9, 3], [10, 11, 12, 3, 0, 0]])
     target = torch.tensor([[2, 5, 6, 7], [2, 13, 14, 0]])
-    module = attention_module(model, kind, 1)
+    module = model.attention_module(kind, 1)
     handle = module.out_projection.register_forward_pre_hook(zero_head_hook(module.d_k, 1))
     try:
         with torch.no_grad():

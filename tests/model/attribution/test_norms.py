@@ -9,7 +9,6 @@ import torch
 from model.attribution.norms import norm_contributions
 from model.kinds import AttentionKind
 from model.nn.config import TransformerConfig
-from model.nn.masking import attention_module
 from model.nn.transformer import Transformer
 
 SOURCE = torch.tensor([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
@@ -34,7 +33,7 @@ def model_with(n_heads: int, norm: str = "post", identity: bool = False) -> Tran
         with torch.no_grad():
             for kind in AttentionKind:
                 for layer in range(2):
-                    module = attention_module(model, kind, layer)
+                    module = model.attention_module(kind, layer)
                     if module.is_self_attention:
                         module.qkv_projection.weight[16:] = torch.eye(8)  # W_V = I
                     else:
@@ -46,7 +45,7 @@ def model_with(n_heads: int, norm: str = "post", identity: bool = False) -> Tran
 def attended_inputs(model, kind, layer):
     """What the module attended over, as it ran: the inputs x_j [B, K, d_model]."""
     seen = {}
-    module = attention_module(model, kind, layer)
+    module = model.attention_module(kind, layer)
 
     def keep(_module, args, kwargs):
         seen.setdefault("x", args[0])
@@ -83,7 +82,7 @@ def test_each_head_weighs_its_transformed_value_vector():
     contributions = norm_contributions(model, SOURCE, TARGET)
     with torch.no_grad():
         _, weights = model.inspect(SOURCE, TARGET)
-    module = attention_module(model, AttentionKind.ENCODER, 1)
+    module = model.attention_module(AttentionKind.ENCODER, 1)
     x = attended_inputs(model, AttentionKind.ENCODER, 1)  # the pre-norm layer's normalised input
     w_v = module.qkv_projection.weight.detach()[16:]  # [d_model, d_model]
     w_o = module.out_projection.weight.detach()  # [d_model, d_model]
