@@ -33,7 +33,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
-from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool, capabilities_of
+from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool
 from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
@@ -99,18 +99,10 @@ class InterventionsController:
         bundle = self.explore.bundle
         if bundle is None:
             return "Open or train a model first: interventions read and patch the session's model."
-        family = bundle.family
-        if not family.capabilities.interventions:  # no network of its family has a hooked pass
-            return (
-                f"Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch the app's "
-                f"encoder-decoder Transformer (and pretrained encoder-decoders' logit lens and patching); "
-                f"this model is the {family.title} ({family.name}), which cannot be patched."
-            )
-        if not capabilities_of(bundle.model).interventions:  # its layout has none: the adapter's one line says which
-            try:
-                served_tools(bundle.model)
-            except InterventionError as error:
-                return f"Interventions: {error}."
+        try:
+            served_tools(bundle.model)  # its family's hooked pass, for its layout: the one line saying why not
+        except InterventionError as error:
+            return f"Interventions (logit lens, DecoderLens, logit attribution, patching): {error}."
         return ""
 
     def tools(self) -> tuple[str, ...]:
@@ -182,7 +174,8 @@ class InterventionsController:
             return ""
         served = served_tools(bundle.model)
         skipped = [tool for tool in READINGS if tool not in served]
-        notes = [f"The {' and the '.join(skipped)} are not computed for this model ({bundle.family.title})."] if skipped else []
+        verb = "is" if len(skipped) == 1 else "are"
+        notes = [f"The {' and the '.join(skipped)} {verb} not computed for this model ({bundle.family.title})."] if skipped else []
         notes += [unfollowed(tool, decoding, CANNOT_FOLLOW[tool]) for tool in READINGS if tool in served]
         return " ".join(note for note in notes if note)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from model.family import suppressed_ids
+from model.family import forced_first_id, suppressed_ids
 from model.network import DecodingNetwork
 
 
@@ -24,37 +24,51 @@ def greedy_decode(model: DecodingNetwork, source_ids: torch.Tensor, max_target: 
     Each sentence's length limit is its own (``max_target``, else from its unpadded length), so a sentence
     decodes the same whatever it is batched with, and the same as the Stepper decodes it alone."""
     config = model.config
-    batch = source_ids.shape[0]
     source_lengths = (source_ids != config.pad_id).sum(dim=1).tolist()  # [B]
     limits = [max_target or default_max_target(length, config.max_len) for length in source_lengths]
     memory, memory_mask, _ = model.encode(source_ids)  # [B, S, d_model]
+    ids, _ = greedy_rows(model, memory, memory_mask, limits)  # [B, steps]
+    return [_strip(row, config.eos_id, config.pad_id) for row in ids.tolist()]
+
+
+@torch.inference_mode()
+def greedy_rows(
+    model: DecodingNetwork, memory: torch.Tensor, memory_mask: torch.Tensor | None, limits: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy decoding of each row of ``memory`` [B, S, d_model] up to its limit (target pieces, BOS included), as the
+    Stepper decodes: the model's forced first token where its generation forces one (a language code), its suppressed
+    tokens never chosen -> (the chosen ids [B, steps], -1 after a row's EOS or limit; each one's log probability
+    [B, steps])."""
+    config = model.config
+    batch, device = memory.shape[0], memory.device
     cache = model.start_cache(memory, memory_mask)
-    current = torch.full((batch,), config.bos_id, dtype=torch.long, device=source_ids.device)  # [B]
-    finished = torch.zeros(batch, dtype=torch.bool, device=source_ids.device)  # [B]
-    # The ids each row may still generate: BOS is one of its limit's pieces.
-    generated_limit = torch.tensor(limits, device=source_ids.device) - 1  # [B]
-    suppressed = suppressed_ids(config)  # tokens a pretrained model's generation never picks
-    generated = []
+    current = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)  # [B]
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)  # [B]
+    generated_limit = torch.tensor(limits, device=device) - 1  # [B]: the ids each row may generate (BOS is a piece)
+    suppressed, forced = suppressed_ids(config), forced_first_id(config)
+    chosen, log_probabilities = [], []
     for count in range(1, max(limits)):
         hidden, _, _ = model.decode_step(current, cache)  # [B, d_model]
-        logits = model.logits(hidden)  # [B, V]
+        step_log_probabilities = torch.log_softmax(model.logits(hidden).float(), dim=-1)  # [B, V]
         if suppressed:
-            logits[:, suppressed] = float("-inf")
-        next_ids = logits.argmax(dim=-1)  # [B]
-        next_ids = next_ids.masked_fill(finished, config.pad_id)
-        generated.append(next_ids)
-        finished |= (next_ids == config.eos_id) | (generated_limit <= count)
+            step_log_probabilities[:, suppressed] = float("-inf")
+        current = step_log_probabilities.argmax(-1)  # [B]
+        if count == 1 and forced is not None:
+            current = torch.full_like(current, forced)
+        chosen.append(current.masked_fill(finished, -1))
+        log_probabilities.append(step_log_probabilities.gather(-1, current[:, None])[:, 0])  # [B]
+        finished |= (current == config.eos_id) | (generated_limit <= count)
         if bool(finished.all()):
             break
-        current = next_ids
-    rows = torch.stack(generated, dim=1).tolist() if generated else [[] for _ in range(batch)]
-    return [_strip(row, config.eos_id, config.pad_id) for row in rows]
+    if not chosen:
+        return torch.zeros((batch, 0), dtype=torch.long), torch.zeros((batch, 0))
+    return torch.stack(chosen, 1), torch.stack(log_probabilities, 1)  # [B, steps]
 
 
 def _strip(ids: list[int], eos_id: int, pad_id: int) -> list[int]:
     out = []
     for piece_id in ids:
-        if piece_id == eos_id:
+        if piece_id == eos_id or piece_id < 0:
             break
         if piece_id != pad_id:
             out.append(piece_id)

@@ -178,6 +178,10 @@ class HookedPass(Protocol):
 
     def has_encoder_final_norm(self, network: Network) -> bool: ...  # the encoder's output (the memory) passes one
 
+    # source [1, S] -> (every encoder layer's output through the encoder's final norm [L, S, d_model]; the padding mask
+    # of L copies of the source, in the network's own form): what DecoderLens decodes from
+    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+
 
 def _declared(path: str) -> Callable[[Network], HookedPass | None]:
     """A registry entry's hooked-pass function, by its dotted path."""

@@ -169,7 +169,7 @@ class LibraryPass:
     """What the Hugging Face layouts' adapters share: hooks on the library's modules around its own forward pass. A
     layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
 
-    served_tools = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)
+    served_tools = (InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS, InterventionTool.PATCHING)
 
     def layer_sites(
         self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
@@ -239,6 +239,27 @@ class LibraryPass:
         """Whether the encoder's last layer output passes a final norm to the memory (the same answer as the decoder's)."""
         return self.has_final_norm(network)
 
+    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+        """The norm the encoder's last layer output passes to become the memory; None in a post-norm model."""
+        raise NotImplementedError
+
+    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The library's encoder run with hooks on every layer's output, each through the encoder's final norm."""
+        seq2seq = cast(Seq2SeqNetwork, network)
+        n_layers = seq2seq.config.n_encoder_layers
+        names = [f"encoder.{layer}.resid_post" for layer in range(n_layers)]
+        hooks, sites = Hooks(names), self.hook_sites(seq2seq)
+        handles = [_install(sites[name], name, hooks) for name in names]
+        mask = source_ids.ne(seq2seq.config.pad_id).long()  # [1, S]
+        try:
+            seq2seq.hf_model.get_encoder()(input_ids=source_ids, attention_mask=mask, return_dict=True)
+        finally:
+            for handle in handles:
+                handle.remove()
+        outputs = torch.cat([hooks.activations[name] for name in names])  # [L, S, d_model]
+        norm = self.encoder_final_norm(seq2seq)
+        return (outputs if norm is None else norm(outputs)), mask.expand(n_layers, -1)
+
 
 class T5Pass(LibraryPass):
     """T5 (pre-norm): a T5Block's layer[0] self-attention, layer[1] cross-attention (decoder), layer[-1] feed-forward;
@@ -265,6 +286,9 @@ class T5Pass(LibraryPass):
 
     def has_final_norm(self, network: Network) -> bool:
         return True
+
+    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+        return cast(Seq2SeqNetwork, network).hf_model.get_encoder().final_layer_norm
 
 
 class BartLayoutPass(LibraryPass):
@@ -302,6 +326,9 @@ class PostNormPass(BartLayoutPass):
     def has_final_norm(self, network: Network) -> bool:
         return False
 
+    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+        return None
+
 
 class MarianPass(PostNormPass):
     """Marian's modules (``MarianEncoderLayer``, ``MarianDecoderLayer``), laid out as BART's."""
@@ -328,6 +355,9 @@ class PreNormPass(BartLayoutPass):
 
     def has_final_norm(self, network: Network) -> bool:
         return True
+
+    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+        return cast(Seq2SeqNetwork, network).hf_model.get_encoder().layer_norm
 
 
 T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py

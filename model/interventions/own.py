@@ -17,7 +17,7 @@ from typing import cast
 import torch
 
 from model.family import INTERVENTION_TOOLS
-from model.interventions.hooked import HookedRun, Hooks
+from model.interventions.hooked import HookedRun, Hooks, hooked_encode
 from model.network import Network
 from model.nn.transformer import Transformer
 
@@ -75,6 +75,14 @@ class TransformerPass:
     def has_encoder_final_norm(self, network: Network) -> bool:
         """Whether the encoder's last layer output passes a LayerNorm of its own (a pre-norm model's) to the memory."""
         return isinstance(cast(Transformer, network).encoder_norm, torch.nn.LayerNorm)
+
+    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        model = cast(Transformer, network)
+        n_layers = model.config.n_encoder_layers
+        hooks = Hooks([f"encoder.{layer}.resid_post" for layer in range(n_layers)])
+        hooked_encode(model, source_ids, hooks)
+        outputs = torch.cat([hooks.activations[f"encoder.{layer}.resid_post"] for layer in range(n_layers)])  # [L, S, d]
+        return model.encoder_norm(outputs), model.padding_mask(source_ids.expand(n_layers, -1))
 
 
 TRANSFORMER_PASS = TransformerPass()

@@ -90,7 +90,7 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
 
     # The tools its family cannot serve say why, in one line.
     interventions, neuron = tab.interventions.view.status.text(), tab.neuron.view.status.text()
-    assert _one_line(interventions) and "toy cross-attention model (toy-cross), which cannot be patched" in interventions
+    assert _one_line(interventions) and "not for this model (toy cross-attention model)" in interventions
     assert _one_line(neuron) and "it has no queries and keys" in neuron
     for name, reason in tab.measure_box.reasons.items():  # measures beyond attention: each refused with its reason
         tab.measure_box.set_measure(name)

@@ -108,8 +108,8 @@ def test_a_model_that_cannot_be_patched_says_so(controllers, toy_fr_rnn_bundle):
     controllers.explore.set_model(toy_fr_rnn_bundle[0])
     controllers.explore.translate(SENTENCE)
     why = interventions.unavailable()
-    assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching) read and patch")
-    assert "RNN encoder-decoder" in why and "cannot be patched" in why and interventions.tools() == ()
+    assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching): interventions are")
+    assert "not for this model (RNN encoder-decoder" in why and "\n" not in why and interventions.tools() == ()
     interventions.set_active(True)
     assert events.of("message")[-1] == (why,) and not interventions.running
     assert not interventions.patch(SENTENCE, CORRUPTED) and events.of("message")[-1] == (why,)
@@ -126,16 +126,17 @@ def tiny_t5(tmp_path_factory):
     return load_pretrained(str(build("t5", tmp_path_factory.mktemp("tiny-t5") / "t5")))
 
 
-def test_a_pretrained_t5_gets_the_logit_lens_and_patching_and_says_what_it_does_not(controllers, tiny_t5):
+def test_a_pretrained_t5_gets_the_lenses_and_patching_and_says_what_it_does_not(controllers, tiny_t5):
     interventions = controllers.interventions
     events = Recorder(interventions, *EVENTS)
     controllers.explore.set_model(tiny_t5)
     controllers.explore.translate("The house is small .")
-    assert interventions.unavailable() == "" and set(interventions.tools()) == {LENS, PATCHING}
+    assert interventions.unavailable() == "" and set(interventions.tools()) == {LENS, DECODER_LENS, PATCHING}
     interventions.set_active(True)
     assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
-    assert [args[0] for args in events.of("ready")][-1:] == [LENS] and set(interventions.results) == {LENS}
-    assert any(text.startswith("The DecoderLens and the logit attribution are not computed") for (text,) in events.of("message"))
+    assert set(interventions.results) == {LENS, DECODER_LENS}
+    assert any(text.startswith("The logit attribution is not computed") for (text,) in events.of("message"))
+    assert interventions.results[DECODER_LENS].token_ids == bundle_decoder_lens(tiny_t5, "The house is small .").token_ids
     expected = bundle_logit_lens(tiny_t5, "The house is small .", 5)
     assert np.allclose(interventions.results[LENS].chosen_probabilities, expected.chosen_probabilities, atol=1e-6)
     assert interventions.patch("The house is small .", "The cat is small .")
