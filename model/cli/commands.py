@@ -8,85 +8,72 @@ errors into one line. No Qt is imported here; each sub-command lives in its own 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.cli.attribute import add_attribute_arguments, run_attribute
-from model.cli.capabilities import add_capabilities_arguments, run_capabilities
-from model.cli.compare import add_compare_arguments, run_compare
-from model.cli.corpus import add_index_arguments, add_qk_arguments, add_search_arguments, run_index, run_qk, run_search
-from model.cli.decode import (
-    add_evaluate_arguments,
-    add_trace_arguments,
-    add_translate_arguments,
-    run_evaluate,
-    run_trace,
-    run_translate,
-)
-from model.cli.export import add_arguments as add_export_arguments
-from model.cli.export import run_export
-from model.cli.heads import add_heads_arguments, run_heads
-from model.cli.interventions import add_lens_arguments, add_patch_arguments, run_lens, run_patch
-from model.cli.labels import add_classify_arguments, run_classify
-from model.cli.neuron import add_neuron_arguments, run_neuron
 from model.cli.options import CommandError
-from model.cli.report_card import add_report_card_arguments, run_report_card
-from model.cli.timeline import add_timeline_arguments, run_timeline
-from model.cli.train import add_train_arguments, run_train
 from model.errors import UserError
 from model.runtime import follow_cores_in_this_thread
 
 
 @dataclass(frozen=True)
 class Command:
-    """One sub-command: its help line, what adds its arguments and what runs it."""
+    """One sub-command: its help line, and the module that adds its arguments (``add_{stem}_arguments``) and runs it
+    (``run_{stem}``). The module is imported only when its command is the one given: a command starts without loading
+    what the others need (``train`` no figures, ``translate`` no measures)."""
 
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    module: str  # "model.cli.train"
+    stem: str  # "train": add_train_arguments, run_train
+
+    def functions(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+        """(its add-arguments function, its run function), its module imported now (by name: see the class)."""
+        module = importlib.import_module(self.module)
+        return getattr(module, f"add_{self.stem}_arguments"), getattr(module, f"run_{self.stem}")
 
 
 COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
-    "train": Command("train a model and save it to one file", add_train_arguments, run_train),
-    "classify": Command("a classifier's tags or class of sentences", add_classify_arguments, run_classify),
-    "compare": Command("two models' cross-attention on one sentence, as one figure", add_compare_arguments, run_compare),
-    "heads": Command("each head's importance, and the pruning curve", add_heads_arguments, run_heads),
-    "attribute": Command("a contribution measure of a decoded sentence", add_attribute_arguments, run_attribute),
+    "train": Command("train a model and save it to one file", "model.cli.train", "train"),
+    "classify": Command("a classifier's tags or class of sentences", "model.cli.labels", "classify"),
+    "compare": Command("two models' cross-attention on one sentence, as one figure", "model.cli.compare", "compare"),
+    "heads": Command("each head's importance, and the pruning curve", "model.cli.heads", "heads"),
+    "attribute": Command("a contribution measure of a decoded sentence", "model.cli.attribute", "attribute"),
     "timeline": Command(
-        "a model's training snapshots: an animation, a strip, a difference, per-head curves", add_timeline_arguments, run_timeline
+        "a model's training snapshots: an animation, a strip, a difference, per-head curves", "model.cli.timeline", "timeline"
     ),
-    "patch": Command("activation patching between a clean and a corrupted sentence", add_patch_arguments, run_patch),
-    "lens": Command("the logit lens, direct logit attribution or DecoderLens of a sentence", add_lens_arguments, run_lens),
-    "neuron": Command(
-        "one head's query row inside: query and key vectors, scores, positional terms", add_neuron_arguments, run_neuron
-    ),
-    "index": Command("run a model over a corpus and keep its vectors and head statistics", add_index_arguments, run_index),
-    "search": Command("a corpus index's nearest tokens, or sentences where a head behaves so", add_search_arguments, run_search),
-    "qk": Command("a head's queries and keys over a corpus index, mapped together", add_qk_arguments, run_qk),
+    "patch": Command("activation patching between a clean and a corrupted sentence", "model.cli.interventions", "patch"),
+    "lens": Command("the logit lens, direct logit attribution or DecoderLens of a sentence", "model.cli.interventions", "lens"),
+    "neuron": Command("one head's query row inside: query and key vectors, scores, positional terms", "model.cli.neuron", "neuron"),
+    "index": Command("run a model over a corpus and keep its vectors and head statistics", "model.cli.corpus", "index"),
+    "search": Command("a corpus index's nearest tokens, or sentences where a head behaves so", "model.cli.corpus", "search"),
+    "qk": Command("a head's queries and keys over a corpus index, mapped together", "model.cli.corpus", "qk"),
     "report-card": Command(
         "grade every attribution reading: faithfulness, plausibility, sanity (CSV or figure)",
-        add_report_card_arguments,
-        run_report_card,
+        "model.cli.report_card",
+        "report_card",
     ),
-    "translate": Command("translate a sentence", add_translate_arguments, run_translate),
+    "translate": Command("translate a sentence", "model.cli.decode", "translate"),
     "capabilities": Command(
-        "which tool serves which model family, or the one line saying why not", add_capabilities_arguments, run_capabilities
+        "which tool serves which model family, or the one line saying why not", "model.cli.capabilities", "capabilities"
     ),
-    "evaluate": Command("exact match, BLEU and token accuracy on a test set", add_evaluate_arguments, run_evaluate),
-    "trace": Command("decode a sentence and write its full attention trace (.npz)", add_trace_arguments, run_trace),
+    "evaluate": Command("exact match, BLEU and token accuracy on a test set", "model.cli.decode", "evaluate"),
+    "trace": Command("decode a sentence and write its full attention trace (.npz)", "model.cli.decode", "trace"),
     "export": Command(
         "a view of a decoded sentence as a figure (PNG, SVG, PDF) or data (CSV, NPY), without a window",
-        add_export_arguments,
-        run_export,
+        "model.cli.export",
+        "export",
     ),
 }
 COMMANDS = tuple(COMMAND_TABLE)  # what the launcher hands to the command line instead of opening the window
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command; the arguments of the command ``argv`` names (its first item) only, or of every
+    command when ``argv`` is None (what the tests read)."""
     parser = argparse.ArgumentParser(
         prog="transformer-explorer",
         description="Transformer Explorer: train, translate with and evaluate small encoder-decoder Transformers.",
@@ -95,19 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMAND_TABLE.items():
-        command.add_arguments(sub.add_parser(name, help=command.help))
+        command_parser = sub.add_parser(name, help=command.help)
+        if argv is None or argv[:1] == [name]:
+            command.functions()[0](command_parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    parser = build_parser(given)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(given)
     except SystemExit as exit_request:  # --help, or a usage error already printed by argparse
         return int(exit_request.code or 0)
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:
-        code = COMMAND_TABLE[args.command].run(args)
+        code = COMMAND_TABLE[args.command].functions()[1](args)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:

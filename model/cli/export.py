@@ -29,7 +29,7 @@ from model.io.models import model_source, open_model
 from model.nn.masking import parse_heads
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", required=True, help="model file, a shipped model's name (default), or a pretrained folder or cached id"
     )
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="transformer-explorer export", description="Export a view of a decoded sentence as a figure or data."
     )
-    add_arguments(parser)
+    add_export_arguments(parser)
     return parser
 
 

@@ -7,7 +7,6 @@ UTF-8 and Ctrl-C during the imports need a real process and run as subprocesses.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -177,7 +176,7 @@ def test_library_errors_become_plain_words(error, message, monkeypatch, capsys):
     def fail(args):
         raise error
 
-    monkeypatch.setitem(COMMAND_TABLE, "translate", dataclasses.replace(COMMAND_TABLE["translate"], run=fail))
+    monkeypatch.setattr("model.cli.decode.run_translate", fail)
     assert main(["translate", "--model", "default", "hello"]) == 1
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
