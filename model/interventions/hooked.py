@@ -159,6 +159,36 @@ class HookedRun:
         return model.logits(hidden)
 
 
+@dataclass(frozen=True)
+class HeldNorm:
+    """A norm of the decoder's stream as direct logit attribution holds it linear: y = γ ⊙ (x − centre) / σ + β with σ
+    (and the centre) the run's own. ``centred``: a LayerNorm (σ the standard deviation, the mean subtracted); else an
+    RMS norm (T5's: σ the root mean square, nothing subtracted, no β)."""
+
+    weight: torch.Tensor  # [d_model] γ
+    bias: torch.Tensor | None  # [d_model] β, or None
+    eps: float
+    centred: bool = True
+
+
+@dataclass(frozen=True)
+class AttributionLayout:
+    """What direct logit attribution reads of a network's decoder (model/interventions/logit_attribution.py), from its
+    own modules: where the stream starts, which norms it meets, and how it becomes logits."""
+
+    # (decoder inputs [1, T], the run's activations) -> the named parts the stream starts as, each [T, d_model]
+    embeddings: Callable[[torch.Tensor, dict[str, torch.Tensor]], list[tuple[str, torch.Tensor]]]
+    capture: tuple[str, ...]  # the hook points ``embeddings`` reads
+    # Per decoder layer, the norm after its self-attention, cross-attention and feed-forward (a post-norm model's), or
+    # None where the stream meets none; and each attention's output-projection bias (no head's), or None.
+    sublayer_norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]]
+    projection_biases: list[tuple[torch.Tensor | None, torch.Tensor | None]]
+    final_norm: HeldNorm | None  # the decoder's final norm (a pre-norm model's), or None
+    unembedding: torch.Tensor  # [V, d_model]: logits = scale · stream after the final norm @ unembedding.T + bias
+    unembedding_bias: torch.Tensor | None  # [V]
+    unembedding_scale: float = 1.0  # T5's d_model ** -0.5 before a tied head
+
+
 class HookedPass(Protocol):
     """A family's hooked-pass adapter: the network's own teacher-forced pass with the hook names above."""
 
@@ -181,6 +211,8 @@ class HookedPass(Protocol):
     # source [1, S] -> (every encoder layer's output through the encoder's final norm [L, S, d_model]; the padding mask
     # of L copies of the source, in the network's own form): what DecoderLens decodes from
     def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+
+    def attribution_layout(self, network: Network) -> AttributionLayout: ...  # what direct logit attribution reads
 
 
 def _declared(path: str) -> Callable[[Network], HookedPass | None]:

@@ -23,40 +23,28 @@ registry entry declares for its model type (model/pretrained/layouts.py, ``HOOKE
 refused in one line. A hook is installed only for a name the pass captures, patches or starts
 gradients at, and removed after the pass:
 with none, the library's forward pass runs untouched. The run's ``hidden`` holds the model's logits [B, T, V], which
-the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/families.py).
+the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/families.py). How a site's hook
+reads and patches: model/interventions/library_sites.py.
+
+Every adapter serves every intervention: the logit lens and patching on the hook points, DecoderLens on each encoder
+layer's output through the encoder's final norm (``layer_memories``), direct logit attribution on the decoder's
+parts through the norms the layout places (``attribution_layout``: T5's RMS norm, a post-norm layer's three
+LayerNorms, a pre-norm model's final one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
-from torch.utils.hooks import RemovableHandle
 
-from model.family import InterventionTool
-from model.interventions.hooked import HookedRun, Hooks, adapter_of
+from model.family import INTERVENTION_TOOLS
+from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, adapter_of
+from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install
 from model.kinds import AttentionKind
 from model.network import Network
-from model.nn.hooks import for_this_thread
 from model.pretrained.families import Seq2SeqNetwork
-
-INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
-ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
-# What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
-# (a dict: its "last_hidden_state").
-ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where a hook point sits: a module, and what of it the hook reads (INPUT, OUTPUT or HEADS)."""
-
-    module: torch.nn.Module
-    reads: str
-    n_heads: int = 0  # an output projection's heads (HEADS)
-    before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
 
 
 def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_heads: int) -> dict[str, Site]:
@@ -67,97 +55,10 @@ def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_he
     }
 
 
-def _hidden(output: ModuleOutput) -> torch.Tensor:
-    """The hidden states a module returned: the tensor, a tuple's first item or a ModelOutput's last_hidden_state."""
-    if isinstance(output, torch.Tensor):
-        return output
-    return cast(torch.Tensor, output["last_hidden_state"] if isinstance(output, dict) else output[0])
-
-
-def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
-    """``output`` with its hidden states replaced (the shape the module returned kept)."""
-    if isinstance(output, torch.Tensor):
-        return hidden
-    if isinstance(output, dict):  # a ModelOutput: setting the key sets the attribute as well
-        output["last_hidden_state"] = hidden
-        return output
-    return (hidden, *output[1:])
-
-
-def projection_heads(projection: torch.nn.Linear, context: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """An output projection's input [B, L, H * d_k] (the heads' contexts side by side) -> each head's output through
-    its slice of the weight [B, H, L, d_model] (the bias is no head's)."""
-    weight = projection.weight  # [d_model, H * d_k]
-    per_head = context.view(*context.shape[:-1], n_heads, -1)  # [B, L, H, d_k]
-    return torch.einsum("blhd,mhd->bhlm", per_head, weight.view(weight.shape[0], n_heads, -1))  # [B, H, L, d_model]
-
-
-def _install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
-    """One PyTorch hook on the site's module that passes the activation through ``hooks`` under ``name``."""
-    if site.reads == INPUT:
-
-        def read_input(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-            if args:
-                return (hooks(name, args[0]), *args[1:]), kwargs
-            return args, {**kwargs, "hidden_states": hooks(name, kwargs["hidden_states"])}
-
-        return site.module.register_forward_pre_hook(for_this_thread(read_input), with_kwargs=True)
-    if site.reads == HEADS:
-
-        def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
-            projection = cast(torch.nn.Linear, module)  # an output projection (a HEADS site's module)
-            computed = projection_heads(projection, args[0], site.n_heads)  # [B, H, L, d_model]
-            heads = hooks(name, computed)
-            if heads is computed:  # read only: the library's output, its gradient through the heads read
-                summed = computed.sum(1)  # [B, L, d_model]
-                return output.detach() + (summed - summed.detach())
-            return heads.sum(1) if projection.bias is None else heads.sum(1) + projection.bias
-
-        return site.module.register_forward_hook(for_this_thread(read_heads))
-
-    if site.reads == ADDED:
-        return _install_added(site, name, hooks)
-
-    def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
-        return _with_hidden(output, hooks(name, _hidden(output)))
-
-    return site.module.register_forward_hook(for_this_thread(read_output))
-
-
-class _Handles:
-    """Two hooks removed as one (an ADDED site's)."""
-
-    def __init__(self, *handles: RemovableHandle) -> None:
-        self.handles = handles
-
-    def remove(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-
-
-def _install_added(site: Site, name: str, hooks: Hooks) -> _Handles:
-    """A pre-norm sublayer's stream after its residual add, which no module returns: the stream it was given (its
-    norm's input, kept by a pre-hook) plus its output. Patched, the sublayer returns the patched stream less the one
-    it was given, so the layer's own add gives the patched stream; only read, it returns its own output, with the
-    gradient passing through the stream read."""
-    assert site.before is not None  # an ADDED site names the norm that reads the stream before it
-    given: list[torch.Tensor] = []
-
-    def keep_stream(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
-        given[:] = [args[0] if args else kwargs["hidden_states"]]
-
-    def add_stream(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
-        out = _hidden(output)  # [B, L, d_model]
-        stream = given[0] + out  # [B, L, d_model]: what the layer adds (dropout is off in eval mode)
-        hooked = hooks(name, stream)
-        if hooked is stream:  # read only: the library's output, its gradient through the stream read
-            return _with_hidden(output, out.detach() + (stream - stream.detach()))
-        return _with_hidden(output, hooked - given[0])
-
-    return _Handles(
-        site.before.register_forward_pre_hook(for_this_thread(keep_stream), with_kwargs=True),
-        site.module.register_forward_hook(for_this_thread(add_stream)),
-    )
+def _held(norm: torch.nn.Module) -> HeldNorm:
+    """A library LayerNorm, held linear."""
+    layer_norm = cast(torch.nn.LayerNorm, norm)
+    return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
 def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
@@ -169,7 +70,7 @@ class LibraryPass:
     """What the Hugging Face layouts' adapters share: hooks on the library's modules around its own forward pass. A
     layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
 
-    served_tools = (InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS, InterventionTool.PATCHING)
+    served_tools = INTERVENTION_TOOLS
 
     def layer_sites(
         self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
@@ -213,7 +114,7 @@ class LibraryPass:
         seq2seq = cast(Seq2SeqNetwork, network)
         sites = self.hook_sites(seq2seq)
         skipped = {"encoder.memory"} if memory is not None else set()
-        handles = [_install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
+        handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
         mask = source_ids.ne(seq2seq.config.pad_id).long()  # [B, S]
         inputs: dict[str, Any] = {"input_ids": source_ids}
         if memory is not None:  # the encoder skipped: the decoder reads ``memory``
@@ -243,13 +144,47 @@ class LibraryPass:
         """The norm the encoder's last layer output passes to become the memory; None in a post-norm model."""
         raise NotImplementedError
 
+    def sublayer_norms(self, layer: torch.nn.Module) -> tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]:
+        """A decoder layer's norms after its self-attention, cross-attention and feed-forward (a post-norm layer's)."""
+        return None, None, None
+
+    def final_held_norm(self, network: Network) -> HeldNorm | None:
+        """The decoder's final norm (a pre-norm model's), held linear; None in a post-norm model."""
+        return None
+
+    def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
+        """(the bias added to the logits [V] or None, the scale of the stream before ``lm_head``)."""
+        bias = getattr(cast(Seq2SeqNetwork, network).hf_model, "final_logits_bias", None)  # [1, V] (BART's layouts)
+        return (None if bias is None else bias[0]), 1.0
+
+    def attribution_layout(self, network: Network) -> AttributionLayout:
+        """The stream starts as what enters the decoder's first layer (token embeddings, positions, and BART's and
+        mBART's embedding norm: one part, "embeddings", read by the hooked pass); the layout says the rest."""
+        seq2seq = cast(Seq2SeqNetwork, network)
+        layers = seq2seq.layers(AttentionKind.DECODER)
+        biases = [
+            tuple(seq2seq.head_projection(kind, index).bias for kind in (AttentionKind.DECODER, AttentionKind.CROSS))
+            for index in range(len(layers))
+        ]
+        bias, scale = self.unembedding(seq2seq)
+        return AttributionLayout(
+            embeddings=lambda _inputs, activations: [("embeddings", activations["decoder.0.resid_pre"][0])],
+            capture=("decoder.0.resid_pre",),
+            sublayer_norms=[self.sublayer_norms(layer) for layer in layers],
+            projection_biases=[(self_bias, cross_bias) for self_bias, cross_bias in biases],
+            final_norm=self.final_held_norm(seq2seq),
+            unembedding=seq2seq.hf_model.lm_head.weight,
+            unembedding_bias=bias,
+            unembedding_scale=scale,
+        )
+
     def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The library's encoder run with hooks on every layer's output, each through the encoder's final norm."""
         seq2seq = cast(Seq2SeqNetwork, network)
         n_layers = seq2seq.config.n_encoder_layers
         names = [f"encoder.{layer}.resid_post" for layer in range(n_layers)]
         hooks, sites = Hooks(names), self.hook_sites(seq2seq)
-        handles = [_install(sites[name], name, hooks) for name in names]
+        handles = [install(sites[name], name, hooks) for name in names]
         mask = source_ids.ne(seq2seq.config.pad_id).long()  # [1, S]
         try:
             seq2seq.hf_model.get_encoder()(input_ids=source_ids, attention_mask=mask, return_dict=True)
@@ -290,6 +225,14 @@ class T5Pass(LibraryPass):
     def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
         return cast(Seq2SeqNetwork, network).hf_model.get_encoder().final_layer_norm
 
+    def final_held_norm(self, network: Network) -> HeldNorm | None:
+        norm = cast(Seq2SeqNetwork, network).hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
+        return HeldNorm(norm.weight, None, norm.variance_epsilon, centred=False)
+
+    def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
+        seq2seq = cast(Seq2SeqNetwork, network)
+        return None, (seq2seq.config.d_model**-0.5 if seq2seq.hf_model.config.tie_word_embeddings else 1.0)
+
 
 class BartLayoutPass(LibraryPass):
     """A layout with BART's module names: each stack's ``layers``, each attention's ``out_proj`` beside its
@@ -329,6 +272,10 @@ class PostNormPass(BartLayoutPass):
     def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
         return None
 
+    def sublayer_norms(self, layer: torch.nn.Module) -> tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]:
+        names = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
+        return cast(tuple[HeldNorm, HeldNorm, HeldNorm], tuple(_held(layer.get_submodule(name)) for name in names))
+
 
 class MarianPass(PostNormPass):
     """Marian's modules (``MarianEncoderLayer``, ``MarianDecoderLayer``), laid out as BART's."""
@@ -358,6 +305,9 @@ class PreNormPass(BartLayoutPass):
 
     def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
         return cast(Seq2SeqNetwork, network).hf_model.get_encoder().layer_norm
+
+    def final_held_norm(self, network: Network) -> HeldNorm | None:
+        return _held(cast(Seq2SeqNetwork, network).hf_model.get_decoder().layer_norm)
 
 
 T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py

@@ -16,7 +16,6 @@ carried through the norms after them). With every scale held at the run's own va
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -25,10 +24,8 @@ import numpy as np
 import torch
 
 from model.family import Bundle, InterventionTool
-from model.interventions.hooked import check_supported, ids_as_text, run_hooked, translated
-from model.interventions.served_pass import has_final_norm
+from model.interventions.hooked import AttributionLayout, HeldNorm, check_tool, ids_as_text, run_hooked, translated
 from model.network import Network
-from model.nn.transformer import Transformer
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")
 
@@ -52,56 +49,58 @@ class LogitAttribution:
 class _Parts:
     """The decoder stream as named parts [P, T, d_model], through the norms that hold their scale."""
 
-    def __init__(self, model: Transformer, inputs: torch.Tensor):
-        length = inputs.shape[1]
-        token = model.target_embedding(inputs[0]) * math.sqrt(model.config.d_model)  # [T, d_model]
-        self.tensor = torch.stack([token, model.positional_table[:length].to(token.dtype)])  # [2, T, d_model]
-        self.names, self.kinds = ["token embedding", "positions"], ["embedding", "embedding"]
-        self.bias_part: dict[str, int] = {}  # a norm-bias part's name -> its index
+    def __init__(self, start: list[tuple[str, torch.Tensor]]):
+        self.tensor = torch.stack([part for _, part in start])  # [P, T, d_model]
+        self.names, self.kinds = [name for name, _ in start], ["embedding"] * len(start)
+        self.bias_part: dict[str, int] = {}  # a bias part's name -> its index
 
     def add(self, parts: torch.Tensor, names: list[str], kind: str) -> None:
         """Append parts [N, T, d_model]."""
-        self.tensor = torch.cat([self.tensor, parts])
+        self.tensor = torch.cat([self.tensor, parts.to(self.tensor.dtype)])
         self.names += names
         self.kinds += [kind] * len(names)
 
-    def normalise(self, norm: torch.nn.LayerNorm, bias_name: str) -> None:
-        """Through a LayerNorm with its scale held at the stream's own: every part rescaled, β added to ``bias_name``."""
-        summed = self.tensor.sum(0)  # [T, d_model]
-        scale = torch.sqrt(summed.var(-1, unbiased=False) + norm.eps)[None, :, None]  # [1, T, 1]
-        self.tensor = norm.weight * (self.tensor - self.tensor.mean(-1, keepdim=True)) / scale  # [P, T, d_model]
-        bias = norm.bias.expand_as(summed)[None]  # [1, T, d_model]
-        if bias_name in self.bias_part:
-            self.tensor[self.bias_part[bias_name]] += bias[0]
+    def add_bias(self, bias: torch.Tensor, name: str) -> None:
+        """A bias [d_model] added at every position, summed into the part ``name`` (made on its first bias)."""
+        row = bias.to(self.tensor.dtype).expand(self.tensor.shape[1], -1)  # [T, d_model]
+        if name in self.bias_part:
+            self.tensor[self.bias_part[name]] += row
         else:
-            self.bias_part[bias_name] = len(self.names)
-            self.add(bias, [bias_name], "bias")
+            self.bias_part[name] = len(self.names)
+            self.add(row[None], [name], "bias")
+
+    def normalise(self, norm: HeldNorm, bias_name: str) -> None:
+        """Through a norm with its scale held at the stream's own: every part rescaled, β added to ``bias_name``."""
+        summed = self.tensor.sum(0)  # [T, d_model]
+        if norm.centred:  # a LayerNorm
+            scale = torch.sqrt(summed.var(-1, unbiased=False) + norm.eps)[None, :, None]  # [1, T, 1]
+            self.tensor = norm.weight * (self.tensor - self.tensor.mean(-1, keepdim=True)) / scale  # [P, T, d_model]
+        else:  # an RMS norm (T5's)
+            scale = torch.sqrt(summed.pow(2).mean(-1) + norm.eps)[None, :, None]  # [1, T, 1]
+            self.tensor = norm.weight * self.tensor / scale  # [P, T, d_model]
+        if norm.bias is not None:
+            self.add_bias(norm.bias, bias_name)
 
 
-def _decompose(model: Transformer, inputs: torch.Tensor, activations: dict[str, torch.Tensor]) -> _Parts:
+def _decompose(layout: AttributionLayout, inputs: torch.Tensor, activations: dict[str, torch.Tensor]) -> _Parts:
     """The stream after the decoder's final norm, as parts."""
-    parts = _Parts(model, inputs)
-    heads = range(model.config.n_heads)
-    for index, layer in enumerate(model.decoder_stack):
+    parts = _Parts(layout.embeddings(inputs, activations))
+    for index, (norms, biases) in enumerate(zip(layout.sublayer_norms, layout.projection_biases)):
         name = f"L{index + 1}"
         for sublayer, attention in enumerate(("self", "cross")):
             head_out = activations[f"decoder.{index}.{attention}.head_out"][0]  # [H, T, d_model]
+            heads = range(head_out.shape[0])
             parts.add(head_out, [f"{name} {attention} H{head + 1}" for head in heads], f"{attention}-attention head")
-            if not layer.pre_norm:
-                parts.normalise(cast(torch.nn.LayerNorm, layer.norms[sublayer]), f"{name} norm biases")
+            if biases[sublayer] is not None:  # the output projection's bias: no head's
+                parts.add_bias(cast(torch.Tensor, biases[sublayer]), f"{name} attention biases")
+            if norms[sublayer] is not None:  # a post-norm model's norm after the sublayer
+                parts.normalise(cast(HeldNorm, norms[sublayer]), f"{name} norm biases")
         parts.add(activations[f"decoder.{index}.mlp_out"], [f"{name} feed-forward"], "feed-forward")  # [1, T, d_model]
-        if not layer.pre_norm:
-            parts.normalise(cast(torch.nn.LayerNorm, layer.norms[2]), f"{name} norm biases")
-    if has_final_norm(model):  # a pre-norm model's LayerNorm (a post-norm model's is the identity)
-        parts.normalise(cast(torch.nn.LayerNorm, model.decoder_norm), "final norm bias")
+        if norms[2] is not None:
+            parts.normalise(norms[2], f"{name} norm biases")
+    if layout.final_norm is not None:  # a pre-norm model's final norm
+        parts.normalise(layout.final_norm, "final norm bias")
     return parts
-
-
-def _unembedding(model: Transformer) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The output projection's (weight [V, d_model], bias [V] or None), as ``model.logits`` applies them."""
-    if model.output_projection is None:
-        return model.target_embedding.weight, None
-    return model.output_projection.weight, model.output_projection.bias
 
 
 @torch.inference_mode()
@@ -113,16 +112,18 @@ def logit_attribution(
     target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
 ) -> LogitAttribution:
     """Each step's logit of its chosen token (minus a compared one's) split into parts (see the module's docstring)."""
-    network = check_supported(model, InterventionTool.LOGIT_ATTRIBUTION)
+    network = model
+    layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout(model)
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     points = ("self.head_out", "cross.head_out", "mlp_out")
     capture = [f"decoder.{layer}.{point}" for layer in range(network.config.n_decoder_layers) for point in points]
-    run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=capture)
-    parts = _decompose(network, inputs, run.activations)
+    run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=[*capture, *layout.capture])
+    parts = _decompose(layout, inputs, run.activations)
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
     compared = torch.tensor(list(compared_ids) if compared_ids is not None else [-1] * len(chosen_ids), device=device)  # [T]
-    weight, bias = _unembedding(network)
+    weight, bias = layout.unembedding, layout.unembedding_bias  # [V, d_model], [V] or None
+    weight = weight * layout.unembedding_scale
     direction = weight[chosen] - torch.where(compared[:, None] >= 0, weight[compared.clamp(min=0)], 0.0)  # [T, d_model]
     values = torch.einsum("ptm,tm->tp", parts.tensor, direction)  # [T, P]
     names, kinds = list(parts.names), list(parts.kinds)

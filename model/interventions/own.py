@@ -10,6 +10,7 @@ slice of W^O is formed only when its point is hooked. It serves every tool of mo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import cast
@@ -17,7 +18,7 @@ from typing import cast
 import torch
 
 from model.family import INTERVENTION_TOOLS
-from model.interventions.hooked import HookedRun, Hooks, hooked_encode
+from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
 from model.network import Network
 from model.nn.transformer import Transformer
 
@@ -83,6 +84,30 @@ class TransformerPass:
         hooked_encode(model, source_ids, hooks)
         outputs = torch.cat([hooks.activations[f"encoder.{layer}.resid_post"] for layer in range(n_layers)])  # [L, S, d]
         return model.encoder_norm(outputs), model.padding_mask(source_ids.expand(n_layers, -1))
+
+    def attribution_layout(self, network: Network) -> AttributionLayout:
+        """The stream starts as the token embeddings (scaled by √d_model) and the positions added; a post-norm layer's
+        three norms follow its sublayers; a pre-norm model's final LayerNorm comes last; W^O has no bias."""
+        model = cast(Transformer, network)
+
+        def embeddings(inputs: torch.Tensor, _activations: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+            token = model.target_embedding(inputs[0]) * math.sqrt(model.config.d_model)  # [T, d_model]
+            return [("token embedding", token), ("positions", model.positional_table[: inputs.shape[1]].to(token.dtype))]
+
+        norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
+            (None, None, None) if layer.pre_norm else (_held(layer.norms[0]), _held(layer.norms[1]), _held(layer.norms[2]))
+            for layer in model.decoder_stack
+        ]
+        final = _held(model.decoder_norm) if self.has_final_norm(model) else None
+        projection = model.output_projection
+        weight, bias = (model.target_embedding.weight, None) if projection is None else (projection.weight, projection.bias)
+        return AttributionLayout(embeddings, (), norms, [(None, None)] * len(norms), final, weight, bias)
+
+
+def _held(norm: torch.nn.Module) -> HeldNorm:
+    """One of the app's LayerNorms, held linear."""
+    layer_norm = cast(torch.nn.LayerNorm, norm)
+    return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
 TRANSFORMER_PASS = TransformerPass()

@@ -126,16 +126,16 @@ def tiny_t5(tmp_path_factory):
     return load_pretrained(str(build("t5", tmp_path_factory.mktemp("tiny-t5") / "t5")))
 
 
-def test_a_pretrained_t5_gets_the_lenses_and_patching_and_says_what_it_does_not(controllers, tiny_t5):
+def test_a_pretrained_t5_gets_every_intervention(controllers, tiny_t5):
     interventions = controllers.interventions
     events = Recorder(interventions, *EVENTS)
     controllers.explore.set_model(tiny_t5)
     controllers.explore.translate("The house is small .")
-    assert interventions.unavailable() == "" and set(interventions.tools()) == {LENS, DECODER_LENS, PATCHING}
+    assert interventions.unavailable() == "" and set(interventions.tools()) == {LENS, DECODER_LENS, ATTRIBUTION, PATCHING}
     interventions.set_active(True)
     assert controllers.inbox.wait_until(lambda: not interventions.running, WAIT_S)
-    assert set(interventions.results) == {LENS, DECODER_LENS}
-    assert any(text.startswith("The logit attribution is not computed") for (text,) in events.of("message"))
+    assert set(interventions.results) == {LENS, DECODER_LENS, ATTRIBUTION}
+    assert not any("not computed" in text for (text,) in events.of("message"))
     assert interventions.results[DECODER_LENS].token_ids == bundle_decoder_lens(tiny_t5, "The house is small .").token_ids
     expected = bundle_logit_lens(tiny_t5, "The house is small .", 5)
     assert np.allclose(interventions.results[LENS].chosen_probabilities, expected.chosen_probabilities, atol=1e-6)

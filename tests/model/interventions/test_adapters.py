@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.family import families
+from model.family import INTERVENTION_TOOLS, families
 from model.interventions.hooked import InterventionError, Patch, adapter_of, check_tool, hook_names, run_hooked
 from model.interventions.logit_lens import logit_lens
 from model.interventions.patching import prepare_patching
@@ -79,7 +79,7 @@ def test_each_layout_s_hooked_pass_is_the_library_s_forward(library_bundles, lay
     torch.testing.assert_close(every.logits(network), expected, atol=1e-5, rtol=0)
     assert set(every.activations) == set(hook_names(network))
     adapter = adapter_of(network)
-    assert type(adapter).__name__ == ADAPTERS[layout] and served_tools(network) == ("logit lens", "DecoderLens", "patching")
+    assert type(adapter).__name__ == ADAPTERS[layout] and served_tools(network) == INTERVENTION_TOOLS
 
 
 def test_each_layout_has_its_own_adapter_declared_by_its_registry_entry(library_bundles):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of, families, family_of
+from model.family import INTERVENTION_TOOLS, capabilities_of, families, family_of
 from model.interventions.hooked import InterventionError
 from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
@@ -49,7 +49,7 @@ def test_a_layout_without_an_adapter_is_declared_without_interventions(unhooked_
 def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, layout):
     network = tiny_bundles[layout].model
     assert capabilities_of(network).interventions and family_of(network).name == "pretrained-encoder-decoder"
-    assert served_tools(network) == (InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS, InterventionTool.PATCHING)
+    assert served_tools(network) == INTERVENTION_TOOLS
 
 
 def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, pre_norm_bundles, unhooked_folders):

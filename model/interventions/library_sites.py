@@ -1,0 +1,127 @@
+"""Where a Hugging Face layout's hook point sits (``Site``: a module, and what of it is read) and the PyTorch hooks that
+read or patch it there (``install``): the library adapters' machinery (model/interventions/library.py).
+
+A site reads a module's hidden-states input (INPUT, a forward pre-hook), its output (OUTPUT), each head's share of an
+output projection (HEADS: its input's slice through the weight's slice), or a pre-norm sublayer's stream after its
+residual add, which no module returns (ADDED: the stream the sublayer's norm read, plus the sublayer's output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import torch
+from torch.utils.hooks import RemovableHandle
+
+from model.interventions.hooked import Hooks
+from model.nn.hooks import for_this_thread
+
+INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
+ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
+# What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
+# (a dict: its "last_hidden_state").
+ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a hook point sits: a module, and what of it the hook reads (INPUT, OUTPUT or HEADS)."""
+
+    module: torch.nn.Module
+    reads: str
+    n_heads: int = 0  # an output projection's heads (HEADS)
+    before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
+
+
+def _hidden(output: ModuleOutput) -> torch.Tensor:
+    """The hidden states a module returned: the tensor, a tuple's first item or a ModelOutput's last_hidden_state."""
+    if isinstance(output, torch.Tensor):
+        return output
+    return cast(torch.Tensor, output["last_hidden_state"] if isinstance(output, dict) else output[0])
+
+
+def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
+    """``output`` with its hidden states replaced (the shape the module returned kept)."""
+    if isinstance(output, torch.Tensor):
+        return hidden
+    if isinstance(output, dict):  # a ModelOutput: setting the key sets the attribute as well
+        output["last_hidden_state"] = hidden
+        return output
+    return (hidden, *output[1:])
+
+
+def projection_heads(projection: torch.nn.Linear, context: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """An output projection's input [B, L, H * d_k] (the heads' contexts side by side) -> each head's output through
+    its slice of the weight [B, H, L, d_model] (the bias is no head's)."""
+    weight = projection.weight  # [d_model, H * d_k]
+    per_head = context.view(*context.shape[:-1], n_heads, -1)  # [B, L, H, d_k]
+    return torch.einsum("blhd,mhd->bhlm", per_head, weight.view(weight.shape[0], n_heads, -1))  # [B, H, L, d_model]
+
+
+def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
+    """One PyTorch hook on the site's module that passes the activation through ``hooks`` under ``name``."""
+    if site.reads == INPUT:
+
+        def read_input(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            if args:
+                return (hooks(name, args[0]), *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": hooks(name, kwargs["hidden_states"])}
+
+        return site.module.register_forward_pre_hook(for_this_thread(read_input), with_kwargs=True)
+    if site.reads == HEADS:
+
+        def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
+            projection = cast(torch.nn.Linear, module)  # an output projection (a HEADS site's module)
+            computed = projection_heads(projection, args[0], site.n_heads)  # [B, H, L, d_model]
+            heads = hooks(name, computed)
+            if heads is computed:  # read only: the library's output, its gradient through the heads read
+                summed = computed.sum(1)  # [B, L, d_model]
+                return output.detach() + (summed - summed.detach())
+            return heads.sum(1) if projection.bias is None else heads.sum(1) + projection.bias
+
+        return site.module.register_forward_hook(for_this_thread(read_heads))
+
+    if site.reads == ADDED:
+        return _install_added(site, name, hooks)
+
+    def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
+        return _with_hidden(output, hooks(name, _hidden(output)))
+
+    return site.module.register_forward_hook(for_this_thread(read_output))
+
+
+class _Handles:
+    """Two hooks removed as one (an ADDED site's)."""
+
+    def __init__(self, *handles: RemovableHandle) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def _install_added(site: Site, name: str, hooks: Hooks) -> _Handles:
+    """A pre-norm sublayer's stream after its residual add, which no module returns: the stream it was given (its
+    norm's input, kept by a pre-hook) plus its output. Patched, the sublayer returns the patched stream less the one
+    it was given, so the layer's own add gives the patched stream; only read, it returns its own output, with the
+    gradient passing through the stream read."""
+    assert site.before is not None  # an ADDED site names the norm that reads the stream before it
+    given: list[torch.Tensor] = []
+
+    def keep_stream(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        given[:] = [args[0] if args else kwargs["hidden_states"]]
+
+    def add_stream(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
+        out = _hidden(output)  # [B, L, d_model]
+        stream = given[0] + out  # [B, L, d_model]: what the layer adds (dropout is off in eval mode)
+        hooked = hooks(name, stream)
+        if hooked is stream:  # read only: the library's output, its gradient through the stream read
+            return _with_hidden(output, out.detach() + (stream - stream.detach()))
+        return _with_hidden(output, hooked - given[0])
+
+    return _Handles(
+        site.before.register_forward_pre_hook(for_this_thread(keep_stream), with_kwargs=True),
+        site.module.register_forward_hook(for_this_thread(add_stream)),
+    )
