@@ -90,7 +90,10 @@ def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
         return
     capabilities, title = capabilities_of(model), family_of(model).title
     if not capabilities.head_masking:
-        raise MaskError(f"heads can be masked in the app's own Transformers, not in this model ({title})")
+        raise MaskError(
+            f"heads are knocked out where each head's slice of the attention's output projection is known (the app's "
+            f"Transformers, pretrained encoder-decoders), not in this model ({title})"
+        )
     config, network = model.config, cast(HeadMaskingNetwork, model)
     for head in heads:
         if head.kind not in capabilities.kinds:
