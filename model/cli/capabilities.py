@@ -1,12 +1,10 @@
 """``capabilities [--model M] [--markdown]``: which tool serves which model, and why not: the registry's own answer.
 
-Every cell is what the tool's own check says when it is asked of a network, the same call the tool makes before it
-computes (the stepper's ``beam_unavailable``, ``check_heads``, ``check_importance``, the measures' ``unsupported``,
-``check_gradable_family``, the neuron view's ``check_model``, the hooked pass's ``check_tool``, the corpus index's
-``check_network``): so the table claims nothing the code does not keep. The network is the model given (``--model``),
-or else one small network of each family built here: the app's own families from their options' defaults, and each
-Hugging Face layout from a tiny folder of random weights (model/pretrained/tiny.py, built in a temporary folder;
-nothing is downloaded). A cell is "Y", or a footnote number whose line below the table is the one line the tool gives
+Every cell is what the tool's own check says when it is asked of a network (model/capabilities.py: the same call the
+tool makes before it computes), so the table claims nothing the code does not keep. The network is the model given
+(``--model``), or else one small network of each family built here: the app's own families from their options'
+defaults, and each Hugging Face layout from a tiny folder of random weights (model/pretrained/tiny.py, built in a
+temporary folder; nothing is downloaded). A cell is "Y", or a footnote number whose line below the table is the one line the tool gives
 for that model.
 """
 
@@ -15,77 +13,15 @@ from __future__ import annotations
 import argparse
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from model.attribution.importance import check_importance
-from model.attribution.measures import unsupported
-from model.corpus.extract import check_network
-from model.decoding.stepper import beam_unavailable
-from model.errors import UserError
-from model.family import INTERVENTION_TOOLS, Family, InterventionTool, capabilities_of, families, family_of
-from model.grading.cases import check_gradable_family
-from model.interventions.hooked import check_tool
+from model.capabilities import CHECKS, Row, row_of
+from model.family import Family, families, family_of
 from model.io.models import open_model
 from model.network import Network
-from model.neuron.vectors import check_model as check_neuron_model
-from model.nn.masking import Head, check_heads
 
 SAMPLE_VOCABULARY = 24  # pieces of each side of a sample network of the app's own families
 SAMPLE_LABELS = ("tagging", ["A", "B"])  # a labelling family's sample task
-
-
-def _beam(model: Network) -> None:
-    why = beam_unavailable(capabilities_of(model))  # the stepper's own check
-    if why:
-        raise UserError(why)
-
-
-def _knock_out(model: Network) -> None:
-    check_heads(model, (Head(capabilities_of(model).kinds[0], 0, 0),))
-
-
-def _measures(model: Network) -> None:
-    why = unsupported(model, "alti")  # what every measure beyond attention needs (the ``attribute`` command's check)
-    if why:
-        raise UserError(why)
-
-
-def _intervention(tool: InterventionTool) -> Callable[[Network], object]:
-    return lambda model: check_tool(model, tool)
-
-
-CHECKS: dict[str, Callable[[Network], object]] = {  # each tool's own check, by the name the table shows
-    "attention views": lambda model: None,  # every family has a kind of attention
-    "beam search": _beam,
-    "head knock-out": _knock_out,
-    "head importance": check_importance,
-    "contribution measures": _measures,
-    "report card": lambda model: check_gradable_family(family_of(model)),
-    "neuron view": check_neuron_model,
-    **{str(tool): _intervention(tool) for tool in INTERVENTION_TOOLS},
-    "corpus index": check_network,
-}
-
-
-@dataclass(frozen=True)
-class Row:
-    """One model's answers: its name in the table, and per tool '' (served) or the tool's one line."""
-
-    name: str
-    reasons: dict[str, str]
-
-
-def row_of(name: str, model: Network) -> Row:
-    """What each tool's check says of ``model``."""
-    reasons = {}
-    for tool, check in CHECKS.items():
-        try:
-            check(model)
-            reasons[tool] = ""
-        except UserError as error:
-            reasons[tool] = str(error)
-    return Row(name, reasons)
 
 
 def _own_sample(family: Family) -> Network:

@@ -98,9 +98,15 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
         assert reason == "" or tab.hint.text() == f"{reason}: showing the attention weights.", name
     tab.measure_box.set_measure("attention")
     readings = tab.readings
-    tab.views.setCurrentWidget(readings.importance_view)
-    readings.importance_view.compute_button.click()
-    assert _one_line(messages[-1]) and "whose heads can be gated, not on this model" in messages[-1]
+    # The views it does not serve are greyed out, each with the capability table's reason as its tooltip.
+    for view, reason in (
+        (readings.importance_view, "whose heads can be gated, not on this model"),
+        (tab.interventions.view, "not for this model (toy cross-attention model)"),
+        (tab.neuron.view, "it has no queries and keys"),
+    ):
+        index = tab.views.indexOf(view)
+        assert not tab.views.isTabEnabled(index) and reason in tab.views.tabToolTip(index), tab.views.tabText(index)
+    assert tab.views.isTabEnabled(tab.views.indexOf(tab.report_card.view))  # it grades any cross-attention
 
     # The tools that serve any cross-attention work: the AER table and the report card, each on a few toy-fr pairs.
     alignment, card = readings.alignment_view, tab.report_card.view

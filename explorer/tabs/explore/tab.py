@@ -27,6 +27,7 @@ from explorer.tabs.explore.layout import lay_out, minimum_size, save_layout, siz
 from explorer.tabs.explore.measures import ExploreMeasures
 from explorer.tabs.explore.neuron import ExploreNeuron
 from explorer.tabs.explore.report_card import ExploreReportCard
+from explorer.tabs.explore.served_tabs import ServedTabs
 from explorer.tabs.explore.timeline import ExploreTimeline
 from explorer.widgets.compare_view import CompareView
 from explorer.widgets.decoding_panels import DecodingPanels
@@ -130,6 +131,7 @@ class ExploreTab(QWidget):
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(mid); font-style: italic;")
         self.top_splitter, self.main_splitter = lay_out(self, view_row)  # explorer/tabs/explore/layout.py
+        self.served = ServedTabs(self.views)  # a view the open model does not serve: greyed out, the reason its tooltip
 
     def _connect(self, controllers: WindowControllers) -> None:
         """The user's requests to the controllers, and the controllers' events to the views."""
@@ -212,6 +214,7 @@ class ExploreTab(QWidget):
 
     # --- the Explore controller's events ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
+        self.served.follow(bundle)
         if bundle is None:
             self.hint.setText(
                 "No model is open. File ▸ Open model… (Ctrl+O), drop a .safetensors file here, or train one in the Train tab."
