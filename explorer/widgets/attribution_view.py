@@ -57,8 +57,7 @@ class AttributionView(QWidget):
         self.bars_shown: list[tuple[str, float]] = []  # (part, value) of each bar, top first
         self.title = QLabel()
         self.title.setWordWrap(True)
-        self.bar_plot = pg.PlotWidget()
-        self.bar_plot.setMenuEnabled(False)
+        self.bar_plot = pg.PlotWidget(enableMenu=False)
         self.bar_plot.setMouseEnabled(x=False, y=False)
         self.bar_plot.invertY(True)
         show_light_grid(self.bar_plot)

@@ -46,8 +46,7 @@ class CandidatesView(pg.PlotWidget):
     contrast_requested = Signal(int, int)  # step index, token id: why the chosen token and not this one
 
     def __init__(self):
-        super().__init__()
-        self.setMenuEnabled(False)
+        super().__init__(enableMenu=False)
         self.setMouseEnabled(x=False, y=False)
         self.invertY(True)
         self.setLabel("bottom", "probability")

@@ -67,7 +67,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self._levels: tuple[float, float] | None = None
         self._token_level: str | None = None
         self.plot = self.addPlot(
-            row=0, col=0, viewBox=TokenViewBox(), axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")}
+            row=0, col=0, viewBox=TokenViewBox(enableMenu=False), axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")}
         )
         self.plot.setMenuEnabled(False)
         self.plot.invertY(True)

@@ -72,8 +72,7 @@ class ImportanceView(QWidget):
         self.note.setWordWrap(True)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.plot = pg.PlotWidget()
-        self.plot.setMenuEnabled(False)
+        self.plot = pg.PlotWidget(enableMenu=False)  # no context menus: built for nothing otherwise
         self.plot.setMouseEnabled(x=False, y=False)
         show_light_grid(self.plot)
         self.plot.setLabel("bottom", "heads removed (least important first)")

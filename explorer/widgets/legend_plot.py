@@ -18,10 +18,9 @@ class LegendPlot(QWidget):
 
     def __init__(self, title: str, bottom_label: str):
         super().__init__()
-        self.plot_widget = pg.PlotWidget(title=title)
+        self.plot_widget = pg.PlotWidget(title=title, enableMenu=False)
         self.plot_item = self.plot_widget.getPlotItem()
         self.plot_item.setLabel("bottom", bottom_label)
-        self.plot_item.setMenuEnabled(False)
         show_light_grid(self.plot_item)
         self.entries: list[tuple[str, str, bool]] = []  # (name, colour, dashed)
         self.legend = QLabel()

@@ -47,8 +47,7 @@ class LinesView(QWidget):
         self._labels_key = None
         self._styles: dict[tuple[int, int], tuple[float, bool]] = {}  # (head, band) -> the style its path has
         self.key_axis, self.query_axis = TokenAxis("left"), TokenAxis("right")
-        self.plot = pg.PlotWidget(axisItems={"left": self.key_axis, "right": self.query_axis})
-        self.plot.setMenuEnabled(False)
+        self.plot = pg.PlotWidget(axisItems={"left": self.key_axis, "right": self.query_axis}, enableMenu=False)
         self.plot.showAxis("right")
         self.plot.hideAxis("bottom")
         self.plot.hideButtons()

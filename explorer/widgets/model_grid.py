@@ -75,8 +75,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.title = ""  # a line above the grid: the snapshot of training shown, or the two a difference subtracts
         self.selected: tuple[int, int] | None = None
         self.empty = False  # no rows (step 0 of decoder or cross attention): a message instead of cells
-        self.plot = self.addPlot()
-        self.plot.setMenuEnabled(False)
+        self.plot = self.addPlot(enableMenu=False)
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         fit_title(self.plot)  # wrapped to the grid's width: a long title (two snapshots) cut the last heads off

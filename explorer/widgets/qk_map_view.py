@@ -57,10 +57,9 @@ class QKMapView(pg.GraphicsLayoutWidget):
         columns = min(len(panels), MAX_COLUMNS)
         plots = []
         for number, panel in enumerate(panels):
-            plot = self.addPlot(row=number // columns, col=number % columns, title=panel.title)
+            plot = self.addPlot(row=number // columns, col=number % columns, title=panel.title, enableMenu=False)
             plots.append(plot)
             show_light_grid(plot)
-            plot.setMenuEnabled(False)
             plot.setLabel("bottom", panel.axis_names[0])
             plot.setLabel("left", panel.axis_names[1])
             brushes = np.array(_qcolours(point_colours(panel, colour_by, top_tokens, colormap, max_position)), dtype=object)

@@ -127,8 +127,7 @@ class ReportCardView(QWidget):
 
     @staticmethod
     def _plot(left: str, bottom: str) -> pg.PlotWidget:
-        plot = pg.PlotWidget()
-        plot.setMenuEnabled(False)
+        plot = pg.PlotWidget(enableMenu=False)
         plot.setMouseEnabled(x=False, y=False)
         show_light_grid(plot)
         plot.setLabel("left", left)

@@ -95,12 +95,11 @@ class CurvesLayoutWidget(pg.GraphicsLayoutWidget):
 
 def step_plot(layout: pg.GraphicsLayout, row: int, column: int, title: str, y_label: str, rowspan: int = 1) -> pg.PlotItem:
     """A plot of the layout over the log step axis, light grid, no mouse menu; its title wraps to its width."""
-    plot = layout.addPlot(row=row, col=column, rowspan=rowspan, axisItems={"bottom": StepAxis("bottom")})
+    plot = layout.addPlot(row=row, col=column, rowspan=rowspan, axisItems={"bottom": StepAxis("bottom")}, enableMenu=False)
     fit_title(plot)
     plot.vb.setMinimumHeight(MIN_PLOT_PX * rowspan)
     plot.setTitle(title, size="9pt")
     plot.setLabel("left", y_label)
-    plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     plot.hideButtons()
     show_light_grid(plot)

@@ -70,10 +70,9 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self._timer.start()
 
     def _plot(self, row: int, column: int, title: str) -> pg.PlotItem:
-        plot = self.addPlot(row=row, col=column, title=title)
+        plot = self.addPlot(row=row, col=column, title=title, enableMenu=False)
         show_light_grid(plot)
         plot.setLabel("bottom", "step")
-        plot.setMenuEnabled(False)
         plot.setDownsampling(auto=True, mode="peak")  # a long run has more steps than the plot has pixels
         plot.setClipToView(True)
         plot.disableAutoRange()  # ranges grow in steps (_follow_ranges): a moving axis is laid out again each redraw

@@ -5,8 +5,10 @@ machine that has no downloaded model. Nothing touches the network.
     python -m model.pretrained.tiny OUT_FOLDER [--family t5|marian|bart|mbart|m2m100|bert-mlm|bert-classifier|gpt2 ...]
 
 Each family's folder is written by ``save_pretrained`` (model and tokenizer) and opens like any
-downloaded model: ``transformer-explorer OUT_FOLDER/t5``. Sizes are tiny unless ``size="base"`` (T5 only:
-t5-base's dimensions, for the latency benchmark).
+downloaded model: ``transformer-explorer OUT_FOLDER/t5``. Sizes are tiny unless ``size="base"`` (t5-base's
+dimensions, the tiny vocabulary), or ``--published NAME``: a published model's dimensions and vocabulary size
+(OPUS-MT, T5-base, BART-large, NLLB-600M; the tokenizer's trained pieces padded with fillers no text is split into),
+for the real-size benchmarks (benchmarks/real_sizes.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +37,58 @@ BART_LIKE = {
 VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
-BART_SIZES = {  # Marian's and BART's configs name the sizes alike
-    "d_model": TINY["d_model"],
-    "encoder_layers": TINY["layers"],
-    "decoder_layers": TINY["layers"],
-    "encoder_attention_heads": TINY["heads"],
-    "decoder_attention_heads": TINY["heads"],
-    "encoder_ffn_dim": TINY["d_ff"],
-    "decoder_ffn_dim": TINY["d_ff"],
-    "max_position_embeddings": TINY["positions"],
+
+
+@dataclass(frozen=True)
+class Size:
+    """A model's dimensions; ``vocab``: the pieces its embeddings hold (the tokenizer's trained pieces, then fillers
+    that no text produces, so that a published model's embedding and output layer are its real size), or None for the
+    tokenizer's own."""
+
+    d_model: int
+    layers: int  # of each stack
+    heads: int
+    d_ff: int
+    positions: int
+    vocab: int | None = None
+    init_std: float | None = 0.3  # a tiny random model's weights are spread wide (else it repeats one token)
+
+
+SIZES = {
+    "tiny": Size(TINY["d_model"], TINY["layers"], TINY["heads"], TINY["d_ff"], TINY["positions"]),
+    "base": Size(768, 12, 12, 3072, 512, init_std=None),  # T5-base's dimensions with the tiny vocabulary
 }
+# Published models' sizes, random weights (their layout, their size): what the real-size benchmarks open.
+PUBLISHED = {
+    "opus-mt": ("marian", Size(512, 6, 8, 2048, 512, vocab=58101, init_std=None)),  # Helsinki-NLP/opus-mt-*: ~75 M
+    "t5-base": ("t5", Size(768, 12, 12, 3072, 512, vocab=32128, init_std=None)),  # ~220 M
+    "bart-large": ("bart", Size(1024, 12, 16, 4096, 1024, vocab=50265, init_std=None)),  # ~406 M
+    "nllb-600m": ("m2m100", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
+}
+
+
+def bart_sizes(size: Size) -> dict[str, int]:
+    """The size under the names Marian's and BART's configs give it (mBART, M2M100 and Pegasus name them alike)."""
+    return {
+        "d_model": size.d_model,
+        "encoder_layers": size.layers,
+        "decoder_layers": size.layers,
+        "encoder_attention_heads": size.heads,
+        "decoder_attention_heads": size.heads,
+        "encoder_ffn_dim": size.d_ff,
+        "decoder_ffn_dim": size.d_ff,
+        "max_position_embeddings": size.positions,
+    }
+
+
+def fillers(have: int, size: Size) -> list[str]:
+    """Pieces that pad a vocabulary of ``have`` pieces to the size's (none when it has none of its own): strings no
+    text is split into, so tokenizing is unchanged and the embeddings are the published size."""
+    return [f"<filler{index}>" for index in range(max(0, (size.vocab or 0) - have))]
+
+
+def _init(size: Size) -> dict[str, float]:
+    return {} if size.init_std is None else {"init_std": size.init_std}
 
 
 def sentences(n: int = 300, seed: int = 7) -> list[str]:
@@ -72,8 +117,9 @@ def _sentencepiece(texts: list[str], folder: Path, vocab: int, specials: dict[st
     return prefix.with_suffix(".model")
 
 
-def _unigram_fast(model_file: Path, unk_id: int):
-    """A `tokenizers` Unigram tokenizer with the SentencePiece model's pieces and scores (as T5's fast one)."""
+def _unigram_fast(model_file: Path, unk_id: int, size: Size):
+    """A `tokenizers` Unigram tokenizer with the SentencePiece model's pieces and scores (as T5's fast one), padded to
+    the size's vocabulary with fillers no text is split into (their score the lowest)."""
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     import sentencepiece as spm
 
@@ -82,6 +128,7 @@ def _unigram_fast(model_file: Path, unk_id: int):
 
     processor = spm.SentencePieceProcessor(model_file=str(model_file))
     vocab = [(processor.id_to_piece(i), processor.get_score(i)) for i in range(processor.get_piece_size())]
+    vocab += [(piece, -1e9) for piece in fillers(len(vocab), size)]
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
     tokenizer.normalizer = normalizers.Sequence([normalizers.Replace(" {2,}", " ")])
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
@@ -89,37 +136,37 @@ def _unigram_fast(model_file: Path, unk_id: int):
     return tokenizer
 
 
-def _t5(folder: Path, texts: list[str], work: Path, size: str) -> None:
+def _t5(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     transformers = require_transformers()
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import processors
 
     model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1})
-    fast = _unigram_fast(model_file, unk_id=2)
+    fast = _unigram_fast(model_file, 2, size)
     fast.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)])
     tokenizer = transformers.T5TokenizerFast(
         tokenizer_object=fast, eos_token="</s>", unk_token="<unk>", pad_token="<pad>", extra_ids=0
     )
-    dims = (
-        {"d_model": 768, "d_ff": 3072, "num_layers": 12, "num_heads": 12, "d_kv": 64}
-        if size == "base"
-        else {"d_model": TINY["d_model"], "d_ff": TINY["d_ff"], "num_layers": TINY["layers"], "num_heads": TINY["heads"], "d_kv": 8}
-    )
+    large = size.d_model >= 256
     config = transformers.T5Config(
         vocab_size=len(tokenizer),
-        relative_attention_num_buckets=32 if size == "base" else 8,
-        relative_attention_max_distance=128 if size == "base" else 20,
+        d_model=size.d_model,
+        d_ff=size.d_ff,
+        num_layers=size.layers,
+        num_heads=size.heads,
+        d_kv=size.d_model // size.heads,
+        relative_attention_num_buckets=32 if large else 8,
+        relative_attention_max_distance=128 if large else 20,
         decoder_start_token_id=0,
         pad_token_id=0,
         eos_token_id=1,
-        initializer_factor=1.0 if size == "base" else 2.0,  # tiny random models otherwise repeat one token
+        initializer_factor=1.0 if size.init_std is None else 2.0,  # tiny random models otherwise repeat one token
         task_specific_params={"translation_en_to_fr": {"prefix": "translate English to French: "}},
-        **dims,
     )
     _save(transformers.T5ForConditionalGeneration(config), tokenizer, folder)
 
 
-def _marian(folder: Path, texts: list[str], work: Path) -> None:
+def _marian(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     transformers = require_transformers()
     model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": -1, "eos_id": 0, "unk_id": 1, "bos_id": -1})
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
@@ -127,6 +174,7 @@ def _marian(folder: Path, texts: list[str], work: Path) -> None:
 
     processor = spm.SentencePieceProcessor(model_file=str(model_file))
     pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    pieces += fillers(len(pieces) + 1, size)  # the pad comes last, as in OPUS-MT's vocabularies
     vocab = {piece: index for index, piece in enumerate(pieces)}
     vocab["<pad>"] = len(vocab)
     (work / "vocab.json").write_text(json.dumps(vocab))
@@ -136,13 +184,13 @@ def _marian(folder: Path, texts: list[str], work: Path) -> None:
     pad = vocab["<pad>"]
     config = transformers.MarianConfig(
         vocab_size=len(vocab),
-        **BART_SIZES,
+        **bart_sizes(size),
         pad_token_id=pad,
         eos_token_id=0,
         decoder_start_token_id=pad,
         forced_eos_token_id=None,
         bad_words_ids=[[pad]],
-        init_std=0.3,
+        **_init(size),
     )
     _save(transformers.MarianMTModel(config), tokenizer, folder)
 
@@ -156,22 +204,25 @@ def _byte_level(texts: list[str], specials: list[str]):
     return tokenizer
 
 
-def _bart(folder: Path, texts: list[str], work: Path, layout: str = "bart") -> None:
+def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = "bart") -> None:
     """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100, Pegasus), with a byte-level
-    tokenizer."""
+    tokenizer (its vocabulary padded with fillers to the size's)."""
     transformers = require_transformers()
     _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
+    vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
+    vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
+    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
     config_class, model_class = (getattr(transformers, name) for name in BART_LIKE[layout])
     config = config_class(
         vocab_size=len(tokenizer),
-        **BART_SIZES,
+        **bart_sizes(size),
         bos_token_id=0,
         pad_token_id=1,
         eos_token_id=2,
         decoder_start_token_id=2,
         forced_eos_token_id=None,
-        init_std=0.3,
+        **_init(size),
     )
     _save(model_class(config), tokenizer, folder)
 
@@ -224,21 +275,23 @@ def _save(network, tokenizer, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
-def build(layout: str, folder: str | Path, seed: int = 0, size: str = "tiny") -> Path:
-    """Write a random-weight model of ``layout`` with its tokenizer into ``folder`` (save_pretrained layout)."""
+def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "tiny") -> Path:
+    """Write a random-weight model of ``layout`` with its tokenizer into ``folder`` (save_pretrained layout), of the
+    size named in SIZES (or given)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+    dims = SIZES[size] if isinstance(size, str) else size
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     texts = sentences()
     with tempfile.TemporaryDirectory() as work:
         if layout == "t5":
-            _t5(folder, texts, Path(work), size)
+            _t5(folder, texts, Path(work), dims)
         elif layout == "marian":
-            _marian(folder, texts, Path(work))
+            _marian(folder, texts, Path(work), dims)
         elif layout in BART_LIKE:
-            _bart(folder, texts, Path(work), layout)
+            _bart(folder, texts, Path(work), dims, layout)
         elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
         else:
@@ -246,12 +299,23 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str = "tiny") ->
     return folder
 
 
+def build_published(name: str, folder: str | Path, seed: int = 0) -> Path:
+    """A random-weight model at a published model's size (PUBLISHED: "opus-mt", "t5-base", "bart-large", "nllb-600m")."""
+    layout, size = PUBLISHED[name]
+    return build(layout, folder, seed, size)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m model.pretrained.tiny", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", help="folder to write one sub-folder per layout into")
     parser.add_argument("--family", dest="layout", action="append", choices=LAYOUTS, help="only these layouts (default: all)")
-    parser.add_argument("--size", choices=("tiny", "base"), default="tiny")
+    parser.add_argument("--size", choices=tuple(SIZES), default="tiny")
+    parser.add_argument("--published", action="append", choices=tuple(PUBLISHED), help="a published model's size instead")
     args = parser.parse_args(argv)
+    for name in args.published or ():
+        print(build_published(name, Path(args.out) / name))
+    if args.published and not args.layout:
+        return 0
     for layout in args.layout or LAYOUTS:
         print(build(layout, Path(args.out) / layout, size=args.size))
     return 0
