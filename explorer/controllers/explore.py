@@ -224,6 +224,20 @@ class ExploreController:
         if self.text.strip():
             self.translate(self.text)
 
+    def choose_languages(self, source: str, target: str) -> None:
+        """The open (multilingual) model reads ``source`` and writes ``target``, and the sentence is decoded again;
+        a code it does not have is refused in one line."""
+        if self.bundle is None:
+            return
+        try:
+            self.bundle.choose_languages(source or None, target or None)
+        except UserError as error:
+            self.message.emit(str(error))
+            return
+        self.message.emit(f"Reading {source}, writing {target}: decoding starts with the code {target}, forced.")
+        if self.text.strip():
+            self.translate(self.text)
+
     def restore_heads(self) -> None:
         """Every head back, and the sentence decoded again."""
         if self.masked_heads:

@@ -4,8 +4,8 @@ Every cell is what the tool's own check says when it is asked of a network (mode
 tool makes before it computes), so the table claims nothing the code does not keep. The network is the model given
 (``--model``), or else one small network of each family built here: the app's own families from their options'
 defaults, and each Hugging Face layout from a tiny folder of random weights (model/pretrained/tiny.py, built in a
-temporary folder; nothing is downloaded). A cell is "Y", or a footnote number whose line below the table is the one line the tool gives
-for that model.
+temporary folder; nothing is downloaded). A cell is "Y", or a footnote number whose line below the table is the one
+line the tool gives for that model.
 """
 
 from __future__ import annotations

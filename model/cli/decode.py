@@ -22,9 +22,11 @@ from model.cli.options import (
     corpus_arguments,
     corpus_spec,
     forces,
+    language_arguments,
     load_bundle,
     mask_heads_argument,
     positive,
+    with_languages,
 )
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec, evaluation_pairs, generate_builtin
 from model.data.token_labels import display_mask_candidate
@@ -45,6 +47,7 @@ from model.training.evaluation import score
 
 def add_translate_arguments(translate: argparse.ArgumentParser) -> None:
     translate.add_argument("--model", required=True, help="model file, or a shipped model's name (default)")
+    language_arguments(translate)
     translate.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     translate.add_argument("--alpha", type=float, default=0.6, help="beam length penalty")
     translate.add_argument("--device", default="cpu")
@@ -54,6 +57,7 @@ def add_translate_arguments(translate: argparse.ArgumentParser) -> None:
 
 def add_evaluate_arguments(evaluate: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--model", required=True)
+    language_arguments(evaluate)
     corpus_arguments(evaluate)
     evaluate.add_argument("--n", type=int, help="score N freshly generated pairs of a built-in corpus")
     evaluate.add_argument("--seed", type=int, default=12345, help="generation seed for --n")
@@ -64,6 +68,7 @@ def add_evaluate_arguments(evaluate: argparse.ArgumentParser) -> None:
 
 def add_trace_arguments(trace: argparse.ArgumentParser) -> None:
     trace.add_argument("--model", required=True)
+    language_arguments(trace)
     trace.add_argument("--text", required=True, help="the source sentence")
     strategy = trace.add_mutually_exclusive_group()
     strategy.add_argument("--beam", type=int, help="beam search of this width (the best hypothesis is traced)")
@@ -105,7 +110,7 @@ def run_translate(args) -> int:
     positive("beam", args.beam)
     alpha(args.alpha)
     heads = parse_heads(args.mask_heads)
-    bundle = load_bundle(args.model, args.device)
+    bundle = with_languages(load_bundle(args.model, args.device), args)
     text = " ".join(args.text)
     if not text.strip():
         raise CommandError("nothing to translate: the sentence is empty")
@@ -163,7 +168,7 @@ def run_evaluate(args) -> int:
     positive("n", args.n)
     check_aer_pairs(args, none=True)
     evaluated = CorpusSpec(args.corpus) if args.target is None and args.corpus in BUILTIN_CORPORA else None
-    bundle = load_bundle(args.model, args.device)
+    bundle = with_languages(load_bundle(args.model, args.device), args)
     can = bundle.family.capabilities
     labelled = can.labels
     if can.architecture is not Architecture.ENCODER_DECODER and not labelled:
@@ -271,7 +276,7 @@ def run_trace(args) -> int:
     if Path(args.out).suffix.lower() != ".npz" and str(args.out).strip() and not Path(args.out).is_dir():
         raise CommandError(f"--out must end in .npz, not {Path(args.out).name!r}")
     check_output(args.out, (model_path,) if model_path else ())
-    bundle = load_bundle(args.model, args.device)
+    bundle = with_languages(load_bundle(args.model, args.device), args)
     stepper = Stepper(bundle, args.text, options)
     for message in stepper.messages:
         print(f"note: {message}", file=sys.stderr)

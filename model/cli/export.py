@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from model.cli.options import CommandError, mask_heads_argument, whole_numbers
+from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -33,6 +33,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", required=True, help="model file, a shipped model's name (default), or a pretrained folder or cached id"
     )
+    language_arguments(parser)
     parser.add_argument("--text", help="the source sentence (every view but positional)")
     parser.add_argument(
         "--view",
@@ -157,7 +158,7 @@ def run_export(args) -> int:
         if out.suffix.lower() == PAGE_SUFFIX and args.view not in PAGE_VIEWS:
             raise CommandError(f"the page (.html) shows the focus and grid views, not the {args.view} view")
         check_output(out, protected)  # before the decoding, which can take a while
-    bundle = open_model(args.model)
+    bundle = with_languages(open_model(args.model), args)
     request.figure.model_name = model_name(args.model)
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
     options.masked_heads = heads

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
-from model.cli.options import CommandError
+from model.cli.options import CommandError, language_arguments, with_languages
 from model.data.token_labels import display_candidate
 from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
 from model.figures.saving import save_figure
@@ -46,7 +46,8 @@ TOOLS = ("logit-lens", "attribution", "decoder-lens")
 
 
 def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name")
+    parser.add_argument("--model", required=True, help="a model: a file, a shipped model's name, a Hugging Face folder")
+    language_arguments(parser)
     parser.add_argument("--clean", help="the clean source sentence")
     parser.add_argument("--corrupt", help="the corrupted source: as many pieces as --clean")
     parser.add_argument("--pair", choices=FEATURES, help="a toy-fr minimal pair instead of --clean/--corrupt")
@@ -60,7 +61,8 @@ def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_lens_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name")
+    parser.add_argument("--model", required=True, help="a model: a file, a shipped model's name, a Hugging Face folder")
+    language_arguments(parser)
     parser.add_argument("--text", required=True, help="the source sentence, translated greedily")
     parser.add_argument("--tool", choices=TOOLS, default="logit-lens", help="what to read (default logit-lens)")
     parser.add_argument("--step", type=int, default=1, help="attribution figure: the step drawn, from 1 (default 1)")
@@ -130,7 +132,7 @@ def run_patch(args) -> int:
         raise CommandError(f"--step counts from 1, not {args.step}")
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
-    bundle = open_model(args.model)
+    bundle = with_languages(open_model(args.model), args)
     patch = activation_patching if args.method == "exact" else attribution_patching
     step = None if args.step is None else args.step - 1
     result = patch(bundle, clean, corrupted, step=step, direction=args.direction)
@@ -157,7 +159,7 @@ def run_lens(args) -> int:
         raise CommandError("--versus is a token compared in the attribution: give --tool attribution")
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
-    bundle = open_model(args.model)
+    bundle = with_languages(open_model(args.model), args)
     options.model_name = model_name(args.model)
     if args.tool == "logit-lens":
         lens = bundle_logit_lens(bundle, args.text, args.top_k)

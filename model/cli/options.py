@@ -115,6 +115,20 @@ def load_bundle(name: str, device: str = "cpu") -> Bundle:
     return open_model(name, resolve_device(device))
 
 
+def language_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--source-lang`` and ``--target-lang``: a multilingual model's languages (NLLB, M2M100, mBART-50)."""
+    parser.add_argument(
+        "--source-lang", metavar="CODE", help="a multilingual model's source language (NLLB: eng_Latn; M2M100: en; mBART-50: en_XX)"
+    )
+    parser.add_argument("--target-lang", metavar="CODE", help="its target language: the code decoding is made to start with")
+
+
+def with_languages(bundle: Bundle, args: argparse.Namespace) -> Bundle:
+    """``bundle`` reading ``--source-lang`` and writing ``--target-lang`` where given (one line for a code it lacks)."""
+    bundle.choose_languages(args.source_lang, args.target_lang)
+    return bundle
+
+
 def mask_heads_argument(parser: argparse.ArgumentParser) -> None:
     """``--mask-heads``: the heads a command knocks out (model/nn/masking.py reads the list)."""
     parser.add_argument(

@@ -14,6 +14,7 @@ from model.data.tokenizer import Tokenizer
 from model.errors import UserError
 from model.family import Bundle, Family, family_of
 from model.network import TrainableNetwork
+from model.pretrained.languages import check_code
 
 if TYPE_CHECKING:
     from model.io.snapshots import Recording
@@ -62,6 +63,16 @@ class ModelBundle:
 
     def target_ids(self, text: str) -> list[int]:
         return encode_target(self.target_tokenizer, text, self.config)
+
+    @property
+    def languages(self) -> list[str]:
+        return []  # the app's own models read and write the one pair they were trained on
+
+    source_language = target_language = property(lambda self: None)
+
+    def choose_languages(self, source: str | None = None, target: str | None = None) -> None:
+        if source is not None or target is not None:
+            check_code([], source or target or "", "source" if source is not None else "target")
 
     def info(self) -> list[tuple[str, str]]:
         """(label, value) rows for the info panel."""

@@ -15,4 +15,6 @@ unchanged. Nothing here downloads: the hub is put offline before ``transformers`
   the config's sizes and token ids, tokenizer files, safetensors headers), so a damaged or edited folder
   gets one message naming its file, never a traceback or a hang;
 - ``positional``: what each family has for positions (sinusoidal, learned, T5's relative bias).
+- ``languages``: a multilingual model's language codes, its source and target language (NLLB, M2M100, mBART-50);
+- ``layouts``: each encoder-decoder layout's modules and hooked pass, by model type.
 """

@@ -35,6 +35,7 @@ from model.pretrained.families import (
     read_config,
 )
 from model.pretrained.hub import PretrainedError, require_transformers, resolve_pretrained, weight_files
+from model.pretrained.languages import check_code, code_id, language_codes
 from model.pretrained.tokenizer import PretrainedTokenizer
 from model.pretrained.validation import (
     check_config,
@@ -112,6 +113,36 @@ class PretrainedBundle:
             ids = ids[: self.config.max_len - 1] + [ids[-1]] if keep_last else ids[: self.config.max_len]
         kept = n_pieces - max(0, len(self.source_tokenizer.model_input(text)) - len(ids))
         return ids, n_pieces, kept
+
+    @property
+    def languages(self) -> list[str]:
+        """The language codes the model reads and writes (NLLB's, M2M100's, mBART-50's); [] for a monolingual one."""
+        return language_codes(self.source_tokenizer.tokenizer)
+
+    @property
+    def source_language(self) -> str | None:
+        return str(self.source_tokenizer.tokenizer.src_lang) if self.languages else None
+
+    @property
+    def target_language(self) -> str | None:
+        """The language whose code decoding forces first (the generation config's, or the one chosen)."""
+        forced = self.config.forced_bos_id
+        tokenizer = self.target_tokenizer.tokenizer
+        return next((code for code in self.languages if forced is not None and code_id(tokenizer, code) == forced), None)
+
+    def choose_languages(self, source: str | None = None, target: str | None = None) -> None:
+        """Read ``source`` (its code marks the input) and write ``target`` (its code is forced first); None keeps
+        that side. A UserError (one line) for a code the model does not have, or a model with none."""
+        codes = self.languages
+        for code, side in ((source, "source"), (target, "target")):
+            if code is not None:
+                check_code(codes, code, side)
+        if source is not None:
+            self.source_tokenizer.tokenizer.src_lang = source
+        if target is not None:
+            self.config.forced_bos_id = code_id(self.target_tokenizer.tokenizer, target)
+            if hasattr(self.target_tokenizer.tokenizer, "tgt_lang"):
+                self.target_tokenizer.tokenizer.tgt_lang = target
 
     def target_ids(self, text: str) -> list[int]:
         """The decoder start, the forced first token (a language code) where generation forces one, the target's

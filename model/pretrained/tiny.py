@@ -26,7 +26,8 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus", "bert-mlm", "bert-classifier", "gpt2")
+LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "nllb", "pegasus", "bert-mlm", "bert-classifier", "gpt2")
+NLLB_LANGUAGES = ("eng_Latn", "fra_Latn", "deu_Latn")  # the tiny NLLB's language codes (NLLB-200 has 202)
 # Encoder-decoder layouts built with BART's byte-level tokenizer: their configs name the sizes as BART's does.
 BART_LIKE = {
     "bart": ("BartConfig", "BartForConditionalGeneration"),
@@ -227,6 +228,38 @@ def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = 
     _save(model_class(config), tokenizer, folder)
 
 
+def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
+    """NLLB's layout (M2M100's modules) with its tokenizer: the source language's code before the text, the target
+    language's forced first by the generation config (English to French)."""
+    transformers = require_transformers()
+    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
+    vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
+    vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
+    lines = (work / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
+    bpe = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
+    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    source, target = NLLB_LANGUAGES[:2]
+    tokenizer = transformers.NllbTokenizerFast(
+        tokenizer_object=bpe, src_lang=source, tgt_lang=target, additional_special_tokens=list(NLLB_LANGUAGES)
+    )
+    config = transformers.M2M100Config(
+        vocab_size=len(tokenizer),
+        **bart_sizes(size),
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=None,
+        **_init(size),
+    )
+    network = transformers.M2M100ForConditionalGeneration(config)
+    network.generation_config.forced_bos_token_id = tokenizer.convert_tokens_to_ids(target)
+    _save(network, tokenizer, folder)
+
+
 def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
     transformers = require_transformers()
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
@@ -292,6 +325,8 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "ti
             _marian(folder, texts, Path(work), dims)
         elif layout in BART_LIKE:
             _bart(folder, texts, Path(work), dims, layout)
+        elif layout == "nllb":
+            _nllb(folder, texts, Path(work), dims)
         elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
         else:

@@ -43,6 +43,7 @@ class DecodeControls(QWidget):
     run_to_end = Signal()
     reset = Signal()
     step_chosen = Signal(int)  # the slider: show the decoding after this many steps
+    languages_chosen = Signal(str, str)  # a multilingual model's source and target language codes
 
     def __init__(self):
         super().__init__()
@@ -80,6 +81,20 @@ class DecodeControls(QWidget):
         self.slider.valueChanged.connect(self._on_slider_moved)
         self.step_label = QLabel("step 0 / 0")
         self._updating = False
+        self.source_language, self.target_language = QComboBox(), QComboBox()
+        self.source_language.setToolTip("The source language: its code marks the sentence the encoder reads")
+        self.target_language.setToolTip("The target language: decoding is made to start with its code (a forced first token)")
+        self.language_label, self.language_arrow = QLabel("Languages:"), QLabel("→")
+        self.language_widgets: tuple[QWidget, ...] = (
+            self.language_label,
+            self.source_language,
+            self.language_arrow,
+            self.target_language,
+        )
+        for box in (self.source_language, self.target_language):
+            box.activated.connect(
+                lambda _index: self.languages_chosen.emit(self.source_language.currentText(), self.target_language.currentText())
+            )
 
         first = QHBoxLayout()
         first.addWidget(QLabel("Source:"))
@@ -106,6 +121,9 @@ class DecodeControls(QWidget):
         for option in options:
             second.addWidget(option)
         second.addSpacing(16)
+        for language_widget in self.language_widgets:
+            second.addWidget(language_widget)
+        self.show_languages([], None, None)
         second.addWidget(self.slider, 1)
         second.addWidget(self.step_label)
         layout = QVBoxLayout(self)
@@ -113,6 +131,20 @@ class DecodeControls(QWidget):
         layout.addLayout(first)
         layout.addLayout(second)
         self._on_strategy_changed(self.strategy.currentText())
+
+    def show_languages(self, codes: list[str], source: str | None, target: str | None) -> None:
+        """A multilingual model's language codes in the two boxes, the current ones chosen; hidden for any other."""
+        for box, current in ((self.source_language, source), (self.target_language, target)):
+            box.blockSignals(True)
+            box.clear()
+            box.addItems(codes)
+            box.setCurrentIndex(codes.index(current) if current in codes else -1)
+            box.blockSignals(False)
+        for language_widget in self.language_widgets:
+            language_widget.setVisible(bool(codes))
+
+    def _on_language_chosen(self, _index: int) -> None:
+        self.languages_chosen.emit(self.source_language.currentText(), self.target_language.currentText())
 
     def _button(self, text, tip, slot, shortcut=None) -> QPushButton:
         button = QPushButton(text)

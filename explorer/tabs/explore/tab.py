@@ -147,6 +147,7 @@ class ExploreTab(QWidget):
         self.controls.run_to_end.connect(explore.run_to_end)
         self.controls.reset.connect(explore.reset)
         self.controls.step_chosen.connect(explore.go_to_step)
+        self.controls.languages_chosen.connect(explore.choose_languages)
         self.target_tokens.token_clicked.connect(lambda index: explore.go_to_step(index + 1))
         self.candidates.candidate_clicked.connect(explore.force)
         self.candidates.contrast_requested.connect(self.measures.request_contrast)
@@ -215,6 +216,8 @@ class ExploreTab(QWidget):
     # --- the Explore controller's events ------------------------------------------------------------------------
     def _on_model_changed(self, bundle) -> None:
         self.served.follow(bundle)
+        languages = ([], None, None) if bundle is None else (bundle.languages, bundle.source_language, bundle.target_language)
+        self.controls.show_languages(*languages)
         if bundle is None:
             self.hint.setText(
                 "No model is open. File ▸ Open model… (Ctrl+O), drop a .safetensors file here, or train one in the Train tab."
