@@ -64,7 +64,7 @@ PUBLISHED = {
     "opus-mt": ("marian", Size(512, 6, 8, 2048, 512, vocab=58101, init_std=None)),  # Helsinki-NLP/opus-mt-*: ~75 M
     "t5-base": ("t5", Size(768, 12, 12, 3072, 512, vocab=32128, init_std=None)),  # ~220 M
     "bart-large": ("bart", Size(1024, 12, 16, 4096, 1024, vocab=50265, init_std=None)),  # ~406 M
-    "nllb-600m": ("m2m100", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
+    "nllb-600m": ("nllb", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
 }
 
 
@@ -205,18 +205,20 @@ def _byte_level(texts: list[str], specials: list[str]):
     return tokenizer
 
 
-def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = "bart") -> None:
-    """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100, Pegasus), with a byte-level
-    tokenizer (its vocabulary padded with fillers to the size's)."""
-    transformers = require_transformers()
+def _padded_byte_level(texts: list[str], work: Path, size: Size) -> dict[str, int]:
+    """A byte-level BPE trained on ``texts`` into ``work`` (vocab.json, merges.txt), its vocabulary padded with fillers
+    to the size's; returns the vocabulary (written back)."""
     _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
     vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
     vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
     (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
-    config_class, model_class = (getattr(transformers, name) for name in BART_LIKE[layout])
-    config = config_class(
-        vocab_size=len(tokenizer),
+    return vocab
+
+
+def _bart_config(config_class: Any, vocab_size: int, size: Size) -> Any:
+    """A config of BART's naming (BART, mBART, M2M100, Pegasus): <s> 0, <pad> 1, </s> 2 (the decoder's start)."""
+    return config_class(
+        vocab_size=vocab_size,
         **bart_sizes(size),
         bos_token_id=0,
         pad_token_id=1,
@@ -225,7 +227,16 @@ def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = 
         forced_eos_token_id=None,
         **_init(size),
     )
-    _save(model_class(config), tokenizer, folder)
+
+
+def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = "bart") -> None:
+    """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100, Pegasus), with a byte-level
+    tokenizer (its vocabulary padded with fillers to the size's)."""
+    transformers = require_transformers()
+    _padded_byte_level(texts, work, size)
+    tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
+    config_class, model_class = (getattr(transformers, name) for name in BART_LIKE[layout])
+    _save(model_class(_bart_config(config_class, len(tokenizer), size)), tokenizer, folder)
 
 
 def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
@@ -235,9 +246,7 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
-    vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
-    vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
+    vocab = _padded_byte_level(texts, work, size)
     lines = (work / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
     bpe = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
     bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
@@ -245,17 +254,7 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     tokenizer = transformers.NllbTokenizerFast(
         tokenizer_object=bpe, src_lang=source, tgt_lang=target, additional_special_tokens=list(NLLB_LANGUAGES)
     )
-    config = transformers.M2M100Config(
-        vocab_size=len(tokenizer),
-        **bart_sizes(size),
-        bos_token_id=0,
-        pad_token_id=1,
-        eos_token_id=2,
-        decoder_start_token_id=2,
-        forced_eos_token_id=None,
-        **_init(size),
-    )
-    network = transformers.M2M100ForConditionalGeneration(config)
+    network = transformers.M2M100ForConditionalGeneration(_bart_config(transformers.M2M100Config, len(tokenizer), size))
     network.generation_config.forced_bos_token_id = tokenizer.convert_tokens_to_ids(target)
     _save(network, tokenizer, folder)
 

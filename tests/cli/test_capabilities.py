@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.cli import main
 from model.capabilities import CHECKS, row_of
+from model.cli import main
 from model.cli.capabilities import table
 from model.io import checkpoint
 from model.io.models import open_model
