@@ -48,6 +48,7 @@ from model.pretrained.validation import (
 from model.pretrained.weights import layer_stacks, read_safetensors
 
 COMMON: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}  # never the network, never their code
+HALF_TYPES = ("F16", "BF16", "FLOAT16", "BFLOAT16")  # safetensors' and torch's names of 16-bit weights
 MEMORY_MARGIN = 1.5  # the model, its copy while loading, activations: ask for this much more than its weights
 HEADS = (  # (how a class name ends, the auto class, the head)
     ("ForMaskedLM", "AutoModelForMaskedLM", "masked-lm"),
@@ -183,15 +184,17 @@ def available_memory() -> int | None:
     return None
 
 
-def _read_weights(folder: Path) -> tuple[int, list[str]]:
-    """(values the weight files hold, their tensors' names); refuses a damaged safetensors file and a pickle payload."""
+def _read_weights(folder: Path) -> tuple[int, list[str], set[str]]:
+    """(values the weight files hold, their tensors' names, the types they are stored in: "F16", "BF16", "F32" or
+    torch's names); refuses a damaged safetensors file and a pickle payload."""
     files = weight_files(folder)
     if not files:
         raise PretrainedError(f"{folder}: no weights (model.safetensors or pytorch_model.bin) in the folder")
     safetensors = [read_safetensors(p) for p in files if p.suffix == ".safetensors"]
     if safetensors:
-        return sum(t.values for tensors in safetensors for t in tensors.values()), [n for tensors in safetensors for n in tensors]
-    values, names = 0, []
+        entries = [entry for tensors in safetensors for entry in tensors.values()]
+        return sum(t.values for t in entries), [n for tensors in safetensors for n in tensors], {t.dtype for t in entries}
+    values, names, stored = 0, [], set()
     for path in files:
         try:  # only tensors, numbers and plain containers: any other pickle opcode is refused before it runs
             state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -204,13 +207,15 @@ def _read_weights(folder: Path) -> tuple[int, list[str]]:
         tensors = {str(k): t for k, t in state.items() if isinstance(t, torch.Tensor)} if isinstance(state, dict) else {}
         values += sum(t.numel() for t in tensors.values())
         names += list(tensors)
-    return values, names
+        stored |= {str(t.dtype).removeprefix("torch.") for t in tensors.values()}
+    return values, names, stored
 
 
-def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> int:
-    """The float32 bytes the model needs, from its weights and from what its config would build; refuses damaged
-    weights, a pickle payload, a config whose layers are not the weights' and a model too large for memory."""
-    values, names = _read_weights(folder)
+def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> tuple[int, set[str]]:
+    """(the float32 bytes the model needs, from its weights and from what its config would build; the types its weights
+    are stored in); refuses damaged weights, a pickle payload, a config whose layers are not the weights' and a model
+    too large for memory."""
+    values, names, stored = _read_weights(folder)
     files = weight_files(folder)
     check_layers(hf_config, shape, layer_stacks(names), files[0].name if len(files) == 1 else f"{len(files)} weight files")
     needed = 4 * max(values, config_parameters(hf_config, shape))
@@ -220,7 +225,7 @@ def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> int:
             f"{folder.name}: too large for the memory available — it needs about {needed * MEMORY_MARGIN / 2**30:.1f} GiB "
             f"in float32, and {free / 2**30:.1f} GiB is free"
         )
-    return needed
+    return needed, stored
 
 
 def _shape_and_class(hf_config: Any) -> tuple[Architecture, str, str]:
@@ -284,7 +289,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     transformers = require_transformers()
     folder = resolve_pretrained(name_or_path)
     hf_config, shape, auto_class, head = _open_config(folder, name_or_path, transformers)
-    check_weights(folder, hf_config, shape)
+    needed, stored = check_weights(folder, hf_config, shape)
     vocab_size = int(getattr(hf_config, "vocab_size", None) or 0)
     tokenizer = _open_tokenizer(folder, name_or_path, transformers, vocab_size or 2**62)
     hf_model = _open_model(folder, name_or_path, transformers, hf_config, auto_class)
@@ -308,6 +313,11 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
         network = EncoderNetwork(hf_model, config, head, tokenizer.mask_token_id)
     wrapped = PretrainedTokenizer(tokenizer)
     prefix, notes = _conventions(hf_config, tokenizer, shape, head, config.forced_bos_id)
+    halves = sorted(kind for kind in stored if kind.upper() in HALF_TYPES)
+    if halves:  # opened in float32 all the same: the analyses are exact, at twice the memory
+        notes.append(
+            f"its weights are stored in {', '.join(halves)}: opened in float32 for exact analysis ({needed / 2**30:.2f} GiB)"
+        )
     name = name_or_path if not Path(name_or_path).expanduser().is_dir() else Path(name_or_path).expanduser().resolve().name
     return PretrainedBundle(network, wrapped, wrapped, str(folder), name, prefix, notes)
 

@@ -48,6 +48,25 @@ def test_plain_bin_weights_load_through_weights_only(tiny_folders, tiny_bundles,
     assert bundle.model.parameter_count() == tiny_bundles["gpt2"].model.parameter_count()
 
 
+@pytest.mark.parametrize("stored", ["float16", "bfloat16"])
+def test_half_precision_weights_open_in_float32_and_say_so(tiny_folders, tiny_bundles, tmp_path, stored):
+    """A model saved in float16 or bfloat16 (as many published ones are) opens in float32 for exact analysis; the info
+    panel's notes say how it was stored and the memory float32 takes."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder = tmp_path / stored
+    shutil.copytree(tiny_folders["t5"], folder)
+    state = tiny_bundles["t5"].model.hf_model.state_dict()
+    half = {name: tensor.to(getattr(torch, stored)).contiguous() for name, tensor in state.items() if "lm_head" not in name}
+    save_file(half, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    bundle = load_pretrained(str(folder))
+    assert all(parameter.dtype == torch.float32 for parameter in bundle.model.parameters())
+    note = next(note for note in bundle.notes if "stored in" in note)
+    assert ("BF16" if stored == "bfloat16" else "F16") in note and "opened in float32 for exact analysis" in note and "GiB" in note
+    assert not any("stored in" in note for note in tiny_bundles["t5"].notes)
+
+
 def test_a_missing_id_says_how_to_fetch_it():
     with pytest.raises(PretrainedError) as error:
         resolve_pretrained("Helsinki-NLP/opus-mt-en-fr")
