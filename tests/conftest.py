@@ -184,7 +184,7 @@ def assert_figure(path: Path, width: float = 6.9, dpi: float = 300, texts: tuple
 
 
 # --- pretrained-layout models (model/pretrained/tiny.py), for tests/model/pretrained and tests/explorer ----------
-PRETRAINED_FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2")
+PRETRAINED_FAMILIES = ("t5", "marian", "bart", "bert-mlm", "bert-classifier", "gpt2", "llama")
 PRE_NORM_LAYOUTS = ("mbart", "m2m100", "pegasus")  # the encoder-decoders of model/interventions/library.py's PreNormPass
 
 

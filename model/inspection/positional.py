@@ -21,7 +21,7 @@ class PositionalReport:
     ``similarity``. For T5's "relative" bias: ``table`` is the encoder's bias [distance, head] and
     ``similarity`` the decoder's, with the distances (key − query) in ``row_values``."""
 
-    kind: str  # "sinusoidal", "learned" or "relative"
+    kind: str  # "sinusoidal", "learned", "rotary" (the angles a rotary model turns a head's pairs by) or "relative"
     table: np.ndarray  # [positions, d_model] the encoding added to the embeddings
     similarity: np.ndarray  # [positions, positions] dot products PE(i) . PE(j)
     offsets: np.ndarray  # [K] the k of PE(pos + k)
@@ -41,6 +41,12 @@ class PositionalReport:
                 "second": ("decoder bias (layer 1): distance × head", ("key − query", "head")),
                 "curves": ("bias of the chosen heads over distance", ("key − query", "head")),
             }
+        if self.kind == "rotary":
+            return {
+                "table": ("rotary angles sin/cos(p·w): positions × a head's dimensions", ("position", "dimension")),
+                "second": ("R(i)·R(j): a function of j − i only", ("position i", "position j")),
+                "curves": ("chosen dimensions over positions", ("position", "dim")),
+            }
         return {
             "table": ("encoding: positions × dimensions", ("position", "dimension")),
             "second": ("similarity PE(i)·PE(j)", ("position i", "position j")),
@@ -58,15 +64,24 @@ class PositionalReport:
         return [str(int(v)) for v in self.row_values] if len(self.row_values) else [str(p) for p in range(self.table.shape[0])]
 
 
-def frequencies(d_model: int) -> np.ndarray:
-    """omega_i = 10000^(-2i / d_model) for the d_model / 2 (sin, cos) pairs."""
-    return np.power(10000.0, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
+    """omega_i = base^(-2i / d_model) for the d_model / 2 (sin, cos) pairs (the paper's base is 10,000; a rotary
+    model's is its ``rope_theta``, over a head's dimensions)."""
+    return np.power(base, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)
 
 
-def rotate(table: np.ndarray, k: int) -> np.ndarray:
+def sinusoid_table(positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """[positions, d_model]: (sin(p w_i), cos(p w_i)) pairs: the paper's table, or a rotary model's angles."""
+    angles = np.arange(positions, dtype=np.float64)[:, None] * frequencies(d_model, base)  # [positions, d_model / 2]
+    table = np.empty((positions, d_model), np.float64)
+    table[:, 0::2], table[:, 1::2] = np.sin(angles), np.cos(angles)
+    return table
+
+
+def rotate(table: np.ndarray, k: int, base: float = 10000.0) -> np.ndarray:
     """Apply the rotation R_k to each row of a sinusoidal table [positions, d_model]: the pair
     (sin(p w), cos(p w)) becomes (sin((p + k) w), cos((p + k) w))."""
-    angle = k * frequencies(table.shape[1])  # [d_model / 2]
+    angle = k * frequencies(table.shape[1], base)  # [d_model / 2]
     sin, cos = table[:, 0::2], table[:, 1::2]
     rotated = np.empty_like(table, dtype=np.float64)
     rotated[:, 0::2] = sin * np.cos(angle) + cos * np.sin(angle)
@@ -86,13 +101,14 @@ def positional_report(bundle: Any, n_positions: int | None = None, max_offset: i
     return table_report(bundle.config.positional_encoding, table[:n_positions] if n_positions else table, max_offset)
 
 
-def table_report(kind: str, table: np.ndarray, max_offset: int = 32) -> PositionalReport:
-    """Similarity and the rotation check of an absolute table [positions, d_model]."""
+def table_report(kind: str, table: np.ndarray, max_offset: int = 32, base: float = 10000.0) -> PositionalReport:
+    """Similarity and the rotation check of an absolute table [positions, d_model] (a rotary model's: the angles its
+    rotation turns each pair of a head's dimensions by, whose frequencies have ``base``)."""
     table = np.ascontiguousarray(table, dtype=np.float32)
     offsets = np.arange(1, max(2, min(max_offset, table.shape[0] // 2)) + 1)
     table64 = table.astype(np.float64)
-    if kind == "sinusoidal":
-        rotation = np.array([np.abs(rotate(table64[:-k], k) - table64[k:]).max() for k in offsets])
+    if kind in ("sinusoidal", "rotary"):
+        rotation = np.array([np.abs(rotate(table64[:-k], k, base) - table64[k:]).max() for k in offsets])
     else:
         rotation = np.full(len(offsets), np.nan)  # a learned table has no such rotation
     unrotated = np.array([np.abs(table64[:-k] - table64[k:]).max() for k in offsets])

@@ -57,7 +57,7 @@ class PretrainedConfig:
     pad_id: int
     bos_id: int  # the first decoder input: decoder_start_token_id (a decoder-only model starts from its prompt)
     eos_id: int
-    positional_encoding: str  # sinusoidal, learned, relative (T5) or none
+    positional_encoding: str  # sinusoidal, learned, relative (T5), rotary (the Llama family) or none
     attention_implementation: str = "eager"
     forced_bos_id: int | None = None  # a first target token the model's generation config forces (mBART's language)
     suppressed_ids: tuple[int, ...] = ()  # tokens generation never picks (Marian bans <pad>)
@@ -101,6 +101,8 @@ def read_config(
     positions = _first(hf_config, "max_position_embeddings", "n_positions")
     if getattr(hf_config, "relative_attention_num_buckets", None):
         kind = "relative"
+    elif getattr(hf_config, "rope_theta", None) or getattr(hf_config, "rope_scaling", None):
+        kind = "rotary"  # the Llama family's: queries and keys turned by the position (model/pretrained/positional.py)
     elif hf_config.model_type in ("marian", "pegasus") or getattr(hf_config, "static_position_embeddings", False):
         kind = "sinusoidal"
     elif positions:

@@ -4,6 +4,10 @@
 - a sinusoidal table (Marian): its (sin | cos) halves put back into (sin, cos) pairs, so the paper's
   rotation check applies;
 - a learned absolute table (BERT, GPT-2, BART): the table and its similarity;
+- rotary positions (the Llama family): no table is added; each head's queries and keys are turned, pair of
+  dimensions by pair, by the angle p·w_i (w_i = rope_theta^(-2i / head size)). The report holds those angles as the
+  paper's (sin, cos) table over a head's dimensions: the rotation check is exact for it (seed 003's algebra), which is
+  why a rotary head's score depends on the offset between query and key only;
 - T5's relative-position bias: no table is added to the embeddings; instead each head of the first layer
   adds a learned bias to its attention logits by the (bucketed) distance key − query. The report holds
   it as [distance, head] for the encoder (both directions) and the decoder (causal: keys at or before
@@ -17,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.inspection.positional import PositionalReport, table_report
+from model.inspection.positional import PositionalReport, sinusoid_table, table_report
 
 
 def _first_table(hf_model: Any) -> tuple[str, np.ndarray] | None:
@@ -58,6 +62,12 @@ def pretrained_report(bundle: Any, n_positions: int | None, max_offset: int = 32
         return PositionalReport(
             "relative", encoder, decoder, np.array([1]), np.full(1, np.nan), np.full(1, np.nan), row_values=distances
         )
+    if bundle.config.positional_encoding == "rotary":
+        config = hf_model.config
+        head_size = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        base = float(getattr(config, "rope_theta", None) or 10000.0)
+        positions = min(n_positions or 128, bundle.config.max_len)
+        return table_report("rotary", sinusoid_table(positions, head_size, base), max_offset, base)
     found = _first_table(hf_model)
     if found is None:
         return None

@@ -26,7 +26,7 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "nllb", "pegasus", "bert-mlm", "bert-classifier", "gpt2")
+LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "nllb", "pegasus", "bert-mlm", "bert-classifier", "gpt2", "llama")
 NLLB_LANGUAGES = ("eng_Latn", "fra_Latn", "deu_Latn")  # the tiny NLLB's language codes (NLLB-200 has 202)
 # Encoder-decoder layouts built with BART's byte-level tokenizer: their configs name the sizes as BART's does.
 BART_LIKE = {
@@ -301,6 +301,28 @@ def _gpt2(folder: Path, texts: list[str], work: Path) -> None:
     _save(transformers.GPT2LMHeadModel(config), tokenizer, folder)
 
 
+def _llama(folder: Path, texts: list[str], work: Path, size: Size) -> None:
+    """The Llama family's layout (Llama, Mistral, Qwen2): rotary positions, grouped-query attention (half as many key
+    and value heads as query heads), RMS norms, a gated feed-forward, an untied output layer."""
+    transformers = require_transformers()
+    _byte_level(texts, ["<|endoftext|>"]).save_model(str(work))
+    tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=size.d_model,
+        intermediate_size=size.d_ff,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        num_key_value_heads=max(1, size.heads // 2),
+        max_position_embeddings=size.positions,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        **({} if size.init_std is None else {"initializer_range": size.init_std}),
+    )
+    _save(transformers.LlamaForCausalLM(config), tokenizer, folder)
+
+
 def _save(network, tokenizer, folder: Path) -> None:
     network.eval()
     network.save_pretrained(folder, safe_serialization=True)
@@ -328,6 +350,8 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "ti
             _nllb(folder, texts, Path(work), dims)
         elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
+        elif layout == "llama":
+            _llama(folder, texts, Path(work), dims)
         else:
             _bert(folder, texts, Path(work), classifier=layout == "bert-classifier")
     return folder

@@ -1,4 +1,5 @@
-"""For every family: the stepper's incremental trace equals one full forward pass with output_attentions over
+"""For every family (GPT-2 and the Llama layout among the decoder-only ones): the stepper's incremental trace equals
+one full forward pass with output_attentions over
 the final sequence (<= 1e-5 in float32), and greedy decoding gives the tokens of the library's own generate."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ KINDS = {
     "marian": ("encoder", "decoder", "cross"),
     "bart": ("encoder", "decoder", "cross"),
     "gpt2": ("decoder",),
+    "llama": ("decoder",),  # rotary positions, grouped-query attention: every query head's weights
     "bert-mlm": ("encoder",),
     "bert-classifier": ("encoder",),
 }
@@ -64,8 +66,9 @@ def test_greedy_equals_generate_encoder_decoder(tiny_bundles, family):
     assert len(generated) == len(produced) or generated[-1] == bundle.config.eos_id
 
 
-def test_greedy_equals_generate_decoder_only(tiny_bundles):
-    bundle = tiny_bundles["gpt2"]
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_greedy_equals_generate_decoder_only(tiny_bundles, family):
+    bundle = tiny_bundles[family]
     stepper = Stepper(bundle, SENTENCE["decoder-only"], DecodingOptions(max_steps=12))
     stepper.run()
     prompt = stepper.source_ids

@@ -185,3 +185,35 @@ def test_positions_of_each_family(tiny_bundles, family, kind):
         assert np.nanmax(report.rotation_error) < 1e-4 and report.unrotated_error.max() > 0.1
     else:
         assert report.table.shape == (40, 32) and np.isnan(report.rotation_error).all()
+
+
+def test_a_rotary_model_s_positions_are_its_rotation_and_scores_depend_on_the_offset_only(tiny_bundles):
+    """The Llama layout: no table is added; the report holds the angles its rotary embedding turns a head's pairs by,
+    which the library's own rotary module gives (cos and sin of p·w per dimension, its rotate-half layout), the rotation
+    check is exact, and a query and a key rotated at positions (i, j) score as at (i + s, j + s)."""
+    import torch
+
+    from model.inspection.positional import positional_report
+
+    bundle = tiny_bundles["llama"]
+    report = positional_report(bundle, 40)
+    assert bundle.config.positional_encoding == "rotary" and report.kind == "rotary"
+    assert np.nanmax(report.rotation_error) < 1e-5 and report.unrotated_error.max() > 0.1
+    hf_model = bundle.model.hf_model
+    head = hf_model.config.hidden_size // hf_model.config.num_attention_heads
+    rotary = hf_model.model.rotary_emb  # the library's own: cos and sin [1, positions, head] in rotate-half layout
+    probe = torch.zeros(1, 40, head)
+    cos, sin = rotary(probe, torch.arange(40)[None])
+    half = head // 2
+    assert report.table.shape == (40, head)
+    np.testing.assert_allclose(report.table[:, 0::2], sin[0, :, :half].numpy(), atol=1e-5)  # (sin, cos) pairs
+    np.testing.assert_allclose(report.table[:, 1::2], cos[0, :, :half].numpy(), atol=1e-5)
+    generator = torch.Generator().manual_seed(0)
+    query, key = torch.randn(head, generator=generator), torch.randn(head, generator=generator)
+
+    def turned(vector: torch.Tensor, position: int) -> torch.Tensor:  # the library's rotate-half rotation
+        rotated_half = torch.cat([-vector[half:], vector[:half]])
+        return vector * cos[0, position] + rotated_half * sin[0, position]
+
+    scores = [float(turned(query, i) @ turned(key, j)) for i, j in ((3, 1), (10, 8), (30, 28))]
+    assert np.allclose(scores, scores[0], atol=1e-5)  # the offset, 2, decides the score
