@@ -26,11 +26,13 @@ SENTENCE = "translate English to French: the young teacher that the children lov
 
 
 def stepper_seconds(bundle, steps: int) -> tuple[float, list[int]]:
+    """(seconds, the tokens it produced: a decoder-only model's after its prompt's given ones)."""
     start = time.perf_counter()
     stepper = Stepper(bundle, SENTENCE, DecodingOptions(max_steps=steps, stop_at_eos=False))
     stepper.run()
     stepper.trace()
-    return time.perf_counter() - start, stepper.target_ids()
+    prompt = 0 if bundle.family.capabilities.architecture.has_encoder else len(stepper.given)
+    return time.perf_counter() - start, stepper.target_ids()[prompt:]
 
 
 @torch.inference_mode()
@@ -48,7 +50,8 @@ def generate_seconds(bundle, steps: int) -> tuple[float, list[int]]:
         output_attentions=True,
         return_dict_in_generate=True,
     )
-    return time.perf_counter() - start, output.sequences[0, 1:].tolist()
+    decoder_only = not bundle.family.capabilities.architecture.has_encoder
+    return time.perf_counter() - start, output.sequences[0, source.shape[1] if decoder_only else 1 :].tolist()
 
 
 def measure(label: str, bundle, steps: int, repeats: int) -> list:

@@ -38,6 +38,7 @@ BART_LIKE = {
 VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
+BART_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # BART's byte-level specials, ids 0-4
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Size:
     positions: int
     vocab: int | None = None
     init_std: float | None = 0.3  # a tiny random model's weights are spread wide (else it repeats one token)
+    kv_heads: int | None = None  # a grouped-query model's key and value heads (None: half its query heads)
 
 
 SIZES = {
@@ -65,6 +67,7 @@ PUBLISHED = {
     "t5-base": ("t5", Size(768, 12, 12, 3072, 512, vocab=32128, init_std=None)),  # ~220 M
     "bart-large": ("bart", Size(1024, 12, 16, 4096, 1024, vocab=50265, init_std=None)),  # ~406 M
     "nllb-600m": ("nllb", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
+    "llama-1b": ("llama", Size(2048, 16, 32, 8192, 2048, vocab=128256, init_std=None, kv_heads=8)),  # Llama 3.2 1B
 }
 
 
@@ -205,10 +208,10 @@ def _byte_level(texts: list[str], specials: list[str]):
     return tokenizer
 
 
-def _padded_byte_level(texts: list[str], work: Path, size: Size) -> dict[str, int]:
+def _padded_byte_level(texts: list[str], work: Path, size: Size, specials: tuple[str, ...] = BART_SPECIALS) -> dict[str, int]:
     """A byte-level BPE trained on ``texts`` into ``work`` (vocab.json, merges.txt), its vocabulary padded with fillers
     to the size's; returns the vocabulary (written back)."""
-    _byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]).save_model(str(work))
+    _byte_level(texts, list(specials)).save_model(str(work))
     vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
     vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
     (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
@@ -305,7 +308,7 @@ def _llama(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     """The Llama family's layout (Llama, Mistral, Qwen2): rotary positions, grouped-query attention (half as many key
     and value heads as query heads), RMS norms, a gated feed-forward, an untied output layer."""
     transformers = require_transformers()
-    _byte_level(texts, ["<|endoftext|>"]).save_model(str(work))
+    _padded_byte_level(texts, work, size, ("<|endoftext|>",))
     tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer),
@@ -313,7 +316,7 @@ def _llama(folder: Path, texts: list[str], work: Path, size: Size) -> None:
         intermediate_size=size.d_ff,
         num_hidden_layers=size.layers,
         num_attention_heads=size.heads,
-        num_key_value_heads=max(1, size.heads // 2),
+        num_key_value_heads=size.kv_heads or max(1, size.heads // 2),
         max_position_embeddings=size.positions,
         tie_word_embeddings=False,
         bos_token_id=tokenizer.eos_token_id,
