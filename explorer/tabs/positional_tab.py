@@ -252,6 +252,13 @@ class PositionalTab(QWidget):
                 "Left the encoder's (both directions), right the decoder's (only keys at or before the query); "
                 "the curves are the chosen heads (the dimensions box picks heads here)."
             )
+        elif report.kind == "rotary":
+            self.summary.setText(
+                f"Rotary positions, heads of {d_model} dimensions: nothing is added to the embeddings; every head turns each "
+                "(sin, cos) pair of its queries and keys by the angle p·w (left). A fixed rotation maps the angles at p to "
+                f"those at p+k: the largest error over k ≤ {report.offsets[-1]} is {np.nanmax(report.rotation_error):.1e}, "
+                "so a query–key score depends on their offset only (right: constant along each diagonal)."
+            )
         elif report.kind == "sinusoidal":
             self.summary.setText(
                 f"Sinusoidal encoding, d_model {d_model}. For every offset k a fixed rotation of each (sin, cos) pair "
@@ -292,7 +299,7 @@ class PositionalTab(QWidget):
         self.rotation.clear()
         if report.relative:
             return
-        if report.kind == "sinusoidal":
+        if report.rotates:
             self.rotation.plot(
                 report.offsets,
                 np.maximum(report.rotation_error, 1e-12),

@@ -70,7 +70,7 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         ]
     if options.model_name:
         details[0] = f"model {options.model_name} · " + details[0]
-    if report.kind == "sinusoidal":
+    if report.rotates:
         details.append(
             f"Largest error after rotating, k ≤ {report.offsets[-1]}: "
             f"{np.nanmax(report.rotation_error):.1e} (without rotating: {report.unrotated_error.max():.2f})"
@@ -106,7 +106,7 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         limit = float(np.abs(report.table).max()) or 1.0
         curves.set_ylim(-limit * 1.05, limit * 1.05)
         curves_of_error = [(report.unrotated_error, "--", "#e45756", 0.0, "without rotation")]
-        if report.kind == "sinusoidal":
+        if report.rotates:
             curves_of_error.insert(0, (report.rotation_error, "o-", "#54a24b", 2.5, "after rotation Rₖ"))
         if report.relative:
             rotation.axis("off")

@@ -33,6 +33,11 @@ class PositionalReport:
     def relative(self) -> bool:
         return self.kind == "relative"
 
+    @property
+    def rotates(self) -> bool:
+        """Whether a fixed rotation R_k maps the table's row p to row p + k (sinusoidal tables, rotary angles)."""
+        return self.kind in ("sinusoidal", "rotary")
+
     def panel_titles(self) -> dict[str, tuple[str, tuple[str, str]]]:
         """Each panel's (title, (row axis, column axis)), the curves' with their (x axis, legend prefix)."""
         if self.relative:
