@@ -177,7 +177,11 @@ class PositionalTab(QWidget):
         first, count = (1, report.table.shape[1]) if report.relative else (0, report.table.shape[1])
         chosen, problems = parse_dimensions(self.dimensions.text(), count, first)
         if problems and self._new_model:
-            default = ", ".join(str(first + d) for d in range(min(count, 4))) if report.relative else DEFAULT_DIMENSIONS
+            fitting = [int(d) for d in DEFAULT_DIMENSIONS.split(",") if int(d) < count]  # a narrow table: the pairs it has
+            if report.relative or not fitting:
+                default = ", ".join(str(first + d) for d in range(min(count, 4)))
+            else:
+                default = ", ".join(map(str, fitting))
             self.dimensions.setText(default)
             chosen, problems = parse_dimensions(default, count, first)
         self._new_model = False
