@@ -30,7 +30,8 @@ from model.interventions.patching import Component, patch_grids, prepare_bundle_
 from model.io.models import open_model
 from model.pretrained.tiny import PUBLISHED, build_published
 
-CLEAN, CORRUPTED = "The old man sees the small house .", "The old man sees the small car ."
+CLEAN = "The old man sees the small house ."
+CORRUPTIONS = ("The old man sees the small car .", "The old man sees the small dog .", "The old man sees the big house .")
 HEAD_GRIDS = (Component.ENCODER_HEADS, Component.DECODER_HEADS, Component.CROSS_HEADS)
 OPEN_TARGET_S, PATCHING_TARGET_S = 10.0, 60.0
 
@@ -54,10 +55,12 @@ def measure_one(name: str, folder: Path, steps: int, repeats: int, patching: boo
     row = measure(name, bundle, steps, repeats)
     figures["stepper_ms"], figures["generate_ms"], figures["same_tokens"] = float(row[2]), float(row[3]), row[5]
     if patching:
-        if len(bundle.source_ids(CLEAN)[0]) != len(bundle.source_ids(CORRUPTED)[0]):
-            raise SystemExit(f"{name}: the two sentences differ in pieces")
+        pieces = len(bundle.source_ids(CLEAN)[0])
+        corrupted = next((text for text in CORRUPTIONS if len(bundle.source_ids(text)[0]) == pieces), None)
+        if corrupted is None:
+            raise SystemExit(f"{name}: no corrupted sentence has as many pieces as the clean one")
         start = time.perf_counter()
-        setup = prepare_bundle_patching(bundle, CLEAN, CORRUPTED)
+        setup = prepare_bundle_patching(bundle, CLEAN, corrupted)
         result = patch_grids(setup, "exact", components=HEAD_GRIDS)
         figures["patching_s"] = time.perf_counter() - start
         figures["patched_heads"] = sum(grid.values.size for grid in result.grids.values())
@@ -85,7 +88,7 @@ def main() -> None:
         command += ["--repeats", str(args.repeats), "--patch", args.patch]
         done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:
-            rows.append([name, "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]])
+            print(f"{name}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
             continue
         figures = json.loads(done.stdout.strip().splitlines()[-1])
         patching = f"{figures['patching_s']:.1f} ({figures['patched_heads']} heads)" if "patching_s" in figures else "-"

@@ -63,7 +63,8 @@ SIZES = {
 }
 # Published models' sizes, random weights (their layout, their size): what the real-size benchmarks open.
 PUBLISHED = {
-    "opus-mt": ("marian", Size(512, 6, 8, 2048, 512, vocab=58101, init_std=None)),  # Helsinki-NLP/opus-mt-*: ~75 M
+    # Helsinki-NLP/opus-mt-*, ~75 M; weights spread enough that two sentences translate differently (patching's need)
+    "opus-mt": ("marian", Size(512, 6, 8, 2048, 512, vocab=58101, init_std=0.1)),
     "t5-base": ("t5", Size(768, 12, 12, 3072, 512, vocab=32128, init_std=None)),  # ~220 M
     "bart-large": ("bart", Size(1024, 12, 16, 4096, 1024, vocab=50265, init_std=None)),  # ~406 M
     "nllb-600m": ("nllb", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
@@ -361,7 +362,8 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "ti
 
 
 def build_published(name: str, folder: str | Path, seed: int = 0) -> Path:
-    """A random-weight model at a published model's size (PUBLISHED: "opus-mt", "t5-base", "bart-large", "nllb-600m")."""
+    """A random-weight model at a published model's size (PUBLISHED: "opus-mt", "t5-base", "bart-large", "nllb-600m",
+    "llama-1b")."""
     layout, size = PUBLISHED[name]
     return build(layout, folder, seed, size)
 
