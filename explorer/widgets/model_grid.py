@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from explorer.widgets.heatmap import colormap
@@ -102,6 +102,7 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self._cell_size = (0, 0)  # a cell's size in mosaic pixels (rows, columns): smaller when pooled
         self._target = (0, 0)  # the pooled size asked for, from the widget's size
         self._drawn: tuple | None = None  # (ticks, range) last set, so an unchanged grid is not laid out again
+        self._drawn_head_titles: list[str] = []  # the heads' titles as drawn last (_fitted)
         self.scene().sigMouseClicked.connect(self._on_clicked)
 
     def set_weights(
@@ -158,8 +159,10 @@ class ModelGrid(pg.GraphicsLayoutWidget):
             [f"layer {layer + 1}" for layer in range(n_layers)],
             [f"head {head + 1}" for head in range(n_heads)],
         )
+        head_titles = self._fitted(head_titles)
         left = [((layer + 0.5) * step_rows - gap_rows / 2, layer_titles[layer]) for layer in range(n_layers)]
         top = [((head + 0.5) * step_columns - gap_columns / 2, head_titles[head]) for head in range(n_heads)]
+        self._drawn_head_titles = head_titles
         self._set_frame(left, top, mosaic.shape[1], mosaic.shape[0])
         self._draw_selection()
 
@@ -173,10 +176,25 @@ class ModelGrid(pg.GraphicsLayoutWidget):
         self.plot.getAxis("top").setTicks([top, []])
         self.plot.setRange(xRange=(0, width), yRange=(0, height), padding=0.01)
 
+    def _fitted(self, titles: list[str]) -> list[str]:
+        """The heads' titles over their columns: "head 16" while the longest fits a column, else "h16", else "16"
+        (16 heads in a narrow pane: the long titles ran into each other)."""
+        metrics = QFontMetrics(self.plot.getAxis("top").style.get("tickFont") or self.font())
+        room = self.plot.vb.width() / max(len(titles), 1)  # px over each head's column
+        shortened = titles
+        for short in ("h", ""):
+            if max((metrics.horizontalAdvance(title) for title in shortened), default=0) + 6 <= room:
+                break
+            shortened = [title.replace("head ", short) for title in titles]
+        return shortened
+
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
-        if hasattr(self, "image") and not self.empty and self.weights.size and self._pooled_size() != self._target:
-            self._draw()  # pooled to the new size
+        if not hasattr(self, "image") or self.empty or not self.weights.size:
+            return
+        titles = self.titles[1] if self.titles else [f"head {head + 1}" for head in range(self.weights.shape[1])]
+        if self._pooled_size() != self._target or self._fitted(titles) != self._drawn_head_titles:
+            self._draw()  # pooled to the new size, or the heads' titles fit otherwise
 
     def set_colormap(self, name: str) -> None:
         self.image.setLookupTable(colormap(name).getLookupTable(nPts=256))

@@ -215,3 +215,29 @@ def test_the_grid_pools_a_difference_by_its_largest_magnitude():
     difference = np.array([[0.1, -0.9, 0.2, 0.3], [0.0, 0.4, -0.5, 0.6]])
     np.testing.assert_array_equal(pool_extreme(difference, 1, 2), [[-0.9, 0.6]])
     np.testing.assert_array_equal(pool_extreme(difference, 2, 4), difference)  # nothing to pool
+
+
+@pytest.mark.parametrize("width,expected", [(1600, "head 16"), (600, "h16"), (330, "16")])
+def test_sixteen_heads_titles_fit_their_columns(qtbot, width, expected):
+    """An NLLB-size model (16 heads) in a narrow pane: "head 1" … "head 16" ran into each other over the columns
+    (seen under Xvfb at 1400×900); the titles shorten to "h16", then "16", as the columns narrow, and widen back."""
+    from PySide6.QtGui import QFontMetrics
+
+    from explorer.widgets.model_grid import ModelGrid
+
+    grid = ModelGrid()
+    qtbot.addWidget(grid)
+    grid.resize(width, 500)
+    grid.show()
+    qtbot.waitExposed(grid)
+    weights = np.random.default_rng(0).random((12, 16, 4, 6)).astype(np.float32)  # [layers, heads, queries, keys]
+    grid.set_weights(weights / weights.sum(-1, keepdims=True), (0.0, 1.0))
+    qtbot.wait(50)
+    ticks = grid.plot.getAxis("top")._tickLevels[0]  # [(position, title)] as drawn
+    assert ticks[-1][1] == expected
+    metrics = QFontMetrics(grid.font())
+    column_px = grid.plot.vb.width() / 16
+    assert all(metrics.horizontalAdvance(title) < column_px for _, title in ticks)  # none runs into the next
+    grid.resize(1600, 500)
+    qtbot.wait(50)
+    assert grid.plot.getAxis("top")._tickLevels[0][-1][1] == "head 16"
