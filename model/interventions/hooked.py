@@ -251,17 +251,6 @@ def check_tool(model: Network, tool: InterventionTool) -> HookedPass:
     return adapter
 
 
-def check_supported(model: Network, tool: InterventionTool | None = None) -> Transformer:
-    """``model``, once its adapter is known to serve ``tool`` (any adapter when None), else an InterventionError. The
-    tools beyond the logit lens and patching (DecoderLens, logit attribution) read the modules of the app's Transformer,
-    the one adapter that serves them (model/interventions/own.py)."""
-    if tool is None:
-        adapter_of(model)
-    else:
-        check_tool(model, tool)
-    return cast(Transformer, model)
-
-
 def hook_names(model: Network) -> list[str]:
     """Every hook point of ``model``'s hooked pass, in the order the pass reaches them."""
     return adapter_of(model).hook_names(model)

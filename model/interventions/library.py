@@ -61,6 +61,12 @@ def _held(norm: torch.nn.Module) -> HeldNorm:
     return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
+def _seq2seq(network: Network) -> Seq2SeqNetwork:
+    """The network these adapters hook: the pretrained encoder-decoder entry (model/pretrained/families.py) declares
+    them for its own networks only (``HOOKED_LAYOUTS``), so the one place the adapters name its class is here."""
+    return cast(Seq2SeqNetwork, network)
+
+
 def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
     """The modules of ``module``'s ModuleList ``name`` (a stack's layers, a T5 block's sublayers), in order."""
     return list(cast(torch.nn.ModuleList, module.get_submodule(name)))
@@ -81,7 +87,7 @@ class LibraryPass:
 
     def hook_sites(self, network: Network) -> dict[str, Site]:
         """Every hook point of the network (``hook_names``) -> its site, in the order the pass reaches them."""
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         sites: dict[str, Site] = {}
         for side, kinds in (
             ("encoder", {"self": AttentionKind.ENCODER}),
@@ -99,7 +105,7 @@ class LibraryPass:
         return list(self.hook_sites(network))
 
     def head_count(self, network: Network, side: str) -> int:
-        config = cast(Seq2SeqNetwork, network).config
+        config = _seq2seq(network).config
         return config.n_encoder_heads if side == "encoder" else config.n_heads
 
     def run_hooked(
@@ -111,7 +117,7 @@ class LibraryPass:
         memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
     ) -> HookedRun:
         """The library's teacher-forced pass with ``hooks`` installed where they read (see the module's docstring)."""
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         sites = self.hook_sites(seq2seq)
         skipped = {"encoder.memory"} if memory is not None else set()
         handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
@@ -154,13 +160,13 @@ class LibraryPass:
 
     def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
         """(the bias added to the logits [V] or None, the scale of the stream before ``lm_head``)."""
-        bias = getattr(cast(Seq2SeqNetwork, network).hf_model, "final_logits_bias", None)  # [1, V] (BART's layouts)
+        bias = getattr(_seq2seq(network).hf_model, "final_logits_bias", None)  # [1, V] (BART's layouts)
         return (None if bias is None else bias[0]), 1.0
 
     def attribution_layout(self, network: Network) -> AttributionLayout:
         """The stream starts as what enters the decoder's first layer (token embeddings, positions, and BART's and
         mBART's embedding norm: one part, "embeddings", read by the hooked pass); the layout says the rest."""
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         layers = seq2seq.layers(AttentionKind.DECODER)
         biases = [
             tuple(seq2seq.head_projection(kind, index).bias for kind in (AttentionKind.DECODER, AttentionKind.CROSS))
@@ -180,7 +186,7 @@ class LibraryPass:
 
     def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The library's encoder run with hooks on every layer's output, each through the encoder's final norm."""
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         n_layers = seq2seq.config.n_encoder_layers
         names = [f"encoder.{layer}.resid_post" for layer in range(n_layers)]
         hooks, sites = Hooks(names), self.hook_sites(seq2seq)
@@ -212,7 +218,7 @@ class T5Pass(LibraryPass):
         return sites
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         hf_model = seq2seq.hf_model
         hidden = hf_model.get_decoder().final_layer_norm(streams)  # [..., d_model]
         if hf_model.config.tie_word_embeddings:
@@ -223,14 +229,14 @@ class T5Pass(LibraryPass):
         return True
 
     def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
-        return cast(Seq2SeqNetwork, network).hf_model.get_encoder().final_layer_norm
+        return _seq2seq(network).hf_model.get_encoder().final_layer_norm
 
     def final_held_norm(self, network: Network) -> HeldNorm | None:
-        norm = cast(Seq2SeqNetwork, network).hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
+        norm = _seq2seq(network).hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
         return HeldNorm(norm.weight, None, norm.variance_epsilon, centred=False)
 
     def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
-        seq2seq = cast(Seq2SeqNetwork, network)
+        seq2seq = _seq2seq(network)
         return None, (seq2seq.config.d_model**-0.5 if seq2seq.hf_model.config.tie_word_embeddings else 1.0)
 
 
@@ -263,7 +269,7 @@ class PostNormPass(BartLayoutPass):
         return Site(norm, OUTPUT)
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        hf_model = cast(Seq2SeqNetwork, network).hf_model
+        hf_model = _seq2seq(network).hf_model
         return hf_model.lm_head(streams) + hf_model.final_logits_bias
 
     def has_final_norm(self, network: Network) -> bool:
@@ -295,7 +301,7 @@ class PreNormPass(BartLayoutPass):
         return Site(projection, ADDED, before=norm)
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        hf_model = cast(Seq2SeqNetwork, network).hf_model
+        hf_model = _seq2seq(network).hf_model
         logits = hf_model.lm_head(hf_model.get_decoder().layer_norm(streams))  # [..., V]
         bias = getattr(hf_model, "final_logits_bias", None)  # [1, V] in mBART and Pegasus; none in M2M100
         return logits if bias is None else logits + bias
@@ -304,10 +310,10 @@ class PreNormPass(BartLayoutPass):
         return True
 
     def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
-        return cast(Seq2SeqNetwork, network).hf_model.get_encoder().layer_norm
+        return _seq2seq(network).hf_model.get_encoder().layer_norm
 
     def final_held_norm(self, network: Network) -> HeldNorm | None:
-        return _held(cast(Seq2SeqNetwork, network).hf_model.get_decoder().layer_norm)
+        return _held(_seq2seq(network).hf_model.get_decoder().layer_norm)
 
 
 T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from model.errors import UserError
-from model.interventions.hooked import InterventionError, Patch, check_supported, hook_names, run_hooked
+from model.interventions.hooked import InterventionError, Patch, adapter_of, hook_names, run_hooked
 from model.nn.rnn import RNNAttention
 from model.nn.rnn_config import RNNConfig
 from tests.model.interventions.models import SOURCES, TARGETS, padded, tiny
@@ -89,7 +89,7 @@ def test_unknown_hooks_and_other_families_are_refused():
         run_hooked(model, source, target, capture=["encoder.9.mlp_out"])
     with pytest.raises(InterventionError, match="only a head_out hook"):
         run_hooked(model, source, target, patches=[Patch("encoder.0.mlp_out", torch.zeros(1), heads=(0,))])
-    assert check_supported(model) is model
+    assert type(adapter_of(model)).__name__ == "TransformerPass"  # the one its registry entry declares
     rnn = RNNAttention(RNNConfig(source_vocab_size=24, target_vocab_size=24, d_embed=8, d_hidden=8))
     with pytest.raises(UserError, match="not for this model"):
-        check_supported(rnn)
+        adapter_of(rnn)
