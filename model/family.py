@@ -102,6 +102,13 @@ class InterventionTool(ShownName):
 INTERVENTION_TOOLS = tuple(InterventionTool)  # every tool, in the order the window shows them
 
 
+def declared(path: str) -> Any:
+    """What a registry entry names by dotted path ("model.nn.transformer.Transformer", a hooked pass's function),
+    imported when asked: the modules that hold them sit above this one."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a family supports; every question code asks of a family is one of these fields."""
@@ -114,7 +121,6 @@ class Capabilities:
     teacher_forced_scores: bool = True  # validation loss and accuracy by the app's own teacher-forced pass
     head_masking: bool = False  # heads can be knocked out (model/attribution/masking.py)
     head_importance: bool = False  # heads can be gated and scored (model/attribution/importance.py)
-    contribution_measures: bool = False  # measures beyond raw attention (model/attribution/measures.py)
     numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
     # Its hooked pass (model/interventions/hooked.py): the dotted path of a function network -> the adapter that runs
     # that network's own forward pass with named hook points and says which of INTERVENTION_TOOLS it serves, or None for
@@ -128,10 +134,20 @@ class Capabilities:
     # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
     hides_pieces: bool = False
 
+    # Its measured pass (model/attribution/transparent_pass.py): the dotted path of a function network -> the pass that
+    # splits that network's own teacher-forced pass into what the contribution measures read (each attention's weights,
+    # each key's vector through each head, the residual, the norm). None: no measure beyond attention.
+    measured_pass: str | None = None
+
     @property
     def interventions(self) -> bool:
         """Activations can be read and patched in its own forward pass: it declares a hooked pass."""
         return self.hooked_pass is not None
+
+    @property
+    def contribution_measures(self) -> bool:
+        """Measures beyond raw attention (model/attribution/measures.py): it declares a measured pass."""
+        return self.measured_pass is not None
 
 
 @dataclass(frozen=True)
@@ -191,8 +207,7 @@ class Family:
     def network_class(self) -> type:
         if isinstance(self.network, type):
             return self.network
-        module, _, name = self.network.rpartition(".")
-        return getattr(importlib.import_module(module), name)  # deferred on purpose: see ``network``
+        return declared(self.network)  # deferred on purpose: see ``network``
 
     def capabilities_for(self, network: Network) -> Capabilities:
         """What this family's code serves for ``network``: its layout's capabilities where they depend on it (a layout

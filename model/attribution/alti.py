@@ -5,7 +5,8 @@ ALTI (Ferrando, Gállego and Costa-jussà, "Measuring the Mixing of Contextual I
 EMNLP 2022). An attention sublayer's output for position i is a sum of one vector per input token j,
 T_i(x_j) = Σ_h α_hij f_h(x_j) + [i = j] x_i (the residual belongs to the position itself). A post-norm layer
 norm is linear once its scale is fixed, so it splits over the same sum: LN'(T) = γ ⊙ (T − mean(T)) / σ(y_i),
-with σ taken from the whole sum y_i (β, shared by no token, is left out). Token j's contribution is how much
+with σ taken from the whole sum y_i (β and the output projection's bias, shared by no token, are left out of the
+parts; the bias is in the sum whose σ scales them). Token j's contribution is how much
 closer the output comes to the sum for having its vector, in L1: c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁),
 normalised so each row sums to 1. The feed-forward sublayer mixes nothing between positions. Rolling out,
 R^l = C^l R^{l−1}: layer l's row says what share of the position's representation came from each input
@@ -38,7 +39,7 @@ def contributions(record: AttentionRecord, self_attention: bool) -> torch.Tensor
     else:
         parts = torch.cat([residual[:, :, None, :], parts], dim=2)  # [B, Q, 1 + K, d_model]
     if record.norm is not None:  # post-norm: the layer norm split over the sum, with the sum's own scale
-        summed = parts.sum(2)  # [B, Q, d_model]
+        summed = parts.sum(2) if record.bias is None else parts.sum(2) + record.bias  # [B, Q, d_model]: what is normed
         scale = torch.sqrt(summed.var(-1, unbiased=False, keepdim=True) + record.norm.eps)  # [B, Q, 1]
         gamma = record.norm.weight if record.norm.weight is not None else 1.0
         parts = gamma * (parts - parts.mean(-1, keepdim=True)) / scale[:, :, None, :]  # [B, Q, K', d_model]

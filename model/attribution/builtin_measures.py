@@ -16,7 +16,7 @@ import torch
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import attention_gradient, saliency
 from model.attribution.norms import norm_contributions
-from model.attribution.transparent_pass import measured_network, token_pass
+from model.attribution.transparent_pass import measured_pass_of, token_pass
 from model.attribution.value_zeroing import value_zeroing
 from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
 from model.network import Network
@@ -82,7 +82,7 @@ def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrate
     gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
     if steps:
         tokens = [int(chosen[s]) for s in steps]
-        found = saliency(measured_network(model), source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
+        found = saliency(model, source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
         source_values[steps], target_values[steps] = found.source, found.target
         if rows:
             gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged
@@ -111,7 +111,7 @@ class NormBased(Measure):
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        tables = norm_contributions(measured_network(model), source, decoder_inputs)
+        tables = norm_contributions(model, source, decoder_inputs)
         return _per_row(self.name, {kind: torch.stack(t)[:, 0].float().cpu().numpy() for kind, t in tables.items()})
 
 
@@ -125,7 +125,7 @@ class Alti(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        record = token_pass(measured_network(model), source, decoder_inputs)
+        record = token_pass(model, source, decoder_inputs)
         values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(decoder_rollout(record))}
         return MeasureResult(self.name, values, dict(values))
 
@@ -139,7 +139,7 @@ class AltiPlus(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        record = token_pass(measured_network(model), source, decoder_inputs)
+        record = token_pass(model, source, decoder_inputs)
         sources, targets = alti_plus(record)
         values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(targets), CROSS: _stack(sources)}
         return MeasureResult(self.name, values, dict(values), source_share=values[CROSS][-1, 0].sum(-1))
@@ -153,8 +153,8 @@ class ValueZeroing(Measure):
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
-        transformer = measured_network(model)
-        encoder, decoder, cross = value_zeroing(transformer, token_pass(transformer, source, decoder_inputs))
+        record = token_pass(model, source, decoder_inputs)
+        encoder, decoder, cross = value_zeroing(measured_pass_of(model), record)
         return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
 
 
@@ -166,7 +166,7 @@ class AttentionGradient(Measure):
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, chosen = _tensors(model, inputs)
-        encoder, decoder, cross = attention_gradient(measured_network(model), source, decoder_inputs, chosen)
+        encoder, decoder, cross = attention_gradient(model, source, decoder_inputs, chosen)
         return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
 
 

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from model.attribution.integration import integrate
-from model.attribution.transparent_pass import embed_tokens, transparent_pass
-from model.nn.transformer import Transformer
+from model.attribution.transparent_pass import SOURCE, TARGET, embed_tokens, transparent_pass
+from model.network import Network
 from model.runtime import follow_free_cores
 
 GAP_FLOOR = 0.05  # nats: a completeness gap is a share of F(x) − F(0), or of this when F barely changes
@@ -46,10 +46,10 @@ IG_MAX_POINTS = 8192  # gradient points per prediction at most: a row that needs
 MAX_BATCH = 64  # rows of one batch (steps × points on the path): larger ones were measured slower per row
 
 
-def _repeated_embeddings(model: Transformer, source_ids: torch.Tensor, target_input_ids: torch.Tensor, n: int):
+def _repeated_embeddings(model: Network, source_ids: torch.Tensor, target_input_ids: torch.Tensor, n: int):
     """[1, S], [1, T] -> their embeddings repeated n times, detached: [n, S, d_model], [n, T, d_model]."""
-    source = embed_tokens(model, source_ids, "source").detach().expand(n, -1, -1)
-    target = embed_tokens(model, target_input_ids, "target").detach().expand(n, -1, -1)
+    source = embed_tokens(model, source_ids, SOURCE).detach().expand(n, -1, -1)
+    target = embed_tokens(model, target_input_ids, TARGET).detach().expand(n, -1, -1)
     return source, target
 
 
@@ -61,7 +61,7 @@ def _normalised_relevance(relevance: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, beside / torch.where(total > 0, total, torch.ones_like(total)), 0.0) + eye
 
 
-def attention_gradient(model: Transformer, source_ids: torch.Tensor, target_input_ids: torch.Tensor, chosen_ids: torch.Tensor):
+def attention_gradient(model: Network, source_ids: torch.Tensor, target_input_ids: torch.Tensor, chosen_ids: torch.Tensor):
     """Chefer et al.'s relevancy after each layer: (encoder [S, S] per layer, averaged over steps; decoder
     [T, T] per decoder layer; cross [T, S] per decoder layer), row t that of step t's prediction."""
     n_steps = target_input_ids.shape[1]
@@ -98,7 +98,7 @@ def attention_gradient(model: Transformer, source_ids: torch.Tensor, target_inpu
 
 
 def prediction_scores(
-    model: Transformer, source: torch.Tensor, target: torch.Tensor, steps, token_ids, contrast_ids=None
+    model: Network, source: torch.Tensor, target: torch.Tensor, steps, token_ids, contrast_ids=None
 ) -> torch.Tensor:
     """The objective the saliency explains, from embeddings [B, S, d_model], [B, T, d_model]: per row, log p(token)
     at its step, minus log p(contrast) when one is given: [B]."""
@@ -113,7 +113,7 @@ def prediction_scores(
     return score
 
 
-def _evaluate(model: Transformer, source, target, requests, steps, token_ids, contrast_ids, with_gradients: bool):
+def _evaluate(model: Network, source, target, requests, steps, token_ids, contrast_ids, with_gradients: bool):
     """The objective at points on the path, for requests [(row, alpha)]: (scores [N], gradients over the source
     [N, S, d_model] and over the target [N, T, d_model] (zero past a row's step), or None without gradients).
     Many requests per step (integrated gradients) are batched by step, each batch's decoder inputs cut after its
@@ -164,7 +164,7 @@ class Saliency:
 
 
 def saliency(
-    model: Transformer,
+    model: Network,
     source_ids: torch.Tensor,  # [1, S]
     target_input_ids: torch.Tensor,  # [1, T]
     steps: list[int],  # the predictions explained

@@ -31,7 +31,6 @@ go in one batch: each row may patch something else (``Patch.mask``).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ import torch
 
 from model.decoding.greedy import default_max_target, greedy_decode
 from model.errors import UserError
-from model.family import Bundle, InterventionTool, family_of
+from model.family import Bundle, InterventionTool, declared, family_of
 from model.network import Network
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
@@ -215,12 +214,6 @@ class HookedPass(Protocol):
     def attribution_layout(self, network: Network) -> AttributionLayout: ...  # what direct logit attribution reads
 
 
-def _declared(path: str) -> Callable[[Network], HookedPass | None]:
-    """A registry entry's hooked-pass function, by its dotted path."""
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def adapter_of(model: Network) -> HookedPass:
     """The hooked-pass adapter ``model``'s registry entry declares for it; an InterventionError (one line) when none."""
     family = family_of(model)
@@ -229,7 +222,7 @@ def adapter_of(model: Network) -> HookedPass:
         raise InterventionError(
             f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
         )
-    adapter = _declared(path)(model)
+    adapter = declared(path)(model)
     if adapter is None:
         raise InterventionError(
             f"interventions are not computed for this model ({model.config.describe()}): its family ({family.title}) "

@@ -15,13 +15,12 @@ import torch
 from torch.utils.hooks import RemovableHandle
 
 from model.interventions.hooked import Hooks
+from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
+from model.pretrained.layouts import ModuleOutput, hidden_input, hidden_of
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
 ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
-# What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
-# (a dict: its "last_hidden_state").
-ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -32,13 +31,6 @@ class Site:
     reads: str
     n_heads: int = 0  # an output projection's heads (HEADS)
     before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
-
-
-def _hidden(output: ModuleOutput) -> torch.Tensor:
-    """The hidden states a module returned: the tensor, a tuple's first item or a ModelOutput's last_hidden_state."""
-    if isinstance(output, torch.Tensor):
-        return output
-    return cast(torch.Tensor, output["last_hidden_state"] if isinstance(output, dict) else output[0])
 
 
 def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
@@ -54,9 +46,7 @@ def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
 def projection_heads(projection: torch.nn.Linear, context: torch.Tensor, n_heads: int) -> torch.Tensor:
     """An output projection's input [B, L, H * d_k] (the heads' contexts side by side) -> each head's output through
     its slice of the weight [B, H, L, d_model] (the bias is no head's)."""
-    weight = projection.weight  # [d_model, H * d_k]
-    per_head = context.view(*context.shape[:-1], n_heads, -1)  # [B, L, H, d_k]
-    return torch.einsum("blhd,mhd->bhlm", per_head, weight.view(weight.shape[0], n_heads, -1))  # [B, H, L, d_model]
+    return through_heads(split_heads(context, n_heads), projection.weight)  # [B, H, L, d_model]
 
 
 def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
@@ -86,7 +76,7 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
         return _install_added(site, name, hooks)
 
     def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
-        return _with_hidden(output, hooks(name, _hidden(output)))
+        return _with_hidden(output, hooks(name, hidden_of(output)))
 
     return site.module.register_forward_hook(for_this_thread(read_output))
 
@@ -111,10 +101,10 @@ def _install_added(site: Site, name: str, hooks: Hooks) -> _Handles:
     given: list[torch.Tensor] = []
 
     def keep_stream(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
-        given[:] = [args[0] if args else kwargs["hidden_states"]]
+        given[:] = [hidden_input(args, kwargs)]
 
     def add_stream(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
-        out = _hidden(output)  # [B, L, d_model]
+        out = hidden_of(output)  # [B, L, d_model]
         stream = given[0] + out  # [B, L, d_model]: what the layer adds (dropout is off in eval mode)
         hooked = hooks(name, stream)
         if hooked is stream:  # read only: the library's output, its gradient through the stream read

@@ -11,27 +11,15 @@ slice of W^O is formed only when its point is hooked. It serves every tool of mo
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import cast
 
 import torch
 
+from model.attribution.own_pass import without_dropout
 from model.family import INTERVENTION_TOOLS
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
 from model.network import Network
 from model.nn.transformer import Transformer
-
-
-@contextmanager
-def _without_dropout(model: Transformer) -> Iterator[None]:
-    """The model in inference mode for the ``with`` block (a model in training mode is put back so after)."""
-    training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(training)
 
 
 class TransformerPass:
@@ -56,7 +44,7 @@ class TransformerPass:
         model = cast(Transformer, network)
         points = model.hook_points()
         mask = model.padding_mask(source_ids)  # [B, 1, 1, S] or None
-        with hooks.attached(points), _without_dropout(model):
+        with hooks.attached(points), without_dropout(model):
             if memory is None:
                 memory, mask, _ = model.encode(source_ids)  # [B, S, d_model]
             else:

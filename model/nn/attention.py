@@ -60,10 +60,22 @@ def attention_weights(
     return torch.softmax(attention_scores(q, k, mask, is_causal), dim=-1)
 
 
+def through_heads(vectors: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Each head's vectors [B, H, L, d_k] through its slice of an output projection's weight W^O [d_model, H * d_k]
+    -> [B, H, L, d_model] (contexts: each head's part of the output; values: each key's vector as the head passes it on)."""
+    n_heads = vectors.shape[1]
+    out = weight.view(weight.shape[0], n_heads, -1)  # [d_model, H, d_k]
+    return torch.einsum("bhld,mhd->bhlm", vectors, out)  # [B, H, L, d_model]
+
+
+def split_heads(vectors: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """[B, L, H * d_k] (the heads side by side, as a projection gives them) -> [B, H, L, d_k]."""
+    return vectors.view(*vectors.shape[:2], n_heads, -1).transpose(1, 2)
+
+
 def head_outputs(module: MultiHeadAttention, context: torch.Tensor) -> torch.Tensor:
     """Each head's context [B, H, Q, d_k] through its slice of W^O -> [B, H, Q, d_model] (their sum is the output)."""
-    out = module.out_projection.weight.view(-1, module.n_heads, module.d_k)  # [d_model, H, d_k]
-    return torch.einsum("bhqd,mhd->bhqm", context, out)  # [B, H, Q, d_model]
+    return through_heads(context, module.out_projection.weight)  # [B, H, Q, d_model]
 
 
 class MultiHeadAttention(nn.Module):

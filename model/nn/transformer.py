@@ -388,13 +388,20 @@ class Transformer(nn.Module):
         hidden, _, _ = self.decode(target_input_ids, cache, rows=rows)
         return hidden
 
+    def target_mask(self, target_input_ids: torch.Tensor, when_padded_only: bool = False) -> torch.Tensor | None:
+        """The decoder's teacher-forced mask of target inputs [B, T]: causal, and padding hidden [B or 1, 1, T, T]; with
+        ``when_padded_only``, None where nothing is padded (``decode`` is causal then, on its fast path)."""
+        target_real = self.padding_mask(target_input_ids)
+        if target_real is None and when_padded_only:
+            return None
+        length = target_input_ids.shape[1]
+        causal = torch.ones(length, length, dtype=torch.bool, device=target_input_ids.device).tril()  # [T, T]
+        return causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
+
     def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
         """Teacher-forced inspection path: (logits [B, T, V], AttentionWeights of every layer and head)."""
         memory, memory_mask, encoder_weights = self.encode(source_ids, need_weights=True)
         cache = self.start_cache(memory, memory_mask)
-        length = target_input_ids.shape[1]
-        causal = torch.ones(length, length, dtype=torch.bool, device=target_input_ids.device).tril()  # [T, T]
-        target_real = self.padding_mask(target_input_ids)
-        target_mask = causal if target_real is None else target_real & causal  # [B or 1, 1, T, T]
+        target_mask = self.target_mask(target_input_ids)
         hidden, self_weights, cross_weights = self.decode(target_input_ids, cache, target_mask=target_mask, need_weights=True)
         return self.logits(hidden), AttentionWeights(encoder_weights, self_weights, cross_weights)

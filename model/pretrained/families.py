@@ -17,7 +17,6 @@ and ``logits`` passes them on: the stepper, greedy and beam search call both in 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from model.family import Architecture, Capabilities, Family, Positions, QueriesKeys, register
+from model.family import Architecture, Capabilities, Family, Positions, QueriesKeys, declared, register
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
@@ -317,16 +316,15 @@ class EncoderNetwork(PretrainedNetwork):
 
 
 HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_pass``, by path (Capabilities.hooked_pass)
+# The contribution measures' pass of a layout whose modules are known (LAYOUT_MODULES), by path: it sits above this one
+MEASURED_PASS = "model.attribution.library_pass.measured_pass"
 
 
 def hooked_pass(network: Seq2SeqNetwork) -> object | None:
     """The pretrained encoder-decoder family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the
     network's layout (``HOOKED_LAYOUTS``), or None when its layout has none."""
     path = HOOKED_LAYOUTS.get(network.config.model_type)
-    if path is None:
-        return None
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    return None if path is None else declared(path)
 
 
 def layout_capabilities(network: Network) -> Capabilities:
@@ -340,6 +338,7 @@ def layout_capabilities(network: Network) -> Capabilities:
         hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None,
         head_masking=modules_known,
         head_importance=modules_known,
+        measured_pass=MEASURED_PASS if modules_known else None,
     )
 
 
@@ -364,6 +363,7 @@ def _pretrained(
         # The family's hooked pass, which serves the layouts HOOKED_LAYOUTS names: a network's own capabilities
         # (``layouts``) keep it only for those.
         hooked_pass=HOOKED_PASS if encoder_decoder else None,
+        measured_pass=MEASURED_PASS if encoder_decoder else None,  # likewise kept only where its layout's modules are known
         beam_search=encoder_decoder,
         queries_keys=QueriesKeys.NOT_READ,
     )

@@ -8,7 +8,10 @@ layout the interventions serve (model/interventions/library.py, named by path: t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import cast
+
+import torch
 
 from model.kinds import AttentionKind
 
@@ -28,36 +31,68 @@ HOOKED_LAYOUTS = {
 
 @dataclass(frozen=True)
 class LayoutModules:
-    """Where an encoder-decoder layout keeps its layers and its attentions' output projections, by the library's
-    module names: what knocking a head out zeroes columns of, and what the hooked pass reads each head through."""
+    """Where an encoder-decoder layout keeps its modules, by the library's names (within a layer): what knocking a head
+    out zeroes columns of, what the hooked pass reads each head through, and what the contribution measures' pass reads
+    (model/attribution/library_pass.py): each attention's value projection, the module whose input is the stream
+    cross-attention's output is added to (self-attention's is the layer's input), and a post-norm layer's norms."""
 
     layers: str  # each stack's ModuleList of layers
-    projections: dict[AttentionKind, str]  # within a layer: the output projection of each kind of attention
+    projections: dict[AttentionKind, str]  # the output projection of each kind of attention
+    values: dict[AttentionKind, str]  # the value projection of each kind of attention
+    cross_residual: str  # the module whose hidden-states input is the stream cross-attention adds to
+    post_norms: dict[AttentionKind, str] = field(default_factory=dict)  # post-norm: the LayerNorm after each add
+
+
+_SELF_AND_CROSS = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
+
+
+def _by_kind(self_name: str, cross_name: str) -> dict[AttentionKind, str]:
+    return {kind: cross_name if kind is AttentionKind.CROSS else self_name for kind in _SELF_AND_CROSS}
 
 
 _T5_MODULES = LayoutModules(
     "block",
-    {
-        AttentionKind.ENCODER: "layer.0.SelfAttention.o",
-        AttentionKind.DECODER: "layer.0.SelfAttention.o",
-        AttentionKind.CROSS: "layer.1.EncDecAttention.o",
-    },
+    _by_kind("layer.0.SelfAttention.o", "layer.1.EncDecAttention.o"),
+    _by_kind("layer.0.SelfAttention.v", "layer.1.EncDecAttention.v"),
+    "layer.1",  # T5LayerCrossAttention: its norm, its attention and its residual add
 )
-_BART_MODULES = LayoutModules(
+_PRE_NORM_MODULES = LayoutModules(  # mBART, M2M100, Pegasus: each sublayer reads its own norm of the stream
     "layers",
-    {
-        AttentionKind.ENCODER: "self_attn.out_proj",
-        AttentionKind.DECODER: "self_attn.out_proj",
-        AttentionKind.CROSS: "encoder_attn.out_proj",
-    },
+    _by_kind("self_attn.out_proj", "encoder_attn.out_proj"),
+    _by_kind("self_attn.v_proj", "encoder_attn.v_proj"),
+    "encoder_attn_layer_norm",
+)
+_POST_NORM_MODULES = LayoutModules(  # Marian, BART: the sum of the stream and the sublayer's output is normed
+    "layers",
+    _PRE_NORM_MODULES.projections,
+    _PRE_NORM_MODULES.values,
+    "encoder_attn",
+    _by_kind("self_attn_layer_norm", "encoder_attn_layer_norm"),
 )
 # Each encoder-decoder layout's modules, by model type (T5 v1.0 and v1.1 are "t5", mT5 "mt5"; NLLB is "m2m_100").
 LAYOUT_MODULES = {
     "t5": _T5_MODULES,
     "mt5": _T5_MODULES,
-    "marian": _BART_MODULES,
-    "bart": _BART_MODULES,
-    "mbart": _BART_MODULES,
-    "m2m_100": _BART_MODULES,
-    "pegasus": _BART_MODULES,
+    "marian": _POST_NORM_MODULES,
+    "bart": _POST_NORM_MODULES,
+    "mbart": _PRE_NORM_MODULES,
+    "m2m_100": _PRE_NORM_MODULES,
+    "pegasus": _PRE_NORM_MODULES,
 }
+
+# What a library module returns: its hidden states, a tuple of them and more (attention, a cache), or a ModelOutput
+# (a dict: its "last_hidden_state").
+ModuleOutput = torch.Tensor | tuple[object, ...] | dict[str, object]
+
+
+def hidden_of(output: ModuleOutput) -> torch.Tensor:
+    """The hidden states a library module returned: the tensor, a tuple's first item or a ModelOutput's
+    last_hidden_state."""
+    if isinstance(output, torch.Tensor):
+        return output
+    return cast(torch.Tensor, output["last_hidden_state"] if isinstance(output, dict) else output[0])
+
+
+def hidden_input(args: tuple, kwargs: dict) -> torch.Tensor:
+    """The hidden states a library module was given (a forward pre-hook's arguments): first, or by name."""
+    return args[0] if args else kwargs["hidden_states"]

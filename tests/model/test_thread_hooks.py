@@ -9,7 +9,7 @@ import threading
 
 import torch
 
-from model.attribution.transparent_pass import hooked
+from model.attribution.own_pass import hooked
 from model.interventions.hooked import Patch, run_hooked
 from tests.model.interventions.models import SOURCES, TARGETS, tiny
 

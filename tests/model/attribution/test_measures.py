@@ -19,7 +19,7 @@ import torch
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
 from model.attribution.gradients import prediction_scores, saliency
 from model.attribution.measures import CONTRIBUTIONS, MEASURES, MeasureError, compute_measure, measured_trace, unsupported
-from model.attribution.transparent_pass import embed_tokens, token_pass
+from model.attribution.transparent_pass import embed_tokens, measured_pass_of, token_pass
 from model.attribution.value_zeroing import value_zeroing
 from model.decoding.trace import Trace
 from model.inspection.selection import select
@@ -99,7 +99,7 @@ def test_value_zeroing_of_a_token_no_head_attends_to_is_zero():
     model = tiny()
     with torch.no_grad():
         record = token_pass(model, *ids())
-    encoder, decoder, cross = value_zeroing(model, record)
+    encoder, decoder, cross = value_zeroing(measured_pass_of(model), record)
     for table in decoder:
         future = torch.triu(table, diagonal=1)  # keys after the query: masked, attended by no head
         assert float(future.abs().max()) < 1e-12
@@ -200,7 +200,8 @@ def test_a_measure_the_model_or_kind_does_not_define_says_why():
     from model.nn.rnn_config import RNNConfig
 
     rnn = build_network(RNNConfig(source_vocab_size=30, target_vocab_size=30, d_embed=8, d_hidden=12))
-    why = "Norm-based ‖α f(x)‖ is computed for the app's encoder-decoder Transformer, not for this model"
+    served = "the app's encoder-decoder Transformer and the Hugging Face encoder-decoders"
+    why = f"Norm-based ‖α f(x)‖ is computed for {served}, not for this model"
     assert unsupported(rnn, "norm") == why
     with pytest.raises(MeasureError, match="one of"):
         compute_measure(model, SOURCE, CHOSEN, "nonsense")

@@ -1,0 +1,175 @@
+"""The app's Transformer's measured pass: its own ``encode`` and ``decode`` (model/nn/transformer.py; no dropout) with
+PyTorch forward hooks on its hook points (model/nn/hooks.py), split into what the contribution measures read
+(model/attribution/transparent_pass.py says what a record holds).
+
+Its token embeddings are E[id]·√d_model (what its ``{side}.embed`` points see), which replace the model's own at those
+points; each attention's values are its ``v`` point, through the head's slice of its output projection (no bias);
+the residual of cross-attention is the ``self.resid`` point; a post-norm block's norm after each sublayer is its own.
+Value zeroing runs one layer from its recorded input, its values scaled through the ``v`` point.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import cast
+
+import torch
+
+from model.attribution.transparent_pass import SOURCE, AttentionRecord, PassRecord
+from model.kinds import AttentionKind
+from model.network import Network
+from model.nn.attention import through_heads
+from model.nn.hooks import HookPoint, for_this_thread
+from model.nn.transformer import EncoderLayer, Transformer
+
+Hook = Callable[[torch.Tensor], torch.Tensor | None]  # reads an activation; returns a replacement, or None to keep it
+
+
+def attention_point(kind: AttentionKind, layer: int, point: str) -> str:
+    """The hook name of ``point`` (``v``, ``pattern``, …) of the attention of ``kind`` in ``layer`` (from 0)."""
+    if kind is AttentionKind.ENCODER:
+        return f"encoder.{layer}.self.{point}"
+    return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}.{point}"
+
+
+_POINTS: weakref.WeakKeyDictionary[Transformer, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
+
+
+def hook_points(model: Transformer) -> dict[str, HookPoint]:
+    """The model's hook points by name (``Transformer.hook_points``), looked up once per model: a measure runs many
+    short passes (value zeroing one per layer and kind), and the lookup walks every layer."""
+    points = _POINTS.get(model)
+    if points is None:
+        points = _POINTS[model] = model.hook_points()
+    return points
+
+
+def _on_output(hook: Hook) -> Callable[[torch.nn.Module, object, torch.Tensor], torch.Tensor | None]:
+    """A PyTorch forward hook that passes a point's output through ``hook``."""
+    return lambda _module, _inputs, output: hook(output)
+
+
+@contextmanager
+def hooked(points: Mapping[str, HookPoint], hooks: Mapping[str, Hook]) -> Iterator[None]:
+    """``hooks`` (name -> function of the activation) on the hook points they name, for the ``with`` block."""
+    handles = [points[name].register_forward_hook(for_this_thread(_on_output(hook))) for name, hook in hooks.items()]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def without_dropout(model: torch.nn.Module) -> Iterator[None]:
+    """The model without dropout for the ``with`` block (a model in training mode is put back so after)."""
+    if not model.training:  # (putting every module in and out of inference mode costs more than some measures)
+        yield
+        return
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train()
+
+
+def _captures(model: Transformer, record: bool) -> list[str]:
+    """The hook points a record reads: each layer's input, each attention's values, cross-attention's residual."""
+    if not record:
+        return []
+    names = []
+    for layer in range(len(model.encoder_layers)):
+        names += [f"encoder.{layer}.resid_pre", f"encoder.{layer}.self.v"]
+    for layer in range(len(model.decoder_layers)):
+        names += [f"decoder.{layer}.{point}" for point in ("resid_pre", "self.v", "self.resid", "cross.v")]
+    return names
+
+
+def _attention_record(model: Transformer, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
+    """One sublayer's record from its pattern [B, H, Q, K] and what the pass's hooks kept."""
+    projection = model.attention_module(kind, layer).out_projection.weight  # [d_model, H * d_k]
+    transformed = through_heads(acts[attention_point(kind, layer, "v")], projection)  # [B, H, K, d_model]
+    side = "encoder" if kind is AttentionKind.ENCODER else "decoder"
+    residual = acts[f"decoder.{layer}.self.resid" if kind is AttentionKind.CROSS else f"{side}.{layer}.resid_pre"]
+    block = cast(EncoderLayer, model.encoder_layers[layer]) if kind is AttentionKind.ENCODER else model.decoder_stack[layer]
+    norm = None if block.pre_norm else cast(torch.nn.LayerNorm, block.norms[1 if kind is AttentionKind.CROSS else 0])
+    return AttentionRecord(weights, transformed, residual, norm)
+
+
+def _replacing(value: torch.Tensor) -> Hook:
+    return lambda _out: value
+
+
+def _keeping(acts: dict[str, torch.Tensor], name: str) -> Hook:
+    def keep(out: torch.Tensor) -> None:
+        acts[name] = out
+
+    return keep
+
+
+def _scaling(scale: torch.Tensor) -> Hook:
+    """A hook on a ``v`` point [B, H, K, d_k] that multiplies each row's key j by scale [B, K]."""
+    return lambda values: values * scale[:, None, :, None]  # [B, H, K, d_k]
+
+
+class OwnPass:
+    """The app's Transformer's measured pass (see the module's docstring)."""
+
+    def __init__(self, model: Transformer) -> None:
+        self.model = model
+
+    def embed(self, ids: torch.Tensor, side: str) -> torch.Tensor:
+        model = self.model
+        embedding = model.source_embedding if side == SOURCE else model.target_embedding
+        return embedding(ids) * math.sqrt(model.config.d_model)  # [B, L, d_model]
+
+    def run(
+        self,
+        source_ids: torch.Tensor,  # [B, S]
+        target_ids: torch.Tensor,  # [B, T]
+        replacements: dict[str, torch.Tensor],
+        logits_at: torch.Tensor | None,
+        record_sublayers: bool,
+    ) -> PassRecord:
+        model = self.model
+        acts: dict[str, torch.Tensor] = {}
+        hooks = {f"{'encoder' if side == SOURCE else 'decoder'}.embed": _replacing(value) for side, value in replacements.items()}
+        hooks |= {name: _keeping(acts, name) for name in _captures(model, record_sublayers)}
+        with hooked(hook_points(model), hooks), without_dropout(model):
+            memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
+            cache = model.start_cache(memory, mask)
+            target_mask = model.target_mask(target_ids, when_padded_only=True)  # padding hidden, as the inspection pass does
+            hidden, self_weights, cross_weights = model.decode(target_ids, cache, target_mask, need_weights=record_sublayers)
+        if logits_at is not None:
+            hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
+        record = PassRecord(source_ids, target_ids, memory=memory, hidden=hidden, read_out=model.logits)
+        if record_sublayers:
+            record.encoder = [_attention_record(model, AttentionKind.ENCODER, i, w, acts) for i, w in enumerate(encoder_weights)]
+            record.decoder = [_attention_record(model, AttentionKind.DECODER, i, w, acts) for i, w in enumerate(self_weights)]
+            record.cross = [_attention_record(model, AttentionKind.CROSS, i, w, acts) for i, w in enumerate(cross_weights)]
+            record.encoder_inputs = [acts[f"encoder.{i}.resid_pre"] for i in range(len(model.encoder_layers))]
+            record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(len(model.decoder_layers))]
+        return record
+
+    def zeroed_layer(self, record: PassRecord, kind: AttentionKind, layer: int, scale: torch.Tensor) -> torch.Tensor:
+        """The layer's own forward from its recorded input, once per row of ``scale`` [1 + K, K]."""
+        model, memory = self.model, record.memory
+        assert memory is not None
+        x = (record.encoder_inputs if kind is AttentionKind.ENCODER else record.decoder_inputs)[layer]  # [1, L, d_model]
+        rows = x.expand(scale.shape[0], -1, -1)  # [1 + K, L, d_model]
+        with hooked(hook_points(model), {attention_point(kind, layer, "v"): _scaling(scale)}), without_dropout(model):
+            if kind is AttentionKind.ENCODER:
+                outputs, _ = model.encoder_layers[layer](rows, None)  # [1 + K, S, d_model]
+            else:
+                keys, values = model.start_cache(memory, None).memory_keys_values[layer]  # [1, H, S, d_k] each
+                memory_rows = (keys.expand(scale.shape[0], -1, -1, -1), values.expand(scale.shape[0], -1, -1, -1))
+                outputs, _, _ = model.decoder_stack[layer](rows, memory_rows, None)  # [1 + K, T, d_model]
+        return outputs
+
+
+def measured_pass(network: Network) -> OwnPass:
+    """The app's Transformer's measured pass (its registry entry's ``Capabilities.measured_pass``, model/nn/registry.py)."""
+    return OwnPass(cast(Transformer, network))
