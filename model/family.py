@@ -130,6 +130,7 @@ class Capabilities:
     hooked_pass: str | None = None
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
     queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
+    prompt_in_one_pass: bool = False  # a decoder-only network reads its prompt in one pass (model.network.PromptNetwork)
     # A source or target piece whose id is replaced by the pad id is hidden in place: masked as padding is, the other
     # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
     hides_pieces: bool = False

@@ -162,6 +162,14 @@ class DecodingNetwork(Network, Protocol):
     ) -> tuple[torch.Tensor, Sequence[torch.Tensor] | None, Sequence[torch.Tensor] | None]: ...
 
 
+class PromptNetwork(DecodingNetwork, Protocol):
+    """A decoder-only network that reads its prompt in one pass (its family's capabilities say ``prompt_in_one_pass``):
+    ``decode_steps`` feeds tokens [B, n] through its cache at once -> (outputs [B, n, ...] that ``logits`` reads,
+    per layer the new rows of self-attention [B, H, n, past + n], None)."""
+
+    def decode_steps(self, token_ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Sequence[torch.Tensor], None]: ...
+
+
 @runtime_checkable
 class TrainableNetwork(Network, Protocol):
     """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save. What the

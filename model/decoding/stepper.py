@@ -21,9 +21,11 @@ from model.decoding.beam import BeamTree, beam_search
 from model.decoding.greedy import default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
+from model.decoding.sampling import choose_token
 from model.decoding.trace import Trace
 from model.family import Bundle, Capabilities, forced_first_id, suppressed_ids
 from model.kinds import AttentionKind
+from model.network import PromptNetwork
 from model.nn.masking import masked_model
 
 __all__ = ["MAX_SEED", "STRATEGIES", "TEMPERATURE_RANGE", "DecodingError", "DecodingOptions", "Stepper", "Step", "full_pass_trace"]
@@ -112,6 +114,8 @@ class Stepper:
             )
             self.beam.pieces = bundle.target_tokenizer.pieces([node.token_id for node in self.beam.nodes])
             self.follow_hypothesis(0)
+        elif self.given and can.prompt_in_one_pass and self.numpy_decoder is None:
+            self._decode_given()  # a decoder-only model's prompt: one pass of the model, as ``generate`` reads it
         elif self.given:
             self.jump(len(self.given))  # the prompt (or the forced first token) is decoded at once
 
@@ -195,10 +199,19 @@ class Stepper:
         else:
             hidden, self_weights, cross_weights = self.model.decode_step(torch.tensor([previous], device=self.device), self.cache)
             logits = self.model.logits(hidden[0]).float().cpu()  # [V]
-            self_rows = torch.stack(self_weights)[:, 0].float().cpu().numpy() if self_weights else None  # [layers, heads, t + 1]
+            self_rows = (
+                torch.stack(list(self_weights))[:, 0].float().cpu().numpy() if self_weights else None
+            )  # [layers, heads, t + 1]
             cross_rows = (
                 None if cross_weights is None else torch.stack(cross_weights)[:, 0].float().cpu().numpy()
             )  # [layers, heads, S]
+        return self._add_step(logits, self_rows, cross_rows, force)
+
+    def _add_step(
+        self, logits: torch.Tensor, self_rows: np.ndarray | None, cross_rows: np.ndarray | None, force: int | None
+    ) -> Step:
+        """The step whose logits [V] and attention rows were computed: its token chosen (given, forced, the followed
+        hypothesis's or the model's own choice), kept."""
         if self.suppressed:
             logits[self.suppressed] = float("-inf")
         probabilities = torch.softmax(logits, dim=-1)
@@ -208,7 +221,7 @@ class Stepper:
         forced_by_caller = force is not None
         if force is None and self.hypothesis is not None:
             force = self.hypothesis[len(self.steps)]
-        chosen = int(force) if force is not None else self._choose(logits, probabilities)
+        chosen = int(force) if force is not None else choose_token(logits, probabilities, self.options, self.generator)
         top = probabilities.topk(min(self.options.n_candidates, probabilities.numel()))
         step = Step(
             chosen,
@@ -229,26 +242,16 @@ class Stepper:
         self.steps.append(step)
         return step
 
-    def _choose(self, logits: torch.Tensor, probabilities: torch.Tensor) -> int:
-        options = self.options
-        if options.strategy != "sample":
-            return int(probabilities.argmax())
-        scores = logits / options.temperature
-        if options.top_k:
-            kth = scores.topk(min(options.top_k, scores.numel())).values[-1]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        if options.top_p < 1.0:
-            sorted_scores, order = scores.sort(descending=True)
-            cumulative = torch.softmax(sorted_scores, dim=-1).cumsum(-1)
-            drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= options.top_p  # keep the first over p
-            scores[order[drop]] = float("-inf")
-        distribution = torch.softmax(scores, dim=-1).cpu()
-        if not bool(torch.isfinite(distribution).all()) or float(distribution.sum()) <= 0:
-            raise DecodingError(
-                "the sampling distribution is not a valid probability distribution "
-                "(the temperature is too extreme for this model); choose a temperature nearer 1"
-            )
-        return int(torch.multinomial(distribution, 1, generator=self.generator))
+    @torch.inference_mode()
+    def _decode_given(self) -> None:
+        """Every given step in one pass of the model (``decode_steps``): its logits and attention rows at each position
+        are those of the given steps one by one, and its cache holds them all."""
+        inputs = torch.tensor([[self.first_input, *self.given[:-1]]], device=self.device)  # [1, n]
+        hidden, self_weights, _ = cast(PromptNetwork, self.model).decode_steps(inputs, self.cache)  # [1, n, ...]
+        logits = self.model.logits(hidden[0]).float().cpu()  # [n, V]
+        rows = torch.stack(list(self_weights))[:, 0].float().cpu().numpy()  # [layers, heads, n, n]
+        for t in range(len(self.given)):
+            self._add_step(logits[t], rows[:, :, t, : t + 1], None, None)
 
     def back(self) -> bool:
         """Undo the last step; False at the start (a decoder-only model's prompt stays given)."""

@@ -261,12 +261,17 @@ class DecoderNetwork(PretrainedNetwork):
     def start_cache(self, memory: Any = None, memory_mask: Any = None) -> PretrainedCache:
         return PretrainedCache(None, None)
 
-    def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+    def decode_steps(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        """Tokens [B, n] through the cache in one pass -> (logits [B, n, V], layers x [B, heads, n, past + n], None)."""
         out = self.hf_model(
-            input_ids=token_ids[:, None], past_key_values=cache.past, use_cache=True, output_attentions=True, return_dict=True
+            input_ids=token_ids, past_key_values=cache.past, use_cache=True, output_attentions=True, return_dict=True
         )
         cache.past = out.past_key_values
-        return out.logits[:, -1], [weights[:, :, -1] for weights in out.attentions], None  # [B, V]; layers x [B, heads, t + 1]
+        return out.logits, list(out.attentions), None
+
+    def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        logits, weights, _ = self.decode_steps(token_ids[:, None], cache)  # [B, 1, V]
+        return logits[:, -1], [rows[:, :, -1] for rows in weights], None  # [B, V]; layers x [B, heads, t + 1]
 
     def inspect(self, source_ids: Any, target_input_ids: torch.Tensor):
         out = self.hf_model(input_ids=target_input_ids, output_attentions=True, use_cache=False, return_dict=True)
@@ -366,6 +371,7 @@ def _pretrained(
         measured_pass=MEASURED_PASS if encoder_decoder else None,  # likewise kept only where its layout's modules are known
         beam_search=encoder_decoder,
         queries_keys=QueriesKeys.NOT_READ,
+        prompt_in_one_pass=architecture is Architecture.DECODER_ONLY,
     )
     return register(
         Family(name, title, PretrainedConfig, network, capabilities, read_positions=pretrained_report, layout_capabilities=layouts)
