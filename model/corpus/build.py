@@ -41,8 +41,9 @@ from model.corpus.tables import chunk_tables
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import OutputError, failure_reason
-from model.io.bundle import require_own
-from model.io.digest import model_digest
+from model.io.digest import bundle_digest
+from model.kinds import AttentionKind
+from model.nn.masking import head_projection
 from model.runtime import follow_free_cores
 
 
@@ -102,7 +103,7 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
     heads = parse_index_heads(options.heads, config.n_encoder_layers, config.n_decoder_layers, config.n_heads)
     return Manifest(
         model=model_name,
-        model_digest=model_digest(require_own(bundle, "a corpus index reads the app's own models")),
+        model_digest=bundle_digest(bundle),
         model_description=config.describe(),
         corpus=corpus.to_dict(),
         n_sentences=n_sentences,
@@ -110,7 +111,7 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
         heads=[str(head) for head in heads],
         dims=min(options.dims, config.d_model),
         d_model=config.d_model,
-        d_head=config.d_model // config.n_heads,
+        d_head=head_projection(bundle.model, AttentionKind.CROSS, 0)[1],  # each head's width (a T5's d_kv)
         n_encoder_layers=config.n_encoder_layers,
         n_decoder_layers=config.n_decoder_layers,
         n_heads=config.n_heads,

@@ -18,8 +18,7 @@ from model.corpus.layout import ARRAYS, DATABASE, PROJECTION, CorpusIndexError, 
 from model.corpus.reduce import Projection, load_projections
 from model.corpus.store import CHUNK_COLUMNS, Store
 from model.family import Bundle
-from model.io.bundle import require_own
-from model.io.digest import model_digest
+from model.io.digest import bundle_digest
 from model.nn.masking import Head
 
 
@@ -88,7 +87,7 @@ class CorpusIndex:
     def check_model(self, bundle: Bundle, name: str = "the model") -> None:
         """Refuse a model other than the one the index was built with (by its family, then its digest)."""
         check_model(bundle)
-        digest = model_digest(require_own(bundle, "a corpus index reads the app's own models"))
+        digest = bundle_digest(bundle)
         if digest != self.manifest.model_digest:
             raise CorpusIndexError(
                 f"{self.folder}: was indexed with another model ({self.manifest.model}, digest "

@@ -40,8 +40,8 @@ from typing import Any, cast
 import torch
 
 from model.family import INTERVENTION_TOOLS
-from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, adapter_of
-from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install
+from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError, adapter_of
+from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install
 from model.kinds import AttentionKind
 from model.network import Network
 from model.pretrained.families import Seq2SeqNetwork
@@ -97,12 +97,27 @@ class LibraryPass:
             for index, layer in enumerate(seq2seq.layers(kinds["self"])):
                 projections = {name: seq2seq.head_projection(kind, index) for name, kind in kinds.items()}
                 sites |= self.layer_sites(layer, f"{side}.{index}", projections, n_heads)
+                for name, kind in kinds.items():  # the queries and keys as the model projected them, per head
+                    for point, part in (("q", "queries"), ("k", "keys")):
+                        sites[f"{side}.{index}.{name}.{point}"] = Site(seq2seq.attention_part(kind, index, part), SPLIT, n_heads)
             if side == "encoder":
                 sites["encoder.memory"] = Site(seq2seq.hf_model.get_encoder(), OUTPUT)
         return sites
 
     def hook_names(self, network: Network) -> list[str]:
-        return list(self.hook_sites(network))
+        """Every site's name, and each attention's ``pattern``: its probabilities, read (not patched) from the library's
+        own ``output_attentions``."""
+        return list(self.hook_sites(network)) + list(self._patterns(network))
+
+    def _patterns(self, network: Network) -> dict[str, tuple[str, int]]:
+        """Each attention's ``pattern`` hook name -> (the library output's field of attentions, its layer)."""
+        config = _seq2seq(network).config
+        stacks = (
+            ("encoder.{}.self", "encoder_attentions", config.n_encoder_layers),
+            ("decoder.{}.self", "decoder_attentions", config.n_decoder_layers),
+            ("decoder.{}.cross", "cross_attentions", config.n_decoder_layers),
+        )
+        return {f"{name.format(layer)}.pattern": (field, layer) for name, field, n_layers in stacks for layer in range(n_layers)}
 
     def head_count(self, network: Network, side: str) -> int:
         config = _seq2seq(network).config
@@ -125,13 +140,23 @@ class LibraryPass:
         inputs: dict[str, Any] = {"input_ids": source_ids}
         if memory is not None:  # the encoder skipped: the decoder reads ``memory``
             inputs = {"encoder_outputs": (hooks("encoder.memory", memory),)}
+        patterns = {name: where for name, where in self._patterns(seq2seq).items() if name in hooks.names}
+        if any(name in hooks.names - frozenset(hooks.capture) for name in patterns):
+            raise InterventionError("a pretrained model's attention patterns are read, not patched")
         try:
             out = seq2seq.hf_model(
-                **inputs, attention_mask=mask, decoder_input_ids=target_input_ids, use_cache=False, return_dict=True
+                **inputs,
+                attention_mask=mask,
+                decoder_input_ids=target_input_ids,
+                use_cache=False,
+                output_attentions=bool(patterns),
+                return_dict=True,
             )
         finally:
             for handle in handles:
                 handle.remove()
+        for name, (field, layer) in patterns.items():
+            hooks(name, getattr(out, field)[layer])  # [B, H, Q, K]
         return HookedRun(out.logits, hooks.activations, out.encoder_last_hidden_state, mask)
 
     def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:

@@ -2,8 +2,9 @@
 read or patch it there (``install``): the library adapters' machinery (model/interventions/library.py).
 
 A site reads a module's hidden-states input (INPUT, a forward pre-hook), its output (OUTPUT), each head's share of an
-output projection (HEADS: its input's slice through the weight's slice), or a pre-norm sublayer's stream after its
-residual add, which no module returns (ADDED: the stream the sublayer's norm read, plus the sublayer's output).
+output projection (HEADS: its input's slice through the weight's slice), a query or key projection's output per head
+(SPLIT), or a pre-norm sublayer's stream after its residual add, which no module returns (ADDED: the stream the
+sublayer's norm read, plus the sublayer's output).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from model.pretrained.layouts import ModuleOutput, hidden_input, hidden_of
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
 ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
+SPLIT = "split"  # a query or key projection's output, split per head [B, H, L, d_k]
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,14 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
 
     if site.reads == ADDED:
         return _install_added(site, name, hooks)
+    if site.reads == SPLIT:
+
+        def read_split(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
+            split = split_heads(output, site.n_heads)  # [B, H, L, d_k]
+            hooked = hooks(name, split)
+            return output if hooked is split else hooked.transpose(1, 2).reshape(output.shape)  # [B, L, H * d_k]
+
+        return site.module.register_forward_hook(for_this_thread(read_split))
 
     def read_output(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> ModuleOutput:
         return _with_hidden(output, hooks(name, hidden_of(output)))

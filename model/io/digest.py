@@ -1,5 +1,6 @@
 """What a model file's tensors are and their SHA-256 digest, shared by the model file (model/io/checkpoint.py)
-and its timeline (model/io/timeline.py), which names the model it belongs to by this digest.
+and its timeline (model/io/timeline.py), which names the model it belongs to by this digest (and a corpus index, which
+names any model it was built with: ``bundle_digest``).
 
 The digest covers every tensor's name and raw bytes in name order, so it is the same for a bundle in memory and
 for the file it is saved to (whatever order safetensors lays the tensors out in), and it needs no file to compute.
@@ -12,7 +13,8 @@ from collections.abc import Iterable
 
 import torch
 
-from model.io.bundle import ModelBundle
+from model.family import Bundle
+from model.io.bundle import ModelBundle, own_bundle
 
 
 def tensor_digest(named_bytes: Iterable[tuple[str, object]]) -> str:
@@ -52,3 +54,13 @@ def file_tensors(bundle: ModelBundle) -> dict[str, torch.Tensor]:
 def model_digest(bundle: ModelBundle) -> str:
     """The digest the bundle's model file carries (``tensor_sha256``), computed from the bundle itself."""
     return tensor_digest((key, raw_bytes(tensor)) for key, tensor in file_tensors(bundle).items())
+
+
+def bundle_digest(bundle: Bundle) -> str:
+    """What names the model a corpus index was built with: an own model's file digest (``model_digest``); for any other
+    network (a pretrained folder), the digest of its parameters' bytes in the network's own order."""
+    own = own_bundle(bundle)
+    if own is not None:
+        return model_digest(own)
+    parameters = (param.detach().to("cpu").contiguous() for param in bundle.model.parameters())
+    return tensor_digest((f"{index:08d}", raw_bytes(param)) for index, param in enumerate(parameters))

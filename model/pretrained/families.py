@@ -214,7 +214,12 @@ class Seq2SeqNetwork(PretrainedNetwork):
 
     def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Linear:
         """The output projection of ``kind``'s attention in ``layer`` (T5's ``o``, BART's ``out_proj``)."""
-        path = LAYOUT_MODULES[self.config.model_type].projections[kind]
+        return self.attention_part(kind, layer, "projections")
+
+    def attention_part(self, kind: AttentionKind, layer: int, part: str) -> torch.nn.Linear:
+        """A projection of ``kind``'s attention in ``layer``: ``part`` is one of the layout's tables of them
+        (model/pretrained/layouts.py: "projections", "values", "queries", "keys")."""
+        path = getattr(LAYOUT_MODULES[self.config.model_type], part)[kind]
         return cast(torch.nn.Linear, self.layers(kind)[layer].get_submodule(path))
 
     def head_count(self, kind: AttentionKind) -> int:

@@ -39,6 +39,8 @@ class LayoutModules:
     layers: str  # each stack's ModuleList of layers
     projections: dict[AttentionKind, str]  # the output projection of each kind of attention
     values: dict[AttentionKind, str]  # the value projection of each kind of attention
+    queries: dict[AttentionKind, str]  # the query projection of each kind of attention
+    keys: dict[AttentionKind, str]  # the key projection of each kind of attention
     cross_residual: str  # the module whose hidden-states input is the stream cross-attention adds to
     post_norms: dict[AttentionKind, str] = field(default_factory=dict)  # post-norm: the LayerNorm after each add
 
@@ -54,18 +56,24 @@ _T5_MODULES = LayoutModules(
     "block",
     _by_kind("layer.0.SelfAttention.o", "layer.1.EncDecAttention.o"),
     _by_kind("layer.0.SelfAttention.v", "layer.1.EncDecAttention.v"),
+    _by_kind("layer.0.SelfAttention.q", "layer.1.EncDecAttention.q"),
+    _by_kind("layer.0.SelfAttention.k", "layer.1.EncDecAttention.k"),
     "layer.1",  # T5LayerCrossAttention: its norm, its attention and its residual add
 )
 _PRE_NORM_MODULES = LayoutModules(  # mBART, M2M100, Pegasus: each sublayer reads its own norm of the stream
     "layers",
     _by_kind("self_attn.out_proj", "encoder_attn.out_proj"),
     _by_kind("self_attn.v_proj", "encoder_attn.v_proj"),
+    _by_kind("self_attn.q_proj", "encoder_attn.q_proj"),
+    _by_kind("self_attn.k_proj", "encoder_attn.k_proj"),
     "encoder_attn_layer_norm",
 )
 _POST_NORM_MODULES = LayoutModules(  # Marian, BART: the sum of the stream and the sublayer's output is normed
     "layers",
     _PRE_NORM_MODULES.projections,
     _PRE_NORM_MODULES.values,
+    _PRE_NORM_MODULES.queries,
+    _PRE_NORM_MODULES.keys,
     "encoder_attn",
     _by_kind("self_attn_layer_norm", "encoder_attn_layer_norm"),
 )
