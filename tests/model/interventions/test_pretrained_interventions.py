@@ -65,7 +65,12 @@ def test_the_hooked_pass_is_the_library_s_own(bundles, layout):
         captured = run_hooked(network, clean, target, capture=hook_names(network))
     assert torch.allclose(untouched, expected, atol=1e-5, rtol=0)
     assert torch.allclose(captured.logits(network), expected, atol=1e-5, rtol=0)
-    assert set(captured.activations) == set(hook_names(network)) == set(hook_sites(network))
+    patterns = set(hook_names(network)) - set(hook_sites(network))  # read from the library's own output_attentions
+    assert set(captured.activations) == set(hook_names(network)) and all(name.endswith(".pattern") for name in patterns)
+    with torch.inference_mode():
+        library = network.hf_model(input_ids=clean, decoder_input_ids=target, output_attentions=True, use_cache=False)
+    assert torch.equal(captured.activations["decoder.1.cross.pattern"], library.cross_attentions[1])
+    assert torch.equal(captured.activations["encoder.0.self.pattern"], library.encoder_attentions[0])
     heads = captured.activations["decoder.1.cross.head_out"]  # [1, H, T, d_model]
     assert heads.shape == (1, network.config.n_heads, target.shape[1], network.config.d_model)
     assert torch.allclose(heads.sum(1), captured.activations["decoder.1.cross.out"] - _bias(network, "decoder.1.cross"), atol=1e-5)
