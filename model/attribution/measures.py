@@ -20,7 +20,7 @@ import numpy as np
 import model.attribution.builtin_measures  # noqa: F401 - registers the app's measures: whoever computes one has them
 from model.attribution.integration import gap_percent, integration_text
 from model.decoding.trace import Trace
-from model.family import capabilities_of
+from model.family import QueriesKeys, capabilities_of
 from model.inspection.measure_catalogue import (
     CONTRIBUTIONS,
     MEASURES,
@@ -63,7 +63,10 @@ class MeasureError(ValueError):
 def unsupported(model: Network, name: str, kind: AttentionKind | None = None) -> str:
     """Why ``model`` cannot show measure ``name`` (for ``kind``), or '' when it can."""
     measure = MEASURES[name]
-    if measure.needs_capability and not capabilities_of(model).contribution_measures:
+    can = capabilities_of(model)
+    if measure.needs_capability and not can.contribution_measures:
+        if can.queries_keys is QueriesKeys.NONE:  # an RNN's attention: a score of a state against annotations
+            return f"{measure.label} reads each head's value vectors; this model's attention has no heads or value vectors"
         served = "the app's encoder-decoder Transformer and the Hugging Face encoder-decoders"
         return f"{measure.label} is computed for {served}, not for this model"
     if kind is not None and kind not in measure.kinds:

@@ -13,7 +13,7 @@ from model.kinds import AttentionKind
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 SENTENCE = "the small cat sees the dog"
-SERVED = "the app's encoder-decoder Transformer and the Hugging Face encoder-decoders"  # what the measures are computed for
+RNN_REASON = "reads each head's value vectors; this model's attention has no heads or value vectors"  # an RNN's refusal
 
 
 @pytest.fixture
@@ -54,10 +54,7 @@ def test_availability_names_why_a_measure_cannot_be_shown(controllers, toy_fr_bu
     assert encoder["alti"] == "" and encoder["norm"] == "" and encoder["attention"] == ""
     explore.set_model(toy_fr_rnn_bundle[0])
     rnn = measures.availability(AttentionKind.CROSS)
-    assert rnn == {
-        name: "" if name == "attention" else f"{MEASURES[name].label} is computed for {SERVED}, not for this model"
-        for name in MEASURES
-    }
+    assert rnn == {name: "" if name == "attention" else f"{MEASURES[name].label} {RNN_REASON}" for name in MEASURES}
 
 
 def test_norm_gives_shares_and_alti_plus_one_map_per_layer(measured):
@@ -123,5 +120,5 @@ def test_a_contrast_is_refused_for_a_model_without_gradients_of_its_own(controll
     trace = explore.trace
     other = next(int(token) for token in trace.candidate_ids[0] if token != trace.chosen_ids[0])
     measures.request_contrast(0, other)
-    reason = f"{MEASURES['grad-input'].label} is computed for {SERVED}, not for this model"
+    reason = f"{MEASURES['grad-input'].label} {RNN_REASON}"
     assert messages.seen == [("message", f"Contrastive saliency: {reason}.")] and not measures.running

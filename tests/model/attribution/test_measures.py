@@ -200,8 +200,7 @@ def test_a_measure_the_model_or_kind_does_not_define_says_why():
     from model.nn.rnn_config import RNNConfig
 
     rnn = build_network(RNNConfig(source_vocab_size=30, target_vocab_size=30, d_embed=8, d_hidden=12))
-    served = "the app's encoder-decoder Transformer and the Hugging Face encoder-decoders"
-    why = f"Norm-based ‖α f(x)‖ is computed for {served}, not for this model"
+    why = "Norm-based ‖α f(x)‖ reads each head's value vectors; this model's attention has no heads or value vectors"
     assert unsupported(rnn, "norm") == why
     with pytest.raises(MeasureError, match="one of"):
         compute_measure(model, SOURCE, CHOSEN, "nonsense")
