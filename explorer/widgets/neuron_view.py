@@ -22,7 +22,8 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, 
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from explorer.widgets.plot_style import show_light_grid
-from model.neuron.terms import CLASS_RULE, TERM_COLOURS, TERM_NAMES, TERMS_NOTE, NeuronRow, describe_terms
+from model.neuron.splits import ABSOLUTE_TERMS, TermSplit
+from model.neuron.terms import NeuronRow, class_rule, describe_terms
 
 SAVE_FILTER = "PNG image (*.png);;SVG vector image (*.svg);;PDF document (*.pdf);;CSV table (*.csv)"
 TITLE_SIZE = "9pt"
@@ -109,15 +110,24 @@ class NeuronView(QWidget):
         self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
         self.scores.addItem(self.score_bars)
         self.weights.addItem(self.weight_bars)
-        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in TERM_COLOURS]
-        for bars in self.term_bars:
-            self.terms.addItem(bars)
         self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None)
         self.terms.addItem(self.sums)
         self.shares = QLabel()
         self.shares.setWordWrap(True)
-        self.shares.setToolTip(f"{TERMS_NOTE}. {CLASS_RULE}")
+        self.term_bars: list[pg.BarGraphItem] = []
+        self._set_term_split(ABSOLUTE_TERMS)
         self._lay_out()
+
+    def _set_term_split(self, split: TermSplit) -> None:
+        """One bar series per term of ``split``, in its colours; the score's axis and the shares' tooltip say how."""
+        for bars in self.term_bars:
+            self.terms.removeItem(bars)
+        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in split.colours]
+        for bars in self.term_bars:
+            self.terms.addItem(bars)
+        self.term_split = split
+        self.scores.setTitle(split.score_label, size=TITLE_SIZE)
+        self.shares.setToolTip(f"{split.note}. {class_rule(split)}")
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
@@ -182,14 +192,14 @@ class NeuronView(QWidget):
     def _share_line(self, row: NeuronRow) -> str:
         if row.shares is None:
             return "This model adds no positional table: its scores are not split into positional terms."
+        split = row.term_split
         swatches = "  ".join(
             f'<span style="color:{colour}">■</span> {name} {float(share):.0%}'
-            for name, colour, share in zip(TERM_NAMES, TERM_COLOURS, row.shares)
+            for name, colour, share in zip(split.names, split.colours, row.shares)
         )
         return (
-            f"Terms (query part · key part; ◆ = the score, their sum). The head's shares over the sentence: {swatches} — "
-            f"<b>{describe_terms(row.shares)}</b>. Position: the {row.positions} encoding's direct path through every "
-            "LayerNorm; token: everything else (LayerNorm β included)."
+            f"Terms (◆ = the score, their sum). The head's shares over the sentence: {swatches} — "
+            f"<b>{describe_terms(row.shares, split)}</b>. {split.position.format(row.positions).capitalize()}."
         )
 
     def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:
@@ -202,9 +212,13 @@ class NeuronView(QWidget):
             plot.getAxis("bottom").setTicks(ticks)
             plot.setXRange(-0.6, len(keys) - 0.4, padding=0.0)
         self.weights.setYRange(0.0, 1.0, padding=0.02)
-        terms = row.terms if row.terms is not None else np.zeros((len(TERM_NAMES), len(keys)))
+        if row.term_split != self.term_split:
+            self._set_term_split(row.term_split)
+        terms = row.terms if row.terms is not None else np.zeros((len(self.term_bars), len(keys)))
+        width = 0.8 / len(self.term_bars)
         for index, bars in enumerate(self.term_bars):
-            bars.setOpts(x=positions - 0.3 + 0.2 * index, height=np.nan_to_num(terms[index], nan=0.0), width=0.2)
+            x = positions - 0.4 + width * (index + 0.5)
+            bars.setOpts(x=x, height=np.nan_to_num(terms[index], nan=0.0), width=width)
         visible = np.isfinite(row.scores) & (row.terms is not None)
         self.sums.setData(positions[visible], row.scores[visible])
 

@@ -34,7 +34,6 @@ from torch.utils.hooks import RemovableHandle
 
 from model.attribution.transparent_pass import SOURCE, TARGET, AttentionRecord, PassRecord
 from model.kinds import AttentionKind
-from model.network import Network
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.families import Seq2SeqNetwork
@@ -203,7 +202,7 @@ class LibraryPass:
         return outputs[("out",)]
 
 
-def measured_pass(network: Network) -> LibraryPass:
+def measured_pass(network: Seq2SeqNetwork) -> LibraryPass:
     """The pretrained encoder-decoder family's measured pass (its ``Capabilities.measured_pass``, declared for the
     layouts whose modules are known: model/pretrained/families.py)."""
-    return LibraryPass(cast(Seq2SeqNetwork, network))
+    return LibraryPass(network)

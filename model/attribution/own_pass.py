@@ -20,7 +20,6 @@ import torch
 
 from model.attribution.transparent_pass import SOURCE, AttentionRecord, PassRecord
 from model.kinds import AttentionKind
-from model.network import Network
 from model.nn.attention import through_heads
 from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import EncoderLayer, Transformer
@@ -170,6 +169,6 @@ class OwnPass:
         return outputs
 
 
-def measured_pass(network: Network) -> OwnPass:
+def measured_pass(network: Transformer) -> OwnPass:
     """The app's Transformer's measured pass (its registry entry's ``Capabilities.measured_pass``, model/nn/registry.py)."""
-    return OwnPass(cast(Transformer, network))
+    return OwnPass(network)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from model.data.token_labels import display_labels, pieces_text
 from model.figures.attention import MARGIN, FigureOptions, colour_bar, colour_bar_width, new_figure, place_axes
 from model.figures.layout import LINE, MAX_CELL, MIN_FONT_SIZE, Caption, draw_caption, fit_axis, text_width, widest
-from model.neuron.terms import POSITIONAL_SHARE, TERM_COLOURS, TERM_NAMES, NeuronRow, describe_terms, share_text
+from model.neuron.terms import POSITIONAL_SHARE, NeuronRow, describe_terms, share_text
 
 DIVERGING = "RdBu_r"
 BAR_HEIGHT = 62.0  # pt: each bar panel's plot
@@ -30,14 +30,12 @@ def neuron_caption(row: NeuronRow, options: FigureOptions, source_text: str = ""
         details.append(f"Source: “{source_text}”" + (f"  Output: “{pieces_text(output)}”" if output else ""))
     where = [f"model {options.model_name}"] if options.model_name else []
     if row.shares is not None:
+        split = row.term_split
         details.append(
-            f"Head's term shares over the sentence (row-centred |term|): {share_text(row.shares)} — "
-            f"{describe_terms(row.shares)}; positional when the key's position terms hold ≥ {POSITIONAL_SHARE:.0%}"
+            f"Head's term shares over the sentence (row-centred |term|): {share_text(row.shares, split)} — "
+            f"{describe_terms(row.shares, split)}; positional when the key's position terms hold ≥ {POSITIONAL_SHARE:.0%}"
         )
-        where.append(
-            f"position = the {row.positions} encoding's direct path through the LayerNorms; token = everything else, "
-            "LayerNorm β included"
-        )
+        where.append(split.position.format(row.positions))
     if where:
         details.append(" · ".join(where))
     if np.isneginf(row.scores).any():
@@ -76,19 +74,19 @@ def _bars(axes, values: np.ndarray, label: str, size: float, colour: str) -> Non
         spine.set_linewidth(0.5)
 
 
-def _legend_columns(size: float, width: float) -> int:
-    """How many legend entries fit side by side above the terms' panel ``width`` points wide (all five at most)."""
-    entries = [f"{name} (100%)" for name in TERM_NAMES] + ["score"]
+def _legend_columns(row: NeuronRow, size: float, width: float) -> int:
+    """How many legend entries fit side by side above the terms' panel ``width`` points wide (every term and the score)."""
+    entries = [f"{name} (100%)" for name in row.term_split.names] + ["score"]
     each = max(text_width(entry, max(MIN_FONT_SIZE, size * 0.8)) for entry in entries) + 3 * size
     return max(1, min(len(entries), int(width // each)))
 
 
 def _terms(axes, row: NeuronRow, size: float, columns: int) -> None:
-    """The four terms per key as grouped bars, the score as a black tick, a legend with the head's shares."""
+    """The terms per key as grouped bars, the score as a black tick, a legend with the head's shares."""
     assert row.terms is not None
-    n_keys = row.terms.shape[1]
-    width = 0.8 / len(TERM_NAMES)
-    for index, (name, colour) in enumerate(zip(TERM_NAMES, TERM_COLOURS)):
+    n_keys, split = row.terms.shape[1], row.term_split
+    width = 0.8 / len(split.names)
+    for index, (name, colour) in enumerate(zip(split.names, split.colours)):
         share = f" ({float(row.shares[index]):.0%})" if row.shares is not None else ""
         values = np.nan_to_num(row.terms[index], nan=0.0)
         axes.bar(np.arange(n_keys) - 0.4 + width * (index + 0.5), values, width=width, color=colour, label=name + share)
@@ -150,7 +148,7 @@ def neuron_figure(
     bar_keys = fit_axis(keys, bar_cell, small, across=True)
     block = BAR_HEIGHT + (widest(keys, bar_keys.font_size) if bar_keys.rotated else bar_keys.font_size * LINE) + 10
     panels = 3 if row.terms is not None else 2
-    columns = _legend_columns(small, bar_width)
+    columns = _legend_columns(row, small, bar_width)
     legend = (math.ceil(5 / columns) * small * 0.8 * LINE * 1.3 + 6) if row.terms is not None else 0.0
     height = MARGIN + caption_height + 6 + size * LINE + key_height + map_height + 10 + panels * block + legend + MARGIN
     figure = new_figure(width, height)

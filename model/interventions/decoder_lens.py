@@ -54,7 +54,7 @@ def decoder_lens(model: Network, source_ids: list[int], target_tokenizer: TextTo
     network = cast("DecodingNetwork", model)  # served: an encoder-decoder
     config = network.config
     source = torch.tensor([source_ids], device=next(network.parameters()).device)  # [1, S]
-    memory, memory_mask = adapter.layer_memories(network, source)  # [L, S, d_model]
+    memory, memory_mask = adapter.layer_memories(source)  # [L, S, d_model]
     n_layers = memory.shape[0]
     limit = min(default_max_target(len(source_ids), config.max_len), config.max_len)  # the Stepper's
     ids, scores = greedy_rows(network, memory, memory_mask, [limit] * n_layers)  # [L, steps]
@@ -67,7 +67,7 @@ def decoder_lens(model: Network, source_ids: list[int], target_tokenizer: TextTo
         translations=[_text(row, target_tokenizer) for row in token_ids],
         log_probabilities=per_token,
         total_log_probabilities=np.array([float(row.sum()) for row in per_token], dtype=np.float32),
-        final_norm=adapter.has_encoder_final_norm(network),
+        final_norm=adapter.has_encoder_final_norm(),
     )
 
 

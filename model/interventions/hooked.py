@@ -189,29 +189,29 @@ class AttributionLayout:
 
 
 class HookedPass(Protocol):
-    """A family's hooked-pass adapter: the network's own teacher-forced pass with the hook names above."""
+    """A family's hooked-pass adapter, bound to one network: its own teacher-forced pass with the hook names above."""
 
     served_tools: tuple[InterventionTool, ...]  # which of model.family.INTERVENTION_TOOLS it serves
 
-    def hook_names(self, network: Network) -> list[str]: ...  # every hook point, in the order the pass reaches them
+    def hook_names(self) -> list[str]: ...  # every hook point, in the order the pass reaches them
 
-    def head_count(self, network: Network, side: str) -> int: ...  # heads per attention of "encoder" or "decoder"
+    def head_count(self, side: str) -> int: ...  # heads per attention of "encoder" or "decoder"
 
     def run_hooked(
-        self, network: Network, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
+        self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
     ) -> HookedRun: ...  # ``run_hooked``'s pass, the inputs checked
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor: ...  # [..., d_model] -> [..., V]
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor: ...  # [..., d_model] -> [..., V]
 
-    def has_final_norm(self, network: Network) -> bool: ...  # the decoder's output passes a final norm of its own
+    def has_final_norm(self) -> bool: ...  # the decoder's output passes a final norm of its own
 
-    def has_encoder_final_norm(self, network: Network) -> bool: ...  # the encoder's output (the memory) passes one
+    def has_encoder_final_norm(self) -> bool: ...  # the encoder's output (the memory) passes one
 
     # source [1, S] -> (every encoder layer's output through the encoder's final norm [L, S, d_model]; the padding mask
     # of L copies of the source, in the network's own form): what DecoderLens decodes from
-    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+    def layer_memories(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]: ...
 
-    def attribution_layout(self, network: Network) -> AttributionLayout: ...  # what direct logit attribution reads
+    def attribution_layout(self) -> AttributionLayout: ...  # what direct logit attribution reads
 
 
 def adapter_of(model: Network) -> HookedPass:
@@ -246,7 +246,7 @@ def check_tool(model: Network, tool: InterventionTool) -> HookedPass:
 
 def hook_names(model: Network) -> list[str]:
     """Every hook point of ``model``'s hooked pass, in the order the pass reaches them."""
-    return adapter_of(model).hook_names(model)
+    return adapter_of(model).hook_names()
 
 
 def run_hooked(
@@ -266,8 +266,8 @@ def run_hooked(
     if longest > model.config.max_len:
         raise InterventionError(f"a sequence of {longest} pieces exceeds this model's {model.config.max_len} positions")
     hooks = Hooks(capture, patches, gradient_roots)
-    hooks.check(adapter.hook_names(model))
-    return adapter.run_hooked(model, source_ids, target_input_ids, hooks, memory)
+    hooks.check(adapter.hook_names())
+    return adapter.run_hooked(source_ids, target_input_ids, hooks, memory)
 
 
 def _layer_points(layers: Sequence[EncoderLayer | DecoderLayer], side: str) -> dict[str, HookPoint]:

@@ -61,12 +61,6 @@ def _held(norm: torch.nn.Module) -> HeldNorm:
     return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
-def _seq2seq(network: Network) -> Seq2SeqNetwork:
-    """The network these adapters hook: the pretrained encoder-decoder entry (model/pretrained/families.py) declares
-    them for its own networks only (``HOOKED_LAYOUTS``), so the one place the adapters name its class is here."""
-    return cast(Seq2SeqNetwork, network)
-
-
 def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
     """The modules of ``module``'s ModuleList ``name`` (a stack's layers, a T5 block's sublayers), in order."""
     return list(cast(torch.nn.ModuleList, module.get_submodule(name)))
@@ -78,6 +72,9 @@ class LibraryPass:
 
     served_tools = INTERVENTION_TOOLS
 
+    def __init__(self, network: Seq2SeqNetwork) -> None:
+        self.network = network  # the pretrained encoder-decoder entry's network whose layout declared this adapter
+
     def layer_sites(
         self, layer: torch.nn.Module, prefix: str, projections: Mapping[str, torch.nn.Module], n_heads: int
     ) -> dict[str, Site]:
@@ -85,9 +82,9 @@ class LibraryPass:
         "cross" in a decoder layer -> the module: the network's ``head_projection``)."""
         raise NotImplementedError
 
-    def hook_sites(self, network: Network) -> dict[str, Site]:
+    def hook_sites(self) -> dict[str, Site]:
         """Every hook point of the network (``hook_names``) -> its site, in the order the pass reaches them."""
-        seq2seq = _seq2seq(network)
+        seq2seq = self.network
         sites: dict[str, Site] = {}
         for side, kinds in (
             ("encoder", {"self": AttentionKind.ENCODER}),
@@ -104,14 +101,14 @@ class LibraryPass:
                 sites["encoder.memory"] = Site(seq2seq.hf_model.get_encoder(), OUTPUT)
         return sites
 
-    def hook_names(self, network: Network) -> list[str]:
+    def hook_names(self) -> list[str]:
         """Every site's name, and each attention's ``pattern``: its probabilities, read (not patched) from the library's
         own ``output_attentions``."""
-        return list(self.hook_sites(network)) + list(self._patterns(network))
+        return list(self.hook_sites()) + list(self._patterns())
 
-    def _patterns(self, network: Network) -> dict[str, tuple[str, int]]:
+    def _patterns(self) -> dict[str, tuple[str, int]]:
         """Each attention's ``pattern`` hook name -> (the library output's field of attentions, its layer)."""
-        config = _seq2seq(network).config
+        config = self.network.config
         stacks = (
             ("encoder.{}.self", "encoder_attentions", config.n_encoder_layers),
             ("decoder.{}.self", "decoder_attentions", config.n_decoder_layers),
@@ -119,28 +116,27 @@ class LibraryPass:
         )
         return {f"{name.format(layer)}.pattern": (field, layer) for name, field, n_layers in stacks for layer in range(n_layers)}
 
-    def head_count(self, network: Network, side: str) -> int:
-        config = _seq2seq(network).config
+    def head_count(self, side: str) -> int:
+        config = self.network.config
         return config.n_encoder_heads if side == "encoder" else config.n_heads
 
     def run_hooked(
         self,
-        network: Network,
         source_ids: torch.Tensor,  # [B, S], padded with the model's pad id
         target_input_ids: torch.Tensor,  # [B, T]: the decoder start token, then the target so far
         hooks: Hooks,
         memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
     ) -> HookedRun:
         """The library's teacher-forced pass with ``hooks`` installed where they read (see the module's docstring)."""
-        seq2seq = _seq2seq(network)
-        sites = self.hook_sites(seq2seq)
+        seq2seq = self.network
+        sites = self.hook_sites()
         skipped = {"encoder.memory"} if memory is not None else set()
         handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
         mask = source_ids.ne(seq2seq.config.pad_id).long()  # [B, S]
         inputs: dict[str, Any] = {"input_ids": source_ids}
         if memory is not None:  # the encoder skipped: the decoder reads ``memory``
             inputs = {"encoder_outputs": (hooks("encoder.memory", memory),)}
-        patterns = {name: where for name, where in self._patterns(seq2seq).items() if name in hooks.names}
+        patterns = {name: where for name, where in self._patterns().items() if name in hooks.names}
         if any(name in hooks.names - frozenset(hooks.capture) for name in patterns):
             raise InterventionError("a pretrained model's attention patterns are read, not patched")
         try:
@@ -159,19 +155,19 @@ class LibraryPass:
             hooks(name, getattr(out, field)[layer])  # [B, H, Q, K]
         return HookedRun(out.logits, hooks.activations, out.encoder_last_hidden_state, mask)
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
         """Decoder residual streams [..., d_model] read as the model reads its last layer's output -> logits [..., V]."""
         raise NotImplementedError
 
-    def has_final_norm(self, network: Network) -> bool:
+    def has_final_norm(self) -> bool:
         """Whether the lens readings pass a final norm of the model's own."""
         raise NotImplementedError
 
-    def has_encoder_final_norm(self, network: Network) -> bool:
+    def has_encoder_final_norm(self) -> bool:
         """Whether the encoder's last layer output passes a final norm to the memory (the same answer as the decoder's)."""
-        return self.has_final_norm(network)
+        return self.has_final_norm()
 
-    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+    def encoder_final_norm(self) -> torch.nn.Module | None:
         """The norm the encoder's last layer output passes to become the memory; None in a post-norm model."""
         raise NotImplementedError
 
@@ -179,42 +175,42 @@ class LibraryPass:
         """A decoder layer's norms after its self-attention, cross-attention and feed-forward (a post-norm layer's)."""
         return None, None, None
 
-    def final_held_norm(self, network: Network) -> HeldNorm | None:
+    def final_held_norm(self) -> HeldNorm | None:
         """The decoder's final norm (a pre-norm model's), held linear; None in a post-norm model."""
         return None
 
-    def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
+    def unembedding(self) -> tuple[torch.Tensor | None, float]:
         """(the bias added to the logits [V] or None, the scale of the stream before ``lm_head``)."""
-        bias = getattr(_seq2seq(network).hf_model, "final_logits_bias", None)  # [1, V] (BART's layouts)
+        bias = getattr(self.network.hf_model, "final_logits_bias", None)  # [1, V] (BART's layouts)
         return (None if bias is None else bias[0]), 1.0
 
-    def attribution_layout(self, network: Network) -> AttributionLayout:
+    def attribution_layout(self) -> AttributionLayout:
         """The stream starts as what enters the decoder's first layer (token embeddings, positions, and BART's and
         mBART's embedding norm: one part, "embeddings", read by the hooked pass); the layout says the rest."""
-        seq2seq = _seq2seq(network)
+        seq2seq = self.network
         layers = seq2seq.layers(AttentionKind.DECODER)
         biases = [
             tuple(seq2seq.head_projection(kind, index).bias for kind in (AttentionKind.DECODER, AttentionKind.CROSS))
             for index in range(len(layers))
         ]
-        bias, scale = self.unembedding(seq2seq)
+        bias, scale = self.unembedding()
         return AttributionLayout(
             embeddings=lambda _inputs, activations: [("embeddings", activations["decoder.0.resid_pre"][0])],
             capture=("decoder.0.resid_pre",),
             sublayer_norms=[self.sublayer_norms(layer) for layer in layers],
             projection_biases=[(self_bias, cross_bias) for self_bias, cross_bias in biases],
-            final_norm=self.final_held_norm(seq2seq),
+            final_norm=self.final_held_norm(),
             unembedding=seq2seq.hf_model.lm_head.weight,
             unembedding_bias=bias,
             unembedding_scale=scale,
         )
 
-    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def layer_memories(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The library's encoder run with hooks on every layer's output, each through the encoder's final norm."""
-        seq2seq = _seq2seq(network)
+        seq2seq = self.network
         n_layers = seq2seq.config.n_encoder_layers
         names = [f"encoder.{layer}.resid_post" for layer in range(n_layers)]
-        hooks, sites = Hooks(names), self.hook_sites(seq2seq)
+        hooks, sites = Hooks(names), self.hook_sites()
         handles = [install(sites[name], name, hooks) for name in names]
         mask = source_ids.ne(seq2seq.config.pad_id).long()  # [1, S]
         try:
@@ -223,7 +219,7 @@ class LibraryPass:
             for handle in handles:
                 handle.remove()
         outputs = torch.cat([hooks.activations[name] for name in names])  # [L, S, d_model]
-        norm = self.encoder_final_norm(seq2seq)
+        norm = self.encoder_final_norm()
         return (outputs if norm is None else norm(outputs)), mask.expand(n_layers, -1)
 
 
@@ -242,26 +238,26 @@ class T5Pass(LibraryPass):
         sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        seq2seq = _seq2seq(network)
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
+        seq2seq = self.network
         hf_model = seq2seq.hf_model
         hidden = hf_model.get_decoder().final_layer_norm(streams)  # [..., d_model]
         if hf_model.config.tie_word_embeddings:
             hidden = hidden * seq2seq.config.d_model**-0.5
         return hf_model.lm_head(hidden)
 
-    def has_final_norm(self, network: Network) -> bool:
+    def has_final_norm(self) -> bool:
         return True
 
-    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
-        return _seq2seq(network).hf_model.get_encoder().final_layer_norm
+    def encoder_final_norm(self) -> torch.nn.Module | None:
+        return self.network.hf_model.get_encoder().final_layer_norm
 
-    def final_held_norm(self, network: Network) -> HeldNorm | None:
-        norm = _seq2seq(network).hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
+    def final_held_norm(self) -> HeldNorm | None:
+        norm = self.network.hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
         return HeldNorm(norm.weight, None, norm.variance_epsilon, centred=False)
 
-    def unembedding(self, network: Network) -> tuple[torch.Tensor | None, float]:
-        seq2seq = _seq2seq(network)
+    def unembedding(self) -> tuple[torch.Tensor | None, float]:
+        seq2seq = self.network
         return None, (seq2seq.config.d_model**-0.5 if seq2seq.hf_model.config.tie_word_embeddings else 1.0)
 
 
@@ -293,14 +289,14 @@ class PostNormPass(BartLayoutPass):
     def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
         return Site(norm, OUTPUT)
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        hf_model = _seq2seq(network).hf_model
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
+        hf_model = self.network.hf_model
         return hf_model.lm_head(streams) + hf_model.final_logits_bias
 
-    def has_final_norm(self, network: Network) -> bool:
+    def has_final_norm(self) -> bool:
         return False
 
-    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
+    def encoder_final_norm(self) -> torch.nn.Module | None:
         return None
 
     def sublayer_norms(self, layer: torch.nn.Module) -> tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]:
@@ -325,26 +321,25 @@ class PreNormPass(BartLayoutPass):
     def resid_site(self, projection: torch.nn.Module, norm: torch.nn.Module) -> Site:
         return Site(projection, ADDED, before=norm)
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
-        hf_model = _seq2seq(network).hf_model
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
+        hf_model = self.network.hf_model
         logits = hf_model.lm_head(hf_model.get_decoder().layer_norm(streams))  # [..., V]
         bias = getattr(hf_model, "final_logits_bias", None)  # [1, V] in mBART and Pegasus; none in M2M100
         return logits if bias is None else logits + bias
 
-    def has_final_norm(self, network: Network) -> bool:
+    def has_final_norm(self) -> bool:
         return True
 
-    def encoder_final_norm(self, network: Network) -> torch.nn.Module | None:
-        return _seq2seq(network).hf_model.get_encoder().layer_norm
+    def encoder_final_norm(self) -> torch.nn.Module | None:
+        return self.network.hf_model.get_encoder().layer_norm
 
-    def final_held_norm(self, network: Network) -> HeldNorm | None:
-        return _held(_seq2seq(network).hf_model.get_decoder().layer_norm)
-
-
-T5_PASS, MARIAN_PASS, BART_PASS = T5Pass(), MarianPass(), BartPass()  # declared per model type in pretrained/families.py
-PRE_NORM_PASS = PreNormPass()  # mBART, M2M100 (NLLB), Pegasus
+    def final_held_norm(self) -> HeldNorm | None:
+        return _held(self.network.hf_model.get_decoder().layer_norm)
 
 
 def hook_sites(network: Network) -> dict[str, Site]:
     """Every hook point of a hooked Hugging Face network -> its site (by its layout's adapter)."""
-    return cast(LibraryPass, adapter_of(network)).hook_sites(network)
+    adapter = adapter_of(network)
+    if not isinstance(adapter, LibraryPass):
+        raise InterventionError(f"{network.config.describe()} is not run by the library's forward pass")
+    return adapter.hook_sites()

@@ -113,7 +113,7 @@ def logit_attribution(
 ) -> LogitAttribution:
     """Each step's logit of its chosen token (minus a compared one's) split into parts (see the module's docstring)."""
     network = model
-    layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout(model)
+    layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout()
     device = next(network.parameters()).device
     inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
     points = ("self.head_out", "cross.head_out", "mlp_out")

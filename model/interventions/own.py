@@ -18,30 +18,31 @@ import torch
 from model.attribution.own_pass import without_dropout
 from model.family import INTERVENTION_TOOLS
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
-from model.network import Network
 from model.nn.transformer import Transformer
 
 
 class TransformerPass:
-    """The app's Transformer's adapter (its registry entry's ``hooked_pass``, model/nn/registry.py)."""
+    """The app's Transformer's adapter (its registry entry's ``hooked_pass``, model/nn/registry.py), bound to one."""
 
     served_tools = INTERVENTION_TOOLS
 
-    def hook_names(self, network: Network) -> list[str]:
-        return list(cast(Transformer, network).hook_points())
+    def __init__(self, model: Transformer) -> None:
+        self.model = model
 
-    def head_count(self, network: Network, side: str) -> int:
-        return cast(Transformer, network).config.n_heads
+    def hook_names(self) -> list[str]:
+        return list(self.model.hook_points())
+
+    def head_count(self, side: str) -> int:
+        return self.model.config.n_heads
 
     def run_hooked(
         self,
-        network: Network,
         source_ids: torch.Tensor,  # [B, S]
         target_input_ids: torch.Tensor,  # [B, T]
         hooks: Hooks,
         memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (passed through its point)
     ) -> HookedRun:
-        model = cast(Transformer, network)
+        model = self.model
         points = model.hook_points()
         mask = model.padding_mask(source_ids)  # [B, 1, 1, S] or None
         with hooks.attached(points), without_dropout(model):
@@ -52,31 +53,31 @@ class TransformerPass:
             hidden, _, _ = model.decode(target_input_ids, model.start_cache(memory, mask))  # [B, T, d_model]
         return HookedRun(hidden, hooks.activations, memory, mask)
 
-    def lens_logits(self, network: Network, streams: torch.Tensor) -> torch.Tensor:
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
         """Decoder residual streams [..., d_model] through the decoder's final norm and the output projection."""
-        model = cast(Transformer, network)
+        model = self.model
         return model.logits(model.decoder_norm(streams))
 
-    def has_final_norm(self, network: Network) -> bool:
+    def has_final_norm(self) -> bool:
         """Whether the decoder's output passes a LayerNorm of its own (a pre-norm model's) before the projection."""
-        return isinstance(cast(Transformer, network).decoder_norm, torch.nn.LayerNorm)
+        return isinstance(self.model.decoder_norm, torch.nn.LayerNorm)
 
-    def has_encoder_final_norm(self, network: Network) -> bool:
+    def has_encoder_final_norm(self) -> bool:
         """Whether the encoder's last layer output passes a LayerNorm of its own (a pre-norm model's) to the memory."""
-        return isinstance(cast(Transformer, network).encoder_norm, torch.nn.LayerNorm)
+        return isinstance(self.model.encoder_norm, torch.nn.LayerNorm)
 
-    def layer_memories(self, network: Network, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        model = cast(Transformer, network)
+    def layer_memories(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        model = self.model
         n_layers = model.config.n_encoder_layers
         hooks = Hooks([f"encoder.{layer}.resid_post" for layer in range(n_layers)])
         hooked_encode(model, source_ids, hooks)
         outputs = torch.cat([hooks.activations[f"encoder.{layer}.resid_post"] for layer in range(n_layers)])  # [L, S, d]
         return model.encoder_norm(outputs), model.padding_mask(source_ids.expand(n_layers, -1))
 
-    def attribution_layout(self, network: Network) -> AttributionLayout:
+    def attribution_layout(self) -> AttributionLayout:
         """The stream starts as the token embeddings (scaled by √d_model) and the positions added; a post-norm layer's
         three norms follow its sublayers; a pre-norm model's final LayerNorm comes last; W^O has no bias."""
-        model = cast(Transformer, network)
+        model = self.model
 
         def embeddings(inputs: torch.Tensor, _activations: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
             token = model.target_embedding(inputs[0]) * math.sqrt(model.config.d_model)  # [T, d_model]
@@ -86,7 +87,7 @@ class TransformerPass:
             (None, None, None) if layer.pre_norm else (_held(layer.norms[0]), _held(layer.norms[1]), _held(layer.norms[2]))
             for layer in model.decoder_stack
         ]
-        final = _held(model.decoder_norm) if self.has_final_norm(model) else None
+        final = _held(model.decoder_norm) if self.has_final_norm() else None
         projection = model.output_projection
         weight, bias = (model.target_embedding.weight, None) if projection is None else (projection.weight, projection.bias)
         return AttributionLayout(embeddings, (), norms, [(None, None)] * len(norms), final, weight, bias)
@@ -98,9 +99,6 @@ def _held(norm: torch.nn.Module) -> HeldNorm:
     return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
-TRANSFORMER_PASS = TransformerPass()
-
-
-def hooked_pass(network: Network) -> TransformerPass:
-    """The Transformer family's hooked pass (declared by path in its registry entry): the same for every network."""
-    return TRANSFORMER_PASS
+def hooked_pass(network: Transformer) -> TransformerPass:
+    """The Transformer family's hooked pass (declared by path in its registry entry), bound to ``network``."""
+    return TransformerPass(network)

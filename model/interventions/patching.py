@@ -156,7 +156,7 @@ GridCells = tuple[list[str], list[str], list[list[Cell]]]  # (row labels, column
 
 def _head_grid(model: Network, component: Component, n_layers: int) -> GridCells:
     prefix = component.side
-    heads = range(adapter_of(model).head_count(model, prefix))
+    heads = range(adapter_of(model).head_count(prefix))
     cells = [[Cell(f"{prefix}.{layer}.{component.attention}.head_out", head) for head in heads] for layer in range(n_layers)]
     return [f"L{layer + 1}" for layer in range(n_layers)], [f"H{head + 1}" for head in heads], cells
 

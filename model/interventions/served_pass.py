@@ -30,14 +30,14 @@ def served_tools(model: Network) -> tuple[InterventionTool, ...]:
 
 def lens_logits(model: Network, streams: torch.Tensor) -> torch.Tensor:
     """Decoder residual streams [..., d_model] read as ``model`` reads its last layer's output -> logits [..., V]."""
-    return adapter_of(model).lens_logits(model, streams)
+    return adapter_of(model).lens_logits(streams)
 
 
 def has_final_norm(model: Network) -> bool:
     """Whether the decoder's output passes a final norm of its own (a pre-norm model's) before the output head."""
-    return adapter_of(model).has_final_norm(model)
+    return adapter_of(model).has_final_norm()
 
 
 def has_encoder_final_norm(model: Network) -> bool:
     """Whether the encoder's output passes a final norm of its own (a pre-norm model's) before it is the memory."""
-    return adapter_of(model).has_encoder_final_norm(model)
+    return adapter_of(model).has_encoder_final_norm()

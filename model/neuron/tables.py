@@ -13,7 +13,7 @@ from model.decoding.stepper import Stepper, full_pass_trace
 from model.decoding.trace import Trace
 from model.family import Bundle
 from model.interventions.tables import write_rows
-from model.neuron.terms import TERM_NAMES, NeuronRow, classify, head_terms
+from model.neuron.terms import NeuronRow, classify, head_terms
 from model.neuron.vectors import NeuronError, SentenceVectors, check_model, sentence_vectors
 
 __all__ = ["read_sentence", "row_rows", "share_rows", "write_rows"]
@@ -57,7 +57,7 @@ def row_rows(row: NeuronRow) -> list[dict[str, Any]]:
             "score": float(row.scores[key]),
             "weight": float(row.weights[key]),
         }
-        for index, name in enumerate(TERM_NAMES):
+        for index, name in enumerate(row.term_split.names):
             values[name] = float(row.terms[index, key]) if row.terms is not None else ""
         values |= {f"key_{d + 1}": float(row.key_vectors[key, d]) for d in range(row.d_k)}
         values |= {f"product_{d + 1}": float(row.products[d, key]) for d in range(row.d_k)}
@@ -67,7 +67,7 @@ def row_rows(row: NeuronRow) -> list[dict[str, Any]]:
 
 
 def share_rows(vectors: SentenceVectors) -> list[dict[str, Any]]:
-    """Every head of every kind: its four term shares over the sentence and its class (positional, content, mixed)."""
+    """Every head of every kind: its term shares over the sentence and its class (positional, content, mixed)."""
     rows = []
     for kind, kind_vectors in vectors.kinds.items():
         if not kind_vectors.split:
@@ -78,8 +78,8 @@ def share_rows(vectors: SentenceVectors) -> list[dict[str, Any]]:
             for head in range(heads):
                 shares = terms.shares[layer, head]
                 values: dict[str, Any] = {"kind": str(kind), "layer": layer + 1, "head": head + 1}
-                values |= {name: float(share) for name, share in zip(TERM_NAMES, shares)}
+                values |= {name: float(share) for name, share in zip(terms.split.names, shares)}
                 values["key position share"] = terms.positional_share(layer, head)
-                values["class"] = classify(shares)
+                values["class"] = classify(shares, terms.split)
                 rows.append(values)
     return rows

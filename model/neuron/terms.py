@@ -1,20 +1,26 @@
-"""One head's query row seen inside (the neuron view), and the four positional terms of its scores.
+"""One head's query row seen inside (the neuron view), and the terms its scores split into by position.
 
-With the queries and keys split (model/neuron/vectors.py: q = q_token + q_position, k likewise, "token" meaning the
-content part: the token embeddings, every sublayer's output and the LayerNorms' β), the scaled score of a query and a key
-is the sum of four bilinear terms, each divided by √d_k:
+**The terms.** How a model's scores split depends on how it knows positions (``TermSplit``):
 
-    token·token + token·position + position·token + position·position     (query part · key part)
+* an absolute table added to the embeddings (the app's Transformers, Marian, BART, mBART, M2M100/NLLB, Pegasus):
+  with the queries and keys split (model/neuron/vectors.py: q = q_token + q_position, k likewise, "token" meaning the
+  content part: the token embeddings, every sublayer's output, the LayerNorms' β and the projections' biases), the
+  scaled score of a query and a key is the sum of four bilinear terms, each divided by √d_k:
+
+      token·token + token·position + position·token + position·position     (query part · key part)
+
+* a learned relative position bias (T5): the score is query·key (T5 does not divide by √d_k) plus the bias the model
+  learned for the key's offset from the query (bucketed), one per head: two terms, the second positional.
 
 **A head's share of each term over a sentence.** Softmax ignores a constant added to a query's row, so only how a term
 varies across the keys of a row matters. Each term is centred per query row (its mean over the keys the query may see
-subtracted); its share is the sum over every (query, key) pair of its |centred value|, divided by that sum over the four
+subtracted); its share is the sum over every (query, key) pair of its |centred value|, divided by that sum over the
 terms. Rows with a single visible key (the decoder's first query) carry no choice and count nothing.
 
 **Positional, content or mixed.** Within a row the query is fixed, so what makes one key win over another is the key's
-part: its position in the token·position and position·position terms, its token in the other two. A head is
-*positional* when the terms with the key's position hold at least POSITIONAL_SHARE of the centred magnitude, a *content*
-head when they hold at most 1 − POSITIONAL_SHARE, and *mixed* in between.
+part: its position in the terms that vary with it (``TermSplit.key_position_terms``), its token in the others. A head
+is *positional* when those terms hold at least POSITIONAL_SHARE of the centred magnitude, a *content* head when they hold
+at most 1 − POSITIONAL_SHARE, and *mixed* in between.
 """
 
 from __future__ import annotations
@@ -26,26 +32,10 @@ import numpy as np
 
 from model.data.token_labels import display_labels
 from model.kinds import AttentionKind
+from model.neuron.splits import ABSOLUTE_TERMS, TermSplit
 from model.neuron.vectors import KindVectors, NeuronError, SentenceVectors
 
-TERM_NAMES = ("token·token", "token·position", "position·token", "position·position")  # query part · key part
-TERM_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#e45756")  # the window's and the figures' colour of each term
-KEY_POSITION_TERMS = (1, 3)  # the terms that vary with the key's position
-POSITIONAL_SHARE = 0.6  # at least this share in KEY_POSITION_TERMS: positional; at most 1 − it: content
-TERMS_NOTE = (
-    "score = token·token + token·position + position·token + position·position (query part · key part, over √d_k); "
-    "position = the positional encoding's direct path through every LayerNorm, token = everything else (β included)"
-)
-
-
-def term_tables(queries: np.ndarray, keys: np.ndarray, query_positions: np.ndarray, key_positions: np.ndarray) -> np.ndarray:
-    """The four terms of queries [..., Q, d_k] and keys [..., K, d_k] with their positional parts: [4, ..., Q, K] in
-    TERM_NAMES' order, each over √d_k, in float64."""
-    q_position, k_position = query_positions.astype(np.float64), key_positions.astype(np.float64)
-    q_token, k_token = queries.astype(np.float64) - q_position, keys.astype(np.float64) - k_position
-    scale = 1.0 / math.sqrt(queries.shape[-1])
-    pairs = ((q_token, k_token), (q_token, k_position), (q_position, k_token), (q_position, k_position))
-    return np.stack([np.einsum("...qd,...kd->...qk", q, k) * scale for q, k in pairs])  # [4, ..., Q, K]
+POSITIONAL_SHARE = 0.6  # at least this share in the key's position terms: positional; at most 1 − it: content
 
 
 def visible_keys(scores: np.ndarray) -> np.ndarray:
@@ -54,20 +44,25 @@ def visible_keys(scores: np.ndarray) -> np.ndarray:
 
 
 def term_shares(terms: np.ndarray, visible: np.ndarray) -> np.ndarray:
-    """Each term's share of the row-centred magnitude (see the module's docstring): terms [4, ..., Q, K], visible
-    [..., Q, K] -> [..., 4]; NaN where no row has two keys to choose between."""
+    """Each term's share of the row-centred magnitude (see the module's docstring): terms [n, ..., Q, K], visible
+    [..., Q, K] -> [..., n]; NaN where no row has two keys to choose between."""
     count = visible.sum(-1, keepdims=True)  # [..., Q, 1]
-    means = np.where(visible, terms, 0.0).sum(-1, keepdims=True) / np.maximum(count, 1)  # [4, ..., Q, 1]
-    centred = np.where(visible, np.abs(terms - means), 0.0)  # [4, ..., Q, K]
+    means = np.where(visible, terms, 0.0).sum(-1, keepdims=True) / np.maximum(count, 1)  # [n, ..., Q, 1]
+    centred = np.where(visible, np.abs(terms - means), 0.0)  # [n, ..., Q, K]
     sums = np.moveaxis(centred.sum((-2, -1)), 0, -1)  # [..., 4]
     total = sums.sum(-1, keepdims=True)  # [..., 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, sums / total, np.nan)
 
 
-def classify(shares: np.ndarray) -> str:
-    """'positional', 'content' or 'mixed' from a head's four shares [4]; '' when it has none (NaN)."""
-    positional = float(shares[list(KEY_POSITION_TERMS)].sum())
+def key_position_share(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> float:
+    """The share of a head's terms [n] that vary with the key's position (NaN when it has none)."""
+    return float(shares[list(split.key_position_terms)].sum())
+
+
+def classify(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
+    """'positional', 'content' or 'mixed' from a head's term shares [n]; '' when it has none (NaN)."""
+    positional = key_position_share(shares, split)
     if not math.isfinite(positional):
         return ""
     if positional >= POSITIONAL_SHARE:
@@ -75,38 +70,44 @@ def classify(shares: np.ndarray) -> str:
     return "content" if positional <= 1 - POSITIONAL_SHARE else "mixed"
 
 
-def share_text(shares: np.ndarray) -> str:
+def share_text(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
     """'token·token 12%, token·position 30%, …'."""
-    return ", ".join(f"{name} {float(share):.0%}" for name, share in zip(TERM_NAMES, shares))
+    return ", ".join(f"{name} {float(share):.0%}" for name, share in zip(split.names, shares))
 
 
-def describe_terms(shares: np.ndarray) -> str:
+def describe_terms(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
     """'positional (by its terms: 78%)': the class and the share of the terms with the key's position."""
-    verdict = classify(shares)
+    verdict = classify(shares, split)
     if not verdict:
         return "—"
-    return f"{verdict} (by its terms: {float(shares[list(KEY_POSITION_TERMS)].sum()):.0%})"
+    return f"{verdict} (by its terms: {key_position_share(shares, split):.0%})"
 
 
-CLASS_RULE = (
-    f"By its terms: the share of the row-centred score magnitude in the terms that vary with the key's position "
-    f"(token·position + position·position). Positional ≥ {POSITIONAL_SHARE:.0%}, content ≤ {1 - POSITIONAL_SHARE:.0%}, "
-    "mixed in between."
-)
+def class_rule(split: TermSplit = ABSOLUTE_TERMS) -> str:
+    """How a head is classed from its terms, naming the terms that vary with the key's position."""
+    named = " + ".join(split.names[index] for index in split.key_position_terms)
+    return (
+        f"By its terms: the share of the row-centred score magnitude in the terms that vary with the key's position "
+        f"({named}). Positional ≥ {POSITIONAL_SHARE:.0%}, content ≤ {1 - POSITIONAL_SHARE:.0%}, mixed in between."
+    )
+
+
+CLASS_RULE = class_rule()
 
 
 @dataclass
 class HeadTerms:
-    """Every head of one kind: its four shares [layers, heads, 4] and its class."""
+    """Every head of one kind: its term shares [layers, heads, n] and its class."""
 
     kind: AttentionKind
-    shares: np.ndarray  # [layers, heads, 4] in TERM_NAMES' order
+    shares: np.ndarray  # [layers, heads, n] in ``split.names``' order
+    split: TermSplit = ABSOLUTE_TERMS
 
     def verdict(self, layer: int, head: int) -> str:
-        return classify(self.shares[layer, head])
+        return classify(self.shares[layer, head], self.split)
 
     def describe(self, layer: int, head: int) -> str:
-        return describe_terms(self.shares[layer, head])
+        return describe_terms(self.shares[layer, head], self.split)
 
     def label(self, layer: int, head: int) -> str:
         """'positional 78%': the class and the share of the terms with the key's position ('—' without a class)."""
@@ -115,18 +116,17 @@ class HeadTerms:
 
     def detail(self, layer: int, head: int) -> str:
         """Every term's share: 'token·token 12%, token·position 30%, …'."""
-        return share_text(self.shares[layer, head])
+        return share_text(self.shares[layer, head], self.split)
 
     def positional_share(self, layer: int, head: int) -> float:
-        return float(self.shares[layer, head, list(KEY_POSITION_TERMS)].sum())
+        return key_position_share(self.shares[layer, head], self.split)
 
 
 def head_terms(vectors: KindVectors) -> HeadTerms:
-    """The four shares of every head of a kind (a NeuronError when its scores are not split)."""
-    if vectors.query_positions is None or vectors.key_positions is None:
+    """The term shares of every head of a kind (a NeuronError when its scores are not split)."""
+    if vectors.terms is None or vectors.term_split is None:
         raise NeuronError("this model's scores are not split into positional terms: it adds no positional table")
-    terms = term_tables(vectors.queries, vectors.keys, vectors.query_positions, vectors.key_positions)  # [4, L, H, Q, K]
-    return HeadTerms(vectors.kind, term_shares(terms, visible_keys(vectors.scores)))
+    return HeadTerms(vectors.kind, term_shares(vectors.terms, visible_keys(vectors.scores)), vectors.term_split)
 
 
 @dataclass
@@ -144,10 +144,11 @@ class NeuronRow:
     products: np.ndarray  # [d_k, K] query_vector[d] * key_vectors[key, d]: a column sums to the unscaled score
     scores: np.ndarray  # [K] the scaled scores, -inf where the key is masked
     weights: np.ndarray  # [K] softmax of the scores: the trace's attention row
-    terms: np.ndarray | None  # [4, K] the four terms (TERM_NAMES), NaN where masked; None when not split
-    shares: np.ndarray | None  # [4] the head's shares over the sentence; None when not split
+    terms: np.ndarray | None  # [n, K] the terms (``term_split.names``), NaN where masked; None when not split
+    shares: np.ndarray | None  # [n] the head's shares over the sentence; None when not split
     head_weights: np.ndarray  # [Q, K] every query row's weights: the head's attention, this row one of them
     positions: str = ""  # the positional encoding split off
+    term_split: TermSplit = ABSOLUTE_TERMS  # what the terms are (when split)
 
     @property
     def d_k(self) -> int:
@@ -159,7 +160,7 @@ class NeuronRow:
 
     @property
     def verdict(self) -> str:
-        return classify(self.shares) if self.shares is not None else ""
+        return classify(self.shares, self.term_split) if self.shares is not None else ""
 
     def title(self) -> str:
         """'cross-attention (encoder-decoder), layer 2, head 3, query 4 “chat”'."""
@@ -201,14 +202,11 @@ def neuron_row(
     k = kind_vectors.keys[layer, head]  # [K, d_k]
     scores = kind_vectors.scores[layer, head, query]  # [K]
     terms = shares = None
-    if kind_vectors.split:
-        assert kind_vectors.query_positions is not None and kind_vectors.key_positions is not None
-        every = term_tables(  # [4, Q, K]: the head's whole sentence, for its shares
-            kind_vectors.queries[layer, head], k, kind_vectors.query_positions[layer, head], kind_vectors.key_positions[layer, head]
-        )
+    if kind_vectors.terms is not None:
+        every = kind_vectors.terms[:, layer, head]  # [n, Q, K]: the head's whole sentence, for its shares
         visible = visible_keys(kind_vectors.scores[layer, head])  # [Q, K]
-        shares = term_shares(every, visible)  # [4]
-        terms = np.where(visible[query][None], every[:, query], np.nan)  # [4, K]
+        shares = term_shares(every, visible)  # [n]
+        terms = np.where(visible[query][None], every[:, query], np.nan)  # [n, K]
     return NeuronRow(
         kind_vectors.kind,
         layer,
@@ -225,4 +223,5 @@ def neuron_row(
         shares,
         kind_vectors.weights[layer, head].copy(),
         vectors.positions,
+        kind_vectors.term_split or ABSOLUTE_TERMS,
     )

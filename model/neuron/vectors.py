@@ -35,6 +35,7 @@ from model.family import Positions, family_of
 from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
 from model.kinds import AttentionKind
 from model.network import Network
+from model.neuron.splits import ABSOLUTE_TERMS, TermSplit, term_tables
 from model.nn.attention import MultiHeadAttention
 from model.nn.classifier import EncoderClassifier
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -57,8 +58,8 @@ class KindVectors:
     keys: np.ndarray  # [layers, heads, K, d_k]
     scores: np.ndarray  # [layers, heads, Q, K] QKᵀ/√d_k, -inf where masked
     weights: np.ndarray  # [layers, heads, Q, K] the softmax of the scores
-    query_positions: np.ndarray | None  # [layers, heads, Q, d_k] the queries' positional part; None: no split
-    key_positions: np.ndarray | None  # [layers, heads, K, d_k]
+    terms: np.ndarray | None = None  # [n, layers, heads, Q, K] the terms the scores sum to by position; None: no split
+    term_split: TermSplit | None = None  # what the terms are
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -75,14 +76,14 @@ class KindVectors:
             self.keys[:, :, keys],
             self.scores[:, :, :n_rows, keys],
             self.weights[:, :, :n_rows, keys],
-            None if self.query_positions is None else self.query_positions[:, :, :n_rows],
-            None if self.key_positions is None else self.key_positions[:, :, keys],
+            None if self.terms is None else self.terms[:, :, :, :n_rows, keys],
+            self.term_split,
         )
 
     @property
     def split(self) -> bool:
-        """Whether the queries and keys are split into positional and content parts."""
-        return self.query_positions is not None and self.key_positions is not None
+        """Whether the scores are split into terms by position."""
+        return self.terms is not None
 
 
 @dataclass
@@ -231,14 +232,9 @@ def _kind_vectors(
         tables["q_position"].append(q_position[0].cpu().numpy())  # [H, Q, d_k]
         tables["k_position"].append(k_position[0].cpu().numpy())  # [H, K, d_k]
     stacked = {label: np.stack(values) for label, values in tables.items()}
+    terms = term_tables(stacked["q"], stacked["k"], stacked["q_position"], stacked["k_position"]) if split else None
     return KindVectors(
-        kind,
-        stacked["q"],
-        stacked["k"],
-        stacked["scores"],
-        stacked["weights"],
-        stacked["q_position"] if split else None,
-        stacked["k_position"] if split else None,
+        kind, stacked["q"], stacked["k"], stacked["scores"], stacked["weights"], terms, ABSOLUTE_TERMS if split else None
     )
 
 

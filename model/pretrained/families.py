@@ -332,9 +332,9 @@ MEASURED_PASS = "model.attribution.library_pass.measured_pass"
 
 def hooked_pass(network: Seq2SeqNetwork) -> object | None:
     """The pretrained encoder-decoder family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the
-    network's layout (``HOOKED_LAYOUTS``), or None when its layout has none."""
+    network's layout (``HOOKED_LAYOUTS``) bound to it, or None when its layout has none."""
     path = HOOKED_LAYOUTS.get(network.config.model_type)
-    return None if path is None else declared(path)
+    return None if path is None else declared(path)(network)
 
 
 def layout_capabilities(network: Network) -> Capabilities:

@@ -19,13 +19,13 @@ from model.kinds import AttentionKind
 # library's modules the app's hook names (model/interventions/library.py; by dotted path: that package sits above this
 # one, and is imported only when a tool asks). A layout not named here has none.
 HOOKED_LAYOUTS = {
-    "t5": "model.interventions.library.T5_PASS",
-    "mt5": "model.interventions.library.T5_PASS",
-    "marian": "model.interventions.library.MARIAN_PASS",
-    "bart": "model.interventions.library.BART_PASS",
-    "mbart": "model.interventions.library.PRE_NORM_PASS",
-    "m2m_100": "model.interventions.library.PRE_NORM_PASS",  # M2M100 and NLLB
-    "pegasus": "model.interventions.library.PRE_NORM_PASS",
+    "t5": "model.interventions.library.T5Pass",
+    "mt5": "model.interventions.library.T5Pass",
+    "marian": "model.interventions.library.MarianPass",
+    "bart": "model.interventions.library.BartPass",
+    "mbart": "model.interventions.library.PreNormPass",
+    "m2m_100": "model.interventions.library.PreNormPass",  # M2M100 and NLLB
+    "pegasus": "model.interventions.library.PreNormPass",
 }
 
 

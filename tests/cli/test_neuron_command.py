@@ -10,8 +10,9 @@ import pytest
 
 from model.io import checkpoint
 from model.io.shipped import resolve_model
+from model.neuron.splits import TERM_NAMES
 from model.neuron.tables import read_sentence
-from model.neuron.terms import TERM_NAMES, neuron_row
+from model.neuron.terms import neuron_row
 from tests.conftest import assert_figure
 
 TEXT = "the black cat sees the small dog"

@@ -15,8 +15,9 @@ from model.errors import UserError
 from model.io import checkpoint
 from model.io.shipped import resolve_model
 from model.kinds import AttentionKind
+from model.neuron.splits import TERM_NAMES
 from model.neuron.tables import read_sentence, row_rows, share_rows
-from model.neuron.terms import TERM_NAMES, classify, head_terms, neuron_row, term_tables
+from model.neuron.terms import classify, head_terms, neuron_row
 from model.neuron.vectors import NeuronError, sentence_vectors
 from model.nn.config import TransformerConfig
 from model.nn.registry import build_network
@@ -67,7 +68,8 @@ def test_softmax_rows_equal_the_traced_attention_for_every_head_of_default(defau
 def test_the_four_terms_sum_to_the_score_for_every_head_of_default(default_read):
     trace, vectors = default_read
     for kind, kind_vectors in vectors.kinds.items():
-        terms = term_tables(kind_vectors.queries, kind_vectors.keys, kind_vectors.query_positions, kind_vectors.key_positions)
+        terms = kind_vectors.terms  # [4, layers, heads, Q, K]
+        assert terms is not None
         visible = np.isfinite(kind_vectors.scores)  # [layers, heads, Q, K]
         assert visible.any() and (kind is AttentionKind.DECODER) == (not visible.all())
         np.testing.assert_allclose(terms.sum(0)[visible], kind_vectors.scores[visible], rtol=0, atol=1e-5)
@@ -102,7 +104,8 @@ def test_pre_and_post_norm_rows_equal_the_inspection_pass_and_their_terms_sum(no
         inspected = torch.stack(getattr(weights, kind.field))[:, 0].detach().double().numpy()  # [layers, heads, Q, K]
         kind_vectors = vectors.of(kind)
         np.testing.assert_allclose(kind_vectors.weights, inspected, rtol=0, atol=1e-6)
-        terms = term_tables(kind_vectors.queries, kind_vectors.keys, kind_vectors.query_positions, kind_vectors.key_positions)
+        terms = kind_vectors.terms  # [4, layers, heads, Q, K]
+        assert terms is not None
         visible = np.isfinite(kind_vectors.scores)
         np.testing.assert_allclose(terms.sum(0)[visible], kind_vectors.scores[visible], rtol=0, atol=1e-9)
 
@@ -119,7 +122,8 @@ def test_zeroed_token_embeddings_leave_only_the_position_position_term_in_the_fi
     vectors = sentence_vectors(model, SOURCE, TARGET)
     for kind in (AttentionKind.ENCODER, AttentionKind.DECODER):
         kind_vectors = vectors.of(kind)
-        terms = term_tables(kind_vectors.queries, kind_vectors.keys, kind_vectors.query_positions, kind_vectors.key_positions)
+        terms = kind_vectors.terms  # [4, layers, heads, Q, K]
+        assert terms is not None
         visible = np.isfinite(kind_vectors.scores[0])
         assert np.abs(terms[:3, 0]).max() < 1e-12  # token·token, token·position, position·token
         np.testing.assert_allclose(terms[3, 0][visible], kind_vectors.scores[0][visible], rtol=0, atol=1e-12)
@@ -134,7 +138,7 @@ def test_zeroed_learned_positions_leave_only_the_token_token_term_everywhere():
         model.positional_table.zero_()
     vectors = sentence_vectors(model, SOURCE, TARGET)
     for kind_vectors in vectors.kinds.values():
-        assert np.abs(kind_vectors.query_positions).max() == 0 and np.abs(kind_vectors.key_positions).max() == 0
+        assert kind_vectors.terms is not None and np.abs(kind_vectors.terms[1:]).max() == 0  # no position part
         shares = head_terms(kind_vectors).shares  # [layers, heads, 4]
         np.testing.assert_allclose(shares[..., 0], 1.0)
         assert {classify(head) for head in shares.reshape(-1, 4)} == {"content"}
