@@ -28,7 +28,7 @@ from model.files import OutputError
 from model.kinds import AttentionKind
 from model.neuron.tables import row_rows, write_rows
 from model.neuron.terms import HeadTerms, NeuronRow, head_terms, neuron_row
-from model.neuron.vectors import NeuronError, SentenceVectors, sentence_vectors, splits_positions
+from model.neuron.vectors import NeuronError, SentenceVectors, sentence_vectors, splits_positions, unavailable
 
 CHANNEL = "neuron"
 CANNOT_FOLLOW = {WORDS: "it shows pieces: the model's queries and keys are the pieces'"}  # the modes it cannot follow
@@ -66,7 +66,7 @@ class NeuronController:
         bundle = self.explore.bundle
         if bundle is None:
             return "Open or train a model first: the neuron view reads its queries and keys."
-        why = bundle.family.capabilities.queries_keys.unavailable(bundle.family.title)
+        why = unavailable(bundle.model)
         return why[:1].upper() + why[1:] + "." if why else ""
 
     def splits(self) -> bool:

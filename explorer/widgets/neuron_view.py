@@ -14,6 +14,7 @@ asked: ``query_chosen(row)`` and ``save_requested(path)``.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import pyqtgraph as pg
@@ -66,6 +67,11 @@ def bar_plot(title: str) -> pg.PlotWidget:
     plot.setTitle(title, size=TITLE_SIZE)
     plot.getAxis("left").enableAutoSIPrefix(False)
     return plot
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter upper-case (the rest as written: "LayerNorm" stays)."""
+    return text[:1].upper() + text[1:]
 
 
 def row_axis_untitled(view: HeatmapView) -> None:
@@ -199,12 +205,12 @@ class NeuronView(QWidget):
         )
         return (
             f"Terms (◆ = the score, their sum). The head's shares over the sentence: {swatches} — "
-            f"<b>{describe_terms(row.shares, split)}</b>. {split.position.format(row.positions).capitalize()}."
+            f"<b>{describe_terms(row.shares, split)}</b>. {_sentence(split.position.format(row.positions))}."
         )
 
     def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:
         positions = np.arange(len(keys), dtype=np.float64)
-        ticks = [[(float(index), label) for index, label in enumerate(keys)]]
+        ticks = [[(float(index), label) for index, label in enumerate(keys) if index % self._tick_step(keys) == 0]]
         scores = np.where(np.isfinite(row.scores), row.scores, 0.0)
         self.score_bars.setOpts(x=positions, height=scores, width=0.7, brush="#555555")
         self.weight_bars.setOpts(x=positions, height=row.weights, width=0.7, brush="#4c78a8")
@@ -221,6 +227,18 @@ class NeuronView(QWidget):
             bars.setOpts(x=x, height=np.nan_to_num(terms[index], nan=0.0), width=width)
         visible = np.isfinite(row.scores) & (row.terms is not None)
         self.sums.setData(positions[visible], row.scores[visible])
+
+    def _tick_step(self, keys: list[str]) -> int:
+        """Every how many keys a bar plot labels, so that its labels do not run into each other at its width."""
+        widest = max((self.fontMetrics().horizontalAdvance(key) for key in keys), default=0) + 8
+        room = max(self.scores.getViewBox().width(), 100.0)  # the plot's drawing width in pixels
+        return max(1, math.ceil(len(keys) * widest / room))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        """The bar plots' labels thinned again for the new width."""
+        super().resizeEvent(event)
+        if self.row is not None:
+            self._draw_bars(self.row, shown_labels(self.row.key_tokens))
 
     def _on_save_clicked(self) -> None:
         if self.row is None:

@@ -33,7 +33,11 @@ from model.neuron.vectors import check_model
 
 
 def add_neuron_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="the app's own Transformer (or encoder-only model): a file or a name")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the app's own Transformer or encoder-only model (a file or a name), or a Hugging Face encoder-decoder's folder",
+    )
     parser.add_argument("--text", required=True, help="the source sentence")
     parser.add_argument("--target", help="the target given to the decoder (default: the greedy translation)")
     parser.add_argument("--kind", default="cross", help="encoder, decoder or cross (default cross)")
@@ -41,7 +45,7 @@ def add_neuron_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", type=int, default=1, help="head, from 1 (default 1)")
     parser.add_argument("--query", type=int, help="query position, from 1 (default: the last)")
     parser.add_argument("--out", required=True, help="a figure FILE.png|svg|pdf, or FILE.csv (a row per key)")
-    parser.add_argument("--shares", metavar="OUT.csv", help="every head's four term shares and class, as CSV")
+    parser.add_argument("--shares", metavar="OUT.csv", help="every head's term shares and class, as CSV")
     add_figure_arguments(parser)
 
 
@@ -110,6 +114,6 @@ def _report(row) -> None:
     heaviest = ", ".join(f"“{keys[k]}” {row.weights[k]:.3f} (score {row.scores[k]:.2f})" for k in order)
     print(f"{row.title()}: heaviest keys {heaviest}")
     if row.shares is not None:
-        print(f"head's term shares: {share_text(row.shares)} — {describe_terms(row.shares)}")
+        print(f"head's term shares: {share_text(row.shares, row.term_split)} — {describe_terms(row.shares, row.term_split)}")
     else:
         print("the scores are not split into positional terms: this model adds no positional table")

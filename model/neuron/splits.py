@@ -44,8 +44,8 @@ RELATIVE_BIAS_TERMS = TermSplit(
     (1,),
     "score = query·key + the relative position bias the model learned for the key's offset from the query (T5: one "
     "per head and bucket of offsets, computed by the first layer and added in every layer; no √d_k)",
-    "relative position bias = the bias the model learned for the key's offset from the query ({}), the same in every "
-    "layer; query·key = the rest",
+    "relative position bias = the bias the model learned for the key's offset from the query (in buckets: exact near, "
+    "coarser far), the same in every layer; query·key = the rest",
     "score QKᵀ + relative position bias",
 )
 

@@ -55,12 +55,12 @@ def term_shares(terms: np.ndarray, visible: np.ndarray) -> np.ndarray:
         return np.where(total > 0, sums / total, np.nan)
 
 
-def key_position_share(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> float:
+def key_position_share(shares: np.ndarray, split: TermSplit) -> float:
     """The share of a head's terms [n] that vary with the key's position (NaN when it has none)."""
     return float(shares[list(split.key_position_terms)].sum())
 
 
-def classify(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
+def classify(shares: np.ndarray, split: TermSplit) -> str:
     """'positional', 'content' or 'mixed' from a head's term shares [n]; '' when it has none (NaN)."""
     positional = key_position_share(shares, split)
     if not math.isfinite(positional):
@@ -70,12 +70,12 @@ def classify(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
     return "content" if positional <= 1 - POSITIONAL_SHARE else "mixed"
 
 
-def share_text(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
+def share_text(shares: np.ndarray, split: TermSplit) -> str:
     """'token·token 12%, token·position 30%, …'."""
     return ", ".join(f"{name} {float(share):.0%}" for name, share in zip(split.names, shares))
 
 
-def describe_terms(shares: np.ndarray, split: TermSplit = ABSOLUTE_TERMS) -> str:
+def describe_terms(shares: np.ndarray, split: TermSplit) -> str:
     """'positional (by its terms: 78%)': the class and the share of the terms with the key's position."""
     verdict = classify(shares, split)
     if not verdict:

@@ -1,278 +1,54 @@
-"""Every head's queries and keys of one sentence, each split into its positional and its content part.
-
-``sentence_vectors`` runs the model's own hooked teacher-forced pass (model/interventions/hooked.py: the app's
-Transformer, or the encoder-only classifier's encoder) and keeps, for every attention sublayer, what it read: the
-residual stream (through the sublayer's LayerNorm in a pre-norm model) for the queries, and the same for the keys
-(cross-attention: the encoder's output, the memory), and the queries, keys and scores the pass computed from them, at the
-attention's hook points (``q``, ``k``, ``scores``): the scores, and the softmax of them, are the model's own, so the
-softmax rows equal the trace's attention.
-
-The positional split. The residual stream is split additively into the positional encoding's direct path p (the
-table's rows as the model adds them to the scaled token embeddings) and the rest, c = everything else (the token
-embeddings and every sublayer's output). A LayerNorm is linear in its input once its mean and σ are fixed from the whole
-input x = c + p: LN(x) = γ⊙(c − mean(c))/σ + γ⊙(p − mean(p))/σ + β. The positional part is the second term; β, and the
-token and sublayer parts, are content. In a pre-norm model the stream's positional part stays p from layer to layer and
-each attention reads LN(x); in a post-norm model every LayerNorm on the stream carries the positional part through in
-the same way (p ← γ⊙(p − mean(p))/σ, σ from the full input), and the attention reads the stream itself. The memory is
-split in the same way (through the encoder's final norm in a pre-norm model), over the source positions. The projections
-have no bias here, so the positional parts go through the attention's own projection matrices alone; the queries and keys
-are then q = q_content + q_position and k likewise, exactly. The pass runs in
-float64 on a copy of the model, so the four terms sum to the scores to float64's rounding.
-"""
+"""Every head's queries, keys, scores and weights of one sentence, and the terms its scores split into by position:
+read by the reader its family declares (``Capabilities.queries_keys``): the app's own Transformers'
+(model/neuron/own_vectors.py) or a Hugging Face encoder-decoder's, through its hooked pass
+(model/neuron/library_vectors.py)."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import cast
+from collections.abc import Callable, Sequence
 
-import numpy as np
-import torch
-
-from model.errors import UserError
-from model.family import Positions, family_of
-from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
-from model.kinds import AttentionKind
+from model.family import Positions, QueriesKeys, capabilities_of, family_of
 from model.network import Network
-from model.neuron.splits import ABSOLUTE_TERMS, TermSplit, term_tables
-from model.nn.attention import MultiHeadAttention
-from model.nn.classifier import EncoderClassifier
-from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+from model.neuron.library_vectors import library_vectors
+from model.neuron.own_vectors import own_vectors
+from model.neuron.records import KindVectors, NeuronError, SentenceVectors
 
-# A network whose queries and keys are read here (its family's ``queries_keys`` is OWN): the app's Transformer, or the
-# encoder-only classifier, whose layers are the Transformer's.
-OwnNetwork = Transformer | EncoderClassifier
+__all__ = ["KindVectors", "NeuronError", "SentenceVectors", "check_model", "sentence_vectors", "splits_positions", "unavailable"]
 
-
-class NeuronError(UserError):
-    """A model, kind, layer, head or query that the neuron view cannot show; the message says why."""
+# Each kind of queries and keys' reader, given a network of the family that declares that kind
+READERS: dict[QueriesKeys, Callable[..., SentenceVectors]] = {QueriesKeys.OWN: own_vectors, QueriesKeys.HOOKED: library_vectors}
 
 
-@dataclass
-class KindVectors:
-    """One kind of attention of one sentence: every layer's and head's queries, keys, scores and weights."""
-
-    kind: AttentionKind
-    queries: np.ndarray  # [layers, heads, Q, d_k]
-    keys: np.ndarray  # [layers, heads, K, d_k]
-    scores: np.ndarray  # [layers, heads, Q, K] QKᵀ/√d_k, -inf where masked
-    weights: np.ndarray  # [layers, heads, Q, K] the softmax of the scores
-    terms: np.ndarray | None = None  # [n, layers, heads, Q, K] the terms the scores sum to by position; None: no split
-    term_split: TermSplit | None = None  # what the terms are
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        """(layers, heads, queries, keys)."""
-        layers, heads, n_queries, n_keys = self.scores.shape
-        return layers, heads, n_queries, n_keys
-
-    def first_rows(self, n_rows: int, keys_too: bool) -> KindVectors:
-        """The first ``n_rows`` queries (and keys, ``keys_too``): a causal decoder's as they were ``n_rows`` steps in."""
-        keys = slice(0, n_rows) if keys_too else slice(None)
-        return KindVectors(
-            self.kind,
-            self.queries[:, :, :n_rows],
-            self.keys[:, :, keys],
-            self.scores[:, :, :n_rows, keys],
-            self.weights[:, :, :n_rows, keys],
-            None if self.terms is None else self.terms[:, :, :, :n_rows, keys],
-            self.term_split,
-        )
-
-    @property
-    def split(self) -> bool:
-        """Whether the scores are split into terms by position."""
-        return self.terms is not None
-
-
-@dataclass
-class SentenceVectors:
-    """Every kind's vectors of one sentence (the kinds the model has), with the ids the pass read."""
-
-    kinds: dict[AttentionKind, KindVectors]
-    source_ids: list[int]
-    target_input_ids: list[int]  # what the decoder read: its first input, then the tokens produced but the last
-    positions: str = ""  # the positional encoding split off ("sinusoidal", "learned"); "" when none is
-
-    def prefix(self, n_steps: int) -> SentenceVectors:
-        """The vectors as the first ``n_steps`` decoding steps had them: the decoder is causal, so its first rows and keys
-        (and cross-attention's first rows) do not depend on what comes later."""
-        kinds = dict(self.kinds)
-        for kind in (AttentionKind.DECODER, AttentionKind.CROSS):
-            if kind in kinds:
-                kinds[kind] = kinds[kind].first_rows(n_steps, keys_too=kind.causal)
-        inputs = self.target_input_ids[:n_steps]
-        return SentenceVectors(kinds, self.source_ids, inputs, self.positions)
-
-    def of(self, kind: AttentionKind | str) -> KindVectors:
-        kind = AttentionKind.parse(kind)
-        if kind not in self.kinds:
-            raise NeuronError(f"this model has no {kind.label}")
-        return self.kinds[kind]
+def unavailable(model: Network) -> str:
+    """Why the neuron view cannot read ``model``'s queries and keys ('' when it can): its capabilities' answer."""
+    return capabilities_of(model).queries_keys.unavailable(family_of(model).title)
 
 
 def check_model(model: Network) -> None:
     """A NeuronError (one line) when ``model``'s family has no queries and keys read here."""
-    family = family_of(model)
-    why = family.capabilities.queries_keys.unavailable(family.title)
+    why = unavailable(model)
     if why:
         raise NeuronError(why)
 
 
 def splits_positions(model: Network) -> bool:
-    """Whether ``model`` adds an absolute positional table to its embeddings (its scores split into four terms)."""
-    return family_of(model).capabilities.positions is Positions.TABLE
+    """Whether ``model``'s scores split into terms by position: an absolute table (four terms) or a relative bias."""
+    capabilities = capabilities_of(model)
+    return capabilities.positions is Positions.TABLE or capabilities.queries_keys is QueriesKeys.HOOKED
 
 
-def normalised_part(norm: torch.nn.LayerNorm, full: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
-    """The part of LN(full) that ``part`` of ``full`` [..., d_model] makes, with LN's mean and σ fixed from ``full``:
-    γ⊙(part − mean(part))/σ (β belongs to no part: the caller counts it as content)."""
-    variance = full.var(-1, unbiased=False, keepdim=True)  # [..., 1]
-    centred = part - part.mean(-1, keepdim=True)  # [..., d_model]
-    scaled = centred / torch.sqrt(variance + norm.eps)  # [..., d_model]
-    return scaled * norm.weight if norm.weight is not None else scaled
-
-
-@dataclass
-class Read:
-    """The positional parts of what one attention sublayer read: of its queries' stream, and (cross-attention) of the
-    memory its keys come from."""
-
-    query_positions: torch.Tensor  # [1, Q, d_model]
-    memory_positions: torch.Tensor | None = None  # cross-attention's [1, S, d_model]
-
-
-def _through(
-    layer: EncoderLayer | DecoderLayer, index: int, x: torch.Tensor, position: torch.Tensor, output: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sublayer ``index`` of ``layer`` reading stream x [1, L, d_model] with positional part ``position``: (the
-    positional part of what the sublayer reads, the positional part of the stream after it (given its ``output``))."""
-    norm = cast(torch.nn.LayerNorm, layer.norms[index])
-    if layer.pre_norm:
-        return normalised_part(norm, x, position), position
-    after = position if output is None else normalised_part(norm, x + output, position)
-    return position, after
-
-
-def _encoder_reads(model: OwnNetwork, acts: dict[str, torch.Tensor], position: torch.Tensor) -> tuple[list[Read], torch.Tensor]:
-    """Each encoder layer's self-attention read, and the memory's positional part."""
-    reads = []
-    for index, layer in enumerate(cast("list[EncoderLayer]", list(model.encoder_layers))):
-        x = acts[f"encoder.{index}.resid_pre"]
-        h_position, position = _through(layer, 0, x, position, acts[f"encoder.{index}.self.out"])
-        reads.append(Read(h_position))
-        _, position = _through(layer, 1, acts[f"encoder.{index}.self.resid"], position, acts[f"encoder.{index}.mlp_out"])
-    if layer.pre_norm:  # pre-norm: the memory is the last stream through the encoder's final norm
-        final = cast(torch.nn.LayerNorm, model.encoder_norm)
-        position = normalised_part(final, acts[f"encoder.{len(reads) - 1}.resid_post"], position)
-    return reads, position
-
-
-def _decoder_reads(
-    model: Transformer, acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position: torch.Tensor
-) -> tuple[list[Read], list[Read]]:
-    """Each decoder layer's masked self-attention read and cross-attention read."""
-    self_reads, cross_reads = [], []
-    for index, layer in enumerate(model.decoder_stack):
-        prefix = f"decoder.{index}"
-        x = acts[f"{prefix}.resid_pre"]
-        h_position, position = _through(layer, 0, x, position, acts[f"{prefix}.self.out"])
-        self_reads.append(Read(h_position))
-        y = acts[f"{prefix}.self.resid"]
-        h_position, position = _through(layer, 1, y, position, acts[f"{prefix}.cross.out"])
-        cross_reads.append(Read(h_position, memory_position))
-        _, position = _through(layer, 2, acts[f"{prefix}.cross.resid"], position, acts[f"{prefix}.mlp_out"])
-    return self_reads, cross_reads
-
-
-def _attention_name(kind: AttentionKind, layer: int) -> str:
-    """The hook-name prefix of the attention of ``kind`` in ``layer`` (from 0)."""
-    if kind is AttentionKind.ENCODER:
-        return f"encoder.{layer}.self"
-    return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}"
-
-
-def _captured(n_encoder_layers: int, n_decoder_layers: int) -> list[str]:
-    """The hook points read: each layer's streams and sublayer outputs, each attention's queries, keys and scores."""
-    names = []
-    attention = ("q", "k", "scores")
-    for index in range(n_encoder_layers):
-        names += [f"encoder.{index}.{point}" for point in ("resid_pre", "self.out", "self.resid", "mlp_out", "resid_post")]
-        names += [f"encoder.{index}.self.{point}" for point in attention]
-    for index in range(n_decoder_layers):
-        points = ("resid_pre", "self.out", "self.resid", "cross.out", "cross.resid", "mlp_out")
-        names += [f"decoder.{index}.{point}" for point in points]
-        names += [f"decoder.{index}.{side}.{point}" for side in ("self", "cross") for point in attention]
-    return names
-
-
-def _positional_queries_keys(module: MultiHeadAttention, read: Read) -> tuple[torch.Tensor, torch.Tensor]:
-    """The positional parts of an attention's queries [1, H, Q, d_k] and keys [1, H, K, d_k]: the read's positional
-    parts through its projection matrices (no bias: the projections are linear)."""
-    if module.is_self_attention:
-        q, k, _ = module._split_projection(module.qkv_projection(read.query_positions), 3)  # 3 x [1, H, Q, d_k]
-        return q, k
-    (q,) = module._split_projection(module.q_projection(read.query_positions), 1)  # [1, H, Q, d_k]
-    k, _ = module._split_projection(module.kv_projection(read.memory_positions), 2)  # 2 x [1, H, K, d_k]
-    return q, k
-
-
-def _kind_vectors(
-    model: OwnNetwork, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: bool
-) -> KindVectors:
-    """The queries, keys, scores and weights of every layer of ``kind``, as the pass's hook points saw them."""
-    tables: dict[str, list[np.ndarray]] = {name: [] for name in ("q", "k", "scores", "weights", "q_position", "k_position")}
-    for layer, read in enumerate(reads):
-        name = _attention_name(kind, layer)
-        q, k, scores = acts[f"{name}.q"], acts[f"{name}.k"], acts[f"{name}.scores"]  # [1, H, Q or K, d_k], [1, H, Q, K]
-        q_position, k_position = _positional_queries_keys(model.attention_module(kind, layer), read)
-        for label, value in (("q", q), ("k", k), ("scores", scores), ("weights", torch.softmax(scores, dim=-1))):
-            tables[label].append(value[0].cpu().numpy())
-        tables["q_position"].append(q_position[0].cpu().numpy())  # [H, Q, d_k]
-        tables["k_position"].append(k_position[0].cpu().numpy())  # [H, K, d_k]
-    stacked = {label: np.stack(values) for label, values in tables.items()}
-    terms = term_tables(stacked["q"], stacked["k"], stacked["q_position"], stacked["k_position"]) if split else None
-    return KindVectors(
-        kind, stacked["q"], stacked["k"], stacked["scores"], stacked["weights"], terms, ABSOLUTE_TERMS if split else None
-    )
-
-
-@torch.inference_mode()
 def sentence_vectors(
     model: Network, source_ids: Sequence[int], target_ids: Sequence[int] = (), first_input: int | None = None, private: bool = False
 ) -> SentenceVectors:
     """Every kind's queries, keys, scores and weights of one sentence: ``source_ids`` (the source pieces, </s> last) and,
     for an encoder-decoder, the ``target_ids`` produced (the decoder reads ``first_input`` (BOS), then all but the last).
-    A NeuronError when the model's family has no queries and keys read here. The pass runs on a float64 copy of the
-    model (``private``: the model is the caller's own copy, converted in place)."""
+    A NeuronError when the model's family has no queries and keys read here. ``private``: the model is the caller's own
+    copy, which the reader may convert in place (to float64)."""
     check_model(model)
-    family = family_of(model)
-    own = cast(OwnNetwork, model)  # its family's queries and keys are the app's own (``check_model``)
-    network = own.double().eval() if private else copy.deepcopy(own).double().eval()  # see the module's docstring
-    config = network.config
-    longest = max(len(source_ids), len(target_ids))
-    if longest > config.max_len:
-        raise NeuronError(f"a sequence of {longest} pieces exceeds this network's {config.max_len} positions")
     if not source_ids:
         raise NeuronError("the sentence has no pieces")
-    device = next(network.parameters()).device
-    split = splits_positions(network)
-    table = network.positional_table.detach()  # [max_len, d_model]
-    has_decoder = family.capabilities.architecture.has_decoder
-    acts = Hooks(capture=_captured(config.n_encoder_layers, config.n_decoder_layers if has_decoder else 0))
-    source = torch.tensor([list(source_ids)], device=device)  # [1, S]
-    memory, memory_mask = hooked_encode(network, source, acts)
-    encoder_reads, memory_position = _encoder_reads(network, acts.activations, table[None, : len(source_ids)])
-    kinds = {AttentionKind.ENCODER: _kind_vectors(network, AttentionKind.ENCODER, encoder_reads, acts.activations, split)}
-    inputs: list[int] = []
-    if has_decoder and target_ids:
-        inputs = [config.bos_id if first_input is None else first_input, *list(target_ids)[:-1]]
-        target = torch.tensor([inputs], device=device)  # [1, T]
-        decoder = cast(Transformer, network)  # a network of a family with a decoder: the app's Transformer
-        hooked_decode(decoder, target, memory, memory_mask, acts)
-        reads = _decoder_reads(decoder, acts.activations, table[None, : len(inputs)], memory_position)
-        kinds[AttentionKind.DECODER] = _kind_vectors(network, AttentionKind.DECODER, reads[0], acts.activations, split)
-        kinds[AttentionKind.CROSS] = _kind_vectors(network, AttentionKind.CROSS, reads[1], acts.activations, split)
-    positions = str(config.positional_encoding) if split else ""
-    return SentenceVectors(kinds, list(source_ids), inputs, positions)
+    longest = max(len(source_ids), len(target_ids))
+    if longest > model.config.max_len:
+        raise NeuronError(f"a sequence of {longest} pieces exceeds this network's {model.config.max_len} positions")
+    reader = READERS[capabilities_of(model).queries_keys]
+    return reader(model, source_ids, target_ids, first_input, private)

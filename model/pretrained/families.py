@@ -349,6 +349,9 @@ def layout_capabilities(network: Network) -> Capabilities:
         head_masking=modules_known,
         head_importance=modules_known,
         measured_pass=MEASURED_PASS if modules_known else None,
+        # the neuron view reads its queries and keys at the hooked pass's points, and splits its scores by the layout's
+        # modules (model/neuron/library_vectors.py)
+        queries_keys=QueriesKeys.HOOKED if modules_known and model_type in HOOKED_LAYOUTS else QueriesKeys.NOT_READ,
     )
 
 

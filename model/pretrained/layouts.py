@@ -8,7 +8,7 @@ layout the interventions serve (model/interventions/library.py, named by path: t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 import torch
@@ -43,6 +43,14 @@ class LayoutModules:
     keys: dict[AttentionKind, str]  # the key projection of each kind of attention
     cross_residual: str  # the module whose hidden-states input is the stream cross-attention adds to
     post_norms: dict[AttentionKind, str] = field(default_factory=dict)  # post-norm: the LayerNorm after each add
+    # The neuron view's positional split (model/neuron/library_vectors.py), within a stack: the module whose output
+    # is the positions added to the embeddings (none: T5's relative bias), the norm of that sum (BART's, mBART's), and
+    # the norm the last layer's output passes to become the memory (a pre-norm model's); within a layer, the norms of
+    # its self-attention, cross-attention and feed-forward (read before the sublayer, or after the add: post_norms)
+    positions: str | None = "embed_positions"
+    embedding_norm: str | None = None
+    final_norm: str | None = None
+    sublayer_norms: tuple[str, str, str] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
 
 
 _SELF_AND_CROSS = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
@@ -59,6 +67,8 @@ _T5_MODULES = LayoutModules(
     _by_kind("layer.0.SelfAttention.q", "layer.1.EncDecAttention.q"),
     _by_kind("layer.0.SelfAttention.k", "layer.1.EncDecAttention.k"),
     "layer.1",  # T5LayerCrossAttention: its norm, its attention and its residual add
+    positions=None,  # a relative position bias, computed by each stack's first self-attention
+    final_norm="final_layer_norm",
 )
 _PRE_NORM_MODULES = LayoutModules(  # mBART, M2M100, Pegasus: each sublayer reads its own norm of the stream
     "layers",
@@ -67,6 +77,7 @@ _PRE_NORM_MODULES = LayoutModules(  # mBART, M2M100, Pegasus: each sublayer read
     _by_kind("self_attn.q_proj", "encoder_attn.q_proj"),
     _by_kind("self_attn.k_proj", "encoder_attn.k_proj"),
     "encoder_attn_layer_norm",
+    final_norm="layer_norm",
 )
 _POST_NORM_MODULES = LayoutModules(  # Marian, BART: the sum of the stream and the sublayer's output is normed
     "layers",
@@ -82,8 +93,8 @@ LAYOUT_MODULES = {
     "t5": _T5_MODULES,
     "mt5": _T5_MODULES,
     "marian": _POST_NORM_MODULES,
-    "bart": _POST_NORM_MODULES,
-    "mbart": _PRE_NORM_MODULES,
+    "bart": replace(_POST_NORM_MODULES, embedding_norm="layernorm_embedding"),
+    "mbart": replace(_PRE_NORM_MODULES, embedding_norm="layernorm_embedding"),
     "m2m_100": _PRE_NORM_MODULES,
     "pegasus": _PRE_NORM_MODULES,
 }

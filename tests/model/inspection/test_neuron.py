@@ -15,7 +15,7 @@ from model.errors import UserError
 from model.io import checkpoint
 from model.io.shipped import resolve_model
 from model.kinds import AttentionKind
-from model.neuron.splits import TERM_NAMES
+from model.neuron.splits import ABSOLUTE_TERMS, TERM_NAMES
 from model.neuron.tables import read_sentence, row_rows, share_rows
 from model.neuron.terms import classify, head_terms, neuron_row
 from model.neuron.vectors import NeuronError, sentence_vectors
@@ -129,7 +129,7 @@ def test_zeroed_token_embeddings_leave_only_the_position_position_term_in_the_fi
         np.testing.assert_allclose(terms[3, 0][visible], kind_vectors.scores[0][visible], rtol=0, atol=1e-12)
         shares = head_terms(kind_vectors).shares[0]  # [heads, 4]
         np.testing.assert_allclose(shares, np.tile([0.0, 0.0, 0.0, 1.0], (len(shares), 1)), atol=1e-9)
-        assert {classify(head) for head in shares} == {"positional"}
+        assert {classify(head, ABSOLUTE_TERMS) for head in shares} == {"positional"}
 
 
 def test_zeroed_learned_positions_leave_only_the_token_token_term_everywhere():
@@ -141,7 +141,7 @@ def test_zeroed_learned_positions_leave_only_the_token_token_term_everywhere():
         assert kind_vectors.terms is not None and np.abs(kind_vectors.terms[1:]).max() == 0  # no position part
         shares = head_terms(kind_vectors).shares  # [layers, heads, 4]
         np.testing.assert_allclose(shares[..., 0], 1.0)
-        assert {classify(head) for head in shares.reshape(-1, 4)} == {"content"}
+        assert {classify(head, ABSOLUTE_TERMS) for head in shares.reshape(-1, 4)} == {"content"}
 
 
 def test_the_encoder_only_tagger_reads_its_queries_and_keys():
