@@ -140,6 +140,8 @@ class Network(Protocol):
 
     def eval(self) -> Network: ...  # itself, in inference mode (a torch.nn.Module's eval)
 
+    def module_tree(self) -> torch.nn.Module: ...  # the modules its parameters are in (itself, or the library's model)
+
 
 class HeadMaskingNetwork(Network, Protocol):
     """A network whose heads can be knocked out and gated (its family's capabilities say ``head_masking``): each

@@ -26,6 +26,7 @@ from explorer.controllers.background import end_run, job_bundle, model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, FollowedDecoding, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
+from model.data.corpora import CorpusSpec
 from model.errors import UserError
 from model.family import Bundle
 from model.figures.report_card import save_card
@@ -37,6 +38,7 @@ from model.grading.sentence import decoded_case, grade_decoding
 
 CHANNEL = "report-card"
 SHUFFLED = "shuffled targets"  # the training stage, as the progress event names it
+GRADING_CORPORA = ("toy-fr",)  # the built-in translation corpus a pretrained model may be graded on (gold alignments)
 CANNOT_FOLLOW = {WORDS: "it grades pieces"}  # the decoding modes a sentence card cannot follow
 
 
@@ -53,6 +55,7 @@ class ReportCardController:
         self.explore, self.runner = explore, runner
         self.card: ReportCard | None = None
         self.graded: FollowedDecoding | None = None  # the decoding the card grades (None: a card of the corpus)
+        self.corpus_choice = ""  # the corpus a model that says none is graded on (``choose_corpus``)
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
         explore.trace_changed.connect(lambda _trace: self._on_trace_changed())
@@ -72,9 +75,27 @@ class ReportCardController:
             check_gradable(bundle)
         except GradingError as error:
             return f"The report card cannot grade this model: {error}."
-        if bundle.corpus is None and not sentence:
+        if bundle.corpus is None and not sentence and not self.corpus_choice:
             return "This model does not say which corpus it was trained on: the report card needs held-out pairs of it."
         return ""
+
+    def shuffled_unavailable(self) -> str:
+        """Why the data randomisation cannot be run for the explored model ('' when it can): its twin on shuffled
+        targets is trained here, from the model's own configuration and corpus."""
+        bundle = self.explore.bundle
+        if bundle is None or (bundle.family.capabilities.trainable and bundle.corpus is not None):
+            return ""
+        return "The model on shuffled targets is trained here like this one: a model not trained here has no recipe for it."
+
+    def corpora(self) -> list[str]:
+        """The corpora a model that says no training corpus may be graded on (the built-in translation corpus); none
+        for a model that says its own."""
+        bundle = self.explore.bundle
+        return [] if bundle is None or bundle.corpus is not None else list(GRADING_CORPORA)
+
+    def choose_corpus(self, name: str) -> None:
+        """The corpus to grade a model that says none on ("" : none chosen)."""
+        self.corpus_choice = name
 
     # --- running ----------------------------------------------------------------------------------
     def compute(self, n_sentences: int = 100, sanity_pairs: int = 10, shuffled_steps: int = 0) -> bool:
@@ -90,7 +111,8 @@ class ReportCardController:
         work = job_bundle(bundle, "The report card", self.message)  # the window keeps decoding with its own model
         if work is None:
             return False
-        self._start(None, lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps))
+        corpus = CorpusSpec(self.corpus_choice) if bundle.corpus is None and self.corpus_choice else None
+        self._start(None, lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps, corpus))
         return True
 
     def compute_sentence(self, sanity_pairs: int = 1) -> bool:
@@ -188,7 +210,9 @@ class ReportCardController:
         return grade_decoding(bundle, *args, progress=job.progress, check=job.check)
 
     @staticmethod
-    def _grade(job: Job, bundle: Any, n_sentences: int, sanity_pairs: int, shuffled_steps: int) -> ReportCard:
+    def _grade(
+        job: Job, bundle: Any, n_sentences: int, sanity_pairs: int, shuffled_steps: int, corpus: CorpusSpec | None = None
+    ) -> ReportCard:
         """In the job's thread: the shuffled-target model (when asked), then the card."""
         shuffled, note = None, ""
         if shuffled_steps:
@@ -196,7 +220,7 @@ class ReportCardController:
                 bundle, shuffled_steps, check=job.check, on_step=lambda done, total: job.progress(SHUFFLED, done, total)
             )
             note = f"{shuffled_steps} steps on shuffled {bundle.corpus.name} targets"
-        corpus, pairs = grading_pairs(bundle, None, n_sentences, 0)
+        corpus, pairs = grading_pairs(bundle, corpus, n_sentences, 0)
         settings = CardSettings(sanity_pairs=sanity_pairs, shuffled=shuffled, shuffled_note=note)
         name = model_name(bundle)
         return grade(bundle, pairs, settings, corpus=corpus, model_name=name, progress=job.progress, check=job.check)

@@ -23,6 +23,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -62,8 +63,12 @@ def _spin(low: int, high: int, value: int, suffix: str, tip: str) -> QSpinBox:
     return box
 
 
+SHUFFLED_TIP = "Train a model on shuffled targets first (the app's trainer), and compare every map with it"
+
+
 class ReportCardView(QWidget):
     compute_requested = Signal(int, int, int)  # sentences, sanity pairs, shuffled-target training steps (0: none)
+    corpus_chosen = Signal(str)  # a corpus to grade on, for a model that says none ("" when it says its own)
     cancel_requested = Signal()
     save_requested = Signal(str)  # a path: CSV or a figure, by the suffix
 
@@ -72,8 +77,11 @@ class ReportCardView(QWidget):
         self.card: ReportCard | None = None
         self.sentences = _spin(1, 1000, 100, " sentences", "Held-out pairs of the model's corpus to grade")
         self.sanity_pairs = _spin(0, 200, 10, " sanity pairs", "Pairs the sanity checks read on each randomised model")
+        self.corpus = QComboBox()  # shown for a model that says no training corpus (a pretrained folder)
+        self.corpus.setToolTip("The corpus whose held-out pairs are graded: this model does not say which it was trained on")
+        self.corpus.setVisible(False)
         self.shuffled = QCheckBox("Data randomisation:")
-        self.shuffled.setToolTip("Train a model on shuffled targets first (the app's trainer), and compare every map with it")
+        self.shuffled.setToolTip(SHUFFLED_TIP)
         self.shuffled_steps = _spin(10, 100000, 300, " steps", "Training steps of the model on shuffled targets")
         self.grade_button = QPushButton("Grade")
         self.grade_button.setToolTip("Grade every reading (in the background)")
@@ -87,6 +95,7 @@ class ReportCardView(QWidget):
         self.progress_bar.setFormat("")
         row = QHBoxLayout()
         for widget in (
+            self.corpus,
             self.sentences,
             self.sanity_pairs,
             self.shuffled,
@@ -116,6 +125,7 @@ class ReportCardView(QWidget):
         layout.addWidget(self.note)
         layout.addLayout(body, 1)
         self.grade_button.clicked.connect(self._on_grade_clicked)
+        self.corpus.currentTextChanged.connect(self.corpus_chosen.emit)
         self.cancel_button.clicked.connect(self.cancel_requested.emit)
         self.save_button.clicked.connect(self._on_save_clicked)
 
@@ -146,6 +156,23 @@ class ReportCardView(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Save the report card", str(Path.home() / "report-card.csv"), formats)
         if path:
             self.save_requested.emit(path)
+
+    def set_corpora(self, names: list[str]) -> None:
+        """The corpora offered to grade on (none: the model's own is graded, and the box is hidden)."""
+        self.corpus.blockSignals(True)
+        self.corpus.clear()
+        self.corpus.addItems(names)
+        self.corpus.blockSignals(False)
+        self.corpus.setVisible(bool(names))
+        self.corpus_chosen.emit(names[0] if names else "")
+
+    def allow_shuffled(self, why_not: str) -> None:
+        """The data randomisation offered, or unchecked and greyed out with ``why_not``."""
+        if why_not:
+            self.shuffled.setChecked(False)
+        for widget in (self.shuffled, self.shuffled_steps):
+            widget.setEnabled(not why_not)
+            widget.setToolTip(why_not or SHUFFLED_TIP)
 
     # --- what the controller reports ------------------------------------------------------------------
     def set_running(self, running: bool) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from model.family import Bundle
+from model.family import Bundle, Positions, capabilities_of
 from model.grading.methods import AttributionMethod, MethodMaps, MethodSettings, Reading, register_method
 
 RIDGE = 1e-3  # LIME's and KernelSHAP's linear fits: a small ridge keeps a fit on few samples defined
@@ -31,8 +31,11 @@ NO_CAPTUM = "needs Captum: pip install 'transformer-explorer[grading]'"
 
 def cannot_hide(bundle: Bundle) -> str:
     """Why pieces of ``bundle``'s sentences cannot be hidden in place ('' when they can)."""
-    if bundle.family.capabilities.hides_pieces:
+    if capabilities_of(bundle.model).hides_pieces:
         return ""
+    if bundle.family.capabilities.positions is Positions.PRETRAINED:  # a layout whose position ids skip padding
+        why = "its positions skip padding: a pad moves the pieces after it"
+        return f"{bundle.config.describe()} cannot hide a piece in place ({why})"
     return f"{bundle.family.title} cannot hide a piece in place (its pieces are read in order, a pad among them included)"
 
 

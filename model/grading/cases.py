@@ -56,20 +56,19 @@ class GradedPair:
 
 
 def check_gradable(bundle: Bundle) -> None:
-    """A GradingError unless ``bundle`` is one of the app's own encoder-decoder models (whose predictions are graded)."""
+    """A GradingError unless ``bundle`` is an encoder-decoder model (whose predictions are graded)."""
     check_gradable_family(bundle.family)
 
 
 def check_gradable_family(family: Family) -> None:
-    """A GradingError unless the report card grades models of ``family`` (the app's own encoder-decoders)."""
+    """A GradingError unless the report card grades models of ``family``: an encoder-decoder's (the app's own, or a
+    Hugging Face folder's), whose teacher-forced pass scores each reference piece given a perturbed source."""
     capabilities = family.capabilities
     if capabilities.architecture is not Architecture.ENCODER_DECODER:
         raise GradingError(
             f"the report card grades the predictions of an encoder-decoder model; {family.title} "
             f"({family.name}) is {capabilities.architecture.value}"
         )
-    if not (capabilities.trainable and capabilities.teacher_forced_scores):
-        raise GradingError("the report card grades the app's own models (trained here), not a pretrained folder")
 
 
 def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: int) -> tuple[CorpusSpec, list[Pair]]:
@@ -82,7 +81,7 @@ def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: i
     if corpus is None or (own is not None and corpus.is_builtin and corpus.name == own.name):
         corpus = own
     if corpus is None:
-        raise GradingError("this model does not say which corpus it was trained on: name one (--corpus)")
+        raise GradingError("this model does not say which corpus it was trained on: name one to grade it on (--corpus)")
     if corpus.task != "translation":
         raise GradingError(f"{corpus.describe()} is a {corpus.task} corpus: the report card grades translation pairs")
     if corpus.is_builtin:

@@ -28,7 +28,7 @@ from torch import nn
 from model.data.corpora import Pair, Splits, load_corpus
 from model.grading.cases import GradedPair, GradingError
 from model.grading.statistics import spearman
-from model.network import TeacherForcedNetwork
+from model.network import Network, TeacherForcedNetwork
 from model.nn.packing import PackedRows
 from model.nn.registry import build_network
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions
@@ -44,23 +44,33 @@ class Stage:
     parameters: list[nn.Parameter]
 
 
-def _parts(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The model's parts: its children, a list of layers as one part per layer ('decoder layer 3')."""
+def _label(path: list[str]) -> str:
+    """A part's name from its module path: the library's wrapper ("model") left out, ``layers``/``_layers`` said as a
+    layer ("encoder layer 3", "decoder block 2"), underscores as spaces."""
+    words = [name for name in path if name not in ("model", "transformer")]
+    return " ".join(words).replace("_layers", " layer").replace(" layers ", " layer ").replace("_", " ")
+
+
+def _parts(module: nn.Module, path: list[str] | None = None) -> list[tuple[str, nn.Module]]:
+    """The model's parts: its children, a list of layers as one part per layer ('decoder layer 3'); a child that holds
+    a list of layers (a library model's stacks) is opened into its own parts."""
     parts = []
-    for name, child in model.named_children():
+    for name, child in module.named_children():
+        here = [*(path or []), name]
         if isinstance(child, nn.ModuleList):
-            label = name.replace("_layers", " layer").replace("_", " ")
-            parts += [(f"{label} {index + 1}", item) for index, item in enumerate(child)]
+            parts += [(_label([*here, str(index + 1)]), item) for index, item in enumerate(child)]
+        elif any(isinstance(inner, nn.ModuleList) for inner in child.modules()):
+            parts += _parts(child, here)
         elif any(True for _ in child.parameters()):
-            parts.append((name.replace("_", " "), child))
+            parts.append((_label(here), child))
     return parts
 
 
-def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
+def cascade_stages(model: Network, case: GradedPair) -> list[Stage]:
     """The model's parts from the output down: the order in which a forward pass of ``case`` first uses them, reversed
-    (parts it never calls come first; the model's own parameters, a learned position table, join the last stage). A
-    part of norms alone (one-dimensional parameters) joins the stage after it."""
-    parts = _parts(model)
+    (parts it never calls come first; the model's own parameters, a learned position table, join the last stage); see
+    ``_stages`` for tied tensors and norms."""
+    parts = _parts(model.module_tree())
     first_call: dict[int, int] = {}
 
     def recorder(index: int):
@@ -76,23 +86,42 @@ def cascade_stages(model: nn.Module, case: GradedPair) -> list[Stage]:
         device = next(model.parameters()).device
         with torch.inference_mode():
             source = torch.tensor([case.source_ids], device=device)
-            network = cast(TeacherForcedNetwork[PackedRows], model)  # a gradable model is a trainable encoder-decoder
+            network = cast(TeacherForcedNetwork[PackedRows], model)  # a gradable model is an encoder-decoder
             network.logits(network(source, torch.tensor([case.decoder_inputs], device=device)))
     finally:
         for hook in hooks:
             hook.remove()
     order = sorted(range(len(parts)), key=lambda index: -first_call.get(index, len(parts)))
+    stages = _stages([(*parts[index], index in first_call) for index in order])
+    own = [p for p in model.module_tree().parameters(recurse=False)]
+    if stages:
+        stages[-1].parameters += own
+    return stages
+
+
+def _stages(parts: list[tuple[str, nn.Module, bool]]) -> list[Stage]:
+    """The cascade's stages from its parts in cascade order. A tensor is redrawn once, in the first stage that holds
+    it: a tied one (a library model's shared embeddings and output layer) in the first part the pass calls with it,
+    named with every part that shares it; a part the pass never calls keeps only tensors no called part holds. A part
+    of norms alone (one-dimensional parameters) joins the stage after it; what is left joins the last."""
+    holders: dict[int, list[str]] = {}
+    for name, module, _ in parts:
+        for parameter in module.parameters():
+            holders.setdefault(id(parameter), []).append(name)
+    called = {id(p) for _, module, was_called in parts if was_called for p in module.parameters()}
     stages: list[Stage] = []
     pending: list[nn.Parameter] = []
-    for index in order:
-        name, module = parts[index]
-        pending += list(module.parameters(recurse=True))
+    seen: set[int] = set()
+    for name, module, was_called in parts:
+        new = [p for p in module.parameters() if id(p) not in seen and (was_called or id(p) not in called)]
+        seen.update(id(p) for p in new)
+        pending += new
         if any(p.dim() > 1 for p in pending):
-            stages.append(Stage(name, pending))
+            tied = sorted({other for p in new for other in holders[id(p)] if other != name})
+            stages.append(Stage(name + (f" (tied: {', '.join(tied)})" if tied else ""), pending))
             pending = []
-    own = [p for p in model.parameters(recurse=False)]
     if stages:
-        stages[-1].parameters += pending + own
+        stages[-1].parameters += pending
     return stages
 
 
@@ -107,7 +136,7 @@ def randomise(parameters: list[nn.Parameter], generator: torch.Generator) -> Non
             parameter.copy_((noise * std + mean).to(parameter.device))
 
 
-def cascade(model: nn.Module, stages: list[Stage], seed: int = 0):
+def cascade(model: Network, stages: list[Stage], seed: int = 0):
     """Yield (stage name, a copy of ``model`` with that stage and every one before it randomised)."""
     generator = torch.Generator().manual_seed(seed)
     randomised = copy.deepcopy(model).eval()
@@ -159,6 +188,11 @@ def shuffled_targets_model(
 ):
     """A bundle of ``bundle``'s configuration and tokenizers, trained from scratch for ``steps`` steps on its corpus's
     training pairs with shuffled targets, by the app's own trainer (on the CPU)."""
+    if not bundle.family.capabilities.trainable:
+        raise GradingError(
+            "a model trained on shuffled targets is trained here with this model's configuration; a pretrained "
+            "folder's is not trained here: leave the data randomisation out"
+        )
     if bundle.corpus is None:
         raise GradingError("a model trained on shuffled targets needs the corpus this model was trained on")
     torch.manual_seed(seed)

@@ -100,6 +100,10 @@ class EncoderClassifier(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def module_tree(self) -> nn.Module:
+        """The module whose parts are its layers, embeddings and head (the report card's cascade): itself."""
+        return self
+
     def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
         """[B, 1, 1, L] True where a key is a real piece; None when nothing is padded."""
         real = ids != self.config.pad_id  # [B, L]

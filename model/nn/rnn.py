@@ -165,6 +165,10 @@ class RNNAttention(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def module_tree(self) -> nn.Module:
+        """The module whose parts are its layers, embeddings and head (the report card's cascade): itself."""
+        return self
+
     # --- encoder ----------------------------------------------------------------------------------
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor, list]:
         """source_ids [B, S] (padding after the real pieces) -> (memory [B, S, d_hidden], mask bool [B, S] True at

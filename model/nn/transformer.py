@@ -274,6 +274,10 @@ class Transformer(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def module_tree(self) -> nn.Module:
+        """The module whose parts are its layers, embeddings and head (the report card's cascade): itself."""
+        return self
+
     def hook_points(self) -> dict[str, HookPoint]:
         """Every hook point of the teacher-forced pass by its name (model/interventions/hooked.py), in the order the
         pass reaches them: ``encoder.embed``, ``encoder.pos``, each encoder layer's (``encoder.{l}.resid_pre``, …),

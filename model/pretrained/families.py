@@ -183,6 +183,10 @@ class PretrainedNetwork:
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.hf_model.parameters())
 
+    def module_tree(self) -> torch.nn.Module:
+        """The module whose parts are its layers, embeddings and head (the report card's cascade): the library's."""
+        return cast(torch.nn.Module, self.hf_model)
+
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden  # decode_step returned the model's logits already (see the module docstring)
 
@@ -342,7 +346,8 @@ def layout_capabilities(network: Network) -> Capabilities:
     family's capabilities, with its hooked pass only where the network's layout has one (``HOOKED_LAYOUTS``), so a
     layout without an adapter is declared without interventions."""
     model_type = cast(PretrainedConfig, network.config).model_type
-    modules_known = model_type in LAYOUT_MODULES  # its heads' projections are found: they can be masked and gated
+    modules = LAYOUT_MODULES.get(model_type)
+    modules_known = modules is not None  # its heads' projections are found: they can be masked and gated
     return replace(
         SEQ2SEQ.capabilities,
         hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None,
@@ -352,6 +357,7 @@ def layout_capabilities(network: Network) -> Capabilities:
         # the neuron view reads its queries and keys at the hooked pass's points, and splits its scores by the layout's
         # modules (model/neuron/library_vectors.py)
         queries_keys=QueriesKeys.HOOKED if modules_known and model_type in HOOKED_LAYOUTS else QueriesKeys.NOT_READ,
+        hides_pieces=modules is not None and modules.pad_keeps_positions,  # its padding mask hides a piece in place
     )
 
 

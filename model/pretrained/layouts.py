@@ -51,6 +51,9 @@ class LayoutModules:
     embedding_norm: str | None = None
     final_norm: str | None = None
     sublayer_norms: tuple[str, str, str] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
+    # A piece replaced by the pad id is masked and the others keep their positions (the report card hides pieces so);
+    # not so where the positions count the pieces that are not padding (M2M100's and NLLB's)
+    pad_keeps_positions: bool = True
 
 
 _SELF_AND_CROSS = (AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS)
@@ -95,7 +98,7 @@ LAYOUT_MODULES = {
     "marian": _POST_NORM_MODULES,
     "bart": replace(_POST_NORM_MODULES, embedding_norm="layernorm_embedding"),
     "mbart": replace(_PRE_NORM_MODULES, embedding_norm="layernorm_embedding"),
-    "m2m_100": _PRE_NORM_MODULES,
+    "m2m_100": replace(_PRE_NORM_MODULES, pad_keeps_positions=False),
     "pegasus": _PRE_NORM_MODULES,
 }
 

@@ -27,6 +27,7 @@ class ExploreReportCard:
         self.sentence_button = QPushButton("This sentence")
         beside_grade(view, self.sentence_button)
         view.compute_requested.connect(controller.compute)
+        view.corpus_chosen.connect(self._on_corpus_chosen)
         self.sentence_button.clicked.connect(lambda: controller.compute_sentence(view.sanity_pairs.value()))
         view.cancel_requested.connect(controller.cancel)
         view.save_requested.connect(controller.save)
@@ -51,9 +52,16 @@ class ExploreReportCard:
 
     def _on_model_changed(self) -> None:
         """Grade enabled (or why not), and the note said again either way: "Open or train a model first" must not
-        outlive the model's opening, nor a cleared card's caption its table."""
+        outlive the model's opening, nor a cleared card's caption its table. A model that says no training corpus is
+        offered the corpora it may be graded on."""
+        self.view.set_corpora(self.controller.corpora())  # chooses the first: _on_corpus_chosen says the rest
+        self.view.allow_shuffled(self.controller.shuffled_unavailable())
         self.view.show_unavailable(self.controller.unavailable(), self.controller.running)
         self._enable_sentence()
+
+    def _on_corpus_chosen(self, name: str) -> None:
+        self.controller.choose_corpus(name)
+        self.view.show_unavailable(self.controller.unavailable(), self.controller.running)
 
 
 def beside_grade(view: ReportCardView, button: QPushButton) -> None:

@@ -60,3 +60,19 @@ def test_models_it_cannot_grade_are_refused_with_the_reason(controllers):
     controllers.explore.set_model(open_model("tagger"))
     assert "encoder-decoder model" in report_card.unavailable()
     assert not report_card.compute(5) and not report_card.running
+
+
+def test_a_pretrained_model_is_graded_on_the_corpus_chosen_for_it(controllers, tiny_bundles):
+    """A Hugging Face folder says no training corpus: the built-in translation corpus is offered, and the card of its
+    held-out pairs is graded in a job."""
+    explore, report_card = controllers.explore, controllers.report_card
+    explore.set_model(tiny_bundles["marian"])
+    assert report_card.corpora() == ["toy-fr"]
+    assert "does not say which corpus" in report_card.unavailable()
+    assert "not trained here" in report_card.shuffled_unavailable()
+    report_card.choose_corpus("toy-fr")
+    assert report_card.unavailable() == "" and report_card.compute(2, 0)
+    assert controllers.inbox.wait_until(lambda: not report_card.running, WAIT_S)
+    card = report_card.card
+    assert card is not None and card.n_pairs == 2 and card.corpus == "toy-fr"
+    assert card.row("attention").cells["aer"].value is not None
