@@ -215,3 +215,10 @@ def tiny_bundles(tiny_folders):
     from model.pretrained.loading import load_pretrained
 
     return {family: load_pretrained(folder) for family, folder in tiny_folders.items()}
+
+
+@pytest.fixture(scope="session")
+def encoder_decoders(tiny_bundles, pre_norm_bundles) -> dict:
+    """Every Hugging Face encoder-decoder layout's tiny model, opened, by layout: T5, Marian, BART, mBART, M2M100 and
+    Pegasus."""
+    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}

@@ -92,6 +92,9 @@ class ToyNetwork(nn.Module):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def module_tree(self) -> nn.Module:
+        return self
+
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         mask = source_ids != self.config.pad_id  # [B, S]
         return self.source_embedding(source_ids), mask, []  # no self-attention: no weights

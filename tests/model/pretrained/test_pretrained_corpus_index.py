@@ -15,6 +15,7 @@ from model.corpus.sources import IndexCorpus
 from model.data.corpora import Pair
 from model.decoding.greedy import greedy_decode
 from model.kinds import AttentionKind
+from tests.model.library_by_hand import attention_by_hand
 
 PAIRS = [Pair("The house is small .", ""), Pair("The old man sees the dog .", "")]
 
@@ -26,14 +27,8 @@ def bundles(tiny_bundles, pre_norm_bundles) -> dict:
 
 def _projections(network, kind: AttentionKind, layer: int):
     """(query projection, key projection) of ``kind`` in ``layer``, by the test's own names."""
-    hf_model = network.hf_model
-    stack = hf_model.get_encoder() if kind is AttentionKind.ENCODER else hf_model.get_decoder()
-    if network.config.model_type == "t5":
-        block = stack.block[layer]
-        attention = block.layer[1].EncDecAttention if kind is AttentionKind.CROSS else block.layer[0].SelfAttention
-        return attention.q, attention.k
-    attention = stack.layers[layer].encoder_attn if kind is AttentionKind.CROSS else stack.layers[layer].self_attn
-    return attention.q_proj, attention.k_proj
+    attention = attention_by_hand(network, kind, layer)
+    return attention.queries, attention.keys
 
 
 @pytest.mark.parametrize("layout", ["t5", "marian", "mbart"])

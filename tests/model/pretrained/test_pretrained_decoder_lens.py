@@ -19,11 +19,6 @@ LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
 FINAL_NORM = {"t5": "final_layer_norm", "mbart": "layer_norm", "m2m100": "layer_norm", "pegasus": "layer_norm"}
 
 
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
 def _library_translations(bundle, layout: str, steps: int) -> list[list[int]]:
     """Each encoder layer's greedy translation by the library alone: its hidden states, its final norm, its generate."""
     # deferred: the hf extra (the fixtures skip without it)
@@ -58,8 +53,8 @@ def _until_eos(ids: list[int], eos_id: int, pad_id: int) -> list[int]:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_each_layer_s_translation_is_the_library_s_greedy_generate_from_that_layer(bundles, layout):
-    bundle = bundles[layout]
+def test_each_layer_s_translation_is_the_library_s_greedy_generate_from_that_layer(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     lens = bundle_decoder_lens(bundle, TEXT)
     config = bundle.model.config
     assert len(lens.token_ids) == config.n_encoder_layers and lens.final_norm == (layout in FINAL_NORM)

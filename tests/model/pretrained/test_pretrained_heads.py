@@ -20,26 +20,16 @@ from model.attribution.importance import head_importance
 from model.data.corpora import Pair
 from model.kinds import AttentionKind
 from model.nn.masking import Head, check_heads, masked_model
+from tests.model.library_by_hand import attention_by_hand
 
 SOURCE, TARGET = "The house is small .", "La maison est petite ."
 LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
 
 
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
 def _projection_and_width(network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Linear, int]:
     """The library's output projection of ``kind`` in ``layer`` and its heads' width, found by the test's own names."""
-    hf_model = network.hf_model
-    stack = hf_model.get_encoder() if kind is AttentionKind.ENCODER else hf_model.get_decoder()
-    if network.config.model_type == "t5":
-        block = stack.block[layer]
-        attention = block.layer[1].EncDecAttention if kind is AttentionKind.CROSS else block.layer[0].SelfAttention
-        return attention.o, attention.key_value_proj_dim
-    attention = stack.layers[layer].encoder_attn if kind is AttentionKind.CROSS else stack.layers[layer].self_attn
-    return attention.out_proj, attention.head_dim
+    attention = attention_by_hand(network, kind, layer)
+    return attention.output, attention.head_width
 
 
 def _inputs(bundle) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,8 +56,8 @@ def _scaled_by_hand(network, kind: AttentionKind, layer: int, head: int, factor:
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_knocked_out_head_is_its_slice_zeroed_in_the_library_s_pass(bundles, layout):
-    bundle = bundles[layout]
+def test_a_knocked_out_head_is_its_slice_zeroed_in_the_library_s_pass(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     network = bundle.model
     source, target = _inputs(bundle)
     heads = (Head(AttentionKind.CROSS, 1, 1), Head(AttentionKind.ENCODER, 0, 0))
@@ -88,8 +78,8 @@ def test_a_knocked_out_head_is_its_slice_zeroed_in_the_library_s_pass(bundles, l
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_every_head_of_a_layer_knocked_out_leaves_only_the_projection_s_bias(bundles, layout):
-    bundle = bundles[layout]
+def test_every_head_of_a_layer_knocked_out_leaves_only_the_projection_s_bias(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     network = bundle.model
     n_heads = network.config.n_encoder_heads
     masked = masked_model(network, tuple(Head(AttentionKind.ENCODER, 1, head) for head in range(n_heads)))
@@ -106,16 +96,16 @@ def test_every_head_of_a_layer_knocked_out_leaves_only_the_projection_s_bias(bun
     assert torch.allclose(outputs[0], bias.expand_as(outputs[0]), atol=1e-6, rtol=0)
 
 
-def test_heads_a_pretrained_model_does_not_have_are_refused_by_its_own_counts(bundles):
-    network = bundles["t5"].model
+def test_heads_a_pretrained_model_does_not_have_are_refused_by_its_own_counts(encoder_decoders):
+    network = encoder_decoders["t5"].model
     with pytest.raises(Exception, match="has 2 layers of 4 heads") as error:
         check_heads(network, (Head(AttentionKind.DECODER, 0, 4),))
     assert "\n" not in str(error.value)
 
 
 @pytest.mark.parametrize("layout", ["t5", "marian", "mbart"])
-def test_head_importance_is_the_gradient_of_the_library_s_loss_through_a_gate_of_the_test_s_own(bundles, layout):
-    bundle = bundles[layout]
+def test_head_importance_is_the_gradient_of_the_library_s_loss_through_a_gate_of_the_test_s_own(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     importance = head_importance(bundle, [Pair(SOURCE, TARGET)])
     network = bundle.model
     source, target = _inputs(bundle)

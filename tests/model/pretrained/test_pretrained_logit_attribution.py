@@ -23,11 +23,6 @@ LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
 POST_NORM = ("marian", "bart")
 
 
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
 def _decoded(bundle) -> tuple[list[int], list[int]]:
     source = bundle.source_ids(TEXT)[0]
     return source, [5, 9, 11, bundle.model.config.eos_id]  # any tokens: the attribution is teacher-forced along them
@@ -43,8 +38,8 @@ def _library_logits(network, source_ids: list[int], chosen: list[int]) -> torch.
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_parts_sum_to_the_library_s_logit(bundles, layout):
-    bundle = bundles[layout]
+def test_the_parts_sum_to_the_library_s_logit(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     network = bundle.model
     source, chosen = _decoded(bundle)
     logits = _library_logits(network, source, chosen)  # [T, V]
@@ -79,8 +74,8 @@ def _through(norm: torch.nn.Module, part: torch.Tensor, stream: torch.Tensor, rm
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_head_s_part_is_its_output_through_the_norms_after_it_by_hand(bundles, layout):
-    bundle = bundles[layout]
+def test_a_head_s_part_is_its_output_through_the_norms_after_it_by_hand(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     network, hf_model = bundle.model, bundle.model.hf_model
     source, chosen = _decoded(bundle)
     last, head = network.config.n_decoder_layers - 1, 1

@@ -26,34 +26,16 @@ import torch
 
 from model.attribution.measures import compute_measure
 from model.kinds import AttentionKind
+from tests.model.library_by_hand import attention_by_hand, sentence_case
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
-SOURCE = "The house is small ."
 LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
-
-
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
-def _case(bundle) -> tuple[list[int], list[int], torch.Tensor, torch.Tensor]:
-    """(source ids, chosen ids, source [1, S], decoder inputs [1, T]) of a sentence and four decoded tokens."""
-    source_ids = bundle.source_ids(SOURCE)[0]
-    chosen = [5, 7, 9, bundle.config.eos_id]
-    return source_ids, chosen, torch.tensor([source_ids]), torch.tensor([[bundle.config.bos_id, *chosen[:-1]]])
 
 
 def _attention(network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
     """(the attention module, its value projection, its output projection), by the test's own names."""
-    hf_model = network.hf_model
-    stack = hf_model.get_encoder() if kind is ENCODER else hf_model.get_decoder()
-    if network.config.model_type == "t5":
-        block = stack.block[layer]
-        attention = block.layer[1].EncDecAttention if kind is CROSS else block.layer[0].SelfAttention
-        return attention, attention.v, attention.o
-    attention = stack.layers[layer].encoder_attn if kind is CROSS else stack.layers[layer].self_attn
-    return attention, attention.v_proj, attention.out_proj
+    attention = attention_by_hand(network, kind, layer)
+    return attention.module, attention.values, attention.output
 
 
 def _library_pass(network, source: torch.Tensor, inputs: torch.Tensor, hooks: dict) -> tuple[object, dict]:
@@ -88,11 +70,11 @@ def _per_head(values: torch.Tensor, projection: torch.nn.Linear, n_heads: int) -
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_measured_pass_splits_the_library_s_own_sublayers(bundles, layout):
+def test_the_measured_pass_splits_the_library_s_own_sublayers(encoder_decoders, layout):
     from model.attribution.transparent_pass import token_pass
 
-    network = bundles[layout].model
-    _, _, source, inputs = _case(bundles[layout])
+    network = encoder_decoders[layout].model
+    _, _, source, inputs = sentence_case(encoder_decoders[layout])
     record = token_pass(network, source, inputs)
     projections = {(kind, layer): _attention(network, kind, layer)[2] for kind in (ENCODER, DECODER, CROSS) for layer in range(2)}
     with torch.no_grad():
@@ -116,9 +98,9 @@ def test_the_measured_pass_splits_the_library_s_own_sublayers(bundles, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_norm_based_contributions_are_the_library_s_weights_times_its_value_norms(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_norm_based_contributions_are_the_library_s_weights_times_its_value_norms(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     values = compute_measure(network, source_ids, chosen, "norm").values
     modules = {(kind, layer): _attention(network, kind, layer) for kind in (ENCODER, DECODER, CROSS) for layer in range(2)}
     with torch.no_grad():
@@ -131,9 +113,9 @@ def test_norm_based_contributions_are_the_library_s_weights_times_its_value_norm
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_value_zeroing_is_the_library_s_layer_output_with_one_value_zeroed(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_value_zeroing_is_the_library_s_layer_output_with_one_value_zeroed(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     values = compute_measure(network, source_ids, chosen, "value-zeroing").values
 
     def zeroing(key: int):
@@ -185,9 +167,9 @@ def _score(network, source, inputs, step: int, token: int, scale: float = 1.0):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_gradient_times_input_is_the_library_s_gradient_through_the_token_embeddings(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_gradient_times_input_is_the_library_s_gradient_through_the_token_embeddings(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     values = compute_measure(network, source_ids, chosen, "grad-input").values
     for step in (0, 2):
         score, (source_vectors, target_vectors) = _score(network, source, inputs, step, chosen[step])
@@ -203,9 +185,9 @@ def test_gradient_times_input_is_the_library_s_gradient_through_the_token_embedd
 
 
 @pytest.mark.parametrize("layout", ["t5", "marian", "mbart"])
-def test_integrated_gradients_report_their_true_gap_to_the_library_s_change_from_zero_embeddings(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_integrated_gradients_report_their_true_gap_to_the_library_s_change_from_zero_embeddings(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     result = compute_measure(network, source_ids, chosen, "ig", steps=[1], max_points=1025)
     with torch.no_grad():
         change = float(_score(network, source, inputs, 1, chosen[1])[0] - _score(network, source, inputs, 1, chosen[1], 0.0)[0])
@@ -216,9 +198,9 @@ def test_integrated_gradients_report_their_true_gap_to_the_library_s_change_from
 
 
 @pytest.mark.parametrize("layout", ["t5", "bart", "m2m100"])
-def test_attention_gradient_follows_chefer_s_rules_on_the_library_s_own_maps(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_attention_gradient_follows_chefer_s_rules_on_the_library_s_own_maps(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     values = compute_measure(network, source_ids, chosen, "attn-grad").values
     n_source, n_target = source.shape[1], inputs.shape[1]
     for step in range(n_target):
@@ -242,9 +224,9 @@ def test_attention_gradient_follows_chefer_s_rules_on_the_library_s_own_maps(bun
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_alti_rows_are_distributions_and_alti_plus_splits_each_prediction(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, _, _ = _case(bundles[layout])
+def test_alti_rows_are_distributions_and_alti_plus_splits_each_prediction(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, _, _ = sentence_case(encoder_decoders[layout])
     alti = compute_measure(network, source_ids, chosen, "alti").values
     plus = compute_measure(network, source_ids, chosen, "alti+")
     for table in (alti[ENCODER], alti[DECODER], plus.values[ENCODER]):

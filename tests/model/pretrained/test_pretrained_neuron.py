@@ -23,38 +23,16 @@ import torch
 from model.kinds import AttentionKind
 from model.neuron.terms import head_terms, neuron_row
 from model.neuron.vectors import sentence_vectors
+from tests.model.library_by_hand import SOURCE, attention_by_hand, sentence_case
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
-SOURCE = "The house is small ."
 LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
 ABSOLUTE_LAYOUTS = LAYOUTS[1:]
 
 
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
-def _case(bundle) -> tuple[list[int], list[int], torch.Tensor, torch.Tensor]:
-    source_ids = bundle.source_ids(SOURCE)[0]
-    chosen = [5, 7, 9, bundle.config.eos_id]
-    return source_ids, chosen, torch.tensor([source_ids]), torch.tensor([[bundle.config.bos_id, *chosen[:-1]]])
-
-
-def _attention(network, kind: AttentionKind, layer: int) -> torch.nn.Module:
-    """The attention module, by the test's own names."""
-    stack = network.hf_model.get_encoder() if kind is ENCODER else network.hf_model.get_decoder()
-    if network.config.model_type == "t5":
-        block = stack.block[layer]
-        return block.layer[1].EncDecAttention if kind is CROSS else block.layer[0].SelfAttention
-    return stack.layers[layer].encoder_attn if kind is CROSS else stack.layers[layer].self_attn
-
-
 def _projections(network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Linear, torch.nn.Linear]:
-    attention = _attention(network, kind, layer)
-    if network.config.model_type == "t5":
-        return attention.q, attention.k
-    return attention.q_proj, attention.k_proj
+    attention = attention_by_hand(network, kind, layer)
+    return attention.queries, attention.keys
 
 
 def _heads(values: torch.Tensor, n_heads: int) -> np.ndarray:
@@ -78,9 +56,9 @@ def _library(network, source, inputs, modules: list[torch.nn.Module]) -> tuple[o
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_queries_keys_and_weights_are_the_library_s_own(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_queries_keys_and_weights_are_the_library_s_own(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     vectors = sentence_vectors(network, source_ids, chosen)
     wanted = [(kind, layer) for kind in (ENCODER, DECODER, CROSS) for layer in range(2)]
     out, kept = _library(network, source, inputs, [p for kind, layer in wanted for p in _projections(network, kind, layer)])
@@ -102,9 +80,9 @@ def test_queries_keys_and_weights_are_the_library_s_own(bundles, layout):
         np.testing.assert_allclose(kind_vectors.terms[:, layer].sum(0)[visible], scores[visible], rtol=0, atol=1e-5)
 
 
-def test_t5_s_position_term_is_its_relative_bias(bundles):
-    network = bundles["t5"].model
-    source_ids, chosen, source, inputs = _case(bundles["t5"])
+def test_t5_s_position_term_is_its_relative_bias(encoder_decoders):
+    network = encoder_decoders["t5"].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders["t5"])
     vectors = sentence_vectors(network, source_ids, chosen)
     out, _ = _library(network, source, inputs, [])
     maps = {ENCODER: out.encoder_attentions, DECODER: out.decoder_attentions, CROSS: out.cross_attentions}
@@ -132,9 +110,9 @@ def _positions_module(network, side: str) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("layout", ABSOLUTE_LAYOUTS)
-def test_the_first_encoder_layer_s_position_term_is_the_position_table_through_its_norms(bundles, layout):
-    network = bundles[layout].model
-    source_ids, chosen, source, inputs = _case(bundles[layout])
+def test_the_first_encoder_layer_s_position_term_is_the_position_table_through_its_norms(encoder_decoders, layout):
+    network = encoder_decoders[layout].model
+    source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     vectors = sentence_vectors(network, source_ids, chosen, private=False)
     encoder = network.hf_model.get_encoder()
     first = encoder.layers[0]
@@ -165,16 +143,16 @@ def test_the_first_encoder_layer_s_position_term_is_the_position_table_through_i
     np.testing.assert_allclose(vectors.of(ENCODER).terms[3, 0], own, atol=1e-4)  # position·position
 
 
-def test_a_marian_reading_no_tokens_has_only_its_position_term_in_the_first_layer(bundles):
+def test_a_marian_reading_no_tokens_has_only_its_position_term_in_the_first_layer(encoder_decoders):
     """Token embeddings, the query and key biases and the norms' shifts zeroed: the first encoder layer reads the
     sinusoidal positions alone, so its scores are position·position."""
-    network = copy.deepcopy(bundles["marian"].model)
+    network = copy.deepcopy(encoder_decoders["marian"].model)
     with torch.no_grad():
         network.hf_model.get_encoder().embed_tokens.weight.zero_()
         attention = network.hf_model.get_encoder().layers[0].self_attn
         attention.q_proj.bias.zero_()
         attention.k_proj.bias.zero_()
-    source_ids, chosen, _, _ = _case(bundles["marian"])
+    source_ids, chosen, _, _ = sentence_case(encoder_decoders["marian"])
     vectors = sentence_vectors(network, source_ids, chosen, private=True)
     terms = vectors.of(ENCODER).terms  # [4, layers, H, S, S]
     assert np.abs(terms[:3, 0]).max() < 1e-9
@@ -183,11 +161,11 @@ def test_a_marian_reading_no_tokens_has_only_its_position_term_in_the_first_laye
 
 
 @pytest.mark.parametrize("layout", ("t5", "marian"))
-def test_the_view_s_row_and_the_command_read_the_same_vectors(bundles, tiny_folders, layout, tmp_path, capsys):
+def test_the_view_s_row_and_the_command_read_the_same_vectors(encoder_decoders, tiny_folders, layout, tmp_path, capsys):
     from model.cli import main
 
-    bundle = bundles[layout]
-    source_ids, chosen, _, _ = _case(bundle)
+    bundle = encoder_decoders[layout]
+    source_ids, chosen, _, _ = sentence_case(bundle)
     vectors = sentence_vectors(bundle.model, source_ids, chosen)
     row = neuron_row(vectors, CROSS, 1, 0, 2)
     assert row.terms is not None and row.terms.shape[0] == len(row.term_split.names)

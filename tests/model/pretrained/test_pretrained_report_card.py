@@ -26,18 +26,13 @@ FAST = MethodSettings(ig_points=17, lime_samples=8, shap_samples=8)
 PAIR = Pair("the black cat sees the small dog", "le chat noir voit le petit chien")
 
 
-@pytest.fixture(scope="module")
-def bundles(tiny_bundles, pre_norm_bundles) -> dict:
-    return {"t5": tiny_bundles["t5"], "marian": tiny_bundles["marian"], "bart": tiny_bundles["bart"], **pre_norm_bundles}
-
-
 def _toy() -> CorpusSpec:
     return CorpusSpec("toy-fr")
 
 
 @pytest.mark.parametrize("layout", ("marian", "t5"))
-def test_a_card_of_a_pretrained_model_on_a_corpus_named_for_it(bundles, layout):
-    bundle = bundles[layout]
+def test_a_card_of_a_pretrained_model_on_a_corpus_named_for_it(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     with pytest.raises(GradingError, match="name one to grade it on"):
         grading_pairs(bundle, None, 2, 0)  # a pretrained folder says no training corpus
     corpus, pairs = grading_pairs(bundle, _toy(), 2, 0)
@@ -51,8 +46,8 @@ def test_a_card_of_a_pretrained_model_on_a_corpus_named_for_it(bundles, layout):
 
 
 @pytest.mark.parametrize("layout", ("marian", "t5"))
-def test_a_hidden_piece_is_masked_as_padding_on_the_library_s_own_pass(bundles, layout):
-    bundle = bundles[layout]
+def test_a_hidden_piece_is_masked_as_padding_on_the_library_s_own_pass(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     case = graded_pairs(bundle, [PAIR])[0]
     scorer = PairScorer(bundle.model, case)
     keep = np.ones((1, case.n_source), bool)
@@ -70,8 +65,8 @@ def test_a_hidden_piece_is_masked_as_padding_on_the_library_s_own_pass(bundles, 
     assert np.abs(scored - scorer.full).max() > 1e-6  # hiding it changed the prediction
 
 
-def test_a_layout_whose_positions_skip_padding_cannot_hide_a_piece(bundles):
-    bundle = bundles["m2m100"]
+def test_a_layout_whose_positions_skip_padding_cannot_hide_a_piece(encoder_decoders):
+    bundle = encoder_decoders["m2m100"]
     corpus, pairs = grading_pairs(bundle, _toy(), 1, 0)
     card = grade(bundle, pairs, CardSettings(("attention", "occlusion"), FAST, sanity_pairs=0), corpus=corpus)
     reason = card.row("attention").cells["deletion_aopc"].reason
@@ -80,8 +75,8 @@ def test_a_layout_whose_positions_skip_padding_cannot_hide_a_piece(bundles):
 
 
 @pytest.mark.parametrize("layout", ("t5", "bart", "mbart"))
-def test_the_cascade_redraws_every_tensor_of_the_library_s_model_once_from_its_head_down(bundles, layout):
-    bundle = bundles[layout]
+def test_the_cascade_redraws_every_tensor_of_the_library_s_model_once_from_its_head_down(encoder_decoders, layout):
+    bundle = encoder_decoders[layout]
     stages = cascade_stages(bundle.model, graded_pairs(bundle, [PAIR])[0])
     every = [id(p) for stage in stages for p in stage.parameters]
     assert len(every) == len(set(every)) == len({id(p) for p in bundle.model.hf_model.parameters()})
@@ -91,6 +86,6 @@ def test_the_cascade_redraws_every_tensor_of_the_library_s_model_once_from_its_h
         assert "tied:" in names[0] and sum("embed tokens" in n for n in names) == 1  # the tied table named once
 
 
-def test_data_randomisation_is_refused_for_a_folder_not_trained_here(bundles):
+def test_data_randomisation_is_refused_for_a_folder_not_trained_here(encoder_decoders):
     with pytest.raises(GradingError, match="not trained here"):
-        shuffled_targets_model(bundles["marian"], 5)
+        shuffled_targets_model(encoder_decoders["marian"], 5)
