@@ -40,7 +40,9 @@ def add_neuron_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--text", required=True, help="the source sentence")
     parser.add_argument("--target", help="the target given to the decoder (default: the greedy translation)")
-    parser.add_argument("--kind", default="cross", help="encoder, decoder or cross (default cross)")
+    parser.add_argument(
+        "--kind", help="encoder, decoder or cross (default: cross-attention, or the only kind a model without it has)"
+    )
     parser.add_argument("--layer", type=int, default=1, help="layer, from 1 (default 1)")
     parser.add_argument("--head", type=int, default=1, help="head, from 1 (default 1)")
     parser.add_argument("--query", type=int, help="query position, from 1 (default: the last)")
@@ -49,10 +51,10 @@ def add_neuron_arguments(parser: argparse.ArgumentParser) -> None:
     add_figure_arguments(parser)
 
 
-def _checked(args) -> tuple[str, AttentionKind]:
+def _checked(args) -> tuple[str, AttentionKind | None]:
     """The --out suffix and the kind, every number checked before the model loads."""
     suffix = out_suffix(args.out, (".csv", *FIGURES))
-    kind = AttentionKind.parse(args.kind)
+    kind = AttentionKind.parse(args.kind) if args.kind is not None else None
     for name in ("layer", "head", "query"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -78,6 +80,8 @@ def run_neuron(args) -> int:
     check_model(bundle.model)
     _check_target_length(bundle, args.target)
     trace, vectors = read_sentence(bundle, args.text, args.target)
+    if kind is None:  # cross-attention where the model has it, else its one kind (an encoder's, a decoder's)
+        kind = AttentionKind.CROSS if AttentionKind.CROSS in vectors.kinds else next(iter(vectors.kinds))
     labels = trace.axis_labels(kind) if trace.has(kind) else None
     n_queries = len(labels[0]) if labels else 0
     query = (args.query if args.query is not None else max(n_queries, 1)) - 1

@@ -180,7 +180,7 @@ def _kind_vectors(
         if kind.causal:
             scores = scores.masked_fill(torch.ones(n_queries, n_keys, dtype=torch.bool).triu(1), float("-inf"))
         weights = acts[f"{name}.pattern"][0].double()  # [H, Q, K]: the library's own
-        _check_weights(scores, weights, kind, layer)
+        check_weights(scores, weights, kind, layer)
         for label, value in (("q", q), ("k", k), ("scores", scores), ("weights", weights), ("terms", terms)):
             tables[label].append(value.cpu().numpy())
     stacked = {label: np.stack(values) for label, values in tables.items()}
@@ -201,7 +201,7 @@ def _projected(network: Seq2SeqNetwork, kind: AttentionKind, layer: int, read: R
     return q.double(), k.double()
 
 
-def _check_weights(scores: torch.Tensor, weights: torch.Tensor, kind: AttentionKind, layer: int) -> None:
+def check_weights(scores: torch.Tensor, weights: torch.Tensor, kind: AttentionKind, layer: int) -> None:
     """A NeuronError when softmax(scores) is not the library's own weights (a layout that forms its scores otherwise)."""
     difference = float((torch.softmax(scores, dim=-1) - weights).abs().max())
     if not difference <= WEIGHTS_AGREE:

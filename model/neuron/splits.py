@@ -58,3 +58,16 @@ def term_tables(queries: np.ndarray, keys: np.ndarray, query_positions: np.ndarr
     scale = 1.0 / math.sqrt(queries.shape[-1])
     pairs = ((q_token, k_token), (q_token, k_position), (q_position, k_token), (q_position, k_position))
     return np.stack([np.einsum("...qd,...kd->...qk", q, k) * scale for q, k in pairs])  # [4, ..., Q, K]
+
+
+ROTARY_TERMS = TermSplit(
+    "rotary",
+    ("query·key, unrotated", "rotation"),
+    (TERM_COLOURS[0], TERM_COLOURS[3]),
+    (1,),
+    "score = (the query and key as projected, unrotated)·/√d_k + what turning them by their positions adds (the "
+    "rotary angle of the key's offset from the query: a relative position term)",
+    "rotation = the score of the rotated query and key minus that of the unrotated ones; query·key, unrotated = the "
+    "rest (content: every position's rotation undone)",
+    "scaled score of the rotated q, k over √d_k",
+)

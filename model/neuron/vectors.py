@@ -1,7 +1,7 @@
 """Every head's queries, keys, scores and weights of one sentence, and the terms its scores split into by position:
 read by the reader its family declares (``Capabilities.queries_keys``): the app's own Transformers'
-(model/neuron/own_vectors.py) or a Hugging Face encoder-decoder's, through its hooked pass
-(model/neuron/library_vectors.py)."""
+(model/neuron/own_vectors.py), a Hugging Face encoder-decoder's, through its hooked pass
+(model/neuron/library_vectors.py), or a Hugging Face decoder-only model's (model/neuron/decoder_vectors.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 from model.family import Positions, QueriesKeys, capabilities_of, family_of
 from model.network import Network
+from model.neuron.decoder_vectors import decoder_vectors
 from model.neuron.library_vectors import library_vectors
 from model.neuron.own_vectors import own_vectors
 from model.neuron.records import KindVectors, NeuronError, SentenceVectors
@@ -16,7 +17,11 @@ from model.neuron.records import KindVectors, NeuronError, SentenceVectors
 __all__ = ["KindVectors", "NeuronError", "SentenceVectors", "check_model", "sentence_vectors", "splits_positions", "unavailable"]
 
 # Each kind of queries and keys' reader, given a network of the family that declares that kind
-READERS: dict[QueriesKeys, Callable[..., SentenceVectors]] = {QueriesKeys.OWN: own_vectors, QueriesKeys.HOOKED: library_vectors}
+READERS: dict[QueriesKeys, Callable[..., SentenceVectors]] = {
+    QueriesKeys.OWN: own_vectors,
+    QueriesKeys.HOOKED: library_vectors,
+    QueriesKeys.DECODER: decoder_vectors,
+}
 
 
 def unavailable(model: Network) -> str:
@@ -34,7 +39,7 @@ def check_model(model: Network) -> None:
 def splits_positions(model: Network) -> bool:
     """Whether ``model``'s scores split into terms by position: an absolute table (four terms) or a relative bias."""
     capabilities = capabilities_of(model)
-    return capabilities.positions is Positions.TABLE or capabilities.queries_keys is QueriesKeys.HOOKED
+    return capabilities.positions is Positions.TABLE or capabilities.queries_keys in (QueriesKeys.HOOKED, QueriesKeys.DECODER)
 
 
 def sentence_vectors(

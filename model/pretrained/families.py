@@ -28,7 +28,7 @@ from model.family import Architecture, Capabilities, Family, Positions, QueriesK
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
-from model.pretrained.layouts import HOOKED_LAYOUTS, LAYOUT_MODULES
+from model.pretrained.layouts import DECODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES
 from model.pretrained.positional import pretrained_report
 
 if TYPE_CHECKING:
@@ -361,6 +361,14 @@ def layout_capabilities(network: Network) -> Capabilities:
     )
 
 
+def decoder_layout_capabilities(network: Network) -> Capabilities:
+    """What a pretrained decoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): the
+    neuron view where its layout's projections are known (``DECODER_LAYOUT_MODULES``)."""
+    model_type = cast(PretrainedConfig, network.config).model_type
+    known = model_type in DECODER_LAYOUT_MODULES
+    return replace(DECODER.capabilities, queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ)
+
+
 def _pretrained(
     name: str,
     title: str,
@@ -413,4 +421,5 @@ DECODER = _pretrained(
     DecoderNetwork,
     Architecture.DECODER_ONLY,
     (AttentionKind.DECODER,),
+    layouts=decoder_layout_capabilities,
 )

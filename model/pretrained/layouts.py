@@ -118,3 +118,28 @@ def hidden_of(output: ModuleOutput) -> torch.Tensor:
 def hidden_input(args: tuple, kwargs: dict) -> torch.Tensor:
     """The hidden states a library module was given (a forward pre-hook's arguments): first, or by name."""
     return args[0] if args else kwargs["hidden_states"]
+
+
+@dataclass(frozen=True)
+class DecoderModules:
+    """Where a decoder-only layout keeps what the neuron view reads (model/neuron/decoder_vectors.py), by the library's
+    names: each layer's attention and the norm it reads, its query and key projections (or GPT-2's fused one), and the
+    positions table added to the embeddings (none: rotary positions, applied inside each attention)."""
+
+    layers: str  # the ModuleList of layers, from the library model
+    attention: str  # within a layer
+    input_norm: str  # within a layer: the norm the attention reads (pre-norm)
+    queries: str | None = None  # within a layer
+    keys: str | None = None
+    fused: str | None = None  # within a layer: one projection to queries, keys and values (GPT-2's Conv1D)
+    positions: str | None = None  # from the library model: the learned table added to the embeddings
+
+
+_LLAMA_MODULES = DecoderModules("model.layers", "self_attn", "input_layernorm", "self_attn.q_proj", "self_attn.k_proj")
+# Each decoder-only layout's modules, by model type (Mistral and Qwen2 are laid out as Llama).
+DECODER_LAYOUT_MODULES = {
+    "gpt2": DecoderModules("transformer.h", "attn", "ln_1", fused="attn.c_attn", positions="transformer.wpe"),
+    "llama": _LLAMA_MODULES,
+    "mistral": _LLAMA_MODULES,
+    "qwen2": _LLAMA_MODULES,
+}

@@ -66,7 +66,7 @@ def test_the_figure_in_every_format(run, tmp_path, suffix):
         (("--kind", "encoder", "--query", "99"), "query 99: the encoder self-attention has queries 1 to 4"),
         (("--out", "neuron.txt"), "--out must end in .csv, .png, .svg, .pdf, not 'neuron.txt'"),
         (("--model", "rnn-bahdanau"), "the neuron view is not available for this family"),
-        (("--model", "tagger"), "this model has no cross-attention (encoder-decoder)"),
+        (("--model", "tagger", "--kind", "cross"), "this model has no cross-attention (encoder-decoder)"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(run, tmp_path, arguments, message):
