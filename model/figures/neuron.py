@@ -156,7 +156,8 @@ def neuron_figure(
     bottom = height - MARGIN - caption_height - 6 - size * LINE - key_height - map_height
     _vector_maps(figure, row, left, bottom, cell, map_height, size)
     top = bottom - 10
-    for label, values, colour in (("scaled score", row.scores, "#555555"), ("softmax weight", row.weights, "#4c78a8")):
+    score = row.term_split.score_axis
+    for label, values, colour in ((score, row.scores, "#555555"), ("softmax weight", row.weights, "#4c78a8")):
         axes = place_axes(figure, bar_left, top - BAR_HEIGHT, bar_width, BAR_HEIGHT)
         _bars(axes, values, label, small, colour)
         _label_keys(axes, keys, bar_cell, small, top=False)

@@ -40,10 +40,9 @@ from typing import Any, cast
 import torch
 
 from model.family import INTERVENTION_TOOLS
-from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError, adapter_of
+from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install
 from model.kinds import AttentionKind
-from model.network import Network
 from model.pretrained.families import Seq2SeqNetwork
 
 
@@ -335,11 +334,3 @@ class PreNormPass(BartLayoutPass):
 
     def final_held_norm(self) -> HeldNorm | None:
         return _held(self.network.hf_model.get_decoder().layer_norm)
-
-
-def hook_sites(network: Network) -> dict[str, Site]:
-    """Every hook point of a hooked Hugging Face network -> its site (by its layout's adapter)."""
-    adapter = adapter_of(network)
-    if not isinstance(adapter, LibraryPass):
-        raise InterventionError(f"{network.config.describe()} is not run by the library's forward pass")
-    return adapter.hook_sites()

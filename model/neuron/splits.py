@@ -18,7 +18,8 @@ class TermSplit:
     key_position_terms: tuple[int, ...]  # the terms that vary with the key's position
     note: str  # the sum, said in words (the tooltip)
     position: str  # what the position part is, said in words (the figure's caption, the window's line); {} the encoding
-    score_label: str = "scaled score QKᵀ/√d_k"  # the score's axis
+    score_label: str = "scaled score QKᵀ/√d_k"  # the score's plot title in the window
+    score_axis: str = "scaled score"  # the score's axis in the figure
 
 
 TERM_NAMES = ("token·token", "token·position", "position·token", "position·position")  # query part · key part
@@ -47,6 +48,7 @@ RELATIVE_BIAS_TERMS = TermSplit(
     "relative position bias = the bias the model learned for the key's offset from the query (in buckets: exact near, "
     "coarser far), the same in every layer; query·key = the rest",
     "score QKᵀ + relative position bias",
+    "score",  # T5 does not divide by √d_k
 )
 
 

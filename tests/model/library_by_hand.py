@@ -41,3 +41,25 @@ def sentence_case(bundle) -> tuple[list[int], list[int], torch.Tensor, torch.Ten
     source_ids = bundle.source_ids(SOURCE)[0]
     chosen = [5, 7, 9, bundle.config.eos_id]
     return source_ids, chosen, torch.tensor([source_ids]), torch.tensor([[bundle.config.bos_id, *chosen[:-1]]])
+
+
+def library_pass(network, source: torch.Tensor, inputs: torch.Tensor, hooks: dict | None = None) -> tuple[object, dict]:
+    """The library's own teacher-forced pass (attentions and hidden states out) with forward hooks of the test's own
+    (module -> hook; a hook returning a tensor replaces the module's output); what each hooked module returned, kept."""
+    hooks = hooks or {}
+    kept: dict = {}
+    handles = [module.register_forward_hook(hook) for module, hook in hooks.items()]
+    handles += [module.register_forward_hook(lambda m, _a, out: kept.setdefault(m, out)) for module in hooks]
+    try:
+        out = network.hf_model(
+            input_ids=source, decoder_input_ids=inputs, output_attentions=True, output_hidden_states=True, use_cache=False
+        )
+    finally:
+        for handle in handles:
+            handle.remove()
+    return out, kept
+
+
+def read_only(modules) -> dict:
+    """Hooks that only read: each module's output is kept by ``library_pass`` and passed on unchanged."""
+    return {module: (lambda *_: None) for module in modules}

@@ -9,11 +9,18 @@ import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import Patch, hook_names, translated
-from model.interventions.library import hook_sites
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import activation_patching, patch_grids, prepare_bundle_patching
 from model.interventions.served_pass import lens_logits, run_hooked, served_tools
+
+
+def hook_sites(network) -> dict:
+    """Every hook point of a library network -> its site, from the adapter its registry entry's factory binds to it."""
+    from model.pretrained.families import hooked_pass  # deferred: the hf extra may be absent (skipped by the fixtures)
+
+    return hooked_pass(network).hook_sites()
+
 
 CLEAN = "The house is small ."
 CORRUPTIONS = ("The cat is small .", "The dog is small .", "The house is big .", "The man is small .")

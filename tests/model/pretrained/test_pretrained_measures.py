@@ -26,7 +26,7 @@ import torch
 
 from model.attribution.measures import compute_measure
 from model.kinds import AttentionKind
-from tests.model.library_by_hand import attention_by_hand, sentence_case
+from tests.model.library_by_hand import attention_by_hand, library_pass, sentence_case
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
@@ -36,24 +36,6 @@ def _attention(network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Modul
     """(the attention module, its value projection, its output projection), by the test's own names."""
     attention = attention_by_hand(network, kind, layer)
     return attention.module, attention.values, attention.output
-
-
-def _library_pass(network, source: torch.Tensor, inputs: torch.Tensor, hooks: dict) -> tuple[object, dict]:
-    """The library's pass with forward hooks of the test's own (module -> hook); what each module returned, kept."""
-    kept: dict = {}
-    handles = []
-    for module, hook in hooks.items():
-        handles.append(module.register_forward_hook(hook))
-    for module in hooks:
-        handles.append(module.register_forward_hook(lambda m, _a, out: kept.setdefault(m, out)))
-    try:
-        out = network.hf_model(
-            input_ids=source, decoder_input_ids=inputs, output_attentions=True, output_hidden_states=True, use_cache=False
-        )
-    finally:
-        for handle in handles:
-            handle.remove()
-    return out, kept
 
 
 def _maps(out) -> dict:
@@ -78,7 +60,7 @@ def test_the_measured_pass_splits_the_library_s_own_sublayers(encoder_decoders, 
     record = token_pass(network, source, inputs)
     projections = {(kind, layer): _attention(network, kind, layer)[2] for kind in (ENCODER, DECODER, CROSS) for layer in range(2)}
     with torch.no_grad():
-        out, kept = _library_pass(network, source, inputs, {p: lambda *_: None for p in projections.values()})
+        out, kept = library_pass(network, source, inputs, {p: lambda *_: None for p in projections.values()})
     for kind in (ENCODER, DECODER, CROSS):
         for layer, attention in enumerate(record.attentions(kind)):
             projection = projections[(kind, layer)]
@@ -104,7 +86,7 @@ def test_norm_based_contributions_are_the_library_s_weights_times_its_value_norm
     values = compute_measure(network, source_ids, chosen, "norm").values
     modules = {(kind, layer): _attention(network, kind, layer) for kind in (ENCODER, DECODER, CROSS) for layer in range(2)}
     with torch.no_grad():
-        out, kept = _library_pass(network, source, inputs, {m[1]: lambda *_: None for m in modules.values()})
+        out, kept = library_pass(network, source, inputs, {m[1]: lambda *_: None for m in modules.values()})
     for (kind, layer), (_, value, projection) in modules.items():
         n_heads = network.config.n_encoder_heads if kind is ENCODER else network.config.n_heads
         norms = _per_head(kept[value], projection, n_heads).norm(dim=-1)  # [1, H, K]
@@ -127,9 +109,9 @@ def test_value_zeroing_is_the_library_s_layer_output_with_one_value_zeroed(encod
         return hook
 
     with torch.no_grad():
-        reference, _ = _library_pass(network, source, inputs, {})
+        reference, _ = library_pass(network, source, inputs, {})
         for kind, key in ((ENCODER, 2), (DECODER, 1), (CROSS, 3)):
-            zeroed, _ = _library_pass(network, source, inputs, {_attention(network, kind, 0)[1]: zeroing(key)})
+            zeroed, _ = library_pass(network, source, inputs, {_attention(network, kind, 0)[1]: zeroing(key)})
             field = "encoder_hidden_states" if kind is ENCODER else "decoder_hidden_states"
             before, after = getattr(reference, field)[1][0], getattr(zeroed, field)[1][0]  # the first layer's output
             expected = 1 - torch.nn.functional.cosine_similarity(after.double(), before.double(), dim=-1)  # [Q]

@@ -23,7 +23,7 @@ import torch
 from model.kinds import AttentionKind
 from model.neuron.terms import head_terms, neuron_row
 from model.neuron.vectors import sentence_vectors
-from tests.model.library_by_hand import SOURCE, attention_by_hand, sentence_case
+from tests.model.library_by_hand import SOURCE, attention_by_hand, library_pass, read_only, sentence_case
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "pegasus")
@@ -40,19 +40,9 @@ def _heads(values: torch.Tensor, n_heads: int) -> np.ndarray:
     return values[0].detach().reshape(values.shape[1], n_heads, -1).transpose(0, 1).double().numpy()
 
 
-def _library(network, source, inputs, modules: list[torch.nn.Module]) -> tuple[object, dict]:
-    """The library's own pass with the test's own forward hooks keeping each module's output."""
-    kept: dict = {}
-    handles = [module.register_forward_hook(lambda m, _a, out: kept.setdefault(m, out)) for module in modules]
-    try:
-        with torch.no_grad():
-            out = network.hf_model(
-                input_ids=source, decoder_input_ids=inputs, output_attentions=True, output_hidden_states=True, use_cache=False
-            )
-    finally:
-        for handle in handles:
-            handle.remove()
-    return out, kept
+def _read(network, source, inputs, modules) -> tuple[object, dict]:
+    with torch.no_grad():
+        return library_pass(network, source, inputs, read_only(modules))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -61,7 +51,7 @@ def test_queries_keys_and_weights_are_the_library_s_own(encoder_decoders, layout
     source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     vectors = sentence_vectors(network, source_ids, chosen)
     wanted = [(kind, layer) for kind in (ENCODER, DECODER, CROSS) for layer in range(2)]
-    out, kept = _library(network, source, inputs, [p for kind, layer in wanted for p in _projections(network, kind, layer)])
+    out, kept = _read(network, source, inputs, [p for kind, layer in wanted for p in _projections(network, kind, layer)])
     maps = {ENCODER: out.encoder_attentions, DECODER: out.decoder_attentions, CROSS: out.cross_attentions}
     for kind, layer in wanted:
         kind_vectors = vectors.of(kind)
@@ -84,7 +74,7 @@ def test_t5_s_position_term_is_its_relative_bias(encoder_decoders):
     network = encoder_decoders["t5"].model
     source_ids, chosen, source, inputs = sentence_case(encoder_decoders["t5"])
     vectors = sentence_vectors(network, source_ids, chosen)
-    out, _ = _library(network, source, inputs, [])
+    out, _ = _read(network, source, inputs, [])
     maps = {ENCODER: out.encoder_attentions, DECODER: out.decoder_attentions, CROSS: out.cross_attentions}
     for kind in (ENCODER, DECODER, CROSS):
         kind_vectors = vectors.of(kind)
@@ -121,7 +111,7 @@ def test_the_first_encoder_layer_s_position_term_is_the_position_table_through_i
     if hasattr(encoder, "layernorm_embedding"):
         handle = encoder.layernorm_embedding.register_forward_pre_hook(lambda _m, args: embedded.setdefault("x", args[0]))
     try:
-        out, kept = _library(network, source, inputs, [_positions_module(network, "encoder")])
+        out, kept = _read(network, source, inputs, [_positions_module(network, "encoder")])
     finally:
         if handle is not None:
             handle.remove()
