@@ -210,7 +210,8 @@ class NeuronView(QWidget):
 
     def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:
         positions = np.arange(len(keys), dtype=np.float64)
-        ticks = [[(float(index), label) for index, label in enumerate(keys) if index % self._tick_step(keys) == 0]]
+        step = self._tick_step(keys)
+        ticks = [[(float(index), label) for index, label in enumerate(keys) if index % step == 0]]
         scores = np.where(np.isfinite(row.scores), row.scores, 0.0)
         self.score_bars.setOpts(x=positions, height=scores, width=0.7, brush="#555555")
         self.weight_bars.setOpts(x=positions, height=row.weights, width=0.7, brush="#4c78a8")

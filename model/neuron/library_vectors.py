@@ -163,6 +163,7 @@ def _kind_vectors(
 ) -> KindVectors:
     """Every layer's queries, keys, scores, weights and terms of ``kind`` (``reads``: the absolute split's parts)."""
     relative = reads is None
+    bias: torch.Tensor | None = None
     tables: dict[str, list[np.ndarray]] = {name: [] for name in ("q", "k", "scores", "weights", "terms")}
     for layer in range(len(network.layers(kind))):
         name = attention_name(kind, layer)
@@ -170,7 +171,8 @@ def _kind_vectors(
         n_queries, n_keys = q.shape[1], k.shape[1]
         products = q @ k.transpose(-1, -2)  # [H, Q, K]
         if relative:
-            bias = _relative_bias(network, kind, n_queries, n_keys)  # [H, Q, K]
+            if bias is None:  # the same in every layer: computed by the stack's first
+                bias = _relative_bias(network, kind, n_queries, n_keys)  # [H, Q, K]
             terms = torch.stack([products, bias])  # [2, H, Q, K]
         else:
             assert reads is not None
