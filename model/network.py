@@ -147,7 +147,11 @@ class HeadMaskingNetwork(Network, Protocol):
     """A network whose heads can be knocked out and gated (its family's capabilities say ``head_masking``): each
     attention's output projection W^O [d_model, H * d_k], whose columns h·d_k … (h+1)·d_k carry head h's output."""
 
-    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Linear: ...  # layer from 0
+    # The module W^O belongs to (layer from 0): a pre-hook on it sees the heads' contexts [..., H * d_k] side by side
+    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module: ...
+
+    # W^O [d_model, H * d_k] itself, as a view of the projection's weight (GPT-2's Conv1D stores its transpose)
+    def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor: ...
 
     def head_count(self, kind: AttentionKind) -> int: ...  # the heads of each attention of ``kind``
 
@@ -170,6 +174,8 @@ class PromptNetwork(DecodingNetwork, Protocol):
     per layer the new rows of self-attention [B, H, n, past + n], None)."""
 
     def decode_steps(self, token_ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Sequence[torch.Tensor], None]: ...
+
+    def start_cache(self, memory: torch.Tensor | None = None, memory_mask: torch.Tensor | None = None) -> Any: ...  # no memory
 
 
 @runtime_checkable

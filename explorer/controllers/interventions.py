@@ -38,7 +38,7 @@ from model.interventions.given import given_decoder_lens, given_logit_attributio
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
 from model.interventions.patching import DIRECTIONS, patch_grids
-from model.interventions.served_pass import served_tools
+from model.interventions.served_pass import served_tools, unserved_reason
 
 LENS, DECODER_LENS = InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS  # the tools are the core's (model/family.py)
 ATTRIBUTION, PATCHING = InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING
@@ -173,9 +173,8 @@ class InterventionsController:
         if bundle is None or self.unavailable():
             return ""
         served = served_tools(bundle.model)
-        skipped = [tool for tool in READINGS if tool not in served]
-        verb = "is" if len(skipped) == 1 else "are"
-        notes = [f"The {' and the '.join(skipped)} {verb} not computed for this model ({bundle.family.title})."] if skipped else []
+        reasons = [unserved_reason(bundle.model, tool) for tool in READINGS if tool not in served]
+        notes = [reason[:1].upper() + reason[1:] + "." for reason in reasons]
         notes += [unfollowed(tool, decoding, CANNOT_FOLLOW[tool]) for tool in READINGS if tool in served]
         return " ".join(note for note in notes if note)
 

@@ -17,7 +17,7 @@ names the tokens compared ("restores 'le' over 'les' at step 1").
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
@@ -173,7 +173,18 @@ class PatchingView(QWidget):
     def set_result(self, result: PatchingResult | None) -> None:
         self.result = result
         self.method.setText("" if result is None else METHOD_LABELS[result.method])
+        self._offer_grids([str(component) for component in result.grids] if result is not None else list(COMPONENTS))
         self._draw()
+
+    def _offer_grids(self, names: list[str]) -> None:
+        """The grid box offers ``names`` (a decoder-only model's grids are the decoder's), the choice kept if offered."""
+        if [self.grid_box.itemText(index) for index in range(self.grid_box.count())] == names:
+            return
+        chosen = self.grid_box.currentText()
+        with QSignalBlocker(self.grid_box):
+            self.grid_box.clear()
+            self.grid_box.addItems(names)
+            self.grid_box.setCurrentIndex(max(names.index(chosen) if chosen in names else 0, 0))
 
     def _draw(self) -> None:
         result, name = self.result, self.grid_box.currentText()

@@ -80,8 +80,8 @@ def _gated_copy(model: Network) -> tuple[Any, dict[tuple[AttentionKind, int], to
     for kind in capabilities_of(gated).kinds:
         n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
         for layer in range(n_layers):
-            projection, d_k = head_projection(gated, kind, layer)
-            gate = gates[(kind, layer)] = torch.ones(projection.weight.shape[1] // d_k, requires_grad=True)  # [H]
+            projection, weight, d_k = head_projection(gated, kind, layer)
+            gate = gates[(kind, layer)] = torch.ones(weight.shape[1] // d_k, requires_grad=True)  # [H]
 
             def scale(_module, inputs, gate=gate, d_k=d_k):
                 (context,) = inputs  # [..., H * d_k]

@@ -111,7 +111,7 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
         heads=[str(head) for head in heads],
         dims=min(options.dims, config.d_model),
         d_model=config.d_model,
-        d_head=head_projection(bundle.model, AttentionKind.CROSS, 0)[1],  # each head's width (a T5's d_kv)
+        d_head=head_projection(bundle.model, AttentionKind.CROSS, 0)[2],  # each head's width (a T5's d_kv)
         n_encoder_layers=config.n_encoder_layers,
         n_decoder_layers=config.n_decoder_layers,
         n_heads=config.n_heads,

@@ -9,7 +9,9 @@ from __future__ import annotations
 import torch
 
 from model.family import forced_first_id, suppressed_ids
-from model.network import DecodingNetwork
+from model.network import DecodingNetwork, PromptNetwork
+
+DEFAULT_CONTINUATION = 20  # tokens a decoder-only model adds to its prompt unless told otherwise
 
 
 def default_max_target(source_length: int, max_len: int) -> int:
@@ -63,6 +65,29 @@ def greedy_rows(
     if not chosen:
         return torch.zeros((batch, 0), dtype=torch.long), torch.zeros((batch, 0))
     return torch.stack(chosen, 1), torch.stack(log_probabilities, 1)  # [B, steps]
+
+
+@torch.inference_mode()
+def greedy_prompt(model: PromptNetwork, prompt_ids: torch.Tensor, max_new: int | None = None) -> list[int]:
+    """A decoder-only model's greedy steps from prompt_ids [1, P], as the Stepper takes them: the prompt's given
+    tokens (its first is the first input, not a step), then up to ``max_new`` (default DEFAULT_CONTINUATION) generated,
+    within the model's positions, the EOS included where decoding ended on one."""
+    config = model.config
+    prompt = [int(token) for token in prompt_ids[0].tolist()]
+    limit = min(len(prompt) - 1 + (max_new or DEFAULT_CONTINUATION), config.max_len - 1)
+    cache = model.start_cache()  # a decoder-only model reads no memory
+    outputs, _, _ = model.decode_steps(prompt_ids, cache)  # [1, P, ...]
+    logits = model.logits(outputs[:, -1]).float()  # [1, V]
+    steps, suppressed = prompt[1:], suppressed_ids(config)
+    while len(steps) < limit:
+        if suppressed:
+            logits[:, suppressed] = float("-inf")
+        steps.append(int(logits[0].argmax()))
+        if steps[-1] == config.eos_id:
+            break
+        output, _, _ = model.decode_step(torch.tensor([steps[-1]], device=prompt_ids.device), cache)  # [1, ...]
+        logits = model.logits(output).float()  # [1, V]
+    return steps
 
 
 def _strip(ids: list[int], eos_id: int, pad_id: int) -> list[int]:

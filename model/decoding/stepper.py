@@ -18,7 +18,7 @@ import torch
 
 from model.data.tokenizer import unknown_note, unknown_pieces
 from model.decoding.beam import BeamTree, beam_search
-from model.decoding.greedy import default_max_target
+from model.decoding.greedy import DEFAULT_CONTINUATION, default_max_target
 from model.decoding.numpy_step import NumpyDecoder
 from model.decoding.options import MAX_SEED, STRATEGIES, TEMPERATURE_RANGE, DecodingError, DecodingOptions
 from model.decoding.sampling import choose_token
@@ -51,9 +51,6 @@ class Step:
     forced: bool
     rng_state: torch.Tensor | None = field(default=None, repr=False)  # sampler state before this step
     candidate_tokens: list[str] = field(default_factory=list)  # [k] pieces of candidate_ids (made once)
-
-
-DEFAULT_CONTINUATION = 20  # tokens a decoder-only model adds to its prompt unless max_steps says otherwise
 
 
 class Stepper:

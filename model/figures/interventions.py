@@ -123,11 +123,13 @@ def patching_panel(result: PatchingResult, component: str) -> GridPanel:
     grid = result.grids[kind]
     columns = grid.columns
     if kind.part == "residual":
-        pieces = result.labels.target if kind.side == "decoder" else result.labels.clean
+        labels = result.labels
+        pieces, corrupted_pieces = (
+            (labels.target, labels.corrupted_target or labels.target) if kind.side == "decoder" else (labels.clean, labels.corrupted)
+        )
         columns = display_labels(pieces[: len(grid.columns)])
-        if kind.side == "encoder":
-            corrupted = display_labels(result.labels.corrupted[: len(grid.columns)])
-            columns = [c if c == d else f"{c}/{d}" for c, d in zip(columns, corrupted)]
+        corrupted = display_labels(corrupted_pieces[: len(grid.columns)])
+        columns = [c if c == d else f"{c}/{d}" for c, d in zip(columns, corrupted)]
     return GridPanel(_grid_title(kind), grid.values, grid.rows, columns)
 
 

@@ -38,16 +38,16 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
 
-from model.decoding.greedy import default_max_target, greedy_decode
+from model.decoding.greedy import default_max_target, greedy_decode, greedy_prompt
 from model.errors import UserError
-from model.family import Bundle, InterventionTool, declared, family_of
+from model.family import Bundle, InterventionTool, capabilities_of, declared, family_of
 from model.network import Network
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
 
 if TYPE_CHECKING:
-    from model.network import DecodingNetwork
+    from model.network import DecodingNetwork, PromptNetwork
 
 
 class InterventionError(UserError):
@@ -192,6 +192,7 @@ class HookedPass(Protocol):
     """A family's hooked-pass adapter, bound to one network: its own teacher-forced pass with the hook names above."""
 
     served_tools: tuple[InterventionTool, ...]  # which of model.family.INTERVENTION_TOOLS it serves
+    unserved: Mapping[InterventionTool, str]  # a tool it does not serve -> the inherent reason (one line), where known
 
     def hook_names(self) -> list[str]: ...  # every hook point, in the order the pass reaches them
 
@@ -236,6 +237,8 @@ def check_tool(model: Network, tool: InterventionTool) -> HookedPass:
     serve ``tool`` (one of model.family.INTERVENTION_TOOLS)."""
     adapter = adapter_of(model)
     served = adapter.served_tools
+    if tool in adapter.unserved:
+        raise InterventionError(adapter.unserved[tool])
     if tool not in served:
         raise InterventionError(
             f"the {tool} is not computed for this model ({family_of(model).title}): its hooked pass serves the "
@@ -303,10 +306,27 @@ def ids_as_text(ids: list[int]) -> list[str]:
 
 def greedy_output(model: DecodingNetwork, source: torch.Tensor) -> list[int]:
     """source [1, S] -> its greedy translation's ids, with the EOS when decoding ended on one (the tokens a Stepper
-    produces by default)."""
+    produces by default); a decoder-only model's: its prompt's given tokens, then the greedy continuation."""
+    if not capabilities_of(model).architecture.has_encoder:
+        return greedy_prompt(cast("PromptNetwork", model), source)
     output = greedy_decode(model, source)[0]
     limit = default_max_target(source.shape[1], model.config.max_len) - 1
     return output + [model.config.eos_id] if len(output) < limit else output
+
+
+def decoder_inputs(model: Network, source_ids: Sequence[int], chosen_ids: Sequence[int]) -> list[int]:
+    """What the decoder reads along ``chosen_ids`` (step t's token, read at step t + 1): the start token, then every
+    chosen token but the last; a decoder-only model's: ``source_ids`` (its prompt: the first input, then the given
+    steps, in place of the chosen ones there), then the rest. Each has one input per chosen token."""
+    chosen = [int(token) for token in chosen_ids]
+    if capabilities_of(model).architecture.has_encoder:
+        return [model.config.bos_id] + chosen[:-1]
+    return ([int(token) for token in source_ids] + chosen[len(source_ids) - 1 :])[: len(chosen)]
+
+
+def given_steps(model: Network, source_ids: Sequence[int]) -> int:
+    """How many first steps are given, not decoded: a decoder-only model's prompt after its first token; none else."""
+    return 0 if capabilities_of(model).architecture.has_encoder else len(source_ids) - 1
 
 
 def translated(bundle: Bundle, text: str, tool: InterventionTool) -> tuple[list[int], list[int]]:
@@ -315,4 +335,4 @@ def translated(bundle: Bundle, text: str, tool: InterventionTool) -> tuple[list[
     check_tool(bundle.model, tool)
     source_ids = bundle.source_ids(text)[0]
     source = torch.tensor([source_ids], device=next(bundle.model.parameters()).device)  # [1, S]
-    return source_ids, greedy_output(cast("DecodingNetwork", bundle.model), source)  # served: an encoder-decoder
+    return source_ids, greedy_output(cast("DecodingNetwork", bundle.model), source)  # served: it decodes

@@ -39,7 +39,7 @@ from typing import Any, cast
 
 import torch
 
-from model.family import INTERVENTION_TOOLS
+from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install
 from model.kinds import AttentionKind
@@ -70,6 +70,7 @@ class LibraryPass:
     layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
 
     served_tools = INTERVENTION_TOOLS
+    unserved: dict[InterventionTool, str] = {}  # every tool served
 
     def __init__(self, network: Seq2SeqNetwork) -> None:
         self.network = network  # the pretrained encoder-decoder entry's network whose layout declared this adapter

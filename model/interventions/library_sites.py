@@ -33,6 +33,7 @@ class Site:
     reads: str
     n_heads: int = 0  # an output projection's heads (HEADS)
     before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
+    weight: torch.Tensor | None = None  # HEADS: W^O [d_model, H * d_k] where the module stores its transpose (Conv1D)
 
 
 def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
@@ -45,10 +46,10 @@ def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
     return (hidden, *output[1:])
 
 
-def projection_heads(projection: torch.nn.Linear, context: torch.Tensor, n_heads: int) -> torch.Tensor:
+def projection_heads(weight: torch.Tensor, context: torch.Tensor, n_heads: int) -> torch.Tensor:
     """An output projection's input [B, L, H * d_k] (the heads' contexts side by side) -> each head's output through
-    its slice of the weight [B, H, L, d_model] (the bias is no head's)."""
-    return through_heads(split_heads(context, n_heads), projection.weight)  # [B, H, L, d_model]
+    its slice of W^O ``weight`` [d_model, H * d_k] -> [B, H, L, d_model] (the bias is no head's)."""
+    return through_heads(split_heads(context, n_heads), weight)  # [B, H, L, d_model]
 
 
 def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
@@ -65,7 +66,8 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
 
         def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
             projection = cast(torch.nn.Linear, module)  # an output projection (a HEADS site's module)
-            computed = projection_heads(projection, args[0], site.n_heads)  # [B, H, L, d_model]
+            weight = projection.weight if site.weight is None else site.weight  # [d_model, H * d_k]
+            computed = projection_heads(weight, args[0], site.n_heads)  # [B, H, L, d_model]
             heads = hooks(name, computed)
             if heads is computed:  # read only: the library's output, its gradient through the heads read
                 summed = computed.sum(1)  # [B, L, d_model]

@@ -24,7 +24,16 @@ import numpy as np
 import torch
 
 from model.family import Bundle, InterventionTool
-from model.interventions.hooked import AttributionLayout, HeldNorm, check_tool, ids_as_text, run_hooked, translated
+from model.interventions.hooked import (
+    AttributionLayout,
+    HeldNorm,
+    check_tool,
+    decoder_inputs,
+    hook_names,
+    ids_as_text,
+    run_hooked,
+    translated,
+)
 from model.network import Network
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")
@@ -88,6 +97,8 @@ def _decompose(layout: AttributionLayout, inputs: torch.Tensor, activations: dic
     for index, (norms, biases) in enumerate(zip(layout.sublayer_norms, layout.projection_biases)):
         name = f"L{index + 1}"
         for sublayer, attention in enumerate(("self", "cross")):
+            if f"decoder.{index}.{attention}.head_out" not in activations:  # a decoder-only model's cross-attention
+                continue
             head_out = activations[f"decoder.{index}.{attention}.head_out"][0]  # [H, T, d_model]
             heads = range(head_out.shape[0])
             parts.add(head_out, [f"{name} {attention} H{head + 1}" for head in heads], f"{attention}-attention head")
@@ -115,9 +126,10 @@ def logit_attribution(
     network = model
     layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout()
     device = next(network.parameters()).device
-    inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
-    points = ("self.head_out", "cross.head_out", "mlp_out")
+    inputs = torch.tensor([decoder_inputs(network, source_ids, chosen_ids)], device=device)  # [1, T]
+    points, hooked = ("self.head_out", "cross.head_out", "mlp_out"), set(hook_names(network))
     capture = [f"decoder.{layer}.{point}" for layer in range(network.config.n_decoder_layers) for point in points]
+    capture = [name for name in capture if name in hooked]  # a decoder-only model has no cross-attention
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=[*capture, *layout.capture])
     parts = _decompose(layout, inputs, run.activations)
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from model.family import Bundle, InterventionTool
-from model.interventions.hooked import ids_as_text, translated
+from model.interventions.hooked import decoder_inputs, hook_names, ids_as_text, translated
 from model.interventions.served_pass import has_final_norm, lens_logits, run_hooked, supported
 from model.network import Network
 
@@ -42,11 +42,15 @@ class LogitLensResult:
 
 
 def lens_points(model: Network) -> tuple[list[str], list[str]]:
-    """(reading labels, hook names): the embeddings, then after each sublayer of each decoder layer."""
+    """(reading labels, hook names): the embeddings, then after each sublayer of each decoder layer (a decoder-only
+    model has no cross-attention)."""
+    names = set(hook_names(model))
     labels, hooks = ["embeddings"], ["decoder.0.resid_pre"]
     for layer in range(model.config.n_decoder_layers):
-        labels += [f"L{layer + 1} self-attention", f"L{layer + 1} cross-attention", f"L{layer + 1} feed-forward"]
-        hooks += [f"decoder.{layer}.self.resid", f"decoder.{layer}.cross.resid", f"decoder.{layer}.resid_post"]
+        for label, hook in (("self-attention", "self.resid"), ("cross-attention", "cross.resid"), ("feed-forward", "resid_post")):
+            if f"decoder.{layer}.{hook}" in names:
+                labels.append(f"L{layer + 1} {label}")
+                hooks.append(f"decoder.{layer}.{hook}")
     return labels, hooks
 
 
@@ -61,7 +65,7 @@ def logit_lens(
     """Every reading at every step (see the module's docstring); ``target_pieces`` labels the candidates."""
     network = supported(model, InterventionTool.LOGIT_LENS)
     device = next(network.parameters()).device
-    inputs = torch.tensor([[network.config.bos_id] + list(chosen_ids[:-1])], device=device)  # [1, T]
+    inputs = torch.tensor([decoder_inputs(network, source_ids, chosen_ids)], device=device)  # [1, T]
     labels, hooks = lens_points(network)
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=hooks)
     streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, T, d_model]

@@ -16,7 +16,7 @@ from typing import cast
 import torch
 
 from model.attribution.own_pass import without_dropout
-from model.family import INTERVENTION_TOOLS
+from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
 from model.nn.transformer import Transformer
 
@@ -25,6 +25,7 @@ class TransformerPass:
     """The app's Transformer's adapter (its registry entry's ``hooked_pass``, model/nn/registry.py), bound to one."""
 
     served_tools = INTERVENTION_TOOLS
+    unserved: dict[InterventionTool, str] = {}  # every tool served
 
     def __init__(self, model: Transformer) -> None:
         self.model = model

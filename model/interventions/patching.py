@@ -19,8 +19,11 @@ Attribution patching is the first-order preview (Nanda, "Attribution Patching", 
 patched metric is estimated as m_base + (donor activation − base activation) · ∂m/∂activation at the base run, with
 one forward and one backward pass for every grid. It is exact wherever m is linear in the patched activation.
 
-The app's Transformer and a pretrained T5, Marian or BART model (hooked on the library's modules,
-model/interventions/library.py) have the same hook points, so the same grids.
+The app's Transformer and a pretrained encoder-decoder (hooked on the library's modules, model/interventions/
+library.py) have the same hook points, so the same grids. A decoder-only model (model/interventions/decoder_library.py)
+has no source: its prompts are the start of the decoder's inputs, so a clean and a corrupted prompt of equal length
+are compared along the clean continuation, the decoder's inputs differ where the prompts do, and its grids are the
+decoder's (its heads, its residual stream at every position, its feed-forward blocks).
 """
 
 from __future__ import annotations
@@ -33,7 +36,16 @@ import numpy as np
 import torch
 
 from model.family import Bundle, InterventionTool, suppressed_ids
-from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
+from model.interventions.hooked import (
+    InterventionError,
+    Patch,
+    adapter_of,
+    decoder_inputs,
+    given_steps,
+    greedy_output,
+    hook_names,
+    ids_as_text,
+)
 from model.interventions.served_pass import run_hooked, supported
 from model.kinds import ShownName
 from model.network import DecodingNetwork, Network
@@ -131,6 +143,8 @@ class PairLabels:
     target: list[str]  # the decoder's inputs up to the step: <s>, then the clean output
     clean_token: str  # the clean run's next token at the step
     compared_token: str  # the token it is compared with
+    corrupted_target: list[str] = field(default_factory=list)  # the corrupted run's decoder inputs where they differ
+    # (a decoder-only model's: its prompt is where they begin); empty: the same as ``target``
 
 
 @dataclass
@@ -140,7 +154,8 @@ class PatchingSetup:
     model: Network  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/served_pass.py)
     clean_source: torch.Tensor  # [1, S]
     corrupted_source: torch.Tensor  # [1, S]
-    target_inputs: torch.Tensor  # [1, step + 1]
+    target_inputs: torch.Tensor  # [1, step + 1] the clean run's decoder inputs
+    corrupted_inputs: torch.Tensor  # [1, step + 1] the corrupted run's (the same but in a decoder-only model's prompt)
     step: int
     clean_id: int
     compared_id: int
@@ -167,18 +182,41 @@ def _residual_grid(n_layers: int, side: str, columns: list[str]) -> GridCells:
     return ["embeddings"] + [f"after L{layer + 1}" for layer in range(n_layers)], columns, cells
 
 
-def grid_cells(setup: PatchingSetup, components: tuple[str, ...] = COMPONENTS) -> dict[Component, GridCells]:
-    """Each component's (row labels, column labels, cells [rows][columns]); ``components`` by name (``Component``)."""
+def _first_hook(component: Component) -> str:
+    """The hook point of the component's first cell: the model has the component where it has that point."""
+    if component.part == "heads":
+        return f"{component.side}.0.{component.attention}.head_out"
+    return f"{component.side}.0.{'resid_pre' if component.part == 'residual' else 'mlp_out'}"
+
+
+def components_of(model: Network) -> tuple[Component, ...]:
+    """The grids ``model`` has (a decoder-only model's are the decoder's), in COMPONENTS' order."""
+    names = set(hook_names(model))
+    return tuple(component for component in COMPONENTS if _first_hook(component) in names)
+
+
+def _apart(clean: list[str], corrupted: list[str]) -> list[str]:
+    """Per position, the clean piece, or "clean/corrupted" where the two differ."""
+    return [c if c == k else f"{c}/{k}" for c, k in zip(clean, corrupted)]
+
+
+def grid_cells(setup: PatchingSetup, components: tuple[str, ...] | None = None) -> dict[Component, GridCells]:
+    """Each component's (row labels, column labels, cells [rows][columns]); ``components`` by name (``Component``;
+    None: every one the model has). An InterventionError (one line) for a component the model lacks."""
     model, labels, config = setup.model, setup.labels, setup.model.config
-    positions = [c if c == k else f"{c}/{k}" for c, k in zip(labels.clean, labels.corrupted)]
+    positions = _apart(labels.clean, labels.corrupted)
     grids: dict[Component, GridCells] = {}
-    for component in map(Component.parse, components):
+    has = components_of(model)
+    for component in map(Component.parse, components if components is not None else has):
+        if component not in has:
+            raise InterventionError(f"this model has no {component} to patch: its grids are {', '.join(has)}")
         prefix = component.side
         n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
         if component.part == "heads":
             grids[component] = _head_grid(model, component, n_layers)
         elif component.part == "residual":
-            grids[component] = _residual_grid(n_layers, prefix, positions if prefix == "encoder" else labels.target)
+            decoded = _apart(labels.target, labels.corrupted_target or labels.target)
+            grids[component] = _residual_grid(n_layers, prefix, positions if prefix == "encoder" else decoded)
         else:  # feed-forward
             rows = [f"L{layer + 1}" for layer in range(n_layers)]
             grids[component] = (rows, ["all positions"], [[Cell(f"{prefix}.{layer}.mlp_out")] for layer in range(n_layers)])
@@ -208,36 +246,35 @@ def _row_patches(cells: list[Cell], donor: dict[str, torch.Tensor]) -> list[Patc
     return [Patch(hook, donor[hook], mask=mask) for hook, mask in masks.items()]
 
 
-def _sources(setup: PatchingSetup, direction: str) -> tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """(the base run's source, its activations, the donor's activations) for a direction."""
+def _sources(setup: PatchingSetup, direction: str) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """(the base run's source [1, S], its decoder inputs [1, step + 1], the donor's activations) for a direction."""
     if direction not in DIRECTIONS:
         raise InterventionError(f"the direction is one of {', '.join(DIRECTIONS)}, not {direction!r}")
     if direction == "denoising":
-        return setup.corrupted_source, setup.corrupted_activations, setup.clean_activations
-    return setup.clean_source, setup.clean_activations, setup.corrupted_activations
+        return setup.corrupted_source, setup.corrupted_inputs, setup.clean_activations
+    return setup.clean_source, setup.target_inputs, setup.corrupted_activations
 
 
 @torch.inference_mode()
 def exact_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:
     """The metric of each cell's patched run [len(cells)], MAX_ROWS runs to a batch."""
-    base, _, donor = _sources(setup, direction)
+    base, inputs, donor = _sources(setup, direction)
     metrics = []
     for start in range(0, len(cells), MAX_ROWS):
         chunk = cells[start : start + MAX_ROWS]
         rows = len(chunk)
-        run = run_hooked(
-            setup.model, base.expand(rows, -1), setup.target_inputs.expand(rows, -1), patches=_row_patches(chunk, donor)
-        )
+        run = run_hooked(setup.model, base.expand(rows, -1), inputs.expand(rows, -1), patches=_row_patches(chunk, donor))
         metrics.append(_metric(setup, run.logits(setup.model, setup.step)))  # [rows]
     return torch.cat(metrics).float().cpu().numpy() if metrics else np.zeros(0, np.float32)
 
 
 def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:
     """Each cell's first-order estimate of its patched metric [len(cells)], from one forward and backward pass."""
-    base_source, _, donor = _sources(setup, direction)
+    base_source, inputs, donor = _sources(setup, direction)
     hooks = sorted({cell.hook for cell in cells})
+    roots = [root for root in GRADIENT_ROOTS if root in hook_names(setup.model)]
     with torch.inference_mode(False), torch.enable_grad():
-        run = run_hooked(setup.model, base_source, setup.target_inputs, capture=hooks, gradient_roots=GRADIENT_ROOTS)
+        run = run_hooked(setup.model, base_source, inputs, capture=hooks, gradient_roots=roots)
         base_metric = _metric(setup, run.logits(setup.model, setup.step)).sum()  # [] (one row)
         activations = [run.activations[hook] for hook in hooks]
         gradients = torch.autograd.grad(base_metric, activations, allow_unused=True)
@@ -259,12 +296,13 @@ def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str)
 
 
 def patch_grids(
-    setup: PatchingSetup, method: str = "exact", direction: str = "denoising", components: tuple[str, ...] = COMPONENTS
+    setup: PatchingSetup, method: str = "exact", direction: str = "denoising", components: tuple[str, ...] | None = None
 ) -> PatchingResult:
-    """Every grid of ``components`` by ``method`` ("exact" or "attribution") in ``direction``."""
+    """Every grid of ``components`` (None: every one the model has) by ``method`` ("exact" or "attribution") in
+    ``direction``."""
     if method not in METHODS:
         raise InterventionError(f"the method is one of {', '.join(METHODS)}, not {method!r}")
-    grids = grid_cells(setup, tuple(components))
+    grids = grid_cells(setup, components)
     flat = [cell for _, _, cells in grids.values() for row in cells for cell in row]
     measure: Callable[[PatchingSetup, list[Cell], str], np.ndarray] = exact_metrics if method == "exact" else attribution_metrics
     metrics = measure(setup, flat, direction)  # [cells]
@@ -289,12 +327,19 @@ def _choices(model: Network, logits: torch.Tensor) -> torch.Tensor:
     return logits.argmax(-1)
 
 
+def _inputs(model: Network, sources: torch.Tensor, target_ids: list[int]) -> torch.Tensor:
+    """Each source row's decoder inputs along ``target_ids`` [rows, len(target_ids)] (``hooked.decoder_inputs``)."""
+    rows = [decoder_inputs(model, source, target_ids) for source in sources.tolist()]
+    return torch.tensor(rows, device=sources.device)
+
+
 @torch.inference_mode()
 def _first_difference(model: Network, sources: torch.Tensor, target_ids: list[int]) -> int | None:
-    """The first step at which the corrupted run (row 1) chooses another token than the clean output; None if none."""
-    inputs = torch.tensor([[model.config.bos_id] + target_ids[:-1]] * 2, device=sources.device)  # [2, T]
-    chosen = _choices(model, run_hooked(model, sources, inputs).logits(model)[1]).tolist()  # [T]
-    return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if mine != clean), None)
+    """The first decoded step (a decoder-only model's prompt is given, not decoded) at which the corrupted run (row 1)
+    chooses another token than the clean output; None if none."""
+    chosen = _choices(model, run_hooked(model, sources, _inputs(model, sources, target_ids)).logits(model)[1]).tolist()  # [T]
+    first = given_steps(model, sources[0].tolist())
+    return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if step >= first and mine != clean), None)
 
 
 def prepare_patching(
@@ -330,9 +375,9 @@ def prepare_patching(
         step = step or 0
     if not 0 <= step < len(targets):
         raise InterventionError(f"step {step + 1} is not one of the clean translation's {len(targets)} steps")
-    inputs = torch.tensor([[model.config.bos_id] + targets[:step]], device=device)  # [1, step + 1]
+    inputs = _inputs(model, sources, targets[: step + 1])  # [2, step + 1]
     with torch.inference_mode():
-        run = run_hooked(model, sources, inputs.expand(2, -1), capture=_every_hook(model))
+        run = run_hooked(model, sources, inputs, capture=_every_hook(model))
         logits = run.logits(model, step)  # [2, V]
     chosen = int(_choices(model, logits[1])) if compared_id is None else compared_id
     clean_id = targets[step]
@@ -341,12 +386,15 @@ def prepare_patching(
     clean_metric, corrupted_metric = logit_difference(logits, clean_id, chosen).tolist()  # [2]
     if clean_metric == corrupted_metric:
         raise InterventionError(f"the two runs' logit differences are equal at step {step + 1}: nothing to restore")
-    pieces = (source_pieces(clean_ids), source_pieces(corrupted_ids), target_pieces(inputs[0].tolist()))
+    decoded, corrupted_decoded = target_pieces(inputs[0].tolist()), target_pieces(inputs[1].tolist())
+    pieces = (source_pieces(clean_ids), source_pieces(corrupted_ids), decoded)
     labels = PairLabels(*pieces, target_pieces([clean_id])[0], target_pieces([chosen])[0])
+    if corrupted_decoded != decoded:  # apart in a decoder-only model's prompts only
+        labels.corrupted_target = corrupted_decoded
     clean = {hook: activation[:1] for hook, activation in run.activations.items()}  # [1, ...] each
     corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
     return PatchingSetup(
-        model, sources[:1], sources[1:], inputs, step, clean_id, chosen, clean, corrupted,
+        model, sources[:1], sources[1:], inputs[:1], inputs[1:], step, clean_id, chosen, clean, corrupted,
         clean_metric=clean_metric, corrupted_metric=corrupted_metric, labels=labels,
     )  # fmt: skip
 

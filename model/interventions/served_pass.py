@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
-from model.interventions.hooked import adapter_of, check_tool
+from model.interventions.hooked import InterventionError, adapter_of, check_tool
 from model.interventions.hooked import run_hooked as run_hooked  # the one hooked pass, whatever the model
 from model.network import Network
 
@@ -26,6 +26,15 @@ def served_tools(model: Network) -> tuple[InterventionTool, ...]:
     (one line) when it has none: its family cannot be patched, or a pretrained model's layout is not hooked."""
     served = adapter_of(model).served_tools
     return tuple(tool for tool in INTERVENTION_TOOLS if tool in served)
+
+
+def unserved_reason(model: Network, tool: InterventionTool) -> str:
+    """Why ``model``'s hooked pass does not serve ``tool`` (one line: the tool's own check); '' when it does."""
+    try:
+        check_tool(model, tool)
+    except InterventionError as error:
+        return str(error)
+    return ""
 
 
 def lens_logits(model: Network, streams: torch.Tensor) -> torch.Tensor:

@@ -75,13 +75,13 @@ def describe_heads(heads: tuple[Head, ...]) -> str:
     return ", ".join(head.describe() for head in heads) or "none"
 
 
-def head_projection(model: Network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Linear, int]:
-    """The output projection W^O [d_model, H * d_k] of ``kind``'s attention in ``layer`` of a network whose heads can
-    be masked (its family's capabilities say ``head_masking``), and d_k: the width of each head's columns (a T5's
-    heads are ``d_kv`` wide, not d_model / H)."""
+def head_projection(model: Network, kind: AttentionKind, layer: int) -> tuple[torch.nn.Module, torch.Tensor, int]:
+    """The output projection of ``kind``'s attention in ``layer`` of a network whose heads can be masked (its family's
+    capabilities say ``head_masking``), its W^O [d_model, H * d_k] (a view of the module's weight), and d_k: the width
+    of each head's columns (a T5's heads are ``d_kv`` wide, not d_model / H)."""
     network = cast(HeadMaskingNetwork, model)  # check_heads has asked its capabilities
-    projection = network.head_projection(kind, layer)
-    return projection, projection.weight.shape[1] // network.head_count(kind)
+    weight = network.head_weight(kind, layer)  # [d_model, H * d_k]
+    return network.head_projection(kind, layer), weight, weight.shape[1] // network.head_count(kind)
 
 
 def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
@@ -92,7 +92,7 @@ def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
     if not capabilities.head_masking:
         raise MaskError(
             f"heads are knocked out where each head's slice of the attention's output projection is known (the app's "
-            f"Transformers, pretrained encoder-decoders), not in this model ({title})"
+            f"Transformers, pretrained encoder-decoders and decoder-only models), not in this model ({title})"
         )
     config, network = model.config, cast(HeadMaskingNetwork, model)
     for head in heads:
@@ -108,8 +108,8 @@ def zero_heads(model: Network, heads: tuple[Head, ...]) -> None:
     """Zero, in place, the W^O columns that carry each head's output (a bias, where W^O has one, is no head's)."""
     with torch.no_grad():
         for head in heads:
-            projection, d_k = head_projection(model, head.kind, head.layer)
-            projection.weight[:, head.head * d_k : (head.head + 1) * d_k] = 0.0  # of [d_model, H * d_k]
+            _, weight, d_k = head_projection(model, head.kind, head.layer)
+            weight[:, head.head * d_k : (head.head + 1) * d_k] = 0.0  # of [d_model, H * d_k] (a view: in place)
 
 
 def masked_model(model: NetworkT, heads: tuple[Head, ...]) -> NetworkT:

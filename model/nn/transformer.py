@@ -268,6 +268,10 @@ class Transformer(nn.Module):
         """The output projection W^O of the attention of ``kind`` in ``layer``: what knocking a head out zeroes columns of."""
         return self.attention_module(kind, layer).out_projection
 
+    def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
+        """W^O [d_model, H * d_k] of the attention of ``kind`` in ``layer`` (its projection's weight)."""
+        return self.head_projection(kind, layer).weight
+
     def head_count(self, kind: AttentionKind) -> int:
         return self.config.n_heads
 

@@ -28,7 +28,7 @@ from model.family import Architecture, Capabilities, Family, Positions, QueriesK
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
-from model.pretrained.layouts import DECODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES
+from model.pretrained.layouts import DECODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES, DecoderModules
 from model.pretrained.positional import pretrained_report
 
 if TYPE_CHECKING:
@@ -220,6 +220,10 @@ class Seq2SeqNetwork(PretrainedNetwork):
         """The output projection of ``kind``'s attention in ``layer`` (T5's ``o``, BART's ``out_proj``)."""
         return self.attention_part(kind, layer, "projections")
 
+    def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
+        """W^O [d_model, H * d_k] of ``kind``'s attention in ``layer``: the output projection's weight."""
+        return self.head_projection(kind, layer).weight
+
     def attention_part(self, kind: AttentionKind, layer: int, part: str) -> torch.nn.Linear:
         """A projection of ``kind``'s attention in ``layer``: ``part`` is one of the layout's tables of them
         (model/pretrained/layouts.py: "projections", "values", "queries", "keys")."""
@@ -264,6 +268,27 @@ class Seq2SeqNetwork(PretrainedNetwork):
 
 
 class DecoderNetwork(PretrainedNetwork):
+    @property
+    def modules(self) -> DecoderModules:
+        """Where its layout keeps its modules (a layout the family serves, ``DECODER_LAYOUT_MODULES``)."""
+        return DECODER_LAYOUT_MODULES[self.config.model_type]
+
+    def layers(self) -> list[torch.nn.Module]:
+        """The decoder's layers, in order."""
+        return list(self.hf_model.get_submodule(self.modules.layers))
+
+    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module:
+        """The attention's output projection in ``layer`` (GPT-2's ``c_proj``, Llama's ``o_proj``)."""
+        return self.layers()[layer].get_submodule(self.modules.projection)
+
+    def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
+        """W^O [d_model, H * d_k] in ``layer``: the projection's weight, or its transpose where it is stored [in, out]."""
+        weight = cast(torch.Tensor, self.head_projection(kind, layer).weight)
+        return weight.T if self.modules.weight_in_out else weight
+
+    def head_count(self, kind: AttentionKind) -> int:
+        return self.config.n_heads
+
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         raise NotImplementedError("a decoder-only model has no encoder: its prompt goes through decode_step")
 
@@ -334,9 +359,9 @@ HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_
 MEASURED_PASS = "model.attribution.library_pass.measured_pass"
 
 
-def hooked_pass(network: Seq2SeqNetwork) -> object | None:
-    """The pretrained encoder-decoder family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the
-    network's layout (``HOOKED_LAYOUTS``) bound to it, or None when its layout has none."""
+def hooked_pass(network: PretrainedNetwork) -> object | None:
+    """A pretrained family's hooked pass (its ``Capabilities.hooked_pass``): the adapter of the network's layout
+    (``HOOKED_LAYOUTS``) bound to it, or None when its layout has none."""
     path = HOOKED_LAYOUTS.get(network.config.model_type)
     return None if path is None else declared(path)(network)
 
@@ -363,10 +388,15 @@ def layout_capabilities(network: Network) -> Capabilities:
 
 def decoder_layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained decoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): the
-    neuron view where its layout's projections are known (``DECODER_LAYOUT_MODULES``)."""
+    neuron view, the hooked pass and knocking heads out where its layout's modules are known (``DECODER_LAYOUT_MODULES``)."""
     model_type = cast(PretrainedConfig, network.config).model_type
     known = model_type in DECODER_LAYOUT_MODULES
-    return replace(DECODER.capabilities, queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ)
+    return replace(
+        DECODER.capabilities,
+        queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ,
+        hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,
+        head_masking=known,  # its output projections are known: a head's columns can be zeroed
+    )
 
 
 def _pretrained(
@@ -389,7 +419,7 @@ def _pretrained(
         teacher_forced_scores=False,
         # The family's hooked pass, which serves the layouts HOOKED_LAYOUTS names: a network's own capabilities
         # (``layouts``) keep it only for those.
-        hooked_pass=HOOKED_PASS if encoder_decoder else None,
+        hooked_pass=HOOKED_PASS if architecture.has_decoder else None,
         measured_pass=MEASURED_PASS if encoder_decoder else None,  # likewise kept only where its layout's modules are known
         beam_search=encoder_decoder,
         queries_keys=QueriesKeys.NOT_READ,

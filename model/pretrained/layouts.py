@@ -26,6 +26,10 @@ HOOKED_LAYOUTS = {
     "mbart": "model.interventions.library.PreNormPass",
     "m2m_100": "model.interventions.library.PreNormPass",  # M2M100 and NLLB
     "pegasus": "model.interventions.library.PreNormPass",
+    "gpt2": "model.interventions.decoder_library.DecoderPass",  # decoder-only: one adapter, the layout's table says where
+    "llama": "model.interventions.decoder_library.DecoderPass",
+    "mistral": "model.interventions.decoder_library.DecoderPass",
+    "qwen2": "model.interventions.decoder_library.DecoderPass",
 }
 
 
@@ -122,23 +126,54 @@ def hidden_input(args: tuple, kwargs: dict) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class DecoderModules:
-    """Where a decoder-only layout keeps what the neuron view reads (model/neuron/decoder_vectors.py), by the library's
-    names: each layer's attention and the norm it reads, its query and key projections (or GPT-2's fused one), and the
-    positions table added to the embeddings (none: rotary positions, applied inside each attention)."""
+    """Where a decoder-only layout keeps its modules, by the library's names: what the neuron view reads
+    (model/neuron/decoder_vectors.py: each layer's attention and the norm it reads, its query and key projections or
+    GPT-2's fused one, the positions table added to the embeddings, none for rotary positions applied inside each
+    attention), and what the hooked pass (model/interventions/decoder_library.py) and knocking a head out read: each
+    layer's output projection, feed-forward block and the norm it reads, and the final norm before the output head."""
 
     layers: str  # the ModuleList of layers, from the library model
     attention: str  # within a layer
     input_norm: str  # within a layer: the norm the attention reads (pre-norm)
+    projection: str  # within a layer: the attention's output projection W^O
+    mlp: str  # within a layer: the feed-forward block
+    mlp_norm: str  # within a layer: the norm the feed-forward block reads
+    final_norm: str  # from the library model: the norm before the output head
     queries: str | None = None  # within a layer
     keys: str | None = None
     fused: str | None = None  # within a layer: one projection to queries, keys and values (GPT-2's Conv1D)
     positions: str | None = None  # from the library model: the learned table added to the embeddings
+    # GPT-2's projections are Conv1D, whose weight is stored [in, out]: W^O is its transpose
+    weight_in_out: bool = False
+    rms_norms: bool = False  # its norms are RMS norms (no mean subtracted, no shift), not LayerNorms
 
 
-_LLAMA_MODULES = DecoderModules("model.layers", "self_attn", "input_layernorm", "self_attn.q_proj", "self_attn.k_proj")
+_LLAMA_MODULES = DecoderModules(
+    "model.layers",
+    "self_attn",
+    "input_layernorm",
+    "self_attn.o_proj",
+    "mlp",
+    "post_attention_layernorm",
+    "model.norm",
+    queries="self_attn.q_proj",
+    keys="self_attn.k_proj",
+    rms_norms=True,
+)
 # Each decoder-only layout's modules, by model type (Mistral and Qwen2 are laid out as Llama).
 DECODER_LAYOUT_MODULES = {
-    "gpt2": DecoderModules("transformer.h", "attn", "ln_1", fused="attn.c_attn", positions="transformer.wpe"),
+    "gpt2": DecoderModules(
+        "transformer.h",
+        "attn",
+        "ln_1",
+        "attn.c_proj",
+        "mlp",
+        "ln_2",
+        "transformer.ln_f",
+        fused="attn.c_attn",
+        positions="transformer.wpe",
+        weight_in_out=True,
+    ),
     "llama": _LLAMA_MODULES,
     "mistral": _LLAMA_MODULES,
     "qwen2": _LLAMA_MODULES,

@@ -10,12 +10,13 @@ import pytest
 from model.capabilities import CHECKS, row_of
 from model.cli import main
 from model.cli.capabilities import table
+from model.family import capabilities_of
 from model.io import checkpoint
 from model.io.models import open_model
 
 TEXT = "le chat voit le chien ."
 COMMANDS = {  # a tool -> its command's arguments after --model (the output named out.*)
-    "head knock-out": ["trace", "--mask-heads", "encoder:1:2", "--text", TEXT, "--out", "out.npz"],
+    "head knock-out": ["trace", "--mask-heads", "{kind}:1:2", "--text", TEXT, "--out", "out.npz"],  # its first kind
     "head importance": ["heads", "--corpus", "toy-fr", "--n", "2", "--importance", "out.csv", "--quiet"],
     "logit lens": ["lens", "--text", TEXT, "--out", "out.csv"],
     "DecoderLens": ["lens", "--tool", "decoder-lens", "--text", TEXT, "--out", "out.csv"],
@@ -62,9 +63,10 @@ def test_markdown_and_one_model(capsys):
 @pytest.mark.parametrize("name", ["transformer", "rnn", "t5", "mbart", "bert-mlm", "gpt2"])
 def test_each_claim_is_what_the_tool_s_command_does(models, name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    row = row_of(name, open_model(models[name]).model)
+    model = open_model(models[name]).model
+    row, kind = row_of(name, model), capabilities_of(model).kinds[0].value
     for tool, arguments in COMMANDS.items():
-        code = main([arguments[0], "--model", models[name], *arguments[1:]])
+        code = main([arguments[0], "--model", models[name], *(argument.format(kind=kind) for argument in arguments[1:])])
         err = capsys.readouterr().err
         written = [path for path in tmp_path.iterdir() if path.name.startswith("out.")]
         if not row.reasons[tool]:
