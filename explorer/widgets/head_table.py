@@ -68,6 +68,8 @@ class HeadTable(QTableWidget):
         self.setToolTip("What each head does at this step; click a header to sort, a row to focus the head")
         self.cellClicked.connect(self._on_cell_clicked)
         self.rows: list[dict] = []
+        self.shown_texts: list[list[str]] = []  # each row's texts as last set (an item's text is set when it changes)
+        self.fitted_to: tuple[str, ...] | None = None  # each column's longest text when the columns were last fitted
         self.focused: tuple[int, int] | None = None  # the head the focus view shows, if a single head
 
     def set_weights(self, weights, key_tokens: list[str], kind: AttentionKind, terms: HeadTerms | None = None) -> None:
@@ -96,8 +98,9 @@ class HeadTable(QTableWidget):
         self._fill()
 
     def _fill(self) -> None:
-        """The rows in the chosen order; items are reused from the last step (only text and numbers change),
-        which keeps a step at 200 tokens within the window's redraw budget."""
+        """The rows in the chosen order; items are reused from the last step and only what changed is set (a step
+        changes the numbers; sorting, the rows' heads), which keeps a step of 12 layers × 16 heads within the window's
+        redraw budget."""
         if self.sort_column >= 0:
             key = SORT_KEYS[self.sort_column]
             self.rows.sort(key=lambda values: values[key], reverse=self.sort_order == Qt.SortOrder.DescendingOrder)
@@ -105,25 +108,37 @@ class HeadTable(QTableWidget):
         self.clearSelection()
         if self.rowCount() != len(self.rows):
             self.setRowCount(len(self.rows))
+            self.shown_texts = [[] for _ in self.rows]
         for row, values in enumerate(self.rows):
             texts = [str(values["layer"] + 1), str(values["head"] + 1), values["role"]]
             texts += [f"{values[key]:.3f}" for key in SORT_KEYS[3:TERMS]] + [values["terms"]]
-            rule = f"{values['role']}: {describe_role(values['role'])}"
-            for column, text in enumerate(texts):
-                item = self.item(row, column)
-                if item is None:
-                    item = QTableWidgetItem()
-                    if column not in (2, TERMS):
-                        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                    self.setItem(row, column, item)
-                item.setText(text)
-                item.setData(HEAD_ROLE, (values["layer"], values["head"]))
-                if column in (2, 3, TERMS):
-                    item.setToolTip(rule if column != TERMS else values["terms_detail"])
-        self.fit_columns()
+            self._fill_row(row, values, texts)
+        longest = tuple(max((texts[column] for texts in self.shown_texts), key=len, default="") for column in range(len(COLUMNS)))
+        if longest != self.fitted_to:  # a column's widest text may have changed: fit them again
+            self.fit_columns()
+            self.fitted_to = longest
         self.setUpdatesEnabled(True)
         if self.focused is not None:
             self.select_head(*self.focused)
+
+    def _fill_row(self, row: int, values: dict, texts: list[str]) -> None:
+        """One row's items: each text set where it changed, the head on the first item, the tooltips."""
+        shown = self.shown_texts[row]
+        rule = f"{values['role']}: {describe_role(values['role'])}"
+        for column, text in enumerate(texts):
+            item = self.item(row, column)
+            if item is None:
+                item = QTableWidgetItem()
+                if column not in (2, TERMS):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.setItem(row, column, item)
+            if column >= len(shown) or shown[column] != text:
+                item.setText(text)
+            if column == 0:
+                item.setData(HEAD_ROLE, (values["layer"], values["head"]))  # what a click on any of the row's cells reads
+            if column in (2, 3, TERMS):
+                item.setToolTip(rule if column != TERMS else values["terms_detail"])
+        self.shown_texts[row] = texts
 
     def show_terms(self, shown: bool) -> None:
         """Show the term shares' column (a model whose scores split into positional terms) or hide it."""
@@ -145,6 +160,7 @@ class HeadTable(QTableWidget):
             header_item = self.horizontalHeaderItem(index)
             if header_item is not None:
                 header_item.setText(label + arrow)
+        self.fitted_to = None  # the sorted header is wider by its arrow
         self._fill()
 
     def fit_columns(self) -> None:
