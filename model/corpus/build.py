@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model.corpus.checks import tidy_partials
-from model.corpus.chunks import join_array, remove_chunks, tidy_chunks, write_chunk
-from model.corpus.extract import BatchReading, check_model, read_sentences_batched
+from model.corpus.chunks import ChunkArchives, join_array, remove_chunks, tidy_chunks, write_chunk
+from model.corpus.extract import BatchReading, Decodings, check_model, read_sentences_batched
 from model.corpus.layout import (
     ARRAYS,
     CHUNKS,
@@ -182,35 +182,58 @@ class IndexBuilder:
         self.progress = progress or (lambda _progress: None)
         self.stop = stop or (lambda: False)
         self.indexed = 0  # sentences in finished chunks
+        # The PCA's sentences as decoded to fit it: their chunks read them again without decoding them again (the
+        # decoding is most of a big model's reading)
+        self.decoded: Decodings = {}
+        self.projections: dict[str, Projection] | None = None  # each residual layer's PCA, once fitted or read
 
     def _read(self, pairs: list[Pair]) -> BatchReading | None:
         """``pairs`` read batch by batch; None when stopped meanwhile."""
         return read_sentences_batched(
-            self.bundle, pairs, self.layers, self.heads, self.options.batch_size, self.stop, follow_free_cores
+            self.bundle, pairs, self.layers, self.heads, self.options.batch_size, self.stop, follow_free_cores, self.decoded
         )
 
     def _projections(self) -> dict[str, Projection] | None:
-        """Each residual layer's PCA: the one saved, or fitted on the first sentences and saved; None when stopped."""
+        """Each residual layer's PCA: the one saved, or fitted on the first sentences and saved; None when stopped, or
+        when the first chunk holds those sentences (it is fitted on that chunk's reading: ``_fitted``)."""
         names = [layer.array for layer in self.layers]
         path = self.folder / PROJECTION
         if path.exists():
             return load_projections(path, names, self.manifest.d_model, self.manifest.dims)
+        if self.manifest.pca_sentences <= self.manifest.chunk_size:
+            return None  # the first chunk's reading holds the sample: read once, fitted there
         sample = self.pairs[: self.manifest.pca_sentences]
         self.progress(IndexProgress("fitting", 0, len(sample)))
         reading = self._read(sample)
         if reading is None:
             return None
-        projections = {name: fit_projection(reading.arrays[name], self.manifest.dims) for name in names}
-        save_projections(path, projections)
+        return self._fitted(reading)
+
+    def _fitted(self, reading: BatchReading) -> dict[str, Projection]:
+        """Each residual layer's PCA fitted on the rows of ``reading``'s first ``pca_sentences`` sentences, saved."""
+        n = self.manifest.pca_sentences
+        rows = {
+            "encoder": sum(len(sentence.source_tokens) for sentence in reading.sentences[:n]),
+            "decoder": sum(len(sentence.decoder_tokens) for sentence in reading.sentences[:n]),
+        }
+        names = [layer.array for layer in self.layers]
+        projections = {name: fit_projection(reading.arrays[name][: rows[array_side(name)]], self.manifest.dims) for name in names}
+        save_projections(self.folder / PROJECTION, projections)
         return projections
 
     def _index_chunk(self, store: Store, number: int, previous: dict[str, int] | None, projections) -> bool:
-        """Read, write and commit chunk ``number``; False when stopped before it was finished."""
+        """Read, write and commit chunk ``number`` (the first one, with no ``projections`` yet: the PCA fitted on it
+        first); False when stopped before it was finished."""
         size = self.manifest.chunk_size
         pairs = self.pairs[number * size : (number + 1) * size]
         reading = self._read(pairs)
+        for pair in pairs:  # read now: a chunk's sentences are not read again (only the PCA's are read twice)
+            self.decoded.pop(tuple(self.bundle.source_ids(pair.source)[0]), None)
         if reading is None:
             return False
+        if projections is None:
+            self.progress(IndexProgress("fitting", 0, self.manifest.pca_sentences))
+            projections = self.projections = self._fitted(reading)
         tables, record = chunk_tables(reading, number, number * size, previous)
         arrays = dict(reading.arrays)
         for name, projection in projections.items():
@@ -246,11 +269,14 @@ class IndexBuilder:
         if self.manifest.complete:
             result.indexed, result.complete, result.counts = total, True, self.manifest.counts
             return result
-        projections = self._projections()
+        self.projections = self._projections()
+        if self.projections is None and (self.manifest.pca_sentences > size or finished):
+            result.cancelled = True  # stopped while the PCA's sentences were read
+            return result
         previous = finished[-1] if finished else None
         for number in range(len(finished), n_chunks):
             self.progress(IndexProgress("indexing", result.indexed, total))
-            if projections is None or not self._index_chunk(store, number, previous, projections):
+            if not self._index_chunk(store, number, previous, self.projections):
                 result.cancelled = True
                 return result
             previous = store.finished_chunks()[-1]
@@ -265,9 +291,11 @@ class IndexBuilder:
         names = [layer.array for layer in self.layers]
         for head in self.heads:
             names += list(head_arrays(head))
-        for name in names:
-            rows = f"{array_side(name)}_rows"
-            join_array(self.folder, name, [(chunk["chunk"], chunk[rows]) for chunk in chunks], self.manifest.array_width(name))
+        with ChunkArchives(self.folder) as archives:
+            for name in names:
+                rows = f"{array_side(name)}_rows"
+                parts = [(chunk["chunk"], chunk[rows]) for chunk in chunks]
+                join_array(self.folder, name, parts, self.manifest.array_width(name), archives)
         remove_chunks(self.folder)
         store.export_parquet(self.folder / PARQUET)
         counts = store.connection.execute(

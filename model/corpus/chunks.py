@@ -6,6 +6,8 @@ it as it was."""
 from __future__ import annotations
 
 import shutil
+import zipfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import BinaryIO
 
@@ -52,7 +54,36 @@ def read_chunk_array(folder: Path, chunk: int, name: str, shape: Shape) -> np.nd
         return read_member(archive, name, path, shape)
 
 
-def join_array(folder: Path, name: str, chunks: list[tuple[int, int]], width: int | range) -> Path:
+class ChunkArchives:
+    """The chunk files of an index, each opened once while many of its arrays are read (a chunk of a big model holds
+    over a thousand arrays, and opening its archive reads its whole directory): at most ``limit`` open at once, the
+    least recently read closed first. A ``with`` block closes them."""
+
+    def __init__(self, folder: Path, limit: int = 64) -> None:
+        self.folder, self.limit = folder, limit
+        self.opened: OrderedDict[int, zipfile.ZipFile] = OrderedDict()
+
+    def read(self, chunk: int, name: str, shape: Shape) -> np.ndarray:
+        """One array of one chunk (in memory), its file and header checked first."""
+        path = chunk_file(self.folder, chunk)
+        if chunk not in self.opened:
+            if len(self.opened) >= self.limit:
+                self.opened.popitem(last=False)[1].close()
+            self.opened[chunk] = open_archive(path, "missing; run the indexing again to resume")
+        self.opened.move_to_end(chunk)
+        return read_member(self.opened[chunk], name, path, shape)
+
+    def __enter__(self) -> ChunkArchives:
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        while self.opened:
+            self.opened.popitem()[1].close()
+
+
+def join_array(
+    folder: Path, name: str, chunks: list[tuple[int, int]], width: int | range, archives: ChunkArchives | None = None
+) -> Path:
     """``arrays/NAME.npy``: the parts of one array in ``chunks`` ((chunk, rows of the array's side) each), one after
     another, each part's header checked first, written with plain writes (so a full disk is an error, never a fault
     in a memory map). One already joined (by a run stopped before the rest) is kept: it was renamed into place only
@@ -63,7 +94,8 @@ def join_array(folder: Path, name: str, chunks: list[tuple[int, int]], width: in
     target.parent.mkdir(exist_ok=True)
     parts: list[np.ndarray] = []
     for chunk, rows in chunks:
-        parts.append(read_chunk_array(folder, chunk, name, (rows, parts[0].shape[1] if parts else width)))
+        shape = (rows, parts[0].shape[1] if parts else width)
+        parts.append(read_chunk_array(folder, chunk, name, shape) if archives is None else archives.read(chunk, name, shape))
     shape = (sum(len(part) for part in parts), parts[0].shape[1])
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(STORED)), "fortran_order": False, "shape": shape}
     with atomic_output(target) as temporary, open(temporary, "wb") as handle:

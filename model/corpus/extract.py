@@ -79,15 +79,21 @@ def _padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return torch.from_numpy(table)
 
 
-def _decoded(model: DecodingNetwork, source_rows: list[list[int]]) -> list[list[int]]:
-    """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it)."""
+Decodings = dict[tuple[int, ...], list[int]]  # source ids -> the pieces produced: decoded once, read again
+
+
+def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodings | None = None) -> list[list[int]]:
+    """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it); a sentence
+    ``known`` holds is not decoded again, and the others are added to it (greedy decoding gives a sentence the same
+    output whatever it is batched with)."""
     config = model.config
-    outputs = greedy_decode(model, _padded(source_rows, config.pad_id))
-    produced = []
-    for ids, output in zip(source_rows, outputs):
-        limit = default_max_target(len(ids), config.max_len) - 1
-        produced.append(output + [config.eos_id] if len(output) < limit else output)
-    return produced
+    known = {} if known is None else known
+    new_rows = [row for row in source_rows if tuple(row) not in known]
+    if new_rows:
+        for ids, output in zip(new_rows, greedy_decode(model, _padded(new_rows, config.pad_id))):
+            limit = default_max_target(len(ids), config.max_len) - 1
+            known[tuple(ids)] = output + [config.eos_id] if len(output) < limit else output
+    return [list(known[tuple(row)]) for row in source_rows]
 
 
 def _attention_name(kind: AttentionKind, layer: int) -> str:
@@ -183,7 +189,8 @@ def _sentences(bundle: Bundle, pairs: Sequence[Pair], source_rows, decoder_rows,
 def _attention(
     config: NetworkConfig, activations: dict[str, torch.Tensor], masks: dict[str, torch.Tensor], heads, reading
 ) -> dict[AttentionKind, np.ndarray]:
-    """Every kind's probabilities [B, layers, heads, Q, K]; the queries and keys of ``heads`` go to ``reading``."""
+    """Every kind's probabilities [B, layers, heads, Q, K]; the queries and keys of ``heads`` go to ``reading``. Each
+    attention's activations leave ``activations`` once read (a big model's batch holds gigabytes of them)."""
     wanted = set(heads)
     weights: dict[AttentionKind, np.ndarray] = {}
     for kind in AttentionKind:
@@ -191,27 +198,33 @@ def _attention(
         per_layer = []
         for layer in range(n_layers):
             q, k = queries_keys(activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
-            per_layer.append(activations[f"{_attention_name(kind, layer)}.pattern"])  # [B, H, Q, K]
+            per_layer.append(activations.pop(f"{_attention_name(kind, layer)}.pattern").float().numpy())  # [B, H, Q, K]
             for head in range(config.n_heads):
                 if Head(kind, layer, head) in wanted:
                     q_name, k_name = head_arrays(Head(kind, layer, head))
                     reading.arrays[q_name] = q[:, head][masks[query_side(kind)]].float().numpy()  # [rows, d_k]
                     reading.arrays[k_name] = k[:, head][masks[key_side(kind)]].float().numpy()  # [rows, d_k]
-        weights[kind] = torch.stack(per_layer, dim=1).float().numpy()  # [B, layers, heads, Q, K]
+            del q, k
+            for point in ("q", "k"):
+                activations.pop(f"{_attention_name(kind, layer)}.{point}")
+        weights[kind] = np.stack(per_layer, axis=1)  # [B, layers, heads, Q, K]
     return weights
 
 
 @torch.inference_mode()
-def read_batch(bundle: Bundle, pairs: Sequence[Pair], layers: Sequence[Layer], heads: Sequence[Head]) -> BatchReading:
-    """Decode ``pairs``' sources and read what the index keeps of them (see the module's docstring)."""
+def read_batch(
+    bundle: Bundle, pairs: Sequence[Pair], layers: Sequence[Layer], heads: Sequence[Head], known: Decodings | None = None
+) -> BatchReading:
+    """Decode ``pairs``' sources (but those ``known`` holds) and read what the index keeps of them (see the module's
+    docstring)."""
     model = check_model(bundle)
     model.eval()
     config = model.config
     source_rows = [bundle.source_ids(pair.source)[0] for pair in pairs]
-    produced = _decoded(model, source_rows)
+    produced = _decoded(model, source_rows, known)
     decoder_rows = [[config.bos_id] + ids[:-1] for ids in produced]
     source, target_input = _padded(source_rows, config.pad_id), _padded(decoder_rows, config.pad_id)  # [B, S], [B, T]
-    activations = run_hooked(model, source, target_input, capture=hook_points(model)).activations
+    activations = run_hooked(model, source, target_input, capture=hook_points(model), output=False).activations
     reading = BatchReading(_sentences(bundle, pairs, source_rows, decoder_rows, produced))
     lengths = [(len(ids_in), len(ids_out)) for ids_in, ids_out in zip(source_rows, decoder_rows)]
     masks = {  # [B, L]: the real positions of each side
@@ -220,6 +233,8 @@ def read_batch(bundle: Bundle, pairs: Sequence[Pair], layers: Sequence[Layer], h
     }
     for layer in layers:
         reading.arrays[layer.array] = residual(activations, layer)[masks[layer.side]].float().numpy()  # [rows, d_model]
+    for name in [name for name in activations if name.endswith(("resid_pre", "resid_post"))]:
+        del activations[name]  # read: a big model's batch holds gigabytes of activations
     weights = _attention(config, activations, masks, heads, reading)
     reading.stats = _stats_rows(weights, reading.sentences, lengths)
     return reading
@@ -241,17 +256,18 @@ def read_sentences_batched(
     batch_size: int,
     stop: Callable[[], bool] = lambda: False,
     between: Callable[[], None] = lambda: None,
+    known: Decodings | None = None,
 ) -> BatchReading | None:
     """``read_batch`` over many sentences, in batches of similar length (decoding runs as long as a batch's longest
     sentence), gathered back in corpus order; None when ``stop()`` says so between two batches (``between`` runs
-    before each)."""
+    before each). ``known``: the sentences decoded before (model/corpus/extract.py's ``Decodings``), added to."""
     order = sorted(range(len(pairs)), key=lambda index: (len(pairs[index].source), index))
     readings = []
     for start in range(0, len(order), batch_size):
         if stop():
             return None
         between()
-        readings.append(read_batch(bundle, [pairs[index] for index in order[start : start + batch_size]], layers, heads))
+        readings.append(read_batch(bundle, [pairs[index] for index in order[start : start + batch_size]], layers, heads, known))
     read_sentences = [sentence for reading in readings for sentence in reading.sentences]
     sentences = [read_sentences[place] for place in np.argsort(order, kind="stable")]
     joined = BatchReading(sentences)

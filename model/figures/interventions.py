@@ -125,7 +125,9 @@ def patching_panel(result: PatchingResult, component: str) -> GridPanel:
     if kind.part == "residual":
         labels = result.labels
         pieces, corrupted_pieces = (
-            (labels.target, labels.corrupted_target or labels.target) if kind.side == "decoder" else (labels.clean, labels.corrupted)
+            (labels.target, labels.corrupted_target or labels.target)
+            if kind.side == "decoder"
+            else (labels.clean, labels.corrupted)
         )
         columns = display_labels(pieces[: len(grid.columns)])
         corrupted = display_labels(corrupted_pieces[: len(grid.columns)])

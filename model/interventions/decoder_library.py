@@ -31,7 +31,7 @@ import torch
 
 from model.family import InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
-from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install
+from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install, without_output
 from model.kinds import AttentionKind
 from model.pretrained.families import DecoderNetwork
 
@@ -85,6 +85,7 @@ class DecoderPass:
             raise InterventionError("a decoder-only model reads no memory: it has no encoder")
         sites = self.hook_sites()
         handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names]
+        handles += [handle for handle in (without_output(hooks, self.network.hf_model.lm_head),) if handle is not None]
         patterns = sorted(name for name in hooks.names if name.endswith(".pattern"))
         if any(name in hooks.names - frozenset(hooks.capture) for name in patterns):
             raise InterventionError("a pretrained model's attention patterns are read, not patched")

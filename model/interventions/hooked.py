@@ -98,6 +98,9 @@ class Hooks:
     patches: Sequence[Patch] = ()
     gradient_roots: Iterable[str] = ()  # detached there and made to require grad: gradients reach every later point
     activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    # False: what the pass is for is its hook points; a library model's output head then reads no position (its
+    # logits, [B, 0, V], are not computed: a 256k-word head over every position of a batch is gigabytes)
+    output: bool = True
 
     def __post_init__(self) -> None:
         self.capture = frozenset(self.capture)
@@ -260,6 +263,7 @@ def run_hooked(
     patches: Sequence[Patch] = (),
     memory: torch.Tensor | None = None,  # [B, S, d_model]: read instead of the encoder's (the encoder is skipped)
     gradient_roots: Iterable[str] = (),  # hook points that start the autograd graph (the weights may be frozen)
+    output: bool = True,  # False: the hook points only (a library model's logits are not computed; see ``Hooks``)
 ) -> HookedRun:
     """``model``'s teacher-forced pass with ``capture``d and ``patches``d hook points (see the module's docstring),
     run by its family's adapter. For gradients with respect to activations, run it under ``torch.enable_grad()`` with
@@ -268,7 +272,7 @@ def run_hooked(
     longest = max(source_ids.shape[1], target_input_ids.shape[1])
     if longest > model.config.max_len:
         raise InterventionError(f"a sequence of {longest} pieces exceeds this model's {model.config.max_len} positions")
-    hooks = Hooks(capture, patches, gradient_roots)
+    hooks = Hooks(capture, patches, gradient_roots, output=output)
     hooks.check(adapter.hook_names())
     return adapter.run_hooked(source_ids, target_input_ids, hooks, memory)
 

@@ -41,7 +41,7 @@ import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
-from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install
+from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install, without_output
 from model.kinds import AttentionKind
 from model.pretrained.families import Seq2SeqNetwork
 
@@ -132,6 +132,7 @@ class LibraryPass:
         sites = self.hook_sites()
         skipped = {"encoder.memory"} if memory is not None else set()
         handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names and name not in skipped]
+        handles += [handle for handle in (without_output(hooks, seq2seq.hf_model.lm_head),) if handle is not None]
         mask = source_ids.ne(seq2seq.config.pad_id).long()  # [B, S]
         inputs: dict[str, Any] = {"input_ids": source_ids}
         if memory is not None:  # the encoder skipped: the decoder reads ``memory``

@@ -93,6 +93,18 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
     return site.module.register_forward_hook(for_this_thread(read_output))
 
 
+def without_output(hooks: Hooks, head: torch.nn.Module) -> RemovableHandle | None:
+    """When ``hooks`` want no output: a pre-hook on the output head that gives it no position to read (the library's
+    forward then returns logits [B, 0, V]); None when they do."""
+    if hooks.output:
+        return None
+
+    def no_position(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return (args[0][..., :0, :], *args[1:]), kwargs  # [B, 0, d_model]
+
+    return head.register_forward_pre_hook(for_this_thread(no_position), with_kwargs=True)
+
+
 class _Handles:
     """Two hooks removed as one (an ADDED site's)."""
 

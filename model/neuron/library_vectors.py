@@ -228,7 +228,7 @@ def library_vectors(
     target = torch.tensor([inputs], device=device)  # [1, T]
     absolute = modules.positions is not None
     with _positions_read(network, modules) as positions:
-        run = run_hooked(network, source, target, capture=_captured(network, bool(target_ids), absolute))
+        run = run_hooked(network, source, target, capture=_captured(network, bool(target_ids), absolute), output=False)
     if not target_ids:
         positions.pop("decoder", None)
     acts = run.activations

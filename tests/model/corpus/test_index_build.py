@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from model.corpus import chunks
+from model.corpus import chunks, extract
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import CorpusIndexError, Layer
 from model.corpus.sources import read_sentences
@@ -159,3 +159,17 @@ def test_a_folder_of_something_else_or_another_index_is_refused(built_index, tin
     with pytest.raises(CorpusIndexError, match="holds an index built with another model"):
         build(other_model, built_index)
     assert build(tiny, built_index).complete  # the same command again: nothing to do
+
+
+def test_the_pca_s_sentences_are_decoded_once(tiny, tmp_path, monkeypatch):
+    """The PCA is fitted on the first sentences, read; their chunks read them again without decoding them again."""
+    decoded_rows = []
+    decode = extract.greedy_decode
+
+    def counted(model, source_ids, *args):
+        decoded_rows.append(source_ids.shape[0])
+        return decode(model, source_ids, *args)
+
+    monkeypatch.setattr(extract, "greedy_decode", counted)
+    result = build(tiny, tmp_path / "index")
+    assert result.complete and sum(decoded_rows) == CORPUS.limit  # 30 sentences, of which the PCA read 12 first

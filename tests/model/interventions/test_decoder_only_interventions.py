@@ -224,3 +224,14 @@ def test_decoder_lens_says_a_decoder_only_model_has_no_encoder(tiny_bundles):
     bundle = tiny_bundles["gpt2"]
     with pytest.raises(UserError, match="no encoder"):
         decoder_lens(bundle.model, bundle.source_ids(PROMPT)[0], bundle.target_tokenizer)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_pass_for_its_hook_points_only_computes_no_logits(tiny_bundles, family):
+    network = tiny_bundles[family].model
+    prompt, _, inputs = _case(tiny_bundles[family])
+    with torch.inference_mode():
+        full = run_hooked(network, torch.tensor([prompt]), inputs, capture=["decoder.1.resid_post"])
+        points_only = run_hooked(network, torch.tensor([prompt]), inputs, capture=["decoder.1.resid_post"], output=False)
+    assert points_only.hidden.shape[1] == 0 and full.hidden.shape[1] == inputs.shape[1]
+    assert torch.equal(points_only.activations["decoder.1.resid_post"], full.activations["decoder.1.resid_post"])

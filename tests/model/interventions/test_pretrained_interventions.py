@@ -78,6 +78,10 @@ def test_the_hooked_pass_is_the_library_s_own(bundles, layout):
         library = network.hf_model(input_ids=clean, decoder_input_ids=target, output_attentions=True, use_cache=False)
     assert torch.equal(captured.activations["decoder.1.cross.pattern"], library.cross_attentions[1])
     assert torch.equal(captured.activations["encoder.0.self.pattern"], library.encoder_attentions[0])
+    with torch.inference_mode():  # for its hook points only: the head reads no position, the points are the same
+        points_only = run_hooked(network, clean, target, capture=["decoder.1.resid_post"], output=False)
+    assert points_only.hidden.shape[1] == 0
+    assert torch.equal(points_only.activations["decoder.1.resid_post"], captured.activations["decoder.1.resid_post"])
     heads = captured.activations["decoder.1.cross.head_out"]  # [1, H, T, d_model]
     assert heads.shape == (1, network.config.n_heads, target.shape[1], network.config.d_model)
     assert torch.allclose(heads.sum(1), captured.activations["decoder.1.cross.out"] - _bias(network, "decoder.1.cross"), atol=1e-5)
