@@ -92,7 +92,7 @@ def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
     if not capabilities.head_masking:
         raise MaskError(
             f"heads are knocked out where each head's slice of the attention's output projection is known (the app's "
-            f"Transformers, pretrained encoder-decoders and decoder-only models), not in this model ({title})"
+            f"Transformers, Hugging Face layouts whose projections are known), not in this model ({title})"
         )
     config, network = model.config, cast(HeadMaskingNetwork, model)
     for head in heads:

@@ -28,7 +28,7 @@ from model.family import Architecture, Capabilities, Family, Positions, QueriesK
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
-from model.pretrained.layouts import DECODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES, DecoderModules
+from model.pretrained.layouts import DECODER_LAYOUT_MODULES, ENCODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES, DecoderModules
 from model.pretrained.positional import pretrained_report
 
 if TYPE_CHECKING:
@@ -318,6 +318,20 @@ class EncoderNetwork(PretrainedNetwork):
         self.head = head  # "masked-lm", "sequence-classification", "token-classification" or "none"
         self.mask_id = mask_id
 
+    def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module:
+        """The attention's output projection in ``layer`` (BERT's ``attention.output.dense``, DistilBERT's
+        ``attention.out_lin``): a layout the family's capabilities let heads be knocked out of."""
+        modules = ENCODER_LAYOUT_MODULES[self.config.model_type]
+        layers = self.hf_model.base_model.get_submodule(modules.layers)
+        return cast(torch.nn.Module, layers[layer].get_submodule(modules.projection))
+
+    def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
+        """W^O [d_model, H * d_k] in ``layer``: the projection's weight."""
+        return cast(torch.Tensor, self.head_projection(kind, layer).weight)
+
+    def head_count(self, kind: AttentionKind) -> int:
+        return self.config.n_heads
+
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         """(the last layer's hidden states [B, S, d_model]; mask; per-layer weights when asked)."""
         mask = self._mask(source_ids)
@@ -399,6 +413,13 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
     )
 
 
+def encoder_layout_capabilities(network: Network) -> Capabilities:
+    """What a pretrained encoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): heads
+    knocked out where its layout's output projections are known (``ENCODER_LAYOUT_MODULES``)."""
+    model_type = cast(PretrainedConfig, network.config).model_type
+    return replace(ENCODER.capabilities, head_masking=model_type in ENCODER_LAYOUT_MODULES)
+
+
 def _pretrained(
     name: str,
     title: str,
@@ -444,6 +465,7 @@ ENCODER = _pretrained(
     EncoderNetwork,
     Architecture.ENCODER_ONLY,
     (AttentionKind.ENCODER,),
+    layouts=encoder_layout_capabilities,
 )
 DECODER = _pretrained(
     "pretrained-decoder",

@@ -178,3 +178,24 @@ DECODER_LAYOUT_MODULES = {
     "mistral": _LLAMA_MODULES,
     "qwen2": _LLAMA_MODULES,
 }
+
+
+@dataclass(frozen=True)
+class EncoderModules:
+    """Where an encoder-only layout keeps each layer's attention output projection W^O (what knocking a head out zeroes
+    columns of), by the library's names: the layers within the base model (``hf_model.base_model``), the projection
+    within a layer."""
+
+    layers: str
+    projection: str
+
+
+_BERT_MODULES = EncoderModules("encoder.layer", "attention.output.dense")
+# Each encoder-only layout's modules, by model type (RoBERTa, ELECTRA and XLM-R are laid out as BERT).
+ENCODER_LAYOUT_MODULES = {
+    "bert": _BERT_MODULES,
+    "roberta": _BERT_MODULES,
+    "xlm-roberta": _BERT_MODULES,
+    "electra": _BERT_MODULES,
+    "distilbert": EncoderModules("transformer.layer", "attention.out_lin"),
+}

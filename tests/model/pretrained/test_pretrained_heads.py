@@ -124,3 +124,34 @@ def test_head_importance_is_the_gradient_of_the_library_s_loss_through_a_gate_of
         AttentionKind.DECODER: (network.config.n_decoder_layers, network.config.n_heads),
         AttentionKind.CROSS: (network.config.n_decoder_layers, network.config.n_heads),
     }
+
+
+def test_a_bert_head_knocked_out_is_its_slice_zeroed_in_the_library_s_pass(tiny_bundles):
+    """An encoder-only layout (BERT): a head knocked out zeroes its slice of ``attention.output.dense``'s input (the
+    test's own pre-hook); every head of the layer knocked out leaves that projection's bias alone."""
+    network = tiny_bundles["bert-mlm"].model
+    source = torch.tensor([tiny_bundles["bert-mlm"].source_ids("The house is [MASK] .")[0]])  # [1, S]
+    dense = network.hf_model.bert.encoder.layer[1].attention.output.dense  # the library's own name for W^O
+    width = network.hf_model.config.hidden_size // network.hf_model.config.num_attention_heads
+
+    def library(model, hook=None, pre_hook=None) -> torch.Tensor:
+        handles = [dense.register_forward_pre_hook(pre_hook)] if pre_hook else []
+        handles += [dense.register_forward_hook(hook)] if hook else []
+        try:
+            with torch.inference_mode():
+                return model.hf_model(input_ids=source).logits  # [1, S, V]
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def zero_second(_module, args):
+        context = args[0].clone()
+        context[..., width : 2 * width] = 0.0
+        return (context,)
+
+    one = masked_model(network, (Head(AttentionKind.ENCODER, 1, 1),))
+    assert torch.allclose(library(one), library(network, pre_hook=zero_second), atol=1e-5, rtol=0)
+    every = masked_model(network, tuple(Head(AttentionKind.ENCODER, 1, head) for head in range(network.config.n_heads)))
+    only_bias = library(network, hook=lambda _m, _a, output: torch.zeros_like(output) + dense.bias)
+    assert torch.allclose(library(every), only_bias, atol=1e-5, rtol=0)
+    assert not torch.allclose(library(network), only_bias, atol=1e-3, rtol=0)
