@@ -52,4 +52,4 @@ def test_ctrl_click_knocks_a_head_out_and_the_translation_follows(qtbot, open_wi
     session.set_model(toy_fr_rnn_bundle[0])
     assert session.masked_heads == ()
     session.toggle_head(Head(AttentionKind.CROSS, 0, 0))
-    assert session.masked_heads == () and "the app's Transformers, pretrained encoder-decoders" in messages[-1]
+    assert session.masked_heads == () and "the app's Transformers, Hugging Face layouts" in messages[-1]
