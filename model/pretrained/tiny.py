@@ -2,7 +2,7 @@
 a few hundred sentences of the built-in toy-fr corpus: for tests, benchmarks and trying the feature on a
 machine that has no downloaded model. Nothing touches the network.
 
-    python -m model.pretrained.tiny OUT_FOLDER [--family t5|marian|bart|mbart|m2m100|bert-mlm|bert-classifier|gpt2 ...]
+    python -m model.pretrained.tiny OUT_FOLDER [--family LAYOUT ...]    (LAYOUTS below: t5, marian, ..., llama, mistral, qwen2)
 
 Each family's folder is written by ``save_pretrained`` (model and tokenizer) and opens like any
 downloaded model: ``transformer-explorer OUT_FOLDER/t5``. Sizes are tiny unless ``size="base"`` (t5-base's
@@ -26,7 +26,24 @@ import torch
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
 
-LAYOUTS = ("t5", "marian", "bart", "mbart", "m2m100", "nllb", "pegasus", "bert-mlm", "bert-classifier", "gpt2", "llama")
+LAYOUTS = (
+    "t5",
+    "marian",
+    "bart",
+    "mbart",
+    "m2m100",
+    "nllb",
+    "pegasus",
+    "bert-mlm",
+    "bert-classifier",
+    "roberta",
+    "distilbert",
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
+)
+LLAMA_LIKE = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2"}  # layout -> the library's class prefix
 NLLB_LANGUAGES = ("eng_Latn", "fra_Latn", "deu_Latn")  # the tiny NLLB's language codes (NLLB-200 has 202)
 # Encoder-decoder layouts built with BART's byte-level tokenizer: their configs name the sizes as BART's does.
 BART_LIKE = {
@@ -263,7 +280,8 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     _save(network, tokenizer, folder)
 
 
-def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
+def _wordpiece(texts: list[str], work: Path) -> Any:
+    """A WordPiece tokenizer trained on ``texts`` (BERT's), as the library's fast tokenizer."""
     transformers = require_transformers()
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import BertWordPieceTokenizer
@@ -271,7 +289,37 @@ def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
     wordpiece = BertWordPieceTokenizer(lowercase=True)
     wordpiece.train_from_iterator(texts, vocab_size=VOCAB, min_frequency=1, show_progress=False)
     wordpiece.save_model(str(work))
-    tokenizer = transformers.BertTokenizerFast(vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+    return transformers.BertTokenizerFast(vocab_file=str(work / "vocab.txt"), do_lower_case=True)
+
+
+def _bert_like(folder: Path, texts: list[str], work: Path, layout: str) -> None:
+    """RoBERTa's and DistilBERT's layouts (a masked-LM head), with a WordPiece tokenizer: what the app reads of them is
+    their modules, laid out as the library lays them out."""
+    transformers = require_transformers()
+    tokenizer = _wordpiece(texts, work)
+    sizes = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, "initializer_range": 0.3}
+    if layout == "roberta":  # its positions start after the padding id's: two more rows
+        config = transformers.RobertaConfig(
+            hidden_size=TINY["d_model"],
+            num_hidden_layers=TINY["layers"],
+            num_attention_heads=TINY["heads"],
+            intermediate_size=TINY["d_ff"],
+            max_position_embeddings=TINY["positions"] + tokenizer.pad_token_id + 1,
+            **sizes,
+        )
+        network = transformers.RobertaForMaskedLM(config)
+    else:
+        config = transformers.DistilBertConfig(
+            dim=TINY["d_model"], n_layers=TINY["layers"], n_heads=TINY["heads"], hidden_dim=TINY["d_ff"],
+            max_position_embeddings=TINY["positions"], **sizes,
+        )  # fmt: skip
+        network = transformers.DistilBertForMaskedLM(config)
+    _save(network, tokenizer, folder)
+
+
+def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
+    transformers = require_transformers()
+    tokenizer = _wordpiece(texts, work)
     config = transformers.BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=TINY["d_model"],
@@ -305,13 +353,14 @@ def _gpt2(folder: Path, texts: list[str], work: Path) -> None:
     _save(transformers.GPT2LMHeadModel(config), tokenizer, folder)
 
 
-def _llama(folder: Path, texts: list[str], work: Path, size: Size) -> None:
-    """The Llama family's layout (Llama, Mistral, Qwen2): rotary positions, grouped-query attention (half as many key
-    and value heads as query heads), RMS norms, a gated feed-forward, an untied output layer."""
+def _llama(folder: Path, texts: list[str], work: Path, size: Size, layout: str = "llama") -> None:
+    """The Llama family's layout (Llama, Mistral, Qwen2: ``layout``): rotary positions, grouped-query attention (half
+    as many key and value heads as query heads), RMS norms, a gated feed-forward, an untied output layer."""
     transformers = require_transformers()
     _padded_byte_level(texts, work, size, ("<|endoftext|>",))
     tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
-    config = transformers.LlamaConfig(
+    prefix = LLAMA_LIKE[layout]
+    config = getattr(transformers, f"{prefix}Config")(
         vocab_size=len(tokenizer),
         hidden_size=size.d_model,
         intermediate_size=size.d_ff,
@@ -324,7 +373,7 @@ def _llama(folder: Path, texts: list[str], work: Path, size: Size) -> None:
         eos_token_id=tokenizer.eos_token_id,
         **({} if size.init_std is None else {"initializer_range": size.init_std}),
     )
-    _save(transformers.LlamaForCausalLM(config), tokenizer, folder)
+    _save(getattr(transformers, f"{prefix}ForCausalLM")(config), tokenizer, folder)
 
 
 def _save(network, tokenizer, folder: Path) -> None:
@@ -354,8 +403,10 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "ti
             _nllb(folder, texts, Path(work), dims)
         elif layout == "gpt2":
             _gpt2(folder, texts, Path(work))
-        elif layout == "llama":
-            _llama(folder, texts, Path(work), dims)
+        elif layout in LLAMA_LIKE:
+            _llama(folder, texts, Path(work), dims, layout)
+        elif layout in ("roberta", "distilbert"):
+            _bert_like(folder, texts, Path(work), layout)
         else:
             _bert(folder, texts, Path(work), classifier=layout == "bert-classifier")
     return folder
