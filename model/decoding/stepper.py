@@ -37,7 +37,7 @@ def beam_unavailable(capabilities: Capabilities) -> str:
         return ""
     if not capabilities.architecture.has_decoder:
         return "an encoder-only model decodes no target: beam search does not apply"
-    return "beam search is for encoder-decoder models here; choose greedy or sampling for this decoder-only model"
+    return "beam search is not served for this model's family; choose greedy or sampling"
 
 
 @dataclass

@@ -442,7 +442,7 @@ def _pretrained(
         # (``layouts``) keep it only for those.
         hooked_pass=HOOKED_PASS if architecture.has_decoder else None,
         measured_pass=MEASURED_PASS if encoder_decoder else None,  # likewise kept only where its layout's modules are known
-        beam_search=encoder_decoder,
+        beam_search=architecture.has_decoder,  # a decoder-only model searches from its prompt (model/decoding/beam.py)
         queries_keys=QueriesKeys.NOT_READ,
         prompt_in_one_pass=architecture is Architecture.DECODER_ONLY,
     )

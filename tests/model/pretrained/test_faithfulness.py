@@ -114,11 +114,22 @@ def test_sampling_is_reproducible(tiny_bundles):
     assert first.target_ids() == second.target_ids()
 
 
-def test_beam_on_a_decoder_only_model_is_refused_with_a_message(tiny_bundles):
-    from model.decoding.options import DecodingError
-
-    with pytest.raises(DecodingError, match="decoder-only"):
-        Stepper(tiny_bundles["gpt2"], "the cat", DecodingOptions(strategy="beam"))
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_beam_search_on_a_decoder_only_model_starts_from_its_prompt(tiny_bundles, family):
+    """The prompt's given tokens are the tree's trunk (the trace's first steps), and a beam one wide is greedy decoding
+    (a known answer: the one hypothesis kept is the best token at every step)."""
+    bundle = tiny_bundles[family]
+    prompt = bundle.source_ids("the cat sees")[0]
+    stepper = Stepper(bundle, "the cat sees", DecodingOptions(strategy="beam", beam_width=3))
+    stepper.run()
+    tree = stepper.beam
+    assert tree is not None and [node.token_id for node in tree.nodes[: len(prompt) - 1]] == prompt[1:]
+    assert list(stepper.trace().chosen_ids[: len(prompt) - 1]) == prompt[1:] and tree.best[: len(prompt) - 1] == prompt[1:]
+    one_wide = Stepper(bundle, "the cat sees", DecodingOptions(strategy="beam", beam_width=1, max_steps=6))
+    one_wide.run()
+    greedy = Stepper(bundle, "the cat sees", DecodingOptions(max_steps=6))
+    greedy.run()
+    assert list(one_wide.trace().chosen_ids) == list(greedy.trace().chosen_ids)
 
 
 def test_encoder_only_heads(tiny_bundles):
