@@ -2,7 +2,9 @@
 
 ``LensHeatmap``: readings (rows: the embeddings, then after each decoder sublayer) × steps (columns, labelled with the
 token finally chosen there); each cell's colour is the probability that reading gives the finally chosen token, and
-the reading's own top token is written in it. The step the Explore tab is at is outlined (``set_highlighted_step``).
+the reading's own top token is written in it: cut with "…" to the cell's width, and left out while the cells are lower
+than a line of text (a 16-layer model's 33 readings in a small window; the tooltip still names it). The step the
+Explore tab is at is outlined (``set_highlighted_step``).
 
 ``DecoderLensTable``: one row per encoder layer the decoder read: its greedy translation and log probability.
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QGraphicsRectItem, QHeaderView, QTableWidget, QTableWidgetItem
 
 from explorer.widgets.heatmap import HeatmapView, shown_labels
@@ -58,6 +61,27 @@ class LensHeatmap(HeatmapView):
             for column, text in enumerate(texts):
                 self._texts.append(self._cell_text(text, row, column, float(lens.chosen_probabilities[row, column])))
         self.set_highlighted_step(step)
+        self._fit_texts()
+
+    def _fit_texts(self) -> None:
+        """Each cell's text cut to the cell's width; none while a cell is lower than a line of text."""
+        if not self._texts:
+            return
+        n_rows, n_steps = self.values.shape
+        box = self.plot.vb.boundingRect()
+        cell_width, cell_height = box.width() / max(n_steps, 1), box.height() / max(n_rows, 1)
+        metrics = QFontMetrics(self._texts[0].textItem.font())
+        shown = cell_height >= metrics.height()
+        for index, item in enumerate(self._texts):
+            item.setVisible(shown)
+            if shown:
+                row, column = divmod(index, n_steps)
+                item.setText(metrics.elidedText(self.cell_texts[row][column], Qt.TextElideMode.ElideRight, int(cell_width) - 4))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if hasattr(self, "_texts"):
+            self._fit_texts()
 
     def _cell_text(self, text: str, row: int, column: int, value: float) -> pg.TextItem:
         item = pg.TextItem(text, color="#111111" if value >= DARK_BELOW else "#f2f2f2", anchor=(0.5, 0.5))
