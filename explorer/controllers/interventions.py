@@ -231,6 +231,11 @@ class InterventionsController:
             return []
         return minimal_pairs(feature, bundle.source_tokenizer, PAIRS_SHOWN)
 
+    def translates(self) -> bool:
+        """Whether the explored model translates a source (an encoder-decoder), rather than continuing a prompt."""
+        bundle = self.explore.bundle
+        return bundle is None or bundle.family.capabilities.architecture.has_encoder
+
     def want_patch(self, clean: str, corrupted: str, direction: str = "denoising", step: int | None = None) -> bool:
         """The pair, direction and step (from 0; None: the first difference) the Patching sub-tab shows: patched at
         once when the sub-tab is shown and it was not patched for this model yet (True: a job started)."""

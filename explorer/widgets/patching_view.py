@@ -57,6 +57,7 @@ class PatchingView(QWidget):
         super().__init__()
         self.result: PatchingResult | None = None
         self.pairs: list[MinimalPair] = []
+        self.translates = True  # the model translates: each pair's expected French change is said
         self.clean, self.corrupted = QLineEdit(), QLineEdit()
         self.clean.setPlaceholderText("the clean sentence (the Explore tab's by default)")
         self.corrupted.setPlaceholderText("the corrupted sentence: as many pieces as the clean one")
@@ -85,7 +86,7 @@ class PatchingView(QWidget):
         self.grid_box.addItems(list(COMPONENTS))
         self.method = QLabel()
         self.method.setStyleSheet("font-weight: bold;")
-        self.heatmap = HeatmapView(DIVERGING, "1 = clean, 0 = corrupted")
+        self.heatmap = HeatmapView(DIVERGING, "restored")  # 1 = clean, 0 = corrupted: the title says how; short for 720 rows
         self._lay_out()
         self.feature.currentTextChanged.connect(self._on_feature_changed)
         self.pair_box.currentIndexChanged.connect(self._on_pair_chosen)
@@ -140,9 +141,10 @@ class PatchingView(QWidget):
         else:
             self.pairs_requested.emit(feature)
 
-    def set_pairs(self, pairs: list[MinimalPair]) -> None:
-        """The minimal pairs offered for the feature chosen; the first one is filled in."""
-        self.pairs = list(pairs)
+    def set_pairs(self, pairs: list[MinimalPair], translates: bool = True) -> None:
+        """The minimal pairs offered for the feature chosen; the first one is filled in. ``translates``: the model
+        translates, so the French each pair is expected to change is said (a decoder-only model continues the text)."""
+        self.pairs, self.translates = list(pairs), translates
         self.pair_box.blockSignals(True)
         self.pair_box.clear()
         self.pair_box.addItems([f"{pair.clean.source} / {pair.corrupted.source}" for pair in self.pairs])
@@ -160,7 +162,8 @@ class PatchingView(QWidget):
         self.corrupted.setText(pair.corrupted.source)
         changes = "; ".join(f"{before or '∅'} → {after or '∅'}" for before, after in pair.expected_changes)
         unequal = "" if pair.same_pieces is not False else " (unequal piece counts: it cannot be patched)"
-        self.expected.setText(f"Expected change in French: {changes}{unequal}")
+        expected = f"Expected change in French: {changes}" if self.translates else "The prompts differ in one feature"
+        self.expected.setText(f"{expected}{unequal}")
         self._on_pair_changed()
 
     def _on_patch_clicked(self) -> None:

@@ -48,7 +48,7 @@ class ExploreInterventions:
         )
         view.tools.currentChanged.connect(lambda _index: self._follow())
         view.attribution.versus_chosen.connect(controller.attribute_versus)
-        patching.pairs_requested.connect(lambda feature: patching.set_pairs(controller.pairs(feature)))
+        patching.pairs_requested.connect(lambda feature: patching.set_pairs(controller.pairs(feature), controller.translates()))
         view.save_requested.connect(self.save)
         self.views.currentChanged.connect(lambda _index: self._follow())
         self.explore.model_changed.connect(lambda _bundle: self._on_model_changed())
