@@ -198,6 +198,6 @@ class PatchingView(QWidget):
         grid = result.grids[component]
         self.heatmap.plot.getAxis("left").set_name("layer")
         self.heatmap.plot.getAxis("top").set_name({"heads": "head", "residual": "position"}.get(component.part, ""))
-        title = f"{name} ({result.direction}): how much each patch {patching_title(result)}"
+        title = f"{name} ({result.direction}): how much each patch {patching_title(result)} (1 = clean, 0 = corrupted)"
         columns = ["/".join(shown_labels(column.split("/"))) for column in grid.columns]  # "▁cat/▁cats" -> "cat/cats"
         self.heatmap.set_matrix(grid.values, grid.rows, columns, title, levels=symmetric_limits(grid.values))

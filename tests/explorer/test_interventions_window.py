@@ -104,7 +104,7 @@ def test_a_minimal_pair_is_patched_the_preview_then_exact(qtbot, open_window, de
     assert patching.heatmap.key_labels[1] == "cat/cats" and grid.columns[1] == "▁cat/▁cats"
     limit = max(float(np.abs(grid.values).max()), 1.0)  # centred at 0, holding every value and 1
     assert patching.heatmap.color_bar.levels() == pytest.approx((-limit, limit))
-    title = "encoder residual (denoising): how much each patch restores 'le' over 'les' at step 1"
+    title = "encoder residual (denoising): how much each patch restores 'le' over 'les' at step 1 (1 = clean, 0 = corrupted)"
     assert patching.heatmap.plot.titleLabel.text == title
     patching.grid_box.setCurrentText("cross heads")
     assert np.allclose(patching.heatmap.values, expected.grids["cross heads"].values, atol=1e-4)
