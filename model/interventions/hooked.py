@@ -293,16 +293,6 @@ def hooked_encode(
     return memory, mask
 
 
-def hooked_decode(
-    model: Transformer, target_input_ids: torch.Tensor, memory: torch.Tensor, memory_mask: torch.Tensor | None, hooks: Hooks
-) -> torch.Tensor:
-    """The model's own teacher-forced ``decode`` of target_input_ids [B, T] against memory [B, S, d_model] with
-    ``hooks`` on its decoder layers' hook points -> hidden [B, T, d_model] (after the decoder's final norm)."""
-    with hooks.attached(_layer_points(model.decoder_stack, "decoder")):
-        hidden, _, _ = model.decode(target_input_ids, model.start_cache(memory, memory_mask))
-    return hidden
-
-
 def ids_as_text(ids: list[int]) -> list[str]:
     """Labels for pieces without a tokenizer: their ids."""
     return [str(piece_id) for piece_id in ids]

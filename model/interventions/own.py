@@ -18,7 +18,7 @@ import torch
 from model.attribution.own_pass import without_dropout
 from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
-from model.nn.transformer import Transformer
+from model.nn.transformer import DecoderLayer, Transformer
 
 
 class TransformerPass:
@@ -61,11 +61,15 @@ class TransformerPass:
 
     def has_final_norm(self) -> bool:
         """Whether the decoder's output passes a LayerNorm of its own (a pre-norm model's) before the projection."""
-        return isinstance(self.model.decoder_norm, torch.nn.LayerNorm)
+        return self.model.config.norm_placement == "pre"
 
     def has_encoder_final_norm(self) -> bool:
         """Whether the encoder's last layer output passes a LayerNorm of its own (a pre-norm model's) to the memory."""
-        return isinstance(self.model.encoder_norm, torch.nn.LayerNorm)
+        return self.model.config.norm_placement == "pre"
+
+    def decoder_layers(self) -> list[DecoderLayer]:
+        """The decoder's layers, in order (what the neuron view reads each sublayer's norm of)."""
+        return list(self.model.decoder_stack)
 
     def layer_memories(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         model = self.model

@@ -29,8 +29,8 @@ from typing import cast
 import numpy as np
 import torch
 
-from model.family import Positions, family_of
-from model.interventions.hooked import Hooks, hooked_decode, hooked_encode
+from model.family import Positions, declared, family_of
+from model.interventions.hooked import Hooks, hooked_encode
 from model.kinds import AttentionKind
 from model.network import Network
 from model.neuron.records import KindVectors, Read, SentenceVectors, attention_name, normalised_part, through_norm
@@ -66,11 +66,11 @@ def _encoder_reads(model: OwnNetwork, acts: dict[str, torch.Tensor], position: t
 
 
 def _decoder_reads(
-    model: Transformer, acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position: torch.Tensor
+    layers: list[DecoderLayer], acts: dict[str, torch.Tensor], position: torch.Tensor, memory_position: torch.Tensor
 ) -> tuple[list[Read], list[Read]]:
     """Each decoder layer's masked self-attention read and cross-attention read."""
     self_reads, cross_reads = [], []
-    for index, layer in enumerate(model.decoder_stack):
+    for index, layer in enumerate(layers):
         prefix = f"decoder.{index}"
         x = acts[f"{prefix}.resid_pre"]
         h_position, position = _through(layer, 0, x, position, acts[f"{prefix}.self.out"])
@@ -144,16 +144,18 @@ def own_vectors(
     has_decoder = family.capabilities.architecture.has_decoder
     acts = Hooks(capture=_captured(config.n_encoder_layers, config.n_decoder_layers if has_decoder else 0))
     source = torch.tensor([list(source_ids)], device=device)  # [1, S]
-    memory, memory_mask = hooked_encode(network, source, acts)
+    inputs: list[int] = []
+    own_pass = None
+    if has_decoder and target_ids:  # the whole pass, by the family's own hooked pass (the app's Transformer's)
+        own_pass = declared(cast(str, family.capabilities.hooked_pass))(network)
+        inputs = [config.bos_id if first_input is None else first_input, *list(target_ids)[:-1]]
+        own_pass.run_hooked(source, torch.tensor([inputs], device=device), acts, None)  # decoder inputs [1, T]
+    else:  # the encoder's pass (an encoder-only classifier's, or a sentence not decoded yet)
+        hooked_encode(network, source, acts)
     encoder_reads, memory_position = _encoder_reads(network, acts.activations, table[None, : len(source_ids)])
     kinds = {AttentionKind.ENCODER: _kind_vectors(network, AttentionKind.ENCODER, encoder_reads, acts.activations, split)}
-    inputs: list[int] = []
-    if has_decoder and target_ids:
-        inputs = [config.bos_id if first_input is None else first_input, *list(target_ids)[:-1]]
-        target = torch.tensor([inputs], device=device)  # [1, T]
-        decoder = cast(Transformer, network)  # a network of a family with a decoder: the app's Transformer
-        hooked_decode(decoder, target, memory, memory_mask, acts)
-        reads = _decoder_reads(decoder, acts.activations, table[None, : len(inputs)], memory_position)
+    if own_pass is not None:
+        reads = _decoder_reads(own_pass.decoder_layers(), acts.activations, table[None, : len(inputs)], memory_position)
         kinds[AttentionKind.DECODER] = _kind_vectors(network, AttentionKind.DECODER, reads[0], acts.activations, split)
         kinds[AttentionKind.CROSS] = _kind_vectors(network, AttentionKind.CROSS, reads[1], acts.activations, split)
     positions = str(config.positional_encoding) if split else ""
