@@ -272,7 +272,8 @@ def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str)
     """Each cell's first-order estimate of its patched metric [len(cells)], from one forward and backward pass."""
     base_source, inputs, donor = _sources(setup, direction)
     hooks = sorted({cell.hook for cell in cells})
-    roots = [root for root in GRADIENT_ROOTS if root in hook_names(setup.model)]
+    names = set(hook_names(setup.model))
+    roots = [root for root in GRADIENT_ROOTS if root in names]  # a decoder-only model has no encoder
     with torch.inference_mode(False), torch.enable_grad():
         run = run_hooked(setup.model, base_source, inputs, capture=hooks, gradient_roots=roots)
         base_metric = _metric(setup, run.logits(setup.model, setup.step)).sum()  # [] (one row)
