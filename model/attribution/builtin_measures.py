@@ -18,7 +18,10 @@ from model.attribution.gradients import attention_gradient, saliency
 from model.attribution.norms import norm_contributions
 from model.attribution.transparent_pass import measured_pass_of, token_pass
 from model.attribution.value_zeroing import value_zeroing
+from model.decoding.greedy import decoder_inputs
+from model.family import capabilities_of
 from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
+from model.kinds import AttentionKind
 from model.network import Network
 
 SALIENCY_WHY_NOT = "saliency is of a prediction over the source and the target prefix; the encoder predicts nothing"
@@ -35,27 +38,32 @@ def _stack(tables: list[torch.Tensor]) -> np.ndarray:
     return np.stack([t.reshape(t.shape[-2:]).detach().float().cpu().numpy() for t in tables])[:, None]
 
 
+def _stacked(model: Network, tables: dict[AttentionKind, list[torch.Tensor]]) -> dict[AttentionKind, np.ndarray]:
+    """Per kind the model has (a decoder-only model's decoder alone), its per-layer tables stacked (``_stack``)."""
+    return {kind: _stack(tables[kind]) for kind in capabilities_of(model).kinds if kind in tables}
+
+
 def _per_row(name: str, values: dict) -> MeasureResult:
     """A result whose shares are each row of the values as shares of the row's total."""
     return MeasureResult(name, values, {kind: row_shares(v) for kind, v in values.items()})
 
 
 def _tensors(model: Network, inputs: MeasureInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(source [1, S], decoder inputs [1, T]: <s> then every decoded token but the last, chosen [T])."""
+    """(source [1, S], decoder inputs [1, T], chosen [T]): the decoder reads the start token, then every decoded token
+    but the last; a decoder-only model reads its prompt first and has no source (S = 0: ``decoder_inputs``)."""
     device = next(model.parameters()).device
-    source = torch.tensor([inputs.source_ids], device=device)  # [1, S]
-    decoder_inputs = torch.tensor([[model.config.bos_id] + list(inputs.chosen_ids[:-1])], device=device)  # [1, T]
-    chosen = torch.tensor(list(inputs.chosen_ids), device=device)  # [T]
-    return source, decoder_inputs, chosen
+    source_ids = inputs.source_ids if capabilities_of(model).architecture.has_encoder else []
+    source = torch.tensor([source_ids], dtype=torch.long, device=device)  # [1, S]
+    read = decoder_inputs(model, inputs.source_ids, inputs.chosen_ids)
+    chosen = torch.tensor(list(inputs.chosen_ids), dtype=torch.long, device=device)  # [T]
+    return source, torch.tensor([read], dtype=torch.long, device=device), chosen  # [1, T]
 
 
 @torch.inference_mode()
 def _attention_readings(model: Network, inputs: MeasureInputs, name: str, shifted: bool) -> MeasureResult:
     """The raw weights, or Shift-Att: the cross-attention row of the step whose decoder input is the word."""
-    source, _, chosen = _tensors(model, inputs)
-    bos = torch.tensor([[model.config.bos_id]], device=source.device)
-    decoder_inputs = torch.cat([bos, chosen[None]], dim=1)  # [1, T + 1]: the last token is an input too
-    _, weights = model.inspect(source, decoder_inputs)
+    source, read, chosen = _tensors(model, inputs)
+    _, weights = model.inspect(source, torch.cat([read, chosen[None, -1:]], dim=1))  # [1, T + 1]: the last is read too
     n = chosen.shape[0]
     if shifted:
         values = {CROSS: torch.stack(weights.cross)[:, 0, :, 1:].float().cpu().numpy()}  # [L, H, T, S]
@@ -91,8 +99,15 @@ def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrate
     values = {DECODER: target_values[None, None], CROSS: source_values[None, None]}
     shares = {DECODER: (np.abs(target_values) * scale)[None, None], CROSS: (np.abs(source_values) * scale)[None, None]}
     source_share = np.full(n, np.nan, np.float32)
-    source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
+    if source.shape[1]:  # a decoder-only model has no source: its share is not a number
+        source_share[steps] = shares[CROSS][0, 0, steps].sum(-1)
+    kinds = capabilities_of(model).kinds
+    values, shares = _kept(values, kinds), _kept(shares, kinds)
     return MeasureResult(name, values, shares, source_share, gaps, points, converged)
+
+
+def _kept(tables: dict[AttentionKind, np.ndarray], kinds: tuple[AttentionKind, ...]) -> dict[AttentionKind, np.ndarray]:
+    return {kind: table for kind, table in tables.items() if kind in kinds}
 
 
 @register_measure
@@ -126,7 +141,7 @@ class Alti(Measure):
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
         record = token_pass(model, source, decoder_inputs)
-        values = {ENCODER: _stack(encoder_rollout(record)), DECODER: _stack(decoder_rollout(record))}
+        values = _stacked(model, {ENCODER: encoder_rollout(record), DECODER: decoder_rollout(record)})
         return MeasureResult(self.name, values, dict(values))
 
 
@@ -134,7 +149,8 @@ class Alti(Measure):
 class AltiPlus(Measure):
     name, label = "alti+", "ALTI+"
     what = "ALTI through the decoder: each prediction split into source and target-prefix shares (Ferrando et al. 2022)"
-    rollout = True
+    rollout, requires = True, CROSS
+    requires_why = "ALTI+ splits each prediction into source and target-prefix shares; ALTI is this model's rollout"
 
     @torch.inference_mode()
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
@@ -155,7 +171,7 @@ class ValueZeroing(Measure):
         source, decoder_inputs, _ = _tensors(model, inputs)
         record = token_pass(model, source, decoder_inputs)
         encoder, decoder, cross = value_zeroing(measured_pass_of(model), record)
-        return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
+        return _per_row(self.name, _stacked(model, {ENCODER: encoder, DECODER: decoder, CROSS: cross}))
 
 
 @register_measure
@@ -167,7 +183,7 @@ class AttentionGradient(Measure):
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, chosen = _tensors(model, inputs)
         encoder, decoder, cross = attention_gradient(model, source, decoder_inputs, chosen)
-        return _per_row(self.name, {ENCODER: _stack(encoder), DECODER: _stack(decoder), CROSS: _stack(cross)})
+        return _per_row(self.name, _stacked(model, {ENCODER: encoder, DECODER: decoder, CROSS: cross}))
 
 
 @register_measure
@@ -193,8 +209,8 @@ class IntegratedGradients(Measure):
 class ShiftAtt(Measure):
     name, label = "shift-att", "Shift-Att"
     what = "cross-attention read at the step where the word is the decoder's input (Chen et al. 2020)"
-    kinds, per_head, aer_reading = (CROSS,), True, "input"
-    why_not = "Shift-Att is a reading of cross-attention"
+    kinds, per_head, aer_reading, requires = (CROSS,), True, "input", CROSS
+    why_not = requires_why = "Shift-Att is a reading of cross-attention"
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         return _attention_readings(model, inputs, self.name, shifted=True)

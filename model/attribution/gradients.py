@@ -89,11 +89,12 @@ def attention_gradient(model: Network, source_ids: torch.Tensor, target_input_id
     r_ts = source.new_zeros(n_steps, n_steps, n_source)  # [B, T, S]
     normalised_ss = _normalised_relevance(r_ss)
     decoder, cross = [], []
-    for self_cam, cross_cam in zip(self_cams, cross_cams):
+    for layer, self_cam in enumerate(self_cams):  # a decoder-only model's layers have no cross-attention
         r_tt, r_ts = r_tt + self_cam @ r_tt, r_ts + self_cam @ r_ts
-        r_ts = r_ts + _normalised_relevance(r_tt).transpose(1, 2) @ cross_cam @ normalised_ss
         decoder.append(r_tt[steps, steps])  # [T, T]: step t's own row
-        cross.append(r_ts[steps, steps])  # [T, S]
+        if cross_cams:
+            r_ts = r_ts + _normalised_relevance(r_tt).transpose(1, 2) @ cross_cams[layer] @ normalised_ss
+            cross.append(r_ts[steps, steps])  # [T, S]
     return encoder, decoder, cross
 
 
@@ -141,9 +142,11 @@ def _evaluate(model: Network, source, target, requests, steps, token_ids, contra
                 scaled_target = (target[:, :length] * scale).requires_grad_(with_gradients)  # [B, length, d_model]
                 values = prediction_scores(model, scaled_source, scaled_target, positions, tokens, contrast)  # [B]
                 if with_gradients:
-                    gradients = torch.autograd.grad(values.sum(), (scaled_source, scaled_target))
+                    # a decoder-only model's source (no pieces) is not in the graph: its gradient stays zero
+                    gradients = torch.autograd.grad(values.sum(), (scaled_source, scaled_target), allow_unused=True)
                     assert source_gradients is not None and target_gradients is not None
-                    source_gradients[chunk] = gradients[0]
+                    if gradients[0] is not None:
+                        source_gradients[chunk] = gradients[0]
                     target_gradients[chunk, :length] = gradients[1]
             scores[chunk] = values.detach()
     return scores, source_gradients, target_gradients

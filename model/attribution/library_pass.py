@@ -42,12 +42,12 @@ from model.pretrained.layouts import LAYOUT_MODULES, LayoutModules, ModuleOutput
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 
 
-class _LayerRead(Exception):
+class LayerRead(Exception):
     """Raised by a hook once the layer value zeroing reads has run: the rest of the stack is not needed."""
 
 
 @contextmanager
-def _installed(handles: list[RemovableHandle]) -> Iterator[None]:
+def installed(handles: list[RemovableHandle]) -> Iterator[None]:
     try:
         yield
     finally:
@@ -55,14 +55,14 @@ def _installed(handles: list[RemovableHandle]) -> Iterator[None]:
             handle.remove()
 
 
-def _keep_input(acts: dict, key: tuple) -> Callable[..., None]:
+def keep_input(acts: dict, key: tuple) -> Callable[..., None]:
     def keep(_module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         acts[key] = hidden_input(args, kwargs)
 
     return keep
 
 
-def _keep_output(acts: dict, key: tuple) -> Callable[..., None]:
+def keep_output(acts: dict, key: tuple) -> Callable[..., None]:
     def keep(_module: torch.nn.Module, _args: tuple, output: ModuleOutput) -> None:
         acts[key] = hidden_of(output)
 
@@ -112,16 +112,14 @@ class LibraryPass:
         for kind in (ENCODER, DECODER, CROSS):
             for index, layer in enumerate(self.network.layers(kind)):
                 value = layer.get_submodule(self.modules.values[kind])
-                handles.append(value.register_forward_hook(for_this_thread(_keep_output(acts, ("v", kind, index)))))
+                handles.append(value.register_forward_hook(for_this_thread(keep_output(acts, ("v", kind, index)))))
                 if kind is CROSS:
                     entry = layer.get_submodule(self.modules.cross_residual)
                     handles.append(
-                        entry.register_forward_pre_hook(
-                            for_this_thread(_keep_input(acts, ("resid", kind, index))), with_kwargs=True
-                        )
+                        entry.register_forward_pre_hook(for_this_thread(keep_input(acts, ("resid", kind, index))), with_kwargs=True)
                     )
                 else:
-                    keep = for_this_thread(_keep_input(acts, ("resid", kind, index)))
+                    keep = for_this_thread(keep_input(acts, ("resid", kind, index)))
                     handles.append(layer.register_forward_pre_hook(keep, with_kwargs=True))
         return handles
 
@@ -144,7 +142,7 @@ class LibraryPass:
     ) -> PassRecord:
         acts: dict[tuple, torch.Tensor] = {}
         handles = self._replacing(replacements) + (self._capturing(acts) if record_sublayers else [])
-        with _installed(handles):
+        with installed(handles):
             out = self.hf_model(
                 input_ids=source_ids,
                 attention_mask=torch.ones_like(source_ids),  # unpadded sentences (stand-in ids are no padding either)
@@ -176,13 +174,13 @@ class LibraryPass:
             return values * scale[:, :, None]  # [1 + K, K, H * d_k]
 
         def read(_module: torch.nn.Module, args: tuple, output: ModuleOutput) -> None:
-            _keep_output(outputs, ("out",))(_module, args, output)
-            raise _LayerRead
+            keep_output(outputs, ("out",))(_module, args, output)
+            raise LayerRead
 
         value = module.get_submodule(self.modules.values[kind])
         handles = [value.register_forward_hook(for_this_thread(scaled)), module.register_forward_hook(for_this_thread(read))]
         source = record.source_ids.expand(rows, -1)  # [1 + K, S]
-        with _installed(handles), torch.inference_mode():
+        with installed(handles), torch.inference_mode():
             try:
                 if kind is ENCODER:
                     self.hf_model.get_encoder()(input_ids=source, attention_mask=torch.ones_like(source), return_dict=True)
@@ -197,7 +195,7 @@ class LibraryPass:
                         use_cache=False,
                         return_dict=True,
                     )
-            except _LayerRead:
+            except LayerRead:
                 pass
         return outputs[("out",)]
 

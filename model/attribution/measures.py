@@ -67,8 +67,9 @@ def unsupported(model: Network, name: str, kind: AttentionKind | None = None) ->
     if measure.needs_capability and not can.contribution_measures:
         if can.queries_keys is QueriesKeys.NONE:  # an RNN's attention: a score of a state against annotations
             return f"{measure.label} reads each head's value vectors; this model's attention has no heads or value vectors"
-        served = "the app's encoder-decoder Transformer and the Hugging Face encoder-decoders"
-        return f"{measure.label} is computed for {served}, not for this model"
+        return f"{measure.label} is computed for the models whose measured pass is known, not for this model"
+    if measure.requires is not None and measure.requires not in can.kinds:
+        return f"{measure.label} needs {measure.requires.label}, which this model has not: {measure.requires_why}"
     if kind is not None and kind not in measure.kinds:
         return f"{measure.label} has no {kind.label}: {measure.why_not}"
     return ""

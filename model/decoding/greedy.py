@@ -6,10 +6,12 @@ layer's past keys and values, so a step costs attention over the prefix only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
-from model.family import forced_first_id, suppressed_ids
-from model.network import DecodingNetwork, PromptNetwork
+from model.family import capabilities_of, forced_first_id, suppressed_ids
+from model.network import DecodingNetwork, Network, PromptNetwork
 
 DEFAULT_CONTINUATION = 20  # tokens a decoder-only model adds to its prompt unless told otherwise
 
@@ -103,3 +105,18 @@ def _strip(ids: list[int], eos_id: int, pad_id: int) -> list[int]:
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT length penalty ((5 + length) / 6) ** alpha; alpha 0 compares raw log probabilities."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def decoder_inputs(model: Network, source_ids: Sequence[int], chosen_ids: Sequence[int]) -> list[int]:
+    """What the decoder reads along ``chosen_ids`` (step t's token, read at step t + 1): the start token, then every
+    chosen token but the last; a decoder-only model's: ``source_ids`` (its prompt: the first input, then the given
+    steps, in place of the chosen ones there), then the rest. Each has one input per chosen token."""
+    chosen = [int(token) for token in chosen_ids]
+    if capabilities_of(model).architecture.has_encoder:
+        return [model.config.bos_id] + chosen[:-1]
+    return ([int(token) for token in source_ids] + chosen[len(source_ids) - 1 :])[: len(chosen)]
+
+
+def given_steps(model: Network, source_ids: Sequence[int]) -> int:
+    """How many first steps are given, not decoded: a decoder-only model's prompt after its first token; none else."""
+    return 0 if capabilities_of(model).architecture.has_encoder else len(source_ids) - 1

@@ -62,6 +62,9 @@ class Measure:
     what: ClassVar[str] = ""  # one line: how it is computed (tooltips, captions)
     kinds: ClassVar[tuple[AttentionKind, ...]] = ALL_KINDS  # the kinds it defines
     why_not: ClassVar[str] = ""  # why a kind it does not define is missing
+    # A kind of attention it cannot be computed without (ALTI+ and Shift-Att read cross-attention), and why
+    requires: ClassVar[AttentionKind | None] = None
+    requires_why: ClassVar[str] = ""
     per_head: ClassVar[bool] = False  # False: one map per layer (or one in all)
     rollout: ClassVar[bool] = False  # layer l reads through layers 1..l
     single: ClassVar[bool] = False  # one map in all, not per layer

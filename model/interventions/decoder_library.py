@@ -4,9 +4,9 @@ points, on the library's own forward pass.
 A decoder-only model has one stack, the decoder, and no source: its prompt is the start of what the decoder reads, as
 the Explore tab's trace shows it (the prompt's first token is the first input, the rest are given steps;
 model/decoding/stepper.py). So a tool's decoder inputs are the prompt followed by the decoded tokens
-(``hooked.decoder_inputs``), every position is a step, and a corrupted prompt is a corrupted start of the decoder's
-input (activation patching compares two prompts of equal length along the clean continuation). The hook points are the
-decoder's of model/interventions/hooked.py, with no cross-attention:
+(``decoder_inputs``, model/decoding/greedy.py), every position is a step, and a corrupted prompt is a corrupted
+start of the decoder's input (activation patching compares two prompts of equal length along the clean
+continuation). The hook points are the decoder's of model/interventions/hooked.py, with no cross-attention:
 
 * ``decoder.{l}.resid_pre``: the hidden states the layer is given (a forward pre-hook on the layer);
 * ``decoder.{l}.self.head_out`` [B, H, T, d_model]: the output projection (GPT-2's ``c_proj``, a Conv1D whose weight

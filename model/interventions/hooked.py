@@ -308,21 +308,6 @@ def greedy_output(model: DecodingNetwork, source: torch.Tensor) -> list[int]:
     return output + [model.config.eos_id] if len(output) < limit else output
 
 
-def decoder_inputs(model: Network, source_ids: Sequence[int], chosen_ids: Sequence[int]) -> list[int]:
-    """What the decoder reads along ``chosen_ids`` (step t's token, read at step t + 1): the start token, then every
-    chosen token but the last; a decoder-only model's: ``source_ids`` (its prompt: the first input, then the given
-    steps, in place of the chosen ones there), then the rest. Each has one input per chosen token."""
-    chosen = [int(token) for token in chosen_ids]
-    if capabilities_of(model).architecture.has_encoder:
-        return [model.config.bos_id] + chosen[:-1]
-    return ([int(token) for token in source_ids] + chosen[len(source_ids) - 1 :])[: len(chosen)]
-
-
-def given_steps(model: Network, source_ids: Sequence[int]) -> int:
-    """How many first steps are given, not decoded: a decoder-only model's prompt after its first token; none else."""
-    return 0 if capabilities_of(model).architecture.has_encoder else len(source_ids) - 1
-
-
 def translated(bundle: Bundle, text: str, tool: InterventionTool) -> tuple[list[int], list[int]]:
     """(the source ids ``bundle`` reads from ``text``, their greedy translation's ids, EOS included when reached), once
     ``tool`` is known to be served (``check_tool``)."""

@@ -23,17 +23,9 @@ from typing import cast
 import numpy as np
 import torch
 
+from model.decoding.greedy import decoder_inputs
 from model.family import Bundle, InterventionTool
-from model.interventions.hooked import (
-    AttributionLayout,
-    HeldNorm,
-    check_tool,
-    decoder_inputs,
-    hook_names,
-    ids_as_text,
-    run_hooked,
-    translated,
-)
+from model.interventions.hooked import AttributionLayout, HeldNorm, check_tool, hook_names, ids_as_text, run_hooked, translated
 from model.network import Network
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from model.decoding.greedy import decoder_inputs
 from model.family import Bundle, InterventionTool
-from model.interventions.hooked import decoder_inputs, hook_names, ids_as_text, translated
+from model.interventions.hooked import hook_names, ids_as_text, translated
 from model.interventions.served_pass import has_final_norm, lens_logits, run_hooked, supported
 from model.network import Network
 

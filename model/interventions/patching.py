@@ -35,17 +35,9 @@ from typing import cast
 import numpy as np
 import torch
 
+from model.decoding.greedy import decoder_inputs, given_steps
 from model.family import Bundle, InterventionTool, suppressed_ids
-from model.interventions.hooked import (
-    InterventionError,
-    Patch,
-    adapter_of,
-    decoder_inputs,
-    given_steps,
-    greedy_output,
-    hook_names,
-    ids_as_text,
-)
+from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
 from model.interventions.served_pass import run_hooked, supported
 from model.kinds import ShownName
 from model.network import DecodingNetwork, Network
@@ -329,7 +321,7 @@ def _choices(model: Network, logits: torch.Tensor) -> torch.Tensor:
 
 
 def _inputs(model: Network, sources: torch.Tensor, target_ids: list[int]) -> torch.Tensor:
-    """Each source row's decoder inputs along ``target_ids`` [rows, len(target_ids)] (``hooked.decoder_inputs``)."""
+    """Each source row's decoder inputs along ``target_ids`` [rows, len(target_ids)] (``decoder_inputs``)."""
     rows = [decoder_inputs(model, source, target_ids) for source in sources.tolist()]
     return torch.tensor(rows, device=sources.device)
 

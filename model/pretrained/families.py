@@ -371,6 +371,7 @@ class EncoderNetwork(PretrainedNetwork):
 HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_pass``, by path (Capabilities.hooked_pass)
 # The contribution measures' pass of a layout whose modules are known (LAYOUT_MODULES), by path: it sits above this one
 MEASURED_PASS = "model.attribution.library_pass.measured_pass"
+DECODER_MEASURED_PASS = "model.attribution.decoder_pass.measured_pass"  # a decoder-only layout's, likewise
 
 
 def hooked_pass(network: PretrainedNetwork) -> object | None:
@@ -410,6 +411,7 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
         queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ,
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,
         head_masking=known,  # its output projections are known: a head's columns can be zeroed
+        measured_pass=DECODER_MEASURED_PASS if known else None,
     )
 
 

@@ -141,6 +141,7 @@ class DecoderModules:
     final_norm: str  # from the library model: the norm before the output head
     queries: str | None = None  # within a layer
     keys: str | None = None
+    values: str | None = None  # within a layer: the value projection (the contribution measures read its output)
     fused: str | None = None  # within a layer: one projection to queries, keys and values (GPT-2's Conv1D)
     positions: str | None = None  # from the library model: the learned table added to the embeddings
     # GPT-2's projections are Conv1D, whose weight is stored [in, out]: W^O is its transpose
@@ -158,6 +159,7 @@ _LLAMA_MODULES = DecoderModules(
     "model.norm",
     queries="self_attn.q_proj",
     keys="self_attn.k_proj",
+    values="self_attn.v_proj",
     rms_norms=True,
 )
 # Each decoder-only layout's modules, by model type (Mistral and Qwen2 are laid out as Llama).

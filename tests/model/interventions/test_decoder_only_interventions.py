@@ -16,10 +16,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from model.decoding.greedy import decoder_inputs
 from model.errors import UserError
 from model.family import InterventionTool
 from model.interventions.decoder_lens import decoder_lens
-from model.interventions.hooked import Patch, decoder_inputs, hook_names, translated
+from model.interventions.hooked import Patch, hook_names, translated
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import Component, patch_grids, prepare_bundle_patching

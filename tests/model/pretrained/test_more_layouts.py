@@ -12,9 +12,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from model.decoding.greedy import decoder_inputs
 from model.decoding.stepper import Stepper
 from model.family import InterventionTool
-from model.interventions.hooked import decoder_inputs, translated
+from model.interventions.hooked import translated
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.served_pass import run_hooked
 from model.kinds import AttentionKind
