@@ -24,7 +24,7 @@ from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure,
 from model.kinds import AttentionKind
 from model.network import Network
 
-SALIENCY_WHY_NOT = "saliency is of a prediction over the source and the target prefix; the encoder predicts nothing"
+SALIENCY_WHY_NOT = "it explains each decoded token over the source and the target prefix; the encoder alone decodes none"
 
 
 def row_shares(values: np.ndarray) -> np.ndarray:
@@ -50,11 +50,13 @@ def _per_row(name: str, values: dict) -> MeasureResult:
 
 def _tensors(model: Network, inputs: MeasureInputs) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(source [1, S], decoder inputs [1, T], chosen [T]): the decoder reads the start token, then every decoded token
-    but the last; a decoder-only model reads its prompt first and has no source (S = 0: ``decoder_inputs``)."""
+    but the last; a decoder-only model reads its prompt first and has no source (S = 0: ``decoder_inputs``); an
+    encoder-only model has no decoder (T = 0)."""
     device = next(model.parameters()).device
-    source_ids = inputs.source_ids if capabilities_of(model).architecture.has_encoder else []
+    architecture = capabilities_of(model).architecture
+    source_ids = inputs.source_ids if architecture.has_encoder else []
     source = torch.tensor([source_ids], dtype=torch.long, device=device)  # [1, S]
-    read = decoder_inputs(model, inputs.source_ids, inputs.chosen_ids)
+    read = decoder_inputs(model, inputs.source_ids, inputs.chosen_ids) if architecture.has_decoder else []
     chosen = torch.tensor(list(inputs.chosen_ids), dtype=torch.long, device=device)  # [T]
     return source, torch.tensor([read], dtype=torch.long, device=device), chosen  # [1, T]
 
@@ -178,7 +180,8 @@ class ValueZeroing(Measure):
 class AttentionGradient(Measure):
     name, label = "attn-grad", "Attention × gradient"
     what = "(∇A ⊙ A)⁺ averaged over heads with the encoder-decoder rules (Chefer et al. 2021)"
-    rollout, gradient = True, True
+    rollout, gradient, requires = True, True, DECODER
+    requires_why = "attention × gradient differentiates each decoded token's logit; an encoder-only model decodes none"
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, chosen = _tensors(model, inputs)

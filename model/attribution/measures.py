@@ -70,6 +70,8 @@ def unsupported(model: Network, name: str, kind: AttentionKind | None = None) ->
         return f"{measure.label} is computed for the models whose measured pass is known, not for this model"
     if measure.requires is not None and measure.requires not in can.kinds:
         return f"{measure.label} needs {measure.requires.label}, which this model has not: {measure.requires_why}"
+    if not set(measure.kinds) & set(can.kinds):
+        return f"{measure.label} has none of this model's kinds of attention: {measure.why_not}"
     if kind is not None and kind not in measure.kinds:
         return f"{measure.label} has no {kind.label}: {measure.why_not}"
     return ""

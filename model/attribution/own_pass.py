@@ -1,6 +1,8 @@
-"""The app's Transformer's measured pass: its own ``encode`` and ``decode`` (model/nn/transformer.py; no dropout) with
+"""The app's Transformers' measured pass: its own ``encode`` and ``decode`` (model/nn/transformer.py; no dropout) with
 PyTorch forward hooks on its hook points (model/nn/hooks.py), split into what the contribution measures read
-(model/attribution/transparent_pass.py says what a record holds).
+(model/attribution/transparent_pass.py says what a record holds). The encoder-only classifier (model/nn/classifier.py)
+has the encoder's layers and hook points and no decoder: its record is its encoder's, its hidden states the encoder's
+output.
 
 Its token embeddings are E[id]·√d_model (what its ``{side}.embed`` points see), which replace the model's own at those
 points; each attention's values are its ``v`` point, through the head's slice of its output projection (no bias);
@@ -19,10 +21,14 @@ from typing import cast
 import torch
 
 from model.attribution.transparent_pass import SOURCE, AttentionRecord, PassRecord
+from model.family import capabilities_of
 from model.kinds import AttentionKind
 from model.nn.attention import through_heads
+from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
-from model.nn.transformer import EncoderLayer, Transformer
+from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+
+OwnNetwork = Transformer | EncoderClassifier  # the app's Transformers: the encoder-decoder and the encoder-only
 
 Hook = Callable[[torch.Tensor], torch.Tensor | None]  # reads an activation; returns a replacement, or None to keep it
 
@@ -34,10 +40,10 @@ def attention_point(kind: AttentionKind, layer: int, point: str) -> str:
     return f"decoder.{layer}.{'self' if kind is AttentionKind.DECODER else 'cross'}.{point}"
 
 
-_POINTS: weakref.WeakKeyDictionary[Transformer, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
+_POINTS: weakref.WeakKeyDictionary[OwnNetwork, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
 
 
-def hook_points(model: Transformer) -> dict[str, HookPoint]:
+def hook_points(model: OwnNetwork) -> dict[str, HookPoint]:
     """The model's hook points by name (``Transformer.hook_points``), looked up once per model: a measure runs many
     short passes (value zeroing one per layer and kind), and the lookup walks every layer."""
     points = _POINTS.get(model)
@@ -75,25 +81,33 @@ def without_dropout(model: torch.nn.Module) -> Iterator[None]:
         model.train()
 
 
-def _captures(model: Transformer, record: bool) -> list[str]:
+def _captures(model: OwnNetwork, record: bool) -> list[str]:
     """The hook points a record reads: each layer's input, each attention's values, cross-attention's residual."""
     if not record:
         return []
     names = []
     for layer in range(len(model.encoder_layers)):
         names += [f"encoder.{layer}.resid_pre", f"encoder.{layer}.self.v"]
-    for layer in range(len(model.decoder_layers)):
+    for layer in range(_decoder_layers(model)):
         names += [f"decoder.{layer}.{point}" for point in ("resid_pre", "self.v", "self.resid", "cross.v")]
     return names
 
 
-def _attention_record(model: Transformer, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
+def _decoder_layers(model: OwnNetwork) -> int:
+    """How many decoder layers it has (an encoder-only classifier: none)."""
+    return model.config.n_decoder_layers if capabilities_of(model).architecture.has_decoder else 0
+
+
+def _attention_record(model: OwnNetwork, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
     """One sublayer's record from its pattern [B, H, Q, K] and what the pass's hooks kept."""
     projection = model.attention_module(kind, layer).out_projection.weight  # [d_model, H * d_k]
     transformed = through_heads(acts[attention_point(kind, layer, "v")], projection)  # [B, H, K, d_model]
     side = "encoder" if kind is AttentionKind.ENCODER else "decoder"
     residual = acts[f"decoder.{layer}.self.resid" if kind is AttentionKind.CROSS else f"{side}.{layer}.resid_pre"]
-    block = cast(EncoderLayer, model.encoder_layers[layer]) if kind is AttentionKind.ENCODER else model.decoder_stack[layer]
+    if kind is AttentionKind.ENCODER:
+        block: EncoderLayer | DecoderLayer = cast(EncoderLayer, model.encoder_layers[layer])
+    else:
+        block = cast(Transformer, model).decoder_stack[layer]
     norm = None if block.pre_norm else cast(torch.nn.LayerNorm, block.norms[1 if kind is AttentionKind.CROSS else 0])
     return AttentionRecord(weights, transformed, residual, norm)
 
@@ -117,12 +131,12 @@ def _scaling(scale: torch.Tensor) -> Hook:
 class OwnPass:
     """The app's Transformer's measured pass (see the module's docstring)."""
 
-    def __init__(self, model: Transformer) -> None:
+    def __init__(self, model: OwnNetwork) -> None:
         self.model = model
 
     def embed(self, ids: torch.Tensor, side: str) -> torch.Tensor:
         model = self.model
-        embedding = model.source_embedding if side == SOURCE else model.target_embedding
+        embedding = model.source_embedding if side == SOURCE else cast(Transformer, model).target_embedding
         return embedding(ids) * math.sqrt(model.config.d_model)  # [B, L, d_model]
 
     def run(
@@ -139,9 +153,12 @@ class OwnPass:
         hooks |= {name: _keeping(acts, name) for name in _captures(model, record_sublayers)}
         with hooked(hook_points(model), hooks), without_dropout(model):
             memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
-            cache = model.start_cache(memory, mask)
-            target_mask = model.target_mask(target_ids, when_padded_only=True)  # padding hidden, as the inspection pass does
-            hidden, self_weights, cross_weights = model.decode(target_ids, cache, target_mask, need_weights=record_sublayers)
+            hidden, self_weights, cross_weights = memory, [], []  # an encoder-only model's hidden states are its encoder's
+            if _decoder_layers(model):
+                decoder = cast(Transformer, model)
+                cache = decoder.start_cache(memory, mask)
+                target_mask = decoder.target_mask(target_ids, when_padded_only=True)  # padding hidden, as inspection does
+                hidden, self_weights, cross_weights = decoder.decode(target_ids, cache, target_mask, need_weights=record_sublayers)
         if logits_at is not None:
             hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
         record = PassRecord(source_ids, target_ids, memory=memory, hidden=hidden, read_out=model.logits)
@@ -150,25 +167,26 @@ class OwnPass:
             record.decoder = [_attention_record(model, AttentionKind.DECODER, i, w, acts) for i, w in enumerate(self_weights)]
             record.cross = [_attention_record(model, AttentionKind.CROSS, i, w, acts) for i, w in enumerate(cross_weights)]
             record.encoder_inputs = [acts[f"encoder.{i}.resid_pre"] for i in range(len(model.encoder_layers))]
-            record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(len(model.decoder_layers))]
+            record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(_decoder_layers(model))]
         return record
 
     def zeroed_layer(self, record: PassRecord, kind: AttentionKind, layer: int, scale: torch.Tensor) -> torch.Tensor:
         """The layer's own forward from its recorded input, once per row of ``scale`` [1 + K, K]."""
         model, memory = self.model, record.memory
-        assert memory is not None
         x = (record.encoder_inputs if kind is AttentionKind.ENCODER else record.decoder_inputs)[layer]  # [1, L, d_model]
         rows = x.expand(scale.shape[0], -1, -1)  # [1 + K, L, d_model]
         with hooked(hook_points(model), {attention_point(kind, layer, "v"): _scaling(scale)}), without_dropout(model):
             if kind is AttentionKind.ENCODER:
                 outputs, _ = model.encoder_layers[layer](rows, None)  # [1 + K, S, d_model]
             else:
-                keys, values = model.start_cache(memory, None).memory_keys_values[layer]  # [1, H, S, d_k] each
+                decoder = cast(Transformer, model)  # a kind beside the encoder's: an encoder-decoder
+                assert memory is not None
+                keys, values = decoder.start_cache(memory, None).memory_keys_values[layer]  # [1, H, S, d_k] each
                 memory_rows = (keys.expand(scale.shape[0], -1, -1, -1), values.expand(scale.shape[0], -1, -1, -1))
-                outputs, _, _ = model.decoder_stack[layer](rows, memory_rows, None)  # [1 + K, T, d_model]
+                outputs, _, _ = decoder.decoder_stack[layer](rows, memory_rows, None)  # [1 + K, T, d_model]
         return outputs
 
 
-def measured_pass(network: Transformer) -> OwnPass:
-    """The app's Transformer's measured pass (its registry entry's ``Capabilities.measured_pass``, model/nn/registry.py)."""
+def measured_pass(network: OwnNetwork) -> OwnPass:
+    """The app's Transformers' measured pass (their registry entries' ``Capabilities.measured_pass``, model/nn/registry.py)."""
     return OwnPass(network)

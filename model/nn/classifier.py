@@ -27,6 +27,7 @@ from model.kinds import AttentionKind, KindError
 from model.network import AttentionWeights
 from model.nn.classifier_config import ClassifierConfig
 from model.nn.config import TransformerConfig
+from model.nn.hooks import HookPoint
 from model.nn.transformer import EncoderLayer, MultiHeadAttention, init_linear, run_encoder_layers, sinusoidal_table
 
 
@@ -83,6 +84,14 @@ class EncoderClassifier(nn.Module):
     @property
     def encoder_norm(self) -> nn.Module:
         return self.final_norm
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Its encoder layers' hook points by the encoder-decoder's names (``encoder.{l}.resid_pre``, …), in order."""
+        return {
+            f"encoder.{index}.{name}": point
+            for index, layer in enumerate(self.layers)
+            for name, point in cast(EncoderLayer, layer).hook_points().items()
+        }
 
     def attention_module(self, kind: AttentionKind, layer: int) -> MultiHeadAttention:
         """The self-attention of encoder ``layer`` (0-based): what knocking a head out zeroes a slice of."""

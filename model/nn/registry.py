@@ -205,6 +205,7 @@ CLASSIFIER = register(
             head_masking=True,
             beam_search=False,
             queries_keys=QueriesKeys.OWN,
+            measured_pass="model.attribution.own_pass.measured_pass",  # its encoder's (imported when a measure asks)
         ),
         tasks=("tagging", "classification"),
         quality_measure="macro-F1",

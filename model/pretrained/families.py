@@ -28,7 +28,14 @@ from model.family import Architecture, Capabilities, Family, Positions, QueriesK
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
-from model.pretrained.layouts import DECODER_LAYOUT_MODULES, ENCODER_LAYOUT_MODULES, HOOKED_LAYOUTS, LAYOUT_MODULES, DecoderModules
+from model.pretrained.layouts import (
+    DECODER_LAYOUT_MODULES,
+    ENCODER_LAYOUT_MODULES,
+    HOOKED_LAYOUTS,
+    LAYOUT_MODULES,
+    DecoderModules,
+    EncoderModules,
+)
 from model.pretrained.positional import pretrained_report
 
 if TYPE_CHECKING:
@@ -318,12 +325,19 @@ class EncoderNetwork(PretrainedNetwork):
         self.head = head  # "masked-lm", "sequence-classification", "token-classification" or "none"
         self.mask_id = mask_id
 
+    @property
+    def modules(self) -> EncoderModules:
+        """Where its layout keeps its modules (a layout the family serves, ``ENCODER_LAYOUT_MODULES``)."""
+        return ENCODER_LAYOUT_MODULES[self.config.model_type]
+
+    def layers(self) -> list[torch.nn.Module]:
+        """The encoder's layers, in order."""
+        return list(self.hf_model.base_model.get_submodule(self.modules.layers))
+
     def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module:
         """The attention's output projection in ``layer`` (BERT's ``attention.output.dense``, DistilBERT's
         ``attention.out_lin``): a layout the family's capabilities let heads be knocked out of."""
-        modules = ENCODER_LAYOUT_MODULES[self.config.model_type]
-        layers = self.hf_model.base_model.get_submodule(modules.layers)
-        return cast(torch.nn.Module, layers[layer].get_submodule(modules.projection))
+        return self.layers()[layer].get_submodule(self.modules.projection)
 
     def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
         """W^O [d_model, H * d_k] in ``layer``: the projection's weight."""
@@ -371,7 +385,7 @@ class EncoderNetwork(PretrainedNetwork):
 HOOKED_PASS = "model.pretrained.families.hooked_pass"  # this module's ``hooked_pass``, by path (Capabilities.hooked_pass)
 # The contribution measures' pass of a layout whose modules are known (LAYOUT_MODULES), by path: it sits above this one
 MEASURED_PASS = "model.attribution.library_pass.measured_pass"
-DECODER_MEASURED_PASS = "model.attribution.decoder_pass.measured_pass"  # a decoder-only layout's, likewise
+STACK_MEASURED_PASS = "model.attribution.stack_pass.measured_pass"  # a decoder-only or encoder-only layout's, likewise
 
 
 def hooked_pass(network: PretrainedNetwork) -> object | None:
@@ -411,15 +425,15 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
         queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ,
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,
         head_masking=known,  # its output projections are known: a head's columns can be zeroed
-        measured_pass=DECODER_MEASURED_PASS if known else None,
+        measured_pass=STACK_MEASURED_PASS if known else None,
     )
 
 
 def encoder_layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained encoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): heads
     knocked out where its layout's output projections are known (``ENCODER_LAYOUT_MODULES``)."""
-    model_type = cast(PretrainedConfig, network.config).model_type
-    return replace(ENCODER.capabilities, head_masking=model_type in ENCODER_LAYOUT_MODULES)
+    known = cast(PretrainedConfig, network.config).model_type in ENCODER_LAYOUT_MODULES
+    return replace(ENCODER.capabilities, head_masking=known, measured_pass=STACK_MEASURED_PASS if known else None)
 
 
 def _pretrained(

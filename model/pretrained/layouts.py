@@ -147,6 +147,7 @@ class DecoderModules:
     # GPT-2's projections are Conv1D, whose weight is stored [in, out]: W^O is its transpose
     weight_in_out: bool = False
     rms_norms: bool = False  # its norms are RMS norms (no mean subtracted, no shift), not LayerNorms
+    post_norm: str | None = None  # pre-norm, all of them: no norm after the attention's add (as the encoders' table says)
 
 
 _LLAMA_MODULES = DecoderModules(
@@ -185,19 +186,23 @@ DECODER_LAYOUT_MODULES = {
 @dataclass(frozen=True)
 class EncoderModules:
     """Where an encoder-only layout keeps each layer's attention output projection W^O (what knocking a head out zeroes
-    columns of), by the library's names: the layers within the base model (``hf_model.base_model``), the projection
-    within a layer."""
+    columns of), its value projection and the LayerNorm after the attention's residual add (what the contribution
+    measures read: every layout served is post-norm), by the library's names: the layers within the base model
+    (``hf_model.base_model``), the rest within a layer."""
 
     layers: str
     projection: str
+    values: str
+    post_norm: str | None
+    fused: str | None = None  # none of them fuses its query, key and value projections (as the decoders' table says)
 
 
-_BERT_MODULES = EncoderModules("encoder.layer", "attention.output.dense")
+_BERT_MODULES = EncoderModules("encoder.layer", "attention.output.dense", "attention.self.value", "attention.output.LayerNorm")
 # Each encoder-only layout's modules, by model type (RoBERTa, ELECTRA and XLM-R are laid out as BERT).
 ENCODER_LAYOUT_MODULES = {
     "bert": _BERT_MODULES,
     "roberta": _BERT_MODULES,
     "xlm-roberta": _BERT_MODULES,
     "electra": _BERT_MODULES,
-    "distilbert": EncoderModules("transformer.layer", "attention.out_lin"),
+    "distilbert": EncoderModules("transformer.layer", "attention.out_lin", "attention.v_lin", "sa_layer_norm"),
 }
