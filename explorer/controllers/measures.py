@@ -31,10 +31,14 @@ from explorer.controllers.runner import LOG, Job, Runner, user_message
 from model.attribution.gradients import saliency
 from model.attribution.measures import MEASURES, NAMES, MeasureResult, compute_measure, measured_trace, merge_rows, unsupported
 from model.decoding.trace import Trace
+from model.family import capabilities_of
 from model.kinds import AttentionKind
 
 CACHE_SIZE = 64  # measured decodings kept (stepping back and forth redraws at once)
-IN_WORKER = ("value-zeroing", "attn-grad", "grad-input", "ig")  # the others take a few ms: computed at once
+IN_WORKER = ("value-zeroing", "attn-grad", "grad-input", "ig")  # the others take a few ms: computed at once...
+# ...on a model this small; a larger one's forward pass takes long enough to freeze the window (a Llama-style 1 B model's:
+# seconds on 2 cores), so every measure of it is computed in a job
+AT_ONCE_PARAMETERS = 30_000_000
 ROWS_PER_PART = 4  # gradient × input rows computed together after the current step's (then shown, then the next part)
 # Integrated gradients: one row a part. A row takes about a second or two (its integration refines until it has
 # converged) and rows of different steps share no batch, so a part of one row costs nothing and lets a newer
@@ -153,7 +157,11 @@ class MeasureController:
 
     def _request(self, trace: Trace | None) -> None:
         decoding, measure = followed_decoding(self.explore), self.measure
-        if measure == "attention" or trace is None or decoding is None or not trace.n_steps:
+        # an encoder-only model's trace has no steps: its text is what is measured
+        nothing = (
+            trace is None or decoding is None or (not trace.n_steps and capabilities_of(decoding.model).architecture.has_decoder)
+        )
+        if measure == "attention" or nothing:
             self._wanted = None
             self.runner.cancel(MEASURE, drop=True)  # nothing is waited for
             self._on_job_ended()
@@ -169,7 +177,8 @@ class MeasureController:
             result, missing = self._known_rows(key, model, source_ids, trace, measure)
             if not missing:  # every row computed before (stepping back): no work
                 self._results[key] = result
-        if key not in self._results and measure not in IN_WORKER:
+        at_once = measure not in IN_WORKER and model.parameter_count() <= AT_ONCE_PARAMETERS
+        if key not in self._results and at_once:
             try:  # a few milliseconds: drawn with this very refresh, no worker round trip
                 self._store(key, compute_measure(model, source_ids, list(trace.chosen_ids), measure))
             except Exception as error:  # noqa: BLE001 - a failure is a message in the window, never a crash

@@ -44,8 +44,8 @@ def check_network(model: Network) -> DecodingNetwork:
         served = False
     if not served:
         raise CorpusIndexError(
-            f"a corpus index reads the residual stream, queries and keys of the app's encoder-decoder Transformer, not of "
-            f"this model ({family_of(model).title})"
+            f"a corpus index reads the residual stream, queries and keys of the encoder-decoders (the app's Transformer, the "
+            f"Hugging Face layouts), not of this model ({family_of(model).title})"
         )
     return cast(DecodingNetwork, model)  # served: an encoder-decoder's hooked pass
 

@@ -224,7 +224,8 @@ def adapter_of(model: Network) -> HookedPass:
     path = family.capabilities.hooked_pass
     if path is None:
         raise InterventionError(
-            f"interventions are computed for the app's encoder-decoder Transformer, not for this model ({family.title})"
+            f"interventions are computed for the encoder-decoders (the app's Transformer, the Hugging Face layouts) and the "
+            f"Hugging Face decoder-only layouts, not for this model ({family.title})"
         )
     adapter = declared(path)(model)
     if adapter is None:

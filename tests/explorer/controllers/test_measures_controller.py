@@ -122,3 +122,20 @@ def test_a_contrast_is_refused_for_a_model_without_gradients_of_its_own(controll
     measures.request_contrast(0, other)
     reason = f"{MEASURES['grad-input'].label} {RNN_REASON}"
     assert messages.seen == [("message", f"Contrastive saliency: {reason}.")] and not measures.running
+
+
+def test_an_encoder_only_model_s_text_is_measured_though_its_trace_has_no_steps(controllers, toy_fr_bundle):
+    from model.io.bundle import ModelBundle
+    from model.nn.classifier import ClassifierConfig, EncoderClassifier
+
+    tokenizer = toy_fr_bundle[0].source_tokenizer
+    tagger = ModelBundle(EncoderClassifier(ClassifierConfig(vocab_size=tokenizer.vocab_size)), tokenizer, tokenizer)
+    explore, measures = controllers.explore, controllers.measures
+    explore.set_model(tagger)
+    assert explore.translate(SENTENCE) and explore.trace.n_steps == 0
+    encoder = measures.availability(AttentionKind.ENCODER)
+    assert encoder["alti"] == encoder["norm"] == encoder["value-zeroing"] == ""
+    assert "decodes none" in encoder["grad-input"] and "decodes none" in encoder["attn-grad"]
+    measures.set_measure("alti")
+    shown = measures.shown(explore.trace)
+    assert shown.measure == "alti" and np.allclose(shown.encoder_self.sum(-1), 1.0, atol=1e-5)
