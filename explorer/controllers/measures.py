@@ -157,11 +157,7 @@ class MeasureController:
 
     def _request(self, trace: Trace | None) -> None:
         decoding, measure = followed_decoding(self.explore), self.measure
-        # an encoder-only model's trace has no steps: its text is what is measured
-        nothing = (
-            trace is None or decoding is None or (not trace.n_steps and capabilities_of(decoding.model).architecture.has_decoder)
-        )
-        if measure == "attention" or nothing:
+        if measure == "attention" or trace is None or decoding is None or self._nothing_to_measure(trace, decoding.model):
             self._wanted = None
             self.runner.cancel(MEASURE, drop=True)  # nothing is waited for
             self._on_job_ended()
@@ -189,6 +185,11 @@ class MeasureController:
             self._on_job_ended()
             return
         self._start(MEASURE, lambda job: self._measure(job, model, source_ids, trace, key), f"Computing {MEASURES[measure].label}…")
+
+    @staticmethod
+    def _nothing_to_measure(trace: Trace, model: Any) -> bool:
+        """A trace with no steps yet, of a model that decodes (an encoder-only model's text is measured as it is)."""
+        return not trace.n_steps and capabilities_of(model).architecture.has_decoder
 
     def _start(self, channel: str, work: Any, what: str, on_done: Any = None) -> None:
         self.runner.submit(

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from explorer.widgets.plot_style import show_light_grid
 from model.attribution.importance import HeadImportance, PruningPoint, heads_before_drop
+from model.attribution.objectives import Scoring
 
 DROP = 0.05  # the fall in exact match the summary counts heads up to (the command line's)
 LEAST_SHOWN = 12  # rows of the least-important table
@@ -136,9 +137,7 @@ class ImportanceView(QWidget):
     def show_curve(self, points: list[PruningPoint] | None) -> None:
         self._show_curve(points)
         if points:
-            self.note.setText(
-                "Heads removed from the least important up; the translations are greedy, scored against the references."
-            )
+            self.note.setText(f"Heads removed from the least important up; {points[0].scoring.how}.")
 
     def show_message(self, text: str) -> None:
         self.note.setText(text)
@@ -166,16 +165,25 @@ class ImportanceView(QWidget):
             self.drop_line.hide()
             self.summary.setText("")
             return
-        removed = [point.n_removed for point in points]
-        self.exact_line.setData(removed, [point.exact_match for point in points])
-        self.bleu_line.setData(removed, [point.bleu / 100 for point in points])
+        removed, scoring = [point.n_removed for point in points], points[0].scoring
+        self.exact_line.setData(removed, [point.first for point in points])
+        self.bleu_line.setData(removed, [scoring.drawn(point.second) for point in points])
+        self._name_lines(scoring)
         self.plot.setXRange(0, max(removed[-1], 1), padding=0.02)
-        baseline = points[0].exact_match
+        baseline = points[0].first
         self.drop_line.setValue(baseline - DROP)
         self.drop_line.setVisible(baseline - DROP >= 0)
         n_heads = removed[-1]
         kept = heads_before_drop(points, DROP)
         self.summary.setText(
-            f"{kept} of {n_heads} heads can go before exact match drops by {DROP:.2f} (from {baseline:.2f}; "
-            f"BLEU {points[0].bleu:.1f} with every head)."
+            f"{kept} of {n_heads} heads can go before {scoring.first} drops by {DROP:.2f} (from {baseline:.2f}; "
+            f"{scoring.second_text(points[0].second)} with every head)."
         )
+
+    def _name_lines(self, scoring: Scoring) -> None:
+        """The legend's and the dashed line's names for the model's scores (exact match and BLEU / 100, …)."""
+        legend = self.plot.plotItem.legend
+        if legend is not None:
+            for line, name in ((self.exact_line, scoring.first), (self.bleu_line, scoring.drawn_as)):
+                legend.getLabel(line).setText(name)
+        self.drop_line.setToolTip(f"The full model's {scoring.first} minus {DROP}")

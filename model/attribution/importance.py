@@ -4,12 +4,15 @@ One?", NeurIPS 2019) and the pruning curve it orders.
 Every head's output is multiplied by a gate ξ_h = 1 (a pre-hook on W^O scales the head's slice of the
 concatenated outputs, so the forward pass is unchanged). The importance of a head is the expected absolute
 sensitivity of the loss to its gate, I_h = E_x |∂L(x)/∂ξ_h| = E_x |A_h(x)ᵀ ∂L(x)/∂A_h(x)| with A_h the head's
-output — one backward pass per sentence, since the absolute value is taken per sentence. L is the
-teacher-forced cross-entropy per target piece. As in the paper, scores are normalised per layer (ℓ2 norm) so
-that layers compare. A head whose output never reaches the model (zero W^O columns) scores exactly 0.
+output — one backward pass per sentence, since the absolute value is taken per sentence. L is the model's objective
+(model/attribution/objectives.py): a translation's teacher-forced cross-entropy per target piece, a decoder-only
+model's language-modelling cross-entropy per piece, a classifier's per label. As in the paper, scores are normalised
+per layer (ℓ2 norm) so that layers compare. A head whose output never reaches the model (zero W^O columns) scores
+exactly 0.
 
-The pruning curve removes heads from the least important up (model/attribution/masking.py) and scores
-greedy translations after each removal: exact match and BLEU, as ``evaluate`` does.
+The pruning curve removes heads from the least important up (model/attribution/masking.py) and scores the model
+after each removal as its objective says: greedy translations' exact match and BLEU (as ``evaluate`` does), a
+decoder-only model's next-piece accuracy and perplexity, a classifier's exact match and macro-F1.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.data.batching import bundle_examples
+from model.attribution.objectives import TRANSLATION, Scoring, objective_of
 from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, generate_builtin, load_corpus
 from model.errors import UserError
 from model.family import Bundle, capabilities_of, family_of
@@ -30,7 +33,7 @@ from model.kinds import AttentionKind
 from model.network import Network
 from model.nn.masking import Head, MaskError, head_projection, masked_model
 from model.runtime import follow_free_cores
-from model.training.evaluation import Interrupted, score
+from model.training.evaluation import Interrupted
 
 
 @dataclass
@@ -130,27 +133,29 @@ def check_importance(model: Network) -> None:
     """A MaskError (one line) unless ``model``'s heads can be gated and scored (its ``Capabilities.head_importance``)."""
     if not capabilities_of(model).head_importance:
         title = family_of(model).title
-        raise MaskError(f"head importance is measured on encoder-decoders whose heads can be gated, not on this model ({title})")
+        raise MaskError(
+            f"head importance is measured where heads can be gated and the model's objective is known (a translation, "
+            f"a language model, a classifier's labels), not on this model ({title})"
+        )
 
 
 def head_importance(
     bundle: Bundle, pairs: list[Pair], progress: Callable[[int, int], None] | None = None, stop: Callable[[], bool] | None = None
 ) -> HeadImportance:
-    """Importance of every head of the app's Transformer over ``pairs`` (translation pairs of its corpus).
-    ``progress(done, total)`` after each sentence; ``stop()`` True raises Interrupted between sentences."""
+    """Importance of every head of ``bundle``'s model over ``pairs`` (pairs of its corpus: their sources are a
+    decoder-only model's texts), by its objective. ``progress(done, total)`` after each sentence; ``stop()`` True raises
+    Interrupted between sentences."""
     check_importance(bundle.model)
+    objective = objective_of(bundle.model)
     model, gates = _gated_copy(bundle.model)  # its family's capabilities say its heads' importance is measured
     device = next(model.parameters()).device
     sums = {key: np.zeros(len(gate)) for key, gate in gates.items()}  # (kind, layer) -> [H]
-    examples = bundle_examples(bundle, pairs)  # as the model reads them (a pretrained one's special tokens)
-    for done, (source_ids, target_ids) in enumerate(examples, start=1):
+    examples = objective.examples(bundle, pairs)
+    for done, example in enumerate(examples, start=1):
         follow_free_cores()
         if stop is not None and stop():
             raise Interrupted
-        source = torch.tensor([source_ids], device=device)  # [1, S]
-        target = torch.tensor([target_ids], device=device)  # [1, T + 1]
-        hidden = model(source, target[:, :-1])  # [1, T, d_model]
-        loss = torch.nn.functional.cross_entropy(model.logits(hidden)[0].float(), target[0, 1:])
+        loss = objective.loss(model, example, device)
         for gate in gates.values():
             gate.grad = None
         loss.backward()
@@ -171,8 +176,19 @@ def head_importance(
 class PruningPoint:
     n_removed: int
     removed: tuple[Head, ...]  # every head removed so far, the least important first
-    exact_match: float
-    bleu: float
+    first: float  # the model's first score on [0, 1] (``scoring.first``: exact match, next-piece accuracy)
+    second: float  # its second (``scoring.second``: BLEU, perplexity, macro-F1)
+    scoring: Scoring = TRANSLATION
+
+    def row(self) -> dict:
+        """The point as a CSV row: heads removed, both scores under their columns, the last head removed."""
+        first, second = self.scoring.columns
+        return {
+            "heads_removed": self.n_removed,
+            first: round(self.first, 6),
+            second: round(self.second, 4),
+            "last_removed": self.removed[-1].describe() if self.removed else "",
+        }
 
 
 def pruning_curve(
@@ -183,32 +199,29 @@ def pruning_curve(
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> list[PruningPoint]:
-    """Exact match and BLEU of greedy translations of ``pairs`` with the ``n`` least important heads knocked
-    out, for each n in ``counts`` (default: 0, 1, … every head)."""
+    """The model's scores on ``pairs`` (its objective's: greedy translations' exact match and BLEU, …) with the ``n``
+    least important heads knocked out, for each n in ``counts`` (default: 0, 1, … every head)."""
     order = [head for head, _ in importance.ranking()]
     counts = counts if counts is not None else list(range(len(order) + 1))
-    device = next(bundle.model.parameters()).device
+    objective = objective_of(bundle.model)
     points = []
     for index, n in enumerate(counts):
         if stop is not None and stop():
             raise Interrupted
         removed = tuple(order[:n])
-        model = masked_model(bundle.model, removed)
-        scores = score(
-            model, bundle.source_tokenizer, bundle.target_tokenizer, pairs, device, decode_limit=len(pairs), n_samples=0, stop=stop
-        )
-        points.append(PruningPoint(n, removed, scores.exact_match, scores.bleu))
+        first, second = objective.scores(bundle, masked_model(bundle.model, removed), pairs, stop)
+        points.append(PruningPoint(n, removed, first, second, objective.scoring))
         if progress is not None:
             progress(index + 1, len(counts))
     return points
 
 
 def heads_before_drop(points: list[PruningPoint], drop: float = 0.05) -> int:
-    """How many heads can go before exact match falls by ``drop`` or more below the full model's."""
-    baseline = points[0].exact_match
+    """How many heads can go before the first score (exact match) falls by ``drop`` or more below the full model's."""
+    baseline = points[0].first
     allowed = 0
     for point in points:
-        if point.exact_match <= baseline - drop:
+        if point.first <= baseline - drop:
             break
         allowed = point.n_removed
     return allowed

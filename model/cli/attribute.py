@@ -33,6 +33,7 @@ from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
+from model.family import capabilities_of
 from model.figures.attention import grid_figure
 from model.figures.export import ExportRequest, FigureOptions, export_view
 from model.figures.saving import save_figure
@@ -113,7 +114,7 @@ def run_attribute(args) -> int:
     stepper = Stepper(bundle, args.text, DecodingOptions(masked_heads=heads))
     stepper.run()
     trace = stepper.trace()
-    if not trace.n_steps:
+    if not trace.n_steps and capabilities_of(bundle.model).architecture.has_decoder:  # an encoder-only model reads its text
         raise CommandError("the model decoded nothing for this sentence")
     try:
         result = trace_measure(stepper.model, stepper.source_ids, trace, args.measure)

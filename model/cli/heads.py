@@ -36,7 +36,7 @@ from model.attribution.importance import (
     pruning_curve,
 )
 from model.attribution.measures import NAMES
-from model.cli.options import TRANSLATION_CORPORA, CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec
+from model.cli.options import CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import atomic_output, check_output
@@ -58,7 +58,12 @@ def add_heads_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=12345, help="generation seed of the fresh pairs")
     parser.add_argument("--importance", metavar="OUT.csv", help="every head's importance (raw, per-layer normalised, rank)")
-    parser.add_argument("--prune-curve", metavar="OUT.csv", help="exact match and BLEU as heads are removed, least important first")
+    parser.add_argument(
+        "--prune-curve",
+        metavar="OUT.csv",
+        help="the model's scores as heads are removed, least important first: exact match and BLEU (a decoder-only "
+        "model's next-piece accuracy and perplexity, a classifier's exact match and macro-F1)",
+    )
     parser.add_argument("--every", type=int, default=1, help="prune curve: score after every N removals (default 1)")
     parser.add_argument("--aer-table", metavar="OUT.csv", help="AER of every measure and head against the gold alignments")
     parser.add_argument("--measures", default="", help="the measures of --aer-table, comma-separated (default: all)")
@@ -73,13 +78,14 @@ def _write_csv(path: str, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def _pairs(args) -> list[Pair]:
+def _pairs(args, bundle: Bundle) -> list[Pair]:
     """The pairs to measure: --n of them (refused, naming how many there are, when the corpus gives fewer)."""
     spec = corpus_spec(args)
-    if spec.task != "translation":
+    tasks = bundle.family.tasks  # what the family's corpora are for: a translation model's translations, a tagger's tags
+    if spec.task not in tasks:
         raise CommandError(
-            f"heads measures a translation model on translations; {spec.describe()} is a built-in {spec.task} corpus "
-            f"(give one of {', '.join(TRANSLATION_CORPORA)} or a file of pairs)"
+            f"heads measures this model on {' or '.join(tasks)} corpora; {spec.describe()} is a built-in {spec.task} "
+            f"corpus (give a built-in {tasks[0]} corpus or a file of pairs)"
         )
     try:
         return measured_pairs(spec, DEFAULT_SENTENCES if args.n is None else args.n, args.seed, exact=args.n is not None)
@@ -133,7 +139,7 @@ def run_heads(args) -> int:
     measures = _measures(args.measures)
     bundle = open_model(args.model)
     check_importance(bundle.model)  # the table's answer (``capabilities``), in its words
-    pairs = _pairs(args)
+    pairs = _pairs(args, bundle)
     with stage_progress(args.quiet) as progress:
         _measure(args, bundle, pairs, measures, progress)
     return 0
@@ -157,20 +163,11 @@ def _measure(args, bundle: Bundle, pairs: list[Pair], measures: tuple[str, ...],
         n_heads = len(importance.ranking())
         counts = sorted(set(range(0, n_heads + 1, args.every)) | {n_heads})
         points = pruning_curve(bundle, importance, pairs, counts, progress("pruning curve", "point"))
-        rows = [
-            {
-                "heads_removed": point.n_removed,
-                "exact_match": point.exact_match,
-                "bleu": round(point.bleu, 4),
-                "last_removed": point.removed[-1].describe() if point.removed else "",
-            }
-            for point in points
-        ]
-        _write_csv(args.prune_curve, rows)
+        _write_csv(args.prune_curve, [point.row() for point in points])
         kept = heads_before_drop(points)
         print(
-            f"wrote the pruning curve to {args.prune_curve}: {kept} of {n_heads} heads can go before exact match drops "
-            f"by 0.05 (from {points[0].exact_match:.3f})"
+            f"wrote the pruning curve to {args.prune_curve}: {kept} of {n_heads} heads can go before "
+            f"{points[0].scoring.first} drops by 0.05 (from {points[0].first:.3f})"
         )
 
 

@@ -203,6 +203,7 @@ CLASSIFIER = register(
             trainable=True,
             labels=True,
             head_masking=True,
+            head_importance=True,  # its objective: its labels' cross-entropy (model/attribution/objectives.py)
             beam_search=False,
             queries_keys=QueriesKeys.OWN,
             measured_pass="model.attribution.own_pass.measured_pass",  # its encoder's (imported when a measure asks)

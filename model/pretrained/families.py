@@ -425,6 +425,7 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
         queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ,
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,
         head_masking=known,  # its output projections are known: a head's columns can be zeroed
+        head_importance=known,  # ...and gated: its objective is the language model's (model/attribution/objectives.py)
         measured_pass=STACK_MEASURED_PASS if known else None,
     )
 

@@ -57,8 +57,8 @@ def test_compute_measures_every_head_then_the_pruning_curve(qtbot, measured, toy
     assert bar.value() == bar.maximum() == n_heads + 1 and bar.format() == f"pruning curve {n_heads + 1}/{n_heads + 1}"
     # The view: both lines over every count, the least important heads, the summary.
     assert list(view.exact_line.getData()[0]) == list(range(n_heads + 1))
-    assert np.allclose(view.exact_line.getData()[1], [point.exact_match for point in points])
-    assert np.allclose(view.bleu_line.getData()[1], [point.bleu / 100 for point in points])
+    assert np.allclose(view.exact_line.getData()[1], [point.first for point in points])
+    assert np.allclose(view.bleu_line.getData()[1], [point.second / 100 for point in points])
     assert view.least_table.rowCount() == min(12, n_heads)
     assert view.least_table.item(0, 1).text() == importance.ranking()[0][0].describe()
     assert f"of {n_heads} heads can go before exact match drops by 0.05" in view.summary.text()
@@ -122,4 +122,4 @@ def test_another_model_clears_the_results_and_an_rnn_is_not_measured(qtbot, meas
     assert view.least_table.rowCount() == 0 and view.summary.text() == "" and view.progress_bar.format() == ""
     view.compute_button.click()
     assert not importance_session.running and view.note.text() == importance_session.unavailable()
-    assert "whose heads can be gated, not on this model" in view.note.text()
+    assert "a classifier's labels), not on this model" in view.note.text()

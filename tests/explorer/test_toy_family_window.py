@@ -100,7 +100,7 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
     readings = tab.readings
     # The views it does not serve are greyed out, each with the capability table's reason as its tooltip.
     for view, reason in (
-        (readings.importance_view, "whose heads can be gated, not on this model"),
+        (readings.importance_view, "a classifier's labels), not on this model"),
         (tab.interventions.view, "not for this model (toy cross-attention model)"),
         (tab.neuron.view, "it has no queries and keys"),
     ):

@@ -13,8 +13,8 @@ from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 EVENTS = ("progress", "importance_ready", "curve_ready", "running_changed", "message")
 RNN_REFUSED = (
-    "Head importance is measured on encoder-decoders whose heads can be gated, not on this model (RNN encoder-decoder "
-    "with attention)."
+    "Head importance is measured where heads can be gated and the model's objective is known (a translation, a language "
+    "model, a classifier's labels), not on this model (RNN encoder-decoder with attention)."
 )
 
 
@@ -44,7 +44,7 @@ def test_importance_then_the_curve_and_an_rnn_is_refused(controllers, toy_fr_bun
     assert measured is not None and points is not None and events.of("curve_ready") == [(None,), (points,)]
     assert measured.n_sentences == 6 and importance.n_sentences == 6 and len(measured.ranking()) == n_heads
     assert [point.n_removed for point in points] == list(range(n_heads + 1))
-    assert all(0.0 <= point.exact_match <= 1.0 and 0.0 <= point.bleu <= 100.0 for point in points)
+    assert all(0.0 <= point.first <= 1.0 and 0.0 <= point.second <= 100.0 for point in points)
     progress = events.of("progress")
     assert (IMPORTANCE, 6, 6) in progress and progress[-1] == (PRUNING, n_heads + 1, n_heads + 1)
     table = importance.importance_table(AttentionKind.CROSS)  # [layers, heads], a copy

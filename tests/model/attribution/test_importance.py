@@ -79,9 +79,9 @@ def test_the_pruning_curve_removes_the_least_important_first(bundle_and_pairs):
     full = score(
         bundle.model, bundle.source_tokenizer, bundle.target_tokenizer, pairs, torch.device("cpu"), decode_limit=len(pairs)
     )
-    assert points[0].removed == () and points[0].exact_match == full.exact_match and points[0].bleu == pytest.approx(full.bleu)
+    assert points[0].removed == () and points[0].first == full.exact_match and points[0].second == pytest.approx(full.bleu)
     assert points[1].removed == tuple(head for head, _ in importance.ranking()[:3])
-    assert n_heads == 24 and len(points[2].removed) == 24 and points[2].bleu < 5.0  # no head left: nothing is translated
+    assert n_heads == 24 and len(points[2].removed) == 24 and points[2].second < 5.0  # no head left: nothing is translated
 
 
 def test_heads_before_a_drop_in_exact_match():
