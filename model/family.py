@@ -95,6 +95,16 @@ class QueriesKeys(enum.Enum):
         return f"the neuron view is not available for this family ({title}): it has no queries and keys"
 
 
+class Objective(enum.Enum):
+    """What a family's model is scored on: the loss head importance differentiates and what its pruning curve scores
+    (model/attribution/objectives.py)."""
+
+    TRANSLATION = "translation"  # a reference translation, teacher-forced; greedy translations scored
+    LANGUAGE_MODEL = "language model"  # each piece of a text from the ones before it
+    MASKED_LANGUAGE_MODEL = "masked language model"  # pieces of a text masked, each read back
+    LABELS = "labels"  # a classifier's labels (a tag per word, a class per sentence)
+
+
 class InterventionTool(ShownName):
     """One of model/interventions/'s tools; its value is the name shown and saved (a str: "logit lens")."""
 
@@ -125,7 +135,7 @@ class Capabilities:
     labels: bool = False  # learns and predicts labels (tags, sentence classes) rather than a target text
     teacher_forced_scores: bool = True  # validation loss and accuracy by the app's own teacher-forced pass
     head_masking: bool = False  # heads can be knocked out (model/attribution/masking.py)
-    head_importance: bool = False  # heads can be gated and scored (model/attribution/importance.py)
+    objective: Objective | None = None  # what it is scored on (head importance's loss, the pruning curve's scores)
     numpy_engine: bool = False  # the NumPy decoding step (model/decoding/numpy_step.py) serves it on a CPU
     # Its hooked pass (model/interventions/hooked.py): the dotted path of a function network -> the adapter that runs
     # that network's own forward pass with named hook points and says which of INTERVENTION_TOOLS it serves, or None for
@@ -144,6 +154,11 @@ class Capabilities:
     # splits that network's own teacher-forced pass into what the contribution measures read (each attention's weights,
     # each key's vector through each head, the residual, the norm). None: no measure beyond attention.
     measured_pass: str | None = None
+
+    @property
+    def head_importance(self) -> bool:
+        """Heads can be gated and scored (model/attribution/importance.py): knocked out, with a known objective."""
+        return self.head_masking and self.objective is not None
 
     @property
     def interventions(self) -> bool:

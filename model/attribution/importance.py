@@ -133,6 +133,12 @@ def check_importance(model: Network) -> None:
     """A MaskError (one line) unless ``model``'s heads can be gated and scored (its ``Capabilities.head_importance``)."""
     if not capabilities_of(model).head_importance:
         title = family_of(model).title
+        if capabilities_of(model).head_masking:  # its heads can be gated, but nothing says what to score it on
+            raise MaskError(
+                f"head importance scores a model on its objective (a translation, a language model, masked pieces, the "
+                f"app's classifier's labels); this model declares none ({title}: no labels of a classification head are "
+                f"known here, nor a masked-LM head)"
+            )
         raise MaskError(
             f"head importance is measured where heads can be gated and the model's objective is known (a translation, "
             f"a language model, a classifier's labels), not on this model ({title})"

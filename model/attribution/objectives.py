@@ -1,11 +1,14 @@
 """What head importance differentiates and what the pruning curve scores, for each kind of model: one objective per
-architecture (and labelling), chosen by the model's family (``objective_of``), never by its type.
+``Capabilities.objective`` (model/family.py), which the model's family declares (``objective_of``).
 
 * An encoder-decoder translates: its loss is the teacher-forced cross-entropy per reference piece; the pruning curve
   scores greedy translations against the references (exact match, BLEU).
 * A decoder-only model continues text: its loss is the language-modelling cross-entropy per piece of each sentence
   (each piece predicted from those before it; a corpus's source sentences are the texts); the pruning curve scores the
   same, teacher-forced (next-piece accuracy, and perplexity: its geometric-mean probability per piece is drawn).
+* A masked language model (BERT's, RoBERTa's masked-LM head) reads masked pieces back: every sixth piece of each
+  sentence (from its first after the special start) is replaced by the mask token, and its loss is the cross-entropy
+  of the pieces it hid; the pruning curve scores the same (masked-piece accuracy, perplexity over the masked pieces).
 * The app's classifier labels text: its loss is the cross-entropy of each labelled position (a tagger's word, a
   sentence's class); the pruning curve scores its labels (exact match: every label right; macro-F1).
 """
@@ -23,12 +26,14 @@ import torch.nn.functional as F
 
 from model.data.batching import bundle_examples
 from model.data.corpora import Pair
-from model.family import Architecture, Bundle, capabilities_of
+from model.family import Bundle, Objective, capabilities_of
 from model.network import LabellingNetwork, Network
 from model.training.evaluation import Interrupted, score
 from model.training.labelling import batch_logits, encode_labelled
 
 Example = tuple[list[int], list[int]]  # (what the model reads, what it is scored on): ids, target ids or labels
+MASK_EVERY = 6  # a masked language model's pieces masked: one in six (BERT masked 15% in training)
+IGNORED = -100  # a position a masked language model is not scored at (cross-entropy's ignore_index)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,14 @@ LANGUAGE_MODEL = Scoring(
     lambda perplexity: 1.0 / perplexity if perplexity > 0 else 0.0,
     "each piece of each sentence is predicted from the ones before it (teacher-forced)",
 )
+MASKED_LANGUAGE_MODEL = Scoring(
+    "masked-piece accuracy",
+    "perplexity",
+    ("masked_piece_accuracy", "perplexity"),
+    "1 / perplexity",
+    LANGUAGE_MODEL.drawn,
+    f"every {MASK_EVERY}th piece of each sentence is masked and read back",
+)
 LABELLING = Scoring(
     "exact match",
     "macro-F1",
@@ -74,7 +87,7 @@ LABELLING = Scoring(
 )
 
 
-class Objective(Protocol):
+class ObjectiveCode(Protocol):
     scoring: Scoring
 
     def examples(self, bundle: Bundle, pairs: list[Pair]) -> list[Example]: ...
@@ -153,14 +166,48 @@ class LabellingObjective:
         return found.exact_match, float(np.nan_to_num(found.macro_f1 if found.macro_f1 is not None else np.nan))
 
 
-def objective_of(model: Network) -> Objective:
-    """The objective of ``model``'s family: a labelling family's, or its architecture's (an encoder-only model that does
-    not label has none here: a ValueError)."""
-    can = capabilities_of(model)
-    if can.labels:
-        return LabellingObjective()
-    if can.architecture is Architecture.ENCODER_DECODER:
-        return TranslationObjective()
-    if can.architecture is Architecture.DECODER_ONLY:
-        return LanguageModelObjective()
-    raise ValueError("an encoder-only model that does not label has no objective here")
+class MaskedLanguageModelObjective(LanguageModelObjective):
+    scoring = MASKED_LANGUAGE_MODEL
+
+    def examples(self, bundle: Bundle, pairs: list[Pair]) -> list[Example]:
+        mask_id = cast(MaskReader, bundle.model).mask_id
+        found = []
+        for pair in pairs:
+            ids = bundle.source_ids(pair.source)[0]  # the special start, the pieces, the special end
+            masked, labels = list(ids), [IGNORED] * len(ids)
+            for position in range(1, len(ids) - 1, MASK_EVERY):
+                masked[position], labels[position] = mask_id, ids[position]
+            if len(ids) > 2:
+                found.append((masked, labels))
+        return found
+
+    def _log_probabilities(self, model: Network, example: Example, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(each masked piece's log-probability [M], whether it was the likeliest [M])."""
+        ids = torch.tensor([example[0]], device=device)  # [1, S]
+        logits, _ = model.inspect(ids, ids[:, :0])  # [1, S, V]: an encoder-only model reads no target
+        labels = torch.tensor(example[1], device=device)  # [S]
+        hidden = labels != IGNORED
+        log_probabilities = torch.log_softmax(logits[0, hidden].float(), dim=-1)  # [M, V]
+        following = labels[hidden]  # [M]
+        return log_probabilities.gather(1, following[:, None])[:, 0], log_probabilities.argmax(-1) == following
+
+
+class MaskReader(Protocol):
+    mask_id: int
+
+
+OBJECTIVES: dict[Objective, type[ObjectiveCode]] = {
+    Objective.TRANSLATION: TranslationObjective,
+    Objective.LANGUAGE_MODEL: LanguageModelObjective,
+    Objective.MASKED_LANGUAGE_MODEL: MaskedLanguageModelObjective,
+    Objective.LABELS: LabellingObjective,
+}
+
+
+def objective_of(model: Network) -> ObjectiveCode:
+    """The code of the objective ``model``'s family declares for it (``Capabilities.objective``); a ValueError for a
+    model that declares none (``check_importance`` says so first)."""
+    objective = capabilities_of(model).objective
+    if objective is None:
+        raise ValueError("this model declares no objective to score it on")
+    return OBJECTIVES[objective]()

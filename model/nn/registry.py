@@ -19,6 +19,7 @@ from model.family import (
     Family,
     FamilyError,
     ModelOption,
+    Objective,
     Positions,
     QueriesKeys,
     family_named,
@@ -79,7 +80,7 @@ TRANSFORMER = register(
             Positions.TABLE,
             trainable=True,
             head_masking=True,
-            head_importance=True,
+            objective=Objective.TRANSLATION,
             measured_pass="model.attribution.own_pass.measured_pass",  # imported when a measure asks
             numpy_engine=True,
             hooked_pass="model.interventions.own.hooked_pass",  # imported when a tool asks
@@ -203,7 +204,7 @@ CLASSIFIER = register(
             trainable=True,
             labels=True,
             head_masking=True,
-            head_importance=True,  # its objective: its labels' cross-entropy (model/attribution/objectives.py)
+            objective=Objective.LABELS,
             beam_search=False,
             queries_keys=QueriesKeys.OWN,
             measured_pass="model.attribution.own_pass.measured_pass",  # its encoder's (imported when a measure asks)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from model.family import Architecture, Capabilities, Family, Positions, QueriesKeys, declared, register
+from model.family import Architecture, Capabilities, Family, Objective, Positions, QueriesKeys, declared, register
 from model.kinds import AttentionKind
 from model.network import AttentionWeights, Network
 from model.nn.classifier import Predictions
@@ -346,6 +346,11 @@ class EncoderNetwork(PretrainedNetwork):
     def head_count(self, kind: AttentionKind) -> int:
         return self.config.n_heads
 
+    @property
+    def reads_masks(self) -> bool:
+        """Its head reads masked pieces back (a masked-LM head, with the tokenizer's mask token)."""
+        return self.head == "masked-lm" and self.mask_id is not None
+
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         """(the last layer's hidden states [B, S, d_model]; mask; per-layer weights when asked)."""
         mask = self._mask(source_ids)
@@ -370,7 +375,7 @@ class EncoderNetwork(PretrainedNetwork):
         empty = np.zeros((0, k), np.int64)
         positions, ids, probabilities = np.zeros(0, np.int64), empty, empty.astype(np.float32)
         classes = np.zeros(0, np.float32)
-        if self.head == "masked-lm" and self.mask_id is not None:
+        if self.reads_masks:
             positions = np.array([i for i, token in enumerate(source_ids) if token == self.mask_id], dtype=np.int64)
             if len(positions):
                 distribution = torch.softmax(head_output[0, torch.from_numpy(positions)].float(), dim=-1)  # [M, V]
@@ -406,7 +411,7 @@ def layout_capabilities(network: Network) -> Capabilities:
         SEQ2SEQ.capabilities,
         hooked_pass=HOOKED_PASS if model_type in HOOKED_LAYOUTS else None,
         head_masking=modules_known,
-        head_importance=modules_known,
+        objective=Objective.TRANSLATION,
         measured_pass=MEASURED_PASS if modules_known else None,
         # the neuron view reads its queries and keys at the hooked pass's points, and splits its scores by the layout's
         # modules (model/neuron/library_vectors.py)
@@ -425,7 +430,7 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
         queries_keys=QueriesKeys.DECODER if known else QueriesKeys.NOT_READ,
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,
         head_masking=known,  # its output projections are known: a head's columns can be zeroed
-        head_importance=known,  # ...and gated: its objective is the language model's (model/attribution/objectives.py)
+        objective=Objective.LANGUAGE_MODEL,  # ...and gated: head importance reads the language model's loss
         measured_pass=STACK_MEASURED_PASS if known else None,
     )
 
@@ -434,7 +439,13 @@ def encoder_layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained encoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): heads
     knocked out where its layout's output projections are known (``ENCODER_LAYOUT_MODULES``)."""
     known = cast(PretrainedConfig, network.config).model_type in ENCODER_LAYOUT_MODULES
-    return replace(ENCODER.capabilities, head_masking=known, measured_pass=STACK_MEASURED_PASS if known else None)
+    masked_lm = cast(EncoderNetwork, network).reads_masks  # its head reads masked pieces back: its objective
+    return replace(
+        ENCODER.capabilities,
+        head_masking=known,
+        measured_pass=STACK_MEASURED_PASS if known else None,
+        objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else None,
+    )
 
 
 def _pretrained(

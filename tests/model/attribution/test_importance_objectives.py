@@ -124,3 +124,28 @@ def test_a_layer_whose_heads_are_all_knocked_out_scores_zero(tiny_bundles):
     knocked = type(bundle)(**{**vars(bundle), "model": masked_model(bundle.model, heads)})
     importance = head_importance(knocked, [Pair(TEXTS[0], "")])
     assert (importance.raw[DECODER][0] == 0.0).all() and (importance.raw[DECODER][1] > 0.0).any()
+
+
+def test_a_masked_language_model_head_s_importance_is_the_gradient_of_its_masked_pieces_loss(tiny_bundles):
+    """BERT's masked-LM head: every sixth piece (from the first after [CLS]) masked by the test itself, the library's
+    loss of reading them back, through the test's own gate on the head's slice of ``attention.output.dense``."""
+    bundle = tiny_bundles["bert-mlm"]
+    network = bundle.model
+    importance = head_importance(bundle, [Pair(TEXTS[0], "")])
+    ids = bundle.source_ids(TEXTS[0])[0]
+    masked, labels = list(ids), [-100] * len(ids)
+    for position in range(1, len(ids) - 1, 6):
+        masked[position], labels[position] = network.mask_id, ids[position]
+    layer, head = 1, 2
+    gate = torch.ones((), requires_grad=True)
+    dense = network.hf_model.bert.encoder.layer[layer].attention.output.dense  # the library's own name for W^O
+    handle = _gated(dense, head, network.config.n_heads, gate)
+    try:
+        logits = network.hf_model(input_ids=torch.tensor([masked])).logits  # [1, S, V]
+        torch.nn.functional.cross_entropy(logits[0], torch.tensor(labels), ignore_index=-100).backward()
+    finally:
+        handle.remove()
+        network.hf_model.zero_grad(set_to_none=True)
+    assert importance.raw[ENCODER][layer, head] == pytest.approx(abs(float(gate.grad)), abs=1e-5)
+    points = pruning_curve(bundle, importance, [Pair(TEXTS[0], "")], counts=[0])
+    assert points[0].scoring.first == "masked-piece accuracy" and points[0].second > 1.0
