@@ -157,7 +157,7 @@ def test_attribute_says_which_kinds_a_measure_lacks(model_file, tmp_path, capsys
         )
         == 1
     )
-    assert "the encoder predicts nothing" in capsys.readouterr().err
+    assert "the encoder alone decodes none" in capsys.readouterr().err
 
 
 def _attribute(model_file, out, *options) -> int:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from model.family import INTERVENTION_TOOLS, capabilities_of, families, family_of
+from model.family import INTERVENTION_TOOLS, Objective, capabilities_of, families, family_of
 from model.interventions.hooked import InterventionError
 from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
@@ -72,8 +72,14 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
         if family.layout_capabilities is None:
             network = object()  # never looked at: the family's own capabilities hold
             assert family.capabilities_for(network) is family.capabilities  # type: ignore[arg-type]
-    encoder = tiny_bundles["bert-mlm"].model  # its layout says only whether its heads can be knocked out
-    assert capabilities_of(encoder) == replace(family_of(encoder).capabilities, head_masking=True)
+    encoder = tiny_bundles["bert-mlm"].model  # its layout says whether its heads can be knocked out and measured...
+    expected = replace(
+        family_of(encoder).capabilities,
+        head_masking=True,
+        measured_pass="model.attribution.stack_pass.measured_pass",
+        objective=Objective.MASKED_LANGUAGE_MODEL,  # ...and its head what it is scored on
+    )
+    assert capabilities_of(encoder) == expected
     assert not capabilities_of(encoder).interventions
 
 
