@@ -69,6 +69,49 @@ def keep_output(acts: dict, key: tuple) -> Callable[..., None]:
     return keep
 
 
+def _grown(value: object, rows: int) -> object:
+    """``value`` with a batch of one grown to ``rows`` (a tensor of 2 or more dimensions whose first is 1, or a tuple
+    of them: the hidden states, masks, position embeddings and biases a layer is given); anything else as it is."""
+    if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[0] == 1:
+        return value.expand(rows, *value.shape[1:])
+    if isinstance(value, tuple):
+        return tuple(_grown(item, rows) for item in value)
+    return value
+
+
+def zeroed_output(
+    layer: torch.nn.Module,
+    values: torch.nn.Module,
+    rows: int,
+    scaled: Callable[[torch.Tensor], torch.Tensor],
+    run: Callable[[], object],
+) -> torch.Tensor:
+    """``layer``'s output [rows, L, d_model] with ``values``' output passed through ``scaled`` (each row its own
+    scale). ``run`` runs the library's stack on one sentence: everything below the layer is the same for every row, so
+    what the layer is given is grown to ``rows`` as it enters (a batch of one broadcasts in every layout served), and
+    the run stops once the layer's output is read (value zeroing's cost: the layer's rows, not the stack's)."""
+    outputs: dict[tuple, torch.Tensor] = {}
+
+    def grow(_module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return tuple(_grown(item, rows) for item in args), {name: _grown(item, rows) for name, item in kwargs.items()}
+
+    def read(module: torch.nn.Module, args: tuple, output: ModuleOutput) -> None:
+        keep_output(outputs, ("out",))(module, args, output)
+        raise LayerRead
+
+    handles = [
+        layer.register_forward_pre_hook(for_this_thread(grow), with_kwargs=True),
+        values.register_forward_hook(for_this_thread(lambda _module, _args, output: scaled(output))),
+        layer.register_forward_hook(for_this_thread(read)),
+    ]
+    with installed(handles), torch.inference_mode():
+        try:
+            run()
+        except LayerRead:
+            pass
+    return outputs[("out",)]
+
+
 class LibraryPass:
     """One Hugging Face encoder-decoder's measured pass (see the module's docstring)."""
 
@@ -166,38 +209,24 @@ class LibraryPass:
         return record
 
     def zeroed_layer(self, record: PassRecord, kind: AttentionKind, layer: int, scale: torch.Tensor) -> torch.Tensor:
-        """The library's stack again, once per row of ``scale`` [1 + K, K], up to the layer's output [1 + K, L, d_model]."""
-        rows, module = scale.shape[0], self.network.layers(kind)[layer]
-        outputs: dict[tuple, torch.Tensor] = {}
+        """The layer's output [1 + K, L, d_model], once per row of ``scale`` [1 + K, K]: the library's stack again on the
+        sentence, its rows grown as they enter the layer (``zeroed_output``)."""
+        module = self.network.layers(kind)[layer]
+        source, target, memory = record.source_ids, record.target_ids, record.memory  # [1, S], [1, T], [1, S, d_model]
 
-        def scaled(_module: torch.nn.Module, _args: tuple, values: torch.Tensor) -> torch.Tensor:
-            return values * scale[:, :, None]  # [1 + K, K, H * d_k]
-
-        def read(_module: torch.nn.Module, args: tuple, output: ModuleOutput) -> None:
-            keep_output(outputs, ("out",))(_module, args, output)
-            raise LayerRead
+        def run() -> object:
+            if kind is ENCODER:
+                return self.hf_model.get_encoder()(input_ids=source, attention_mask=torch.ones_like(source), return_dict=True)
+            return self.hf_model(
+                encoder_outputs=(memory,),
+                attention_mask=torch.ones_like(source),
+                decoder_input_ids=target,
+                use_cache=False,
+                return_dict=True,
+            )
 
         value = module.get_submodule(self.modules.values[kind])
-        handles = [value.register_forward_hook(for_this_thread(scaled)), module.register_forward_hook(for_this_thread(read))]
-        source = record.source_ids.expand(rows, -1)  # [1 + K, S]
-        with installed(handles), torch.inference_mode():
-            try:
-                if kind is ENCODER:
-                    self.hf_model.get_encoder()(input_ids=source, attention_mask=torch.ones_like(source), return_dict=True)
-                else:
-                    assert record.memory is not None
-                    memory = record.memory.expand(rows, -1, -1)  # [1 + K, S, d_model]
-                    target = record.target_ids.expand(rows, -1)  # [1 + K, T]
-                    self.hf_model(
-                        encoder_outputs=(memory,),
-                        attention_mask=torch.ones_like(source),
-                        decoder_input_ids=target,
-                        use_cache=False,
-                        return_dict=True,
-                    )
-            except LayerRead:
-                pass
-        return outputs[("out",)]
+        return zeroed_output(module, value, scale.shape[0], lambda values: values * scale[:, :, None], run)
 
 
 def measured_pass(network: Seq2SeqNetwork) -> LibraryPass:

@@ -30,14 +30,13 @@ from typing import Any, cast
 
 import torch
 
-from model.attribution.library_pass import LayerRead, installed, keep_input, keep_output
+from model.attribution.library_pass import installed, keep_input, keep_output, zeroed_output
 from model.attribution.transparent_pass import SOURCE, TARGET, AttentionRecord, PassRecord
 from model.family import capabilities_of
 from model.kinds import AttentionKind
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.families import DecoderNetwork, EncoderNetwork
-from model.pretrained.layouts import ModuleOutput
 
 StackNetwork = DecoderNetwork | EncoderNetwork
 
@@ -143,28 +142,15 @@ class StackPass:
         return record
 
     def zeroed_layer(self, record: PassRecord, kind: AttentionKind, layer: int, scale: torch.Tensor) -> torch.Tensor:
-        """The library's forward again, once per row of ``scale`` [1 + K, K], up to the layer's output [1 + K, L, d_model]."""
-        rows, module = scale.shape[0], self.network.layers()[layer]
-        outputs: dict[tuple, torch.Tensor] = {}
+        """The layer's output [1 + K, L, d_model], once per row of ``scale`` [1 + K, K]: the library's forward again on
+        the sentence, its rows grown as they enter the layer (``zeroed_output``)."""
+        ids = record.target_ids if self.side == TARGET else record.source_ids  # [1, L]
 
-        def scaled(_module: torch.nn.Module, _args: tuple, output: torch.Tensor) -> torch.Tensor:
+        def scaled(output: torch.Tensor) -> torch.Tensor:
             return self._with_values(output, self._values(output) * scale[:, :, None])  # [1 + K, K, ...]
 
-        def read(_module: torch.nn.Module, args: tuple, output: ModuleOutput) -> None:
-            keep_output(outputs, ("out",))(_module, args, output)
-            raise LayerRead
-
-        handles = [
-            self._value_module(layer).register_forward_hook(for_this_thread(scaled)),
-            module.register_forward_hook(for_this_thread(read)),
-        ]
-        ids = (record.target_ids if self.side == TARGET else record.source_ids).expand(rows, -1)  # [1 + K, L]
-        with installed(handles), torch.inference_mode():
-            try:
-                self._forward(ids, attentions=False)
-            except LayerRead:
-                pass
-        return outputs[("out",)]
+        module, values = self.network.layers()[layer], self._value_module(layer)
+        return zeroed_output(module, values, scale.shape[0], scaled, lambda: self._forward(ids, attentions=False))
 
 
 def measured_pass(network: StackNetwork) -> StackPass:
