@@ -17,7 +17,8 @@ Hugging Face folder.
 The registry holds the app's own families from the first question asked of it (``family_named``, ``families``,
 ``family_of``...): it imports their module (model/nn/registry.py, which imports no PyTorch) itself, so no caller has to
 import ``model.nn`` first. A pretrained adapter's entry is registered by its module (model/pretrained/families.py),
-which any pretrained network comes from; a test registers its own (``register``).
+which the code that opens a pretrained folder imports (model/pretrained/loading.py); a test registers its own
+(``register``).
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from model.attribution.transparent_pass import SOURCE, TARGET, AttentionRecord, 
 from model.kinds import AttentionKind
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
-from model.pretrained.families import Seq2SeqNetwork
 from model.pretrained.layouts import LAYOUT_MODULES, LayoutModules, ModuleOutput, hidden_input, hidden_of
+from model.pretrained.networks import Seq2SeqNetwork
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 

@@ -36,7 +36,7 @@ from model.family import capabilities_of
 from model.kinds import AttentionKind
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
-from model.pretrained.families import DecoderNetwork, EncoderNetwork
+from model.pretrained.networks import DecoderNetwork, EncoderNetwork
 
 StackNetwork = DecoderNetwork | EncoderNetwork
 

@@ -33,7 +33,7 @@ from model.family import InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install, without_output
 from model.kinds import AttentionKind
-from model.pretrained.families import DecoderNetwork
+from model.pretrained.networks import DecoderNetwork
 
 SERVED = (InterventionTool.LOGIT_LENS, InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING)
 NO_ENCODER = "DecoderLens decodes from each encoder layer's output, and a decoder-only model has no encoder"

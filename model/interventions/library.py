@@ -23,7 +23,7 @@ registry entry declares for its model type (model/pretrained/layouts.py, ``HOOKE
 refused in one line. A hook is installed only for a name the pass captures, patches or starts
 gradients at, and removed after the pass:
 with none, the library's forward pass runs untouched. The run's ``hidden`` holds the model's logits [B, T, V], which
-the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/families.py). How a site's hook
+the network's ``logits`` passes on, as its ``decode_step`` does (model/pretrained/networks.py). How a site's hook
 reads and patches: model/interventions/library_sites.py.
 
 Every adapter serves every intervention: the logit lens and patching on the hook points, DecoderLens on each encoder
@@ -43,7 +43,7 @@ from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install, without_output
 from model.kinds import AttentionKind
-from model.pretrained.families import Seq2SeqNetwork
+from model.pretrained.networks import Seq2SeqNetwork
 
 
 def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_heads: int) -> dict[str, Site]:

@@ -32,8 +32,8 @@ from model.neuron.library_vectors import check_weights
 from model.neuron.records import KindVectors, SentenceVectors, normalised_part
 from model.neuron.splits import ABSOLUTE_TERMS, ROTARY_TERMS, term_tables
 from model.nn.attention import split_heads
-from model.pretrained.families import DecoderNetwork
 from model.pretrained.layouts import DECODER_LAYOUT_MODULES, DecoderModules, hidden_input
+from model.pretrained.networks import DecoderNetwork
 
 DECODER = AttentionKind.DECODER
 

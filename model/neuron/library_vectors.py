@@ -37,8 +37,8 @@ from model.kinds import AttentionKind
 from model.neuron.records import KindVectors, NeuronError, Read, SentenceVectors, attention_name, through_norm
 from model.neuron.splits import ABSOLUTE_TERMS, RELATIVE_BIAS_TERMS, term_tables
 from model.nn.attention import split_heads
-from model.pretrained.families import Seq2SeqNetwork
 from model.pretrained.layouts import LAYOUT_MODULES, LayoutModules, hidden_input
+from model.pretrained.networks import Seq2SeqNetwork
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 SIDES = {ENCODER: "encoder", DECODER: "decoder", CROSS: "decoder"}

@@ -23,19 +23,12 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 
+import model.pretrained.families  # noqa: F401 - registers the pretrained families: whoever opens a folder has them
 from model.family import Architecture, Family, family_of
-from model.pretrained.families import (
-    DECODER_ONLY,
-    ENCODER_DECODER,
-    ENCODER_ONLY,
-    DecoderNetwork,
-    EncoderNetwork,
-    PretrainedConfig,
-    Seq2SeqNetwork,
-    read_config,
-)
+from model.pretrained.config import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY, PretrainedConfig, read_config
 from model.pretrained.hub import PretrainedError, require_transformers, resolve_pretrained, weight_files
 from model.pretrained.languages import check_code, code_id, language_codes
+from model.pretrained.networks import DecoderNetwork, EncoderNetwork, Seq2SeqNetwork
 from model.pretrained.tokenizer import PretrainedTokenizer
 from model.pretrained.validation import (
     check_config,

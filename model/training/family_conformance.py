@@ -34,8 +34,9 @@ if TYPE_CHECKING:  # only mypy reads this: nothing is imported at run time
     from model.nn.rnn import RNNAttention
     from model.nn.rnn_config import RNNConfig
     from model.nn.transformer import Transformer
-    from model.pretrained.families import DecoderNetwork, EncoderNetwork, PretrainedConfig, Seq2SeqNetwork
+    from model.pretrained.config import PretrainedConfig
     from model.pretrained.loading import PretrainedBundle
+    from model.pretrained.networks import DecoderNetwork, EncoderNetwork, Seq2SeqNetwork
     from model.pretrained.tokenizer import PretrainedTokenizer
 
     def _own_families(

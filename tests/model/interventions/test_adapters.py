@@ -141,7 +141,8 @@ def test_a_patch_reaches_the_model_s_own_modules():
 def _tiny_mbart():
     transformers = pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
     from model.family import Architecture
-    from model.pretrained.families import Seq2SeqNetwork, read_config
+    from model.pretrained.config import read_config
+    from model.pretrained.networks import Seq2SeqNetwork
 
     sizes = dict(d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2)
     config = transformers.MBartConfig(vocab_size=40, max_position_embeddings=32, encoder_ffn_dim=32, decoder_ffn_dim=32, **sizes)
@@ -178,7 +179,8 @@ def test_t5_v1_0_and_the_gated_feed_forward_of_v1_1_and_mt5_are_the_library_s_fo
     untie the output layer: the same adapter reads and patches them, equal to the library's forward."""
     transformers = pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
     from model.family import Architecture
-    from model.pretrained.families import Seq2SeqNetwork, read_config
+    from model.pretrained.config import read_config
+    from model.pretrained.networks import Seq2SeqNetwork
 
     gated = feed_forward != "relu"
     config = transformers.T5Config(
