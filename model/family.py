@@ -81,17 +81,18 @@ class QueriesKeys(enum.Enum):
     OWN = "own"  # the app's own projections (its Transformers): read by running them again on what each attention read
     HOOKED = "hooked"  # a Hugging Face encoder-decoder's: read at its hooked pass's points, on the library's forward
     DECODER = "decoder"  # a Hugging Face decoder-only model's: read by hooks on its projections, on the library's forward
+    ENCODER = "encoder"  # a Hugging Face encoder-only model's: likewise (BERT, RoBERTa, DistilBERT)
     NOT_READ = "not read"  # a pretrained model's: it has them, but they are not read here (its scores add its own biases)
     NONE = "none"  # none: an RNN's attention scores a decoder state against the encoder's annotations
 
     def unavailable(self, title: str) -> str:
         """Why the neuron view cannot show a model of this family (``title``), or '' when it can."""
-        if self in (QueriesKeys.OWN, QueriesKeys.HOOKED, QueriesKeys.DECODER):
+        if self in (QueriesKeys.OWN, QueriesKeys.HOOKED, QueriesKeys.DECODER, QueriesKeys.ENCODER):
             return ""
         if self is QueriesKeys.NOT_READ:
             return (
                 f"the neuron view reads the queries and keys of the app's own Transformers and of the Hugging Face "
-                f"encoder-decoders and decoder-only models, not yet this model's ({title})"
+                f"layouts whose modules are known, not yet this model's ({title})"
             )
         return f"the neuron view is not available for this family ({title}): it has no queries and keys"
 

@@ -1,7 +1,8 @@
 """Every head's queries, keys, scores and weights of one sentence, and the terms its scores split into by position:
 read by the reader its family declares (``Capabilities.queries_keys``): the app's own Transformers'
 (model/neuron/own_vectors.py), a Hugging Face encoder-decoder's, through its hooked pass
-(model/neuron/library_vectors.py), or a Hugging Face decoder-only model's (model/neuron/decoder_vectors.py)."""
+(model/neuron/library_vectors.py), or a Hugging Face decoder-only or encoder-only model's (model/neuron/decoder_vectors.py,
+model/neuron/encoder_vectors.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Sequence
 from model.family import Positions, QueriesKeys, capabilities_of, family_of
 from model.network import Network
 from model.neuron.decoder_vectors import decoder_vectors
+from model.neuron.encoder_vectors import encoder_vectors
 from model.neuron.library_vectors import library_vectors
 from model.neuron.own_vectors import own_vectors
 from model.neuron.records import KindVectors, NeuronError, SentenceVectors
@@ -21,7 +23,9 @@ READERS: dict[QueriesKeys, Callable[..., SentenceVectors]] = {
     QueriesKeys.OWN: own_vectors,
     QueriesKeys.HOOKED: library_vectors,
     QueriesKeys.DECODER: decoder_vectors,
+    QueriesKeys.ENCODER: encoder_vectors,
 }
+HUGGING_FACE = (QueriesKeys.HOOKED, QueriesKeys.DECODER, QueriesKeys.ENCODER)  # the readers of the library's layouts
 
 
 def unavailable(model: Network) -> str:
@@ -39,7 +43,7 @@ def check_model(model: Network) -> None:
 def splits_positions(model: Network) -> bool:
     """Whether ``model``'s scores split into terms by position: an absolute table (four terms) or a relative bias."""
     capabilities = capabilities_of(model)
-    return capabilities.positions is Positions.TABLE or capabilities.queries_keys in (QueriesKeys.HOOKED, QueriesKeys.DECODER)
+    return capabilities.positions is Positions.TABLE or capabilities.queries_keys in HUGGING_FACE
 
 
 def sentence_vectors(

@@ -72,6 +72,7 @@ def encoder_layout_capabilities(network: Network) -> Capabilities:
     masked_lm = cast(EncoderNetwork, network).reads_masks  # its head reads masked pieces back: its objective
     return replace(
         ENCODER.capabilities,
+        queries_keys=QueriesKeys.ENCODER if known else QueriesKeys.NOT_READ,
         head_masking=known,
         measured_pass=STACK_MEASURED_PASS if known else None,
         objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else None,

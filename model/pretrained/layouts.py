@@ -194,15 +194,45 @@ class EncoderModules:
     projection: str
     values: str
     post_norm: str | None
+    queries: str  # the query and key projections (the neuron view reads their outputs)
+    keys: str
+    # The neuron view's positional split (model/neuron/encoder_vectors.py): the positions table added to the embeddings
+    # and the norm of that sum (within the base model); each layer's feed-forward output and the norm after its add
+    positions: str
+    embedding_norm: str
+    mlp_output: str
+    mlp_norm: str
     fused: str | None = None  # none of them fuses its query, key and value projections (as the decoders' table says)
 
 
-_BERT_MODULES = EncoderModules("encoder.layer", "attention.output.dense", "attention.self.value", "attention.output.LayerNorm")
+_BERT_MODULES = EncoderModules(
+    "encoder.layer",
+    "attention.output.dense",
+    "attention.self.value",
+    "attention.output.LayerNorm",
+    "attention.self.query",
+    "attention.self.key",
+    "embeddings.position_embeddings",
+    "embeddings.LayerNorm",
+    "output.dense",
+    "output.LayerNorm",
+)
 # Each encoder-only layout's modules, by model type (RoBERTa, ELECTRA and XLM-R are laid out as BERT).
 ENCODER_LAYOUT_MODULES = {
     "bert": _BERT_MODULES,
     "roberta": _BERT_MODULES,
     "xlm-roberta": _BERT_MODULES,
     "electra": _BERT_MODULES,
-    "distilbert": EncoderModules("transformer.layer", "attention.out_lin", "attention.v_lin", "sa_layer_norm"),
+    "distilbert": EncoderModules(
+        "transformer.layer",
+        "attention.out_lin",
+        "attention.v_lin",
+        "sa_layer_norm",
+        "attention.q_lin",
+        "attention.k_lin",
+        "embeddings.position_embeddings",
+        "embeddings.LayerNorm",
+        "ffn",
+        "output_layer_norm",
+    ),
 }

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from model.family import INTERVENTION_TOOLS, Objective, capabilities_of, families, family_of
+from model.family import INTERVENTION_TOOLS, Objective, QueriesKeys, capabilities_of, families, family_of
 from model.interventions.hooked import InterventionError
 from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
@@ -76,6 +76,7 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
     expected = replace(
         family_of(encoder).capabilities,
         head_masking=True,
+        queries_keys=QueriesKeys.ENCODER,  # ...its queries and keys read...
         measured_pass="model.attribution.stack_pass.measured_pass",
         objective=Objective.MASKED_LANGUAGE_MODEL,  # ...and its head what it is scored on
     )
