@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, 
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from explorer.widgets.plot_style import show_light_grid
+from explorer.widgets.scroll_area import scrolled
 from model.neuron.splits import ABSOLUTE_TERMS, TermSplit
 from model.neuron.terms import NeuronRow, class_rule, describe_terms
 
@@ -87,6 +88,10 @@ def limit_of(values: np.ndarray) -> float:
     return max(float(finite.max()) if finite.size else 1.0, 1e-9)
 
 
+MAP_MIN_HEIGHT = 170  # px: a heatmap keeps its title, key labels and a few rows readable
+BAR_MIN_HEIGHT = 120  # px: a bar plot keeps its title, bars and key labels
+
+
 class NeuronView(QWidget):
     query_chosen = Signal(int)  # the query row, from 0
     save_requested = Signal(str)  # path: the row shown as a figure or a CSV, by the suffix
@@ -141,7 +146,13 @@ class NeuronView(QWidget):
         top.addWidget(QLabel("Query:"))
         top.addWidget(self.query_box)
         top.addWidget(self.save_button)
-        grid = QGridLayout()
+        plots = QWidget()  # in a scroll area: a short window scrolls the plots rather than flattening them
+        grid = QGridLayout(plots)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for view in (self.attention, self.vectors, self.products):
+            view.setMinimumHeight(MAP_MIN_HEIGHT)
+        for plot in (self.scores, self.weights, self.terms):
+            plot.setMinimumHeight(BAR_MIN_HEIGHT)
         grid.addWidget(self.attention, 0, 0)
         grid.addWidget(self.vectors, 0, 1)
         grid.addWidget(self.products, 0, 2)
@@ -153,7 +164,7 @@ class NeuronView(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addLayout(grid, 1)
+        layout.addWidget(scrolled(plots), 1)
         layout.addWidget(self.shares)
 
     # --- what the controller gives --------------------------------------------------------------
