@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -41,13 +42,14 @@ DROP_PEN = pg.mkPen("#888888", width=1, style=Qt.PenStyle.DashLine)
 HINT = (
     "Head importance (Michel et al., 2019): how much the loss depends on each head's output, normalised per layer. "
     "Press Compute importance to measure every head over fresh sentences of the model's corpus, then knock heads out "
-    "from the least important up and score the translations."
+    "from the least important up and score the model after each (its translations, its next pieces or its labels)."
 )
 
 
 class ImportanceView(QWidget):
     compute_requested = Signal(int)  # measure over this many sentences
     cancel_requested = Signal()
+    corpus_chosen = Signal(str)  # a corpus to measure on, for a model that names none ("" when it names its own)
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,6 +58,10 @@ class ImportanceView(QWidget):
         self.sentences.setValue(100)
         self.sentences.setSuffix(" sentences")
         self.sentences.setToolTip("Fresh pairs of the model's built-in corpus (or its corpus file's test split) to measure on")
+        self.corpus = QComboBox()  # shown for a model that names no training corpus (a pretrained folder)
+        self.corpus.setToolTip("The corpus whose sentences the heads are measured on: this model does not name its own")
+        self.corpus.setVisible(False)
+        self.corpus.currentTextChanged.connect(self.corpus_chosen.emit)
         self.compute_button = QPushButton("Compute importance")
         self.compute_button.setToolTip("Measure every head's importance, then the pruning curve (in the background)")
         self.cancel_button = QPushButton("Cancel")
@@ -66,7 +72,7 @@ class ImportanceView(QWidget):
         self.progress_bar.setFormat("")
         self.progress_bar.setTextVisible(True)
         row = QHBoxLayout()
-        for widget in (self.sentences, self.compute_button, self.cancel_button):
+        for widget in (self.sentences, self.corpus, self.compute_button, self.cancel_button):
             row.addWidget(widget)
         row.addWidget(self.progress_bar, 1)
         self.note = QLabel(HINT)
@@ -138,6 +144,15 @@ class ImportanceView(QWidget):
         self._show_curve(points)
         if points:
             self.note.setText(f"Heads removed from the least important up; {points[0].scoring.how}.")
+
+    def set_corpora(self, names: list[str]) -> None:
+        """The corpora a model that names none may be measured on (the box hidden when empty); the first is chosen."""
+        self.corpus.blockSignals(True)
+        self.corpus.clear()
+        self.corpus.addItems(names)
+        self.corpus.blockSignals(False)
+        self.corpus.setVisible(bool(names))
+        self.corpus_chosen.emit(names[0] if names else "")
 
     def show_message(self, text: str) -> None:
         self.note.setText(text)

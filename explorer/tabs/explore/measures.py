@@ -88,6 +88,8 @@ def wire_alignment(view: AlignmentView, alignment: AlignmentController) -> None:
 def wire_importance(view: ImportanceView, importance: ImportanceController) -> None:
     """The importance view shows what the importance controller reports and sends it the user's requests."""
     view.compute_requested.connect(importance.compute)
+    view.corpus_chosen.connect(importance.choose_corpus)
+    importance.corpora_changed.connect(view.set_corpora)
     view.cancel_requested.connect(importance.cancel)
     importance.progress.connect(view.set_progress)
     importance.importance_ready.connect(view.show_importance)
