@@ -47,9 +47,11 @@ def colormap(name: str) -> pg.ColorMap:
 
 def shown_labels(labels: list[str], level: str | None = None) -> list[str]:
     """Labels as people read them. ``level`` None: word level when no label carries SentencePiece's
-    word marker or starts with byte-level BPE's (word-level axes never do), else piece level."""
+    word marker or starts with byte-level BPE's or WordPiece's continuation mark (word-level axes never do), else
+    piece level."""
     if level is None:
-        level = "piece" if any("▁" in str(label) or str(label).startswith("Ġ") for label in labels) else "word"
+        marked = any("▁" in str(label) or str(label).startswith(("Ġ", "##")) for label in labels)
+        level = "piece" if marked else "word"
     return display_labels(list(labels), level)
 
 

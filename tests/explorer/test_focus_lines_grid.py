@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem
 
-from explorer.widgets.heatmap import ordinal
+from explorer.widgets.heatmap import ordinal, shown_labels
 from explorer.widgets.model_grid import pool_extreme
 from model.data.token_labels import display_labels
 
@@ -241,3 +241,10 @@ def test_sixteen_heads_titles_fit_their_columns(qtbot, width, expected):
     grid.resize(1600, 500)
     qtbot.wait(50)
     assert grid.plot.getAxis("top")._tickLevels[0][-1][1] == "head 16"
+
+
+def test_wordpiece_labels_are_read_as_pieces_as_every_marked_scheme_is():
+    """BERT's WordPiece continuations ("##ous") are shown as the other views show them ("·ous"), as SentencePiece's and
+    byte-level BPE's marks are; unmarked word-level labels stay as they are."""
+    assert shown_labels(["[CLS]", "the", "h", "##ous", "##e", "[SEP]"]) == ["[CLS]", "the", "h", "·ous", "·e", "[SEP]"]
+    assert shown_labels(["the", "house", "is"]) == ["the", "house", "is"]
