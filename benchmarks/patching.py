@@ -26,7 +26,8 @@ from common import best_seconds, print_table
 
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.interventions.logit_lens import bundle_logit_lens
-from model.interventions.patching import COMPONENTS, patch_grids, prepare_bundle_patching
+from model.interventions.patching import COMPONENTS, patch_grids
+from model.interventions.patching_setup import prepare_bundle_patching
 from model.io.models import open_model
 from model.runtime import set_cpu_threads
 

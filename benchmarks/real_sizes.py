@@ -26,7 +26,8 @@ import torch
 from common import ROOT, print_table
 from pretrained_step import measure
 
-from model.interventions.patching import Component, patch_grids, prepare_bundle_patching
+from model.interventions.patching import Component, patch_grids
+from model.interventions.patching_setup import prepare_bundle_patching
 from model.io.models import open_model
 from model.pretrained.tiny import PUBLISHED, build_published
 

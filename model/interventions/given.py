@@ -16,7 +16,7 @@ from model.interventions.decoder_lens import DecoderLensResult, decoder_lens
 from model.interventions.hooked import InterventionError
 from model.interventions.logit_attribution import LogitAttribution, logit_attribution
 from model.interventions.logit_lens import LogitLensResult, logit_lens
-from model.interventions.patching import PatchingSetup, prepare_patching
+from model.interventions.patching_setup import PatchingSetup, prepare_patching
 
 
 def _checked(chosen_ids: Sequence[int]) -> list[int]:

@@ -30,17 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 import torch
 
-from model.decoding.greedy import decoder_inputs, given_steps
-from model.family import Bundle, InterventionTool, suppressed_ids
-from model.interventions.hooked import InterventionError, Patch, adapter_of, greedy_output, hook_names, ids_as_text
-from model.interventions.served_pass import run_hooked, supported
+from model.family import Bundle
+from model.interventions.hooked import InterventionError, Patch, adapter_of, hook_names
+from model.interventions.patching_setup import GRADIENT_ROOTS, PairLabels, PatchingSetup, logit_difference, prepare_bundle_patching
+from model.interventions.served_pass import run_hooked
 from model.kinds import ShownName
-from model.network import DecodingNetwork, Network
+from model.network import Network
 
 DIRECTIONS = ("denoising", "noising")
 METHODS = ("exact", "attribution")
@@ -88,7 +87,6 @@ class Component(ShownName):
 
 COMPONENTS = tuple(Component)
 MAX_ROWS = 256  # patched runs in one batch
-GRADIENT_ROOTS = ("encoder.0.resid_pre", "decoder.0.resid_pre")  # every other activation depends on these
 
 
 @dataclass(frozen=True)
@@ -124,38 +122,6 @@ class PatchingResult:
     corrupted_metric: float  # m in the corrupted run
     labels: PairLabels  # the sources' and the decoder's pieces, and the two tokens compared
     grids: dict[Component, PatchingGrid] = field(default_factory=dict)
-
-
-@dataclass
-class PairLabels:
-    """The pieces a patching run shows."""
-
-    clean: list[str]  # the clean source's pieces
-    corrupted: list[str]  # the corrupted source's
-    target: list[str]  # the decoder's inputs up to the step: <s>, then the clean output
-    clean_token: str  # the clean run's next token at the step
-    compared_token: str  # the token it is compared with
-    corrupted_target: list[str] = field(default_factory=list)  # the corrupted run's decoder inputs where they differ
-    # (a decoder-only model's: its prompt is where they begin); empty: the same as ``target``
-
-
-@dataclass
-class PatchingSetup:
-    """What every patching run of one pair reads: the inputs, the two reference runs' activations and metrics."""
-
-    model: Network  # the app's Transformer or a pretrained encoder-decoder network (model/interventions/served_pass.py)
-    clean_source: torch.Tensor  # [1, S]
-    corrupted_source: torch.Tensor  # [1, S]
-    target_inputs: torch.Tensor  # [1, step + 1] the clean run's decoder inputs
-    corrupted_inputs: torch.Tensor  # [1, step + 1] the corrupted run's (the same but in a decoder-only model's prompt)
-    step: int
-    clean_id: int
-    compared_id: int
-    clean_activations: dict[str, torch.Tensor]  # hook -> [1, ...]
-    corrupted_activations: dict[str, torch.Tensor]
-    clean_metric: float
-    corrupted_metric: float
-    labels: PairLabels
 
 
 GridCells = tuple[list[str], list[str], list[list[Cell]]]  # (row labels, column labels, cells [rows][columns])
@@ -218,11 +184,6 @@ def grid_cells(setup: PatchingSetup, components: tuple[str, ...] | None = None) 
 def _metric(setup: PatchingSetup, logits: torch.Tensor) -> torch.Tensor:
     """logits [B, V] at the step -> m [B]."""
     return logit_difference(logits, setup.clean_id, setup.compared_id)
-
-
-def logit_difference(logits: torch.Tensor, clean_id: int, compared_id: int) -> torch.Tensor:
-    """logits [B, V] -> logit(clean) − logit(compared) [B]."""
-    return logits[:, clean_id] - logits[:, compared_id]
 
 
 def _row_patches(cells: list[Cell], donor: dict[str, torch.Tensor]) -> list[Patch]:
@@ -310,100 +271,6 @@ def patch_grids(
         values = ((grid_metrics - setup.corrupted_metric) / span).astype(np.float32)
         result.grids[component] = PatchingGrid(component, values, grid_metrics, rows, columns)
     return result
-
-
-def _choices(model: Network, logits: torch.Tensor) -> torch.Tensor:
-    """logits [..., V] -> the tokens the model's greedy decoding would choose [...] (never one it bans: Marian's pad)."""
-    banned = suppressed_ids(model.config)
-    if banned:
-        logits = logits.index_fill(-1, torch.tensor(banned, device=logits.device), float("-inf"))
-    return logits.argmax(-1)
-
-
-def _inputs(model: Network, sources: torch.Tensor, target_ids: list[int]) -> torch.Tensor:
-    """Each source row's decoder inputs along ``target_ids`` [rows, len(target_ids)] (``decoder_inputs``)."""
-    rows = [decoder_inputs(model, source, target_ids) for source in sources.tolist()]
-    return torch.tensor(rows, device=sources.device)
-
-
-@torch.inference_mode()
-def _first_difference(model: Network, sources: torch.Tensor, target_ids: list[int]) -> int | None:
-    """The first decoded step (a decoder-only model's prompt is given, not decoded) at which the corrupted run (row 1)
-    chooses another token than the clean output; None if none."""
-    chosen = _choices(model, run_hooked(model, sources, _inputs(model, sources, target_ids)).logits(model)[1]).tolist()  # [T]
-    first = given_steps(model, sources[0].tolist())
-    return next((step for step, (mine, clean) in enumerate(zip(chosen, target_ids)) if step >= first and mine != clean), None)
-
-
-def prepare_patching(
-    model: Network,
-    clean_ids: list[int],
-    corrupted_ids: list[int],
-    step: int | None = None,
-    target_ids: list[int] | None = None,
-    compared_id: int | None = None,
-    source_pieces: Callable[[list[int]], list[str]] = ids_as_text,
-    target_pieces: Callable[[list[int]], list[str]] = ids_as_text,
-) -> PatchingSetup:
-    """The reference runs of a pair of source id lists (EOS last). ``target_ids``: the clean output the runs follow
-    (default: its greedy translation); ``step``: the step compared (default: the first at which the corrupted run
-    chooses otherwise); ``compared_id``: the token compared with (default: the corrupted run's choice there);
-    ``source_pieces``, ``target_pieces``: ids -> piece strings for the labels (default: the ids as text)."""
-    model = supported(model, InterventionTool.PATCHING)
-    if len(clean_ids) != len(corrupted_ids):
-        raise InterventionError(
-            f"the clean source has {len(clean_ids)} pieces and the corrupted one {len(corrupted_ids)}: patching needs equal counts"
-        )
-    device = next(model.parameters()).device
-    sources = torch.tensor([clean_ids, corrupted_ids], device=device)  # [2, S]
-    decoding = cast(DecodingNetwork, model)  # served by patching: an encoder-decoder
-    targets = list(target_ids) if target_ids is not None else greedy_output(decoding, sources[:1])
-    if step is None:
-        step = _first_difference(model, sources, targets)
-        if step is None and compared_id is None:
-            raise InterventionError(
-                "the two sentences are translated alike at every step, so there is nothing to restore: choose sentences "
-                "whose translations differ (a minimal pair)"
-            )
-        step = step or 0
-    if not 0 <= step < len(targets):
-        raise InterventionError(f"step {step + 1} is not one of the clean translation's {len(targets)} steps")
-    inputs = _inputs(model, sources, targets[: step + 1])  # [2, step + 1]
-    with torch.inference_mode():
-        run = run_hooked(model, sources, inputs, capture=_every_hook(model))
-        logits = run.logits(model, step)  # [2, V]
-    chosen = int(_choices(model, logits[1])) if compared_id is None else compared_id
-    clean_id = targets[step]
-    if chosen == clean_id:
-        raise InterventionError(f"both sentences give the same token at step {step + 1}: choose a step at which they differ")
-    clean_metric, corrupted_metric = logit_difference(logits, clean_id, chosen).tolist()  # [2]
-    if clean_metric == corrupted_metric:
-        raise InterventionError(f"the two runs' logit differences are equal at step {step + 1}: nothing to restore")
-    decoded, corrupted_decoded = target_pieces(inputs[0].tolist()), target_pieces(inputs[1].tolist())
-    pieces = (source_pieces(clean_ids), source_pieces(corrupted_ids), decoded)
-    labels = PairLabels(*pieces, target_pieces([clean_id])[0], target_pieces([chosen])[0])
-    if corrupted_decoded != decoded:  # apart in a decoder-only model's prompts only
-        labels.corrupted_target = corrupted_decoded
-    clean = {hook: activation[:1] for hook, activation in run.activations.items()}  # [1, ...] each
-    corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
-    return PatchingSetup(
-        model, sources[:1], sources[1:], inputs[:1], inputs[1:], step, clean_id, chosen, clean, corrupted,
-        clean_metric=clean_metric, corrupted_metric=corrupted_metric, labels=labels,
-    )  # fmt: skip
-
-
-def _every_hook(model: Network) -> list[str]:
-    """The hooks the grids read."""
-    return [name for name in hook_names(model) if name.endswith((".head_out", ".mlp_out", ".resid_post")) or name in GRADIENT_ROOTS]
-
-
-def prepare_bundle_patching(
-    bundle: Bundle, clean_text: str, corrupted_text: str, step: int | None = None, compared_id: int | None = None
-) -> PatchingSetup:
-    """``prepare_patching`` of two sentences read by ``bundle``'s tokenizer, labelled with its pieces."""
-    clean_ids, corrupted_ids = bundle.source_ids(clean_text)[0], bundle.source_ids(corrupted_text)[0]
-    source, target = bundle.source_tokenizer.pieces, bundle.target_tokenizer.pieces
-    return prepare_patching(bundle.model, clean_ids, corrupted_ids, step, None, compared_id, source, target)
 
 
 def activation_patching(

@@ -18,7 +18,7 @@ import torch
 from model.family import INTERVENTION_TOOLS, families
 from model.interventions.hooked import InterventionError, Patch, adapter_of, check_tool, hook_names, run_hooked
 from model.interventions.logit_lens import logit_lens
-from model.interventions.patching import prepare_patching
+from model.interventions.patching_setup import prepare_patching
 from model.interventions.served_pass import served_tools
 from tests.conftest import PRE_NORM_LAYOUTS
 from tests.model.interventions.models import SOURCES, TARGETS, padded, tiny

@@ -23,7 +23,8 @@ from model.interventions.decoder_lens import decoder_lens
 from model.interventions.hooked import Patch, hook_names, translated
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
-from model.interventions.patching import Component, patch_grids, prepare_bundle_patching
+from model.interventions.patching import Component, patch_grids
+from model.interventions.patching_setup import prepare_bundle_patching
 from model.interventions.served_pass import run_hooked, served_tools
 from model.kinds import AttentionKind
 from model.nn.masking import Head, masked_model

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from model.interventions.hooked import InterventionError, Patch, run_hooked
-from model.interventions.patching import activation_patching, patch_grids, prepare_patching
+from model.interventions.patching import activation_patching, patch_grids
+from model.interventions.patching_setup import prepare_patching
 from tests.model.interventions.models import tiny
 
 CLEAN, CORRUPTED = [5, 6, 7, 8, 9, 3], [5, 6, 11, 8, 9, 3]  # piece 2 differs

@@ -11,7 +11,8 @@ from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import Patch, hook_names, translated
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
-from model.interventions.patching import activation_patching, patch_grids, prepare_bundle_patching
+from model.interventions.patching import activation_patching, patch_grids
+from model.interventions.patching_setup import prepare_bundle_patching
 from model.interventions.served_pass import lens_logits, run_hooked, served_tools
 
 
