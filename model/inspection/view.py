@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from model.decoding.trace import Trace
-from model.inspection.selection import AttentionMatrix, select
+from model.inspection.selection import AttentionMatrix, one_map_per_layer, select
 from model.kinds import AttentionKind, SelectionError
 
 
@@ -47,6 +47,8 @@ class ExploreView:
         n_layers, n_heads = trace.matrix(kind).shape[:2]
         layer = min(max(self.layer, 0), n_layers - 1)
         head = self.head
+        if one_map_per_layer(trace) and n_heads == 1:
+            head = 0  # a layer-wide measure's one map ("all heads", as the head box says), whatever was chosen before
         if isinstance(head, int) and not 0 <= head < n_heads:
             head = "mean"
         if head == "rollout" and not kind.is_self_attention:

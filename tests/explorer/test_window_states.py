@@ -98,3 +98,20 @@ def test_the_maximum_of_a_difference_of_snapshots_is_each_snapshots_maximum_subt
                 assert not problems(machine.window, machine.size), " → ".join(machine.actions)
     finally:
         machine.teardown()
+
+
+def test_a_layer_wide_measure_chosen_after_rollout_draws_its_map():
+    """The long run's failure of this session ("the focus' matrix differs from the trace's encoder layer 1 0 by up to
+    0.5"), replayed: rollout of encoder self-attention, then value zeroing, one map per layer. The head box says "all
+    heads" (that map); the focus drew the rollout of the maps through the layers. It now draws the map the box names."""
+    machine = WindowStates()
+    try:
+        machine.first_model("default")
+        machine.type_sentence(NAMED[2])
+        machine.choose_kind(0)  # encoder self-attention
+        machine.choose_head(machine.tab.head_box.findData("rollout"))
+        machine.choose_measure(machine.tab.measure_box.findText("Value zeroing"))
+        assert machine.tab.measure_box.measure == "value-zeroing" and machine.tab.head_box.currentText() == "all heads"
+        assert not problems(machine.window, machine.size), " → ".join(machine.actions)
+    finally:
+        machine.teardown()
