@@ -8,7 +8,7 @@ Each family's folder is written by ``save_pretrained`` (model and tokenizer) and
 downloaded model: ``transformer-explorer OUT_FOLDER/t5``. Sizes are tiny unless ``size="base"`` (t5-base's
 dimensions, the tiny vocabulary), or ``--published NAME``: a published model's dimensions and vocabulary size
 (OPUS-MT, T5-base, BART-large, NLLB-600M; the tokenizer's trained pieces padded with fillers no text is split into),
-for the real-size benchmarks (benchmarks/real_sizes.py).
+for the real-size benchmarks (benchmarks/real_sizes.py). The tokenizers are trained by model/pretrained/tiny_tokenizers.py.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import torch
 
 from model.data.corpora import generate_builtin
 from model.pretrained.hub import require_transformers
+from model.pretrained.tiny_tokenizers import VOCAB, byte_level, fillers, padded_byte_level, sentencepiece, unigram_fast, wordpiece
 
 LAYOUTS = (
     "t5",
@@ -52,10 +53,8 @@ BART_LIKE = {
     "m2m100": ("M2M100Config", "M2M100ForConditionalGeneration"),
     "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration"),
 }
-VOCAB = 400  # pieces: enough for the toy-fr corpus's words in both languages
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
-BART_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # BART's byte-level specials, ids 0-4
 
 
 @dataclass(frozen=True)
@@ -103,12 +102,6 @@ def bart_sizes(size: Size) -> dict[str, int]:
     }
 
 
-def fillers(have: int, size: Size) -> list[str]:
-    """Pieces that pad a vocabulary of ``have`` pieces to the size's (none when it has none of its own): strings no
-    text is split into, so tokenizing is unchanged and the embeddings are the published size."""
-    return [f"<filler{index}>" for index in range(max(0, (size.vocab or 0) - have))]
-
-
 def _init(size: Size) -> dict[str, float]:
     return {} if size.init_std is None else {"init_std": size.init_std}
 
@@ -119,52 +112,13 @@ def sentences(n: int = 300, seed: int = 7) -> list[str]:
     return [p.source for p in pairs] + [p.target for p in pairs]
 
 
-def _sentencepiece(texts: list[str], folder: Path, vocab: int, specials: dict[str, Any]) -> Path:
-    """Train a unigram SentencePiece model; returns the .model file."""
-    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
-    import sentencepiece as spm
-
-    prefix = folder / "spm"
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts),
-        model_prefix=str(prefix),
-        vocab_size=vocab,
-        model_type="unigram",
-        character_coverage=1.0,
-        hard_vocab_limit=False,
-        minloglevel=2,
-        num_threads=1,
-        **specials,
-    )
-    return prefix.with_suffix(".model")
-
-
-def _unigram_fast(model_file: Path, unk_id: int, size: Size):
-    """A `tokenizers` Unigram tokenizer with the SentencePiece model's pieces and scores (as T5's fast one), padded to
-    the size's vocabulary with fillers no text is split into (their score the lowest)."""
-    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
-    import sentencepiece as spm
-
-    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    processor = spm.SentencePieceProcessor(model_file=str(model_file))
-    vocab = [(processor.id_to_piece(i), processor.get_score(i)) for i in range(processor.get_piece_size())]
-    vocab += [(piece, -1e9) for piece in fillers(len(vocab), size)]
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence([normalizers.Replace(" {2,}", " ")])
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    return tokenizer
-
-
 def _t5(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     transformers = require_transformers()
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import processors
 
-    model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1})
-    fast = _unigram_fast(model_file, 2, size)
+    model_file = sentencepiece(texts, work, VOCAB, {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1})
+    fast = unigram_fast(model_file, 2, size.vocab)
     fast.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)])
     tokenizer = transformers.T5TokenizerFast(
         tokenizer_object=fast, eos_token="</s>", unk_token="<unk>", pad_token="<pad>", extra_ids=0
@@ -190,13 +144,13 @@ def _t5(folder: Path, texts: list[str], work: Path, size: Size) -> None:
 
 def _marian(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     transformers = require_transformers()
-    model_file = _sentencepiece(texts, work, VOCAB, {"pad_id": -1, "eos_id": 0, "unk_id": 1, "bos_id": -1})
+    model_file = sentencepiece(texts, work, VOCAB, {"pad_id": -1, "eos_id": 0, "unk_id": 1, "bos_id": -1})
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor(model_file=str(model_file))
     pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
-    pieces += fillers(len(pieces) + 1, size)  # the pad comes last, as in OPUS-MT's vocabularies
+    pieces += fillers(len(pieces) + 1, size.vocab)  # the pad comes last, as in OPUS-MT's vocabularies
     vocab = {piece: index for index, piece in enumerate(pieces)}
     vocab["<pad>"] = len(vocab)
     (work / "vocab.json").write_text(json.dumps(vocab))
@@ -217,25 +171,6 @@ def _marian(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     _save(transformers.MarianMTModel(config), tokenizer, folder)
 
 
-def _byte_level(texts: list[str], specials: list[str]):
-    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
-    from tokenizers import ByteLevelBPETokenizer
-
-    tokenizer = ByteLevelBPETokenizer()
-    tokenizer.train_from_iterator(texts, vocab_size=VOCAB, min_frequency=1, special_tokens=specials, show_progress=False)
-    return tokenizer
-
-
-def _padded_byte_level(texts: list[str], work: Path, size: Size, specials: tuple[str, ...] = BART_SPECIALS) -> dict[str, int]:
-    """A byte-level BPE trained on ``texts`` into ``work`` (vocab.json, merges.txt), its vocabulary padded with fillers
-    to the size's; returns the vocabulary (written back)."""
-    _byte_level(texts, list(specials)).save_model(str(work))
-    vocab = json.loads((work / "vocab.json").read_text(encoding="utf-8"))
-    vocab |= {piece: len(vocab) + index for index, piece in enumerate(fillers(len(vocab), size))}
-    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    return vocab
-
-
 def _bart_config(config_class: Any, vocab_size: int, size: Size) -> Any:
     """A config of BART's naming (BART, mBART, M2M100, Pegasus): <s> 0, <pad> 1, </s> 2 (the decoder's start)."""
     return config_class(
@@ -254,7 +189,7 @@ def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = 
     """BART, or a layout whose config names its sizes as BART's does (mBART, M2M100, Pegasus), with a byte-level
     tokenizer (its vocabulary padded with fillers to the size's)."""
     transformers = require_transformers()
-    _padded_byte_level(texts, work, size)
+    padded_byte_level(texts, work, size.vocab)
     tokenizer = transformers.BartTokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
     config_class, model_class = (getattr(transformers, name) for name in BART_LIKE[layout])
     _save(model_class(_bart_config(config_class, len(tokenizer), size)), tokenizer, folder)
@@ -267,7 +202,7 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    vocab = _padded_byte_level(texts, work, size)
+    vocab = padded_byte_level(texts, work, size.vocab)
     lines = (work / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
     bpe = Tokenizer(models.BPE(vocab, [tuple(line.split()) for line in lines if line.strip()]))
     bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
@@ -280,23 +215,11 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     _save(network, tokenizer, folder)
 
 
-def _wordpiece(texts: list[str], work: Path) -> Any:
-    """A WordPiece tokenizer trained on ``texts`` (BERT's), as the library's fast tokenizer."""
-    transformers = require_transformers()
-    # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
-    from tokenizers import BertWordPieceTokenizer
-
-    wordpiece = BertWordPieceTokenizer(lowercase=True)
-    wordpiece.train_from_iterator(texts, vocab_size=VOCAB, min_frequency=1, show_progress=False)
-    wordpiece.save_model(str(work))
-    return transformers.BertTokenizerFast(vocab_file=str(work / "vocab.txt"), do_lower_case=True)
-
-
 def _bert_like(folder: Path, texts: list[str], work: Path, layout: str) -> None:
     """RoBERTa's and DistilBERT's layouts (a masked-LM head), with a WordPiece tokenizer: what the app reads of them is
     their modules, laid out as the library lays them out."""
     transformers = require_transformers()
-    tokenizer = _wordpiece(texts, work)
+    tokenizer = wordpiece(texts, work)
     sizes = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id, "initializer_range": 0.3}
     if layout == "roberta":  # its positions start after the padding id's: two more rows
         config = transformers.RobertaConfig(
@@ -319,7 +242,7 @@ def _bert_like(folder: Path, texts: list[str], work: Path, layout: str) -> None:
 
 def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
     transformers = require_transformers()
-    tokenizer = _wordpiece(texts, work)
+    tokenizer = wordpiece(texts, work)
     config = transformers.BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=TINY["d_model"],
@@ -338,7 +261,7 @@ def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
 
 def _gpt2(folder: Path, texts: list[str], work: Path) -> None:
     transformers = require_transformers()
-    _byte_level(texts, ["<|endoftext|>"]).save_model(str(work))
+    byte_level(texts, ["<|endoftext|>"]).save_model(str(work))
     tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
     config = transformers.GPT2Config(
         vocab_size=len(tokenizer),
@@ -357,7 +280,7 @@ def _llama(folder: Path, texts: list[str], work: Path, size: Size, layout: str =
     """The Llama family's layout (Llama, Mistral, Qwen2: ``layout``): rotary positions, grouped-query attention (half
     as many key and value heads as query heads), RMS norms, a gated feed-forward, an untied output layer."""
     transformers = require_transformers()
-    _padded_byte_level(texts, work, size, ("<|endoftext|>",))
+    padded_byte_level(texts, work, size.vocab, ("<|endoftext|>",))
     tokenizer = transformers.GPT2TokenizerFast(vocab_file=str(work / "vocab.json"), merges_file=str(work / "merges.txt"))
     prefix = LLAMA_LIKE[layout]
     config = getattr(transformers, f"{prefix}Config")(
