@@ -21,9 +21,8 @@ from typing import cast
 import torch
 
 from model.attribution.transparent_pass import SOURCE, AttentionRecord, PassRecord
-from model.family import capabilities_of
 from model.kinds import AttentionKind
-from model.nn.attention import through_heads
+from model.nn.attention import MultiHeadAttention, through_heads
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
@@ -81,37 +80,6 @@ def without_dropout(model: torch.nn.Module) -> Iterator[None]:
         model.train()
 
 
-def _captures(model: OwnNetwork, record: bool) -> list[str]:
-    """The hook points a record reads: each layer's input, each attention's values, cross-attention's residual."""
-    if not record:
-        return []
-    names = []
-    for layer in range(len(model.encoder_layers)):
-        names += [f"encoder.{layer}.resid_pre", f"encoder.{layer}.self.v"]
-    for layer in range(_decoder_layers(model)):
-        names += [f"decoder.{layer}.{point}" for point in ("resid_pre", "self.v", "self.resid", "cross.v")]
-    return names
-
-
-def _decoder_layers(model: OwnNetwork) -> int:
-    """How many decoder layers it has (an encoder-only classifier: none)."""
-    return model.config.n_decoder_layers if capabilities_of(model).architecture.has_decoder else 0
-
-
-def _attention_record(model: OwnNetwork, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
-    """One sublayer's record from its pattern [B, H, Q, K] and what the pass's hooks kept."""
-    projection = model.attention_module(kind, layer).out_projection.weight  # [d_model, H * d_k]
-    transformed = through_heads(acts[attention_point(kind, layer, "v")], projection)  # [B, H, K, d_model]
-    side = "encoder" if kind is AttentionKind.ENCODER else "decoder"
-    residual = acts[f"decoder.{layer}.self.resid" if kind is AttentionKind.CROSS else f"{side}.{layer}.resid_pre"]
-    if kind is AttentionKind.ENCODER:
-        block: EncoderLayer | DecoderLayer = cast(EncoderLayer, model.encoder_layers[layer])
-    else:
-        block = cast(Transformer, model).decoder_stack[layer]
-    norm = None if block.pre_norm else cast(torch.nn.LayerNorm, block.norms[1 if kind is AttentionKind.CROSS else 0])
-    return AttentionRecord(weights, transformed, residual, norm)
-
-
 def _replacing(value: torch.Tensor) -> Hook:
     return lambda _out: value
 
@@ -128,21 +96,53 @@ def _scaling(scale: torch.Tensor) -> Hook:
     return lambda values: values * scale[:, None, :, None]  # [B, H, K, d_k]
 
 
-class OwnPass:
-    """The app's Transformer's measured pass (see the module's docstring)."""
+Sublayer = tuple[MultiHeadAttention, EncoderLayer | DecoderLayer]  # an attention and the layer holding it
+
+
+def _attention_record(sublayer: Sublayer, kind: AttentionKind, layer: int, weights: torch.Tensor, acts: dict) -> AttentionRecord:
+    """One sublayer's record from its pattern [B, H, Q, K] and what the pass's hooks kept."""
+    attention, block = sublayer
+    projection = attention.out_projection.weight  # [d_model, H * d_k]
+    transformed = through_heads(acts[attention_point(kind, layer, "v")], projection)  # [B, H, K, d_model]
+    side = "encoder" if kind is AttentionKind.ENCODER else "decoder"
+    residual = acts[f"decoder.{layer}.self.resid" if kind is AttentionKind.CROSS else f"{side}.{layer}.resid_pre"]
+    norm = None if block.pre_norm else cast(torch.nn.LayerNorm, block.norms[1 if kind is AttentionKind.CROSS else 0])
+    return AttentionRecord(weights, transformed, residual, norm)
+
+
+Decoded = tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]  # (hidden states, self weights, cross weights)
+
+
+class EncoderPass:
+    """The measured pass of the app's encoder-only classifier (its registry entry's): its encoder alone; the record's
+    hidden states are the encoder's output. ``OwnPass`` adds the Transformer's decoder."""
 
     def __init__(self, model: OwnNetwork) -> None:
         self.model = model
 
     def embed(self, ids: torch.Tensor, side: str) -> torch.Tensor:
-        model = self.model
-        embedding = model.source_embedding if side == SOURCE else cast(Transformer, model).target_embedding
-        return embedding(ids) * math.sqrt(model.config.d_model)  # [B, L, d_model]
+        return self.model.source_embedding(ids) * math.sqrt(self.model.config.d_model)  # [B, L, d_model]
+
+    def _captures(self) -> list[str]:
+        """The hook points a record reads: each layer's input and each attention's values."""
+        return [f"encoder.{layer}.{point}" for layer in range(len(self.model.encoder_layers)) for point in ("resid_pre", "self.v")]
+
+    def _decoded(self, memory: torch.Tensor, mask: torch.Tensor | None, target_ids: torch.Tensor, weights: bool) -> Decoded:
+        """What the decoder gives after the encoder: nothing here (the hidden states are the encoder's)."""
+        return memory, [], []
+
+    def _records(self, kind: AttentionKind, weights: list[torch.Tensor], acts: dict) -> list[AttentionRecord]:
+        """The records of ``kind``'s attention, one per layer's weights."""
+        return [_attention_record(self._sublayer(kind, layer), kind, layer, w, acts) for layer, w in enumerate(weights)]
+
+    def _sublayer(self, kind: AttentionKind, layer: int) -> Sublayer:
+        """(the attention of ``kind`` in ``layer``, the layer holding it)."""
+        return self.model.attention_module(kind, layer), cast(EncoderLayer, self.model.encoder_layers[layer])
 
     def run(
         self,
         source_ids: torch.Tensor,  # [B, S]
-        target_ids: torch.Tensor,  # [B, T]
+        target_ids: torch.Tensor,  # [B, T] (none read by an encoder-only model)
         replacements: dict[str, torch.Tensor],
         logits_at: torch.Tensor | None,
         record_sublayers: bool,
@@ -150,43 +150,79 @@ class OwnPass:
         model = self.model
         acts: dict[str, torch.Tensor] = {}
         hooks = {f"{'encoder' if side == SOURCE else 'decoder'}.embed": _replacing(value) for side, value in replacements.items()}
-        hooks |= {name: _keeping(acts, name) for name in _captures(model, record_sublayers)}
+        hooks |= {name: _keeping(acts, name) for name in (self._captures() if record_sublayers else [])}
         with hooked(hook_points(model), hooks), without_dropout(model):
             memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
-            hidden, self_weights, cross_weights = memory, [], []  # an encoder-only model's hidden states are its encoder's
-            if _decoder_layers(model):
-                decoder = cast(Transformer, model)
-                cache = decoder.start_cache(memory, mask)
-                target_mask = decoder.target_mask(target_ids, when_padded_only=True)  # padding hidden, as inspection does
-                hidden, self_weights, cross_weights = decoder.decode(target_ids, cache, target_mask, need_weights=record_sublayers)
+            hidden, self_weights, cross_weights = self._decoded(memory, mask, target_ids, record_sublayers)
         if logits_at is not None:
             hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
         record = PassRecord(source_ids, target_ids, memory=memory, hidden=hidden, read_out=model.logits)
         if record_sublayers:
-            record.encoder = [_attention_record(model, AttentionKind.ENCODER, i, w, acts) for i, w in enumerate(encoder_weights)]
-            record.decoder = [_attention_record(model, AttentionKind.DECODER, i, w, acts) for i, w in enumerate(self_weights)]
-            record.cross = [_attention_record(model, AttentionKind.CROSS, i, w, acts) for i, w in enumerate(cross_weights)]
-            record.encoder_inputs = [acts[f"encoder.{i}.resid_pre"] for i in range(len(model.encoder_layers))]
-            record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(_decoder_layers(model))]
+            record.encoder = self._records(AttentionKind.ENCODER, encoder_weights, acts)
+            record.decoder = self._records(AttentionKind.DECODER, self_weights, acts)
+            record.cross = self._records(AttentionKind.CROSS, cross_weights, acts)
+            record.encoder_inputs = [acts[f"encoder.{i}.resid_pre"] for i in range(len(encoder_weights))]
+            record.decoder_inputs = [acts[f"decoder.{i}.resid_pre"] for i in range(len(self_weights))]
         return record
 
     def zeroed_layer(self, record: PassRecord, kind: AttentionKind, layer: int, scale: torch.Tensor) -> torch.Tensor:
         """The layer's own forward from its recorded input, once per row of ``scale`` [1 + K, K]."""
-        model, memory = self.model, record.memory
+        model = self.model
         x = (record.encoder_inputs if kind is AttentionKind.ENCODER else record.decoder_inputs)[layer]  # [1, L, d_model]
         rows = x.expand(scale.shape[0], -1, -1)  # [1 + K, L, d_model]
         with hooked(hook_points(model), {attention_point(kind, layer, "v"): _scaling(scale)}), without_dropout(model):
-            if kind is AttentionKind.ENCODER:
-                outputs, _ = model.encoder_layers[layer](rows, None)  # [1 + K, S, d_model]
-            else:
-                decoder = cast(Transformer, model)  # a kind beside the encoder's: an encoder-decoder
-                assert memory is not None
-                keys, values = decoder.start_cache(memory, None).memory_keys_values[layer]  # [1, H, S, d_k] each
-                memory_rows = (keys.expand(scale.shape[0], -1, -1, -1), values.expand(scale.shape[0], -1, -1, -1))
-                outputs, _, _ = decoder.decoder_stack[layer](rows, memory_rows, None)  # [1 + K, T, d_model]
+            return self._layer_output(record, kind, layer, rows)
+
+    def _layer_output(self, record: PassRecord, kind: AttentionKind, layer: int, rows: torch.Tensor) -> torch.Tensor:
+        """The output [1 + K, L, d_model] of ``kind``'s layer given ``rows`` (the hooks installed): an encoder layer's."""
+        outputs, _ = self.model.encoder_layers[layer](rows, None)  # [1 + K, S, d_model]
         return outputs
 
 
-def measured_pass(network: OwnNetwork) -> OwnPass:
-    """The app's Transformers' measured pass (their registry entries' ``Capabilities.measured_pass``, model/nn/registry.py)."""
+class OwnPass(EncoderPass):
+    """The app's Transformer's measured pass: the encoder's (``EncoderPass``), then its decoder's."""
+
+    model: Transformer
+
+    def __init__(self, model: Transformer) -> None:
+        super().__init__(model)
+
+    def embed(self, ids: torch.Tensor, side: str) -> torch.Tensor:
+        embedding = self.model.source_embedding if side == SOURCE else self.model.target_embedding
+        return embedding(ids) * math.sqrt(self.model.config.d_model)  # [B, L, d_model]
+
+    def _captures(self) -> list[str]:
+        """The encoder's, then each decoder layer's input, its attentions' values and cross-attention's residual."""
+        points = ("resid_pre", "self.v", "self.resid", "cross.v")
+        return super()._captures() + [
+            f"decoder.{layer}.{point}" for layer in range(len(self.model.decoder_layers)) for point in points
+        ]
+
+    def _decoded(self, memory: torch.Tensor, mask: torch.Tensor | None, target_ids: torch.Tensor, weights: bool) -> Decoded:
+        cache = self.model.start_cache(memory, mask)
+        target_mask = self.model.target_mask(target_ids, when_padded_only=True)  # padding hidden, as inspection does
+        return self.model.decode(target_ids, cache, target_mask, need_weights=weights)
+
+    def _sublayer(self, kind: AttentionKind, layer: int) -> Sublayer:
+        if kind is AttentionKind.ENCODER:
+            return super()._sublayer(kind, layer)
+        return self.model.attention_module(kind, layer), self.model.decoder_stack[layer]
+
+    def _layer_output(self, record: PassRecord, kind: AttentionKind, layer: int, rows: torch.Tensor) -> torch.Tensor:
+        if kind is AttentionKind.ENCODER:
+            return super()._layer_output(record, kind, layer, rows)
+        assert record.memory is not None
+        keys, values = self.model.start_cache(record.memory, None).memory_keys_values[layer]  # [1, H, S, d_k] each
+        memory_rows = (keys.expand(rows.shape[0], -1, -1, -1), values.expand(rows.shape[0], -1, -1, -1))
+        outputs, _, _ = self.model.decoder_stack[layer](rows, memory_rows, None)  # [1 + K, T, d_model]
+        return outputs
+
+
+def measured_pass(network: Transformer) -> OwnPass:
+    """The app's Transformer's measured pass (its registry entry's ``Capabilities.measured_pass``, model/nn/registry.py)."""
     return OwnPass(network)
+
+
+def encoder_measured_pass(network: EncoderClassifier) -> EncoderPass:
+    """The app's encoder-only classifier's measured pass (its registry entry's ``Capabilities.measured_pass``)."""
+    return EncoderPass(network)

@@ -207,7 +207,7 @@ CLASSIFIER = register(
             objective=Objective.LABELS,
             beam_search=False,
             queries_keys=QueriesKeys.OWN,
-            measured_pass="model.attribution.own_pass.measured_pass",  # its encoder's (imported when a measure asks)
+            measured_pass="model.attribution.own_pass.encoder_measured_pass",  # its encoder's (imported when asked)
         ),
         tasks=("tagging", "classification"),
         quality_measure="macro-F1",

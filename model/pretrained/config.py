@@ -35,6 +35,7 @@ class PretrainedConfig:
     forced_bos_id: int | None = None  # a first target token the model's generation config forces (mBART's language)
     suppressed_ids: tuple[int, ...] = ()  # tokens generation never picks (Marian bans <pad>)
     labels: list[str] = field(default_factory=list)  # class names of a classification head
+    reads_masks: bool = False  # an encoder-only model's head reads masked pieces back (a masked-LM head, a mask token)
 
     def describe(self) -> str:
         if self.shape == ENCODER_ONLY:

@@ -69,7 +69,7 @@ def encoder_layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained encoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): heads
     knocked out where its layout's output projections are known (``ENCODER_LAYOUT_MODULES``)."""
     known = cast(PretrainedConfig, network.config).model_type in ENCODER_LAYOUT_MODULES
-    masked_lm = cast(EncoderNetwork, network).reads_masks  # its head reads masked pieces back: its objective
+    masked_lm = cast(PretrainedConfig, network.config).reads_masks  # its head reads masked pieces back: its objective
     return replace(
         ENCODER.capabilities,
         queries_keys=QueriesKeys.ENCODER if known else QueriesKeys.NOT_READ,

@@ -298,6 +298,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     hint = max_hint if isinstance(max_hint, int) else None
     config = read_config(hf_config, shape, architecture, len(tokenizer), hint, generation, classes=head.endswith("classification"))
     config.attention_implementation = implementation
+    config.reads_masks = shape == ENCODER_ONLY and head == "masked-lm" and tokenizer.mask_token_id is not None
     if shape == ENCODER_DECODER:
         network: Any = Seq2SeqNetwork(hf_model, config)
     elif shape == DECODER_ONLY:

@@ -229,8 +229,8 @@ class EncoderNetwork(PretrainedNetwork):
 
     @property
     def reads_masks(self) -> bool:
-        """Its head reads masked pieces back (a masked-LM head, with the tokenizer's mask token)."""
-        return self.head == "masked-lm" and self.mask_id is not None
+        """Its head reads masked pieces back (a masked-LM head, with the tokenizer's mask token: its config says)."""
+        return self.config.reads_masks
 
     def encode(self, source_ids: torch.Tensor, need_weights: bool = False):
         """(the last layer's hidden states [B, S, d_model]; mask; per-layer weights when asked)."""
