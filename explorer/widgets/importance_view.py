@@ -17,7 +17,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.widgets.corpus_box import CorpusBox
 from explorer.widgets.plot_style import show_light_grid
 from model.attribution.importance import HeadImportance, PruningPoint, heads_before_drop
 from model.attribution.objectives import Scoring
@@ -58,10 +58,8 @@ class ImportanceView(QWidget):
         self.sentences.setValue(100)
         self.sentences.setSuffix(" sentences")
         self.sentences.setToolTip("Fresh pairs of the model's built-in corpus (or its corpus file's test split) to measure on")
-        self.corpus = QComboBox()  # shown for a model that names no training corpus (a pretrained folder)
-        self.corpus.setToolTip("The corpus whose sentences the heads are measured on: this model does not name its own")
-        self.corpus.setVisible(False)
-        self.corpus.currentTextChanged.connect(self.corpus_chosen.emit)
+        self.corpus = CorpusBox("The corpus whose sentences the heads are measured on: this model does not name its own")
+        self.corpus.chosen.connect(self.corpus_chosen.emit)
         self.compute_button = QPushButton("Compute importance")
         self.compute_button.setToolTip("Measure every head's importance, then the pruning curve (in the background)")
         self.cancel_button = QPushButton("Cancel")
@@ -147,12 +145,7 @@ class ImportanceView(QWidget):
 
     def set_corpora(self, names: list[str]) -> None:
         """The corpora a model that names none may be measured on (the box hidden when empty); the first is chosen."""
-        self.corpus.blockSignals(True)
-        self.corpus.clear()
-        self.corpus.addItems(names)
-        self.corpus.blockSignals(False)
-        self.corpus.setVisible(bool(names))
-        self.corpus_chosen.emit(names[0] if names else "")
+        self.corpus.offer(names)
 
     def show_message(self, text: str) -> None:
         self.note.setText(text)

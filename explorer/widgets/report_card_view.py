@@ -23,7 +23,6 @@ from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
-    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -38,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.widgets.corpus_box import CorpusBox
 from explorer.widgets.plot_style import show_light_grid
 from model.figures.report_card import colours, short_stage
 from model.grading.card import ReportCard, grid
@@ -77,9 +77,7 @@ class ReportCardView(QWidget):
         self.card: ReportCard | None = None
         self.sentences = _spin(1, 1000, 100, " sentences", "Held-out pairs of the model's corpus to grade")
         self.sanity_pairs = _spin(0, 200, 10, " sanity pairs", "Pairs the sanity checks read on each randomised model")
-        self.corpus = QComboBox()  # shown for a model that says no training corpus (a pretrained folder)
-        self.corpus.setToolTip("The corpus whose held-out pairs are graded: this model does not say which it was trained on")
-        self.corpus.setVisible(False)
+        self.corpus = CorpusBox("The corpus whose held-out pairs are graded: this model does not say which it was trained on")
         self.shuffled = QCheckBox("Data randomisation:")
         self.shuffled.setToolTip(SHUFFLED_TIP)
         self.shuffled_steps = _spin(10, 100000, 300, " steps", "Training steps of the model on shuffled targets")
@@ -125,7 +123,7 @@ class ReportCardView(QWidget):
         layout.addWidget(self.note)
         layout.addLayout(body, 1)
         self.grade_button.clicked.connect(self._on_grade_clicked)
-        self.corpus.currentTextChanged.connect(self.corpus_chosen.emit)
+        self.corpus.chosen.connect(self.corpus_chosen.emit)
         self.cancel_button.clicked.connect(self.cancel_requested.emit)
         self.save_button.clicked.connect(self._on_save_clicked)
 
@@ -159,12 +157,7 @@ class ReportCardView(QWidget):
 
     def set_corpora(self, names: list[str]) -> None:
         """The corpora offered to grade on (none: the model's own is graded, and the box is hidden)."""
-        self.corpus.blockSignals(True)
-        self.corpus.clear()
-        self.corpus.addItems(names)
-        self.corpus.blockSignals(False)
-        self.corpus.setVisible(bool(names))
-        self.corpus_chosen.emit(names[0] if names else "")
+        self.corpus.offer(names)
 
     def allow_shuffled(self, why_not: str) -> None:
         """The data randomisation offered, or unchecked and greyed out with ``why_not``."""

@@ -63,3 +63,15 @@ def library_pass(network, source: torch.Tensor, inputs: torch.Tensor, hooks: dic
 def read_only(modules) -> dict:
     """Hooks that only read: each module's output is kept by ``library_pass`` and passed on unchanged."""
     return {module: (lambda *_: None) for module in modules}
+
+
+def decoder_library_pass(network, inputs: torch.Tensor, hooks: dict | None = None):
+    """A decoder-only model's own pass over ``inputs`` [1, T] (attentions and hidden states out, no gradients) with
+    forward hooks of the test's own (module -> hook; a hook returning a tensor replaces the module's output)."""
+    handles = [module.register_forward_hook(hook) for module, hook in (hooks or {}).items()]
+    try:
+        with torch.no_grad():
+            return network.hf_model(input_ids=inputs, output_hidden_states=True, output_attentions=True, use_cache=False)
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from model.attribution.measures import compute_measure, unsupported
 from model.decoding.greedy import decoder_inputs
 from model.kinds import AttentionKind
+from tests.model.library_by_hand import decoder_library_pass
 
 PROMPT = "The house is small and the cat"
 FAMILIES = ("gpt2", "llama")
@@ -48,16 +49,6 @@ def _values(network, output: torch.Tensor) -> torch.Tensor:
     return output[..., 2 * d_model :] if network.config.model_type == "gpt2" else output  # GPT-2's q | k | v
 
 
-def _library(network, inputs: torch.Tensor, hooks: dict) -> object:
-    handles = [module.register_forward_hook(hook) for module, hook in hooks.items()]
-    try:
-        with torch.no_grad():
-            return network.hf_model(input_ids=inputs, output_attentions=True, use_cache=False)
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_norm_based_equals_the_library_s_weights_times_its_value_vectors(tiny_bundles, family):
     bundle = tiny_bundles[family]
@@ -68,7 +59,7 @@ def test_norm_based_equals_the_library_s_weights_times_its_value_vectors(tiny_bu
     for layer in range(network.config.n_decoder_layers):
         module = _attention_parts(network, layer)[0]
         hooks[module] = lambda _m, _a, out, layer=layer: kept.__setitem__(layer, out)
-    out = _library(network, inputs, hooks)
+    out = decoder_library_pass(network, inputs, hooks)
     result = compute_measure(network, prompt, chosen, "norm")
     n_heads = network.config.n_heads
     for layer, weights in enumerate(out.attentions):  # [1, H, T, T]
@@ -102,8 +93,8 @@ def test_value_zeroing_equals_the_layer_s_output_with_a_value_zeroed_by_hand(tin
             return torch.cat([output[..., : 2 * network.config.d_model], values], dim=-1)
         return values
 
-    _library(network, inputs, keep)
-    _library(network, inputs, {**keep, module: zeroed})
+    decoder_library_pass(network, inputs, keep)
+    decoder_library_pass(network, inputs, {**keep, module: zeroed})
     distance = 1.0 - F.cosine_similarity(outputs[1][0].double(), outputs[0][0].double(), dim=-1)  # [T]
     assert np.allclose(result.values[DECODER][layer, 0, :, key], distance.clamp(min=0).numpy(), atol=1e-5)
     assert np.allclose(result.values[DECODER][layer, 0, :key, key], 0.0, atol=1e-6)  # no earlier position reads it

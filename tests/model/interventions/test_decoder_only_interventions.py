@@ -28,6 +28,7 @@ from model.interventions.patching_setup import prepare_bundle_patching
 from model.interventions.served_pass import run_hooked, served_tools
 from model.kinds import AttentionKind
 from model.nn.masking import Head, masked_model
+from tests.model.library_by_hand import decoder_library_pass
 
 PROMPT = "The house is small and the cat"
 CORRUPTIONS = ("The cat is small and the house", "The house is big and the cat", "The dog is small and the cat")
@@ -65,17 +66,6 @@ def _case(bundle) -> tuple[list[int], list[int], torch.Tensor]:
     return prompt, chosen, torch.tensor([decoder_inputs(bundle.model, prompt, chosen)])
 
 
-def _library(network, inputs: torch.Tensor, hooks: dict | None = None):
-    """The library's own pass, with the test's own forward hooks (module -> hook)."""
-    handles = [module.register_forward_hook(hook) for module, hook in (hooks or {}).items()]
-    try:
-        with torch.inference_mode():
-            return network.hf_model(input_ids=inputs, output_hidden_states=True, output_attentions=True, use_cache=False)
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_decoder_inputs_are_the_prompt_and_the_steps(tiny_bundles, family):
     bundle = tiny_bundles[family]
@@ -93,7 +83,7 @@ def test_the_hooked_pass_is_the_library_s_own(tiny_bundles, family):
     prompt, _, inputs = _case(tiny_bundles[family])
     attention, _ = _parts(network, 1)
     kept: dict = {}
-    library = _library(network, inputs, {attention: lambda _m, _a, out: kept.update(attention=out[0])})
+    library = decoder_library_pass(network, inputs, {attention: lambda _m, _a, out: kept.update(attention=out[0])})
     with torch.inference_mode():
         run = run_hooked(network, torch.tensor([prompt]), inputs, capture=hook_names(network))
     assert torch.allclose(run.logits(network), library.logits, atol=1e-5, rtol=0)
@@ -115,7 +105,7 @@ def test_the_logit_lens_reads_the_library_s_hidden_states(tiny_bundles, family):
     lens = bundle_logit_lens(bundle, PROMPT)
     assert lens.readings == ["embeddings", "L1 self-attention", "L1 feed-forward", "L2 self-attention", "L2 feed-forward"]
     prompt, steps = translated(bundle, PROMPT, InterventionTool.LOGIT_LENS)
-    library = _library(network, torch.tensor([decoder_inputs(network, prompt, steps)]))
+    library = decoder_library_pass(network, torch.tensor([decoder_inputs(network, prompt, steps)]))
     with torch.inference_mode():
         first_layer = torch.softmax(network.hf_model.lm_head(_final_norm(network)(library.hidden_states[1]))[0], -1)  # [T, V]
     rows = torch.arange(len(steps))
@@ -140,7 +130,7 @@ def test_a_head_s_logit_attribution_is_the_test_s_own(tiny_bundles, family):
     hooks = {norm: lambda _m, args, _o: kept.update(final=args[0])}
     handle = projection.register_forward_pre_hook(lambda _m, args: kept.update(context=args[0]))
     try:
-        _library(network, inputs, hooks)
+        decoder_library_pass(network, inputs, hooks)
     finally:
         handle.remove()
     n_heads, d_k = network.config.n_heads, weight.shape[1] // network.config.n_heads
@@ -183,7 +173,7 @@ def test_patching_a_head_equals_replacing_its_context_by_hand(tiny_bundles, fami
     d_k = network.config.d_model // network.config.n_heads
     handle = projection.register_forward_pre_hook(lambda _m, args: kept.update(clean=args[0].clone()))
     try:
-        _library(network, setup.target_inputs)
+        decoder_library_pass(network, setup.target_inputs)
     finally:
         handle.remove()
 
@@ -194,7 +184,7 @@ def test_patching_a_head_equals_replacing_its_context_by_hand(tiny_bundles, fami
 
     handle = projection.register_forward_pre_hook(patched)
     try:
-        logits = _library(network, setup.corrupted_inputs).logits[0, setup.step]  # [V]
+        logits = decoder_library_pass(network, setup.corrupted_inputs).logits[0, setup.step]  # [V]
     finally:
         handle.remove()
     metric = float(logits[setup.clean_id] - logits[setup.compared_id])
@@ -213,9 +203,9 @@ def test_knocking_out_a_layer_s_heads_leaves_its_projection_s_bias(tiny_bundles,
     def only_bias(_module, _args, output):
         return torch.zeros_like(output) + (0 if bias is None else bias)
 
-    expected = _library(network, inputs, {projection: only_bias}).logits
-    assert torch.allclose(_library(knocked, inputs).logits, expected, atol=1e-5, rtol=0)
-    assert not torch.allclose(_library(network, inputs).logits, expected, atol=1e-3, rtol=0)
+    expected = decoder_library_pass(network, inputs, {projection: only_bias}).logits
+    assert torch.allclose(decoder_library_pass(knocked, inputs).logits, expected, atol=1e-5, rtol=0)
+    assert not torch.allclose(decoder_library_pass(network, inputs).logits, expected, atol=1e-3, rtol=0)
     zeroed = Patch("decoder.0.self.head_out", torch.zeros(1))
     with torch.inference_mode():
         patched = run_hooked(network, inputs, inputs, patches=[zeroed]).logits(network)
