@@ -105,6 +105,7 @@ class Objective(enum.Enum):
     LANGUAGE_MODEL = "language model"  # each piece of a text from the ones before it
     MASKED_LANGUAGE_MODEL = "masked language model"  # pieces of a text masked, each read back
     LABELS = "labels"  # a classifier's labels (a tag per word, a class per sentence)
+    DECISIONS = "decisions"  # a classification head's own decisions, where no labels of its classes are known
 
 
 class InterventionTool(ShownName):
@@ -163,8 +164,10 @@ class Capabilities:
         return self.head_masking and self.objective is not None
 
     @property
-    def interventions(self) -> bool:
-        """Activations can be read and patched in its own forward pass: it declares a hooked pass."""
+    def hooked(self) -> bool:
+        """Activations can be read in its own forward pass: it declares a hooked pass (what the corpus index reads).
+        Which of the interventions' tools it serves, and why not the others, its adapter says (``served_tools``,
+        ``unserved``: an encoder-only model's serves none, for it decodes nothing)."""
         return self.hooked_pass is not None
 
     @property

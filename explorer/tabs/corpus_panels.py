@@ -5,7 +5,7 @@ head behaves a given way) and the joint query-key map. Each has its controls, as
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.controllers.corpus import MapRequest, TokenResults
 from explorer.widgets.corpus_tables import SentencesTable, TokenMatchesTable, TokenRow
@@ -126,7 +126,16 @@ class HeadChoice(QWidget):
         return AttentionKind.parse(self.kind_box.currentData())
 
     def set_index(self, manifest: Manifest | None) -> None:
+        """Offer the kinds of attention the index's model has (a one-stack model's one), keeping the chosen one."""
         self.manifest = manifest
+        if manifest is not None:
+            chosen = self.kind_box.currentData()
+            self.kind_box.blockSignals(True)
+            self.kind_box.clear()
+            for kind in manifest.kind_list:
+                self.kind_box.addItem(kind.label, kind.value)
+            self.kind_box.setCurrentIndex(max(self.kind_box.findData(chosen), 0))
+            self.kind_box.blockSignals(False)
         self._fit_ranges()
 
     def _fit_ranges(self) -> None:
@@ -236,7 +245,10 @@ class QKMapPanel(HeadChoice):
             )
         )
         layout.addWidget(self.note)
-        layout.addWidget(self.view, 1)
+        self.maps_scroll = QScrollArea()  # a layer's many heads scroll at a height each can be read at (QKMapView)
+        self.maps_scroll.setWidgetResizable(True)
+        self.maps_scroll.setWidget(self.view)
+        layout.addWidget(self.maps_scroll, 1)
         self.draw_button.clicked.connect(lambda: self.draw_requested.emit(self.request()))
         self.colour_box.currentTextChanged.connect(lambda colour: self.view.set_panels(self.view.panels, colour))
         self.figure_button.clicked.connect(lambda: self.export_requested.emit("figure"))
@@ -253,8 +265,10 @@ class QKMapPanel(HeadChoice):
         return MapRequest(self.kind, self.layer_box.value() - 1, head, self.method_box.currentText(), self.sentences_box.value())
 
     def show_maps(self, panels: list[MapPanel], request: MapRequest) -> None:
+        every = "; ".join(f"{panel.title}: {', '.join(panel.notes)}" for panel in panels)
         self.note.setText(
-            f"{len(panels)} head(s), {request.sentences} sentences, {request.method.upper()}: "
-            + "; ".join(f"{panel.title}: {', '.join(panel.notes)}" for panel in panels)
+            f"{len(panels)} head(s), {request.sentences} sentences, {request.method.upper()}; each head's measures under "
+            "its title (hover here for all of them)"
         )
+        self.note.setToolTip(every)
         self.view.set_panels(panels, self.colour_box.currentText())

@@ -21,6 +21,7 @@ from model.figures.attention import FigureOptions
 from model.figures.qk_map import KEY_COLOUR, MAX_COLUMNS, OTHER_TOKENS, QUERY_COLOUR, MapPanel, frequent_tokens, point_colours
 
 SYMBOLS = {True: "o", False: "t1"}  # queries (circles), keys (triangles pointing up, as in the figure)
+PANEL_HEIGHT = 230  # px a row of panels needs to be read: a layer of 32 heads is 8 rows, scrolled (see ``set_panels``)
 
 
 def _qcolours(colours: list) -> list:
@@ -56,8 +57,11 @@ class QKMapView(pg.GraphicsLayoutWidget):
         top_tokens = frequent_tokens(panels) if colour_by == "token" else []
         columns = min(len(panels), MAX_COLUMNS)
         plots = []
+        rows = -(-len(panels) // columns)
+        self.setMinimumHeight(max(300, rows * PANEL_HEIGHT))  # in a scroll area: many heads scroll, never squash
         for number, panel in enumerate(panels):
-            plot = self.addPlot(row=number // columns, col=number % columns, title=panel.title, enableMenu=False)
+            title = f"{html.escape(panel.title)}<br><span style='font-size:8pt'>{html.escape(' · '.join(panel.notes))}</span>"
+            plot = self.addPlot(row=number // columns, col=number % columns, title=title, enableMenu=False)
             plots.append(plot)
             show_light_grid(plot)
             plot.setLabel("bottom", panel.axis_names[0])
@@ -82,7 +86,7 @@ class QKMapView(pg.GraphicsLayoutWidget):
                 scatter.sigClicked.connect(self._on_clicked)
                 plot.addItem(scatter)
                 self.scatters.append(scatter)
-        self._add_key(plots[0], colour_by, top_tokens, colormap, max_position, -(-len(panels) // columns), columns)
+        self._add_key(plots[0], colour_by, top_tokens, colormap, max_position, rows, columns)
 
     def _add_key(
         self, first: pg.PlotItem, colour_by: str, top_tokens: list[str], colormap, max_position: int, rows: int, columns: int

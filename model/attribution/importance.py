@@ -135,9 +135,9 @@ def check_importance(model: Network) -> None:
         title = family_of(model).title
         if capabilities_of(model).head_masking:  # its heads can be gated, but nothing says what to score it on
             raise MaskError(
-                f"head importance scores a model on its objective (a translation, a language model, masked pieces, the "
-                f"app's classifier's labels); this model declares none ({title}: no labels of a classification head are "
-                f"known here, nor a masked-LM head)"
+                f"head importance scores a model on its objective (a translation, a language model, masked pieces, a "
+                f"classifier's labels or decisions); this model has none ({title}: a bare encoder, with no head whose "
+                f"output could be scored)"
             )
         raise MaskError(
             f"head importance is measured where heads can be gated and the model's objective is known (a translation, "

@@ -11,6 +11,11 @@
   of the pieces it hid; the pruning curve scores the same (masked-piece accuracy, perplexity over the masked pieces).
 * The app's classifier labels text: its loss is the cross-entropy of each labelled position (a tagger's word, a
   sentence's class); the pruning curve scores its labels (exact match: every label right; macro-F1).
+* A Hugging Face classification head (a sentence's class, a tag per piece) has classes of its own, of which no corpus
+  here has labels: the unmasked model's own decision (its likeliest class) stands in for the label. Its loss is the
+  cross-entropy of that decision, so a head's importance is what it contributes to the decision the model makes
+  (Michel et al. 2019 differentiate the loss of gold labels); the pruning curve scores agreement with the unmasked
+  model's decisions, and the mean probability it keeps on them.
 """
 
 from __future__ import annotations
@@ -192,6 +197,57 @@ class MaskedLanguageModelObjective(LanguageModelObjective):
         return log_probabilities.gather(1, following[:, None])[:, 0], log_probabilities.argmax(-1) == following
 
 
+DECISIONS = Scoring(
+    "agreement",
+    "decided-class probability",
+    ("agreement", "decided_class_probability"),
+    "decided-class probability",
+    lambda probability: probability,
+    "each text's class as the unmasked model decides it stands in for a label (no corpus labels this head's classes)",
+)
+
+
+class DecisionObjective:
+    """A classification head scored on the unmasked model's own decisions (see the module's docstring)."""
+
+    scoring = DECISIONS
+
+    @staticmethod
+    def _log_probabilities(model: Network, ids: list[int], device: torch.device) -> torch.Tensor:
+        """[N, C]: each decided position's class log-probabilities (a sentence head's one row, a tagger's each piece)."""
+        source = torch.tensor([ids], device=device)  # [1, S]
+        logits, _ = model.inspect(source, source[:, :0])  # [1, C] or [1, S, C]: an encoder-only model reads no target
+        return torch.log_softmax(logits.float().reshape(-1, logits.shape[-1]), dim=-1)  # [N, C]
+
+    def examples(self, bundle: Bundle, pairs: list[Pair]) -> list[Example]:
+        device = next(bundle.model.parameters()).device
+        found = []
+        with torch.inference_mode():
+            for pair in pairs:
+                ids = bundle.source_ids(pair.source)[0]
+                decided = self._log_probabilities(bundle.model, ids, device).argmax(-1)  # [N]: the unmasked model's
+                found.append((ids, [int(label) for label in decided]))
+        return found
+
+    def loss(self, model: Network, example: Example, device: torch.device) -> torch.Tensor:
+        log_probabilities = self._log_probabilities(model, example[0], device)  # [N, C]
+        return F.nll_loss(log_probabilities, torch.tensor(example[1], device=device))
+
+    def scores(self, bundle: Bundle, model: Network, pairs: list[Pair], stop: Callable[[], bool] | None) -> tuple[float, float]:
+        device = next(model.parameters()).device
+        agreed, total, probability = 0, 0, 0.0
+        with torch.inference_mode():
+            for ids, decided in self.examples(bundle, pairs):
+                if stop is not None and stop():
+                    raise Interrupted
+                log_probabilities = self._log_probabilities(model, ids, device)  # [N, C]
+                chosen = torch.tensor(decided, device=device)  # [N]
+                agreed += int((log_probabilities.argmax(-1) == chosen).sum())
+                probability += float(log_probabilities.gather(1, chosen[:, None]).exp().sum())
+                total += len(decided)
+        return agreed / max(total, 1), probability / max(total, 1)
+
+
 class MaskReader(Protocol):
     mask_id: int
 
@@ -201,6 +257,7 @@ OBJECTIVES: dict[Objective, type[ObjectiveCode]] = {
     Objective.LANGUAGE_MODEL: LanguageModelObjective,
     Objective.MASKED_LANGUAGE_MODEL: MaskedLanguageModelObjective,
     Objective.LABELS: LabellingObjective,
+    Objective.DECISIONS: DecisionObjective,
 }
 
 

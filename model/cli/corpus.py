@@ -42,7 +42,7 @@ from model.kinds import AttentionKind, KindError
 
 
 def add_index_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="the app's Transformer: a file or a shipped model's name (default)")
+    parser.add_argument("--model", required=True, help="a model file, a shipped model's name (default) or a Hugging Face folder")
     parser.add_argument(
         "--corpus",
         required=True,
@@ -127,9 +127,8 @@ def run_index(args) -> int:
     print(result.describe())
     if result.complete and result.counts:
         counts = result.counts
-        print(
-            f"{counts['sentences']:,} sentences, {counts['encoder_tokens']:,} source and {counts['decoder_tokens']:,} target tokens"
-        )
+        sides = [(counts["encoder_tokens"], "source"), (counts["decoder_tokens"], "decoder-position")]
+        print(f"{counts['sentences']:,} sentences, " + " and ".join(f"{n:,} {what} tokens" for n, what in sides if n))
     return 0
 
 
@@ -157,7 +156,8 @@ def _search_layer(index: CorpusIndex, text: str | None) -> Layer:
         held = manifest.layer_list
         encoder = [layer for layer in held if layer.side == "encoder"]
         return (encoder or list(held))[-1]
-    layers = parse_layers(text if ":" in text else f"encoder:{text}", manifest.n_encoder_layers, manifest.n_decoder_layers)
+    side = manifest.sides()[0]  # a bare layer number is the encoder's (a decoder-only model's: its decoder's)
+    layers = parse_layers(text if ":" in text else f"{side}:{text}", manifest.n_encoder_layers, manifest.n_decoder_layers)
     if len(layers) != 1:
         raise CommandError(f"--layer {text}: give one layer, as SIDE:LAYER (e.g. encoder:3)")
     return index.check_layer(layers[0])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from model.corpus.checks import tidy_partials
 from model.corpus.chunks import ChunkArchives, join_array, remove_chunks, tidy_chunks, write_chunk
-from model.corpus.extract import BatchReading, Decodings, check_model, read_sentences_batched
+from model.corpus.extract import BatchReading, Decodings, check_model, kind_layers, read_sentences_batched, stacks
 from model.corpus.layout import (
     ARRAYS,
     CHUNKS,
@@ -42,7 +42,6 @@ from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import OutputError, failure_reason
 from model.io.digest import bundle_digest
-from model.kinds import AttentionKind
 from model.nn.masking import head_projection
 from model.runtime import follow_free_cores
 
@@ -99,8 +98,11 @@ class IndexResult:
 
 def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOptions, n_sentences: int) -> Manifest:
     config = bundle.config
-    layers = parse_layers(options.layers, config.n_encoder_layers, config.n_decoder_layers)
-    heads = parse_index_heads(options.heads, config.n_encoder_layers, config.n_decoder_layers, config.n_heads)
+    counts = dict(stacks(bundle.model))  # side -> layers, of the stacks the model has
+    n_encoder, n_decoder = counts.get("encoder", 0), counts.get("decoder", 0)
+    kinds = [kind for kind, _ in kind_layers(bundle.model)]
+    layers = parse_layers(options.layers, n_encoder, n_decoder)
+    heads = parse_index_heads(options.heads, n_encoder, n_decoder, config.n_heads, kinds)
     return Manifest(
         model=model_name,
         model_digest=bundle_digest(bundle),
@@ -111,12 +113,13 @@ def _plan(bundle: Bundle, model_name: str, corpus: IndexCorpus, options: IndexOp
         heads=[str(head) for head in heads],
         dims=min(options.dims, config.d_model),
         d_model=config.d_model,
-        d_head=head_projection(bundle.model, AttentionKind.CROSS, 0)[2],  # each head's width (a T5's d_kv)
-        n_encoder_layers=config.n_encoder_layers,
-        n_decoder_layers=config.n_decoder_layers,
+        d_head=head_projection(bundle.model, kinds[0], 0)[2],  # each head's width (a T5's d_kv)
+        n_encoder_layers=n_encoder,
+        n_decoder_layers=n_decoder,
         n_heads=config.n_heads,
         chunk_size=options.chunk_size,
         pca_sentences=min(options.pca_sentences, n_sentences),
+        kinds=[kind.value for kind in kinds],
     )
 
 

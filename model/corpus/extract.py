@@ -4,8 +4,10 @@ whose hook points give every layer's residual stream, each attention sublayer's 
 projected them, and its probabilities as they weighted the values (the ``pattern`` point): nothing is computed again.
 
 The decoder positions are those of the Explore tab's trace of the same sentence: <s> and each piece fed back, each
-predicting the next (the last one </s> when decoding ended on it). Every head's statistics per sentence are those the
-heads table shows (model/inspection/heads.py), computed on the whole decoding.
+predicting the next (the last one </s> when decoding ended on it); a decoder-only model's are its prompt's pieces, then
+its continuation's (the prompt is the start of what its one stack reads, and it has no source side); an encoder-only
+model reads its text and decodes nothing (no decoder side). Every head's statistics per sentence are those the heads
+table shows (model/inspection/heads.py), computed on the whole decoding.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import torch
 
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
-from model.decoding.greedy import default_max_target, greedy_decode
-from model.family import Bundle, capabilities_of, family_of
+from model.decoding.greedy import decoder_inputs, default_max_target, given_steps, greedy_decode
+from model.family import Bundle, QueriesKeys, capabilities_of, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
-from model.interventions.hooked import InterventionError, hook_names, run_hooked
+from model.interventions.hooked import InterventionError, greedy_output, hook_names, run_hooked
 from model.kinds import AttentionKind
-from model.network import DecodingNetwork, Network, NetworkConfig
+from model.network import DecodingNetwork, Network
 from model.nn.masking import Head
 
 STAT_COLUMNS = (*STATISTIC_NAMES, "role_score")  # numeric columns of head_stats (and role, text)
@@ -39,15 +41,35 @@ def check_model(bundle: Bundle) -> DecodingNetwork:
 def check_network(model: Network) -> DecodingNetwork:
     """``model``, once its hooked pass is known to have every point the index reads; a CorpusIndexError otherwise."""
     try:  # the family's hooked pass (its registry entry's adapter) must have every point the index reads
-        served = capabilities_of(model).interventions and set(hook_points(model)) <= set(hook_names(model))
+        served = capabilities_of(model).hooked and set(hook_points(model)) <= set(hook_names(model))
     except InterventionError:
         served = False
     if not served:
-        raise CorpusIndexError(
-            f"a corpus index reads the residual stream, queries and keys of the encoder-decoders (the app's Transformer, the "
-            f"Hugging Face layouts), not of this model ({family_of(model).title})"
+        family = family_of(model)
+        why = (
+            "it has no residual stream of layers and no heads with queries and keys"
+            if family.capabilities.queries_keys is QueriesKeys.NONE
+            else f"its layout ({model.config.describe()}) has no hooked pass with them"
         )
-    return cast(DecodingNetwork, model)  # served: an encoder-decoder's hooked pass
+        raise CorpusIndexError(
+            f"a corpus index reads each layer's residual stream and each head's queries and keys through the model's "
+            f"hooked pass; this model ({family.title}) cannot be read so: {why}"
+        )
+    return cast(DecodingNetwork, model)  # served: its hooked pass reads it
+
+
+def stacks(model: Network) -> list[tuple[str, int]]:
+    """(side, its layers) of each stack ``model`` has: "encoder", "decoder" or both."""
+    config, architecture = model.config, capabilities_of(model).architecture
+    sides = [("encoder", config.n_encoder_layers)] if architecture.has_encoder else []
+    return sides + ([("decoder", config.n_decoder_layers)] if architecture.has_decoder else [])
+
+
+def kind_layers(model: Network) -> list[tuple[AttentionKind, int]]:
+    """(kind, its layers) of each kind of attention ``model`` has."""
+    config = model.config
+    kinds = capabilities_of(model).kinds
+    return [(kind, config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers) for kind in kinds]
 
 
 @dataclass
@@ -83,16 +105,21 @@ Decodings = dict[tuple[int, ...], list[int]]  # source ids -> the pieces produce
 
 
 def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodings | None = None) -> list[list[int]]:
-    """Per sentence the pieces produced (the trace's target tokens: EOS last when decoding ended on it); a sentence
-    ``known`` holds is not decoded again, and the others are added to it (greedy decoding gives a sentence the same
-    output whatever it is batched with)."""
-    config = model.config
+    """Per sentence the pieces produced at its decoder positions (the trace's: EOS last when decoding ended on it; a
+    decoder-only model's prompt given steps first; none for an encoder-only model); a sentence ``known`` holds is not
+    decoded again, and the others are added to it (greedy decoding gives a sentence the same output whatever it is
+    batched with). An encoder-decoder's are decoded in one batch, a decoder-only model's prompt by prompt."""
+    config, architecture = model.config, capabilities_of(model).architecture
+    if not architecture.has_decoder:
+        return [[] for _ in source_rows]
     known = {} if known is None else known
     new_rows = [row for row in source_rows if tuple(row) not in known]
-    if new_rows:
+    if new_rows and architecture.has_encoder:
         for ids, output in zip(new_rows, greedy_decode(model, _padded(new_rows, config.pad_id))):
             limit = default_max_target(len(ids), config.max_len) - 1
             known[tuple(ids)] = output + [config.eos_id] if len(output) < limit else output
+    for row in new_rows if not architecture.has_encoder else ():
+        known[tuple(row)] = greedy_output(model, torch.tensor([row]))  # the prompt's given steps, then its continuation
     return [list(known[tuple(row)]) for row in source_rows]
 
 
@@ -106,12 +133,13 @@ def _attention_name(kind: AttentionKind, layer: int) -> str:
 def hook_points(model: Network) -> list[str]:
     """The hooked pass's points the index reads: every layer's input and output, and every attention's queries and
     keys (as the model projected them) and probabilities."""
-    config = model.config
-    points = []
-    for side, n_layers in (("encoder", config.n_encoder_layers), ("decoder", config.n_decoder_layers)):
-        points += [f"{side}.{layer}.{point}" for layer in range(n_layers) for point in ("resid_pre", "resid_post")]
-    for kind in AttentionKind:
-        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+    points = [
+        f"{side}.{layer}.{point}"
+        for side, n_layers in stacks(model)
+        for layer in range(n_layers)
+        for point in ("resid_pre", "resid_post")
+    ]
+    for kind, n_layers in kind_layers(model):
         points += [f"{_attention_name(kind, layer)}.{point}" for layer in range(n_layers) for point in ("q", "k", "pattern")]
     return points
 
@@ -172,13 +200,17 @@ def _stats_rows(weights: dict[AttentionKind, np.ndarray], sentences: list[Senten
 
 
 def _sentences(bundle: Bundle, pairs: Sequence[Pair], source_rows, decoder_rows, produced) -> list[SentenceTokens]:
+    """Each sentence's pieces as the trace labels them: the source's where the model has an encoder (a decoder-only
+    model's prompt is the start of its decoder positions), and the output without a decoder-only model's given steps."""
+    model = bundle.model
     eos_id, source_pieces, target_pieces = bundle.config.eos_id, bundle.source_tokenizer, bundle.target_tokenizer
+    has_encoder = capabilities_of(model).architecture.has_encoder
     return [
         SentenceTokens(
             pair.source,
             pair.target,
-            target_pieces.decode([i for i in ids if i != eos_id]),
-            source_pieces.pieces(ids_in),
+            target_pieces.decode([i for i in ids[given_steps(model, ids_in) :] if i != eos_id]),
+            source_pieces.pieces(ids_in) if has_encoder else [],
             target_pieces.pieces(ids_out),
             target_pieces.pieces(ids),
         )
@@ -187,14 +219,14 @@ def _sentences(bundle: Bundle, pairs: Sequence[Pair], source_rows, decoder_rows,
 
 
 def _attention(
-    config: NetworkConfig, activations: dict[str, torch.Tensor], masks: dict[str, torch.Tensor], heads, reading
+    model: Network, activations: dict[str, torch.Tensor], masks: dict[str, torch.Tensor], heads, reading
 ) -> dict[AttentionKind, np.ndarray]:
     """Every kind's probabilities [B, layers, heads, Q, K]; the queries and keys of ``heads`` go to ``reading``. Each
     attention's activations leave ``activations`` once read (a big model's batch holds gigabytes of them)."""
+    config, kinds = model.config, kind_layers(model)
     wanted = set(heads)
     weights: dict[AttentionKind, np.ndarray] = {}
-    for kind in AttentionKind:
-        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+    for kind, n_layers in kinds:
         per_layer = []
         for layer in range(n_layers):
             q, k = queries_keys(activations, kind, layer)  # [B, H, Q, d_k], [B, H, K, d_k]
@@ -222,12 +254,12 @@ def read_batch(
     config = model.config
     source_rows = [bundle.source_ids(pair.source)[0] for pair in pairs]
     produced = _decoded(model, source_rows, known)
-    decoder_rows = [[config.bos_id] + ids[:-1] for ids in produced]
+    decoder_rows = [decoder_inputs(model, ids_in, ids) if ids else [] for ids_in, ids in zip(source_rows, produced)]
     source, target_input = _padded(source_rows, config.pad_id), _padded(decoder_rows, config.pad_id)  # [B, S], [B, T]
     activations = run_hooked(model, source, target_input, capture=hook_points(model), output=False).activations
     reading = BatchReading(_sentences(bundle, pairs, source_rows, decoder_rows, produced))
     lengths = [(len(ids_in), len(ids_out)) for ids_in, ids_out in zip(source_rows, decoder_rows)]
-    masks = {  # [B, L]: the real positions of each side
+    masks = {  # [B, L]: the real positions of each side (a decoder-only model's right padding is never attended to)
         "encoder": torch.arange(source.shape[1])[None, :] < torch.tensor([n for n, _ in lengths])[:, None],
         "decoder": torch.arange(target_input.shape[1])[None, :] < torch.tensor([t for _, t in lengths])[:, None],
     }
@@ -235,7 +267,7 @@ def read_batch(
         reading.arrays[layer.array] = residual(activations, layer)[masks[layer.side]].float().numpy()  # [rows, d_model]
     for name in [name for name in activations if name.endswith(("resid_pre", "resid_post"))]:
         del activations[name]  # read: a big model's batch holds gigabytes of activations
-    weights = _attention(config, activations, masks, heads, reading)
+    weights = _attention(model, activations, masks, heads, reading)
     reading.stats = _stats_rows(weights, reading.sentences, lengths)
     return reading
 

@@ -73,6 +73,9 @@ class CorpusIndex:
         """``head`` when the index has it: its statistics (every head of the model), and with ``arrays`` its queries and
         keys (the heads chosen when indexing)."""
         manifest = self.manifest
+        if head.kind not in manifest.kind_list:
+            kinds = ", ".join(manifest.kinds)
+            raise CorpusIndexError(f"{head}: the indexed model has no {head.kind.label}; its kinds are {kinds}")
         n_layers = manifest.n_encoder_layers if head.kind.value == "encoder" else manifest.n_decoder_layers
         if head.layer >= n_layers or head.head >= manifest.n_heads:
             raise CorpusIndexError(

@@ -15,6 +15,7 @@ them; layer 0 of a side is its embeddings with their positions.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,24 +84,27 @@ def _number(text: str, what: str, item: str) -> int:
 def parse_layers(text: str, n_encoder: int, n_decoder: int) -> tuple[Layer, ...]:
     """'all', or items such as '3' (both sides), 'encoder:3', 'decoder' (every layer of a side), 'encoder:0' (the
     embeddings), separated by commas -> the layers, checked against the model's."""
-    counts = {"encoder": n_encoder, "decoder": n_decoder}
+    counts = {"encoder": n_encoder, "decoder": n_decoder}  # 0: the model has no such stack (a one-stack model)
+    present = tuple(side for side in SIDES if counts[side])
     chosen: set[Layer] = set()
     for item in (part.strip() for part in (text or "all").split(",")):
         if not item:
             continue
         sides: tuple[str, ...]
         if item == "all":
-            sides, number = SIDES, ""
+            sides, number = present, ""
         elif item in SIDES:
             sides, number = (item,), ""
         elif ":" in item:
             side_text, _, number = item.partition(":")
             sides = (side_text.strip(),)
         else:
-            sides, number = SIDES, item
+            sides, number = present, item
         for side in sides:
             if side not in counts:
                 raise CorpusIndexError(f"{item!r}: a layer is SIDE:LAYER with SIDE encoder or decoder (e.g. encoder:3)")
+            if not counts[side]:
+                raise CorpusIndexError(f"{item!r}: this model has no {side}; its layers are {present[0]}:1 to {present[0]}:N")
             layers = range(1, counts[side] + 1) if not number else [_number(number, "layer", item)]
             for layer in layers:
                 if layer > counts[side]:
@@ -111,9 +115,12 @@ def parse_layers(text: str, n_encoder: int, n_decoder: int) -> tuple[Layer, ...]
     return tuple(sorted(chosen))
 
 
-def parse_index_heads(text: str, n_encoder: int, n_decoder: int, n_heads: int) -> tuple[Head, ...]:
+def parse_index_heads(
+    text: str, n_encoder: int, n_decoder: int, n_heads: int, kinds: Sequence[AttentionKind] = tuple(AttentionKind)
+) -> tuple[Head, ...]:
     """'all', 'none', or items KIND (every head of a kind), KIND:LAYER (every head of a layer), KIND:LAYER:HEAD, counted
-    from 1 and separated by commas -> the heads whose queries and keys are kept, checked against the model's."""
+    from 1 and separated by commas -> the heads whose queries and keys are kept, checked against the model's (its
+    ``kinds`` of attention)."""
     if (text or "all").strip() == "none":
         return ()
     chosen: set[Head] = set()
@@ -121,8 +128,10 @@ def parse_index_heads(text: str, n_encoder: int, n_decoder: int, n_heads: int) -
         if not item:
             continue
         parts = [part.strip() for part in item.split(":")]
-        kinds = tuple(AttentionKind) if parts == ["all"] else (_kind(parts[0], item),)
-        for kind in kinds:
+        chosen_kinds = tuple(kinds) if parts == ["all"] else (_kind(parts[0], item),)
+        for kind in chosen_kinds:
+            if kind not in kinds:
+                raise CorpusIndexError(f"{item!r}: this model has no {kind.label}; its kinds are {_named(kinds)}")
             n_layers = n_encoder if kind is AttentionKind.ENCODER else n_decoder
             layers = [_number(parts[1], "layer", item)] if len(parts) > 1 else list(range(1, n_layers + 1))
             heads = [_number(parts[2], "head", item)] if len(parts) > 2 else list(range(1, n_heads + 1))
@@ -133,6 +142,10 @@ def parse_index_heads(text: str, n_encoder: int, n_decoder: int, n_heads: int) -
                 )
             chosen.update(Head(kind, layer - 1, h - 1) for layer in layers for h in heads)
     return tuple(sorted(chosen, key=Head.sort_key))
+
+
+def _named(kinds: Sequence[AttentionKind]) -> str:
+    return ", ".join(kind.value for kind in kinds)
 
 
 def _kind(text: str, item: str) -> AttentionKind:
@@ -173,12 +186,23 @@ class Manifest:
     chunk_size: int
     pca_sentences: int  # the first sentences the PCA was fitted on
     format: int = FORMAT
+    # The model's kinds of attention (a one-stack model's one; an index written before this field: all three) and its
+    # stacks: a side of 0 layers is one the model does not have
+    kinds: list[str] = field(default_factory=lambda: [kind.value for kind in AttentionKind])
     complete: bool = False
     counts: dict = field(default_factory=dict)  # sentences, encoder and decoder tokens, once complete
 
     @property
     def layer_list(self) -> tuple[Layer, ...]:
         return tuple(Layer(str(side), int(layer)) for side, layer in self.layers)
+
+    @property
+    def kind_list(self) -> tuple[AttentionKind, ...]:
+        return tuple(AttentionKind.parse(kind) for kind in self.kinds)
+
+    def sides(self) -> tuple[str, ...]:
+        """The sides whose tokens the index holds: the stacks the model has."""
+        return tuple(side for side in SIDES if getattr(self, f"n_{side}_layers"))
 
     @property
     def head_list(self) -> tuple[Head, ...]:

@@ -12,6 +12,8 @@ from typing import Any
 
 FORMAT = 1  # the index layout this code writes and reads
 SIDES = ("encoder", "decoder")
+KINDS = ("encoder", "decoder", "cross")  # the kinds of attention, by the names heads are written with
+KIND_SIDES = {"encoder": ("encoder",), "decoder": ("decoder",), "cross": SIDES}  # the stacks each kind reads
 MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few kilobytes; a larger file is not one
 MAX_COUNT = 1 << 40  # sentences, tokens
 MAX_LAYERS, MAX_HEADS, MAX_WIDTH = 1000, 1024, 1 << 16
@@ -73,12 +75,15 @@ def _check(values: dict) -> None:
     if _integer(values, "d_head", 1, d_model) * n_heads != d_model:
         raise ManifestInvalid(f"d_head × n_heads must be d_model ({d_model})")
     _integer(values, "dims", 1, d_model)
-    layers = {side: _integer(values, f"n_{side}_layers", 1, MAX_LAYERS) for side in SIDES}
+    layers = {side: _integer(values, f"n_{side}_layers", 0, MAX_LAYERS) for side in SIDES}  # 0: no such stack
+    if not any(layers.values()):
+        raise ManifestInvalid("a model has an encoder or a decoder: n_encoder_layers and n_decoder_layers are both 0")
+    kinds = _kinds(values.get("kinds", list(KINDS)), layers)
     n_sentences = _integer(values, "n_sentences", 0, MAX_COUNT)
     _integer(values, "chunk_size", 1, MAX_COUNT)
     _integer(values, "pca_sentences", 0, n_sentences)
     _check_layers(values.get("layers"), layers)
-    _check_heads(values.get("heads"), layers, n_heads)
+    _check_heads(values.get("heads"), layers, n_heads, kinds)
     _check_corpus(values.get("corpus"))
     if type(values.get("complete")) is not bool:
         raise ManifestInvalid(f"complete must be true or false, not {_shown(values.get('complete'))}")
@@ -95,12 +100,25 @@ def _check_layers(layers: Any, counts: dict[str, int]) -> None:
     for item in layers:
         if not (isinstance(item, list) and len(item) == 2 and item[0] in SIDES):
             raise ManifestInvalid(f"each of layers must be [side, layer] with side encoder or decoder, not {_shown(item)}")
+        if not counts[item[0]]:
+            raise ManifestInvalid(f"layers names the {item[0]}, which the model does not have")
         _integer({"layer": item[1]}, "layer", 0, counts[item[0]])
     if len({tuple(item) for item in layers}) != len(layers):
         raise ManifestInvalid("layers names a layer twice")
 
 
-def _check_heads(heads: Any, layers: dict[str, int], n_heads: int) -> None:
+def _kinds(kinds: Any, layers: dict[str, int]) -> list[str]:
+    """The manifest's kinds of attention (an index written before the field: all three), each of a stack it has."""
+    names = set(map(str, kinds)) if isinstance(kinds, list) else set()
+    if not isinstance(kinds, list) or not kinds or len(names) != len(kinds) or not names <= set(KINDS):
+        raise ManifestInvalid(f"kinds must be a list of distinct kinds ({', '.join(KINDS)}), not {_shown(kinds)}")
+    for kind in kinds:
+        if not all(layers[side] for side in KIND_SIDES[kind]):
+            raise ManifestInvalid(f"the kind {kind} needs a stack the model has no layers of")
+    return kinds
+
+
+def _check_heads(heads: Any, layers: dict[str, int], n_heads: int, kinds: list[str]) -> None:
     if not isinstance(heads, list) or len(set(map(str, heads))) != len(heads):
         raise ManifestInvalid(f"heads must be a list of distinct KIND:LAYER:HEAD names, not {_shown(heads)}")
     for head in heads:
@@ -108,7 +126,7 @@ def _check_heads(heads: Any, layers: dict[str, int], n_heads: int) -> None:
         if match is None:
             raise ManifestInvalid(f"each of heads must be KIND:LAYER:HEAD (e.g. cross:1:2), not {_shown(head)}")
         kind, layer, number = match.group(1), int(match.group(2)), int(match.group(3))
-        if layer > layers["encoder" if kind == "encoder" else "decoder"] or number > n_heads:
+        if kind not in kinds or layer > layers["encoder" if kind == "encoder" else "decoder"] or number > n_heads:
             raise ManifestInvalid(f"the head {head} is not one of the model's")
 
 

@@ -11,6 +11,9 @@ continuation). The hook points are the decoder's of model/interventions/hooked.p
 * ``decoder.{l}.resid_pre``: the hidden states the layer is given (a forward pre-hook on the layer);
 * ``decoder.{l}.self.head_out`` [B, H, T, d_model]: the output projection (GPT-2's ``c_proj``, a Conv1D whose weight
   is W^O's transpose; Llama's ``o_proj``) read per head; patched, the projection returns the heads' sum plus its bias;
+* ``decoder.{l}.self.q``, ``decoder.{l}.self.k`` [B, H, T, d_k]: the queries and keys as the layer projected them,
+  before a rotary model's rotation (a grouped-query model's key heads repeated to its query heads); read only where
+  they are a third of GPT-2's fused ``c_attn`` or repeated;
 * ``decoder.{l}.self.out``: the attention's output, before its residual add;
 * ``decoder.{l}.self.resid``: the stream after the attention's residual add, which no module returns (pre-norm: the
   stream the layer's first norm read, plus the attention's output);
@@ -31,7 +34,7 @@ import torch
 
 from model.family import InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
-from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, Site, install, without_output
+from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
 from model.kinds import AttentionKind
 from model.pretrained.networks import DecoderNetwork
 
@@ -61,11 +64,26 @@ class DecoderPass:
             weight = network.head_weight(AttentionKind.DECODER, index)  # [d_model, H * d_k]
             sites[f"{prefix}.resid_pre"] = Site(layer, INPUT)
             sites[f"{prefix}.self.head_out"] = Site(projection, HEADS, n_heads, weight=weight)
+            sites |= self._query_key_sites(layer, prefix, weight.shape[1] // n_heads)
             sites[f"{prefix}.self.out"] = Site(attention, OUTPUT)
             sites[f"{prefix}.self.resid"] = Site(attention, ADDED, before=layer.get_submodule(modules.input_norm))
             sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule(modules.mlp), OUTPUT)
             sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
+
+    def _query_key_sites(self, layer: torch.nn.Module, prefix: str, head_width: int) -> dict[str, Site]:
+        """A layer's queries and keys as the model projected them, per query head (before a rotary model's rotation;
+        a grouped-query model's key heads repeated to its query heads): read, not patched, where they are a part of a
+        fused projection's output (GPT-2's) or repeated."""
+        modules, n_heads = self.modules, self.network.config.n_heads
+        if modules.fused is not None:
+            fused = layer.get_submodule(modules.fused)
+            return {f"{prefix}.self.{point}": Site(fused, SPLIT, n_heads, part=part) for part, point in enumerate("qk")}
+        assert modules.queries is not None and modules.keys is not None  # a layout names its projections or a fused one
+        return {
+            f"{prefix}.self.q": Site(layer.get_submodule(modules.queries), SPLIT, n_heads),
+            f"{prefix}.self.k": Site(layer.get_submodule(modules.keys), SPLIT, n_heads, head_width=head_width),
+        }
 
     def hook_names(self) -> list[str]:
         return list(self.hook_sites()) + [f"decoder.{layer}.self.pattern" for layer in range(self.network.config.n_decoder_layers)]
@@ -83,21 +101,15 @@ class DecoderPass:
         """The library's pass over the decoder inputs with ``hooks`` installed where they read."""
         if memory is not None:
             raise InterventionError("a decoder-only model reads no memory: it has no encoder")
-        sites = self.hook_sites()
-        handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names]
-        handles += [handle for handle in (without_output(hooks, self.network.hf_model.lm_head),) if handle is not None]
-        patterns = sorted(name for name in hooks.names if name.endswith(".pattern"))
-        if any(name in hooks.names - frozenset(hooks.capture) for name in patterns):
-            raise InterventionError("a pretrained model's attention patterns are read, not patched")
-        try:
-            out = self.network.hf_model(
-                input_ids=target_input_ids, use_cache=False, output_attentions=bool(patterns), return_dict=True
-            )
-        finally:
-            for handle in handles:
-                handle.remove()
-        for name in patterns:
-            hooks(name, out.attentions[int(name.split(".")[1])])  # [B, H, T, T]
+        hf_model = self.network.hf_model
+        out = one_stack_run(
+            self.hook_sites(),
+            hooks,
+            hf_model.lm_head,
+            lambda attentions: hf_model(
+                input_ids=target_input_ids, use_cache=False, output_attentions=attentions, return_dict=True
+            ),
+        )
         batch = target_input_ids.shape[0]
         no_memory = out.logits.new_zeros((batch, 0, self.network.config.d_model))  # [B, 0, d_model]: no encoder
         return HookedRun(out.logits, hooks.activations, no_memory, None)

@@ -40,7 +40,7 @@ import torch
 
 from model.decoding.greedy import default_max_target, greedy_decode, greedy_prompt
 from model.errors import UserError
-from model.family import Bundle, InterventionTool, capabilities_of, declared, family_of
+from model.family import Bundle, InterventionTool, QueriesKeys, capabilities_of, declared, family_of
 from model.network import Network
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
@@ -223,9 +223,11 @@ def adapter_of(model: Network) -> HookedPass:
     family = family_of(model)
     path = family.capabilities.hooked_pass
     if path is None:
+        headless = family.capabilities.queries_keys is QueriesKeys.NONE
+        why = "no residual stream of layers and no attention heads" if headless else "no hooked pass"
         raise InterventionError(
-            f"interventions are computed for the encoder-decoders (the app's Transformer, the Hugging Face layouts) and the "
-            f"Hugging Face decoder-only layouts, not for this model ({family.title})"
+            f"the interventions read and patch a model's hooked pass (its layers' residual streams, its heads), not for "
+            f"this model ({family.title}): it has {why}"
         )
     adapter = declared(path)(model)
     if adapter is None:

@@ -9,13 +9,14 @@ sublayer's norm read, plus the sublayer's output).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch.utils.hooks import RemovableHandle
 
-from model.interventions.hooked import Hooks
+from model.interventions.hooked import Hooks, InterventionError
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.layouts import ModuleOutput, hidden_input, hidden_of
@@ -23,6 +24,7 @@ from model.pretrained.layouts import ModuleOutput, hidden_input, hidden_of
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
 ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
 SPLIT = "split"  # a query or key projection's output, split per head [B, H, L, d_k]
+FUSED_PARTS = 3  # a fused projection's output: queries, keys and values side by side (GPT-2's ``c_attn``)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,16 @@ class Site:
     n_heads: int = 0  # an output projection's heads (HEADS)
     before: torch.nn.Module | None = None  # ADDED: the module whose input is the stream the output is added to
     weight: torch.Tensor | None = None  # HEADS: W^O [d_model, H * d_k] where the module stores its transpose (Conv1D)
+    # SPLIT: which part of a fused query-key-value projection's output (0 queries, 1 keys), or None; and each head's
+    # width where the projection has fewer heads than the attention (a grouped-query model's keys, shared by
+    # consecutive query heads, repeated to them as the library's ``repeat_kv`` does), or 0. Such a site is read only.
+    part: int | None = None
+    head_width: int = 0
+
+    @property
+    def read_only(self) -> bool:
+        """A SPLIT site whose heads are not the module's output as it is (a part of it, or repeated)."""
+        return self.part is not None or self.head_width > 0
 
 
 def _with_hidden(output: ModuleOutput, hidden: torch.Tensor) -> ModuleOutput:
@@ -81,9 +93,13 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
     if site.reads == SPLIT:
 
         def read_split(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
-            split = split_heads(output, site.n_heads)  # [B, H, L, d_k]
+            split = _split(site, output)  # [B, H, L, d_k]
             hooked = hooks(name, split)
-            return output if hooked is split else hooked.transpose(1, 2).reshape(output.shape)  # [B, L, H * d_k]
+            if hooked is split:
+                return output
+            if site.read_only:
+                raise InterventionError(f"{name} is read, not patched: its heads are not the module's own output")
+            return hooked.transpose(1, 2).reshape(output.shape)  # [B, L, H * d_k]
 
         return site.module.register_forward_hook(for_this_thread(read_split))
 
@@ -91,6 +107,35 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
         return _with_hidden(output, hooks(name, hidden_of(output)))
 
     return site.module.register_forward_hook(for_this_thread(read_output))
+
+
+def _split(site: Site, output: torch.Tensor) -> torch.Tensor:
+    """A SPLIT site's heads [B, H, L, d_k] in its module's output [B, L, width]."""
+    projected = output if site.part is None else output.chunk(FUSED_PARTS, dim=-1)[site.part]  # [B, L, H' * d_k]
+    if not site.head_width:
+        return split_heads(projected, site.n_heads)  # [B, H, L, d_k]
+    shared = split_heads(projected, projected.shape[-1] // site.head_width)  # [B, H_kv, L, d_k]
+    return shared.repeat_interleave(site.n_heads // shared.shape[1], dim=1)  # [B, H, L, d_k] (the library's repeat_kv)
+
+
+def one_stack_run(sites: dict[str, Site], hooks: Hooks, head: torch.nn.Module | None, run: Callable[[bool], Any]) -> Any:
+    """A one-stack layout's library pass ``run(output_attentions)`` with ``hooks`` installed on their ``sites`` (and no
+    position for the output ``head`` to read when they want no output), removed after it; each ``{side}.{l}.self.pattern``
+    asked for is read from the library's own ``attentions`` (never patched)."""
+    patterns = sorted(name for name in hooks.names if name.endswith(".pattern"))
+    if any(name in hooks.names - frozenset(hooks.capture) for name in patterns):
+        raise InterventionError("a pretrained model's attention patterns are read, not patched")
+    handles = [install(sites[name], name, hooks) for name in sites if name in hooks.names]
+    if head is not None:
+        handles += [handle for handle in (without_output(hooks, head),) if handle is not None]
+    try:
+        out = run(bool(patterns))
+    finally:
+        for handle in handles:
+            handle.remove()
+    for name in patterns:
+        hooks(name, out.attentions[int(name.split(".")[1])])  # [B, H, L, L]
+    return out
 
 
 def without_output(hooks: Hooks, head: torch.nn.Module) -> RemovableHandle | None:

@@ -207,6 +207,7 @@ CLASSIFIER = register(
             objective=Objective.LABELS,
             beam_search=False,
             queries_keys=QueriesKeys.OWN,
+            hooked_pass="model.interventions.encoder_stack.classifier_pass",  # its encoder's hook points (when asked)
             measured_pass="model.attribution.own_pass.encoder_measured_pass",  # its encoder's (imported when asked)
         ),
         tasks=("tagging", "classification"),

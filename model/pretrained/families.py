@@ -68,15 +68,23 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
 def encoder_layout_capabilities(network: Network) -> Capabilities:
     """What a pretrained encoder-only model's code serves for ``network`` (its entry's ``layout_capabilities``): heads
     knocked out where its layout's output projections are known (``ENCODER_LAYOUT_MODULES``)."""
-    known = cast(PretrainedConfig, network.config).model_type in ENCODER_LAYOUT_MODULES
+    model_type = cast(PretrainedConfig, network.config).model_type
+    known = model_type in ENCODER_LAYOUT_MODULES
     masked_lm = cast(PretrainedConfig, network.config).reads_masks  # its head reads masked pieces back: its objective
     return replace(
         ENCODER.capabilities,
         queries_keys=QueriesKeys.ENCODER if known else QueriesKeys.NOT_READ,
         head_masking=known,
+        hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,  # what the corpus index reads
         measured_pass=STACK_MEASURED_PASS if known else None,
-        objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else None,
+        objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else _head_objective(network),
     )
+
+
+def _head_objective(network: Network) -> Objective | None:
+    """A classification head's objective (its own decisions: no corpus labels its classes); none without a head."""
+    classifies = cast(EncoderNetwork, network).head in ("sequence-classification", "token-classification")
+    return Objective.DECISIONS if classifies else None
 
 
 def _pretrained(
@@ -99,7 +107,7 @@ def _pretrained(
         teacher_forced_scores=False,
         # The family's hooked pass, which serves the layouts HOOKED_LAYOUTS names: a network's own capabilities
         # (``layouts``) keep it only for those.
-        hooked_pass=HOOKED_PASS if architecture.has_decoder else None,
+        hooked_pass=HOOKED_PASS,
         measured_pass=MEASURED_PASS if encoder_decoder else None,  # likewise kept only where its layout's modules are known
         beam_search=architecture.has_decoder,  # a decoder-only model searches from its prompt (model/decoding/beam.py)
         queries_keys=QueriesKeys.NOT_READ,

@@ -18,6 +18,7 @@ from model.kinds import AttentionKind
 # The hooked pass of each Hugging Face layout the interventions serve, by model type: the adapter that gives the
 # library's modules the app's hook names (model/interventions/library.py; by dotted path: that package sits above this
 # one, and is imported only when a tool asks). A layout not named here has none.
+ENCODER_STACK_PASS = "model.interventions.encoder_stack.EncoderStackPass"
 HOOKED_LAYOUTS = {
     "t5": "model.interventions.library.T5Pass",
     "mt5": "model.interventions.library.T5Pass",
@@ -30,6 +31,11 @@ HOOKED_LAYOUTS = {
     "llama": "model.interventions.decoder_library.DecoderPass",
     "mistral": "model.interventions.decoder_library.DecoderPass",
     "qwen2": "model.interventions.decoder_library.DecoderPass",
+    "bert": ENCODER_STACK_PASS,  # encoder-only: one adapter, the layout's table says where
+    "roberta": ENCODER_STACK_PASS,
+    "xlm-roberta": ENCODER_STACK_PASS,
+    "electra": ENCODER_STACK_PASS,
+    "distilbert": ENCODER_STACK_PASS,
 }
 
 

@@ -1,9 +1,12 @@
 """``capabilities``: the table of tools × models is each tool's own answer, and keeps its claims. For every model built
-here (the app's Transformer and RNN; tiny Hugging Face T5, mBART, BERT and GPT-2 folders), each tool the
+here (the app's Transformer and RNN; tiny Hugging Face T5, mBART, BERT with a masked-LM and a classification head, and
+GPT-2 folders), each tool the
 table says "Y" for runs from its command and writes its file, and each tool it does not serve is refused by its command
 in one line: the table's footnote for that cell."""
 
 from __future__ import annotations
+
+import shutil
 
 import pytest
 
@@ -23,6 +26,7 @@ COMMANDS = {  # a tool -> its command's arguments after --model (the output name
     "logit attribution": ["lens", "--tool", "attribution", "--text", TEXT, "--out", "out.csv"],
     "neuron view": ["neuron", "--text", TEXT, "--out", "out.csv"],
     "contribution measures": ["attribute", "--measure", "alti", "--text", TEXT, "--out", "out.npz"],
+    "corpus index": ["index", "--corpus", "toy-fr", "--limit", "3", "--dims", "2", "--out", "out.index", "--quiet"],
 }
 
 
@@ -35,7 +39,7 @@ def models(tmp_path_factory, tiny_folders, pre_norm_bundles, toy_fr_bundle, toy_
     for name, bundle in own.items():
         paths[name] = str(root / f"{name}.safetensors")
         checkpoint.save(bundle, paths[name])
-    paths |= {layout: tiny_folders[layout] for layout in ("t5", "bert-mlm", "gpt2")}
+    paths |= {layout: tiny_folders[layout] for layout in ("t5", "bert-mlm", "bert-classifier", "gpt2")}
     paths["mbart"] = str(pre_norm_bundles["mbart"].path)
     return paths
 
@@ -60,7 +64,7 @@ def test_markdown_and_one_model(capsys):
     assert len([line for line in lines if line.startswith("| ") and "---" not in line]) == 2  # the header and one row
 
 
-@pytest.mark.parametrize("name", ["transformer", "rnn", "t5", "mbart", "bert-mlm", "gpt2"])
+@pytest.mark.parametrize("name", ["transformer", "rnn", "t5", "mbart", "bert-mlm", "bert-classifier", "gpt2"])
 def test_each_claim_is_what_the_tool_s_command_does(models, name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     model = open_model(models[name]).model
@@ -75,5 +79,5 @@ def test_each_claim_is_what_the_tool_s_command_does(models, name, tmp_path, monk
             assert code != 0 and not written and "Traceback" not in err, (name, tool, err)
             assert row.reasons[tool] in err and len(err.strip().splitlines()) == 1, (name, tool, err)
         for path in written:
-            path.unlink()
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     assert "Y" in table([row]).splitlines()[1]  # every model serves the attention views at least

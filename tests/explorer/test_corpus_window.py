@@ -85,7 +85,7 @@ def test_a_heads_sentences_and_a_layers_query_key_map(qtbot, corpus_window, tmp_
     maps.sentences_box.setValue(8)
     maps.draw_button.click()
     qtbot.waitUntil(lambda: len(maps.view.panels) == 4, timeout=WAIT_MS)
-    assert len(maps.view.scatters) == 8 and "decoder L1 H1: position R²" in maps.note.text()
+    assert len(maps.view.scatters) == 8 and "decoder L1 H1: position R²" in maps.note.toolTip()
     tip = maps.view.tip(0.0, 0.0, (0, 0))
     assert tip.startswith("<qt>&lt;s&gt; (query, position 0)<br>sentence ")
     maps.colour_box.setCurrentText("qk")

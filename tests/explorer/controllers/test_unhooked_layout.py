@@ -27,7 +27,7 @@ def test_an_unhooked_layout_is_declared_without_interventions_and_the_view_says_
     from model.pretrained import families as pretrained  # deferred: the hf extra may be absent (skipped by the fixture)
 
     monkeypatch.delitem(pretrained.HOOKED_LAYOUTS, "mbart")
-    assert not capabilities_of(tiny_mbart.model).interventions
+    assert not capabilities_of(tiny_mbart.model).hooked
     interventions = controllers.interventions
     events = Recorder(interventions, "message", "running_changed")
     controllers.explore.set_model(tiny_mbart)

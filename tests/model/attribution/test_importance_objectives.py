@@ -149,3 +149,31 @@ def test_a_masked_language_model_head_s_importance_is_the_gradient_of_its_masked
     assert importance.raw[ENCODER][layer, head] == pytest.approx(abs(float(gate.grad)), abs=1e-5)
     points = pruning_curve(bundle, importance, [Pair(TEXTS[0], "")], counts=[0])
     assert points[0].scoring.first == "masked-piece accuracy" and points[0].second > 1.0
+
+
+def test_a_classification_head_s_importance_is_the_gradient_of_its_own_decisions_loss(tiny_bundles):
+    """BERT with a sequence-classification head: no corpus labels its classes, so the unmasked library model's own
+    likeliest class stands in; the importance is |∂L/∂ξ| of that class's cross-entropy through the test's own gate; the
+    pruning curve's full model agrees with itself on every sentence."""
+    bundle = tiny_bundles["bert-classifier"]
+    network = bundle.model
+    pairs = [Pair(text, "") for text in TEXTS]
+    importance = head_importance(bundle, pairs)
+    layer, head = 0, 1
+    gate = torch.ones((), requires_grad=True)
+    dense = network.hf_model.bert.encoder.layer[layer].attention.output.dense  # the library's own name for W^O
+    losses = []
+    for text in TEXTS:
+        ids = torch.tensor([bundle.source_ids(text)[0]])  # [1, S]
+        with torch.no_grad():
+            decided = network.hf_model(input_ids=ids).logits.argmax(-1)  # [1]: the unmasked model's class
+        handle = _gated(dense, head, network.config.n_heads, gate)
+        try:
+            losses.append(torch.nn.functional.cross_entropy(network.hf_model(input_ids=ids).logits, decided))
+        finally:
+            handle.remove()
+    grads = [abs(float(g)) for g in (torch.autograd.grad(loss, gate)[0] for loss in losses)]
+    network.hf_model.zero_grad(set_to_none=True)
+    assert importance.raw[ENCODER][layer, head] == pytest.approx(sum(grads) / len(grads), abs=1e-5)
+    points = pruning_curve(bundle, importance, pairs, counts=[0])
+    assert points[0].scoring.first == "agreement" and points[0].first == 1.0 and 0 < points[0].second <= 1

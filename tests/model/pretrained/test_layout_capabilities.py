@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from model.family import INTERVENTION_TOOLS, Objective, QueriesKeys, capabilities_of, families, family_of
-from model.interventions.hooked import InterventionError
+from model.interventions.hooked import InterventionError, adapter_of
 from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
 from model.pretrained.tiny import build
@@ -39,7 +39,7 @@ def unhooked_folders(built_folders, monkeypatch) -> dict[str, str]:
 def test_a_layout_without_an_adapter_is_declared_without_interventions(unhooked_folders, layout):
     bundle = load_pretrained(unhooked_folders[layout])
     capabilities = capabilities_of(bundle.model)
-    assert not capabilities.interventions and capabilities.hooked_pass is None
+    assert not capabilities.hooked and capabilities.hooked_pass is None
     assert bundle.family.name == "pretrained-encoder-decoder"  # the name saved files and timelines record is kept
     assert capabilities.beam_search and capabilities.architecture == bundle.family.capabilities.architecture
     with pytest.raises(InterventionError) as error:
@@ -50,21 +50,25 @@ def test_a_layout_without_an_adapter_is_declared_without_interventions(unhooked_
 @pytest.mark.parametrize("layout", HOOKED)
 def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, layout):
     network = tiny_bundles[layout].model
-    assert capabilities_of(network).interventions and family_of(network).name == "pretrained-encoder-decoder"
+    assert capabilities_of(network).hooked and family_of(network).name == "pretrained-encoder-decoder"
     assert served_tools(network) == INTERVENTION_TOOLS
 
 
 def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, pre_norm_bundles, unhooked_folders):
-    """For every pretrained layout built here: declared with interventions exactly when its hooked pass serves a tool."""
+    """For every pretrained layout built here: declared with a hooked pass exactly when it has one, which serves some
+    of the interventions' tools and says for each of the others why not (an encoder-only model's: none, it decodes
+    nothing)."""
     networks = [bundle.model for bundle in [*tiny_bundles.values(), *pre_norm_bundles.values()]]
     networks += [load_pretrained(folder).model for folder in unhooked_folders.values()]
     for network in networks:
         try:
-            served = served_tools(network)
+            adapter = adapter_of(network)
         except InterventionError:
-            served = ()
-        assert capabilities_of(network).interventions == bool(served), network.config.describe()
-        assert set(served) <= set(INTERVENTION_TOOLS)
+            adapter = None
+        assert capabilities_of(network).hooked == (adapter is not None), network.config.describe()
+        if adapter is not None:
+            assert set(adapter.served_tools) | set(adapter.unserved) == set(INTERVENTION_TOOLS)
+            assert bool(adapter.served_tools) == capabilities_of(network).architecture.has_decoder
 
 
 def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(tiny_bundles):
@@ -78,10 +82,11 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
         head_masking=True,
         queries_keys=QueriesKeys.ENCODER,  # ...its queries and keys read...
         measured_pass="model.attribution.stack_pass.measured_pass",
-        objective=Objective.MASKED_LANGUAGE_MODEL,  # ...and its head what it is scored on
+        objective=Objective.MASKED_LANGUAGE_MODEL,  # ...its head what it is scored on...
+        hooked_pass="model.pretrained.families.hooked_pass",  # ...and its hooked pass what the corpus index reads
     )
     assert capabilities_of(encoder) == expected
-    assert not capabilities_of(encoder).interventions
+    assert served_tools(encoder) == ()
 
 
 def test_the_command_line_says_in_one_line_that_an_unhooked_layout_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):

@@ -1,0 +1,142 @@
+"""The hooked passes of encoder-only models: the app's classifier (model/nn/classifier.py) and the Hugging Face
+encoder-only layouts (BERT, RoBERTa, DistilBERT; model/pretrained/layouts.py ``ENCODER_LAYOUT_MODULES``), each on its
+own forward pass, with the encoder's hook names of model/interventions/hooked.py:
+
+* ``encoder.{l}.resid_pre``: the hidden states the layer is given; ``encoder.{l}.resid_post``: its output;
+* ``encoder.{l}.self.q``, ``encoder.{l}.self.k`` [B, H, S, d_k]: the queries and keys as the layer projected them;
+* ``encoder.{l}.self.pattern`` [B, H, S, S]: the attention's probabilities (the library's ``output_attentions``);
+* a Hugging Face layout's ``encoder.{l}.self.head_out`` [B, H, S, d_model] (each head through its slice of W^O),
+  ``encoder.{l}.self.out`` (the output projection's) and ``encoder.{l}.self.resid`` (the LayerNorm's after the add:
+  every layout served is post-norm); the classifier's every point of its encoder layers (model/nn/transformer.py).
+
+What reads them: the corpus index (model/corpus/extract.py). The interventions' tools read a decoded piece's
+prediction at a decoder step (the logit lens, logit attribution and patching along a decoding, DecoderLens from each
+encoder layer into a decoder): an encoder-only model decodes nothing, and each tool says so in one line.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from model.family import INTERVENTION_TOOLS, InterventionTool
+from model.interventions.hooked import AttributionLayout, HookedRun, Hooks, InterventionError, hooked_encode
+from model.interventions.library_sites import HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
+from model.nn.classifier import EncoderClassifier
+from model.pretrained.networks import EncoderNetwork
+
+NO_DECODING = "the {tool} tool reads a decoded piece's prediction at each step of a decoding; an encoder-only model decodes nothing"
+NO_DECODER = "DecoderLens decodes from each encoder layer's output through the decoder, and an encoder-only model has none"
+
+
+def _unserved() -> dict[InterventionTool, str]:
+    return {
+        tool: NO_DECODER if tool is InterventionTool.DECODER_LENS else NO_DECODING.format(tool=tool) for tool in INTERVENTION_TOOLS
+    }
+
+
+class _EncoderOnlyPass:
+    """What the encoder-only adapters share: one stack, no decoder, no tool of the interventions served."""
+
+    served_tools: tuple[InterventionTool, ...] = ()
+    unserved = _unserved()
+
+    def hook_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def head_count(self, side: str) -> int:
+        raise NotImplementedError
+
+    def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
+        raise InterventionError(self.unserved[InterventionTool.LOGIT_LENS])
+
+    def has_final_norm(self) -> bool:
+        return False
+
+    def has_encoder_final_norm(self) -> bool:
+        return False
+
+    def layer_memories(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        raise InterventionError(NO_DECODER)
+
+    def attribution_layout(self) -> AttributionLayout:
+        raise InterventionError(self.unserved[InterventionTool.LOGIT_ATTRIBUTION])
+
+    @staticmethod
+    def _encoder_only(target_input_ids: torch.Tensor, memory: torch.Tensor | None) -> None:
+        if target_input_ids.shape[1] or memory is not None:
+            raise InterventionError("an encoder-only model reads its text only: it has no decoder input and no memory")
+
+
+class ClassifierPass(_EncoderOnlyPass):
+    """The app's encoder-only classifier's adapter (its registry entry's ``hooked_pass``): its own ``encode`` with
+    hooks on its encoder layers' points."""
+
+    def __init__(self, model: EncoderClassifier) -> None:
+        self.model = model
+
+    def hook_names(self) -> list[str]:
+        return list(self.model.hook_points())
+
+    def head_count(self, side: str) -> int:
+        return self.model.config.n_heads if side == "encoder" else 0
+
+    def run_hooked(
+        self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
+    ) -> HookedRun:
+        """source_ids [B, S] through the encoder with ``hooks``: its last layer's output [B, S, d_model] is the run's."""
+        self._encoder_only(target_input_ids, memory)
+        memory, mask = hooked_encode(self.model, source_ids, hooks)  # [B, S, d_model]
+        return HookedRun(memory, hooks.activations, memory, mask)
+
+
+class EncoderStackPass(_EncoderOnlyPass):
+    """A Hugging Face encoder-only layout's adapter (``HOOKED_LAYOUTS``), bound to one network: hooks on the library's
+    modules around its own forward pass."""
+
+    def __init__(self, network: EncoderNetwork) -> None:
+        self.network = network
+
+    def hook_sites(self) -> dict[str, Site]:
+        """Every hook point but the patterns -> its site, in the order the pass reaches them."""
+        network, modules = self.network, self.network.modules
+        n_heads = network.config.n_heads
+        sites: dict[str, Site] = {}
+        for index, layer in enumerate(network.layers()):
+            prefix = f"encoder.{index}"
+            projection = layer.get_submodule(modules.projection)
+            sites[f"{prefix}.resid_pre"] = Site(layer, INPUT)
+            sites[f"{prefix}.self.q"] = Site(layer.get_submodule(modules.queries), SPLIT, n_heads)
+            sites[f"{prefix}.self.k"] = Site(layer.get_submodule(modules.keys), SPLIT, n_heads)
+            sites[f"{prefix}.self.head_out"] = Site(projection, HEADS, n_heads)
+            sites[f"{prefix}.self.out"] = Site(projection, OUTPUT)
+            if modules.post_norm is not None:
+                sites[f"{prefix}.self.resid"] = Site(layer.get_submodule(modules.post_norm), OUTPUT)
+            sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
+        return sites
+
+    def hook_names(self) -> list[str]:
+        return list(self.hook_sites()) + [f"encoder.{layer}.self.pattern" for layer in range(self.network.config.n_encoder_layers)]
+
+    def head_count(self, side: str) -> int:
+        return self.network.config.n_heads if side == "encoder" else 0
+
+    def run_hooked(
+        self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
+    ) -> HookedRun:
+        """The library's pass over source_ids [B, S] (padded with the pad id, masked as padding) with ``hooks``
+        installed where they read; the run's ``hidden`` is the last layer's output [B, S, d_model]."""
+        self._encoder_only(target_input_ids, memory)
+        mask = source_ids.ne(self.network.config.pad_id).long()  # [B, S]
+        base = self.network.hf_model.base_model
+        out = one_stack_run(
+            self.hook_sites(),
+            hooks,
+            None,
+            lambda attentions: base(input_ids=source_ids, attention_mask=mask, output_attentions=attentions, return_dict=True),
+        )
+        return HookedRun(out.last_hidden_state, hooks.activations, out.last_hidden_state, mask)
+
+
+def classifier_pass(network: EncoderClassifier) -> ClassifierPass:
+    """The classifier family's hooked pass (declared by path in its registry entry), bound to ``network``."""
+    return ClassifierPass(network)
