@@ -149,8 +149,9 @@ class Capabilities:
     beam_search: bool = True  # beam search applies (an encoder-decoder's)
     queries_keys: QueriesKeys = QueriesKeys.NONE  # the neuron view reads its queries and keys (model/neuron/)
     prompt_in_one_pass: bool = False  # a decoder-only network reads its prompt in one pass (model.network.PromptNetwork)
-    # A source or target piece whose id is replaced by the pad id is hidden in place: masked as padding is, the other
-    # pieces keeping their positions (the report card's perturbations, model/grading/scoring.py).
+    # A source or target piece can be hidden in place: masked as padding is (its id replaced by the pad id; a
+    # decoder-only model's by the attention mask), the other pieces keeping their positions (the report card's
+    # perturbations, model/grading/scoring.py).
     hides_pieces: bool = False
 
     # Its measured pass (model/attribution/transparent_pass.py): the dotted path of a function network -> the pass that

@@ -229,6 +229,8 @@ class ReportCardView(QWidget):
             plot.clear()
         if card is None:
             return
+        for plot, shown in zip(self.plots, ("hidden", "shown")):
+            plot.setLabel("bottom", f"share of {card.pieces} pieces {shown}")  # a decoder-only model's: its prompt's
         palette = colours(card.rows)
         for row in card.rows:
             colour = tuple(int(255 * c) for c in palette[row.name])

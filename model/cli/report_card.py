@@ -4,7 +4,8 @@
     transformer-explorer report-card --model copy --corpus copy --n 100 --out card.csv --train-shuffled 300
 
 The sentences are N held-out pairs of ``--corpus`` (default: the model's own; a built-in corpus gives pairs with gold
-alignments), each graded on its reference at every step. ``--out`` takes a CSV (one row per method) or the one-page
+alignments), each graded on its reference at every step (a decoder-only model's: each sentence's second half, continued from
+its first). ``--out`` takes a CSV (one row per method) or the one-page
 figure (PDF, PNG, SVG); the card is printed as text as well. Progress goes to stderr (not with ``--quiet``).
 Data randomisation needs a model trained on shuffled targets: ``--shuffled-model FILE`` (one trained before), or
 ``--train-shuffled STEPS`` trains one now with the app's trainer.
@@ -31,7 +32,11 @@ from model.io.models import model_source, open_model
 
 
 def add_report_card_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="the app's own encoder-decoder model: a file or a shipped model's name")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="a model file, a shipped model's name or a Hugging Face folder (encoder-decoder or decoder-only)",
+    )
     corpus_arguments(parser, required=False, translation_only=True)
     parser.add_argument("--n", type=int, default=100, metavar="N", help="held-out pairs to grade (default 100)")
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(CARD_SUFFIXES)})")

@@ -11,6 +11,7 @@ from pathlib import Path
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from model.figures.layout import FigureError
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
@@ -58,8 +59,8 @@ def card_figure(card: ReportCard) -> Figure:
     plot_bottom = (caption + ticks) / height
     palette = colours(card.rows)
     axes = [figure.add_axes((0.06 + i * 0.24, plot_bottom, 0.19, plots / height)) for i in range(3)]
-    _draw_curves(axes[0], card, palette, "deletion_curve", "Deletion", "share of source pieces hidden")
-    _draw_curves(axes[1], card, palette, "insertion_curve", "Insertion", "share of source pieces shown")
+    _draw_curves(axes[0], card, palette, "deletion_curve", "Deletion", f"share of {card.pieces} pieces hidden")
+    _draw_curves(axes[1], card, palette, "insertion_curve", "Insertion", f"share of {card.pieces} pieces shown")
     _draw_cascade(axes[2], card, palette)
     legend_axes = figure.add_axes((0.79, plot_bottom, 0.2, plots / height))
     legend_axes.axis("off")
@@ -114,10 +115,14 @@ def _draw_curves(axes: Axes, card: ReportCard, palette: dict, attribute: str, ti
         style = ":" if not row.reads_model else ("--" if row.baseline else "-")
         axes.plot(grid(), curve, style, color=palette[row.name], linewidth=0.9, label=row.label)
     _style(axes, title, xlabel, "mean p(reference)")
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))  # no offset text over the title
     axes.set_xlim(0, 1)
     axes.set_xticks([0, 0.5, 1])
     axes.set_xticklabels(["0", "½", "all"])
     axes.set_ylim(bottom=0)
+
+
+MAX_STAGE_LABELS = 10  # the cascade's tick labels at most (more overlap at a column's width)
 
 
 def _draw_cascade(axes: Axes, card: ReportCard, palette: dict) -> None:
@@ -131,14 +136,26 @@ def _draw_cascade(axes: Axes, card: ReportCard, palette: dict) -> None:
     axes.axhline(SANITY_THRESHOLD, color=GREY, linewidth=0.6, linestyle=(0, (2, 2)))
     _style(axes, "Cascading randomisation", "parts randomised (from the output down)", "Spearman similarity")
     if stages:
-        axes.set_xticks(range(1, len(stages) + 1))
-        axes.set_xticklabels([short_stage(name) for name in stages], rotation=60, ha="right", fontsize=FONT - 1.5)
+        every = -(-len(stages) // MAX_STAGE_LABELS)  # a big model's many stages: every k-th labelled, the first and last
+        shown = [number for number in range(1, len(stages) + 1) if (number - 1) % every == 0 or number == len(stages)]
+        axes.set_xticks(shown)
+        axes.set_xticklabels([short_stage(stages[number - 1]) for number in shown], rotation=60, ha="right", fontsize=FONT - 1.5)
     axes.set_ylim(-1.0, 1.0)
 
 
 def short_stage(stage: str) -> str:
-    """'decoder layer 3' -> 'dec 3' (the cascade's tick labels)."""
-    return stage.replace("decoder layer", "dec").replace("encoder layer", "enc").replace("embeddings", "emb")
+    """'decoder layer 3' -> 'dec 3', a library stack's 'layers 12' -> 'L12', 'embed tokens' -> 'emb' (the cascade's tick
+    labels; a tied part's others named so too)."""
+    short = stage.replace("decoder layer", "dec").replace("encoder layer", "enc")
+    for long, abbreviated in (
+        ("embeddings", "emb"),
+        ("embed tokens", "emb"),
+        ("lm head", "head"),
+        ("layers ", "L"),
+        ("layer ", "L"),
+    ):
+        short = short.replace(long, abbreviated)
+    return short
 
 
 def _style(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:

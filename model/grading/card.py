@@ -75,6 +75,7 @@ class ReportCard:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part (each method's maps, faithfulness, sanity)
     notes: list[str] = field(default_factory=list)
     removal: str = PERTURBATION  # how a piece is removed, or why no piece can be (a family that cannot hide one)
+    pieces: str = "source"  # what the pieces hidden and attributed are: "source", or a decoder-only model's "prompt"
 
     def row(self, name: str) -> MethodRow:
         return next(row for row in self.rows if row.name == name)
@@ -111,7 +112,7 @@ class ReportCard:
             ]
             for cell in eligible:
                 cell.best = False
-            shown = {id(cell): round(cell.value or 0.0, DIGITS) for cell in eligible}  # ties as the card shows them
+            shown = {id(cell): cell.shown_value(DIGITS) for cell in eligible}  # ties as the card shows them
             if eligible:
                 best = (max if higher else min)(shown.values())
                 for cell in eligible:

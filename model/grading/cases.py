@@ -4,6 +4,14 @@ A pair is graded on its reference, teacher-forced: step t explains the predictio
 final </s> is not graded), over the source's pieces (its </s> is never hidden or removed). On a built-in translation
 corpus the pairs are ``aer_pairs`` (drawn from the test split, each with its gold word alignment, the same pairs every
 AER of the app is read on); on a corpus file, pairs drawn from its test split (no gold alignment: no AER).
+
+A decoder-only model is graded on a text continued: each sentence's pieces (its source side, as the model reads a
+prompt) split in two, the first half the prompt and the rest the reference continuation, step t explaining the
+prediction of the continuation's piece t. In a ``GradedPair`` the prompt stands where a source stands: its pieces but
+the last are the "source pieces" hidden, left out and attributed, and its last piece, read where an encoder-decoder's
+source ends with </s>, is never hidden; it is also the first decoder input graded (where an encoder-decoder reads
+<s>), so the target-prefix map covers it and the continuation (model/grading/scoring.py reads the whole text in one
+decoder pass).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from model.data.batching import encode_pairs
 from model.data.corpora import CorpusSpec, Pair, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.errors import UserError
-from model.family import Architecture, Bundle, Family
+from model.family import Bundle, Family
 from model.inspection.alignment import aer_pairs, gold_word_groups
 
 
@@ -30,8 +38,8 @@ class GradedPair:
     """One pair as the model reads it, with the word each piece belongs to when its gold alignment can be read."""
 
     pair: Pair
-    source_ids: list[int]  # the source pieces, then </s>
-    target_ids: list[int]  # <s>, the reference's pieces, </s>
+    source_ids: list[int]  # the source pieces, then </s> (a decoder-only model's: its prompt's pieces)
+    target_ids: list[int]  # <s>, the reference's pieces, </s> (decoder-only: the prompt's last piece, the continuation's, EOS)
     groups: tuple[np.ndarray, np.ndarray] | None = None  # (word of each source piece, word of each target piece)
 
     @property
@@ -62,12 +70,12 @@ def check_gradable(bundle: Bundle) -> None:
 
 def check_gradable_family(family: Family) -> None:
     """A GradingError unless the report card grades models of ``family``: an encoder-decoder's (the app's own, or a
-    Hugging Face folder's), whose teacher-forced pass scores each reference piece given a perturbed source."""
-    capabilities = family.capabilities
-    if capabilities.architecture is not Architecture.ENCODER_DECODER:
+    Hugging Face folder's) or a decoder-only model's, whose teacher-forced pass scores each piece of a decoded sequence
+    (a translation, a continuation) given a perturbed source or prompt."""
+    if not family.capabilities.architecture.has_decoder:
         raise GradingError(
-            f"the report card grades the predictions of an encoder-decoder model; {family.title} "
-            f"({family.name}) is {capabilities.architecture.value}"
+            f"the report card grades each step of a decoded sequence (a translation, a continuation) and an "
+            f"encoder-only model ({family.title}) decodes none"
         )
 
 
@@ -82,7 +90,7 @@ def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: i
         corpus = own
     if corpus is None:
         raise GradingError("this model does not say which corpus it was trained on: name one to grade it on (--corpus)")
-    if corpus.task != "translation":
+    if corpus.task != "translation" and bundle.family.capabilities.architecture.has_encoder:
         raise GradingError(f"{corpus.describe()} is a {corpus.task} corpus: the report card grades translation pairs")
     if corpus.is_builtin:
         return corpus, aer_pairs(corpus, count, seed)
@@ -92,9 +100,33 @@ def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: i
     return corpus, random.Random(seed).sample(test, min(count, len(test)))
 
 
+def prompt_case(pair: Pair, prompt_ids: list[int], continuation_ids: list[int], eos_id: int) -> GradedPair:
+    """A decoder-only model's text as a graded pair: ``prompt_ids`` read, ``continuation_ids`` graded (see the module's
+    docstring)."""
+    return GradedPair(pair, list(prompt_ids), [prompt_ids[-1], *continuation_ids, eos_id])
+
+
+def _prompt_cases(bundle: Bundle, pairs: list[Pair]) -> list[GradedPair]:
+    """Each sentence's pieces split in two: the first half (at least two pieces) the prompt, the rest (at least one)
+    the reference continuation."""
+    cases = []
+    for pair in pairs:
+        ids = bundle.source_ids(pair.source)[0]
+        half = max(2, len(ids) // 2)
+        if len(ids) > half:
+            cases.append(prompt_case(Pair(pair.source, ""), ids[:half], ids[half:], bundle.config.eos_id))
+    return cases
+
+
 def graded_pairs(bundle: Bundle, pairs: list[Pair]) -> list[GradedPair]:
-    """The pairs encoded as the model reads them; a pair with no source piece or no target piece is left out."""
+    """The pairs encoded as the model reads them; a pair with no source piece or no target piece is left out (a
+    decoder-only model's sentences split into a prompt and a continuation)."""
     config = bundle.config
+    if not bundle.family.capabilities.architecture.has_encoder:
+        cases = _prompt_cases(bundle, pairs)
+        if not cases:
+            raise GradingError("none of the sentences has three pieces: a prompt of two and a piece to continue it")
+        return cases
     cases = []
     for pair, (source_ids, target_ids) in zip(pairs, encode_pairs(pairs, bundle.source_tokenizer, bundle.target_tokenizer, config)):
         if len(source_ids) < 2 or len(target_ids) < 3:

@@ -26,7 +26,7 @@ from model.grading.ground_truth import alignment_evidence
 from model.grading.methods import METHODS, AttributionMethod, MethodMaps, MethodSettings, Reading, method_names
 from model.grading.metrics import METRICS, Cell, PairEvidence
 from model.grading.sanity import SanityResult, cascade, cascade_stages, map_similarity
-from model.grading.scoring import PairScorer
+from model.grading.scoring import scorer_for
 
 Progress = Callable[[str, int, int], None]
 PAIRS, SANITY = "sentences", "sanity"  # the stages progress names
@@ -63,7 +63,10 @@ def grade(
 ) -> ReportCard:
     """The report card of ``bundle`` on ``pairs`` (drawn from ``corpus``: see the module's docstring)."""
     check_gradable(bundle)
-    return grade_cases(bundle, graded_pairs(bundle, pairs), settings, corpus, model_name, progress, check)
+    described = ""
+    if corpus is not None and not bundle.family.capabilities.architecture.has_encoder:
+        described = f"{corpus.describe()} (each sentence's second half, continued from its first)"
+    return grade_cases(bundle, graded_pairs(bundle, pairs), settings, corpus, model_name, progress, check, described)
 
 
 def grade_cases(
@@ -88,7 +91,7 @@ def grade_cases(
         report(PAIRS, index, len(cases))
         maps = _grade_pair(
             bundle,
-            Reading(model, case, PairScorer(model, case, check), settings.method_settings, index),
+            Reading(model, case, scorer_for(model, case, check), settings.method_settings, index),
             methods,
             collected,
             timings,
@@ -109,10 +112,18 @@ def grade_cases(
         stages,
         settings.shuffled_note if settings.shuffled is not None else "",
         timings,
-        removal=f"none ({cannot_hide(bundle)})" if cannot_hide(bundle) else PERTURBATION,
+        removal=f"none ({cannot_hide(bundle)})" if cannot_hide(bundle) else _perturbation(bundle),
+        pieces="source" if bundle.family.capabilities.architecture.has_encoder else "prompt",
     )
     card.mark_best()
     return card
+
+
+def _perturbation(bundle: Bundle) -> str:
+    """How the card hides a piece: by the pad id, or a decoder-only model's attention mask."""
+    if bundle.family.capabilities.architecture.has_encoder:
+        return PERTURBATION
+    return "pieces hidden in place by the attention mask (their ids kept, positions kept)"
 
 
 def _maps(method: AttributionMethod, bundle: Bundle, reading: Reading) -> MethodMaps:
@@ -271,7 +282,7 @@ def _similarities(
     """Each method's mean similarity over the pairs to its trained maps under ``model``, and a failure's cause."""
     found: dict[str, list[float]] = {method.name: [] for method in methods}
     for index, (case, maps) in enumerate(zip(cases, trained)):
-        reading = Reading(model, case, PairScorer(model, case, check), settings.method_settings, index)
+        reading = Reading(model, case, scorer_for(model, case, check), settings.method_settings, index)
         for method in methods:
             before = maps[method.name]
             after = _maps(method, bundle, reading)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from model.attribution.measures import MEASURES, Measure, compute_measure, unsupported
-from model.family import Bundle
+from model.family import Bundle, capabilities_of
 from model.grading.cases import GradedPair
 from model.grading.scoring import PairScorer
 from model.kinds import AttentionKind
@@ -87,30 +87,41 @@ def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
     return shares[-1].mean(0) if rolled_out else shares.mean((0, 1))
 
 
+def source_kind(model: Any) -> AttentionKind:
+    """The attention whose map reads the source: cross-attention, or a decoder-only model's self-attention (its
+    prompt is the start of what its decoder reads)."""
+    return AttentionKind.CROSS if capabilities_of(model).architecture.has_encoder else AttentionKind.DECODER
+
+
 class MeasureMethod(AttributionMethod):
     """A registered measure, read through ``compute_measure`` (``measure_method`` makes one per measure)."""
 
     measure: ClassVar[str] = ""
 
     def source_unsupported(self, bundle: Bundle) -> str:
-        return unsupported(bundle.model, self.measure, AttentionKind.CROSS)
+        return unsupported(bundle.model, self.measure, source_kind(bundle.model))
 
     def prefix_unsupported(self, bundle: Bundle) -> str:
         return unsupported(bundle.model, self.measure, AttentionKind.DECODER)
 
     def maps(self, reading: Reading) -> MethodMaps:
-        case = reading.case
-        result = compute_measure(
-            reading.model, case.source_ids, case.target_ids[1:], self.measure, max_points=reading.settings.ig_points
-        )
+        case, model = reading.case, reading.model
+        has_encoder = capabilities_of(model).architecture.has_encoder
+        # what the model decodes: the reference (a decoder-only model's prompt given first, then its continuation)
+        chosen = case.target_ids[1:] if has_encoder else case.source_ids[1:] + case.target_ids[1:]
+        result = compute_measure(model, case.source_ids, chosen, self.measure, max_points=reading.settings.ig_points)
         rolled_out, n, s = MEASURES[self.measure].rollout, case.n_steps, case.n_source
-        cross, decoder = result.shares.get(AttentionKind.CROSS), result.shares.get(AttentionKind.DECODER)
-        source = reduced(cross, rolled_out)[:n, :s].astype(np.float64) if cross is not None else None
+        first = 0 if has_encoder else s  # a decoder-only model's graded steps: its rows from the prompt's last piece
+        reading_source, decoder = result.shares.get(source_kind(model)), result.shares.get(AttentionKind.DECODER)
+        source = (
+            reduced(reading_source, rolled_out)[first : first + n, :s].astype(np.float64) if reading_source is not None else None
+        )
         prefix = None
         if decoder is not None:
-            prefix = reduced(decoder, rolled_out)[:n, :n].astype(np.float64)
+            prefix = reduced(decoder, rolled_out)[first : first + n, first : first + n].astype(np.float64)
             prefix[np.triu_indices(n, k=1)] = np.nan  # inputs after the step: not read
-        return MethodMaps(source, prefix, [bool(c) for c in result.integration_converged[:n]])
+        converged = result.integration_converged[first : first + n]
+        return MethodMaps(source, prefix, [bool(c) for c in converged])
 
 
 _MEASURE_METHODS: dict[type[Measure], type[AttributionMethod]] = {}

@@ -23,6 +23,14 @@ NOT_FINITE = "its map is not finite (NaN or ∞)"
 CONSTANT = "its map is constant: it ranks nothing"
 
 
+def shown_number(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` decimals ('0.412'; never '-0.000'), or, where those would read 0 though it is not (a
+    random model's probabilities of 1e-6), with ``digits`` significant digits ('7.41e-06')."""
+    if value != 0 and abs(value) < 0.5 * 10**-digits:
+        return f"{value:.{digits - 1}e}"
+    return f"{value + 0.0:.{digits}f}".replace(f"-{0:.{digits}f}", f"{0:.{digits}f}")
+
+
 @dataclass
 class Failure:
     cause: str
@@ -61,7 +69,11 @@ class Cell:
         if self.value is None:
             return "✗" if self.failed else "—"
         mark = " ★" if self.best else (" ✗" if self.failed else "")
-        return f"{self.value + 0.0:.{digits}f}{mark}".replace("-0.000", "0.000")  # no "-0.000"
+        return f"{shown_number(self.value, digits)}{mark}"
+
+    def shown_value(self, digits: int = 3) -> float:
+        """The value as the card shows it (what ties are judged on)."""
+        return float(shown_number(self.value or 0.0, digits))
 
     def note(self) -> str:
         """The reason for a "—", or each failure's cause and count."""

@@ -19,7 +19,6 @@ import dataclasses
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 import torch
@@ -27,9 +26,9 @@ from torch import nn
 
 from model.data.corpora import Pair, Splits, load_corpus
 from model.grading.cases import GradedPair, GradingError
+from model.grading.scoring import scorer_for
 from model.grading.statistics import spearman
-from model.network import Network, TeacherForcedNetwork
-from model.nn.packing import PackedRows
+from model.network import Network
 from model.nn.registry import build_network
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions
 
@@ -83,11 +82,7 @@ def cascade_stages(model: Network, case: GradedPair) -> list[Stage]:
         inner.register_forward_pre_hook(recorder(index)) for index, (_, module) in enumerate(parts) for inner in module.modules()
     ]
     try:
-        device = next(model.parameters()).device
-        with torch.inference_mode():
-            source = torch.tensor([case.source_ids], device=device)
-            network = cast(TeacherForcedNetwork[PackedRows], model)  # a gradable model is an encoder-decoder
-            network.logits(network(source, torch.tensor([case.decoder_inputs], device=device)))
+        scorer_for(model, case)  # its first pass: the case read as the card reads it
     finally:
         for hook in hooks:
             hook.remove()

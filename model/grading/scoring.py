@@ -9,6 +9,10 @@ read its probability, exp of it). Two perturbations:
   comprehensiveness, sufficiency, occlusion, LIME and KernelSHAP (in place: it needs ``Capabilities.hides_pieces``);
 * **leaving a piece out**: the sequence without it (the pieces after it move up a position), for leave-one-out.
 
+A decoder-only model (``PromptScorer``) reads its prompt and the continuation in one decoder pass: a hidden prompt or
+prefix piece is masked by the attention mask (its id stays; the other pieces keep their positions, which these
+layouts count whatever the mask says), and a piece left out shortens the text.
+
 Rows for one step are cut after that step and read its logits only; rows for every step (``hidden_all``) serve each
 step at once. Every row computed is remembered by its hidden pieces, so an order, a sample or a curve point met
 again (the full source, the empty one, LIME's samples for the next step) costs nothing.
@@ -21,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from model.family import capabilities_of
 from model.grading.cases import GradedPair
 from model.runtime import follow_free_cores
 
@@ -33,7 +38,7 @@ class PairScorer:
     def __init__(self, model, case: GradedPair, check: Callable[[], None] | None = None) -> None:
         self.model, self.case, self.check = model, case, check or (lambda: None)
         self.device = next(model.parameters()).device
-        self.pad_id = model.config.pad_id
+        self.hidden_id = self.hidden_id_of(model)  # what a hidden piece's id becomes
         self.source = torch.tensor(case.source_ids, device=self.device)  # [S + 1]
         self.inputs = torch.tensor(case.decoder_inputs, device=self.device)  # [T]
         self.references = torch.tensor(case.references, device=self.device)  # [T]
@@ -42,6 +47,11 @@ class PairScorer:
         self.rows = 0  # rows computed (not found in the memo)
         self.full = self.hidden_all(np.ones((1, case.n_source), bool))[0]  # [T] nothing hidden
 
+    @staticmethod
+    def hidden_id_of(model) -> int:
+        """A hidden piece's id: the pad id, which the model masks as padding."""
+        return int(model.config.pad_id)
+
     # --- the model's passes ---------------------------------------------------------------------
     def _pass(self, source_ids: torch.Tensor, inputs: torch.Tensor, positions: torch.Tensor | None) -> np.ndarray:
         """Rows [N, S'], [N, L] -> log p of the references at every position [N, L], or at ``positions`` [N] only."""
@@ -49,20 +59,33 @@ class PairScorer:
         follow_free_cores()
         self.rows += source_ids.shape[0]
         with torch.inference_mode():
-            hidden = self.model(source_ids, inputs)  # [N, L, d_model]
+            hidden = self._states(source_ids, inputs)  # [N, L, ·]
             if positions is not None:
-                hidden = hidden[torch.arange(hidden.shape[0], device=self.device), positions]  # [N, d_model]
+                hidden = hidden[torch.arange(hidden.shape[0], device=self.device), positions]  # [N, ·]
                 references = self.references[positions]  # [N]
             else:
                 references = self.references[: inputs.shape[1]].expand(hidden.shape[0], -1)  # [N, L]
-            log_probabilities = torch.log_softmax(self.model.logits(hidden).float(), dim=-1)  # [N, (L,) V]
+            log_probabilities = torch.log_softmax(self._logits(hidden).float(), dim=-1)  # [N, (L,) V]
             return log_probabilities.gather(-1, references[..., None])[..., 0].double().cpu().numpy()
+
+    def _states(self, source_ids: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """Sources [N, S'] (hidden pieces: ``hidden_id``) and decoder inputs [N, L] -> what the model gives at each
+        input [N, L, ·] (the app's Transformer: its hidden states; a library model: its logits), for ``_logits``."""
+        return self.model(source_ids, inputs)
+
+    def _logits(self, states: torch.Tensor) -> torch.Tensor:
+        return self.model.logits(states)
+
+    def _hidden_input_logits(self, source_ids: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """Logits [N, L, V] of decoder inputs [N, L] whose hidden pieces are ``hidden_id`` (masked as padding by the
+        model's inspection pass)."""
+        return self.model.inspect(source_ids, inputs)[0]
 
     def _hidden_rows(self, keep: np.ndarray) -> torch.Tensor:
         """keep [N, S] (False: hidden) -> source ids [N, S + 1] with the hidden pieces' ids replaced by the pad id."""
         rows = self.source.repeat(keep.shape[0], 1)  # [N, S + 1]
         hidden = torch.from_numpy(~keep).to(self.device)  # [N, S]
-        rows[:, :-1] = rows[:, :-1].masked_fill(hidden, self.pad_id)
+        rows[:, :-1] = rows[:, :-1].masked_fill(hidden, self.hidden_id)
         return rows
 
     # --- hiding source pieces ---------------------------------------------------------------------
@@ -116,8 +139,8 @@ class PairScorer:
         self.check()
         self.rows += n - 1
         with torch.inference_mode():
-            hidden = self.model(self.source.expand(n - 1, -1), rows)  # [n - 1, n - 1, d_model]
-            log_probabilities = torch.log_softmax(self.model.logits(hidden).float(), dim=-1)  # [n - 1, n - 1, V]
+            hidden = self._states(self.source.expand(n - 1, -1), rows)  # [n - 1, n - 1, ·]
+            log_probabilities = torch.log_softmax(self._logits(hidden).float(), dim=-1)  # [n - 1, n - 1, V]
             # Without input j, position p >= j - 1 reads the original inputs up to p + 1: it predicts step p + 1.
             following = self.references[1:].expand(n - 1, -1)[..., None]  # [n - 1, n - 1, 1]
             found = log_probabilities.gather(-1, following)[..., 0].double().cpu().numpy()
@@ -133,17 +156,50 @@ class PairScorer:
         if missing:
             rows = self.inputs.repeat(len(missing), 1)  # [n, T]
             hidden = torch.from_numpy(~keep[missing]).to(self.device)  # [n, T - 1]
-            rows[:, 1:] = rows[:, 1:].masked_fill(hidden, self.pad_id)
+            rows[:, 1:] = rows[:, 1:].masked_fill(hidden, self.hidden_id)
             self.check()
             self.rows += len(missing)
             with torch.inference_mode():
-                logits, _ = self.model.inspect(self.source.expand(len(missing), -1), rows)  # [n, T, V]
+                logits = self._hidden_input_logits(self.source.expand(len(missing), -1), rows)  # [n, T, V]
                 log_probabilities = torch.log_softmax(logits.float(), dim=-1)
                 references = self.references.expand(len(missing), -1)[..., None]  # [n, T, 1]
                 found = log_probabilities.gather(-1, references)[..., 0].double().cpu().numpy()
             for index, row in zip(missing, found):
                 self._all_memo[keys[index]] = row
         return np.stack([self._all_memo[key] for key in keys])
+
+
+class PromptScorer(PairScorer):
+    """A decoder-only model's scorer: the prompt (the case's source) and the decoder inputs read as one text, hidden
+    pieces masked by the attention mask (see the module's docstring)."""
+
+    HIDDEN = -1  # a hidden piece's id in the rows: masked, then read as any id
+
+    @staticmethod
+    def hidden_id_of(model) -> int:
+        """Not the pad id: a decoder-only model's pad id is often one of its pieces (GPT-2's end of text)."""
+        return PromptScorer.HIDDEN
+
+    def _states(self, source_ids: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """The text [N, P - 1 + L]: the prompt but its last piece (which is the first decoder input), then the inputs;
+        its logits at the decoder inputs [N, L, V]."""
+        text = torch.cat([source_ids[:, :-1], inputs], 1)  # [N, P - 1 + L]
+        keep = text.ne(self.HIDDEN)  # [N, P - 1 + L]
+        logits = self.model.masked_logits(text.masked_fill(~keep, 0), keep.long())  # [N, P - 1 + L, V]
+        return logits[:, source_ids.shape[1] - 1 :]  # [N, L, V]
+
+    def _logits(self, states: torch.Tensor) -> torch.Tensor:
+        return states  # the library's logits already
+
+    def _hidden_input_logits(self, source_ids: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        return self._states(source_ids, inputs)
+
+
+def scorer_for(model, case: GradedPair, check: Callable[[], None] | None = None) -> PairScorer:
+    """The scorer of ``model``'s family: one that reads a source and a target, or a decoder-only model's prompt and
+    continuation as one text."""
+    has_encoder = capabilities_of(model).architecture.has_encoder
+    return PairScorer(model, case, check) if has_encoder else PromptScorer(model, case, check)
 
 
 def _first_of_each(indices: list[int], keys: list) -> list[int]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from model.data.corpora import Pair
+from model.decoding.greedy import given_steps
 from model.family import Bundle
 from model.grading.card import ReportCard
-from model.grading.cases import GradedPair, GradingError
+from model.grading.cases import GradedPair, GradingError, prompt_case
 from model.grading.grader import CardSettings, Progress, grade_cases
 
 
@@ -21,11 +22,13 @@ def decoded_case(bundle: Bundle, text: str, source_ids: Sequence[int], chosen_id
     """The decoding of ``text`` (its ``source_ids``, EOS last) to ``chosen_ids`` as a graded pair; a GradingError when
     no token is left to grade."""
     config = bundle.config
-    steps = [int(token) for token in chosen_ids]
+    steps = [int(token) for token in chosen_ids][given_steps(bundle.model, source_ids) :]  # a prompt's given: not graded
     if steps and steps[-1] == config.eos_id:
         steps = steps[:-1]  # the end of the sentence is not graded
     if len(source_ids) < 2 or not steps:
         raise GradingError("decode a token first: the report card of a sentence grades the tokens decoded")
+    if not bundle.family.capabilities.architecture.has_encoder:  # a decoder-only model's prompt, then what it decoded
+        return prompt_case(Pair(text, translation), [int(i) for i in source_ids], steps, config.eos_id)
     return GradedPair(Pair(text, translation), [int(i) for i in source_ids], [config.bos_id, *steps, config.eos_id])
 
 

@@ -62,6 +62,7 @@ def decoder_layout_capabilities(network: Network) -> Capabilities:
         head_masking=known,  # its output projections are known: a head's columns can be zeroed
         objective=Objective.LANGUAGE_MODEL,  # ...and gated: head importance reads the language model's loss
         measured_pass=STACK_MEASURED_PASS if known else None,
+        hides_pieces=True,  # the attention mask hides a piece of its text in place (model/grading/scoring.py)
     )
 
 

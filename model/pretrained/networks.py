@@ -199,6 +199,12 @@ class DecoderNetwork(PretrainedNetwork):
         out = self.hf_model(input_ids=target_input_ids, output_attentions=True, use_cache=False, return_dict=True)
         return out.logits, AttentionWeights([], list(out.attentions), [])
 
+    def masked_logits(self, token_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Tokens [B, L] read with ``attention_mask`` [B, L] (0: a piece no position reads; the others keep their
+        positions: the layouts served count positions whatever the mask says) -> logits [B, L, V]."""
+        out = self.hf_model(input_ids=token_ids, attention_mask=attention_mask, use_cache=False, return_dict=True)
+        return out.logits
+
 
 class EncoderNetwork(PretrainedNetwork):
     def __init__(self, hf_model: Any, config: PretrainedConfig, head: str, mask_id: int | None):

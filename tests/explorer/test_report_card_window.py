@@ -64,5 +64,5 @@ def test_cancel_and_a_model_it_cannot_grade(qtbot, open_window, copy_bundle):
     view.cancel_button.click()
     assert not controller.running and view.note.text() == "Report card cancelled." and view.grade_button.isEnabled()
     window.explore.set_model(open_model("tagger"))
-    assert not view.grade_button.isEnabled() and "encoder-decoder model" in view.grade_button.toolTip()
-    assert "encoder-decoder model" in view.note.text()
+    assert not view.grade_button.isEnabled() and "an encoder-only model" in view.grade_button.toolTip()
+    assert "an encoder-only model" in view.note.text()

@@ -58,7 +58,7 @@ def test_models_it_cannot_grade_are_refused_with_the_reason(controllers):
     events = Recorder(report_card, *EVENTS)
     assert not report_card.compute(5) and events.of("message")[-1][0].startswith("Open or train a model first")
     controllers.explore.set_model(open_model("tagger"))
-    assert "encoder-decoder model" in report_card.unavailable()
+    assert "an encoder-only model" in report_card.unavailable()
     assert not report_card.compute(5) and not report_card.running
 
 

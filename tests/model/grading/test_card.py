@@ -9,7 +9,7 @@ import csv
 import numpy as np
 import pytest
 
-from model.grading.card import ReportCard
+from model.grading.card import MethodRow, ReportCard
 from model.grading.cases import GradingError, grading_pairs
 from model.grading.grader import CardSettings, grade
 from model.grading.methods import MethodSettings
@@ -121,9 +121,27 @@ def test_an_rnn_gets_its_attention_graded_and_every_other_measure_a_reason(copy_
 
 
 def test_models_it_cannot_grade():
-    with pytest.raises(GradingError, match="encoder-decoder"):
+    with pytest.raises(GradingError, match="an encoder-only model .* decodes none"):
         grade(open_model("tagger"), [])  # the shipped tagger: an encoder-only model
     copy, _ = tiny_bundle("copy", size=100)
     with pytest.raises(GradingError, match="at least one sentence"):
         grading_pairs(copy, None, 0, 0)
     assert isinstance(ReportCard("m", "c", 0, 0, [], []).lines(), list)
+
+
+def test_a_value_too_small_for_three_decimals_is_shown_with_significant_digits_and_ties_judged_as_shown():
+    """A random model's probabilities of 1e-6: '0.000' for every method would hide them, and mark every one best."""
+    from model.grading.metrics import Cell, shown_number
+
+    assert [shown_number(v) for v in (0.412, 7.41e-6, -4e-5, 0.0, -0.0001234)] == [
+        "0.412",
+        "7.41e-06",
+        "-4.00e-05",
+        "0.000",
+        "-1.23e-04",
+    ]
+    cells = [Cell(value=value) for value in (7.41e-6, 3.2e-6)]
+    rows = [MethodRow(f"m{i}", f"M{i}", "", False, True, cells={"deletion_aopc": cell}) for i, cell in enumerate(cells)]
+    card = ReportCard("m", "c", 1, 1, rows, ["deletion_aopc"])
+    card.mark_best()
+    assert [cell.best for cell in cells] == [True, False] and cells[0].text() == "7.41e-06 ★"
