@@ -21,12 +21,12 @@ import torch
 
 from model.corpus.layout import CorpusIndexError, Layer, array_side, head_arrays, key_side, query_side
 from model.data.corpora import Pair
-from model.decoding.greedy import decoder_inputs, default_max_target, given_steps, greedy_decode
+from model.decoding.greedy import decoder_inputs, default_max_target, given_steps, greedy_decode, greedy_prompts
 from model.family import Bundle, QueriesKeys, capabilities_of, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
-from model.interventions.hooked import InterventionError, greedy_output, hook_names, run_hooked
+from model.interventions.hooked import InterventionError, hook_names, run_hooked
 from model.kinds import AttentionKind
-from model.network import DecodingNetwork, Network
+from model.network import DecodingNetwork, Network, PromptNetwork
 from model.nn.masking import Head
 
 STAT_COLUMNS = (*STATISTIC_NAMES, "role_score")  # numeric columns of head_stats (and role, text)
@@ -108,7 +108,8 @@ def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodi
     """Per sentence the pieces produced at its decoder positions (the trace's: EOS last when decoding ended on it; a
     decoder-only model's prompt given steps first; none for an encoder-only model); a sentence ``known`` holds is not
     decoded again, and the others are added to it (greedy decoding gives a sentence the same output whatever it is
-    batched with). An encoder-decoder's are decoded in one batch, a decoder-only model's prompt by prompt."""
+    batched with). An encoder-decoder's are decoded in one batch, a decoder-only model's prompts of each length
+    together."""
     config, architecture = model.config, capabilities_of(model).architecture
     if not architecture.has_decoder:
         return [[] for _ in source_rows]
@@ -118,8 +119,13 @@ def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodi
         for ids, output in zip(new_rows, greedy_decode(model, _padded(new_rows, config.pad_id))):
             limit = default_max_target(len(ids), config.max_len) - 1
             known[tuple(ids)] = output + [config.eos_id] if len(output) < limit else output
-    for row in new_rows if not architecture.has_encoder else ():
-        known[tuple(row)] = greedy_output(model, torch.tensor([row]))  # the prompt's given steps, then its continuation
+    if new_rows and not architecture.has_encoder:  # prompts of one length decoded together (no padding to mask)
+        by_length: dict[int, list[list[int]]] = {}
+        for row in new_rows:
+            by_length.setdefault(len(row), []).append(row)
+        for rows in by_length.values():
+            for row, steps in zip(rows, greedy_prompts(cast(PromptNetwork, model), torch.tensor(rows))):
+                known[tuple(row)] = steps  # the prompt's given steps, then its continuation
     return [list(known[tuple(row)]) for row in source_rows]
 
 

@@ -74,21 +74,32 @@ def greedy_prompt(model: PromptNetwork, prompt_ids: torch.Tensor, max_new: int |
     """A decoder-only model's greedy steps from prompt_ids [1, P], as the Stepper takes them: the prompt's given
     tokens (its first is the first input, not a step), then up to ``max_new`` (default DEFAULT_CONTINUATION) generated,
     within the model's positions, the EOS included where decoding ended on one."""
+    return greedy_prompts(model, prompt_ids, max_new)[0]
+
+
+def greedy_prompts(model: PromptNetwork, prompt_ids: torch.Tensor, max_new: int | None = None) -> list[list[int]]:
+    """``greedy_prompt`` of each of B prompts of one length [B, P], decoded together (no padding: each row reads only
+    its own); a row that reached the EOS keeps its steps while the others go on."""
     config = model.config
-    prompt = [int(token) for token in prompt_ids[0].tolist()]
-    limit = min(len(prompt) - 1 + (max_new or DEFAULT_CONTINUATION), config.max_len - 1)
+    prompts = [[int(token) for token in row] for row in prompt_ids.tolist()]
+    limit = min(len(prompts[0]) - 1 + (max_new or DEFAULT_CONTINUATION), config.max_len - 1)
     cache = model.start_cache()  # a decoder-only model reads no memory
-    outputs, _, _ = model.decode_steps(prompt_ids, cache)  # [1, P, ...]
-    logits = model.logits(outputs[:, -1]).float()  # [1, V]
-    steps, suppressed = prompt[1:], suppressed_ids(config)
-    while len(steps) < limit:
+    outputs, _, _ = model.decode_steps(prompt_ids, cache)  # [B, P, ...]
+    logits = model.logits(outputs[:, -1]).float()  # [B, V]
+    steps, suppressed = [prompt[1:] for prompt in prompts], suppressed_ids(config)
+    going = [True] * len(prompts)
+    for _ in range(limit - len(steps[0])):
         if suppressed:
             logits[:, suppressed] = float("-inf")
-        steps.append(int(logits[0].argmax()))
-        if steps[-1] == config.eos_id:
+        chosen = logits.argmax(-1)  # [B]
+        for row, token in enumerate(chosen.tolist()):
+            if going[row]:
+                steps[row].append(token)
+                going[row] = token != config.eos_id
+        if not any(going):
             break
-        output, _, _ = model.decode_step(torch.tensor([steps[-1]], device=prompt_ids.device), cache)  # [1, ...]
-        logits = model.logits(output).float()  # [1, V]
+        output, _, _ = model.decode_step(chosen, cache)  # [B, ...]
+        logits = model.logits(output).float()  # [B, V]
     return steps
 
 

@@ -6,12 +6,13 @@ down — with a caption saying what was measured and how. ``save_card`` writes t
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
 from model.figures.layout import FigureError
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
@@ -58,7 +59,7 @@ def card_figure(card: ReportCard) -> Figure:
     _draw_table(table_axes, card)
     plot_bottom = (caption + ticks) / height
     palette = colours(card.rows)
-    axes = [figure.add_axes((0.06 + i * 0.24, plot_bottom, 0.19, plots / height)) for i in range(3)]
+    axes = [figure.add_axes((0.06 + i * 0.25, plot_bottom, 0.18, plots / height)) for i in range(3)]
     _draw_curves(axes[0], card, palette, "deletion_curve", "Deletion", f"share of {card.pieces} pieces hidden")
     _draw_curves(axes[1], card, palette, "insertion_curve", "Insertion", f"share of {card.pieces} pieces shown")
     _draw_cascade(axes[2], card, palette)
@@ -108,20 +109,22 @@ def _draw_table(axes: Axes, card: ReportCard) -> None:
 
 
 def _draw_curves(axes: Axes, card: ReportCard, palette: dict, attribute: str, title: str, xlabel: str) -> None:
-    for row in card.rows:
-        curve = getattr(row, attribute)
-        if curve is None:
-            continue
+    curves = [(row, getattr(row, attribute)) for row in card.rows if getattr(row, attribute) is not None]
+    # A random model's probabilities of 1e-6 are drawn in their power of ten, said in the axis's label: neither an
+    # offset text over the title nor tick labels wide enough to reach the next plot
+    largest = max((float(np.nanmax(curve)) for _, curve in curves if np.isfinite(curve).any()), default=1.0)
+    power = math.floor(math.log10(largest)) if 0 < largest < 1e-2 else 0
+    for row, curve in curves:
         style = ":" if not row.reads_model else ("--" if row.baseline else "-")
-        axes.plot(grid(), curve, style, color=palette[row.name], linewidth=0.9, label=row.label)
-    _style(axes, title, xlabel, "mean p(reference)")
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))  # no offset text over the title
+        axes.plot(grid(), curve / 10.0**power, style, color=palette[row.name], linewidth=0.9, label=row.label)
+    _style(axes, title, xlabel, "mean p(reference)" + (f" (×10{str(power).translate(SUPERSCRIPTS)})" if power else ""))
     axes.set_xlim(0, 1)
     axes.set_xticks([0, 0.5, 1])
     axes.set_xticklabels(["0", "½", "all"])
     axes.set_ylim(bottom=0)
 
 
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")  # an axis's power of ten: ×10⁻⁶
 MAX_STAGE_LABELS = 10  # the cascade's tick labels at most (more overlap at a column's width)
 
 

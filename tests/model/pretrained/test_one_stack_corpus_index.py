@@ -154,3 +154,22 @@ def test_a_side_or_kind_a_one_stack_model_lacks_is_refused_in_one_line(tiny_bund
     with pytest.raises(CorpusIndexError, match="this model has no cross-attention"):
         IndexBuilder(bundle, "gpt2", CORPUS, tmp_path / "b", IndexOptions(heads="cross:1")).run()
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_prompts_of_one_length_decoded_together_are_each_decoded_alone(tiny_bundles, family):
+    """The index decodes a decoder-only model's prompts of each length in one batch: the same steps as the Stepper's
+    one prompt at a time (a row that reached the EOS kept as it was)."""
+    from model.decoding.greedy import greedy_prompt, greedy_prompts
+
+    bundle = tiny_bundles[family]
+    by_length: dict[int, list[list[int]]] = {}
+    for pair in read_sentences(IndexCorpus("toy-fr", limit=80)):
+        ids = bundle.source_ids(pair.source)[0]
+        by_length.setdefault(len(ids), []).append(ids)
+    rows = max(by_length.values(), key=len)
+    assert len(rows) >= 4
+    with torch.inference_mode():
+        together = greedy_prompts(bundle.model, torch.tensor(rows))
+        alone = [greedy_prompt(bundle.model, torch.tensor([row])) for row in rows]
+    assert together == alone
