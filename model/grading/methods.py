@@ -27,6 +27,7 @@ from model.family import Bundle, capabilities_of
 from model.grading.cases import GradedPair
 from model.grading.scoring import PairScorer
 from model.kinds import AttentionKind
+from model.network import Network
 
 CARD_IG_POINTS = 129  # integrated gradients in a card: the adaptive rule's first 129 points per prediction, no more
 
@@ -87,7 +88,7 @@ def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
     return shares[-1].mean(0) if rolled_out else shares.mean((0, 1))
 
 
-def source_kind(model: Any) -> AttentionKind:
+def source_kind(model: Network) -> AttentionKind:
     """The attention whose map reads the source: cross-attention, or a decoder-only model's self-attention (its
     prompt is the start of what its decoder reads)."""
     return AttentionKind.CROSS if capabilities_of(model).architecture.has_encoder else AttentionKind.DECODER
