@@ -117,3 +117,28 @@ def test_a_heads_sentences_its_maps_and_a_result_opened_in_explore(controllers, 
     assert corpus_controller.open_result(5, "decoder", 3)
     assert explore.current_step == 4 and explore.focused_source is None
     assert explore.trace.decoder_input_tokens[3] == index.sentence_tokens("decoder", 5)[3]
+
+
+def test_a_decoder_only_model_s_index_is_built_searched_and_opened_at_a_decoder_position(controllers, tiny_bundles, tmp_path):
+    """A GPT-2 folder: built in the background on its one side; the Explore tab's decoder token finds itself; a head
+    of its one kind is queried; a result opens in Explore at the step that reads the position (the trace's piece), or
+    where its prompt ends for a position inside the prompt (read in one pass, never stepped through)."""
+    controllers.explore.set_model(tiny_bundles["gpt2"])
+    corpus_controller, events = controllers.corpus, Recorder(controllers.corpus, *EVENTS)
+    options = IndexOptions(chunk_size=8, batch_size=8, pca_sentences=8, dims=8)
+    assert corpus_controller.build(IndexCorpus("toy-fr", limit=12, seed=5), str(tmp_path / "index"), options)
+    _wait(controllers, lambda: not corpus_controller.building)
+    index = corpus_controller.index
+    assert index is not None and index.manifest.sides() == ("decoder",) and index.manifest.kinds == ["decoder"]
+    controllers.explore.translate(index.sentences([4])[4][0])
+    assert corpus_controller.find_similar("decoder", 3)
+    _wait(controllers, lambda: events.of("tokens_found"))
+    best = events.of("tokens_found")[-1][0].matches[0]
+    assert (best.sentence_id, best.position, best.side) == (4, 3, "decoder") and best.distance < 1e-3
+    assert corpus_controller.query_head(Head(AttentionKind.DECODER, 1, 0), "entropy >= 0")
+    _wait(controllers, lambda: events.of("sentences_found"))
+    assert len(events.of("sentences_found")[-1][0].rows) == 12
+    assert corpus_controller.open_result(7, "decoder", 5)
+    explore = controllers.explore
+    given = len(explore.stepper.given)  # a prompt is read in one pass: a position inside it opens where the prompt ends
+    assert explore.current_step == max(6, given) and explore.trace.decoder_input_tokens[5] == index.sentence_tokens("decoder", 7)[5]
