@@ -177,6 +177,8 @@ class PromptNetwork(DecodingNetwork, Protocol):
 
     def start_cache(self, memory: torch.Tensor | None = None, memory_mask: torch.Tensor | None = None) -> Any: ...  # no memory
 
+    def start_padded_cache(self, padding: torch.Tensor) -> Any: ...  # prompts left-padded: padding [B, P], 1 for a piece
+
 
 @runtime_checkable
 class TrainableNetwork(Network, Protocol):

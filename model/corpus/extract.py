@@ -108,8 +108,7 @@ def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodi
     """Per sentence the pieces produced at its decoder positions (the trace's: EOS last when decoding ended on it; a
     decoder-only model's prompt given steps first; none for an encoder-only model); a sentence ``known`` holds is not
     decoded again, and the others are added to it (greedy decoding gives a sentence the same output whatever it is
-    batched with). An encoder-decoder's are decoded in one batch, a decoder-only model's prompts of each length
-    together."""
+    batched with). An encoder-decoder's are decoded in one batch, a decoder-only model's prompts too, left-padded."""
     config, architecture = model.config, capabilities_of(model).architecture
     if not architecture.has_decoder:
         return [[] for _ in source_rows]
@@ -119,13 +118,9 @@ def _decoded(model: DecodingNetwork, source_rows: list[list[int]], known: Decodi
         for ids, output in zip(new_rows, greedy_decode(model, _padded(new_rows, config.pad_id))):
             limit = default_max_target(len(ids), config.max_len) - 1
             known[tuple(ids)] = output + [config.eos_id] if len(output) < limit else output
-    if new_rows and not architecture.has_encoder:  # prompts of one length decoded together (no padding to mask)
-        by_length: dict[int, list[list[int]]] = {}
-        for row in new_rows:
-            by_length.setdefault(len(row), []).append(row)
-        for rows in by_length.values():
-            for row, steps in zip(rows, greedy_prompts(cast(PromptNetwork, model), torch.tensor(rows))):
-                known[tuple(row)] = steps  # the prompt's given steps, then its continuation
+    if new_rows and not architecture.has_encoder:  # the prompts decoded together, left-padded (each as alone)
+        for row, steps in zip(new_rows, greedy_prompts(cast(PromptNetwork, model), new_rows)):
+            known[tuple(row)] = steps  # the prompt's given steps, then its continuation
     return [list(known[tuple(row)]) for row in source_rows]
 
 

@@ -74,28 +74,32 @@ def greedy_prompt(model: PromptNetwork, prompt_ids: torch.Tensor, max_new: int |
     """A decoder-only model's greedy steps from prompt_ids [1, P], as the Stepper takes them: the prompt's given
     tokens (its first is the first input, not a step), then up to ``max_new`` (default DEFAULT_CONTINUATION) generated,
     within the model's positions, the EOS included where decoding ended on one."""
-    return greedy_prompts(model, prompt_ids, max_new)[0]
+    return greedy_prompts(model, [prompt_ids[0].tolist()], max_new)[0]
 
 
-def greedy_prompts(model: PromptNetwork, prompt_ids: torch.Tensor, max_new: int | None = None) -> list[list[int]]:
-    """``greedy_prompt`` of each of B prompts of one length [B, P], decoded together (no padding: each row reads only
-    its own); a row that reached the EOS keeps its steps while the others go on."""
-    config = model.config
-    prompts = [[int(token) for token in row] for row in prompt_ids.tolist()]
-    limit = min(len(prompts[0]) - 1 + (max_new or DEFAULT_CONTINUATION), config.max_len - 1)
-    cache = model.start_cache()  # a decoder-only model reads no memory
-    outputs, _, _ = model.decode_steps(prompt_ids, cache)  # [B, P, ...]
+def greedy_prompts(model: PromptNetwork, prompts: Sequence[Sequence[int]], max_new: int | None = None) -> list[list[int]]:
+    """``greedy_prompt`` of each prompt, decoded together: prompts of several lengths left-padded, the pads masked and
+    each row's positions its own (``start_padded_cache``), so that each row decodes as it would alone; a row that
+    reached the EOS or its limit keeps its steps while the others go on."""
+    config, device = model.config, next(model.parameters()).device
+    rows = [[int(token) for token in prompt] for prompt in prompts]
+    longest = max(len(row) for row in rows)
+    limits = [min(len(row) - 1 + (max_new or DEFAULT_CONTINUATION), config.max_len - 1) for row in rows]
+    ids = torch.tensor([[row[0]] * (longest - len(row)) + row for row in rows], device=device)  # [B, P]: left-padded
+    padding = torch.tensor([[0] * (longest - len(row)) + [1] * len(row) for row in rows], device=device)  # [B, P]
+    cache = model.start_cache() if bool(padding.all()) else model.start_padded_cache(padding)
+    outputs, _, _ = model.decode_steps(ids, cache)  # [B, P, ...]
     logits = model.logits(outputs[:, -1]).float()  # [B, V]
-    steps, suppressed = [prompt[1:] for prompt in prompts], suppressed_ids(config)
-    going = [True] * len(prompts)
-    for _ in range(limit - len(steps[0])):
+    steps, suppressed = [row[1:] for row in rows], suppressed_ids(config)
+    going = [len(step) < limit for step, limit in zip(steps, limits)]
+    while any(going):
         if suppressed:
             logits[:, suppressed] = float("-inf")
         chosen = logits.argmax(-1)  # [B]
         for row, token in enumerate(chosen.tolist()):
             if going[row]:
                 steps[row].append(token)
-                going[row] = token != config.eos_id
+                going[row] = token != config.eos_id and len(steps[row]) < limits[row]
         if not any(going):
             break
         output, _, _ = model.decode_step(chosen, cache)  # [B, ...]

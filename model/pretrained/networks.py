@@ -40,6 +40,10 @@ class PretrainedCache:
         self.memory = memory  # [B, S, d_model] encoder output; None in a decoder-only model
         self.memory_mask = memory_mask  # [B, S] 1 for real source pieces
         self.past: Any = None  # the library's Cache, made by the first step
+        # A decoder-only model's prompts left-padded to one length: [B, ≥ read] 1 for a real piece, 0 for a pad (None:
+        # no padding), of which ``read`` are read so far; each row's positions count its own pieces only
+        self.padding: torch.Tensor | None = None
+        self.read = 0
 
     def select(self, rows: torch.Tensor) -> PretrainedCache:
         if self.past is not None:
@@ -183,10 +187,26 @@ class DecoderNetwork(PretrainedNetwork):
     def start_cache(self, memory: Any = None, memory_mask: Any = None) -> PretrainedCache:
         return PretrainedCache(None, None)
 
+    def start_padded_cache(self, padding: torch.Tensor) -> PretrainedCache:
+        """A cache for prompts left-padded to one length: padding [B, P] (1 for a real piece, 0 for a pad before it).
+        The pads are masked and each row's positions count its own pieces, so a row decodes as it would alone."""
+        cache = PretrainedCache(None, None)
+        cache.padding = padding  # [B, P]: grown with ones by the passes after the prompt's (``decode_steps``)
+        return cache
+
     def decode_steps(self, token_ids: torch.Tensor, cache: PretrainedCache):
         """Tokens [B, n] through the cache in one pass -> (logits [B, n, V], layers x [B, heads, n, past + n], None)."""
+        padded: dict[str, torch.Tensor] = {}
+        if cache.padding is not None:
+            seen, total = cache.read, cache.read + token_ids.shape[1]
+            if total > cache.padding.shape[1]:  # pieces after the prompts: real in every row
+                more = cache.padding.new_ones((cache.padding.shape[0], total - cache.padding.shape[1]))
+                cache.padding = torch.cat([cache.padding, more], 1)  # [B, total]
+            mask = cache.padding[:, :total]  # [B, total]
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, seen:]  # [B, n]: each row counts its own pieces
+            padded, cache.read = {"attention_mask": mask, "position_ids": positions}, total
         out = self.hf_model(
-            input_ids=token_ids, past_key_values=cache.past, use_cache=True, output_attentions=True, return_dict=True
+            input_ids=token_ids, past_key_values=cache.past, use_cache=True, output_attentions=True, return_dict=True, **padded
         )
         cache.past = out.past_key_values
         return out.logits, list(out.attentions), None
