@@ -100,7 +100,8 @@ def settle(window, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
     QApplication.processEvents()
     while busy(window):
         if time.monotonic() > deadline:
-            raise AssertionError(f"the window's background work did not end within {timeout_s:.0f} s")
+            running = ", ".join(window.runner._current) or "opening a model"  # the jobs' channels: which work was slow
+            raise AssertionError(f"the window's background work did not end within {timeout_s:.0f} s (still running: {running})")
         QTest.qWait(5)
     QTest.qWait(1)
     window.grab()  # paint, as the screen would: what each axis painted last is what is seen
