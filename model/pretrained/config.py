@@ -36,6 +36,7 @@ class PretrainedConfig:
     suppressed_ids: tuple[int, ...] = ()  # tokens generation never picks (Marian bans <pad>)
     labels: list[str] = field(default_factory=list)  # class names of a classification head
     reads_masks: bool = False  # an encoder-only model's head reads masked pieces back (a masked-LM head, a mask token)
+    classifies: bool = False  # an encoder-only model's head decides a class (of the sentence, or of each piece)
 
     def describe(self) -> str:
         if self.shape == ENCODER_ONLY:

@@ -78,14 +78,14 @@ def encoder_layout_capabilities(network: Network) -> Capabilities:
         head_masking=known,
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,  # what the corpus index reads
         measured_pass=STACK_MEASURED_PASS if known else None,
-        objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else _head_objective(network),
+        objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else _head_objective(cast(PretrainedConfig, network.config)),
     )
 
 
-def _head_objective(network: Network) -> Objective | None:
-    """A classification head's objective (its own decisions: no corpus labels its classes); none without a head."""
-    classifies = cast(EncoderNetwork, network).head in ("sequence-classification", "token-classification")
-    return Objective.DECISIONS if classifies else None
+def _head_objective(config: PretrainedConfig) -> Objective | None:
+    """A classification head's objective (its own decisions: no corpus labels its classes), as its config says (set
+    when the folder is opened); none without a head."""
+    return Objective.DECISIONS if config.classifies else None
 
 
 def _pretrained(

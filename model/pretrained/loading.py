@@ -299,6 +299,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     config = read_config(hf_config, shape, architecture, len(tokenizer), hint, generation, classes=head.endswith("classification"))
     config.attention_implementation = implementation
     config.reads_masks = shape == ENCODER_ONLY and head == "masked-lm" and tokenizer.mask_token_id is not None
+    config.classifies = shape == ENCODER_ONLY and head in ("sequence-classification", "token-classification")
     if shape == ENCODER_DECODER:
         network: Any = Seq2SeqNetwork(hf_model, config)
     elif shape == DECODER_ONLY:

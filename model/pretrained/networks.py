@@ -189,7 +189,8 @@ class DecoderNetwork(PretrainedNetwork):
 
     def start_padded_cache(self, padding: torch.Tensor) -> PretrainedCache:
         """A cache for prompts left-padded to one length: padding [B, P] (1 for a real piece, 0 for a pad before it).
-        The pads are masked and each row's positions count its own pieces, so a row decodes as it would alone."""
+        The pads are masked and each row's positions count its own pieces, so a row decodes as it would alone. Batched
+        greedy decoding only (``greedy_prompts``): beam search and stepping back never start one."""
         cache = PretrainedCache(None, None)
         cache.padding = padding  # [B, P]: grown with ones by the passes after the prompt's (``decode_steps``)
         return cache
