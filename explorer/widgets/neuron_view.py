@@ -92,6 +92,103 @@ MAP_MIN_HEIGHT = 170  # px: a heatmap keeps its title, key labels and a few rows
 BAR_MIN_HEIGHT = 120  # px: a bar plot keeps its title, bars and key labels
 
 
+class NeuronPlots(QWidget):
+    """The view's six plots: the head's attention, the vectors and their products (maps), the scores, the weights
+    and the terms (bars). Built when the view first shows a row or is first shown (pyqtgraph's plots cost a third of
+    a window's building; most sessions never open the view)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = ClickableMap()
+        self.vectors = DimensionMap(DIVERGING, "q, k")
+        self.products = DimensionMap(DIVERGING, "q ⊙ k")
+        for view in (self.attention, self.vectors, self.products):
+            row_axis_untitled(view)
+        self.scores, self.weights = bar_plot("scaled score QKᵀ/√d_k"), bar_plot("softmax weight")
+        self.terms = bar_plot("terms (◆ = the score)")
+        self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
+        self.scores.addItem(self.score_bars)
+        self.weights.addItem(self.weight_bars)
+        self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None)
+        self.terms.addItem(self.sums)
+        self.term_bars: list[pg.BarGraphItem] = []
+        self.term_split = ABSOLUTE_TERMS
+        self.set_term_split(ABSOLUTE_TERMS)
+        self._lay_out()
+
+    def set_term_split(self, split: TermSplit) -> None:
+        """One bar series per term of ``split``, in its colours; the score's axis says how."""
+        for bars in self.term_bars:
+            self.terms.removeItem(bars)
+        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in split.colours]
+        for bars in self.term_bars:
+            self.terms.addItem(bars)
+        self.term_split = split
+        self.scores.setTitle(split.score_label, size=TITLE_SIZE)
+
+    def _lay_out(self) -> None:
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for view in (self.attention, self.vectors, self.products):
+            view.setMinimumHeight(MAP_MIN_HEIGHT)
+        for plot in (self.scores, self.weights, self.terms):
+            plot.setMinimumHeight(BAR_MIN_HEIGHT)
+        for column, view in enumerate((self.attention, self.vectors, self.products)):
+            grid.addWidget(view, 0, column)
+        for column, plot in enumerate((self.scores, self.weights, self.terms)):
+            grid.addWidget(plot, 1, column)
+        grid.setRowStretch(0, 3)
+        grid.setRowStretch(1, 2)
+
+    def clear(self) -> None:
+        empty = np.zeros((0, 0), np.float32)
+        for view in (self.attention, self.vectors, self.products):
+            view.set_matrix(empty, [], [], "")
+        for bars in (self.score_bars, self.weight_bars, *self.term_bars):
+            bars.setOpts(x=[], height=[])
+        self.sums.setData([], [])
+
+    def draw(self, row: NeuronRow) -> None:
+        keys = shown_labels(row.key_tokens)
+        self.attention.set_matrix(row.head_weights, row.query_tokens, row.key_tokens, TITLES["attention"], row.query)
+        dimensions = [str(d + 1) for d in range(row.d_k)]
+        vectors = np.concatenate([row.query_vector[:, None], row.key_vectors.T], axis=1)  # [d_k, 1 + K]
+        limit = limit_of(vectors)
+        columns = [f"q: {shown_labels(row.query_tokens)[row.query]}", *keys]  # as people read them ("word" level: as given)
+        self.vectors.set_matrix(vectors, dimensions, columns, TITLES["vectors"], None, (-limit, limit), "word")
+        limit = limit_of(row.products)
+        self.products.set_matrix(row.products, dimensions, keys, TITLES["products"], None, (-limit, limit), "word")
+        self.draw_bars(row)
+
+    def draw_bars(self, row: NeuronRow) -> None:
+        keys = shown_labels(row.key_tokens)
+        positions = np.arange(len(keys), dtype=np.float64)
+        step = self._tick_step(keys)
+        ticks = [[(float(index), label) for index, label in enumerate(keys) if index % step == 0]]
+        scores = np.where(np.isfinite(row.scores), row.scores, 0.0)
+        self.score_bars.setOpts(x=positions, height=scores, width=0.7, brush="#555555")
+        self.weight_bars.setOpts(x=positions, height=row.weights, width=0.7, brush="#4c78a8")
+        for plot in (self.scores, self.weights, self.terms):
+            plot.getAxis("bottom").setTicks(ticks)
+            plot.setXRange(-0.6, len(keys) - 0.4, padding=0.0)
+        self.weights.setYRange(0.0, 1.0, padding=0.02)
+        if row.term_split != self.term_split:
+            self.set_term_split(row.term_split)
+        terms = row.terms if row.terms is not None else np.zeros((len(self.term_bars), len(keys)))
+        width = 0.8 / len(self.term_bars)
+        for index, bars in enumerate(self.term_bars):
+            x = positions - 0.4 + width * (index + 0.5)
+            bars.setOpts(x=x, height=np.nan_to_num(terms[index], nan=0.0), width=width)
+        visible = np.isfinite(row.scores) & (row.terms is not None)
+        self.sums.setData(positions[visible], row.scores[visible])
+
+    def _tick_step(self, keys: list[str]) -> int:
+        """Every how many keys a bar plot labels, so that its labels do not run into each other at its width."""
+        widest = max((self.fontMetrics().horizontalAdvance(key) for key in keys), default=0) + 8
+        room = max(self.scores.getViewBox().width(), 100.0)  # the plot's drawing width in pixels
+        return max(1, math.ceil(len(keys) * widest / room))
+
+
 class NeuronView(QWidget):
     query_chosen = Signal(int)  # the query row, from 0
     save_requested = Signal(str)  # path: the row shown as a figure or a CSV, by the suffix
@@ -110,35 +207,35 @@ class NeuronView(QWidget):
         self.save_button = QPushButton("Save…")
         self.save_button.setToolTip("Write the row shown: its figure (PNG, SVG, PDF) or every number of it (CSV)")
         self.save_button.clicked.connect(self._on_save_clicked)
-        self.attention = ClickableMap()
-        self.attention.cell_clicked.connect(lambda row, _key: self.query_chosen.emit(row))
-        self.vectors = DimensionMap(DIVERGING, "q, k")
-        self.products = DimensionMap(DIVERGING, "q ⊙ k")
-        for view in (self.attention, self.vectors, self.products):
-            row_axis_untitled(view)
-        self.scores, self.weights = bar_plot("scaled score QKᵀ/√d_k"), bar_plot("softmax weight")
-        self.terms = bar_plot("terms (◆ = the score)")
-        self.score_bars, self.weight_bars = pg.BarGraphItem(x=[], height=[], width=0.7), pg.BarGraphItem(x=[], height=[], width=0.7)
-        self.scores.addItem(self.score_bars)
-        self.weights.addItem(self.weight_bars)
-        self.sums = pg.ScatterPlotItem(symbol="d", size=8, brush="k", pen=None)
-        self.terms.addItem(self.sums)
         self.shares = QLabel()
         self.shares.setWordWrap(True)
-        self.term_bars: list[pg.BarGraphItem] = []
-        self._set_term_split(ABSOLUTE_TERMS)
+        self.shares.setToolTip(f"{ABSOLUTE_TERMS.note}. {class_rule(ABSOLUTE_TERMS)}")
+        self._plots: NeuronPlots | None = None
+        self._plots_holder = QWidget()  # in a scroll area: a short window scrolls the plots rather than flattening them
+        self._plots_layout = QVBoxLayout(self._plots_holder)
+        self._plots_layout.setContentsMargins(0, 0, 0, 0)
         self._lay_out()
 
-    def _set_term_split(self, split: TermSplit) -> None:
-        """One bar series per term of ``split``, in its colours; the score's axis and the shares' tooltip say how."""
-        for bars in self.term_bars:
-            self.terms.removeItem(bars)
-        self.term_bars = [pg.BarGraphItem(x=[], height=[], width=0.2, brush=colour) for colour in split.colours]
-        for bars in self.term_bars:
-            self.terms.addItem(bars)
-        self.term_split = split
-        self.scores.setTitle(split.score_label, size=TITLE_SIZE)
-        self.shares.setToolTip(f"{split.note}. {class_rule(split)}")
+    @property
+    def plots(self) -> NeuronPlots:
+        """The six plots, built on first use."""
+        if self._plots is None:
+            self._plots = NeuronPlots()
+            self._plots.attention.cell_clicked.connect(lambda row, _key: self.query_chosen.emit(row))
+            self._plots_layout.addWidget(self._plots)
+        return self._plots
+
+    @property
+    def attention(self) -> ClickableMap:
+        return self.plots.attention
+
+    @property
+    def vectors(self) -> DimensionMap:
+        return self.plots.vectors
+
+    @property
+    def products(self) -> DimensionMap:
+        return self.plots.products
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
@@ -146,25 +243,10 @@ class NeuronView(QWidget):
         top.addWidget(QLabel("Query:"))
         top.addWidget(self.query_box)
         top.addWidget(self.save_button)
-        plots = QWidget()  # in a scroll area: a short window scrolls the plots rather than flattening them
-        grid = QGridLayout(plots)
-        grid.setContentsMargins(0, 0, 0, 0)
-        for view in (self.attention, self.vectors, self.products):
-            view.setMinimumHeight(MAP_MIN_HEIGHT)
-        for plot in (self.scores, self.weights, self.terms):
-            plot.setMinimumHeight(BAR_MIN_HEIGHT)
-        grid.addWidget(self.attention, 0, 0)
-        grid.addWidget(self.vectors, 0, 1)
-        grid.addWidget(self.products, 0, 2)
-        grid.addWidget(self.scores, 1, 0)
-        grid.addWidget(self.weights, 1, 1)
-        grid.addWidget(self.terms, 1, 2)
-        grid.setRowStretch(0, 3)
-        grid.setRowStretch(1, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addWidget(scrolled(plots), 1)
+        layout.addWidget(scrolled(self._plots_holder), 1)
         layout.addWidget(self.shares)
 
     # --- what the controller gives --------------------------------------------------------------
@@ -186,24 +268,12 @@ class NeuronView(QWidget):
         if row is None:
             self.title.setText("")
             self.shares.setText("")
-            empty = np.zeros((0, 0), np.float32)
-            for view in (self.attention, self.vectors, self.products):
-                view.set_matrix(empty, [], [], "")
-            for bars in (self.score_bars, self.weight_bars, *self.term_bars):
-                bars.setOpts(x=[], height=[])
-            self.sums.setData([], [])
+            if self._plots is not None:
+                self._plots.clear()
             return
-        keys = shown_labels(row.key_tokens)
         self.title.setText(f"<b>{html.escape(row.title())}</b>")  # a token such as "</s>" is text, not a tag
-        self.attention.set_matrix(row.head_weights, row.query_tokens, row.key_tokens, TITLES["attention"], row.query)
-        dimensions = [str(d + 1) for d in range(row.d_k)]
-        vectors = np.concatenate([row.query_vector[:, None], row.key_vectors.T], axis=1)  # [d_k, 1 + K]
-        limit = limit_of(vectors)
-        columns = [f"q: {shown_labels(row.query_tokens)[row.query]}", *keys]  # as people read them ("word" level: as given)
-        self.vectors.set_matrix(vectors, dimensions, columns, TITLES["vectors"], None, (-limit, limit), "word")
-        limit = limit_of(row.products)
-        self.products.set_matrix(row.products, dimensions, keys, TITLES["products"], None, (-limit, limit), "word")
-        self._draw_bars(row, keys)
+        self.plots.draw(row)
+        self.shares.setToolTip(f"{row.term_split.note}. {class_rule(row.term_split)}")
         self.shares.setText(self._share_line(row))
 
     def _share_line(self, row: NeuronRow) -> str:
@@ -219,38 +289,16 @@ class NeuronView(QWidget):
             f"<b>{describe_terms(row.shares, split)}</b>. {_sentence(split.position.format(row.positions))}."
         )
 
-    def _draw_bars(self, row: NeuronRow, keys: list[str]) -> None:
-        positions = np.arange(len(keys), dtype=np.float64)
-        step = self._tick_step(keys)
-        ticks = [[(float(index), label) for index, label in enumerate(keys) if index % step == 0]]
-        scores = np.where(np.isfinite(row.scores), row.scores, 0.0)
-        self.score_bars.setOpts(x=positions, height=scores, width=0.7, brush="#555555")
-        self.weight_bars.setOpts(x=positions, height=row.weights, width=0.7, brush="#4c78a8")
-        for plot in (self.scores, self.weights, self.terms):
-            plot.getAxis("bottom").setTicks(ticks)
-            plot.setXRange(-0.6, len(keys) - 0.4, padding=0.0)
-        self.weights.setYRange(0.0, 1.0, padding=0.02)
-        if row.term_split != self.term_split:
-            self._set_term_split(row.term_split)
-        terms = row.terms if row.terms is not None else np.zeros((len(self.term_bars), len(keys)))
-        width = 0.8 / len(self.term_bars)
-        for index, bars in enumerate(self.term_bars):
-            x = positions - 0.4 + width * (index + 0.5)
-            bars.setOpts(x=x, height=np.nan_to_num(terms[index], nan=0.0), width=width)
-        visible = np.isfinite(row.scores) & (row.terms is not None)
-        self.sums.setData(positions[visible], row.scores[visible])
-
-    def _tick_step(self, keys: list[str]) -> int:
-        """Every how many keys a bar plot labels, so that its labels do not run into each other at its width."""
-        widest = max((self.fontMetrics().horizontalAdvance(key) for key in keys), default=0) + 8
-        room = max(self.scores.getViewBox().width(), 100.0)  # the plot's drawing width in pixels
-        return max(1, math.ceil(len(keys) * widest / room))
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        """The plots are built when the view is first shown, before a row comes."""
+        super().showEvent(event)
+        _ = self.plots
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         """The bar plots' labels thinned again for the new width."""
         super().resizeEvent(event)
-        if self.row is not None:
-            self._draw_bars(self.row, shown_labels(self.row.key_tokens))
+        if self.row is not None and self._plots is not None:
+            self._plots.draw_bars(self.row)
 
     def _on_save_clicked(self) -> None:
         if self.row is None:

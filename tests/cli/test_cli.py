@@ -28,6 +28,8 @@ from model.io import checkpoint
 from model.io.timeline import timeline_path
 from model.runtime import CoreFollower
 
+pytestmark = pytest.mark.long  # tests/conftest.py: run first
+
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--layers", "2", "--d-model", "32", "--heads", "4", "--d-ff", "64", "--vocab-size", "100", "--quiet"]
 COPY_LAYERS, COPY_HEADS = 2, 4

@@ -16,11 +16,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 import torch
 
 from model.io import checkpoint
 from model.io.timeline import find_timeline, load_timeline
 from tests.cli.test_cli import ROOT
+
+pytestmark = pytest.mark.long  # tests/conftest.py: run first
 
 STRATA = 8  # parts of a run's span, each hit once per file: 16 runs over two files trained side by side
 RUNS = 2 * STRATA

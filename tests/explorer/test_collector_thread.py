@@ -49,3 +49,18 @@ def test_closing_the_last_window_gives_automatic_collection_back(open_window):
     assert not gc.isenabled() and COLLECTOR.windows == before + 1
     second.close()
     assert gc.isenabled() == (COLLECTOR.windows == 0) and COLLECTOR.windows == before
+
+
+def test_closings_free_the_oldest_generation_at_the_first_and_every_eighth(monkeypatch):
+    from explorer import runtime
+
+    passes: list[int] = []
+    monkeypatch.setattr(runtime.gc, "collect", lambda generation=2: passes.append(generation) or 0)
+    monkeypatch.setattr(runtime.gc, "enable", lambda: None)
+    monkeypatch.setattr(runtime.gc, "disable", lambda: None)
+    collector = runtime.WindowThreadCollector()
+    for _ in range(2 * collector.FULL_PASS_EVERY + 1):
+        collector.start()
+        collector.stop()
+    every = collector.FULL_PASS_EVERY
+    assert passes == ([2] + [1] * (every - 1)) * 2 + [2]  # a closed window's objects are in the oldest generation

@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, settings
 from tests.explorer.window_actions import NAMED, WindowStates
 from tests.explorer.window_invariants import problems
 
+pytestmark = pytest.mark.long  # tests/conftest.py: run first
+
 EXAMPLES = int(os.environ.get("WINDOW_STATES_EXAMPLES", "10"))
 STEPS = int(os.environ.get("WINDOW_STATES_STEPS", "20"))
 

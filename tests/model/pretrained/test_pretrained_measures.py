@@ -10,7 +10,9 @@ and the library's ``output_attentions``/``output_hidden_states``):
 * gradient × input: ∇ log p(token) · embedding through a hook of the test's own on the token embeddings;
 * integrated gradients: the completeness gap the measure reports is the one between its attributions' sum and
   F(embeddings) − F(0), F read by the test through its own hook;
-* attention × gradient: Chefer et al.'s rules written again here on the library's own attention maps and gradients;
+* attention × gradient: Chefer et al.'s rules written again here on the library's own attention maps and gradients,
+  both sides in float64 (in float32 the tiny T5's library pass alone is 2e-5 of the largest value from float64, and
+  which of the two sides lands nearer moved with the thread count);
 
 The gradients are compared within 1e-5 of the largest value's size: the tiny T5's attributions reach 24 nats, where
 float32 alone moves them by 1e-4 (against float64) whichever of two equal computations runs.
@@ -19,6 +21,8 @@ float32 alone moves them by 1e-4 (against float64) whichever of two equal comput
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
@@ -181,7 +185,8 @@ def test_integrated_gradients_report_their_true_gap_to_the_library_s_change_from
 
 @pytest.mark.parametrize("layout", ["t5", "bart", "m2m100"])
 def test_attention_gradient_follows_chefer_s_rules_on_the_library_s_own_maps(encoder_decoders, layout):
-    network = encoder_decoders[layout].model
+    network = copy.deepcopy(encoder_decoders[layout].model)
+    network.hf_model.double()  # both sides in float64 (the module's docstring)
     source_ids, chosen, source, inputs = sentence_case(encoder_decoders[layout])
     values = compute_measure(network, source_ids, chosen, "attn-grad").values
     n_source, n_target = source.shape[1], inputs.shape[1]
@@ -190,13 +195,15 @@ def test_attention_gradient_follows_chefer_s_rules_on_the_library_s_own_maps(enc
         maps = [*out.encoder_attentions, *out.decoder_attentions, *out.cross_attentions]
         gradients = torch.autograd.grad(out.logits[0, step, chosen[step]], maps)
         cams = [(g * a).clamp(min=0).mean(1)[0].detach() for g, a in zip(gradients, maps)]  # [Q, K] each
-        r_ss, r_tt, r_ts = torch.eye(n_source), torch.eye(n_target), torch.zeros(n_target, n_source)
+        r_ss, r_tt = torch.eye(n_source, dtype=torch.float64), torch.eye(n_target, dtype=torch.float64)
+        r_ts = torch.zeros(n_target, n_source, dtype=torch.float64)
         for cam in cams[:2]:
             r_ss = r_ss + cam @ r_ss
 
         def normalised(r: torch.Tensor) -> torch.Tensor:
-            beside = r - torch.eye(r.shape[0])
-            return beside / beside.sum(-1, keepdim=True).clamp(min=1e-30) + torch.eye(r.shape[0])
+            identity = torch.eye(r.shape[0], dtype=r.dtype)
+            beside = r - identity
+            return beside / beside.sum(-1, keepdim=True).clamp(min=1e-30) + identity
 
         for layer in range(2):
             r_tt, r_ts = r_tt + cams[2 + layer] @ r_tt, r_ts + cams[2 + layer] @ r_ts

@@ -5,6 +5,7 @@ final model itself, and every family records."""
 from __future__ import annotations
 
 import math
+import random
 import struct
 
 import numpy as np
@@ -15,7 +16,7 @@ from model.decoding.stepper import DecodingOptions, Stepper
 from model.io import checkpoint
 from model.io.timeline import load_timeline, timeline_path
 from model.training.evaluation import Scores
-from model.training.recording import GROWTH, Recorder, TimelineOptions, thin
+from model.training.recording import GROWTH, VALIDATION_WEIGHT, Recorder, TimelineOptions, thin
 from model.training.trainer import Progress, TrainingOptionsError, Validation
 from tests.model.timeline.helpers import FAMILY_RUNS, record
 
@@ -37,6 +38,28 @@ def test_thinning_keeps_the_ends_and_spreads_the_rest_evenly_on_a_log_scale():
     gaps = np.diff(np.log1p([steps[i] for i in kept]))
     assert gaps.max() < 4 * gaps.min()  # no crowding: every gap within a small factor of the others
     assert thin([0, 5, 9], [False] * 3, 2) == [0, 2] and thin([3], [False], 5) == [0]
+
+
+def test_thinning_removes_what_the_plain_greedy_search_removes():
+    """The heap's order is the plain search's: every time the smallest weighted gap, the earliest of equals."""
+
+    def by_hand(steps, validated, keep):
+        kept = list(range(len(steps)))
+        while len(kept) > max(keep, 2):
+            costs = [
+                (math.log1p(steps[kept[j + 1]]) - math.log1p(steps[kept[j - 1]])) * (VALIDATION_WEIGHT if validated[kept[j]] else 1)
+                for j in range(1, len(kept) - 1)
+            ]
+            del kept[1 + costs.index(min(costs))]
+        return kept
+
+    generator = random.Random(1)
+    for _ in range(200):
+        steps = sorted(generator.sample(range(500), generator.randint(1, 60)))
+        validated = [generator.random() < 0.3 for _ in steps]
+        keep = generator.randint(2, 12)
+        assert thin(steps, validated, keep) == by_hand(steps, validated, keep)
+    assert thin([0, 10, 20, 30], [False] * 4, 3) == by_hand([0, 10, 20, 30], [False] * 4, 3)  # equal gaps: the earliest
 
 
 def test_the_recorder_copies_at_a_geometric_series_holds_at_most_n_and_ends_with_the_model():
