@@ -73,6 +73,11 @@ class AttentionKind(ShownName):
     def is_self_attention(self) -> bool:
         return self is not AttentionKind.CROSS
 
+    @property
+    def stack(self) -> str:
+        """The stack whose layers hold it: "encoder" (its self-attention) or "decoder" (the other two)."""
+        return "encoder" if self is AttentionKind.ENCODER else "decoder"
+
     @classmethod
     def parse(cls, text: str | AttentionKind) -> AttentionKind:
         """'encoder', 'decoder', 'cross', the Trace's field names, or the short 'enc'/'dec'."""

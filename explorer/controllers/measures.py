@@ -218,7 +218,13 @@ class MeasureController:
         name = key[3]
         chosen = [int(i) for i in trace.chosen_ids]
         if not MEASURES[name].single:
-            job.deliver(self._store, key, compute_measure(model, source_ids, chosen, name))
+            label = MEASURES[name].label
+
+            def progress(done: int, total: int) -> None:  # a measure in parts (value zeroing: its layers)
+                job.check()  # a newer request stops this one between two parts
+                job.deliver(self.busy.emit, f"Computing {label}… {done} of {total} layers (each kind's)")
+
+            job.deliver(self._store, key, compute_measure(model, source_ids, chosen, name, progress=progress))
             return
         # Saliency: rows already computed for the same prefix are reused; the current step's row comes first.
         result, missing = self._known_rows(key, model, source_ids, trace, name)

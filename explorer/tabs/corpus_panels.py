@@ -142,7 +142,7 @@ class HeadChoice(QWidget):
         manifest = self.manifest
         if manifest is None:
             return
-        self.layer_box.setRange(1, manifest.n_encoder_layers if self.kind is AttentionKind.ENCODER else manifest.n_decoder_layers)
+        self.layer_box.setRange(1, manifest.layers_of(self.kind))
         self.fit_heads(manifest.n_heads)
 
     def fit_heads(self, n_heads: int) -> None:

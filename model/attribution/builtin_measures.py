@@ -172,7 +172,7 @@ class ValueZeroing(Measure):
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, _ = _tensors(model, inputs)
         record = token_pass(model, source, decoder_inputs)
-        encoder, decoder, cross = value_zeroing(measured_pass_of(model), record)
+        encoder, decoder, cross = value_zeroing(measured_pass_of(model), record, inputs.progress)
         return _per_row(self.name, _stacked(model, {ENCODER: encoder, DECODER: decoder, CROSS: cross}))
 
 

@@ -13,6 +13,7 @@ disables the choice with that as its tooltip).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -84,6 +85,7 @@ def compute_measure(
     name: str,
     steps: list[int] | None = None,  # saliency: only these predictions (the others' rows stay 0)
     max_points: int | None = None,  # integrated gradients: each prediction's cap on gradient points (None: the app's)
+    progress: Callable[[int, int], None] | None = None,  # (done, total) as a long measure goes: MeasureInputs.progress
 ) -> MeasureResult:
     """Measure ``name`` of the decoded sentence (see the module's docstring)."""
     if name not in MEASURES:
@@ -91,7 +93,7 @@ def compute_measure(
     reason = unsupported(model, name)
     if reason:
         raise MeasureError(reason)
-    return MEASURES[name]().compute(model, MeasureInputs(list(source_ids), list(chosen_ids), steps, max_points))
+    return MEASURES[name]().compute(model, MeasureInputs(list(source_ids), list(chosen_ids), steps, max_points, progress))
 
 
 def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) -> MeasureResult:
@@ -163,6 +165,13 @@ def measured_trace(trace: Trace, result: MeasureResult) -> Trace:
     )
 
 
-def trace_measure(model: Network, source_ids: list[int], trace: Trace, name: str, steps: list[int] | None = None) -> MeasureResult:
+def trace_measure(
+    model: Network,
+    source_ids: list[int],
+    trace: Trace,
+    name: str,
+    steps: list[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MeasureResult:
     """``compute_measure`` of the sentence a trace decoded, for its own tokens (the hypothesis it follows)."""
-    return compute_measure(model, source_ids, [int(i) for i in trace.chosen_ids], name, steps)
+    return compute_measure(model, source_ids, [int(i) for i in trace.chosen_ids], name, steps, progress=progress)

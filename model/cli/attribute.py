@@ -30,7 +30,7 @@ import numpy as np
 from model.attribution.integration import gap_percent
 from model.attribution.measures import MEASURES, MeasureError, measure_names, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
-from model.cli.options import CommandError, mask_heads_argument
+from model.cli.options import CommandError, mask_heads_argument, stage_progress
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.family import capabilities_of
@@ -95,6 +95,7 @@ def add_attribute_arguments(parser: argparse.ArgumentParser) -> None:
     mask_heads_argument(parser)
     add_figure_arguments(parser)
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(SUFFIXES)})")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (value zeroing shows one, a bar of layers)")
 
 
 def run_attribute(args) -> int:
@@ -117,7 +118,9 @@ def run_attribute(args) -> int:
     if not trace.n_steps and capabilities_of(bundle.model).architecture.has_decoder:  # an encoder-only model reads its text
         raise CommandError("the model decoded nothing for this sentence")
     try:
-        result = trace_measure(stepper.model, stepper.source_ids, trace, args.measure)
+        with stage_progress(args.quiet) as progress:  # a measure in parts (value zeroing's layers) shows a bar
+            layers = progress(args.measure, "layers")
+            result = trace_measure(stepper.model, stepper.source_ids, trace, args.measure, progress=layers)
     except MeasureError as error:
         raise CommandError(str(error)) from None
     if suffix == ".npz":

@@ -19,12 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from tqdm import tqdm
 
 from model.attribution.alignment_table import alignment_table
 from model.attribution.importance import (
@@ -36,7 +30,7 @@ from model.attribution.importance import (
     pruning_curve,
 )
 from model.attribution.measures import NAMES
-from model.cli.options import CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec
+from model.cli.options import CommandError, aer_arguments, check_aer_pairs, corpus_arguments, corpus_spec, stage_progress
 from model.data.corpora import Pair
 from model.family import Bundle
 from model.files import atomic_output, check_output
@@ -91,30 +85,6 @@ def _pairs(args, bundle: Bundle) -> list[Pair]:
         return measured_pairs(spec, DEFAULT_SENTENCES if args.n is None else args.n, args.seed, exact=args.n is not None)
     except TooManySentences as error:
         raise CommandError(f"--n {args.n}: {error}; give --n {error.available} or fewer") from None
-
-
-@contextmanager
-def stage_progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, int], None]]]:
-    """A maker of stage progress: each stage's (done, total) moves a tqdm bar of its own on stderr, drawn from its
-    first report (nothing when quiet); every bar is closed on the way out, an error's message then has its own line."""
-    bars: list[tuple[str, Any]] = []  # (stage, its bar)
-
-    def stage(what: str, unit: str) -> Callable[[int, int], None]:
-        def report(done: int, total: int) -> None:
-            if not bars or bars[-1][0] != what:
-                bars.append((what, tqdm(total=total, desc=what, unit=f" {unit}", file=sys.stderr, disable=quiet, leave=True)))
-            bar = bars[-1][1]
-            bar.update(done - bar.n)
-            if done >= total:
-                bar.close()  # the next stage's bar is drawn below it, not beside
-
-        return report
-
-    try:
-        yield stage
-    finally:
-        for _, bar in bars:
-            bar.close()
 
 
 def run_heads(args) -> int:

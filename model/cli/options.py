@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
 
 from model.data.corpora import BUILTIN_CORPORA, CorpusSpec
 from model.device import resolve_device
@@ -137,3 +143,27 @@ def mask_heads_argument(parser: argparse.ArgumentParser) -> None:
         default="",
         help="knock heads out (outputs zeroed), e.g. cross:3:1,encoder:1:2 (from 1)",
     )
+
+
+@contextmanager
+def stage_progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, int], None]]]:
+    """A maker of stage progress: each stage's (done, total) moves a tqdm bar of its own on stderr, drawn from its
+    first report (nothing when quiet); every bar is closed on the way out, an error's message then has its own line."""
+    bars: list[tuple[str, Any]] = []  # (stage, its bar)
+
+    def stage(what: str, unit: str) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            if not bars or bars[-1][0] != what:
+                bars.append((what, tqdm(total=total, desc=what, unit=f" {unit}", file=sys.stderr, disable=quiet, leave=True)))
+            bar = bars[-1][1]
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()  # the next stage's bar is drawn below it, not beside
+
+        return report
+
+    try:
+        yield stage
+    finally:
+        for _, bar in bars:
+            bar.close()

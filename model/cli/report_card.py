@@ -18,8 +18,7 @@ import sys
 import time
 
 from model.cli.export import model_name
-from model.cli.heads import stage_progress
-from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive
+from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive, stage_progress
 from model.family import Bundle
 from model.figures.report_card import CARD_SUFFIXES, check_card_path, save_card
 from model.files import check_output

@@ -67,9 +67,8 @@ def stacks(model: Network) -> list[tuple[str, int]]:
 
 def kind_layers(model: Network) -> list[tuple[AttentionKind, int]]:
     """(kind, its layers) of each kind of attention ``model`` has."""
-    config = model.config
-    kinds = capabilities_of(model).kinds
-    return [(kind, config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers) for kind in kinds]
+    layers = dict(stacks(model))
+    return [(kind, layers[kind.stack]) for kind in capabilities_of(model).kinds]
 
 
 @dataclass

@@ -76,7 +76,7 @@ class CorpusIndex:
         if head.kind not in manifest.kind_list:
             kinds = ", ".join(manifest.kinds)
             raise CorpusIndexError(f"{head}: the indexed model has no {head.kind.label}; its kinds are {kinds}")
-        n_layers = manifest.n_encoder_layers if head.kind.value == "encoder" else manifest.n_decoder_layers
+        n_layers = manifest.layers_of(head.kind)
         if head.layer >= n_layers or head.head >= manifest.n_heads:
             raise CorpusIndexError(
                 f"{head}: the indexed model's {head.kind.value} attention has layers 1 to {n_layers} of heads 1 to "

@@ -202,7 +202,15 @@ class Manifest:
 
     def sides(self) -> tuple[str, ...]:
         """The sides whose tokens the index holds: the stacks the model has."""
-        return tuple(side for side in SIDES if getattr(self, f"n_{side}_layers"))
+        return tuple(side for side in SIDES if self.stack_layers(side))
+
+    def stack_layers(self, side: str) -> int:
+        """The layers of the model's "encoder" or "decoder" stack (0: it has none)."""
+        return {"encoder": self.n_encoder_layers, "decoder": self.n_decoder_layers}[side]
+
+    def layers_of(self, kind: AttentionKind) -> int:
+        """The layers of ``kind``'s attention: those of the stack that holds it."""
+        return self.stack_layers(kind.stack)
 
     @property
     def head_list(self) -> tuple[Head, ...]:

@@ -16,7 +16,7 @@ registry, in registration order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, overload
@@ -38,6 +38,9 @@ class MeasureInputs:
     chosen_ids: list[int]  # the decoded tokens: step t produced chosen_ids[t]
     steps: list[int] | None = None  # saliency: only these predictions (the others' rows stay 0)
     max_points: int | None = None  # integrated gradients: each prediction's cap on gradient points (None: the app's)
+    # Called with (parts done, parts in all) as a long measure goes (value zeroing: after each layer); it may raise to
+    # stop the computation (a superseded request in the window).
+    progress: Callable[[int, int], None] | None = None
 
 
 @dataclass

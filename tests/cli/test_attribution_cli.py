@@ -109,6 +109,19 @@ def test_attribute_writes_every_measure_as_data_and_figure(measure, toy_fr_bundl
     assert_figure(figure, texts=(MEASURES[measure].label.split(" ")[0], "cat", "sleeps"))
 
 
+def test_value_zeroing_shows_a_bar_of_its_layers_unless_quiet(model_file, tmp_path, capsys):
+    """Value zeroing runs each layer of each kind again once per key: seconds a layer on a 1.5 B model, so the
+    command shows how far it has come on stderr (the toy model: 2 layers of each of 3 kinds)."""
+    args = ["attribute", "--model", str(model_file), "--text", "the cat sleeps", "--measure", "value-zeroing"]
+    assert main([*args, "--out", str(tmp_path / "a.npz")]) == 0
+    err = capsys.readouterr().err
+    assert "value-zeroing" in err and "6/6" in err and "layers" in err
+    assert main([*args, "--out", str(tmp_path / "b.npz"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main([*args[:-1], "norm", "--out", str(tmp_path / "c.npz")]) == 0  # a measure in one part: no bar
+    assert capsys.readouterr().err == ""
+
+
 def test_attribute_reports_the_integrated_gradients_gap_and_flags_what_did_not_converge(model_file, tmp_path, capsys, monkeypatch):
     from model.attribution import gradients
     from model.attribution.integration import gap_percent

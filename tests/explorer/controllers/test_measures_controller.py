@@ -38,6 +38,33 @@ def test_a_fast_measure_is_shown_at_once_and_a_gradient_one_when_its_job_ends(co
     assert events.of("running_changed") == [(True,), (False,)]
 
 
+def test_value_zeroing_says_how_many_layers_it_has_run(controllers, measured):
+    """A measure in parts (value zeroing's layers: seconds each on a 1.5 B model) says how far it has come."""
+    explore, measures = measured
+    events = Recorder(measures, "busy")
+    measures.set_measure("value-zeroing")
+    assert controllers.inbox.wait_until(lambda: not measures.running, WAIT_S)
+    total = 3 * 2  # the tiny model's 2 layers of each kind: encoder, decoder and cross-attention
+    label = MEASURES["value-zeroing"].label
+    said = [event[0] for event in events.of("busy")]
+    parts = [f"Computing {label}… {done} of {total} layers (each kind's)" for done in range(1, total + 1)]
+    assert said == [f"Computing {label}…", *parts, ""]
+    assert measures.shown(explore.trace).measure == "value-zeroing"
+
+
+def test_value_zeroing_reports_each_layer_to_its_caller(toy_fr_bundle):
+    from model.attribution.measures import compute_measure
+
+    bundle = toy_fr_bundle[0]
+    source = bundle.source_ids(SENTENCE)[0]
+    seen: list[tuple[int, int]] = []
+    plain = compute_measure(bundle.model, source, [5, 6, 7], "value-zeroing")
+    followed = compute_measure(bundle.model, source, [5, 6, 7], "value-zeroing", progress=lambda *done: seen.append(done))
+    assert seen == [(done, 6) for done in range(1, 7)]
+    for kind in plain.values:
+        np.testing.assert_array_equal(plain.values[kind], followed.values[kind])
+
+
 def test_availability_names_why_a_measure_cannot_be_shown(controllers, toy_fr_bundle, toy_fr_rnn_bundle):
     """Also test_measures_view.py's test_a_measure_replaces_the_weights_in_every_view (which measures each kind and
     each model define, and the reasons)."""
