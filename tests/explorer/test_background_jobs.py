@@ -177,10 +177,10 @@ def slow_measure(monkeypatch):
     blocker = Blocker()
     real = measures_module.compute_measure
 
-    def compute_measure(model, source_ids, chosen, name, steps=None):
+    def compute_measure(model, source_ids, chosen, name, steps=None, progress=None):
         if name == "value-zeroing" and blocker.wait_for_job():
             raise Cancelled  # as a part boundary would
-        return real(model, source_ids, chosen, name) if steps is None else real(model, source_ids, chosen, name, steps=steps)
+        return real(model, source_ids, chosen, name, steps=steps, progress=progress)
 
     monkeypatch.setattr(measures_module, "compute_measure", compute_measure)
     return blocker
@@ -213,7 +213,7 @@ def test_a_measure_window_closed_mid_run(qtbot, open_window, toy_fr_bundle, slow
 
 
 def test_a_measure_internal_error(qtbot, open_window, toy_fr_bundle, monkeypatch, caplog):
-    def broken(model, source_ids, chosen, name, steps=None):
+    def broken(model, source_ids, chosen, name, steps=None, progress=None):
         raise IndexError("row out of range")
 
     window, tab = explore_window(open_window, toy_fr_bundle[0], "the small cat sees the dog")

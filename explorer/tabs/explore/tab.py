@@ -54,6 +54,7 @@ class ExploreTab(QWidget):
         settings = self.settings
         explore = self.explore
         self.shown: Trace | None = None  # the trace as displayed (word level when chosen)
+        self._replaced_why = ""  # why the sentence decoded is not the one typed (text_replaced), until another is asked for
         self.view_trace: Trace | None = None  # the whole trace the views read: the Explore controller's, or its measured copy
         self.focus_matrix: AttentionMatrix | None = None  # the AttentionMatrix in the focus view
         # What the user chose (``state``: the Explore controller's ``view``), and that choice fitted to the trace
@@ -225,15 +226,22 @@ class ExploreTab(QWidget):
             self.hint.show()
             return
         self.state = replace(self.state, layer=0, head="mean", hypothesis=None)
+        self._replaced_why = ""  # the new model may read the sentence (text_replaced says so after the decoding if not)
         self.hint.hide()
 
     def _on_text_replaced(self, text: str, why: str) -> None:
-        """The controller decoded another sentence than the one typed (the model cannot read it): show both."""
+        """The controller decoded another sentence than the one typed (the model cannot read it): show both. The why
+        stays in the hint, before what each drawing notes (a reading shown as the weights), until another sentence
+        or model is asked for."""
         self.controls.source.setText(text)
-        self.hint.setText(why)
+        self._replaced_why = why
+        self.refresh()
+        if not self.hint.text().startswith(why):  # a drawing that stopped early (nothing to draw) notes nothing
+            self.hint.setText(why)
         self.hint.show()
 
     def _on_source_edited(self, text: str) -> None:
+        self._replaced_why = ""
         self.explore.set_source(text)  # the sentence the next model decodes is the one in the field, Enter or not
         bundle = self.explore.bundle
         if bundle is not None and not bundle.family.capabilities.architecture.has_decoder:
@@ -245,6 +253,7 @@ class ExploreTab(QWidget):
             self._on_translate_requested(text)
 
     def _on_translate_requested(self, text: str) -> None:
+        self._replaced_why = ""
         self.settings.setValue("explore/text", text)
         self.explore.translate(text, self.controls.options())
 
@@ -331,9 +340,9 @@ class ExploreTab(QWidget):
             view_trace, measure_note = trace, "The focus and the grid show the difference of the attention weights."
         self.view_trace = view_trace
         self.shown_state, note = self.state.fitted(view_trace)
-        note = " ".join(part for part in (note, measure_note) if part)
+        note = " ".join(part for part in (self._replaced_why, note, measure_note) if part)
         self._set_choices(view_trace)
-        self.hint.setText(note)  # a note replaces the last hint; a replaced sentence's is set after this refresh
+        self.hint.setText(note)  # a note replaces the last hint (a replaced sentence's why stays first)
         self.hint.setVisible(bool(note))
         shown = self.shown = self.shown_state.shown_trace(view_trace)
         state = self.shown_state
