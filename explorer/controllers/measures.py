@@ -222,7 +222,7 @@ class MeasureController:
 
             def progress(done: int, total: int) -> None:  # a measure in parts (value zeroing: its layers)
                 job.check()  # a newer request stops this one between two parts
-                job.deliver(self.busy.emit, f"Computing {label}… {done} of {total} layers (each kind's)")
+                job.deliver(self.busy.emit, f"{label}: {done}/{total} layers…")  # each kind's layers: short, the row is full
 
             job.deliver(self._store, key, compute_measure(model, source_ids, chosen, name, progress=progress))
             return

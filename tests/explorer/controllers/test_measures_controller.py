@@ -47,7 +47,7 @@ def test_value_zeroing_says_how_many_layers_it_has_run(controllers, measured):
     total = 3 * 2  # the tiny model's 2 layers of each kind: encoder, decoder and cross-attention
     label = MEASURES["value-zeroing"].label
     said = [event[0] for event in events.of("busy")]
-    parts = [f"Computing {label}… {done} of {total} layers (each kind's)" for done in range(1, total + 1)]
+    parts = [f"{label}: {done}/{total} layers…" for done in range(1, total + 1)]
     assert said == [f"Computing {label}…", *parts, ""]
     assert measures.shown(explore.trace).measure == "value-zeroing"
 
