@@ -80,6 +80,11 @@ class NetworkConfig(Protocol):
     def describe(self) -> str: ...
 
 
+def stack_layers(config: NetworkConfig, stack: str) -> int:
+    """The layers of a network's "encoder" or "decoder" stack (a kind's: ``AttentionKind.stack``)."""
+    return {"encoder": config.n_encoder_layers, "decoder": config.n_decoder_layers}[stack]
+
+
 class TrainableConfig(NetworkConfig, Protocol):
     """The config of a trainable family: built from its options (``Family.build_config``), saved in a model file."""
 

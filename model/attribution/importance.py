@@ -30,7 +30,7 @@ from model.data.corpora import DEFAULT_SIZES, CorpusError, CorpusSpec, Pair, gen
 from model.errors import UserError
 from model.family import Bundle, capabilities_of, family_of
 from model.kinds import AttentionKind
-from model.network import Network
+from model.network import Network, stack_layers
 from model.nn.masking import Head, MaskError, head_projection, masked_model
 from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted
@@ -81,7 +81,7 @@ def _gated_copy(model: Network) -> tuple[Any, dict[tuple[AttentionKind, int], to
     config = gated.config
     gates: dict[tuple[AttentionKind, int], torch.Tensor] = {}
     for kind in capabilities_of(gated).kinds:
-        n_layers = config.n_encoder_layers if kind is AttentionKind.ENCODER else config.n_decoder_layers
+        n_layers = stack_layers(config, kind.stack)
         for layer in range(n_layers):
             projection, weight, d_k = head_projection(gated, kind, layer)
             gate = gates[(kind, layer)] = torch.ones(weight.shape[1] // d_k, requires_grad=True)  # [H]

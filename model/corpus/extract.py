@@ -26,7 +26,7 @@ from model.family import Bundle, QueriesKeys, capabilities_of, family_of
 from model.inspection.heads import STATISTIC_NAMES, head_roles, is_punctuation, statistics_columns
 from model.interventions.hooked import InterventionError, hook_names, run_hooked
 from model.kinds import AttentionKind
-from model.network import DecodingNetwork, Network, PromptNetwork
+from model.network import DecodingNetwork, Network, PromptNetwork, stack_layers
 from model.nn.masking import Head
 
 STAT_COLUMNS = (*STATISTIC_NAMES, "role_score")  # numeric columns of head_stats (and role, text)
@@ -60,9 +60,9 @@ def check_network(model: Network) -> DecodingNetwork:
 
 def stacks(model: Network) -> list[tuple[str, int]]:
     """(side, its layers) of each stack ``model`` has: "encoder", "decoder" or both."""
-    config, architecture = model.config, capabilities_of(model).architecture
-    sides = [("encoder", config.n_encoder_layers)] if architecture.has_encoder else []
-    return sides + ([("decoder", config.n_decoder_layers)] if architecture.has_decoder else [])
+    architecture = capabilities_of(model).architecture
+    sides = [side for side, has in (("encoder", architecture.has_encoder), ("decoder", architecture.has_decoder)) if has]
+    return [(side, stack_layers(model.config, side)) for side in sides]
 
 
 def kind_layers(model: Network) -> list[tuple[AttentionKind, int]]:

@@ -39,7 +39,7 @@ from model.interventions.hooked import InterventionError, Patch, adapter_of, hoo
 from model.interventions.patching_setup import GRADIENT_ROOTS, PairLabels, PatchingSetup, logit_difference, prepare_bundle_patching
 from model.interventions.served_pass import run_hooked
 from model.kinds import ShownName
-from model.network import Network
+from model.network import Network, stack_layers
 
 DIRECTIONS = ("denoising", "noising")
 METHODS = ("exact", "attribution")
@@ -169,7 +169,7 @@ def grid_cells(setup: PatchingSetup, components: tuple[str, ...] | None = None) 
         if component not in has:
             raise InterventionError(f"this model has no {component} to patch: its grids are {', '.join(has)}")
         prefix = component.side
-        n_layers = config.n_encoder_layers if prefix == "encoder" else config.n_decoder_layers
+        n_layers = stack_layers(config, prefix)
         if component.part == "heads":
             grids[component] = _head_grid(model, component, n_layers)
         elif component.part == "residual":

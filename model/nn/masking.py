@@ -22,7 +22,7 @@ import torch
 from model.errors import UserError
 from model.family import capabilities_of, family_of
 from model.kinds import AttentionKind, KindError
-from model.network import HeadMaskingNetwork, Network
+from model.network import HeadMaskingNetwork, Network, stack_layers
 
 NetworkT = TypeVar("NetworkT", bound=Network)
 
@@ -98,7 +98,7 @@ def check_heads(model: Network, heads: tuple[Head, ...]) -> None:
     for head in heads:
         if head.kind not in capabilities.kinds:
             raise MaskError(f"{head}: this model has no {head.kind.label}")
-        n_layers = config.n_encoder_layers if head.kind is AttentionKind.ENCODER else config.n_decoder_layers
+        n_layers = stack_layers(config, head.kind.stack)
         n_heads = network.head_count(head.kind)
         if head.layer >= n_layers or head.head >= n_heads:
             raise MaskError(f"{head}: this model's {head.kind.label} has {n_layers} layers of {n_heads} heads")
