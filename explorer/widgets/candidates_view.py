@@ -14,12 +14,11 @@ the candidate rows only (not the "other" row): exports read them.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, Signal
 
+from explorer.widgets.plot_style import items_minimum
 from explorer.widgets.token_axis import MIN_POINT_SIZE, label_font, line_height, point_sizes
 from model.data.token_labels import display_candidate
 from model.decoding.candidates import candidate_rows, format_probability
@@ -109,9 +108,7 @@ class CandidatesView(pg.PlotWidget):
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         """No smaller than the plot's own minimum (its title, axes and one row): a splitter that gave it less would cut
         the plot off (issue 39: 68 px for a plot of 69.6 at 1024x640), with no scroll bar to say so."""
-        plot = self.getPlotItem().effectiveSizeHint(Qt.SizeHint.MinimumSize)
-        frame = 2 * self.frameWidth()
-        return super().minimumSizeHint().expandedTo(QSize(math.ceil(plot.width()) + frame, math.ceil(plot.height()) + frame))
+        return super().minimumSizeHint().expandedTo(items_minimum(self, self.getPlotItem()))
 
     def _room(self) -> float:
         """The px the rows have: the view box's height once laid out, else the widget's less the title and axis."""

@@ -14,7 +14,7 @@ import html
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import HeatmapView
@@ -144,6 +144,18 @@ class CompareView(QWidget):
             self.export_requested.emit(path)
 
     # --- drawing --------------------------------------------------------------------------------
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        """The layout's minimum, with the note's and the headings' lines counted at their widths: a layout counts a
+        wrapped label at its own minimum, and at 1024x640 a two-line note left the heatmaps 56 px for plots of 60, cut
+        with no scroll bar (issue 39)."""
+        hint = super().minimumSizeHint()
+        extra = _lines_beyond_minimum(self.note) + max(_lines_beyond_minimum(heading) for heading in self.headings)
+        return QSize(hint.width(), hint.height() + extra)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.updateGeometry()  # the labels' lines follow the width
+
     def show_panels(self, panels: list[Panel], note: str) -> None:
         """Every step of the explored decoding: drawn at once when the view is shown, else when it is next shown."""
         self.panels, self.note_text = panels, note
@@ -170,6 +182,7 @@ class CompareView(QWidget):
                 heading.setText("")
                 box.clear()
                 heatmap.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
+            self.updateGeometry()
             return
         self.note.setText(self.note_text)
         self.note.show()
@@ -183,3 +196,11 @@ class CompareView(QWidget):
             heatmap.set_matrix(
                 matrix.values, matrix.query_labels, matrix.key_labels, matrix.title, matrix.current_row, token_level=shown.level
             )
+        self.updateGeometry()
+
+
+def _lines_beyond_minimum(label: QLabel) -> int:
+    """The px a shown word-wrapped label needs at its width beyond its minimum height."""
+    if label.isHidden() or not label.text() or label.width() <= 1:
+        return 0
+    return max(label.heightForWidth(label.width()) - label.minimumSizeHint().height(), 0)

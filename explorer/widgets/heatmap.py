@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtCore import QPointF, QRectF, QSize
 from PySide6.QtWidgets import QGraphicsRectItem, QToolTip
 
 from explorer.widgets import heatmap_geometry
 from explorer.widgets.heatmap_geometry import LabelGeometry
 from explorer.widgets.heatmap_title import WrappedTitle
+from explorer.widgets.plot_style import items_minimum
 from explorer.widgets.token_axis import (  # noqa: F401 - the heatmap's names, kept for those who import them from here
     LABEL_SPACE,
     MIN_POINT_SIZE,
@@ -68,6 +69,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self._title: str | None = None
         self._levels: tuple[float, float] | None = None
         self._token_level: str | None = None
+        self._minimum = QSize()  # the minimum size the layouts were last told (minimumSizeHint)
         self.plot = self.addPlot(
             row=0, col=0, viewBox=TokenViewBox(enableMenu=False), axisItems={"left": TokenAxis("left"), "top": TokenAxis("top")}
         )
@@ -101,6 +103,11 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.outline.hide()
         self.plot.addItem(self.outline, ignoreBounds=True)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        """No smaller than the plot and colour bar at their minimum: a grid that gave less (the side-by-side panels at
+        1024x640 with a two-line hint: 56 px for plots of 60) cut them with no scroll bar."""
+        return super().minimumSizeHint().expandedTo(items_minimum(self, self.ci))
 
     def set_value_label(self, label: str) -> None:
         """What the colour bar measures (attention weights, or a measure's shares)."""
@@ -141,6 +148,15 @@ class HeatmapView(pg.GraphicsLayoutWidget):
             self.title_item.setText(title)
             self._title = title
         self.plot.setRange(xRange=(0, max(n_keys, 1)), yRange=(0, max(n_queries, 1)), padding=0.0)
+        self._fit_minimum()
+
+    def _fit_minimum(self) -> None:
+        """Tell the layouts above when the plots' minimum has changed (a title's lines, the labels' room): Qt keeps
+        the last one it was told until then."""
+        minimum = self.minimumSizeHint()
+        if minimum != self._minimum:
+            self._minimum = minimum
+            self.updateGeometry()
 
     def _set_ticks(self) -> None:
         """Token labels on both axes (each axis fits them to the cells it shows), the current step's
@@ -152,6 +168,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         super().resizeEvent(event)
         if hasattr(self, "plot"):
             self._set_ticks()
+            self._fit_minimum()  # the title's lines follow the width
 
     def set_highlighted_row(self, row: int | None) -> None:
         self._outline_row(row)

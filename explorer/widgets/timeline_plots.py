@@ -16,7 +16,7 @@ from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics
 
 from explorer.widgets.lines_view import head_colour
-from explorer.widgets.plot_style import show_light_grid
+from explorer.widgets.plot_style import items_minimum, show_light_grid
 from explorer.widgets.rich_title import fit_title
 
 LAYER_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
@@ -82,9 +82,7 @@ class CurvesLayoutWidget(pg.GraphicsLayoutWidget):
     def fit_minimum(self) -> None:
         """Ask for the plots' minimum size now (after a draw, and each resize: the titles' lines follow the width)."""
         self.ci.layout.activate()
-        hint = self.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize)
-        frame = 2 * self.frameWidth()
-        wanted = QSize(math.ceil(hint.width()) + frame, math.ceil(hint.height()) + frame) if self.ci.layout.count() else QSize(0, 0)
+        wanted = items_minimum(self, self.ci) if self.ci.layout.count() else QSize(0, 0)
         if wanted != self.minimumSize():
             self.setMinimumSize(wanted)
 
