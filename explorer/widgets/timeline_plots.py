@@ -85,6 +85,7 @@ class CurvesLayoutWidget(pg.GraphicsLayoutWidget):
         wanted = items_minimum(self, self.ci) if self.ci.layout.count() else QSize(0, 0)
         if wanted != self.minimumSize():
             self.setMinimumSize(wanted)
+        self.setRange(self.range, padding=0, disableAutoPixel=False)  # the plots fitted to the view as it is now
 
     def resizeEvent(self, ev) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(ev)
