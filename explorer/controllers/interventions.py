@@ -33,7 +33,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
 from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
-from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool
+from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool, capabilities_of
 from model.interventions.given import given_decoder_lens, given_logit_attribution, given_logit_lens, given_patching
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
@@ -110,6 +110,14 @@ class InterventionsController:
         bundle = self.explore.bundle
         return () if bundle is None or self.unavailable() else tuple(served_tools(bundle.model))
 
+    def reasons(self) -> dict[str, str]:
+        """Each tool the explored model does not serve -> why (one line; the model's own when none is served)."""
+        bundle, why = self.explore.bundle, self.unavailable()
+        if bundle is None or why:
+            return {str(tool): why for tool in INTERVENTION_TOOLS}
+        served = served_tools(bundle.model)
+        return {str(tool): unserved_reason(bundle.model, tool) for tool in INTERVENTION_TOOLS if tool not in served}
+
     # --- following the Explore tab ------------------------------------------------------------------
     def set_active(self, active: bool, patching: bool = False) -> None:
         """The view is shown (True) or hidden, ``patching``: with its Patching sub-tab; shown, stale readings are
@@ -153,9 +161,10 @@ class InterventionsController:
             return False
         bundle, decoding = self.explore.bundle, followed_decoding(self.explore)
         assert bundle is not None  # unavailable() said so otherwise
-        if decoding is None or not decoding.chosen_ids:
+        reads_text = not capabilities_of(bundle.model).architecture.has_decoder  # its head on the text: no step to wait for
+        if decoding is None or not (decoding.chosen_ids or reads_text):
             self.message.emit(
-                "Type a sentence to translate: its interventions are computed on it."
+                "Type a sentence: its interventions are computed on it."
                 if decoding is None
                 else "Decode a step first: the interventions read the tokens decoded."
             )

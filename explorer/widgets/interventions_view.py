@@ -71,13 +71,15 @@ class InterventionsView(QWidget):
     def show_tool(self, tool: str) -> None:
         self.tools.setCurrentWidget(self.tool_widgets[tool])
 
-    def set_tools(self, served: tuple[str, ...]) -> None:
-        """Enable the sub-tabs of the tools the model serves; another is greyed, its tooltip saying why. After a model
-        with none (every sub-tab greyed, Qt's current one left on the last), the first served is shown."""
+    def set_tools(self, served: tuple[str, ...], reasons: dict[str, str] | None = None) -> None:
+        """Enable the sub-tabs of the tools the model serves; another is greyed, its tooltip saying why (``reasons``:
+        tool -> the one line). After a model with none (every sub-tab greyed, Qt's current one left on the last), the
+        first served is shown."""
         had_none = not any(self.tools.isTabEnabled(index) for index in range(self.tools.count()))
         for index, (tool, _title) in enumerate(TOOL_TABS):
+            why = (reasons or {}).get(tool) or f"the {tool} is not computed for this model"
             self.tools.setTabEnabled(index, tool in served)
-            self.tools.setTabToolTip(index, "" if tool in served else f"The {tool} is not computed for this model")
+            self.tools.setTabToolTip(index, "" if tool in served else why[:1].upper() + why[1:] + ".")
         if served and (had_none or self.tool not in served):
             self.show_tool(served[0])
 

@@ -34,6 +34,7 @@ class LensHeatmap(HeatmapView):
         self.cell_texts: list[list[str]] = []  # [readings][steps] each reading's top token, as written
         self._texts: list[pg.TextItem] = []
         self.highlighted_step: int | None = None
+        self.place = "step"  # what a column is: a step, or an encoder-only model's position (or sentence)
         self.column_outline = QGraphicsRectItem()
         self.column_outline.setPen(pg.mkPen(HIGHLIGHT, width=3, cosmetic=True))
         self.column_outline.setZValue(11)
@@ -47,16 +48,28 @@ class LensHeatmap(HeatmapView):
         self._texts = []
         if lens is None:
             self.cell_texts = []
+            self.plot.getAxis("top").set_name("step: the token chosen")
             self.set_matrix(np.zeros((0, 0), np.float32), [], [], "")
             self.set_highlighted_step(None)
             return
-        chosen = lens.chosen_tokens or [lens.candidate_tokens[-1][column][0] for column in range(len(lens.chosen_ids))]
-        steps = [f"{column + 1} {token}" for column, token in enumerate(shown_labels(chosen))]
-        title = "Logit lens: each reading's top token; colour = probability of the token finally chosen"
+        if lens.reads_text:  # an encoder-only model's head on the text: the pieces read
+            columns = [lens.column_label(column) for column in range(len(lens.chosen_ids))]
+            steps = shown_labels(columns) if lens.place != "sentence" else columns
+            what, chosen_as = lens.predicted, "predicted"
+        else:
+            chosen = lens.chosen_tokens or [lens.candidate_tokens[-1][column][0] for column in range(len(lens.chosen_ids))]
+            steps = [f"{column + 1} {token}" for column, token in enumerate(shown_labels(chosen))]
+            what, chosen_as = "token", "chosen"
+        self.plot.getAxis("top").set_name(lens.columns_title)
+        self.set_value_label(f"probability of the {what} {chosen_as}")
+        self.place = lens.place
+        title = f"Logit lens: each reading's top {what}; colour = probability of the {what} finally {chosen_as}"
         if lens.final_norm:
             title += " (read through the final norm)"
         self.set_matrix(lens.chosen_probabilities, lens.readings, steps, title)
-        self.cell_texts = [shown_labels([tokens[0] for tokens in reading]) for reading in lens.candidate_tokens]
+        names = lens.predicted in ("tag", "class")  # names, not pieces
+        tops = [[tokens[0] for tokens in reading] for reading in lens.candidate_tokens]  # [readings][columns]
+        self.cell_texts = tops if names else [shown_labels(reading) for reading in tops]
         for row, texts in enumerate(self.cell_texts):
             for column, text in enumerate(texts):
                 self._texts.append(self._cell_text(text, row, column, float(lens.chosen_probabilities[row, column])))
@@ -104,8 +117,8 @@ class LensHeatmap(HeatmapView):
 
     def describe_cell(self, query: int, key: int) -> str:
         return (
-            f"{self.display_query_labels[query]}, step {self.display_key_labels[key]}: top token "
-            f"{self.cell_texts[query][key]!r}; the token chosen has probability {self.values[query, key]:.4f}"
+            f"{self.display_query_labels[query]}, {self.place} {self.display_key_labels[key]}: top candidate "
+            f"{self.cell_texts[query][key]!r}; the one finally chosen has probability {self.values[query, key]:.4f}"
         )
 
 

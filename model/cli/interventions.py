@@ -63,7 +63,7 @@ def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
 def add_lens_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a model: a file, a shipped model's name, a Hugging Face folder")
     language_arguments(parser)
-    parser.add_argument("--text", required=True, help="the source sentence, translated greedily")
+    parser.add_argument("--text", required=True, help="the sentence, translated greedily (an encoder-only model's: read)")
     parser.add_argument("--tool", choices=TOOLS, default="logit-lens", help="what to read (default logit-lens)")
     parser.add_argument("--step", type=int, default=1, help="attribution figure: the step drawn, from 1 (default 1)")
     parser.add_argument("--top-k", type=int, default=5, help="logit lens: candidates kept per reading (default 5)")
@@ -164,7 +164,7 @@ def run_lens(args) -> int:
     if args.tool == "logit-lens":
         lens = bundle_logit_lens(bundle, args.text, args.top_k)
         _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options, args.text))
-        _report_lens(lens.readings, lens.chosen_ranks)
+        _report_lens(lens.readings, lens.chosen_ranks, lens.place, lens.predicted)
     elif args.tool == "attribution":
         attribution = bundle_logit_attribution(bundle, args.text)
         if args.step > len(attribution.target_tokens):
@@ -204,7 +204,8 @@ def _write(suffix: str, args, rows, figure) -> None:
         save_figure(figure(), args.out, args.dpi)
 
 
-def _report_lens(readings: list[str], ranks: np.ndarray) -> None:
-    """The first reading from which every step's chosen token is the top candidate."""
+def _report_lens(readings: list[str], ranks: np.ndarray, place: str = "step", predicted: str = "token") -> None:
+    """The first reading from which every step's chosen token (every place's prediction) is the top candidate."""
     settled = next((readings[r] for r in range(len(readings)) if bool((ranks[r:] == 0).all())), None)
-    print(f"every step's token is the top candidate from: {settled or 'no reading (not even the last)'}")
+    which = f"every {place}'s {predicted}" if place != "sentence" else "the sentence's class"
+    print(f"{which} is the top candidate from: {settled or 'no reading (not even the last)'}")

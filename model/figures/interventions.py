@@ -163,46 +163,43 @@ def patching_caption(result: PatchingResult, options: FigureOptions) -> Caption:
 
 
 def lens_figure(result: LogitLensResult, options: FigureOptions | None = None, source: str = "") -> Figure:
-    """Readings × steps: colour = probability of the token finally chosen, text = the reading's top token; ``source``:
-    the sentence read, named in the caption with the output."""
+    """Readings × steps (an encoder-only model's: × the places its head predicts): colour = probability of the token
+    finally chosen, text = the reading's top token; ``source``: the sentence read, named in the caption with the output."""
     options = options or FigureOptions()
-    steps = result.chosen_probabilities.shape[1]
-    chosen = [display_candidate(_step_token(result, t)) for t in range(steps)]
-    texts = [[display_candidate(tokens[0]) if tokens else "" for tokens in row] for row in result.candidate_tokens]
-    panel = GridPanel(
-        "reading after each sublayer (rows) at each step (columns: the token chosen)",
-        result.chosen_probabilities,
-        result.readings,
-        chosen,
-        texts,
-    )
-    note = " (through the decoder's final norm)" if result.final_norm else ""
-    caption = Caption(
-        "Logit lens: what each decoder sublayer would predict if it were the last",
-        [
-            *_sentence_line(source, [_step_token(result, t) for t in range(steps)]),
-            f"Colour: probability of the token finally chosen{note}; text: the reading's top token",
-            *_model_line(options),
-        ],
-    )
+    columns = [result.column_label(t) for t in range(result.chosen_probabilities.shape[1])]
+    shown = display_candidate if result.predicted in ("token", "word") else str  # tags and classes are names, not pieces
+    texts = [[shown(tokens[0]) if tokens else "" for tokens in row] for row in result.candidate_tokens]
+    if result.reads_text:  # an encoder-only model's head on the text
+        what, side, at = result.predicted, "encoder", "on the sentence" if result.place == "sentence" else "at each piece"
+        title = "Logit lens: what the model's head would predict from each encoder sublayer if it were the last"
+        sentence = _sentence_line(source, result.chosen_tokens, "Predicted", shown is display_candidate)
+        panel_title = f"reading after each sublayer (rows) {at} (columns)"
+    else:
+        what, side = "token", "decoder"
+        title = "Logit lens: what each decoder sublayer would predict if it were the last"
+        sentence = _sentence_line(source, columns)
+        panel_title = "reading after each sublayer (rows) at each step (columns: the token chosen)"
+    labels = columns if result.place == "sentence" else [display_candidate(column) for column in columns]
+    panel = GridPanel(panel_title, result.chosen_probabilities, result.readings, labels, texts)
+    note = f" (through the {side}'s final norm)" if result.final_norm else ""
+    chosen = "predicted" if result.reads_text else "chosen"
+    colour = f"Colour: probability of the {what} finally {chosen}{note}; text: the reading's top {what}"
+    caption = Caption(title, [*sentence, colour, *_model_line(options)])
     return stacked_grids([panel], caption, options, (0.0, 1.0), options.colormap, "p(chosen)")
-
-
-def _step_token(result: LogitLensResult, step: int) -> str:
-    inputs = result.decoder_input_tokens
-    return inputs[step + 1] if step + 1 < len(inputs) else result.candidate_tokens[-1][step][0]
 
 
 def _model_line(options: FigureOptions) -> list[str]:
     return [f"model {options.model_name}"] if options.model_name else []
 
 
-def _sentence_line(source: str, output: list[str] | None = None) -> list[str]:
-    """'Sentence: “the cat sees the dog”  Output: “le chat voit le chien”' (none without a sentence)."""
+def _sentence_line(source: str, output: list[str] | None = None, called: str = "Output", pieces: bool = True) -> list[str]:
+    """'Sentence: “the cat sees the dog”  Output: “le chat voit le chien”' (none without a sentence); ``called``: what
+    the output is called (an encoder-only model's "Predicted"), ``pieces``: False for names (tags, classes) spelled as
+    they are."""
     if not source.strip():
         return []
-    spelled = pieces_text(output) if output else ""
-    return [f"Sentence: “{source.strip()}”" + (f"  Output: “{spelled}”" if spelled else "")]
+    spelled = (pieces_text(output) if pieces else " ".join(output)) if output else ""
+    return [f"Sentence: “{source.strip()}”" + (f"  {called}: “{spelled}”" if spelled else "")]
 
 
 def attribution_figure(result: LogitAttribution, step: int, options: FigureOptions | None = None, source: str = "") -> Figure:

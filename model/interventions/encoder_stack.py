@@ -9,9 +9,12 @@ own forward pass, with the encoder's hook names of model/interventions/hooked.py
   ``encoder.{l}.self.out`` (the output projection's) and ``encoder.{l}.self.resid`` (the LayerNorm's after the add:
   every layout served is post-norm); the classifier's every point of its encoder layers (model/nn/transformer.py).
 
-What reads them: the corpus index (model/corpus/extract.py). The interventions' tools read a decoded piece's
-prediction at a decoder step (the logit lens, logit attribution and patching along a decoding, DecoderLens from each
-encoder layer into a decoder): an encoder-only model decodes nothing, and each tool says so in one line.
+What reads them: the corpus index (model/corpus/extract.py) and the logit lens (model/interventions/encoder_lens.py),
+which reads the model's own head on each layer's stream: ``head_output`` runs the whole model, its head included, with
+the hooks (a patched last layer's output is what the head reads). The other interventions read a decoded piece's
+prediction at a decoder step (logit attribution and patching along a decoding, DecoderLens from each encoder layer into
+a decoder): an encoder-only model decodes nothing, and each tool says so in one line; a bare encoder (no head) has no
+prediction to read, and the logit lens says so.
 """
 
 from __future__ import annotations
@@ -24,23 +27,54 @@ from model.interventions.library_sites import HEADS, INPUT, OUTPUT, SPLIT, Site,
 from model.nn.classifier import EncoderClassifier
 from model.pretrained.networks import EncoderNetwork
 
+HEADS_READ = ("masked-lm", "sequence-classification", "token-classification")  # a library head with predictions
 NO_DECODING = "the {tool} tool reads a decoded piece's prediction at each step of a decoding; an encoder-only model decodes nothing"
 NO_DECODER = "DecoderLens decodes from each encoder layer's output through the decoder, and an encoder-only model has none"
+NO_HEAD = "the logit lens reads the model's output head on each layer's stream, and this model is a bare encoder with no head"
+READS_TEXT = (InterventionTool.LOGIT_LENS,)  # the tools that read an encoder-only model's head on its text
 
 
-def _unserved() -> dict[InterventionTool, str]:
-    return {
+def _unserved(has_head: bool) -> dict[InterventionTool, str]:
+    reasons = {
         tool: NO_DECODER if tool is InterventionTool.DECODER_LENS else NO_DECODING.format(tool=tool) for tool in INTERVENTION_TOOLS
     }
+    for tool in READS_TEXT:
+        if has_head:
+            del reasons[tool]
+        else:
+            reasons[tool] = NO_HEAD
+    return reasons
 
 
 class _EncoderOnlyPass:
-    """What the encoder-only adapters share: one stack, no decoder, no tool of the interventions served."""
+    """What the encoder-only adapters share: one stack, no decoder; the logit lens where the model has a head."""
 
-    served_tools: tuple[InterventionTool, ...] = ()
-    unserved = _unserved()
+    def has_head(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def served_tools(self) -> tuple[InterventionTool, ...]:
+        return READS_TEXT if self.has_head() else ()
+
+    @property
+    def unserved(self) -> dict[InterventionTool, str]:
+        return _unserved(self.has_head())
 
     def hook_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
+        """source_ids [B, S] through the whole model, its head included, with ``hooks``: the head's scores [B, P, C] at
+        each place it predicts (P = S: a tag or a masked-LM word per piece; P = 1: the sentence's class)."""
+        raise NotImplementedError
+
+    def per_piece(self) -> bool:
+        """It predicts at every piece (a tagger, a masked-LM head); else once for the sentence (a sentence classifier)."""
+        raise NotImplementedError
+
+    def class_names(self, count: int) -> list[str] | None:
+        """The names of the head's ``count`` classes, in the order of its scores; None: it predicts words (a masked-LM
+        head's vocabulary)."""
         raise NotImplementedError
 
     def head_count(self, side: str) -> int:
@@ -79,6 +113,23 @@ class ClassifierPass(_EncoderOnlyPass):
 
     def head_count(self, side: str) -> int:
         return self.model.config.n_heads if side == "encoder" else 0
+
+    def has_head(self) -> bool:
+        return True  # a tagger's or a sentence classifier's linear head
+
+    def class_names(self, count: int) -> list[str] | None:
+        return list(self.model.config.class_names)
+
+    def per_piece(self) -> bool:
+        return self.model.config.task == "tagging"
+
+    def has_encoder_final_norm(self) -> bool:
+        return self.model.config.norm_placement == "pre"
+
+    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
+        memory, _ = hooked_encode(self.model, source_ids, hooks)  # [B, S, d_model] after the final norm
+        scores = self.model.classify(memory, source_ids)  # [B, S, C] (a tagger) or [B, C] (a sentence class)
+        return scores if scores.dim() == 3 else scores[:, None]  # [B, P, C]
 
     def run_hooked(
         self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
@@ -119,6 +170,30 @@ class EncoderStackPass(_EncoderOnlyPass):
 
     def head_count(self, side: str) -> int:
         return self.network.config.n_heads if side == "encoder" else 0
+
+    def has_head(self) -> bool:
+        return self.network.head in HEADS_READ
+
+    def per_piece(self) -> bool:
+        return self.network.head != "sequence-classification"
+
+    def class_names(self, count: int) -> list[str] | None:
+        if self.network.head == "masked-lm":
+            return None
+        labels = self.network.config.labels
+        return labels if len(labels) == count else [f"class {i}" for i in range(count)]
+
+    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
+        """The library's whole model (its pooler and head included) over source_ids [B, S] with ``hooks``."""
+        mask = source_ids.ne(self.network.config.pad_id).long()  # [B, S]
+        hf_model = self.network.hf_model
+        out = one_stack_run(
+            self.hook_sites(),
+            hooks,
+            None,
+            lambda attentions: hf_model(input_ids=source_ids, attention_mask=mask, output_attentions=attentions, return_dict=True),
+        )
+        return out.logits if out.logits.dim() == 3 else out.logits[:, None]  # [B, P, C]
 
     def run_hooked(
         self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from model.family import Bundle
+from model.family import Bundle, capabilities_of
 from model.interventions.decoder_lens import DecoderLensResult, decoder_lens
 from model.interventions.hooked import InterventionError
 from model.interventions.logit_attribution import LogitAttribution, logit_attribution
-from model.interventions.logit_lens import LogitLensResult, logit_lens
+from model.interventions.logit_lens import LogitLensResult, encoder_logit_lens, logit_lens
 from model.interventions.patching_setup import PatchingSetup, prepare_patching
 
 
@@ -26,7 +26,10 @@ def _checked(chosen_ids: Sequence[int]) -> list[int]:
 
 
 def given_logit_lens(bundle: Bundle, source_ids: Sequence[int], chosen_ids: Sequence[int], k: int = 5) -> LogitLensResult:
-    """The logit lens of ``bundle``'s model along ``chosen_ids`` (the tokens decoded) of ``source_ids`` (EOS last)."""
+    """The logit lens of ``bundle``'s model along ``chosen_ids`` (the tokens decoded) of ``source_ids`` (EOS last); an
+    encoder-only model's reads its head on ``source_ids`` (it decodes nothing: ``chosen_ids`` is empty)."""
+    if not capabilities_of(bundle.model).architecture.has_decoder:
+        return encoder_logit_lens(bundle.model, list(source_ids), k, bundle.source_tokenizer.pieces)
     return logit_lens(bundle.model, list(source_ids), _checked(chosen_ids), k, bundle.target_tokenizer.pieces)
 
 

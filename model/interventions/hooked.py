@@ -218,6 +218,16 @@ class HookedPass(Protocol):
     def attribution_layout(self) -> AttributionLayout: ...  # what direct logit attribution reads
 
 
+class HeadReadingPass(HookedPass, Protocol):
+    """An encoder-only model's adapter (model/interventions/encoder_stack.py): its whole pass, head included."""
+
+    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor: ...  # [B, S] -> scores [B, P, C]
+
+    def class_names(self, count: int) -> list[str] | None: ...  # the head's classes; None: a vocabulary's words
+
+    def per_piece(self) -> bool: ...  # it predicts at every piece (a tagger, a masked-LM head); else once per sentence
+
+
 def adapter_of(model: Network) -> HookedPass:
     """The hooked-pass adapter ``model``'s registry entry declares for it; an InterventionError (one line) when none."""
     family = family_of(model)

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
 
 from model.decoding.greedy import decoder_inputs
-from model.family import Bundle, InterventionTool
-from model.interventions.hooked import hook_names, ids_as_text, translated
+from model.family import Bundle, InterventionTool, capabilities_of
+from model.interventions.hooked import HeadReadingPass, Hooks, Patch, adapter_of, hook_names, ids_as_text, translated
 from model.interventions.served_pass import has_final_norm, lens_logits, run_hooked, supported
 from model.network import Network
+
+SENTENCE = "sentence"  # the place of a sentence classifier's one prediction
 
 
 @dataclass
@@ -40,6 +43,30 @@ class LogitLensResult:
     decoder_input_tokens: list[str]  # [T] <s>, then the decoded tokens but the last
     final_norm: bool  # the readings went through the decoder's final LayerNorm (a pre-norm model)
     chosen_tokens: list[str] = field(default_factory=list)  # [T] the pieces of chosen_ids (a forced one is no top candidate)
+    # What the columns are: a decoder's steps and the tokens chosen, or an encoder-only model's places and what its
+    # head predicts there ("position" and "tag" or "word"; "sentence" and "class": ``encoder_logit_lens``, whose
+    # decoder_input_tokens are the text's pieces and final_norm the encoder's)
+    place: str = "step"
+    predicted: str = "token"
+
+    @property
+    def reads_text(self) -> bool:
+        """An encoder-only model's lens: its head's predictions on the text, not a decoding's steps."""
+        return self.place != "step"
+
+    @property
+    def columns_title(self) -> str:
+        """ "step: the token chosen", "position: the tag predicted", "the sentence: the class predicted"."""
+        if not self.reads_text:
+            return "step: the token chosen"
+        return f"{'the sentence' if self.place == SENTENCE else self.place}: the {self.predicted} predicted"
+
+    def column_label(self, column: int) -> str:
+        """The piece read at a column (an encoder-only model's), or the token chosen at a step."""
+        if self.reads_text:
+            return self.decoder_input_tokens[column]
+        inputs = self.decoder_input_tokens
+        return inputs[column + 1] if column + 1 < len(inputs) else self.candidate_tokens[-1][column][0]
 
 
 def lens_points(model: Network) -> tuple[list[str], list[str]]:
@@ -71,29 +98,98 @@ def logit_lens(
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=hooks)
     streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, T, d_model]
     logits = lens_logits(network, streams).float()  # [R, T, V]
-    probabilities = torch.softmax(logits, dim=-1)  # [R, T, V]
-    top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)  # [R, T, k]
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
-    chosen_logits = logits.gather(-1, chosen.expand(len(hooks), -1)[..., None])  # [R, T, 1]
-    ranks = (logits > chosen_logits).sum(-1)  # [R, T]
-    chosen_probabilities = probabilities.gather(-1, chosen.expand(len(hooks), -1)[..., None])[..., 0]  # [R, T]
+    return lens_result(labels, hooks, logits, chosen, k, target_pieces, target_pieces(inputs[0].tolist()), has_final_norm(network))
+
+
+def lens_result(
+    readings: list[str],
+    hooks: list[str],
+    logits: torch.Tensor,  # [R, T, V] each reading's scores at each step (or place predicted)
+    chosen: torch.Tensor,  # [T] the tokens (or classes) finally chosen
+    k: int,
+    pieces: Callable[[list[int]], list[str]],
+    columns: list[str],
+    final_norm: bool,
+    place: str = "step",
+    predicted: str = "token",
+) -> LogitLensResult:
+    """The readings' top-k candidates and the chosen tokens' ranks and probabilities, labelled by ``pieces``."""
+    probabilities = torch.softmax(logits.float(), dim=-1)  # [R, T, V]
+    top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)  # [R, T, k]
+    chosen_rows = chosen.expand(len(hooks), -1)[..., None]  # [R, T, 1]
+    ranks = (logits > logits.gather(-1, chosen_rows)).sum(-1)  # [R, T]
     candidate_ids = top.indices.cpu().numpy()
+    chosen_ids = chosen.tolist()
     return LogitLensResult(
-        readings=labels,
+        readings=readings,
         hooks=hooks,
         candidate_ids=candidate_ids,
         candidate_probabilities=top.values.cpu().numpy(),
-        candidate_tokens=[[target_pieces(step.tolist()) for step in reading] for reading in candidate_ids],
+        candidate_tokens=[[pieces(step.tolist()) for step in reading] for reading in candidate_ids],
         chosen_ids=np.array(chosen_ids, dtype=np.int64),
         chosen_ranks=ranks.cpu().numpy(),
-        chosen_probabilities=chosen_probabilities.cpu().numpy(),
-        decoder_input_tokens=target_pieces(inputs[0].tolist()),
-        final_norm=has_final_norm(network),
-        chosen_tokens=target_pieces(list(chosen_ids)),
+        chosen_probabilities=probabilities.gather(-1, chosen_rows)[..., 0].cpu().numpy(),
+        decoder_input_tokens=columns,
+        final_norm=final_norm,
+        chosen_tokens=pieces(chosen_ids),
+        place=place,
+        predicted=predicted,
     )
 
 
 def bundle_logit_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
-    """The logit lens of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
+    """The logit lens of ``bundle``'s greedy translation of ``text``, labelled with its pieces (an encoder-only model's:
+    of its head's predictions on the text, model/interventions/encoder_lens.py)."""
+    if not capabilities_of(bundle.model).architecture.has_decoder:
+        return bundle_encoder_lens(bundle, text, k)
     source_ids, chosen = translated(bundle, text, InterventionTool.LOGIT_LENS)
     return logit_lens(bundle.model, source_ids, chosen, k, bundle.target_tokenizer.pieces)
+
+
+def encoder_lens_points(model: Network) -> tuple[list[str], list[str]]:
+    """An encoder-only model's (reading labels, hook names): the embeddings, then after each sublayer of each layer."""
+    names = set(hook_names(model))
+    labels, hooks = ["embeddings"], ["encoder.0.resid_pre"]
+    for layer in range(model.config.n_encoder_layers):
+        for label, hook in (("self-attention", "self.resid"), ("feed-forward", "resid_post")):
+            if f"encoder.{layer}.{hook}" in names:
+                labels.append(f"L{layer + 1} {label}")
+                hooks.append(f"encoder.{layer}.{hook}")
+    return labels, hooks
+
+
+@torch.inference_mode()
+def encoder_logit_lens(
+    model: Network,
+    source_ids: list[int],  # the text's pieces
+    k: int = 5,
+    source_pieces: Callable[[list[int]], list[str]] = ids_as_text,
+) -> LogitLensResult:
+    """An encoder-only model's logit lens: each reading of the stream given to the model's own head in place of its
+    last layer's output (through the encoder's final norm where it has one), at each place the head predicts (every
+    piece of a tagger or a masked-LM head; the sentence of a sentence classifier). The last reading is the model's own
+    output; the chosen class (or word) at each place is its top one."""
+    network = supported(model, InterventionTool.LOGIT_LENS)
+    adapter = cast(HeadReadingPass, adapter_of(network))  # served and encoder-only: it reads its head
+    source = torch.tensor([source_ids], device=next(network.parameters()).device)  # [1, S]
+    labels, hooks = encoder_lens_points(network)
+    run = run_hooked(network, source, source[:, :0], capture=hooks)
+    streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, S, d_model]
+    last = f"encoder.{network.config.n_encoder_layers - 1}.resid_post"
+    read = Hooks(patches=[Patch(last, streams)])  # row r: reading r is what the head reads
+    read.check(adapter.hook_names())
+    logits = adapter.head_output(source.expand(len(hooks), -1), read).float()  # [R, P, C]
+    names = adapter.class_names(logits.shape[-1])
+    pieces = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
+    per_piece = adapter.per_piece()
+    columns = source_pieces(list(source_ids)) if per_piece else ["the sentence"]
+    place, predicted = ("position", "word" if names is None else "tag") if per_piece else (SENTENCE, "class")
+    chosen = logits[-1].argmax(-1)  # [P] the model's own prediction
+    norm = adapter.has_encoder_final_norm()
+    return lens_result(labels, hooks, logits, chosen, k, pieces, columns, norm, place, predicted)
+
+
+def bundle_encoder_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
+    """The logit lens of an encoder-only ``bundle``'s head on ``text``, labelled with its pieces and classes."""
+    return encoder_logit_lens(bundle.model, bundle.source_ids(text)[0], k, bundle.source_tokenizer.pieces)

@@ -59,7 +59,7 @@ def lens_rows(result: LogitLensResult) -> list[Row]:
         for t in range(n_steps):
             row: Row = {
                 "reading": result.readings[r],
-                "step": t + 1,
+                result.place: t + 1,
                 "input": result.decoder_input_tokens[t],
                 "chosen": _chosen_token(result, t),
                 "chosen_rank": int(result.chosen_ranks[r, t]) + 1,

@@ -168,3 +168,26 @@ def test_save_writes_the_shown_result_as_csv_or_figure(qtbot, open_window, defau
     assert tab.interventions.save("logit lens", tmp_path / "lens.txt") is None and "save as .csv" in view.status.text()
     assert tab.interventions.save("patching", tmp_path / "none.csv") is None and not (tmp_path / "none.csv").exists()
     assert view.status.text() == "No patching result to save yet."
+
+
+def test_an_encoder_only_model_s_lens_reads_its_head_on_the_text(qtbot, open_window):
+    """The tagger: the logit lens is its one tool (its columns the pieces read, each cell a tag), the others greyed with
+    their reason in the status line; knocking a head out reads the knocked-out model (the decoding's own)."""
+    from model.kinds import AttentionKind
+    from model.nn.masking import Head
+
+    tagger = checkpoint.load(resolve_model("tagger"))
+    window, tab, view = shown_interventions(qtbot, open_window, tagger)
+    lens = bundle_logit_lens(tagger, SENTENCE, 5)
+    assert np.allclose(view.lens.values, lens.chosen_probabilities, atol=1e-6) and view.lens.values.shape == (5, 6)
+    assert view.lens.key_labels == ["the", "cat", "sees", "the", "dog", "</s>"] and view.lens.place == "position"
+    assert view.lens.plot.getAxis("top").labelText == "position: the tag predicted"
+    assert view.lens.cell_texts[-1] == lens.chosen_tokens and set(lens.chosen_tokens) <= set(tagger.model.config.class_names)
+    enabled = [view.tools.tabText(index) for index in range(view.tools.count()) if view.tools.isTabEnabled(index)]
+    assert enabled == ["Logit lens"] and view.tool == "logit lens"
+    assert "decodes nothing" in view.status.text() and "\n" not in view.status.text()
+    assert view.tools.tabToolTip(1).startswith("DecoderLens decodes from each encoder layer's output")  # greyed: why
+    assert view.lens.color_bar.getAxis("left").labelText == "probability of the tag predicted"
+    window.explore.toggle_head(Head(AttentionKind.ENCODER, 0, 0))
+    qtbot.waitUntil(lambda: not window.controllers.interventions.running, timeout=WAIT_MS)
+    assert not np.allclose(view.lens.values, lens.chosen_probabilities, atol=1e-6)  # the knocked-out model's readings

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from model.family import INTERVENTION_TOOLS, Objective, QueriesKeys, capabilities_of, families, family_of
+from model.family import INTERVENTION_TOOLS, InterventionTool, Objective, QueriesKeys, capabilities_of, families, family_of
 from model.interventions.hooked import InterventionError, adapter_of
 from model.interventions.served_pass import served_tools
 from model.pretrained.loading import load_pretrained
@@ -56,8 +56,8 @@ def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, 
 
 def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, pre_norm_bundles, unhooked_folders):
     """For every pretrained layout built here: declared with a hooked pass exactly when it has one, which serves some
-    of the interventions' tools and says for each of the others why not (an encoder-only model's: none, it decodes
-    nothing)."""
+    of the interventions' tools and says for each of the others why not (an encoder-only model's with a head: the logit
+    lens, which reads that head on the text; the others read a decoding)."""
     networks = [bundle.model for bundle in [*tiny_bundles.values(), *pre_norm_bundles.values()]]
     networks += [load_pretrained(folder).model for folder in unhooked_folders.values()]
     for network in networks:
@@ -68,7 +68,10 @@ def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bun
         assert capabilities_of(network).hooked == (adapter is not None), network.config.describe()
         if adapter is not None:
             assert set(adapter.served_tools) | set(adapter.unserved) == set(INTERVENTION_TOOLS)
-            assert bool(adapter.served_tools) == capabilities_of(network).architecture.has_decoder
+            if capabilities_of(network).architecture.has_decoder:
+                assert adapter.served_tools, network.config.describe()
+            else:
+                assert adapter.served_tools == (InterventionTool.LOGIT_LENS,), network.config.describe()
 
 
 def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(tiny_bundles):
@@ -86,7 +89,7 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
         hooked_pass="model.pretrained.families.hooked_pass",  # ...and its hooked pass what the corpus index reads
     )
     assert capabilities_of(encoder) == expected
-    assert served_tools(encoder) == ()
+    assert served_tools(encoder) == (InterventionTool.LOGIT_LENS,)  # its head, read on each layer's stream
 
 
 def test_the_command_line_says_in_one_line_that_an_unhooked_layout_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):
