@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
         self.statusBar().addPermanentWidget(self.device_label)
         self.explore.model_changed.connect(self._on_model_changed)
+        self._explore_note = ""  # the Explore controller's last note in the status bar
         self.explore.message.connect(self._on_message)
         self.controllers.corpus.show_requested.connect(lambda: self.tabs.setCurrentIndex(CORPUS_TAB))
         self.controllers.corpus.explore_requested.connect(lambda: self.tabs.setCurrentIndex(EXPLORE_TAB))
@@ -316,7 +317,13 @@ class MainWindow(QMainWindow):
         self.error_box.open()
 
     def _on_message(self, text: str) -> None:
-        self.statusBar().showMessage(text, 8000)
+        """The Explore controller's note on the sentence decoded; "" (a sentence with none) clears its last note, not
+        another message the status bar shows ("Opened …")."""
+        if text:
+            self.statusBar().showMessage(text, 8000)
+        elif self.statusBar().currentMessage() == self._explore_note:
+            self.statusBar().clearMessage()
+        self._explore_note = text
 
     def _on_model_changed(self, bundle) -> None:
         if bundle is None:

@@ -58,6 +58,7 @@ class ExploreController:
         self.text = ""
         self.options = DecodingOptions()
         self.masked_heads: tuple[Head, ...] = ()  # knocked out in the active model
+        self.sentence_noted = False  # the last sentence decoded had a note (unknown pieces, a cut): the status bar says it
         self.total_steps = 0  # length of the decoding as far as it has gone (the step slider's end)
         self.focused_source: int | None = None  # a source piece pointed at (a corpus search's result), marked in the tab
         self._trained: Bundle | None = None  # the last model trained in this session
@@ -167,6 +168,9 @@ class ExploreController:
         notes = [note for note in self.stepper.messages if not (unknown_said and note == self.stepper.unknown_note)]
         if notes:  # one line, so that none hides another (a cut sentence and unknown pieces)
             self.message.emit(" ".join(note[0].upper() + note[1:] + "." for note in notes))
+        elif self.sentence_noted:  # the last sentence's note no longer holds: the window clears it
+            self.message.emit("")
+        self.sentence_noted = bool(notes)
         if run:
             self.stepper.run()
         self._publish()

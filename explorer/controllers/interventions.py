@@ -38,7 +38,7 @@ from model.interventions.given import given_decoder_lens, given_logit_attributio
 from model.interventions.hooked import InterventionError
 from model.interventions.minimal_pairs import MinimalPair, minimal_pairs
 from model.interventions.patching import DIRECTIONS, patch_grids
-from model.interventions.served_pass import served_tools, unserved_reason
+from model.interventions.served_pass import prediction_place, served_tools, unserved_reason
 
 LENS, DECODER_LENS = InterventionTool.LOGIT_LENS, InterventionTool.DECODER_LENS  # the tools are the core's (model/family.py)
 ATTRIBUTION, PATCHING = InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING
@@ -109,6 +109,12 @@ class InterventionsController:
         """The tools the explored model serves (none when it cannot be intervened on)."""
         bundle = self.explore.bundle
         return () if bundle is None or self.unavailable() else tuple(served_tools(bundle.model))
+
+    def place(self) -> str:
+        """What patching's step counts for the explored model: "step", or an encoder-only model's "position" or
+        "sentence" (model/interventions/served_pass.py ``prediction_place``)."""
+        bundle = self.explore.bundle
+        return "step" if bundle is None or PATCHING not in self.tools() else prediction_place(bundle.model)
 
     def reasons(self) -> dict[str, str]:
         """Each tool the explored model does not serve -> why (one line; the model's own when none is served)."""

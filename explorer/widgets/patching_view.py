@@ -37,9 +37,21 @@ DIRECTION_TIPS = {
 
 def patching_title(result: PatchingResult) -> str:
     """What a grid measures: "restores 'le' over 'les' at step 1" (denoising) or "keeps …" (noising)."""
-    clean, compared = shown_labels([result.labels.clean_token, result.labels.compared_token])
+    labels = result.labels
+    clean, compared = (
+        (labels.clean_token, labels.compared_token) if labels.names else shown_labels([labels.clean_token, labels.compared_token])
+    )
     verb = "restores" if result.direction == "denoising" else "keeps"
-    return f"{verb} {clean!r} over {compared!r} at step {result.step + 1}"
+    return f"{verb} {clean!r} over {compared!r} {result.labels.at(result.step)}"
+
+
+PLACE_TIPS = {
+    "step": "The target step whose next token is compared, from 1; 'first difference': the first step at which the "
+    "corrupted sentence's translation chooses another token",
+    "position": "The piece whose prediction (its tag, or a masked-LM head's word) is compared, from 1; 'first "
+    "difference': the first piece whose prediction differs between the two texts",
+    "sentence": "A sentence classifier predicts once: the sentence's class is compared",
+}
 
 
 def symmetric_limits(values: np.ndarray) -> tuple[float, float]:
@@ -75,8 +87,8 @@ class PatchingView(QWidget):
         self.step = QSpinBox()
         self.step.setRange(0, 999)
         self.step.setSpecialValueText("first difference")
-        self.step.setToolTip("The target step whose next token is compared, from 1; 'first difference': the first step at "
-                             "which the corrupted sentence's translation chooses another token")  # fmt: skip
+        self.step_label = QLabel("Step:")
+        self.set_place("step")
         self.patch_button = QPushButton("Patch")
         self.patch_button.setToolTip(
             "Patched on its own when the pair, direction or step changes (the preview first, then the exact grids, in the "
@@ -114,7 +126,7 @@ class PatchingView(QWidget):
         for widget in (
             QLabel("Direction:"),
             self.direction,
-            QLabel("Step:"),
+            self.step_label,
             self.step,
             self.patch_button,
             QLabel("Grid:"),
@@ -127,6 +139,15 @@ class PatchingView(QWidget):
         layout.addLayout(form)
         layout.addLayout(run)
         layout.addWidget(self.heatmap, 1)
+
+    def set_place(self, place: str) -> None:
+        """What the step box counts: a decoder's "step", an encoder-only model's "position" (a piece's prediction) or
+        "sentence" (a sentence classifier's one prediction: nothing to choose)."""
+        self.step_label.setText("Step:" if place == "step" else "Position:")
+        self.step.setEnabled(place != "sentence")
+        if place == "sentence":
+            self.step.setValue(0)
+        self.step.setToolTip(PLACE_TIPS[place])
 
     # --- the pair -----------------------------------------------------------------------------------
     def set_clean(self, text: str) -> None:

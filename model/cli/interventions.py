@@ -21,7 +21,6 @@ import numpy as np
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, language_arguments, with_languages
-from model.data.token_labels import display_candidate
 from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
 from model.figures.saving import save_figure
 from model.files import check_output
@@ -108,9 +107,9 @@ def _grids(text: str | None) -> tuple[str, ...] | None:
 
 def report_patching(result: PatchingResult, top: int = 5) -> None:
     """The tokens compared, both runs' logit differences and the cells that restore most."""
-    clean, compared = display_candidate(result.labels.clean_token), display_candidate(result.labels.compared_token)
+    clean, compared = result.labels.compared()
     print(
-        f"step {result.step + 1}: “{clean}” over “{compared}”, logit difference clean {result.clean_metric:.2f}, "
+        f"{result.labels.where(result.step)}: “{clean}” over “{compared}”, logit difference clean {result.clean_metric:.2f}, "
         f"corrupted {result.corrupted_metric:.2f} ({result.method}, {result.direction})"
     )
     cells = []

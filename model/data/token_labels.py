@@ -90,6 +90,9 @@ def pieces_text(pieces: list[str], level: str = "piece") -> str:
     kept = [str(piece) for piece in pieces if not is_special(str(piece))]
     if level == "word":
         return " ".join(kept)
+    if any(str(piece).startswith("##") or piece in ("[CLS]", "[SEP]") for piece in pieces):  # WordPiece's: words apart
+        starts = word_starts(kept)
+        return "".join((" " if starts[i] and i else "") + piece_text(piece) for i, piece in enumerate(kept))
     return (
         "".join(piece[2:] if piece.startswith("##") else piece for piece in kept).replace(WORD_START, " ").replace("Ġ", " ").strip()
     )

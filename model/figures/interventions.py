@@ -148,7 +148,7 @@ def _grid_title(component: Component) -> str:
 def patching_caption(result: PatchingResult, options: FigureOptions) -> Caption:
     """'Activation patching (denoising, exact): "le" over "les" at step 1', the sources and the logits."""
     labels = result.labels
-    clean, compared = display_candidate(labels.clean_token), display_candidate(labels.compared_token)
+    clean, compared = labels.compared()
     method = "exact" if result.method == "exact" else "attribution patching, a first-order estimate"
     moved = "clean into corrupted" if result.direction == "denoising" else "corrupted into clean"
     details = [
@@ -158,7 +158,7 @@ def patching_caption(result: PatchingResult, options: FigureOptions) -> Caption:
         *_model_line(options),
     ]
     return Caption(
-        f"Activation patching ({result.direction}, {method}): “{clean}” over “{compared}” at step {result.step + 1}", details
+        f"Activation patching ({result.direction}, {method}): “{clean}” over “{compared}” {result.labels.at(result.step)}", details
     )
 
 

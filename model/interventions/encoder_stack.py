@@ -30,8 +30,8 @@ from model.pretrained.networks import EncoderNetwork
 HEADS_READ = ("masked-lm", "sequence-classification", "token-classification")  # a library head with predictions
 NO_DECODING = "the {tool} tool reads a decoded piece's prediction at each step of a decoding; an encoder-only model decodes nothing"
 NO_DECODER = "DecoderLens decodes from each encoder layer's output through the decoder, and an encoder-only model has none"
-NO_HEAD = "the logit lens reads the model's output head on each layer's stream, and this model is a bare encoder with no head"
-READS_TEXT = (InterventionTool.LOGIT_LENS,)  # the tools that read an encoder-only model's head on its text
+NO_HEAD = "the {tool} reads the model's output head, and this model is a bare encoder with no head"
+READS_TEXT = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)  # the tools that read its head on its text
 
 
 def _unserved(has_head: bool) -> dict[InterventionTool, str]:
@@ -42,7 +42,7 @@ def _unserved(has_head: bool) -> dict[InterventionTool, str]:
         if has_head:
             del reasons[tool]
         else:
-            reasons[tool] = NO_HEAD
+            reasons[tool] = NO_HEAD.format(tool=tool)
     return reasons
 
 
@@ -66,6 +66,11 @@ class _EncoderOnlyPass:
     def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
         """source_ids [B, S] through the whole model, its head included, with ``hooks``: the head's scores [B, P, C] at
         each place it predicts (P = S: a tag or a masked-LM word per piece; P = 1: the sentence's class)."""
+        return self.run_hooked(source_ids, source_ids[:, :0], hooks, None).hidden
+
+    def run_hooked(
+        self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
+    ) -> HookedRun:
         raise NotImplementedError
 
     def per_piece(self) -> bool:
@@ -126,18 +131,17 @@ class ClassifierPass(_EncoderOnlyPass):
     def has_encoder_final_norm(self) -> bool:
         return self.model.config.norm_placement == "pre"
 
-    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
-        memory, _ = hooked_encode(self.model, source_ids, hooks)  # [B, S, d_model] after the final norm
-        scores = self.model.classify(memory, source_ids)  # [B, S, C] (a tagger) or [B, C] (a sentence class)
-        return scores if scores.dim() == 3 else scores[:, None]  # [B, P, C]
-
     def run_hooked(
         self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
     ) -> HookedRun:
-        """source_ids [B, S] through the encoder with ``hooks``: its last layer's output [B, S, d_model] is the run's."""
+        """source_ids [B, S] through the encoder with ``hooks``: the run's ``hidden`` is the head's scores [B, P, C]
+        (``scored``), or the encoder's output [B, S, d_model] when the hooks want no output."""
         self._encoder_only(target_input_ids, memory)
-        memory, mask = hooked_encode(self.model, source_ids, hooks)  # [B, S, d_model]
-        return HookedRun(memory, hooks.activations, memory, mask)
+        memory, mask = hooked_encode(self.model, source_ids, hooks)  # [B, S, d_model] after the final norm
+        if not hooks.output:
+            return HookedRun(memory, hooks.activations, memory, mask)
+        scores = self.model.classify(memory, source_ids)  # [B, S, C] (a tagger) or [B, C] (a sentence class)
+        return HookedRun(scores if scores.dim() == 3 else scores[:, None], hooks.activations, memory, mask, scored=True)
 
 
 class EncoderStackPass(_EncoderOnlyPass):
@@ -183,33 +187,33 @@ class EncoderStackPass(_EncoderOnlyPass):
         labels = self.network.config.labels
         return labels if len(labels) == count else [f"class {i}" for i in range(count)]
 
-    def head_output(self, source_ids: torch.Tensor, hooks: Hooks) -> torch.Tensor:
-        """The library's whole model (its pooler and head included) over source_ids [B, S] with ``hooks``."""
-        mask = source_ids.ne(self.network.config.pad_id).long()  # [B, S]
-        hf_model = self.network.hf_model
-        out = one_stack_run(
-            self.hook_sites(),
-            hooks,
-            None,
-            lambda attentions: hf_model(input_ids=source_ids, attention_mask=mask, output_attentions=attentions, return_dict=True),
-        )
-        return out.logits if out.logits.dim() == 3 else out.logits[:, None]  # [B, P, C]
-
     def run_hooked(
         self, source_ids: torch.Tensor, target_input_ids: torch.Tensor, hooks: Hooks, memory: torch.Tensor | None
     ) -> HookedRun:
         """The library's pass over source_ids [B, S] (padded with the pad id, masked as padding) with ``hooks``
-        installed where they read; the run's ``hidden`` is the last layer's output [B, S, d_model]."""
+        installed where they read: its whole model when the hooks want an output and it has a head (the run's
+        ``hidden`` is then the head's scores [B, P, C], its pooler and head the library's), else its encoder (the last
+        layer's output [B, S, d_model])."""
         self._encoder_only(target_input_ids, memory)
         mask = source_ids.ne(self.network.config.pad_id).long()  # [B, S]
-        base = self.network.hf_model.base_model
+        scored = hooks.output and self.has_head()
+        model = self.network.hf_model if scored else self.network.hf_model.base_model
         out = one_stack_run(
             self.hook_sites(),
             hooks,
             None,
-            lambda attentions: base(input_ids=source_ids, attention_mask=mask, output_attentions=attentions, return_dict=True),
+            lambda attentions: model(
+                input_ids=source_ids,
+                attention_mask=mask,
+                output_attentions=attentions,
+                output_hidden_states=scored,
+                return_dict=True,
+            ),
         )
-        return HookedRun(out.last_hidden_state, hooks.activations, out.last_hidden_state, mask)
+        if not scored:
+            return HookedRun(out.last_hidden_state, hooks.activations, out.last_hidden_state, mask)
+        scores = out.logits if out.logits.dim() == 3 else out.logits[:, None]  # [B, P, C]
+        return HookedRun(scores, hooks.activations, out.hidden_states[-1], mask, scored=True)
 
 
 def classifier_pass(network: EncoderClassifier) -> ClassifierPass:

@@ -154,11 +154,14 @@ class HookedRun:
     activations: dict[str, torch.Tensor]  # hook name -> activation (after its patches)
     memory: torch.Tensor  # [B, S, d_model]
     memory_mask: torch.Tensor | None  # padding: [B, 1, 1, S] (the app's Transformer) or [B, S] (a library model); or None
+    # True: ``hidden`` holds an encoder-only model's head scores [B, P, C] at each place it predicts (each piece, or
+    # the sentence: P = 1), the model's own whole pass (model/interventions/encoder_stack.py)
+    scored: bool = False
 
     def logits(self, model: Network, position: int | None = None) -> torch.Tensor:
-        """[B, T, V], or [B, V] at one target ``position``."""
+        """[B, T, V], or [B, V] at one target ``position`` (an encoder-only model's: at one place it predicts)."""
         hidden = self.hidden if position is None else self.hidden[:, position]  # [B, (T,) d_model]
-        return model.logits(hidden)
+        return hidden if self.scored else model.logits(hidden)
 
 
 @dataclass(frozen=True)

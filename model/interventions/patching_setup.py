@@ -1,6 +1,10 @@
 """The reference runs of activation patching (model/interventions/patching.py): a clean and a corrupted source (a
 decoder-only model's prompts) read along the clean output, the step compared and the token it is compared with, the two
-runs' activations at every hook the grids read, and their metrics (``prepare_patching``, ``PatchingSetup``)."""
+runs' activations at every hook the grids read, and their metrics (``prepare_patching``, ``PatchingSetup``).
+
+An encoder-only model decodes nothing: its two texts are read by its own head (its whole pass, head included), and the
+metric is the logit difference of its prediction at one place, a piece's tag or masked-LM word, or the sentence's
+class: the clean text's prediction there minus the corrupted text's (``_prepare_text_patching``)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ from typing import cast
 
 import torch
 
+from model.data.token_labels import display_candidate
 from model.decoding.greedy import decoder_inputs, given_steps
-from model.family import Bundle, InterventionTool, suppressed_ids
-from model.interventions.hooked import InterventionError, greedy_output, hook_names, ids_as_text
+from model.family import Bundle, InterventionTool, capabilities_of, suppressed_ids
+from model.interventions.hooked import HeadReadingPass, InterventionError, adapter_of, greedy_output, hook_names, ids_as_text
 from model.interventions.served_pass import run_hooked, supported
 from model.network import DecodingNetwork, Network
 
@@ -30,6 +35,22 @@ class PairLabels:
     compared_token: str  # the token it is compared with
     corrupted_target: list[str] = field(default_factory=list)  # the corrupted run's decoder inputs where they differ
     # (a decoder-only model's: its prompt is where they begin); empty: the same as ``target``
+    place: str = "step"  # what ``step`` counts: a decoder's steps, an encoder-only model's "position" or "sentence"
+    names: bool = False  # the two compared are a head's class names (tags), not pieces
+
+    def compared(self) -> tuple[str, str]:
+        """The clean and compared tokens as people read them: a piece on its own ("▁le" -> "le"), a name as it is."""
+        if self.names:
+            return self.clean_token, self.compared_token
+        return display_candidate(self.clean_token), display_candidate(self.compared_token)
+
+    def where(self, step: int) -> str:
+        """Where the compared prediction is: "step 3", "position 3", "the sentence"."""
+        return "the sentence" if self.place == "sentence" else f"{self.place} {step + 1}"
+
+    def at(self, step: int) -> str:
+        """ "at step 3", "at position 3", "for the sentence"."""
+        return f"{'for' if self.place == 'sentence' else 'at'} {self.where(step)}"
 
 
 @dataclass
@@ -100,6 +121,8 @@ def prepare_patching(
         )
     device = next(model.parameters()).device
     sources = torch.tensor([clean_ids, corrupted_ids], device=device)  # [2, S]
+    if not capabilities_of(model).architecture.has_decoder:
+        return _prepare_text_patching(model, sources, step, compared_id, source_pieces)
     decoding = cast(DecodingNetwork, model)  # served by patching: an encoder-decoder
     targets = list(target_ids) if target_ids is not None else greedy_output(decoding, sources[:1])
     if step is None:
@@ -132,6 +155,54 @@ def prepare_patching(
     corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
     return PatchingSetup(
         model, sources[:1], sources[1:], inputs[:1], inputs[1:], step, clean_id, chosen, clean, corrupted,
+        clean_metric=clean_metric, corrupted_metric=corrupted_metric, labels=labels,
+    )  # fmt: skip
+
+
+@torch.inference_mode()
+def _prepare_text_patching(
+    model: Network,
+    sources: torch.Tensor,
+    place: int | None,
+    compared_id: int | None,
+    source_pieces: Callable[[list[int]], list[str]],
+) -> PatchingSetup:
+    """An encoder-only model's reference runs of two texts ``sources`` [2, S]: the metric is read from its head at a
+    place it predicts (a piece's tag or word, or the sentence's class), by default the first place the two texts'
+    predictions differ at, compared with the corrupted text's prediction there."""
+    no_decoder = sources[:, :0]  # [2, 0]
+    run = run_hooked(model, sources, no_decoder, capture=_every_hook(model))
+    scores = run.logits(model)  # [2, P, C] the head's own scores
+    chosen = scores.argmax(-1)  # [2, P]
+    adapter = cast(HeadReadingPass, adapter_of(model))
+    names = adapter.class_names(scores.shape[-1])
+    per_piece = adapter.per_piece()
+    place_name, what = ("position", "tag" if names is not None else "word") if per_piece else ("sentence", "class")
+    if place is None:
+        differ = (chosen[0] != chosen[1]).nonzero()
+        if not len(differ) and compared_id is None:
+            where = " at every piece" if per_piece else ""
+            raise InterventionError(
+                f"the model predicts the same {what} for both texts{where}, so there is nothing to restore: choose texts "
+                "whose predictions differ (a minimal pair)"
+            )
+        place = int(differ[0, 0]) if len(differ) else 0
+    if not 0 <= place < scores.shape[1]:
+        count = f"{scores.shape[1]} pieces" if per_piece else "one prediction (the sentence's class: position 1)"
+        raise InterventionError(f"{place_name} {place + 1} is not one of the text's {count}")
+    clean_id = int(chosen[0, place])
+    compared = int(chosen[1, place]) if compared_id is None else compared_id
+    pieces = (source_pieces(sources[0].tolist()), source_pieces(sources[1].tolist()))
+    labels = PairLabels(*pieces, [], "", "", place=place_name, names=names is not None)
+    if compared == clean_id:
+        raise InterventionError(f"both texts get the same {what} {labels.at(place)}: choose a place at which they differ")
+    clean_metric, corrupted_metric = logit_difference(scores[:, place], clean_id, compared).tolist()  # [2]
+    shown = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
+    labels.clean_token, labels.compared_token = shown([clean_id])[0], shown([compared])[0]
+    clean = {hook: activation[:1] for hook, activation in run.activations.items()}  # [1, ...] each
+    corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
+    return PatchingSetup(
+        model, sources[:1], sources[1:], no_decoder[:1], no_decoder[1:], place, clean_id, compared, clean, corrupted,
         clean_metric=clean_metric, corrupted_metric=corrupted_metric, labels=labels,
     )  # fmt: skip
 

@@ -7,10 +7,12 @@ views: the hook names, shapes and ``HookedRun`` are the same (model/intervention
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
-from model.family import INTERVENTION_TOOLS, InterventionTool
-from model.interventions.hooked import InterventionError, adapter_of, check_tool
+from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of
+from model.interventions.hooked import HeadReadingPass, InterventionError, adapter_of, check_tool
 from model.interventions.hooked import run_hooked as run_hooked  # the one hooked pass, whatever the model
 from model.network import Network
 
@@ -50,3 +52,11 @@ def has_final_norm(model: Network) -> bool:
 def has_encoder_final_norm(model: Network) -> bool:
     """Whether the encoder's output passes a final norm of its own (a pre-norm model's) before it is the memory."""
     return adapter_of(model).has_encoder_final_norm()
+
+
+def prediction_place(model: Network) -> str:
+    """What a prediction the interventions compare belongs to: a decoder's "step", or an encoder-only model's
+    "position" (a tagger, a masked-LM head) or "sentence" (a sentence classifier)."""
+    if capabilities_of(model).architecture.has_decoder:
+        return "step"
+    return "position" if cast(HeadReadingPass, adapter_of(model)).per_piece() else "sentence"

@@ -171,8 +171,8 @@ def test_save_writes_the_shown_result_as_csv_or_figure(qtbot, open_window, defau
 
 
 def test_an_encoder_only_model_s_lens_reads_its_head_on_the_text(qtbot, open_window):
-    """The tagger: the logit lens is its one tool (its columns the pieces read, each cell a tag), the others greyed with
-    their reason in the status line; knocking a head out reads the knocked-out model (the decoding's own)."""
+    """The tagger: the logit lens (its columns the pieces read, each cell a tag) and patching are its tools, the others
+    greyed with their reason in the status line; knocking a head out reads the knocked-out model (the decoding's own)."""
     from model.kinds import AttentionKind
     from model.nn.masking import Head
 
@@ -184,10 +184,34 @@ def test_an_encoder_only_model_s_lens_reads_its_head_on_the_text(qtbot, open_win
     assert view.lens.plot.getAxis("top").labelText == "position: the tag predicted"
     assert view.lens.cell_texts[-1] == lens.chosen_tokens and set(lens.chosen_tokens) <= set(tagger.model.config.class_names)
     enabled = [view.tools.tabText(index) for index in range(view.tools.count()) if view.tools.isTabEnabled(index)]
-    assert enabled == ["Logit lens"] and view.tool == "logit lens"
+    assert enabled == ["Logit lens", "Patching"] and view.tool == "logit lens"
     assert "decodes nothing" in view.status.text() and "\n" not in view.status.text()
     assert view.tools.tabToolTip(1).startswith("DecoderLens decodes from each encoder layer's output")  # greyed: why
     assert view.lens.color_bar.getAxis("left").labelText == "probability of the tag predicted"
     window.explore.toggle_head(Head(AttentionKind.ENCODER, 0, 0))
     qtbot.waitUntil(lambda: not window.controllers.interventions.running, timeout=WAIT_MS)
     assert not np.allclose(view.lens.values, lens.chosen_probabilities, atol=1e-6)  # the knocked-out model's readings
+    window.explore.toggle_head(Head(AttentionKind.ENCODER, 0, 0))  # back to the model itself
+
+
+def test_an_encoder_only_model_s_texts_are_patched_at_a_position(qtbot, open_window):
+    """The tagger's Patching sub-tab: its box counts positions; a pair is patched at the first piece whose tag differs,
+    the grids the core's."""
+    tagger = checkpoint.load(resolve_model("tagger"))
+    window, tab, view = shown_interventions(qtbot, open_window, tagger)
+    patching, controller = view.patching, window.controllers.interventions
+    assert patching.step_label.text() == "Position:" and "the first piece whose prediction differs" in patching.step.toolTip()
+    patching.corrupted.setText("the cat red the dog")
+    view.show_tool("patching")
+    patching.patch_button.click()
+    exact = lambda: not controller.running and patching.result is not None and patching.result.method == "exact"  # noqa: E731
+    qtbot.waitUntil(exact, timeout=WAIT_MS)
+    expected = activation_patching(tagger, SENTENCE, "the cat red the dog")
+    patching.grid_box.setCurrentText("encoder residual")
+    assert np.allclose(patching.heatmap.values, expected.grids["encoder residual"].values, atol=1e-4)
+    assert "restores 'VERB' over 'ADJ' at position 3" in patching.heatmap.plot.titleLabel.text
+    assert [patching.grid_box.itemText(i) for i in range(patching.grid_box.count())] == [
+        "encoder heads", "encoder residual", "encoder feed-forward"
+    ]  # fmt: skip
+    window.explore.set_model(checkpoint.load(resolve_model("default")))  # a translation model: steps again
+    assert patching.step_label.text() == "Step:" and patching.step.isEnabled()

@@ -63,6 +63,7 @@ class ExploreInterventions:
     def _on_model_changed(self) -> None:
         self.view.show_message(self.controller.unavailable())
         self.view.set_tools(self.controller.tools(), self.controller.reasons())
+        self.view.patching.set_place(self.controller.place())
         self._follow()
 
     def _on_patch_requested(self, clean: str, corrupted: str, direction: str, step: int) -> None:

@@ -57,7 +57,7 @@ def test_t5_marian_and_bart_still_declare_and_serve_interventions(tiny_bundles, 
 def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bundles, pre_norm_bundles, unhooked_folders):
     """For every pretrained layout built here: declared with a hooked pass exactly when it has one, which serves some
     of the interventions' tools and says for each of the others why not (an encoder-only model's with a head: the logit
-    lens, which reads that head on the text; the others read a decoding)."""
+    lens and patching, which read that head on the text; the others read a decoding)."""
     networks = [bundle.model for bundle in [*tiny_bundles.values(), *pre_norm_bundles.values()]]
     networks += [load_pretrained(folder).model for folder in unhooked_folders.values()]
     for network in networks:
@@ -71,7 +71,8 @@ def test_no_network_is_declared_able_to_do_what_its_code_does_not_serve(tiny_bun
             if capabilities_of(network).architecture.has_decoder:
                 assert adapter.served_tools, network.config.describe()
             else:
-                assert adapter.served_tools == (InterventionTool.LOGIT_LENS,), network.config.describe()
+                expected = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)
+                assert adapter.served_tools == expected, network.config.describe()
 
 
 def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(tiny_bundles):
@@ -89,7 +90,7 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
         hooked_pass="model.pretrained.families.hooked_pass",  # ...and its hooked pass what the corpus index reads
     )
     assert capabilities_of(encoder) == expected
-    assert served_tools(encoder) == (InterventionTool.LOGIT_LENS,)  # its head, read on each layer's stream
+    assert served_tools(encoder) == (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)  # its head read, its text patched
 
 
 def test_the_command_line_says_in_one_line_that_an_unhooked_layout_has_no_lens(unhooked_folders, tmp_path, monkeypatch, capsys):
