@@ -1,9 +1,11 @@
 """Direct logit attribution at one decoding step: what wrote the chosen token's logit.
 
 Left, the parts (embeddings, every head, every feed-forward block, the biases) as horizontal bars, largest |share|
-first at the top, red for a part that raises the logit and blue for one that lowers it (the BARS_SHOWN largest; the
-rest are counted). Right, the head parts as a grid: rows "L1 self" … then "L1 cross" …, a column per head, on a
-diverging colour map centred at 0. Under both, the logit and the remainder (the logit minus the parts' sum).
+first at the top, red for a part that raises the logit and blue for one that lowers it (the BARS_SHOWN largest, or
+as many as have room for a readable label; the rest are counted). Right, the head parts as a grid: rows "L1 self" …
+then "L1 cross" …, a column per head, on a diverging colour map centred at 0. Under both, the logit and the remainder
+(the logit minus the parts' sum). An encoder-only model decodes nothing: its tagger's prediction at a piece chosen in
+the *Position* box (a sentence classifier's one prediction) is split instead.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.heatmap import DIVERGING, HeatmapView, shown_labels
 from explorer.widgets.plot_style import show_light_grid
@@ -45,9 +48,14 @@ def largest_parts(attribution: LogitAttribution, step: int, count: int = BARS_SH
 
 class AttributionView(QWidget):
     versus_chosen = Signal(int, int)  # step (from 0), token id (-1: the chosen token's logit alone)
+    position_chosen = Signal(int)  # an encoder-only model's piece shown (from 0), chosen in its box
 
     def __init__(self) -> None:
         super().__init__()
+        self.position_label = QLabel("Position:")
+        self.position = QSpinBox()  # an encoder-only model's piece whose prediction is split (it has no steps)
+        self.position.setToolTip("The piece whose predicted tag is split into parts, from 1")
+        self.position.valueChanged.connect(lambda value: self.position_chosen.emit(value - 1))
         self.versus = QComboBox()
         self.versus.setToolTip("Split the chosen token's logit, or its difference from another candidate's at this step")
         self.versus.addItem(ALONE, -1)
@@ -64,6 +72,7 @@ class AttributionView(QWidget):
         self.bar_plot.setLabel("bottom", "contribution to the logit")
         self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8)
         self.bar_plot.addItem(self.bars)
+        self.bar_plot.getViewBox().sigResized.connect(lambda _box: self._on_bars_resized())
         self.heads = HeatmapView(DIVERGING, "contribution to the logit")
         self.heads.plot.getAxis("left").set_name("layer, attention")
         self.heads.plot.getAxis("top").set_name("head")
@@ -73,6 +82,8 @@ class AttributionView(QWidget):
         plots.addWidget(self.heads, 2)
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
+        top.addWidget(self.position_label)
+        top.addWidget(self.position)
         top.addWidget(QLabel("Versus:"))
         top.addWidget(self.versus)
         layout = QVBoxLayout(self)
@@ -82,11 +93,22 @@ class AttributionView(QWidget):
 
     def set_attribution(self, attribution: LogitAttribution | None, step: int | None = None) -> None:
         self.attribution = attribution
+        by_position = attribution is not None and attribution.place == "position"  # an encoder-only model's pieces
+        for widget in (self.position_label, self.position):
+            widget.setVisible(by_position)
+        if by_position:
+            assert attribution is not None
+            self.position.blockSignals(True)
+            self.position.setRange(1, max(len(attribution.logits), 1))
+            self.position.blockSignals(False)
         self.set_step(step)
 
     def set_step(self, step: int | None) -> None:
-        """Show the step ``step`` (from 0; None: the first), clamped to the steps there are."""
+        """Show the step ``step`` (from 0; None: the first; an encoder-only model's: the piece shown stays), clamped
+        to the steps there are."""
         attribution = self.attribution
+        if step is None and attribution is not None and attribution.place != "step":
+            step = self.step
         if attribution is None or not len(attribution.logits):
             self.step, self.bars_shown = None, []
             self.bars.setOpts(x0=[], y=[], width=[])
@@ -95,6 +117,9 @@ class AttributionView(QWidget):
             self.remainder.setText("")
             return
         self.step = min(max(step or 0, 0), len(attribution.logits) - 1)
+        self.position.blockSignals(True)
+        self.position.setValue(self.step + 1)
+        self.position.blockSignals(False)
         self._draw_bars(attribution, self.step)
         values, rows, columns = head_grid(attribution, self.step)
         limit = float(np.abs(values).max()) if values.size else 1.0
@@ -102,9 +127,10 @@ class AttributionView(QWidget):
         token = shown_labels([attribution.target_tokens[self.step]])[0]
         compared = attribution.compared_tokens[self.step] if self.step < len(attribution.compared_tokens) else ""
         what = f"the logit of {token!r} minus {shown_labels([compared])[0]!r}" if compared else f"the logit of {token!r}"
+        where, stream = attribution.where(self.step), "decoder's" if attribution.place == "step" else "encoder's"
         self.title.setText(
-            f"Step {self.step + 1}: {what} ({float(attribution.logits[self.step]):.3f}) split into what "
-            f"wrote the decoder's output; the {len(self.bars_shown)} largest of {len(attribution.parts)} parts, largest first."
+            f"{where[:1].upper()}{where[1:]}: {what} ({float(attribution.logits[self.step]):.3f}) split into what wrote the "
+            f"{stream} output; the {len(self.bars_shown)} largest of {len(attribution.parts)} parts, largest first."
         )
         self.remainder.setText(
             f"Remainder (the logit minus the parts' sum, rounding): {float(attribution.remainder[self.step]):.2e}"
@@ -123,8 +149,19 @@ class AttributionView(QWidget):
         if self.step is not None:
             self.versus_chosen.emit(self.step, int(self.versus.currentData()))
 
+    def bars_fitting(self) -> int:
+        """How many bars the plot holds with a readable label each (a line of text per bar; BARS_SHOWN at most, 3 at
+        least): at 1280x720 sixteen labels overlapped in 60 px. The title says how many of the parts are shown."""
+        height = self.bar_plot.getViewBox().height()
+        line = QFontMetrics(self.bar_plot.getAxis("left").font()).height() * 1.1
+        return int(min(BARS_SHOWN, max(3, height // line))) if height > 0 else BARS_SHOWN
+
+    def _on_bars_resized(self) -> None:
+        if self.attribution is not None and self.step is not None and len(self.bars_shown) != self.bars_fitting():
+            self.set_step(self.step)
+
     def _draw_bars(self, attribution: LogitAttribution, step: int) -> None:
-        self.bars_shown = largest_parts(attribution, step)
+        self.bars_shown = largest_parts(attribution, step, self.bars_fitting())
         values = np.array([value for _, value in self.bars_shown], np.float64)
         positions = np.arange(len(values), dtype=np.float64)
         brushes = [pg.mkBrush(RAISES if value >= 0 else LOWERS) for value in values]

@@ -48,6 +48,7 @@ class InterventionsView(QWidget):
         self.save_button.setEnabled(False)
         self.lens, self.decoder_lens = LensHeatmap(), DecoderLensTable()
         self.attribution, self.patching = AttributionView(), PatchingView()
+        self.attribution.position_chosen.connect(self._on_position_chosen)
         self.tools = QTabWidget()
         widgets: tuple[QWidget, ...] = (self.lens, self.decoder_lens, self.attribution, self.patching)
         self.tool_widgets: dict[str, QWidget] = {tool: widget for (tool, _), widget in zip(TOOL_TABS, widgets)}
@@ -107,6 +108,11 @@ class InterventionsView(QWidget):
         self.step = step
         self.lens.set_highlighted_step(step)
         self.attribution.set_step(step)
+        self._offer_candidates()
+
+    def _on_position_chosen(self, position: int) -> None:
+        """An encoder-only model's piece chosen in the attribution's box: split, its other candidates offered."""
+        self.attribution.set_step(position)
         self._offer_candidates()
 
     def _offer_candidates(self) -> None:

@@ -29,6 +29,7 @@ from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.minimal_pairs import FEATURES, minimal_pairs
 from model.interventions.patching import COMPONENTS, DIRECTIONS, METHODS, PatchingResult, activation_patching, attribution_patching
+from model.interventions.served_pass import head_classes
 from model.interventions.tables import (
     attribution_rows,
     decoder_lens_rows,
@@ -166,10 +167,12 @@ def run_lens(args) -> int:
         _report_lens(lens.readings, lens.chosen_ranks, lens.place, lens.predicted)
     elif args.tool == "attribution":
         attribution = bundle_logit_attribution(bundle, args.text)
-        if args.step > len(attribution.target_tokens):
-            raise CommandError(f"--step {args.step}: the translation has {len(attribution.target_tokens)} steps")
+        count = len(attribution.target_tokens)
+        if args.step > count:
+            has = {"step": f"the translation has {count} steps", "position": f"the text has {count} pieces"}
+            raise CommandError(f"--step {args.step}: {has.get(attribution.place, 'a sentence classifier predicts once: step 1')}")
         if args.versus is not None:
-            attribution = bundle_logit_attribution(bundle, args.text, _versus(bundle, args, len(attribution.target_tokens)))
+            attribution = bundle_logit_attribution(bundle, args.text, _versus(bundle, args, count, attribution.place != "step"))
         _write(
             suffix,
             args,
@@ -186,9 +189,16 @@ def run_lens(args) -> int:
     return 0
 
 
-def _versus(bundle, args, steps: int) -> list[int]:
-    """Per step, the token whose logit is subtracted: --versus at --step, none elsewhere (-1)."""
-    token_id = bundle.target_tokenizer.piece_to_id(args.versus)
+def _versus(bundle, args, steps: int, classes: bool = False) -> list[int]:
+    """Per step, the token whose logit is subtracted: --versus at --step, none elsewhere (-1); ``classes``: an
+    encoder-only model's, --versus names one of its head's classes."""
+    if classes:
+        names = head_classes(bundle.model)
+        if args.versus not in names:
+            raise CommandError(f"--versus {args.versus!r} is not one of the model's classes: {', '.join(names)}")
+        token_id = names.index(args.versus)
+    else:
+        token_id = bundle.target_tokenizer.piece_to_id(args.versus)
     if token_id is None:
         raise CommandError(f"--versus {args.versus!r} is not a single piece of the target vocabulary")
     compared = [-1] * steps

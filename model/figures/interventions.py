@@ -211,10 +211,12 @@ def attribution_figure(result: LogitAttribution, step: int, options: FigureOptio
     order = np.argsort(-np.abs(values))[:BAR_PARTS]
     names = [result.parts[i] for i in order]
     label_width = widest(names, size) + 4
+    at = result.where(step)
     caption = Caption(
-        f"Direct logit attribution of “{display_candidate(result.target_tokens[step])}”{_versus(result, step)} at step {step + 1}",
+        f"Direct logit attribution of “{result.shown(result.target_tokens[step])}”{_versus(result, step)} "
+        f"{'for' if result.place == 'sentence' else 'at'} {at}",
         [
-            *_sentence_line(source, result.target_tokens),
+            *_sentence_line(source, result.target_tokens, *(("Output",) if result.place == "step" else ("Predicted", False))),
             f"logit{' difference' if _versus(result, step) else ''} {result.logits[step]:.3f} = the parts' sum + remainder "
             f"{result.remainder[step]:.2g}; "
             f"the {len(order)} largest parts",
@@ -242,7 +244,7 @@ def attribution_figure(result: LogitAttribution, step: int, options: FigureOptio
 def _versus(result: LogitAttribution, step: int) -> str:
     """' − “les”' when a token's logit is subtracted at ``step``."""
     compared = result.compared_tokens[step] if step < len(result.compared_tokens) else ""
-    return f" − “{display_candidate(compared)}”" if compared else ""
+    return f" − “{result.shown(compared)}”" if compared else ""
 
 
 def head_attribution_grid(result: LogitAttribution, step: int, kind: str) -> np.ndarray:

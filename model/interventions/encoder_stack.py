@@ -19,12 +19,17 @@ prediction to read, and the logit lens says so.
 
 from __future__ import annotations
 
+import math
+from typing import cast
+
 import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
-from model.interventions.hooked import AttributionLayout, HookedRun, Hooks, InterventionError, hooked_encode
+from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError, hooked_encode
 from model.interventions.library_sites import HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
+from model.interventions.own import held_norm
 from model.nn.classifier import EncoderClassifier
+from model.nn.transformer import EncoderLayer
 from model.pretrained.networks import EncoderNetwork
 
 HEADS_READ = ("masked-lm", "sequence-classification", "token-classification")  # a library head with predictions
@@ -32,33 +37,45 @@ NO_DECODING = "the {tool} tool reads a decoded piece's prediction at each step o
 NO_DECODER = "DecoderLens decodes from each encoder layer's output through the decoder, and an encoder-only model has none"
 NO_HEAD = "the {tool} reads the model's output head, and this model is a bare encoder with no head"
 READS_TEXT = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)  # the tools that read its head on its text
-
-
-def _unserved(has_head: bool) -> dict[InterventionTool, str]:
-    reasons = {
-        tool: NO_DECODER if tool is InterventionTool.DECODER_LENS else NO_DECODING.format(tool=tool) for tool in INTERVENTION_TOOLS
-    }
-    for tool in READS_TEXT:
-        if has_head:
-            del reasons[tool]
-        else:
-            reasons[tool] = NO_HEAD.format(tool=tool)
-    return reasons
+NONLINEAR_HEADS = {  # a library head that does not read the stream linearly: no part of the stream has a logit of its own
+    "masked-lm": "logit attribution splits a logit that is linear in the stream, and a masked-LM head transforms the "
+    "stream first (a dense layer, GELU and a LayerNorm)",
+    "sequence-classification": "logit attribution splits a logit that is linear in the stream, and a sentence "
+    "classifier's head reads it through a pooler (a dense layer and tanh; DistilBERT's: a ReLU)",
+}
+NOT_YET = "logit attribution is not computed for a Hugging Face encoder's token-classification head yet"
 
 
 class _EncoderOnlyPass:
-    """What the encoder-only adapters share: one stack, no decoder; the logit lens where the model has a head."""
+    """What the encoder-only adapters share: one stack, no decoder; the logit lens and patching where the model has a
+    head, logit attribution where that head reads the stream linearly."""
 
     def has_head(self) -> bool:
         raise NotImplementedError
 
-    @property
-    def served_tools(self) -> tuple[InterventionTool, ...]:
-        return READS_TEXT if self.has_head() else ()
+    def nonlinear_head(self) -> str:
+        """Why its head does not read the stream linearly (no logit attribution); '' when it does."""
+        raise NotImplementedError
 
     @property
     def unserved(self) -> dict[InterventionTool, str]:
-        return _unserved(self.has_head())
+        reasons = {tool: NO_DECODING.format(tool=tool) for tool in INTERVENTION_TOOLS}
+        reasons[InterventionTool.DECODER_LENS] = NO_DECODER
+        for tool in (*READS_TEXT, InterventionTool.LOGIT_ATTRIBUTION):
+            if not self.has_head():
+                reasons[tool] = NO_HEAD.format(tool=tool)
+            elif tool is not InterventionTool.LOGIT_ATTRIBUTION:
+                del reasons[tool]
+            elif self.nonlinear_head():
+                reasons[tool] = self.nonlinear_head()
+            else:
+                del reasons[tool]
+        return reasons
+
+    @property
+    def served_tools(self) -> tuple[InterventionTool, ...]:
+        unserved = self.unserved
+        return tuple(tool for tool in INTERVENTION_TOOLS if tool not in unserved)
 
     def hook_names(self) -> list[str]:
         raise NotImplementedError
@@ -98,7 +115,7 @@ class _EncoderOnlyPass:
         raise InterventionError(NO_DECODER)
 
     def attribution_layout(self) -> AttributionLayout:
-        raise InterventionError(self.unserved[InterventionTool.LOGIT_ATTRIBUTION])
+        raise InterventionError(self.unserved.get(InterventionTool.LOGIT_ATTRIBUTION, NO_DECODING))
 
     @staticmethod
     def _encoder_only(target_input_ids: torch.Tensor, memory: torch.Tensor | None) -> None:
@@ -125,8 +142,34 @@ class ClassifierPass(_EncoderOnlyPass):
     def class_names(self, count: int) -> list[str] | None:
         return list(self.model.config.class_names)
 
+    def classes(self) -> list[str]:
+        return list(self.model.config.class_names)
+
     def per_piece(self) -> bool:
         return self.model.config.task == "tagging"
+
+    def nonlinear_head(self) -> str:
+        return ""  # one linear layer, on each piece or on their mean
+
+    def attribution_layout(self) -> AttributionLayout:
+        """The stream starts as the token embeddings (scaled by √d_model) and the positions added; a post-norm layer's
+        two norms follow its sublayers; a pre-norm model's final LayerNorm comes last; the head is one linear layer,
+        on each piece (a tagger) or on their mean (a sentence classifier)."""
+        model = self.model
+
+        def embeddings(source_ids: torch.Tensor, _activations: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+            token = model.embedding(source_ids[0]) * math.sqrt(model.config.d_model)  # [S, d_model]
+            return [("token embedding", token), ("positions", model.positional_table[: source_ids.shape[1]].to(token.dtype))]
+
+        layers = [cast(EncoderLayer, layer) for layer in model.layers]
+        norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
+            (None, None, None) if layer.pre_norm else (held_norm(layer.norms[0]), None, held_norm(layer.norms[1]))
+            for layer in layers
+        ]  # after the self-attention and the feed-forward: an encoder has no cross-attention
+        final = held_norm(model.final_norm) if self.has_encoder_final_norm() else None
+        biases: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [(None, None)] * len(layers)  # W^O has no bias
+        head, pool = model.head, model.config.task != "tagging"
+        return AttributionLayout(embeddings, (), norms, biases, final, head.weight, head.bias, side="encoder", pool=pool)
 
     def has_encoder_final_norm(self) -> bool:
         return self.model.config.norm_placement == "pre"
@@ -180,6 +223,12 @@ class EncoderStackPass(_EncoderOnlyPass):
 
     def per_piece(self) -> bool:
         return self.network.head != "sequence-classification"
+
+    def nonlinear_head(self) -> str:
+        return NONLINEAR_HEADS.get(self.network.head, NOT_YET)
+
+    def classes(self) -> list[str]:
+        return [] if self.network.head == "masked-lm" else list(self.network.config.labels)
 
     def class_names(self, count: int) -> list[str] | None:
         if self.network.head == "masked-lm":

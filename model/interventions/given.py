@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from model.family import Bundle, capabilities_of
 from model.interventions.decoder_lens import DecoderLensResult, decoder_lens
 from model.interventions.hooked import InterventionError
-from model.interventions.logit_attribution import LogitAttribution, logit_attribution
+from model.interventions.logit_attribution import LogitAttribution, encoder_logit_attribution, logit_attribution
 from model.interventions.logit_lens import LogitLensResult, encoder_logit_lens, logit_lens
 from model.interventions.patching_setup import PatchingSetup, prepare_patching
 
@@ -36,8 +36,11 @@ def given_logit_lens(bundle: Bundle, source_ids: Sequence[int], chosen_ids: Sequ
 def given_logit_attribution(
     bundle: Bundle, source_ids: Sequence[int], chosen_ids: Sequence[int], compared_ids: Sequence[int] | None = None
 ) -> LogitAttribution:
-    """The logit attribution of ``bundle``'s model along ``chosen_ids`` (minus ``compared_ids``' logits, -1: none)."""
+    """The logit attribution of ``bundle``'s model along ``chosen_ids`` (minus ``compared_ids``' logits, -1: none); an
+    encoder-only model's of its predictions on ``source_ids`` (it decodes nothing: ``chosen_ids`` is empty)."""
     compared = list(compared_ids) if compared_ids is not None else None
+    if not capabilities_of(bundle.model).architecture.has_decoder:
+        return encoder_logit_attribution(bundle.model, list(source_ids), compared, bundle.source_tokenizer.pieces)
     return logit_attribution(bundle.model, list(source_ids), _checked(chosen_ids), compared, bundle.target_tokenizer.pieces)
 
 

@@ -178,20 +178,23 @@ class HeldNorm:
 
 @dataclass(frozen=True)
 class AttributionLayout:
-    """What direct logit attribution reads of a network's decoder (model/interventions/logit_attribution.py), from its
-    own modules: where the stream starts, which norms it meets, and how it becomes logits."""
+    """What direct logit attribution reads of a network's decoder (an encoder-only model's encoder: ``side``;
+    model/interventions/logit_attribution.py), from its own modules: where the stream starts, which norms it meets, and
+    how it becomes logits."""
 
     # (decoder inputs [1, T], the run's activations) -> the named parts the stream starts as, each [T, d_model]
     embeddings: Callable[[torch.Tensor, dict[str, torch.Tensor]], list[tuple[str, torch.Tensor]]]
     capture: tuple[str, ...]  # the hook points ``embeddings`` reads
-    # Per decoder layer, the norm after its self-attention, cross-attention and feed-forward (a post-norm model's), or
-    # None where the stream meets none; and each attention's output-projection bias (no head's), or None.
+    # Per layer, the norm after its self-attention, cross-attention and feed-forward (a post-norm model's), or None
+    # where the stream meets none (an encoder has no cross-attention); each attention's output-projection bias, or None.
     sublayer_norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]]
     projection_biases: list[tuple[torch.Tensor | None, torch.Tensor | None]]
     final_norm: HeldNorm | None  # the decoder's final norm (a pre-norm model's), or None
     unembedding: torch.Tensor  # [V, d_model]: logits = scale · stream after the final norm @ unembedding.T + bias
     unembedding_bias: torch.Tensor | None  # [V]
     unembedding_scale: float = 1.0  # T5's d_model ** -0.5 before a tied head
+    side: str = "decoder"  # the stack whose stream the logits read: an encoder-only model's is the "encoder"
+    pool: bool = False  # the head reads the stream's mean over the pieces (a sentence classifier), not each piece
 
 
 class HookedPass(Protocol):
@@ -229,6 +232,8 @@ class HeadReadingPass(HookedPass, Protocol):
     def class_names(self, count: int) -> list[str] | None: ...  # the head's classes; None: a vocabulary's words
 
     def per_piece(self) -> bool: ...  # it predicts at every piece (a tagger, a masked-LM head); else once per sentence
+
+    def classes(self) -> list[str]: ...  # the head's class names as its config has them ([]: a masked-LM head's words)
 
 
 def adapter_of(model: Network) -> HookedPass:

@@ -23,9 +23,20 @@ from typing import cast
 import numpy as np
 import torch
 
+from model.data.token_labels import display_candidate, piece_text
 from model.decoding.greedy import decoder_inputs
-from model.family import Bundle, InterventionTool
-from model.interventions.hooked import AttributionLayout, HeldNorm, check_tool, hook_names, ids_as_text, run_hooked, translated
+from model.family import Bundle, InterventionTool, capabilities_of
+from model.interventions.hooked import (
+    AttributionLayout,
+    HeadReadingPass,
+    HeldNorm,
+    adapter_of,
+    check_tool,
+    hook_names,
+    ids_as_text,
+    run_hooked,
+    translated,
+)
 from model.network import Network
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")
@@ -45,6 +56,20 @@ class LogitAttribution:
     decoder_input_tokens: list[str]  # [T]
     target_tokens: list[str]  # [T]
     compared_tokens: list[str] = field(default_factory=list)  # [T] the pieces of compared_ids; "" where none
+    place: str = "step"  # what a row is: a decoder's step, an encoder-only model's "position" or "sentence" (its
+    # decoder_input_tokens then the pieces read, its target_tokens the tags or classes predicted)
+
+    def where(self, step: int) -> str:
+        """ "step 3", "position 3 (“cat”)", "the sentence"."""
+        if self.place == "sentence":
+            return "the sentence"
+        if self.place == "position":
+            return f"position {step + 1} (“{piece_text(self.decoder_input_tokens[step]) or self.decoder_input_tokens[step]}”)"
+        return f"step {step + 1}"
+
+    def shown(self, token: str) -> str:
+        """A token as people read it: a piece on its own, a class name (an encoder-only model's) as it is."""
+        return token if self.place != "step" else display_candidate(token)
 
 
 class _Parts:
@@ -84,25 +109,28 @@ class _Parts:
 
 
 def _decompose(layout: AttributionLayout, inputs: torch.Tensor, activations: dict[str, torch.Tensor]) -> _Parts:
-    """The stream after the decoder's final norm, as parts."""
+    """The stream after the decoder's final norm (an encoder-only model's: the encoder's), as parts."""
     parts = _Parts(layout.embeddings(inputs, activations))
+    side = layout.side
     for index, (norms, biases) in enumerate(zip(layout.sublayer_norms, layout.projection_biases)):
         name = f"L{index + 1}"
         for sublayer, attention in enumerate(("self", "cross")):
-            if f"decoder.{index}.{attention}.head_out" not in activations:  # a decoder-only model's cross-attention
+            if f"{side}.{index}.{attention}.head_out" not in activations:  # no cross-attention (a one-stack model's)
                 continue
-            head_out = activations[f"decoder.{index}.{attention}.head_out"][0]  # [H, T, d_model]
+            head_out = activations[f"{side}.{index}.{attention}.head_out"][0]  # [H, T, d_model]
             heads = range(head_out.shape[0])
             parts.add(head_out, [f"{name} {attention} H{head + 1}" for head in heads], f"{attention}-attention head")
             if biases[sublayer] is not None:  # the output projection's bias: no head's
                 parts.add_bias(cast(torch.Tensor, biases[sublayer]), f"{name} attention biases")
             if norms[sublayer] is not None:  # a post-norm model's norm after the sublayer
                 parts.normalise(cast(HeldNorm, norms[sublayer]), f"{name} norm biases")
-        parts.add(activations[f"decoder.{index}.mlp_out"], [f"{name} feed-forward"], "feed-forward")  # [1, T, d_model]
+        parts.add(activations[f"{side}.{index}.mlp_out"], [f"{name} feed-forward"], "feed-forward")  # [1, T, d_model]
         if norms[2] is not None:
             parts.normalise(norms[2], f"{name} norm biases")
     if layout.final_norm is not None:  # a pre-norm model's final norm
         parts.normalise(layout.final_norm, "final norm bias")
+    if layout.pool:  # a sentence classifier's head reads the mean over the pieces: so does each part
+        parts.tensor = parts.tensor.mean(1, keepdim=True)  # [P, 1, d_model]
     return parts
 
 
@@ -125,7 +153,23 @@ def logit_attribution(
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=[*capture, *layout.capture])
     parts = _decompose(layout, inputs, run.activations)
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
-    compared = torch.tensor(list(compared_ids) if compared_ids is not None else [-1] * len(chosen_ids), device=device)  # [T]
+    logits = run.logits(network)[0]  # [T, V]
+    result = _attributed(layout, parts, logits, chosen, compared_ids, target_pieces)
+    result.decoder_input_tokens = target_pieces(inputs[0].tolist())
+    return result
+
+
+def _attributed(
+    layout: AttributionLayout,
+    parts: _Parts,
+    logits: torch.Tensor,  # [T, V] the model's own, at each step (or place predicted)
+    chosen: torch.Tensor,  # [T]
+    compared_ids: list[int] | None,
+    pieces: Callable[[list[int]], list[str]],
+) -> LogitAttribution:
+    """Each place's logit of ``chosen`` (minus a compared token's) split over ``parts`` [P, T, d_model]."""
+    device = chosen.device
+    compared = torch.tensor(list(compared_ids) if compared_ids is not None else [-1] * len(chosen), device=device)  # [T]
     weight, bias = layout.unembedding, layout.unembedding_bias  # [V, d_model], [V] or None
     weight = weight * layout.unembedding_scale
     direction = weight[chosen] - torch.where(compared[:, None] >= 0, weight[compared.clamp(min=0)], 0.0)  # [T, d_model]
@@ -135,8 +179,7 @@ def logit_attribution(
         output_bias = bias[chosen] - torch.where(compared >= 0, bias[compared.clamp(min=0)], 0.0)  # [T]
         values = torch.cat([values, output_bias[:, None]], dim=1)  # [T, P + 1]
         names, kinds = names + ["output bias"], kinds + ["bias"]
-    logits = run.logits(network)[0]  # [T, V]
-    steps = torch.arange(len(chosen_ids), device=device)
+    steps = torch.arange(len(chosen), device=device)
     actual = logits[steps, chosen] - torch.where(compared >= 0, logits[steps, compared.clamp(min=0)], 0.0)  # [T]
     return LogitAttribution(
         parts=names,
@@ -146,13 +189,44 @@ def logit_attribution(
         remainder=(actual - values.sum(1)).float().cpu().numpy(),
         chosen_ids=chosen.cpu().numpy(),
         compared_ids=compared.cpu().numpy(),
-        decoder_input_tokens=target_pieces(inputs[0].tolist()),
-        target_tokens=target_pieces(list(chosen_ids)),
-        compared_tokens=[target_pieces([int(token)])[0] if token >= 0 else "" for token in compared.tolist()],
+        decoder_input_tokens=[],
+        target_tokens=pieces(chosen.tolist()),
+        compared_tokens=[pieces([int(token)])[0] if token >= 0 else "" for token in compared.tolist()],
     )
 
 
+@torch.inference_mode()
+def encoder_logit_attribution(
+    model: Network,
+    source_ids: list[int],  # the text's pieces
+    compared_ids: list[int] | None = None,  # per place predicted, a class whose logit is subtracted (-1: none)
+    source_pieces: Callable[[list[int]], list[str]] = ids_as_text,
+) -> LogitAttribution:
+    """An encoder-only model's prediction at each place (each piece's tag, or the sentence's class) split over what
+    wrote into its encoder's stream: the embeddings, each head, each feed-forward block and the biases, the norms held
+    at the run's own scale (see the module's docstring); the model's head reads the stream linearly."""
+    layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout()
+    adapter = cast(HeadReadingPass, adapter_of(model))
+    device = next(model.parameters()).device
+    source = torch.tensor([source_ids], device=device)  # [1, S]
+    points, hooked = ("self.head_out", "mlp_out"), set(hook_names(model))
+    capture = [f"encoder.{layer}.{point}" for layer in range(model.config.n_encoder_layers) for point in points]
+    run = run_hooked(model, source, source[:, :0], capture=[name for name in capture if name in hooked] + list(layout.capture))
+    parts = _decompose(layout, source, run.activations)
+    logits = run.logits(model)[0]  # [P, C] the head's own scores
+    names = adapter.class_names(logits.shape[-1])
+    shown = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
+    result = _attributed(layout, parts, logits, logits.argmax(-1), compared_ids, shown)
+    result.decoder_input_tokens = source_pieces(list(source_ids)) if adapter.per_piece() else ["the sentence"]
+    result.place = "position" if adapter.per_piece() else "sentence"
+    return result
+
+
 def bundle_logit_attribution(bundle: Bundle, text: str, compared_ids: list[int] | None = None) -> LogitAttribution:
-    """The logit attribution of ``bundle``'s greedy translation of ``text``, labelled with its pieces."""
+    """The logit attribution of ``bundle``'s greedy translation of ``text``, labelled with its pieces (an encoder-only
+    model's: of its predictions on ``text``)."""
+    if not capabilities_of(bundle.model).architecture.has_decoder:
+        check_tool(bundle.model, InterventionTool.LOGIT_ATTRIBUTION)
+        return encoder_logit_attribution(bundle.model, bundle.source_ids(text)[0], compared_ids, bundle.source_tokenizer.pieces)
     source_ids, chosen = translated(bundle, text, InterventionTool.LOGIT_ATTRIBUTION)
     return logit_attribution(bundle.model, source_ids, chosen, compared_ids, bundle.target_tokenizer.pieces)

@@ -89,17 +89,17 @@ class TransformerPass:
             return [("token embedding", token), ("positions", model.positional_table[: inputs.shape[1]].to(token.dtype))]
 
         norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
-            (None, None, None) if layer.pre_norm else (_held(layer.norms[0]), _held(layer.norms[1]), _held(layer.norms[2]))
+            (None, None, None) if layer.pre_norm else cast(tuple[HeldNorm, HeldNorm, HeldNorm], tuple(map(held_norm, layer.norms)))
             for layer in model.decoder_stack
         ]
-        final = _held(model.decoder_norm) if self.has_final_norm() else None
+        final = held_norm(model.decoder_norm) if self.has_final_norm() else None
         projection = model.output_projection
         weight, bias = (model.target_embedding.weight, None) if projection is None else (projection.weight, projection.bias)
         return AttributionLayout(embeddings, (), norms, [(None, None)] * len(norms), final, weight, bias)
 
 
-def _held(norm: torch.nn.Module) -> HeldNorm:
-    """One of the app's LayerNorms, held linear."""
+def held_norm(norm: torch.nn.Module) -> HeldNorm:
+    """One of the app's LayerNorms, held linear (the encoder-only classifier's too: model/interventions/encoder_stack.py)."""
     layer_norm = cast(torch.nn.LayerNorm, norm)
     return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 

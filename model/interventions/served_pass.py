@@ -60,3 +60,8 @@ def prediction_place(model: Network) -> str:
     if capabilities_of(model).architecture.has_decoder:
         return "step"
     return "position" if cast(HeadReadingPass, adapter_of(model)).per_piece() else "sentence"
+
+
+def head_classes(model: Network) -> list[str]:
+    """An encoder-only model's head's class names, in the order of its scores ([] for a masked-LM head's words)."""
+    return cast(HeadReadingPass, adapter_of(model)).classes()

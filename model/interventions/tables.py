@@ -85,7 +85,7 @@ def attribution_rows(result: LogitAttribution) -> list[Row]:
     rows = []
     for t, token in enumerate(result.target_tokens):
         base = {
-            "step": t + 1,
+            result.place: t + 1,
             "input": result.decoder_input_tokens[t],
             "token": token,
             "compared": "" if int(result.compared_ids[t]) < 0 else int(result.compared_ids[t]),

@@ -111,7 +111,7 @@ def test_lens_draws_each_tool(run, tmp_path, tool, text):
         (("patch", "--model", "default", "--pair", "number", "--grids", "heads"), "--grids: heads; choose from"),
         (("patch", "--model", "rnn-bahdanau", "--pair", "number"), "not for this model"),
         (("lens", "--model", "default", "--text", "  "), "the sentence is empty"),
-        (("lens", "--model", "tagger", "--text", "the cat", "--tool", "attribution"), "an encoder-only model decodes nothing"),
+        (("lens", "--model", "tagger", "--text", "the cat", "--tool", "decoder-lens"), "an encoder-only model has none"),
         (("lens", "--model", "default", "--text", TEXT, "--tool", "attribution", "--step", "40"), "the translation has"),
         (("lens", "--model", "default", "--text", TEXT, "--tool", "attribution", "--versus", "zzqx"), "not a single piece"),
         (("lens", "--model", "default", "--text", TEXT, "--versus", "les"), "give --tool attribution"),

@@ -16,6 +16,8 @@ from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import activation_patching
 from model.io import checkpoint
 from model.io.shipped import resolve_model
+from model.kinds import AttentionKind
+from model.nn.masking import Head
 from tests.conftest import assert_figure
 from tests.explorer.gui_helpers import explore_window
 
@@ -171,11 +173,9 @@ def test_save_writes_the_shown_result_as_csv_or_figure(qtbot, open_window, defau
 
 
 def test_an_encoder_only_model_s_lens_reads_its_head_on_the_text(qtbot, open_window):
-    """The tagger: the logit lens (its columns the pieces read, each cell a tag) and patching are its tools, the others
-    greyed with their reason in the status line; knocking a head out reads the knocked-out model (the decoding's own)."""
-    from model.kinds import AttentionKind
-    from model.nn.masking import Head
-
+    """The tagger: the logit lens (its columns the pieces read, each cell a tag), logit attribution (a piece chosen in
+    its box) and patching are its tools, DecoderLens greyed with its reason in the status line; knocking a head out
+    reads the knocked-out model (the decoding's own)."""
     tagger = checkpoint.load(resolve_model("tagger"))
     window, tab, view = shown_interventions(qtbot, open_window, tagger)
     lens = bundle_logit_lens(tagger, SENTENCE, 5)
@@ -184,13 +184,22 @@ def test_an_encoder_only_model_s_lens_reads_its_head_on_the_text(qtbot, open_win
     assert view.lens.plot.getAxis("top").labelText == "position: the tag predicted"
     assert view.lens.cell_texts[-1] == lens.chosen_tokens and set(lens.chosen_tokens) <= set(tagger.model.config.class_names)
     enabled = [view.tools.tabText(index) for index in range(view.tools.count()) if view.tools.isTabEnabled(index)]
-    assert enabled == ["Logit lens", "Patching"] and view.tool == "logit lens"
-    assert "decodes nothing" in view.status.text() and "\n" not in view.status.text()
+    assert enabled == ["Logit lens", "Logit attribution", "Patching"] and view.tool == "logit lens"
+    assert view.status.text().startswith("DecoderLens decodes from each encoder layer's output") and "\n" not in view.status.text()
     assert view.tools.tabToolTip(1).startswith("DecoderLens decodes from each encoder layer's output")  # greyed: why
     assert view.lens.color_bar.getAxis("left").labelText == "probability of the tag predicted"
+    attribution = bundle_logit_attribution(tagger, SENTENCE)
+    view.show_tool("logit attribution")
+    shown = view.attribution
+    assert shown.position.isVisibleTo(view) and shown.position.value() == 1 and shown.title.text().startswith("Position 1 (“the”)")
+    shown.position.setValue(3)  # "sees": its tag's logit split, its other candidates offered
+    assert shown.step == 2 and shown.title.text().startswith("Position 3 (“sees”): the logit of 'VERB'")
+    assert abs(shown.bars_shown[0][1]) == pytest.approx(np.abs(attribution.values[2]).max(), abs=1e-5)
+    assert shown.versus.count() > 1 and "VERB" not in shown.versus.itemText(1)
     window.explore.toggle_head(Head(AttentionKind.ENCODER, 0, 0))
     qtbot.waitUntil(lambda: not window.controllers.interventions.running, timeout=WAIT_MS)
     assert not np.allclose(view.lens.values, lens.chosen_probabilities, atol=1e-6)  # the knocked-out model's readings
+    assert shown.step == 2  # the piece chosen stays
     window.explore.toggle_head(Head(AttentionKind.ENCODER, 0, 0))  # back to the model itself
 
 
