@@ -27,7 +27,6 @@ import torch
 from model.family import INTERVENTION_TOOLS, InterventionTool
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError, hooked_encode
 from model.interventions.library_sites import HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
-from model.interventions.own import held_norm
 from model.nn.classifier import EncoderClassifier
 from model.nn.transformer import EncoderLayer
 from model.pretrained.networks import EncoderNetwork
@@ -43,7 +42,6 @@ NONLINEAR_HEADS = {  # a library head that does not read the stream linearly: no
     "sequence-classification": "logit attribution splits a logit that is linear in the stream, and a sentence "
     "classifier's head reads it through a pooler (a dense layer and tanh; DistilBERT's: a ReLU)",
 }
-NOT_YET = "logit attribution is not computed for a Hugging Face encoder's token-classification head yet"
 
 
 class _EncoderOnlyPass:
@@ -163,10 +161,10 @@ class ClassifierPass(_EncoderOnlyPass):
 
         layers = [cast(EncoderLayer, layer) for layer in model.layers]
         norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
-            (None, None, None) if layer.pre_norm else (held_norm(layer.norms[0]), None, held_norm(layer.norms[1]))
+            (None, None, None) if layer.pre_norm else (HeldNorm.of(layer.norms[0]), None, HeldNorm.of(layer.norms[1]))
             for layer in layers
         ]  # after the self-attention and the feed-forward: an encoder has no cross-attention
-        final = held_norm(model.final_norm) if self.has_encoder_final_norm() else None
+        final = HeldNorm.of(model.final_norm) if self.has_encoder_final_norm() else None
         biases: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [(None, None)] * len(layers)  # W^O has no bias
         head, pool = model.head, model.config.task != "tagging"
         return AttributionLayout(embeddings, (), norms, biases, final, head.weight, head.bias, side="encoder", pool=pool)
@@ -198,7 +196,8 @@ class EncoderStackPass(_EncoderOnlyPass):
         """Every hook point but the patterns -> its site, in the order the pass reaches them."""
         network, modules = self.network, self.network.modules
         n_heads = network.config.n_heads
-        sites: dict[str, Site] = {}
+        base = network.hf_model.base_model
+        sites: dict[str, Site] = {name: Site(base.get_submodule(path), OUTPUT) for name, path in self._embedding_parts().items()}
         for index, layer in enumerate(network.layers()):
             prefix = f"encoder.{index}"
             projection = layer.get_submodule(modules.projection)
@@ -209,8 +208,47 @@ class EncoderStackPass(_EncoderOnlyPass):
             sites[f"{prefix}.self.out"] = Site(projection, OUTPUT)
             if modules.post_norm is not None:
                 sites[f"{prefix}.self.resid"] = Site(layer.get_submodule(modules.post_norm), OUTPUT)
+            sites[f"{prefix}.mlp_out"] = Site(layer.get_submodule(modules.mlp_output), OUTPUT)
             sites[f"{prefix}.resid_post"] = Site(layer, OUTPUT)
         return sites
+
+    def _embedding_parts(self) -> dict[str, str]:
+        """The embeddings' parts before their norm, by hook name -> module path in the base model: the words
+        (``encoder.embed``), the positions (``encoder.pos``) and, where the layout has them, the token types."""
+        base = self.network.hf_model.base_model
+        words = self.network.modules.positions.rsplit(".", 1)[0] + ".word_embeddings"
+        parts = {"encoder.embed": words, "encoder.pos": self.network.modules.positions}
+        types = words.replace("word_embeddings", "token_type_embeddings")
+        if any(name == types for name, _ in base.named_modules()):
+            parts["encoder.token_type"] = types
+        return parts
+
+    def attribution_layout(self) -> AttributionLayout:
+        """A token-classification head's (one linear layer on each piece): the stream starts as the words, positions
+        (and token types) summed and normalised (the embedding LayerNorm held), then each post-norm layer's heads, the
+        output projection's bias and the norm after the attention, the feed-forward block and the norm after it."""
+        if self.nonlinear_head():
+            raise InterventionError(self.nonlinear_head())
+        network, modules = self.network, self.network.modules
+        names = list(self._embedding_parts())
+        labels = {"encoder.embed": "token embedding", "encoder.pos": "positions", "encoder.token_type": "token types"}
+
+        def embeddings(_ids: torch.Tensor, activations: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+            return [(labels[name], activations[name][0]) for name in names]  # each [S, d_model]
+
+        layers, mlp_norm = network.layers(), modules.mlp_norm
+        norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
+            (HeldNorm.of(layer.get_submodule(cast(str, modules.post_norm))), None, HeldNorm.of(layer.get_submodule(mlp_norm)))
+            for layer in layers
+        ]
+        biases: list[tuple[torch.Tensor | None, torch.Tensor | None]] = [
+            (cast(torch.nn.Linear, layer.get_submodule(modules.projection)).bias, None) for layer in layers
+        ]  # W^O's bias: no head's
+        head = network.hf_model.classifier
+        embedding_norm = HeldNorm.of(network.hf_model.base_model.get_submodule(modules.embedding_norm))
+        return AttributionLayout(
+            embeddings, tuple(names), norms, biases, None, head.weight, head.bias, side="encoder", embedding_norm=embedding_norm
+        )
 
     def hook_names(self) -> list[str]:
         return list(self.hook_sites()) + [f"encoder.{layer}.self.pattern" for layer in range(self.network.config.n_encoder_layers)]
@@ -225,7 +263,7 @@ class EncoderStackPass(_EncoderOnlyPass):
         return self.network.head != "sequence-classification"
 
     def nonlinear_head(self) -> str:
-        return NONLINEAR_HEADS.get(self.network.head, NOT_YET)
+        return NONLINEAR_HEADS.get(self.network.head, "")
 
     def classes(self) -> list[str]:
         return [] if self.network.head == "masked-lm" else list(self.network.config.labels)

@@ -175,6 +175,12 @@ class HeldNorm:
     eps: float
     centred: bool = True
 
+    @classmethod
+    def of(cls, norm: torch.nn.Module) -> HeldNorm:
+        """A LayerNorm (the app's or a library's), held linear."""
+        layer_norm = cast(torch.nn.LayerNorm, norm)
+        return cls(layer_norm.weight, layer_norm.bias, layer_norm.eps)
+
 
 @dataclass(frozen=True)
 class AttributionLayout:
@@ -194,6 +200,7 @@ class AttributionLayout:
     unembedding_bias: torch.Tensor | None  # [V]
     unembedding_scale: float = 1.0  # T5's d_model ** -0.5 before a tied head
     side: str = "decoder"  # the stack whose stream the logits read: an encoder-only model's is the "encoder"
+    embedding_norm: HeldNorm | None = None  # a norm the embeddings' sum meets before the first layer (BERT's)
     pool: bool = False  # the head reads the stream's mean over the pieces (a sentence classifier), not each piece
 
 

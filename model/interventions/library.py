@@ -54,12 +54,6 @@ def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_he
     }
 
 
-def _held(norm: torch.nn.Module) -> HeldNorm:
-    """A library LayerNorm, held linear."""
-    layer_norm = cast(torch.nn.LayerNorm, norm)
-    return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
-
-
 def _children(module: torch.nn.Module, name: str) -> list[torch.nn.Module]:
     """The modules of ``module``'s ModuleList ``name`` (a stack's layers, a T5 block's sublayers), in order."""
     return list(cast(torch.nn.ModuleList, module.get_submodule(name)))
@@ -302,7 +296,7 @@ class PostNormPass(BartLayoutPass):
 
     def sublayer_norms(self, layer: torch.nn.Module) -> tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]:
         names = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
-        return cast(tuple[HeldNorm, HeldNorm, HeldNorm], tuple(_held(layer.get_submodule(name)) for name in names))
+        return cast(tuple[HeldNorm, HeldNorm, HeldNorm], tuple(HeldNorm.of(layer.get_submodule(name)) for name in names))
 
 
 class MarianPass(PostNormPass):
@@ -335,4 +329,4 @@ class PreNormPass(BartLayoutPass):
         return self.network.hf_model.get_encoder().layer_norm
 
     def final_held_norm(self) -> HeldNorm | None:
-        return _held(self.network.hf_model.get_decoder().layer_norm)
+        return HeldNorm.of(self.network.hf_model.get_decoder().layer_norm)

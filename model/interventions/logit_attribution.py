@@ -111,6 +111,8 @@ class _Parts:
 def _decompose(layout: AttributionLayout, inputs: torch.Tensor, activations: dict[str, torch.Tensor]) -> _Parts:
     """The stream after the decoder's final norm (an encoder-only model's: the encoder's), as parts."""
     parts = _Parts(layout.embeddings(inputs, activations))
+    if layout.embedding_norm is not None:  # BERT's LayerNorm of the embeddings' sum
+        parts.normalise(layout.embedding_norm, "embedding norm bias")
     side = layout.side
     for index, (norms, biases) in enumerate(zip(layout.sublayer_norms, layout.projection_biases)):
         name = f"L{index + 1}"

@@ -11,7 +11,6 @@ slice of W^O is formed only when its point is hooked. It serves every tool of mo
 from __future__ import annotations
 
 import math
-from typing import cast
 
 import torch
 
@@ -89,19 +88,15 @@ class TransformerPass:
             return [("token embedding", token), ("positions", model.positional_table[: inputs.shape[1]].to(token.dtype))]
 
         norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [
-            (None, None, None) if layer.pre_norm else cast(tuple[HeldNorm, HeldNorm, HeldNorm], tuple(map(held_norm, layer.norms)))
+            (None, None, None)
+            if layer.pre_norm
+            else (HeldNorm.of(layer.norms[0]), HeldNorm.of(layer.norms[1]), HeldNorm.of(layer.norms[2]))
             for layer in model.decoder_stack
         ]
-        final = held_norm(model.decoder_norm) if self.has_final_norm() else None
+        final = HeldNorm.of(model.decoder_norm) if self.has_final_norm() else None
         projection = model.output_projection
         weight, bias = (model.target_embedding.weight, None) if projection is None else (projection.weight, projection.bias)
         return AttributionLayout(embeddings, (), norms, [(None, None)] * len(norms), final, weight, bias)
-
-
-def held_norm(norm: torch.nn.Module) -> HeldNorm:
-    """One of the app's LayerNorms, held linear (the encoder-only classifier's too: model/interventions/encoder_stack.py)."""
-    layer_norm = cast(torch.nn.LayerNorm, norm)
-    return HeldNorm(layer_norm.weight, layer_norm.bias, layer_norm.eps)
 
 
 def hooked_pass(network: Transformer) -> TransformerPass:

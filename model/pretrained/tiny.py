@@ -37,6 +37,7 @@ LAYOUTS = (
     "pegasus",
     "bert-mlm",
     "bert-classifier",
+    "bert-tagger",
     "roberta",
     "distilbert",
     "gpt2",
@@ -55,6 +56,7 @@ BART_LIKE = {
 }
 TINY = {"d_model": 32, "d_ff": 64, "layers": 2, "heads": 4, "positions": 128}
 LABELS = ["negative", "neutral", "positive"]
+TAGS = ["DET", "NOUN", "VERB", "ADJ", "OTHER"]  # the tiny token-classification head's ("bert-tagger")
 
 
 @dataclass(frozen=True)
@@ -240,9 +242,12 @@ def _bert_like(folder: Path, texts: list[str], work: Path, layout: str) -> None:
     _save(network, tokenizer, folder)
 
 
-def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
+def _bert(folder: Path, texts: list[str], work: Path, head: str) -> None:
+    """BERT with a masked-LM head ("bert-mlm"), a sentence classifier's ("bert-classifier", LABELS) or a tagger's
+    ("bert-tagger": a token-classification head, TAGS)."""
     transformers = require_transformers()
     tokenizer = wordpiece(texts, work)
+    names = {"bert-classifier": LABELS, "bert-tagger": TAGS}.get(head)
     config = transformers.BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=TINY["d_model"],
@@ -252,10 +257,11 @@ def _bert(folder: Path, texts: list[str], work: Path, classifier: bool) -> None:
         max_position_embeddings=TINY["positions"],
         initializer_range=0.3,
         pad_token_id=tokenizer.pad_token_id,
-        id2label=dict(enumerate(LABELS)) if classifier else None,
-        label2id={name: i for i, name in enumerate(LABELS)} if classifier else None,
+        id2label=dict(enumerate(names)) if names else None,
+        label2id={name: i for i, name in enumerate(names)} if names else None,
     )
-    network = transformers.BertForSequenceClassification(config) if classifier else transformers.BertForMaskedLM(config)
+    kinds = {"bert-classifier": "BertForSequenceClassification", "bert-tagger": "BertForTokenClassification"}
+    network = getattr(transformers, kinds.get(head, "BertForMaskedLM"))(config)
     _save(network, tokenizer, folder)
 
 
@@ -331,7 +337,7 @@ def build(layout: str, folder: str | Path, seed: int = 0, size: str | Size = "ti
         elif layout in ("roberta", "distilbert"):
             _bert_like(folder, texts, Path(work), layout)
         else:
-            _bert(folder, texts, Path(work), classifier=layout == "bert-classifier")
+            _bert(folder, texts, Path(work), layout)
     return folder
 
 

@@ -247,13 +247,22 @@ class WindowStates(RuleBasedStateMachine):
             self.did(f"Over training: click phase change {index % view.changes.count()}")
 
     # --- the window ------------------------------------------------------------------------------------------
-    @rule(name=st.sampled_from(["Model grid", "Lines", "Heads", "Side by side", "Over training"]))
+    @rule(name=st.sampled_from(["Model grid", "Lines", "Heads", "Side by side", "Over training", "Interventions"]))
     def choose_view(self, name: str) -> None:
         views = self.tab.views
         titles = [views.tabText(i) for i in range(views.count())]
         if name in titles:
             views.setCurrentIndex(titles.index(name))
             self.did(f"view {name!r}")
+
+    @rule(index=st.integers(0, 3))
+    def choose_tool(self, index: int) -> None:
+        """A tool of the Interventions view (its sub-tab; a greyed one is not chosen), shown or not."""
+        tools = self.tab.interventions.view.tools
+        enabled = [i for i in range(tools.count()) if tools.isTabEnabled(i)]
+        if enabled:
+            tools.setCurrentIndex(enabled[index % len(enabled)])
+            self.did(f"tool {tools.tabText(tools.currentIndex())!r}")
 
     @rule(size=SIZES)
     def resize(self, size: tuple[int, int]) -> None:

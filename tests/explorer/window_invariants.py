@@ -241,6 +241,9 @@ def label_problems(window) -> list[str]:
     found = heatmap_label_problems(tab.focus, "focus")
     for side, heatmap in enumerate(tab.compare_view.heatmaps):
         found += heatmap_label_problems(heatmap, f"side-by-side panel {side + 1}")
+    interventions = tab.interventions.view
+    for heatmap, name in ((interventions.lens, "logit lens"), (interventions.attribution.heads, "attribution heads")):
+        found += heatmap_label_problems(heatmap, name)
     if tab.grid.isVisible():
         for item in tab.grid.plot.axes.values():
             if is_token_axis(item["item"]):

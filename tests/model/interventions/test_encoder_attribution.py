@@ -82,3 +82,49 @@ def test_library_heads_that_are_not_linear_say_so(tiny_bundles):
         bundle_logit_attribution(tiny_bundles["bert-mlm"], "the cat")
     with pytest.raises(InterventionError, match="through a pooler"):
         bundle_logit_attribution(tiny_bundles["bert-classifier"], "the cat")
+
+
+def test_a_library_tagger_s_head_parts_are_the_test_s_own_through_the_library_s_norms(tmp_path):
+    """BERT with a token-classification head (linear on each piece): each head's part at each piece equals that head's
+    slice of its output projection, carried through every LayerNorm after it (the attention's and the feed-forward's of
+    its layer and of each later layer) with each norm's scale the run's own (pre-hooks on the library's norms),
+    dotted with the predicted tag's row of the classifier; the parts sum to the library's logit."""
+    pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')
+    from model.pretrained.loading import load_pretrained  # the hf extra's
+    from model.pretrained.tiny import build
+
+    bundle = load_pretrained(str(build("bert-tagger", tmp_path / "bert-tagger")))
+    text = "the black cat sees the dog"
+    result = bundle_logit_attribution(bundle, text)
+    ids = torch.tensor([bundle.source_ids(text)[0]])  # [1, S]
+    hf = bundle.model.hf_model
+    layers = hf.bert.encoder.layer
+    norms = [module for layer in layers for module in (layer.attention.output.LayerNorm, layer.output.LayerNorm)]
+    inputs, norm_inputs = {}, {}
+    handles = [
+        layer.attention.output.dense.register_forward_pre_hook(lambda _m, a, i=i: inputs.__setitem__(i, a[0]))
+        for i, layer in enumerate(layers)
+    ]
+    handles += [norm.register_forward_pre_hook(lambda _m, a, i=i: norm_inputs.__setitem__(i, a[0])) for i, norm in enumerate(norms)]
+    try:
+        with torch.no_grad():
+            logits = hf(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0]  # [S, C]
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert result.place == "position" and np.allclose(result.logits, logits.max(-1).values.numpy(), atol=1e-5)
+    assert np.abs(result.remainder).max() < 1e-5 and result.parts[:3] == ["token embedding", "positions", "token types"]
+    chosen = logits.argmax(-1)  # [S]
+    direction = hf.classifier.weight[chosen]  # [S, d_model]
+    config = bundle.model.config
+    d_k = config.d_model // config.n_heads
+    for layer in range(config.n_encoder_layers):
+        w_out = layers[layer].attention.output.dense.weight  # [d_model, H * d_k]
+        for h in range(config.n_heads):
+            part = inputs[layer][0, :, h * d_k : (h + 1) * d_k] @ w_out[:, h * d_k : (h + 1) * d_k].T  # [S, d_model]
+            for index in range(2 * layer, len(norms)):  # every norm after the head
+                sigma = torch.sqrt(norm_inputs[index][0].var(-1, unbiased=False) + norms[index].eps)[:, None]  # [S, 1]
+                part = norms[index].weight * (part - part.mean(-1, keepdim=True)) / sigma
+            expected = (part * direction).sum(-1).detach().numpy()  # [S]
+            got = result.values[:, result.parts.index(f"L{layer + 1} self H{h + 1}")]
+            assert np.allclose(got, expected, atol=1e-5), (layer, h)
