@@ -9,12 +9,14 @@ own forward pass, with the encoder's hook names of model/interventions/hooked.py
   ``encoder.{l}.self.out`` (the output projection's) and ``encoder.{l}.self.resid`` (the LayerNorm's after the add:
   every layout served is post-norm); the classifier's every point of its encoder layers (model/nn/transformer.py).
 
-What reads them: the corpus index (model/corpus/extract.py) and the logit lens (model/interventions/encoder_lens.py),
-which reads the model's own head on each layer's stream: ``head_output`` runs the whole model, its head included, with
-the hooks (a patched last layer's output is what the head reads). The other interventions read a decoded piece's
-prediction at a decoder step (logit attribution and patching along a decoding, DecoderLens from each encoder layer into
-a decoder): an encoder-only model decodes nothing, and each tool says so in one line; a bare encoder (no head) has no
-prediction to read, and the logit lens says so.
+What reads them: the corpus index (model/corpus/extract.py), and the interventions on the model's own head: with
+hooks that want an output, ``run_hooked`` runs the whole model, its head (and a library classifier's pooler) included,
+and its ``hidden`` is the head's scores at each place it predicts (``HookedRun.scored``). The logit lens
+(model/interventions/logit_lens.py ``encoder_logit_lens``) patches the last layer's output with each reading; patching
+(model/interventions/patching_setup.py) compares the head's prediction at a piece or for the sentence; logit
+attribution (model/interventions/logit_attribution.py ``encoder_logit_attribution``) needs a head linear in the stream
+(``nonlinear_head`` says why a masked-LM or pooled head is not). DecoderLens needs a decoder; a bare encoder (no head)
+has no prediction to read, and each tool says so in one line.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from model.nn.transformer import EncoderLayer
 from model.pretrained.networks import EncoderNetwork
 
 HEADS_READ = ("masked-lm", "sequence-classification", "token-classification")  # a library head with predictions
-NO_DECODING = "the {tool} tool reads a decoded piece's prediction at each step of a decoding; an encoder-only model decodes nothing"
 NO_DECODER = "DecoderLens decodes from each encoder layer's output through the decoder, and an encoder-only model has none"
 NO_HEAD = "the {tool} reads the model's output head, and this model is a bare encoder with no head"
 READS_TEXT = (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)  # the tools that read its head on its text
@@ -57,17 +58,13 @@ class _EncoderOnlyPass:
 
     @property
     def unserved(self) -> dict[InterventionTool, str]:
-        reasons = {tool: NO_DECODING.format(tool=tool) for tool in INTERVENTION_TOOLS}
-        reasons[InterventionTool.DECODER_LENS] = NO_DECODER
+        """DecoderLens (no decoder), and without a head every tool; a head not linear in the stream: logit attribution."""
+        reasons = {InterventionTool.DECODER_LENS: NO_DECODER}
         for tool in (*READS_TEXT, InterventionTool.LOGIT_ATTRIBUTION):
             if not self.has_head():
                 reasons[tool] = NO_HEAD.format(tool=tool)
-            elif tool is not InterventionTool.LOGIT_ATTRIBUTION:
-                del reasons[tool]
-            elif self.nonlinear_head():
-                reasons[tool] = self.nonlinear_head()
-            else:
-                del reasons[tool]
+        if self.has_head() and self.nonlinear_head():
+            reasons[InterventionTool.LOGIT_ATTRIBUTION] = self.nonlinear_head()
         return reasons
 
     @property
@@ -101,7 +98,7 @@ class _EncoderOnlyPass:
         raise NotImplementedError
 
     def lens_logits(self, streams: torch.Tensor) -> torch.Tensor:
-        raise InterventionError(self.unserved[InterventionTool.LOGIT_LENS])
+        raise InterventionError("an encoder-only model's logit lens reads its own head on its text (encoder_logit_lens)")
 
     def has_final_norm(self) -> bool:
         return False
@@ -113,7 +110,7 @@ class _EncoderOnlyPass:
         raise InterventionError(NO_DECODER)
 
     def attribution_layout(self) -> AttributionLayout:
-        raise InterventionError(self.unserved.get(InterventionTool.LOGIT_ATTRIBUTION, NO_DECODING))
+        raise InterventionError(self.unserved.get(InterventionTool.LOGIT_ATTRIBUTION) or "no logit attribution for this model")
 
     @staticmethod
     def _encoder_only(target_input_ids: torch.Tensor, memory: torch.Tensor | None) -> None:
