@@ -26,17 +26,8 @@ import torch
 from model.data.token_labels import display_candidate, piece_text
 from model.decoding.greedy import decoder_inputs
 from model.family import Bundle, InterventionTool, capabilities_of
-from model.interventions.hooked import (
-    AttributionLayout,
-    HeadReadingPass,
-    HeldNorm,
-    adapter_of,
-    check_tool,
-    hook_names,
-    ids_as_text,
-    run_hooked,
-    translated,
-)
+from model.interventions.hooked import AttributionLayout, HeldNorm, check_tool, hook_names, ids_as_text, run_hooked, translated
+from model.interventions.served_pass import head_reading
 from model.network import Network
 
 PART_KINDS = ("embedding", "self-attention head", "cross-attention head", "feed-forward", "bias")
@@ -208,7 +199,6 @@ def encoder_logit_attribution(
     wrote into its encoder's stream: the embeddings, each head, each feed-forward block and the biases, the norms held
     at the run's own scale (see the module's docstring); the model's head reads the stream linearly."""
     layout = check_tool(model, InterventionTool.LOGIT_ATTRIBUTION).attribution_layout()
-    adapter = cast(HeadReadingPass, adapter_of(model))
     device = next(model.parameters()).device
     source = torch.tensor([source_ids], device=device)  # [1, S]
     points, hooked = ("self.head_out", "mlp_out"), set(hook_names(model))
@@ -216,11 +206,9 @@ def encoder_logit_attribution(
     run = run_hooked(model, source, source[:, :0], capture=[name for name in capture if name in hooked] + list(layout.capture))
     parts = _decompose(layout, source, run.activations)
     logits = run.logits(model)[0]  # [P, C] the head's own scores
-    names = adapter.class_names(logits.shape[-1])
-    shown = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
-    result = _attributed(layout, parts, logits, logits.argmax(-1), compared_ids, shown)
-    result.decoder_input_tokens = source_pieces(list(source_ids)) if adapter.per_piece() else ["the sentence"]
-    result.place = "position" if adapter.per_piece() else "sentence"
+    head = head_reading(model, logits.shape[-1], source_pieces)
+    result = _attributed(layout, parts, logits, logits.argmax(-1), compared_ids, head.label)
+    result.decoder_input_tokens, result.place = head.columns(source_pieces(list(source_ids))), head.place
     return result
 
 

@@ -22,7 +22,7 @@ import torch
 from model.decoding.greedy import decoder_inputs
 from model.family import Bundle, InterventionTool, capabilities_of
 from model.interventions.hooked import HeadReadingPass, Hooks, Patch, adapter_of, hook_names, ids_as_text, translated
-from model.interventions.served_pass import has_final_norm, lens_logits, run_hooked, supported
+from model.interventions.served_pass import has_final_norm, head_reading, lens_logits, run_hooked, supported
 from model.network import Network
 
 SENTENCE = "sentence"  # the place of a sentence classifier's one prediction
@@ -180,14 +180,11 @@ def encoder_logit_lens(
     read = Hooks(patches=[Patch(last, streams)])  # row r: reading r is what the head reads
     read.check(adapter.hook_names())
     logits = adapter.head_output(source.expand(len(hooks), -1), read).float()  # [R, P, C]
-    names = adapter.class_names(logits.shape[-1])
-    pieces = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
-    per_piece = adapter.per_piece()
-    columns = source_pieces(list(source_ids)) if per_piece else ["the sentence"]
-    place, predicted = ("position", "word" if names is None else "tag") if per_piece else (SENTENCE, "class")
+    head = head_reading(network, logits.shape[-1], source_pieces)
+    columns = head.columns(source_pieces(list(source_ids)))
     chosen = logits[-1].argmax(-1)  # [P] the model's own prediction
     norm = adapter.has_encoder_final_norm()
-    return lens_result(labels, hooks, logits, chosen, k, pieces, columns, norm, place, predicted)
+    return lens_result(labels, hooks, logits, chosen, k, head.label, columns, norm, head.place, head.predicted)
 
 
 def bundle_encoder_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:

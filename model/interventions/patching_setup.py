@@ -17,8 +17,8 @@ import torch
 from model.data.token_labels import display_candidate
 from model.decoding.greedy import decoder_inputs, given_steps
 from model.family import Bundle, InterventionTool, capabilities_of, suppressed_ids
-from model.interventions.hooked import HeadReadingPass, InterventionError, adapter_of, greedy_output, hook_names, ids_as_text
-from model.interventions.served_pass import run_hooked, supported
+from model.interventions.hooked import InterventionError, greedy_output, hook_names, ids_as_text
+from model.interventions.served_pass import head_reading, run_hooked, supported
 from model.network import DecodingNetwork, Network
 
 GRADIENT_ROOTS = ("encoder.0.resid_pre", "decoder.0.resid_pre")  # every other activation depends on these
@@ -174,10 +174,8 @@ def _prepare_text_patching(
     run = run_hooked(model, sources, no_decoder, capture=_every_hook(model))
     scores = run.logits(model)  # [2, P, C] the head's own scores
     chosen = scores.argmax(-1)  # [2, P]
-    adapter = cast(HeadReadingPass, adapter_of(model))
-    names = adapter.class_names(scores.shape[-1])
-    per_piece = adapter.per_piece()
-    place_name, what = ("position", "tag" if names is not None else "word") if per_piece else ("sentence", "class")
+    head = head_reading(model, scores.shape[-1], source_pieces)
+    per_piece, place_name, what = head.place == "position", head.place, head.predicted
     if place is None:
         differ = (chosen[0] != chosen[1]).nonzero()
         if not len(differ) and compared_id is None:
@@ -193,12 +191,11 @@ def _prepare_text_patching(
     clean_id = int(chosen[0, place])
     compared = int(chosen[1, place]) if compared_id is None else compared_id
     pieces = (source_pieces(sources[0].tolist()), source_pieces(sources[1].tolist()))
-    labels = PairLabels(*pieces, [], "", "", place=place_name, names=names is not None)
+    labels = PairLabels(*pieces, [], "", "", place=place_name, names=head.names)
     if compared == clean_id:
         raise InterventionError(f"both texts get the same {what} {labels.at(place)}: choose a place at which they differ")
     clean_metric, corrupted_metric = logit_difference(scores[:, place], clean_id, compared).tolist()  # [2]
-    shown = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
-    labels.clean_token, labels.compared_token = shown([clean_id])[0], shown([compared])[0]
+    labels.clean_token, labels.compared_token = head.label([clean_id, compared])
     clean = {hook: activation[:1] for hook, activation in run.activations.items()}  # [1, ...] each
     corrupted = {hook: activation[1:] for hook, activation in run.activations.items()}
     return PatchingSetup(

@@ -7,12 +7,14 @@ views: the hook names, shapes and ``HookedRun`` are the same (model/intervention
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of
-from model.interventions.hooked import HeadReadingPass, InterventionError, adapter_of, check_tool
+from model.interventions.hooked import HeadReadingPass, InterventionError, adapter_of, check_tool, ids_as_text
 from model.interventions.hooked import run_hooked as run_hooked  # the one hooked pass, whatever the model
 from model.network import Network
 
@@ -59,9 +61,33 @@ def prediction_place(model: Network) -> str:
     "position" (a tagger, a masked-LM head) or "sentence" (a sentence classifier)."""
     if capabilities_of(model).architecture.has_decoder:
         return "step"
-    return "position" if cast(HeadReadingPass, adapter_of(model)).per_piece() else "sentence"
+    return head_reading(model, 0, ids_as_text).place
 
 
 def head_classes(model: Network) -> list[str]:
     """An encoder-only model's head's class names, in the order of its scores ([] for a masked-LM head's words)."""
     return cast(HeadReadingPass, adapter_of(model)).classes()
+
+
+@dataclass(frozen=True)
+class HeadReading:
+    """What an encoder-only model's head predicts and how its predictions are labelled (the logit lens, patching and
+    logit attribution of its text say the same)."""
+
+    place: str  # "position" (a prediction at every piece) or "sentence" (one, a sentence classifier's)
+    predicted: str  # "tag", "word" (a masked-LM head's) or "class"
+    label: Callable[[list[int]], list[str]]  # ids of its scores -> their class names, or the pieces of a vocabulary's
+    names: bool  # the labels are class names (printed as they are), not pieces
+
+    def columns(self, pieces: list[str]) -> list[str]:
+        """What each of its predictions is read at: the text's ``pieces``, or the sentence."""
+        return pieces if self.place == "position" else ["the sentence"]
+
+
+def head_reading(model: Network, count: int, source_pieces: Callable[[list[int]], list[str]]) -> HeadReading:
+    """How an encoder-only ``model``'s head, with scores over ``count`` classes (or words), is read and labelled."""
+    adapter = cast(HeadReadingPass, adapter_of(model))
+    names, per_piece = adapter.class_names(count), adapter.per_piece()
+    predicted = "word" if names is None else "tag" if per_piece else "class"
+    label = source_pieces if names is None else (lambda ids: [names[i] for i in ids])
+    return HeadReading("position" if per_piece else "sentence", predicted, label, names is not None)
