@@ -157,8 +157,10 @@ class AttributionView(QWidget):
         return int(min(BARS_SHOWN, max(3, height // line))) if height > 0 else BARS_SHOWN
 
     def _on_bars_resized(self) -> None:
-        if self.attribution is not None and self.step is not None and len(self.bars_shown) != self.bars_fitting():
-            self.set_step(self.step)
+        attribution = self.attribution
+        if attribution is not None and self.step is not None:
+            if len(self.bars_shown) != min(self.bars_fitting(), len(attribution.parts)):  # more or fewer now fit
+                self.set_step(self.step)
 
     def _draw_bars(self, attribution: LogitAttribution, step: int) -> None:
         self.bars_shown = largest_parts(attribution, step, self.bars_fitting())

@@ -9,6 +9,8 @@ import csv
 
 import numpy as np
 import pytest
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QApplication
 
 from model.interventions.decoder_lens import bundle_decoder_lens
 from model.interventions.logit_attribution import bundle_logit_attribution
@@ -224,3 +226,18 @@ def test_an_encoder_only_model_s_texts_are_patched_at_a_position(qtbot, open_win
     ]  # fmt: skip
     window.explore.set_model(checkpoint.load(resolve_model("default")))  # a translation model: steps again
     assert patching.step_label.text() == "Step:" and patching.step.isEnabled()
+
+
+def test_the_attribution_bars_each_have_room_for_their_label(qtbot, open_window, default_bundle):
+    """At 1280x720 the bar plot is about 60 px high: sixteen labels overlapped there. As many bars are shown as have a
+    line of text each, and the title says how many of the parts that is."""
+    window, tab, view = shown_interventions(qtbot, open_window, default_bundle)
+    view.show_tool("logit attribution")
+    for size in ((1280, 720), (1920, 1080)):
+        window.resize(*size)
+        qtbot.waitUntil(lambda: view.attribution.bar_plot.getViewBox().height() > 0, timeout=WAIT_MS)
+        QApplication.processEvents()
+        shown = view.attribution
+        line = QFontMetrics(shown.bar_plot.getAxis("left").font()).height()
+        assert 3 <= len(shown.bars_shown) and len(shown.bars_shown) * line <= shown.bar_plot.getViewBox().height() + line
+        assert f"the {len(shown.bars_shown)} largest of {len(shown.attribution.parts)} parts" in shown.title.text()
