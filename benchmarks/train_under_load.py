@@ -5,7 +5,8 @@ A busy process is ``python3 -c "while True: pass"`` (what a browser tab or a com
 Each condition is run several times, because the collapse it guards against is intermittent: judge by
 the worst run. Targets (2 cores): beside 2 busy processes >= 25% of the quiet steps/s in every run (their
 fair share of the cores is a third), beside 1 >= 40%; beside 2 busy processes at ``nice -n 19`` (a
-background job, which yields to training) >= 90%. ``--niced-apart`` adds the same niced loops each in a
+background job, which yields to training) >= 90%, as the median over runs each paired with a quiet run just before it
+(identical quiet runs differ by up to 10% here, as much as that target allows). ``--niced-apart`` adds the same niced loops each in a
 session of its own: with autogroups (/proc/sys/kernel/sched_autogroup_enabled) niceness only counts within
 a session, so they take their full share, and the target is that of normal busy processes.
 

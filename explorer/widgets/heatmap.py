@@ -25,6 +25,7 @@ from explorer.widgets.token_axis import (  # noqa: F401 - the heatmap's names, k
     MIN_POINT_SIZE,
     TokenAxis,
     TokenViewBox,
+    fit_axis_label,
     label_font,
     line_height,
     ordinal,
@@ -110,10 +111,9 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         return super().minimumSizeHint().expandedTo(items_minimum(self, self.ci))
 
     def set_value_label(self, label: str) -> None:
-        """What the colour bar measures (attention weights, or a measure's shares)."""
-        if label != self._value_label:
-            self._value_label = label
-            self.color_bar.getAxis("left").setLabel(label)  # where ColorBarItem puts a vertical bar's label
+        """What the colour bar measures (attention weights, or a measure's shares), cut with "…" to the bar's height."""
+        self._value_label = label
+        fit_axis_label(self.color_bar.getAxis("left"), label)  # where ColorBarItem puts a vertical bar's label
 
     def set_matrix(
         self,
@@ -169,6 +169,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         if hasattr(self, "plot"):
             self._set_ticks()
             self._fit_minimum()  # the title's lines follow the width
+            self.set_value_label(self._value_label)  # the colour bar's title follows its height
 
     def set_highlighted_row(self, row: int | None) -> None:
         self._outline_row(row)

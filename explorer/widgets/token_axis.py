@@ -59,6 +59,18 @@ def text_widths(labels: list[str], point_size: float) -> np.ndarray:
     return widths
 
 
+def fit_axis_label(axis: pg.AxisItem, text: str) -> None:
+    """Show ``text`` as ``axis``'s title, cut with "…" to the axis' length: a title longer than a short axis (a few
+    rows of a heatmap at 1280x720) was cut at its ends with no sign ("yer, attention (ever")."""
+    length = axis.geometry().height() if axis.orientation in ("left", "right") else axis.geometry().width()
+    shown = text
+    if text and length > 0:
+        metrics = QFontMetricsF(axis.label.font())
+        shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(length - 4.0, 0.0)) or ""
+    if axis.labelText != shown:
+        axis.setLabel(shown)
+
+
 class TokenViewBox(pg.ViewBox):
     """A view box that zooms only with Ctrl+wheel: a plain wheel is left to the window (scrolling)."""
 
@@ -96,7 +108,9 @@ class TokenAxis(pg.AxisItem):
         self._layout: tuple[float, bool, int] | None = None
         self._drawn_for: tuple | None = None  # the view's range and place the picture was drawn for
         self.geometryChanged.connect(self.check_picture)
+        self.geometryChanged.connect(lambda: fit_axis_label(self, self.title) if self.title else None)
         self.name = ""  # what the axis holds ("query", "key"); it says so when labels are thinned
+        self.title = ""  # the whole title (shown cut with "…" where the axis is shorter)
 
     def set_name(self, name: str) -> None:
         self.name = name
@@ -108,9 +122,8 @@ class TokenAxis(pg.AxisItem):
         if not self.name:
             return
         thinned = self.every > 1 and self.tokens is not None
-        text = f"{self.name} (every {ordinal(self.every)})" if thinned else self.name  # short: a low axis is short
-        if self.labelText != text:
-            self.setLabel(text)
+        self.title = f"{self.name} (every {ordinal(self.every)})" if thinned else self.name  # short: a low axis is short
+        fit_axis_label(self, self.title)
 
     def set_tokens(self, tokens: list[str] | None, cell: float = 1.0, offset: float = 0.0, highlighted: int | None = None) -> None:
         tokens = list(tokens) if tokens is not None else None

@@ -363,6 +363,21 @@ def graphics_clipped(view: pg.GraphicsView) -> str:
     return ""
 
 
+def axis_titles_clipped(view: pg.GraphicsView) -> list[str]:
+    """Each axis title of a pyqtgraph view longer than its axis and not cut with "…" (pyqtgraph centres it on the axis
+    and the view cuts both its ends: "yer, attention (ever")."""
+    found = []
+    for item in view.scene().items() if view.scene() is not None else []:
+        if not isinstance(item, pg.AxisItem) or not item.isVisible() or not item.label.isVisible() or not item.labelText:
+            continue
+        text = plain(item.labelText)
+        length = item.geometry().height() if item.orientation in ("left", "right") else item.geometry().width()
+        width = QFontMetricsF(item.label.font()).horizontalAdvance(text)
+        if length > 0 and width > length + 2 and not text.endswith(ELLIPSIS):
+            found.append(f"axis title {shorten(text)!r} needs {width:.0f} px, its axis is {length:.0f} px, and shows no “…”")
+    return found
+
+
 def tokens_clipped(view: TokensView) -> str:
     if not view.isVisible() or not view.tokens:
         return ""
@@ -389,7 +404,7 @@ def clipping_problems(window, size: tuple[int, int] | None = None) -> list[str]:
         if isinstance(widget, QLabel):
             why = label_clipped(widget)
         elif isinstance(widget, pg.GraphicsView):
-            why = graphics_clipped(widget)
+            why = graphics_clipped(widget) or "; ".join(axis_titles_clipped(widget))
         elif isinstance(widget, TokensView):
             why = tokens_clipped(widget)
         if not why and isinstance(widget, (QLabel, pg.GraphicsView, TokensView)):

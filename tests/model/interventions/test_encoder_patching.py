@@ -6,8 +6,9 @@ texts read by the model's own head, the metric the logit difference of its predi
   other piece nothing; the first-order estimate is exact where the metric is linear in the activation (the last
   layer's output, read by the linear head).
 * Against the library's own modules: on BERT with a sequence-classification head (its pooler and classifier the
-  library's), each head's exact cell equals the test's own patch, a forward pre-hook on the layer's output projection
-  replacing that head's slice of its input with the clean run's, within 1e-5.
+  library's) and on BERT, DistilBERT and RoBERTa with their masked-LM heads, each head's exact cell equals the test's
+  own patch, a forward pre-hook on the layer's output projection replacing that head's slice of its input with the
+  clean run's, within 1e-5.
 * Bad input says why in one line.
 """
 
@@ -56,18 +57,23 @@ def test_bad_pairs_say_why_in_one_line(tagger):
         activation_patching(tagger, CLEAN, CORRUPTED, step=0)
 
 
+def _projection(network, layer: int) -> torch.nn.Module:
+    """The library's output projection of encoder layer ``layer`` (BERT's ``attention.output.dense``, DistilBERT's
+    ``attention.out_lin``), by the layout's own module names."""
+    return network.layers()[layer].get_submodule(network.modules.projection)
+
+
 def _projection_patch(network, source: torch.Tensor, layer: int, head: int, donor: torch.Tensor) -> torch.Tensor:
     """The library's model on ``source`` with head ``head``'s slice of layer ``layer``'s output-projection input
-    replaced by ``donor``'s (the clean run's, [1, S, d_model]) -> its logits [1, C]."""
+    replaced by ``donor``'s (the clean run's, [1, S, d_model]) -> its logits [1, (S,) C]."""
     d_k = network.config.d_model // network.config.n_heads
-    dense = network.hf_model.bert.encoder.layer[layer].attention.output.dense
 
     def replace(_module, args):
         patched = args[0].clone()
         patched[..., head * d_k : (head + 1) * d_k] = donor[..., head * d_k : (head + 1) * d_k]
-        return (patched,)
+        return (patched, *args[1:])
 
-    handle = dense.register_forward_pre_hook(replace)
+    handle = _projection(network, layer).register_forward_pre_hook(replace)
     try:
         with torch.no_grad():
             return network.hf_model(input_ids=source, attention_mask=torch.ones_like(source)).logits
@@ -77,8 +83,7 @@ def _projection_patch(network, source: torch.Tensor, layer: int, head: int, dono
 
 def _projection_input(network, source: torch.Tensor, layer: int) -> torch.Tensor:
     seen = []
-    dense = network.hf_model.bert.encoder.layer[layer].attention.output.dense
-    handle = dense.register_forward_pre_hook(lambda _module, args: seen.append(args[0]))
+    handle = _projection(network, layer).register_forward_pre_hook(lambda _module, args: seen.append(args[0]))
     try:
         with torch.no_grad():
             network.hf_model(input_ids=source, attention_mask=torch.ones_like(source))
@@ -87,20 +92,51 @@ def _projection_input(network, source: torch.Tensor, layer: int) -> torch.Tensor
     return seen[0]
 
 
-def test_each_head_cell_of_a_bert_classifier_is_the_library_s_own_patch(tiny_bundles):
-    bundle = tiny_bundles["bert-classifier"]
-    clean, corrupted = "the cat sees the dog", "the cat and the dog"
-    with torch.no_grad():  # its random weights' class for the clean text, compared with the next class
-        clean_class = int(bundle.model.hf_model(input_ids=torch.tensor([bundle.source_ids(clean)[0]])).logits.argmax())
-    compared = (clean_class + 1) % bundle.model.hf_model.config.num_labels
-    result = patch_grids(prepare_bundle_patching(bundle, clean, corrupted, compared_id=compared))
-    assert result.labels.place == "sentence" and result.step == 0 and result.labels.at(0) == "for the sentence"
+@pytest.fixture(scope="module")
+def encoders(tiny_bundles, tmp_path_factory) -> dict:
+    from model.pretrained.loading import load_pretrained  # the hf extra's
+    from model.pretrained.tiny import build
+
+    root = tmp_path_factory.mktemp("encoders")
+    built = {layout: load_pretrained(str(build(layout, root / layout))) for layout in ("distilbert", "roberta")}
+    return {"bert-mlm": tiny_bundles["bert-mlm"], "bert-classifier": tiny_bundles["bert-classifier"], **built}
+
+
+def _pair(bundle) -> tuple[str, str, int]:
+    """A clean and a corrupted text of as many pieces under ``bundle``'s tokenizer, and the first piece that differs."""
+    clean = "the cat sees the dog"
+    clean_ids = bundle.source_ids(clean)[0]
+    for word in ("and", "dog", "red", "small", "eats", "house"):
+        corrupted = clean.replace("sees", word)
+        ids = bundle.source_ids(corrupted)[0]
+        if len(ids) == len(clean_ids):
+            return clean, corrupted, next(i for i, (a, b) in enumerate(zip(clean_ids, ids)) if a != b)
+    raise AssertionError("no pair of equal length")
+
+
+@pytest.mark.parametrize("layout", ["bert-classifier", "bert-mlm", "distilbert", "roberta"])
+def test_each_head_cell_is_the_library_s_own_patch(encoders, layout):
+    """Every head's exact cell (denoising) equals the test's own patch of that head's slice of the library's output
+    projection, the library's own head reading it: a sentence classifier's class, a masked-LM head's word at the first
+    piece that differs (compared with the next class or word, so that a random model's two texts need not differ)."""
+    bundle = encoders[layout]
     network = bundle.model
+    clean, corrupted, differing = _pair(bundle)
     clean_ids, corrupted_ids = (torch.tensor([bundle.source_ids(text)[0]]) for text in (clean, corrupted))  # [1, S]
+    with torch.no_grad():
+        logits = network.hf_model(input_ids=clean_ids, attention_mask=torch.ones_like(clean_ids)).logits[0]  # [(S,) C]
+    per_piece = logits.dim() == 2
+    place = differing if per_piece else 0
+    clean_choice = int((logits[place] if per_piece else logits).argmax())
+    compared = (clean_choice + 1) % logits.shape[-1]
+    result = patch_grids(prepare_bundle_patching(bundle, clean, corrupted, place if per_piece else None, compared))
+    assert result.labels.place == ("position" if per_piece else "sentence") and result.step == place
+    assert (result.clean_id, result.compared_id) == (clean_choice, compared)
     heads = result.grids[Component.ENCODER_HEADS]
     for layer in range(network.config.n_encoder_layers):
         donor = _projection_input(network, clean_ids, layer)  # [1, S, H * d_k]
         for head in range(network.config.n_heads):
-            logits = _projection_patch(network, corrupted_ids, layer, head, donor)[0]  # [C]
-            metric = float(logits[result.clean_id] - logits[result.compared_id])
+            patched = _projection_patch(network, corrupted_ids, layer, head, donor)[0]  # [(S,) C]
+            at = patched[place] if per_piece else patched
+            metric = float(at[result.clean_id] - at[result.compared_id])
             assert heads.metrics[layer, head] == pytest.approx(metric, abs=1e-5), (layer, head)

@@ -1,0 +1,28 @@
+"""Axis titles fit their axes or say they are cut (issue 39; seen under Xvfb on 2026-11-29): at 1280x720 the logit
+attribution's heads grid is 29 px high, and its axis title "layer, attention (every 3rd)" (163 px) and colour bar title
+"contribution to the logit" (142 px, an 86 px bar) were cut at both ends with no sign. A title longer than its axis is
+now cut with "…" (explorer/widgets/token_axis.py ``fit_axis_label``), and the window's invariants check every axis
+title of every plot shown (tests/explorer/window_invariants.py ``axis_titles_clipped``). Replayed through the state
+machine's own actions."""
+
+from __future__ import annotations
+
+from tests.explorer.window_actions import WindowStates
+from tests.explorer.window_invariants import problems
+
+
+def test_the_attribution_grid_s_titles_fit_at_1280_by_720():
+    machine = WindowStates()
+    try:
+        machine.first_model("default")
+        machine.type_sentence("the black cat sees the small dog")
+        machine.choose_view("Interventions")
+        machine.choose_tool(2)  # logit attribution
+        machine.resize((1280, 720))
+        found = problems(machine.window, machine.size)
+        heads = machine.tab.interventions.view.attribution.heads
+        titles = heads.plot.getAxis("left").labelText, heads.color_bar.getAxis("left").labelText
+    finally:
+        machine.teardown()
+    assert not found, "\n".join(found)
+    assert all(title.endswith("…") for title in titles), titles  # cut, and saying so
