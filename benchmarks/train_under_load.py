@@ -6,8 +6,8 @@ Each condition is run several times, because the collapse it guards against is i
 the worst run. Targets (2 cores): beside 2 busy processes >= 25% of the quiet steps/s in every run (their
 fair share of the cores is a third), beside 1 >= 40%; beside 2 busy processes at ``nice -n 19`` (a
 background job, which yields to training) >= 90%, as the median over runs each paired with a quiet run just before it
-(identical quiet runs differ by up to 10% here, as much as that target allows). ``--niced-apart`` adds the same niced loops each in a
-session of its own: with autogroups (/proc/sys/kernel/sched_autogroup_enabled) niceness only counts within
+(identical quiet runs differ by up to 10% here, as much as that target allows). ``--niced-apart`` adds the same
+niced loops each in a session of its own: with autogroups (/proc/sys/kernel/sched_autogroup_enabled) niceness only counts within
 a session, so they take their full share, and the target is that of normal busy processes.
 
     python benchmarks/train_under_load.py [--runs 5] [--seconds 20] [--only cli|tab] [--busy 1 2] [--niced 2]
