@@ -107,10 +107,14 @@ class TokenAxis(pg.AxisItem):
         self._all_widths: dict[float, np.ndarray] = {}  # point size -> [tokens] widths
         self._layout: tuple[float, bool, int] | None = None
         self._drawn_for: tuple | None = None  # the view's range and place the picture was drawn for
-        self.geometryChanged.connect(self.check_picture)
-        self.geometryChanged.connect(lambda: fit_axis_label(self, self.title) if self.title else None)
         self.name = ""  # what the axis holds ("query", "key"); it says so when labels are thinned
-        self.title = ""  # the whole title (shown cut with "…" where the axis is shorter)
+        self.title: str = ""  # the whole title (shown cut with "…" where the axis is shorter)
+        self.geometryChanged.connect(self.check_picture)
+        self.geometryChanged.connect(self._fit_title)
+
+    def _fit_title(self) -> None:
+        if self.title:
+            fit_axis_label(self, self.title)
 
     def set_name(self, name: str) -> None:
         self.name = name

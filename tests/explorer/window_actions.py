@@ -114,6 +114,7 @@ class WindowStates(RuleBasedStateMachine):
     test_window_states.py's own sequence)."""
 
     compute_curves = True
+    skipped_measures: tuple[str, ...] = ()  # readings never chosen (CI's bounded run: the slowest, seconds each)
 
     def __init__(self) -> None:
         super().__init__()
@@ -181,7 +182,8 @@ class WindowStates(RuleBasedStateMachine):
     @rule(index=st.integers(0, 8))
     def choose_measure(self, index: int) -> None:
         box = self.tab.measure_box
-        enabled = [i for i in range(box.count()) if box.model().item(i).isEnabled()]
+        skipped = self.skipped_measures
+        enabled = [i for i in range(box.count()) if box.model().item(i).isEnabled() and box.itemText(i) not in skipped]
         if enabled:
             box.setCurrentIndex(enabled[index % len(enabled)])
             self.did(f"reading {box.currentText()!r}")
