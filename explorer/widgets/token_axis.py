@@ -66,9 +66,11 @@ def fit_axis_label(axis: pg.AxisItem, text: str) -> None:
     shown = text
     if text and length > 0:
         metrics = QFontMetricsF(axis.label.font())
-        shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(length - 4.0, 0.0)) or ""
+        margins = 2 * axis.label.document().documentMargin() + 2  # the text item's own, either side
+        shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(length - margins, 0.0)) or ""
     if axis.labelText != shown:
         axis.setLabel(shown)
+        axis.resizeEvent(None)  # pyqtgraph centres the title only on a resize: a shorter one would sit off centre
 
 
 class TokenViewBox(pg.ViewBox):

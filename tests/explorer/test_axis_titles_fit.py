@@ -1,9 +1,10 @@
 """Axis titles fit their axes or say they are cut (issue 39; seen under Xvfb on 2026-11-29): at 1280x720 the logit
 attribution's heads grid is 29 px high, and its axis title "layer, attention (every 3rd)" (163 px) and colour bar title
 "contribution to the logit" (142 px, an 86 px bar) were cut at both ends with no sign. A title longer than its axis is
-now cut with "…" (explorer/widgets/token_axis.py ``fit_axis_label``), and the window's invariants check every axis
-title of every plot shown (tests/explorer/window_invariants.py ``axis_titles_clipped``). Replayed through the state
-machine's own actions."""
+now cut with "…" and centred again (pyqtgraph centres a title only on a resize: a shortened one sat half off its axis)
+(explorer/widgets/token_axis.py ``fit_axis_label``), and the window's invariants check that every axis title of every
+plot shown fits its axis and is drawn on it (tests/explorer/window_invariants.py ``axis_titles_clipped``). Replayed
+through the state machine's own actions."""
 
 from __future__ import annotations
 

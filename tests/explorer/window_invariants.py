@@ -372,9 +372,18 @@ def axis_titles_clipped(view: pg.GraphicsView) -> list[str]:
             continue
         text = plain(item.labelText)
         length = item.geometry().height() if item.orientation in ("left", "right") else item.geometry().width()
-        width = QFontMetricsF(item.label.font()).horizontalAdvance(text)
+        margin = item.label.document().documentMargin()  # the text item's own, either side of the text drawn
+        width = item.label.boundingRect().width() - 2 * margin
         if length > 0 and width > length + 2 and not text.endswith(ELLIPSIS):
             found.append(f"axis title {shorten(text)!r} needs {width:.0f} px, its axis is {length:.0f} px, and shows no “…”")
+            continue
+        drawn = item.label.mapRectToScene(item.label.boundingRect().adjusted(margin, margin, -margin, -margin))
+        axis = item.mapRectToScene(item.boundingRect())
+        vertical = item.orientation in ("left", "right")
+        low, high = (drawn.top(), drawn.bottom()) if vertical else (drawn.left(), drawn.right())
+        start, end = (axis.top(), axis.bottom()) if vertical else (axis.left(), axis.right())
+        if length > 0 and (low < start - 2 or high > end + 2):
+            found.append(f"axis title {shorten(text)!r} is drawn off its axis ({low:.0f}–{high:.0f} px on {start:.0f}–{end:.0f})")
     return found
 
 
