@@ -32,8 +32,8 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from common import ROOT  # noqa: E402,F401  (puts the project on sys.path)
-from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+from hypothesis import HealthCheck, Phase, seed, settings  # noqa: E402
+from hypothesis.stateful import get_state_machine_test, run_state_machine_as_test  # noqa: E402
 
 from tests.explorer import window_actions  # noqa: E402
 
@@ -58,9 +58,11 @@ def live_mb() -> float:
     return resident_mb()
 
 
-def run_round(machine: type, examples: int, steps: int, randomized: bool, shrink: bool = True) -> bool:
-    """``examples`` sequences of up to ``steps`` actions; False when one broke an invariant (Hypothesis has printed
-    the minimal sequence)."""
+def run_round(
+    machine: type, examples: int, steps: int, randomized: bool, shrink: bool = True, seed_value: int | None = None
+) -> bool:
+    """``examples`` sequences of up to ``steps`` actions; False when one broke an invariant (each distinct failure is
+    printed with the actions that led to it). ``seed_value``: a seed Hypothesis printed, to run its sequences again."""
     chosen = settings(
         max_examples=examples,
         stateful_step_count=steps,
@@ -72,9 +74,14 @@ def run_round(machine: type, examples: int, steps: int, randomized: bool, shrink
         phases=list(Phase) if shrink else [phase for phase in Phase if phase is not Phase.shrink],
     )
     try:
-        run_state_machine_as_test(machine, settings=chosen)
+        if seed_value is None:
+            run_state_machine_as_test(machine, settings=chosen)
+        else:  # the same test Hypothesis builds, with its seed
+            seed(seed_value)(get_state_machine_test(machine, settings=chosen))()
     except Exception as error:  # noqa: BLE001 - the minimal failing sequence is printed by Hypothesis
         print(f"FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+        for index, failure in enumerate(getattr(error, "exceptions", [error])):  # each distinct failure, with its actions
+            print(f"failure {index + 1}: {type(failure).__name__}: {failure}", file=sys.stderr)
         return False
     return True
 
@@ -89,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round", type=int, default=50, help="sequences per round with --minutes")
     parser.add_argument("--no-shrink", action="store_true", help="a failing sequence as met")
     parser.add_argument("--survey", action="store_true", help="list every problem met instead of failing at the first")
+    parser.add_argument("--seed", type=int, help="the seed Hypothesis printed for a failing run: its sequences again")
     options = parser.parse_args(argv)
     if options.survey:
         window_actions.SURVEY = {}
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         chunk = options.examples if budget_s is None else min(options.round, options.examples - counted["sequences"])
         randomized = options.random or budget_s is not None
-        failed = not run_round(Counted, chunk, options.steps, randomized, shrink=not options.no_shrink)
+        failed = not run_round(Counted, chunk, options.steps, randomized, not options.no_shrink, options.seed)
         if budget_s is None:
             break
     elapsed = time.perf_counter() - started

@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QGuiApplication
 
+from explorer.widgets.axis_titles import full_title
 from model.data.token_labels import HIGHLIGHT
 
 MIN_POINT_SIZE = 7.0  # the smallest legible label
@@ -60,17 +61,10 @@ def text_widths(labels: list[str], point_size: float) -> np.ndarray:
 
 
 def fit_axis_label(axis: pg.AxisItem, text: str) -> None:
-    """Show ``text`` as ``axis``'s title, cut with "…" to the axis' length: a title longer than a short axis (a few
-    rows of a heatmap at 1280x720) was cut at its ends with no sign ("yer, attention (ever")."""
-    length = axis.geometry().height() if axis.orientation in ("left", "right") else axis.geometry().width()
-    shown = text
-    if text and length > 0:
-        metrics = QFontMetricsF(axis.label.font())
-        margins = 2 * axis.label.document().documentMargin() + 2  # the text item's own, either side
-        shown = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(length - margins, 0.0)) or ""
-    if axis.labelText != shown:
-        axis.setLabel(shown)
-        axis.resizeEvent(None)  # pyqtgraph centres the title only on a resize: a shorter one would sit off centre
+    """``text`` as ``axis``'s title, cut with "…" to the axis' length and centred (explorer/widgets/axis_titles.py);
+    nothing is drawn again when it is the title already."""
+    if full_title(axis) != text:
+        axis.setLabel(text)
 
 
 class TokenViewBox(pg.ViewBox):
@@ -112,11 +106,6 @@ class TokenAxis(pg.AxisItem):
         self.name = ""  # what the axis holds ("query", "key"); it says so when labels are thinned
         self.title: str = ""  # the whole title (shown cut with "…" where the axis is shorter)
         self.geometryChanged.connect(self.check_picture)
-        self.geometryChanged.connect(self._fit_title)
-
-    def _fit_title(self) -> None:
-        if self.title:
-            fit_axis_label(self, self.title)
 
     def set_name(self, name: str) -> None:
         self.name = name
