@@ -2,7 +2,8 @@
 
 pyqtgraph draws an axis title centred on its axis whatever its length, so a long title on a short axis (the
 report card's "mean p(reference)" on a 79 px axis, a heatmap's 29 px rows at 1280x720) was cut at both ends with no
-sign; and it centres a title only when the axis is resized, so a title changed on a resized axis sat off centre.
+sign; and it centres a title only when the axis is resized, so a title changed on a resized axis sat off centre (the
+focus' colour bar's "difference of attention weight" after a phase change, 27 px past its axis' end).
 ``install`` wraps pyqtgraph's ``AxisItem.setLabel`` and ``resizeEvent`` once for the whole app (explorer/widgets/
 __init__.py): the whole title is kept (``full_title``) and what is shown is that title cut to the axis' length, fitted
 again at every resize. A title with units is left as pyqtgraph draws it (the app gives none).
@@ -45,6 +46,8 @@ def _fitted_set_label(axis: pg.AxisItem, text: str | None = None, *args: Any, **
         axis._full_title = text
     _set_label(axis, text, *args, **kwargs)
     fit_title(axis)
+    if axis.label is not None:
+        _resize(axis, None)  # centred on its axis now, whether it was cut or not (pyqtgraph waits for a resize)
 
 
 def _fitted_resize(axis: pg.AxisItem, event: Any = None) -> None:
