@@ -17,6 +17,7 @@ failing at the first, with the actions that led to it.
 from __future__ import annotations
 
 import atexit
+import logging
 import shutil
 import tempfile
 import time
@@ -108,6 +109,19 @@ def settle(window, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
     QApplication.processEvents()
 
 
+class _ErrorRecords(logging.Handler):
+    """The error records the window's logger receives during one sequence (a job's internal error, its traceback's
+    last line kept)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.found: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        last = str(record.exc_info[1]) if record.exc_info and record.exc_info[1] else ""
+        self.found.append(f"{record.getMessage()}: {last}" if last else record.getMessage())
+
+
 class WindowStates(RuleBasedStateMachine):
     """One window per sequence; the invariants after every action. ``compute_curves``: a phase change may be
     clicked after computing the curves over training (seconds each: the long run does, CI's bounded run leaves it to
@@ -124,8 +138,11 @@ class WindowStates(RuleBasedStateMachine):
         self.tab = self.window.explore_tab
         self.actions: list[str] = []
         self.since = time.perf_counter()  # the end of the last checks: what an action took is counted from there
+        self.errors = _ErrorRecords()  # an internal error of a background job (the runner logs it): a broken invariant
+        logging.getLogger("explorer").addHandler(self.errors)
 
     def teardown(self) -> None:
+        logging.getLogger("explorer").removeHandler(self.errors)
         problems = shut(self.window)
         shutil.rmtree(self.folder, ignore_errors=True)
         assert not problems, "; ".join(problems)
@@ -289,6 +306,7 @@ class WindowStates(RuleBasedStateMachine):
         labels = self.check("labels", checks.label_problems(self.window))
         titles = self.check("titles", checks.title_problems(self.window))
         clipped = self.check("clipping", checks.clipping_problems(self.window, self.size))
+        errors = self.check("internal errors", list(self.errors.found))
         TIMES["(the checks)"] = TIMES.get("(the checks)", 0.0) + time.perf_counter() - started
         self.since = time.perf_counter()
         after = f"\n    after: {' → '.join(self.actions)}"  # the sequence, even when shrinking is cut short
@@ -296,6 +314,7 @@ class WindowStates(RuleBasedStateMachine):
         assert not labels, "\n".join(labels) + after
         assert not titles, "\n".join(titles) + after
         assert not clipped, "\n".join(clipped) + after
+        assert not errors, "\n".join(errors) + after
 
 
 __all__ = ["WindowStates", "settle"]
