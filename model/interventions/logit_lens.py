@@ -23,7 +23,7 @@ from model.decoding.greedy import decoder_inputs
 from model.family import Bundle, InterventionTool, capabilities_of
 from model.interventions.hooked import HeadReadingPass, Hooks, Patch, adapter_of, hook_names, ids_as_text, translated
 from model.interventions.served_pass import has_final_norm, head_reading, lens_logits, run_hooked, supported
-from model.network import Network
+from model.network import Network, stack_layers
 
 SENTENCE = "sentence"  # the place of a sentence classifier's one prediction
 
@@ -69,16 +69,16 @@ class LogitLensResult:
         return inputs[column + 1] if column + 1 < len(inputs) else self.candidate_tokens[-1][column][0]
 
 
-def lens_points(model: Network) -> tuple[list[str], list[str]]:
-    """(reading labels, hook names): the embeddings, then after each sublayer of each decoder layer (a decoder-only
-    model has no cross-attention)."""
+def lens_points(model: Network, side: str = "decoder") -> tuple[list[str], list[str]]:
+    """(reading labels, hook names): the embeddings, then after each sublayer of each layer of ``side``'s stack (a
+    decoder-only model's and an encoder's have no cross-attention)."""
     names = set(hook_names(model))
-    labels, hooks = ["embeddings"], ["decoder.0.resid_pre"]
-    for layer in range(model.config.n_decoder_layers):
+    labels, hooks = ["embeddings"], [f"{side}.0.resid_pre"]
+    for layer in range(stack_layers(model.config, side)):
         for label, hook in (("self-attention", "self.resid"), ("cross-attention", "cross.resid"), ("feed-forward", "resid_post")):
-            if f"decoder.{layer}.{hook}" in names:
+            if f"{side}.{layer}.{hook}" in names:
                 labels.append(f"L{layer + 1} {label}")
-                hooks.append(f"decoder.{layer}.{hook}")
+                hooks.append(f"{side}.{layer}.{hook}")
     return labels, hooks
 
 
@@ -147,18 +147,6 @@ def bundle_logit_lens(bundle: Bundle, text: str, k: int = 5) -> LogitLensResult:
     return logit_lens(bundle.model, source_ids, chosen, k, bundle.target_tokenizer.pieces)
 
 
-def encoder_lens_points(model: Network) -> tuple[list[str], list[str]]:
-    """An encoder-only model's (reading labels, hook names): the embeddings, then after each sublayer of each layer."""
-    names = set(hook_names(model))
-    labels, hooks = ["embeddings"], ["encoder.0.resid_pre"]
-    for layer in range(model.config.n_encoder_layers):
-        for label, hook in (("self-attention", "self.resid"), ("feed-forward", "resid_post")):
-            if f"encoder.{layer}.{hook}" in names:
-                labels.append(f"L{layer + 1} {label}")
-                hooks.append(f"encoder.{layer}.{hook}")
-    return labels, hooks
-
-
 @torch.inference_mode()
 def encoder_logit_lens(
     model: Network,
@@ -173,7 +161,7 @@ def encoder_logit_lens(
     network = supported(model, InterventionTool.LOGIT_LENS)
     adapter = cast(HeadReadingPass, adapter_of(network))  # served and encoder-only: it reads its head
     source = torch.tensor([source_ids], device=next(network.parameters()).device)  # [1, S]
-    labels, hooks = encoder_lens_points(network)
+    labels, hooks = lens_points(network, "encoder")
     run = run_hooked(network, source, source[:, :0], capture=hooks)
     streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, S, d_model]
     last = f"encoder.{network.config.n_encoder_layers - 1}.resid_post"
