@@ -2,7 +2,7 @@
 
 Every answer is what the tool's own check says when it is asked of a network, the same call the tool makes before it
 computes (the stepper's ``beam_unavailable``, ``check_heads``, ``check_importance``, the measures' ``unsupported``,
-``check_gradable_family``, the neuron view's ``check_model``, the hooked pass's ``check_tool``, the corpus index's
+``check_gradable_model``, the neuron view's ``check_model``, the hooked pass's ``check_tool``, the corpus index's
 ``check_network``): so nothing claims what the code does not keep. The ``capabilities`` command prints it as a table
 (model/cli/capabilities.py); the window greys out the views a model's row refuses, with the reason.
 """
@@ -17,8 +17,8 @@ from model.attribution.measures import unsupported
 from model.corpus.extract import check_network
 from model.decoding.stepper import beam_unavailable
 from model.errors import UserError
-from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of, family_of
-from model.grading.cases import check_gradable_family
+from model.family import INTERVENTION_TOOLS, InterventionTool, capabilities_of
+from model.grading.cases import check_gradable_model
 from model.interventions.hooked import check_tool
 from model.network import Network
 from model.neuron.vectors import check_model as check_neuron_model
@@ -51,7 +51,7 @@ CHECKS: dict[str, Callable[[Network], object]] = {  # each tool's own check, by 
     "head knock-out": _knock_out,
     "head importance": check_importance,
     "contribution measures": _measures,
-    "report card": lambda model: check_gradable_family(family_of(model)),
+    "report card": check_gradable_model,
     "neuron view": check_neuron_model,
     **{str(tool): _intervention(tool) for tool in INTERVENTION_TOOLS},
     "corpus index": check_network,

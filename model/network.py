@@ -186,6 +186,16 @@ class PromptNetwork(DecodingNetwork, Protocol):
 
 
 @runtime_checkable
+class TextReadingNetwork(Network, Protocol):
+    """An encoder-only network as the report card reads it (model/grading/text_cases.py): its head on a text with pieces
+    hidden in place, and where a sentence head reads."""
+
+    # text [B, S] with the pieces where keep [B, S] is False hidden -> head scores [B, S, C] or [B, C]; None: no head
+    def masked_logits(self, source_ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor | None: ...
+
+    def sentence_rows(self, length: int) -> list[int]: ...  # the positions a sentence head reads (their mean)
+
+
 class TrainableNetwork(Network, Protocol):
     """A network of a trainable family: a ``torch.nn.Module`` that the trainer steps and checkpoints save. What the
     trainer calls is ``TeacherForcedNetwork``'s ``forward`` (an encoder-decoder) or ``LabellingNetwork``'s (a family

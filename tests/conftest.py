@@ -220,6 +220,21 @@ def tiny_folders(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def bare_encoder_folder(tiny_folders, tmp_path_factory) -> str:
+    """A BERT folder with no head (the library's ``BertModel``: a bare encoder), the tiny masked-LM's tokenizer."""
+    import shutil
+
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("bare") / "bert"
+    shutil.copytree(tiny_folders["bert-mlm"], folder)
+    config = BertConfig.from_pretrained(folder)
+    config.architectures = ["BertModel"]
+    BertModel(config).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
 def pre_norm_bundles(tmp_path_factory) -> dict:
     """A tiny mBART, M2M100 and Pegasus (random weights, byte-level tokenizers trained here), opened."""
     pytest.importorskip("transformers", reason='the pretrained-model tests need the hf extra: pip install ".[hf]"')

@@ -231,6 +231,7 @@ class ReportCardView(QWidget):
             return
         for plot, shown in zip(self.plots, ("hidden", "shown")):
             plot.setLabel("bottom", f"share of {card.pieces} pieces {shown}")  # a decoder-only model's: its prompt's
+            plot.setLabel("left", f"mean p({card.predicted})")  # an encoder-only model's: its own decision's
         palette = colours(card.rows)
         for row in card.rows:
             colour = tuple(int(255 * c) for c in palette[row.name])

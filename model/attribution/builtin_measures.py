@@ -10,11 +10,13 @@ Imported by model/attribution/measures.py, which is what fills the registry with
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
-from model.attribution.gradients import attention_gradient, saliency
+from model.attribution.gradients import attention_gradient, saliency, text_attention_gradient
 from model.attribution.norms import norm_contributions
 from model.attribution.transparent_pass import measured_pass_of, token_pass
 from model.attribution.value_zeroing import value_zeroing
@@ -22,9 +24,10 @@ from model.decoding.greedy import decoder_inputs
 from model.family import capabilities_of
 from model.inspection.measure_catalogue import CROSS, DECODER, ENCODER, Measure, MeasureInputs, MeasureResult, register_measure
 from model.kinds import AttentionKind
-from model.network import Network
+from model.network import Network, TextReadingNetwork
 
-SALIENCY_WHY_NOT = "it explains each decoded token over the source and the target prefix; the encoder alone decodes none"
+# an encoder-decoder's saliency explains its decoded tokens; an encoder-only model's, its head's decisions (``text_kinds``)
+SALIENCY_WHY_NOT = "it explains each decoded token over the source and the target prefix, not the encoder's own rows"
 
 
 def row_shares(values: np.ndarray) -> np.ndarray:
@@ -108,6 +111,50 @@ def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrate
     return MeasureResult(name, values, shares, source_share, gaps, points, converged)
 
 
+def _text_predictions(model: Network, source: torch.Tensor, steps: list[int] | None) -> tuple[list[int], list[int], bool]:
+    """An encoder-only model's predictions explained: (their positions, the head's decisions there, whether it has one
+    per piece); a sentence head's one decision (at position 0, which its pass does not read)."""
+    with torch.inference_mode():
+        scores = measured_pass_of(model).run(source, source[:, :0], {}, None, False).logits  # [1, S, C] or [1, C]
+    assert scores is not None  # a head (check_gradable_model)
+    if scores.dim() == 2:
+        return [0], [int(scores[0].argmax())], False
+    positions = list(range(source.shape[1])) if steps is None else list(steps)
+    return positions, [int(scores[0, p].argmax()) for p in positions], True
+
+
+def _text_rows(rows: np.ndarray, positions: list[int], per_piece: bool, length: int) -> np.ndarray:
+    """[..., n, S] rows of the predictions at ``positions`` -> an encoder map [..., S, S]: a per-piece head's row q the
+    prediction at q (rows not computed stay 0), a sentence head's every row its one prediction's."""
+    table = np.zeros((*rows.shape[:-2], length, length), np.float32)
+    if per_piece:
+        table[..., positions, :] = rows
+    else:
+        table[...] = rows[..., :1, :]
+    return table
+
+
+def _text_saliency(model: Network, inputs: MeasureInputs, name: str, integrated: bool) -> MeasureResult:
+    """Gradient × input or integrated gradients of an encoder-only head's decisions (log-probabilities) over the
+    text's embeddings, as encoder self-attention's rows (``_text_rows``); shares of |attribution| per row."""
+    source, _, _ = _tensors(model, inputs)
+    length = source.shape[1]
+    positions, decisions, per_piece = _text_predictions(model, source, inputs.steps)
+    found = saliency(model, source, source[:, :0], positions, decisions, method=name, max_points=inputs.max_points)
+    values = _text_rows(found.source[None, None], positions, per_piece, length)  # [1, 1, S, S]
+    magnitude = np.abs(values).sum(-1, keepdims=True)
+    shares = np.abs(values) / np.where(magnitude > 0, magnitude, 1.0)
+    rows = length if integrated else 0
+    gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
+    if rows:
+        for index, position in enumerate(positions if per_piece else range(length)):
+            which = index if per_piece else 0
+            gaps[position], points[position] = found.completeness_gap[which], found.points[which]
+            converged[position] = found.converged[which]
+    source_share = np.full(length, np.nan, np.float32)  # no target prefix to share with
+    return MeasureResult(name, {ENCODER: values}, {ENCODER: shares.astype(np.float32)}, source_share, gaps, points, converged)
+
+
 def _kept(tables: dict[AttentionKind, np.ndarray], kinds: tuple[AttentionKind, ...]) -> dict[AttentionKind, np.ndarray]:
     return {kind: table for kind, table in tables.items() if kind in kinds}
 
@@ -180,11 +227,19 @@ class ValueZeroing(Measure):
 class AttentionGradient(Measure):
     name, label = "attn-grad", "Attention × gradient"
     what = "(∇A ⊙ A)⁺ averaged over heads with the encoder-decoder rules (Chefer et al. 2021)"
-    rollout, gradient, requires = True, True, DECODER
-    requires_why = "attention × gradient differentiates each decoded token's logit; an encoder-only model decodes none"
+    rollout, gradient, requires, text_kinds = True, True, DECODER, (ENCODER,)
+    requires_why = "attention × gradient differentiates each decoded token's logit through the decoder's attention"
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
         source, decoder_inputs, chosen = _tensors(model, inputs)
+        if not capabilities_of(model).architecture.has_decoder:
+            positions, decisions, per_piece = _text_predictions(model, source, inputs.steps)
+            layers = text_attention_gradient(model, source, positions, decisions)  # per layer [n, S, S]
+            rows = np.stack([layer[np.arange(len(positions)), positions].float().cpu().numpy() for layer in layers])  # [L, n, S]
+            if not per_piece:  # the sentence head's rows: the positions it reads, their mean
+                read = cast(TextReadingNetwork, model).sentence_rows(source.shape[1])
+                rows = np.stack([layer[0, read].mean(0, keepdim=True).float().cpu().numpy() for layer in layers])  # [L, 1, S]
+            return _per_row(self.name, {ENCODER: _text_rows(rows[:, None], positions, per_piece, source.shape[1])})
         encoder, decoder, cross = attention_gradient(model, source, decoder_inputs, chosen)
         return _per_row(self.name, _stacked(model, {ENCODER: encoder, DECODER: decoder, CROSS: cross}))
 
@@ -192,9 +247,11 @@ class AttentionGradient(Measure):
 @register_measure
 class GradientInput(Measure):
     name, label, what = "grad-input", "Gradient × input", "∇ log p(token) · embedding, over source and target-prefix tokens"
-    kinds, gradient, single, why_not = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT
+    kinds, gradient, single, why_not, text_kinds = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT, (ENCODER,)
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        if not capabilities_of(model).architecture.has_decoder:
+            return _text_saliency(model, inputs, self.name, integrated=False)
         return _saliency_result(model, inputs, self.name, integrated=False)
 
 
@@ -202,9 +259,11 @@ class GradientInput(Measure):
 class IntegratedGradients(Measure):
     name, label = "ig", "Integrated gradients"
     what = "gradients integrated from zero embeddings (Sundararajan et al. 2017), over source and target prefix"
-    kinds, gradient, single, why_not = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT
+    kinds, gradient, single, why_not, text_kinds = (DECODER, CROSS), True, True, SALIENCY_WHY_NOT, (ENCODER,)
 
     def compute(self, model: Network, inputs: MeasureInputs) -> MeasureResult:
+        if not capabilities_of(model).architecture.has_decoder:
+            return _text_saliency(model, inputs, self.name, integrated=True)
         return _saliency_result(model, inputs, self.name, integrated=True)
 
 

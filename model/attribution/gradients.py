@@ -98,6 +98,27 @@ def attention_gradient(model: Network, source_ids: torch.Tensor, target_input_id
     return encoder, decoder, cross
 
 
+def text_attention_gradient(model: Network, source_ids: torch.Tensor, steps: list[int], token_ids: list[int]) -> list[torch.Tensor]:
+    """An encoder-only model's relevancy after each layer [n, S, S] (Chefer et al.'s self-attention rule
+    R^ss += Ā R^ss from R^ss = I), batch row b that of the prediction at position ``steps[b]`` (a sentence head's
+    one prediction: read at no position) of its decision ``token_ids[b]``'s score."""
+    n = len(steps)
+    source = embed_tokens(model, source_ids, SOURCE).detach().expand(n, -1, -1)  # [n, S, d_model]
+    with torch.enable_grad():
+        record = transparent_pass(model, source, source[:, :0], logits_at=torch.tensor(steps, device=source.device))
+        logits = record.logits  # [n, C]
+        assert logits is not None
+        objective = logits[torch.arange(n, device=logits.device), torch.tensor(token_ids, device=logits.device)].sum()
+        maps = [r.weights for r in record.encoder]
+        gradients = torch.autograd.grad(objective, maps)
+    relevance = torch.eye(source.shape[1], dtype=source.dtype, device=source.device).expand(n, -1, -1)  # [n, S, S]
+    found = []
+    for gradient, weights in zip(gradients, maps):
+        relevance = relevance + (gradient * weights).clamp(min=0).mean(1).detach() @ relevance  # [n, S, S]
+        found.append(relevance)
+    return found
+
+
 def prediction_scores(
     model: Network, source: torch.Tensor, target: torch.Tensor, steps, token_ids, contrast_ids=None
 ) -> torch.Tensor:
@@ -147,7 +168,8 @@ def _evaluate(model: Network, source, target, requests, steps, token_ids, contra
                     assert source_gradients is not None and target_gradients is not None
                     if gradients[0] is not None:
                         source_gradients[chunk] = gradients[0]
-                    target_gradients[chunk, :length] = gradients[1]
+                    if gradients[1] is not None:  # an encoder-only model reads no target
+                        target_gradients[chunk, :length] = gradients[1]
             scores[chunk] = values.detach()
     return scores, source_gradients, target_gradients
 

@@ -69,11 +69,13 @@ def unsupported(model: Network, name: str, kind: AttentionKind | None = None) ->
         if can.queries_keys is QueriesKeys.NONE:  # an RNN's attention: a score of a state against annotations
             return f"{measure.label} reads each head's value vectors; this model's attention has no heads or value vectors"
         return f"{measure.label} is computed for the models whose measured pass is known, not for this model"
-    if measure.requires is not None and measure.requires not in can.kinds:
+    text = not can.architecture.has_decoder and measure.text_kinds is not None  # an encoder-only model's own kinds
+    kinds = measure.text_kinds if text and measure.text_kinds is not None else measure.kinds
+    if measure.requires is not None and measure.requires not in can.kinds and not text:
         return f"{measure.label} needs {measure.requires.label}, which this model has not: {measure.requires_why}"
-    if not set(measure.kinds) & set(can.kinds):
+    if not set(kinds) & set(can.kinds):
         return f"{measure.label} has none of this model's kinds of attention: {measure.why_not}"
-    if kind is not None and kind not in measure.kinds:
+    if kind is not None and kind not in kinds:
         return f"{measure.label} has no {kind.label}: {measure.why_not}"
     return ""
 

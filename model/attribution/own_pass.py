@@ -20,7 +20,7 @@ from typing import cast
 
 import torch
 
-from model.attribution.transparent_pass import SOURCE, AttentionRecord, PassRecord
+from model.attribution.transparent_pass import SOURCE, TARGET, AttentionRecord, PassRecord
 from model.kinds import AttentionKind
 from model.nn.attention import MultiHeadAttention, through_heads
 from model.nn.classifier import EncoderClassifier
@@ -111,6 +111,12 @@ def _attention_record(sublayer: Sublayer, kind: AttentionKind, layer: int, weigh
 
 
 Decoded = tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]  # (hidden states, self weights, cross weights)
+PassRecordOutput = tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]  # (a record's hidden, its read-out)
+
+
+def _read_as_is(scores: torch.Tensor) -> torch.Tensor:
+    """A read-out of scores already read (an encoder-only head's)."""
+    return scores
 
 
 class EncoderPass:
@@ -128,8 +134,17 @@ class EncoderPass:
         return [f"encoder.{layer}.{point}" for layer in range(len(self.model.encoder_layers)) for point in ("resid_pre", "self.v")]
 
     def _decoded(self, memory: torch.Tensor, mask: torch.Tensor | None, target_ids: torch.Tensor, weights: bool) -> Decoded:
-        """What the decoder gives after the encoder: nothing here (the hidden states are the encoder's)."""
+        """What the record's output is read from after the encoder: here the encoder's states, which ``_output``
+        reads with the head (no decoder)."""
         return memory, [], []
+
+    def _output(self, hidden: torch.Tensor, source_ids: torch.Tensor, logits_at: torch.Tensor | None) -> PassRecordOutput:
+        """(the record's hidden states, its read-out): the classifier's head scores [B, S, C] (at ``logits_at``: [B, C])
+        or its sentence head's [B, C] (read at no position), already read out."""
+        scores = cast(EncoderClassifier, self.model).classify(hidden, source_ids)  # [B, S, C] or [B, C]
+        if logits_at is not None and scores.dim() == 3:
+            scores = scores[torch.arange(scores.shape[0], device=scores.device), logits_at]  # [B, C]
+        return scores, _read_as_is
 
     def _records(self, kind: AttentionKind, weights: list[torch.Tensor], acts: dict) -> list[AttentionRecord]:
         """The records of ``kind``'s attention, one per layer's weights."""
@@ -149,14 +164,15 @@ class EncoderPass:
     ) -> PassRecord:
         model = self.model
         acts: dict[str, torch.Tensor] = {}
-        hooks = {f"{'encoder' if side == SOURCE else 'decoder'}.embed": _replacing(value) for side, value in replacements.items()}
+        sides = {SOURCE: "encoder.embed", TARGET: "decoder.embed"}
+        points = hook_points(model)
+        hooks = {sides[side]: _replacing(value) for side, value in replacements.items() if sides[side] in points}  # its stacks'
         hooks |= {name: _keeping(acts, name) for name in (self._captures() if record_sublayers else [])}
-        with hooked(hook_points(model), hooks), without_dropout(model):
+        with hooked(points, hooks), without_dropout(model):
             memory, mask, encoder_weights = model.encode(source_ids, need_weights=record_sublayers)  # [B, S, d_model]
             hidden, self_weights, cross_weights = self._decoded(memory, mask, target_ids, record_sublayers)
-        if logits_at is not None:
-            hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
-        record = PassRecord(source_ids, target_ids, memory=memory, hidden=hidden, read_out=model.logits)
+            output, read_out = self._output(hidden, source_ids, logits_at)
+        record = PassRecord(source_ids, target_ids, memory=memory, hidden=output, read_out=read_out)
         if record_sublayers:
             record.encoder = self._records(AttentionKind.ENCODER, encoder_weights, acts)
             record.decoder = self._records(AttentionKind.DECODER, self_weights, acts)
@@ -197,6 +213,12 @@ class OwnPass(EncoderPass):
         return super()._captures() + [
             f"decoder.{layer}.{point}" for layer in range(len(self.model.decoder_layers)) for point in points
         ]
+
+    def _output(self, hidden: torch.Tensor, source_ids: torch.Tensor, logits_at: torch.Tensor | None) -> PassRecordOutput:
+        """The decoder's hidden states [B, T, d_model] (at ``logits_at``: [B, d_model]) and the output projection."""
+        if logits_at is not None:
+            hidden = hidden[torch.arange(hidden.shape[0], device=hidden.device), logits_at]  # [B, d_model]
+        return hidden, self.model.logits
 
     def _decoded(self, memory: torch.Tensor, mask: torch.Tensor | None, target_ids: torch.Tensor, weights: bool) -> Decoded:
         cache = self.model.start_cache(memory, mask)

@@ -127,11 +127,12 @@ class StackPass:
         with installed(handles):
             out = self._forward(target_ids if decoder else source_ids, record_sublayers)
         record = PassRecord(source_ids[:, :0] if decoder else source_ids, target_ids[:, :0] if not decoder else target_ids)
-        if decoder:  # what the gradient measures differentiate: a decoded token's logits
-            logits = out.logits  # [B, T, V]
-            if logits_at is not None:
-                logits = logits[torch.arange(logits.shape[0], device=logits.device), logits_at]  # [B, V]
-            record.hidden, record.read_out = logits, self.network.logits
+        # what the gradient measures differentiate: a decoded token's logits, an encoder-only head's scores [B, S, C]
+        # (a sentence head's [B, C]: read at no position); a bare encoder has none
+        logits = getattr(out, "logits", None)  # [B, L, V] or [B, C]
+        if logits is not None and logits_at is not None and logits.dim() == 3:
+            logits = logits[torch.arange(logits.shape[0], device=logits.device), logits_at]  # [B, V]
+        record.hidden, record.read_out = logits, self.network.logits
         if record_sublayers:
             layers = [self._record(layer, w, acts) for layer, w in enumerate(out.attentions)]
             inputs = [acts[("resid", layer)] for layer in range(len(layers))]

@@ -34,9 +34,9 @@ def add_report_card_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         required=True,
-        help="a model file, a shipped model's name or a Hugging Face folder (encoder-decoder or decoder-only)",
+        help="a model file, a shipped model's name or a Hugging Face folder (encoder-decoder, decoder-only or encoder-only)",
     )
-    corpus_arguments(parser, required=False, translation_only=True)
+    corpus_arguments(parser, required=False)  # an encoder-decoder's is a translation corpus (grading_pairs says so)
     parser.add_argument("--n", type=int, default=100, metavar="N", help="held-out pairs to grade (default 100)")
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(CARD_SUFFIXES)})")
     parser.add_argument(

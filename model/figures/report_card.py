@@ -117,7 +117,7 @@ def _draw_curves(axes: Axes, card: ReportCard, palette: dict, attribute: str, ti
     for row, curve in curves:
         style = ":" if not row.reads_model else ("--" if row.baseline else "-")
         axes.plot(grid(), curve / 10.0**power, style, color=palette[row.name], linewidth=0.9, label=row.label)
-    _style(axes, title, xlabel, "mean p(reference)" + (f" (×10{str(power).translate(SUPERSCRIPTS)})" if power else ""))
+    _style(axes, title, xlabel, f"mean p({card.predicted})" + (f" (×10{str(power).translate(SUPERSCRIPTS)})" if power else ""))
     axes.set_xlim(0, 1)
     axes.set_xticks([0, 0.5, 1])
     axes.set_xticklabels(["0", "½", "all"])

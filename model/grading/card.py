@@ -75,7 +75,11 @@ class ReportCard:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part (each method's maps, faithfulness, sanity)
     notes: list[str] = field(default_factory=list)
     removal: str = PERTURBATION  # how a piece is removed, or why no piece can be (a family that cannot hide one)
-    pieces: str = "source"  # what the pieces hidden and attributed are: "source", or a decoder-only model's "prompt"
+    pieces: str = "source"  # what the pieces hidden and attributed are: "source", a decoder-only model's "prompt", an
+    # encoder-only model's "text"
+    predicted: str = "reference"  # what each prediction scored is: the reference piece, or an encoder-only model's decided
+    # "tag", "word" or "class"
+    score: str = SCORE  # the score the curves read
 
     def row(self, name: str) -> MethodRow:
         return next(row for row in self.rows if row.name == name)
@@ -94,7 +98,8 @@ class ReportCard:
             else "no data randomisation (no model trained on shuffled targets was given)"
         )
         return (
-            f"{self.model}: {self.n_pairs} held-out pairs of {self.corpus} ({self.n_steps} predictions). Score: {SCORE}; "
+            f"{self.model}: {self.n_pairs} held-out {'texts' if self.pieces == 'text' else 'pairs'} of {self.corpus} "
+            f"({self.n_steps} predictions). Score: {self.score}; "
             f"removal: {self.removal}; {data}. ★ best in its column, ✗ a failure (see the notes)."
         )
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+import torch
 
 from model.data.batching import encode_pairs
 from model.data.corpora import CorpusSpec, Pair, load_corpus
 from model.data.corpora.symbolic import TASKS as SYMBOLIC_TASKS
 from model.errors import UserError
-from model.family import Bundle, Family
+from model.family import Bundle, capabilities_of
 from model.inspection.alignment import aer_pairs, gold_word_groups
+from model.network import Network, TextReadingNetwork
 
 
 class GradingError(UserError):
@@ -41,11 +44,12 @@ class GradedPair:
     source_ids: list[int]  # the source pieces, then </s> (a decoder-only model's: its prompt's pieces)
     target_ids: list[int]  # <s>, the reference's pieces, </s> (decoder-only: the prompt's last piece, the continuation's, EOS)
     groups: tuple[np.ndarray, np.ndarray] | None = None  # (word of each source piece, word of each target piece)
+    lead: int = 0  # pieces before the graded ones, never hidden (an encoder-only text's [CLS])
 
     @property
     def n_source(self) -> int:
-        """Source pieces graded (</s> is not one)."""
-        return len(self.source_ids) - 1
+        """Source pieces graded (the leading ones and </s> are not)."""
+        return len(self.source_ids) - 1 - self.lead
 
     @property
     def n_steps(self) -> int:
@@ -64,19 +68,28 @@ class GradedPair:
 
 
 def check_gradable(bundle: Bundle) -> None:
-    """A GradingError unless ``bundle`` is an encoder-decoder model (whose predictions are graded)."""
-    check_gradable_family(bundle.family)
+    """A GradingError unless ``bundle``'s model can be graded (``check_gradable_model``)."""
+    check_gradable_model(bundle.model)
 
 
-def check_gradable_family(family: Family) -> None:
-    """A GradingError unless the report card grades models of ``family``: an encoder-decoder's (the app's own, or a
-    Hugging Face folder's) or a decoder-only model's, whose teacher-forced pass scores each piece of a decoded sequence
-    (a translation, a continuation) given a perturbed source or prompt."""
-    if not family.capabilities.architecture.has_decoder:
+def check_gradable_model(model: Network) -> None:
+    """A GradingError unless the report card grades ``model``: one whose pass scores each prediction given a perturbed
+    input — an encoder-decoder's or a decoder-only model's decoded pieces (a translation, a continuation), an
+    encoder-only model's head's decisions (model/grading/text_cases.py: a bare encoder, with no head, decides nothing)."""
+    if capabilities_of(model).architecture.has_decoder:
+        return
+    probe = torch.tensor([[_probe_id(model), int(model.config.eos_id)]])  # [1, 2]: any two pieces
+    with torch.inference_mode():
+        scores = cast(TextReadingNetwork, model).masked_logits(probe.to(next(model.parameters()).device), probe > -1)
+    if scores is None:
         raise GradingError(
-            f"the report card grades each step of a decoded sequence (a translation, a continuation) and an "
-            f"encoder-only model ({family.title}) decodes none"
+            "the report card grades what a model predicts, and this encoder has no head (no tag, word or class to explain)"
         )
+
+
+def _probe_id(model: Network) -> int:
+    """A piece id that is not the pad id (what a probe of the model reads)."""
+    return 1 if int(model.config.pad_id) == 0 else 0
 
 
 def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: int) -> tuple[CorpusSpec, list[Pair]]:
@@ -90,9 +103,10 @@ def grading_pairs(bundle: Bundle, corpus: CorpusSpec | None, count: int, seed: i
         corpus = own
     if corpus is None:
         raise GradingError("this model does not say which corpus it was trained on: name one to grade it on (--corpus)")
-    if corpus.task != "translation" and bundle.family.capabilities.architecture.has_encoder:
+    architecture = bundle.family.capabilities.architecture
+    if corpus.task != "translation" and architecture.has_encoder and architecture.has_decoder:
         raise GradingError(f"{corpus.describe()} is a {corpus.task} corpus: the report card grades translation pairs")
-    if corpus.is_builtin:
+    if corpus.is_builtin and corpus.task == "translation":
         return corpus, aer_pairs(corpus, count, seed)
     test = load_corpus(corpus).test
     if not test:

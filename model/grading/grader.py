@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from model.grading.methods import METHODS, AttributionMethod, MethodMaps, Method
 from model.grading.metrics import METRICS, Cell, PairEvidence
 from model.grading.sanity import SanityResult, cascade, cascade_stages, map_similarity
 from model.grading.scoring import scorer_for
+from model.grading.text_cases import TextCase, decisions_phrase, text_cases
 
 Progress = Callable[[str, int, int], None]
 PAIRS, SANITY = "sentences", "sanity"  # the stages progress names
@@ -63,8 +64,14 @@ def grade(
 ) -> ReportCard:
     """The report card of ``bundle`` on ``pairs`` (drawn from ``corpus``: see the module's docstring)."""
     check_gradable(bundle)
+    architecture = bundle.family.capabilities.architecture
+    if not architecture.has_decoder:
+        cases = text_cases(bundle, pairs)
+        origin = corpus.describe() if corpus is not None else "the given texts"
+        described = f"{origin} (each text's {decisions_phrase(cast(TextCase, cases[0]))})"
+        return grade_cases(bundle, cases, settings, corpus, model_name, progress, check, described)
     described = ""
-    if corpus is not None and not bundle.family.capabilities.architecture.has_encoder:
+    if corpus is not None and not architecture.has_encoder:
         described = f"{corpus.describe()} (each sentence's second half, continued from its first)"
     return grade_cases(bundle, graded_pairs(bundle, pairs), settings, corpus, model_name, progress, check, described)
 
@@ -113,27 +120,55 @@ def grade_cases(
         settings.shuffled_note if settings.shuffled is not None else "",
         timings,
         removal=f"none ({cannot_hide(bundle)})" if cannot_hide(bundle) else _perturbation(bundle),
-        pieces="source" if bundle.family.capabilities.architecture.has_encoder else "prompt",
+        **_card_words(bundle, cases[0] if cases else None),
     )
     card.mark_best()
     return card
 
 
 def _perturbation(bundle: Bundle) -> str:
-    """How the card hides a piece: by the pad id, or a decoder-only model's attention mask."""
-    if bundle.family.capabilities.architecture.has_encoder:
+    """How the card hides a piece: by the pad id, or a decoder-only or encoder-only model's attention mask."""
+    architecture = bundle.family.capabilities.architecture
+    if not architecture.has_decoder:
+        return "pieces hidden in place (masked from every position, their ids the mask or pad token's; positions kept)"
+    if architecture.has_encoder:
         return PERTURBATION
     return "pieces hidden in place by the attention mask (their ids kept, positions kept)"
 
 
+def _card_words(bundle: Bundle, case: GradedPair | None) -> CardWords:
+    """What the card's pieces, predictions and score are called for ``bundle``'s family."""
+    architecture = bundle.family.capabilities.architecture
+    if isinstance(case, TextCase):
+        where = "each piece" if case.per_piece else "the sentence"
+        score = f"p(the model's own {case.predicted}) for {where}, read by its head on the text"
+        return {"pieces": "text", "predicted": case.predicted, "score": score}
+    return {"pieces": "source" if architecture.has_encoder else "prompt"}
+
+
+class CardWords(TypedDict, total=False):
+    """The card's words for a family (``ReportCard``'s fields of the same names)."""
+
+    pieces: str
+    predicted: str
+    score: str
+
+
+def _prefix_reason(method: AttributionMethod, bundle: Bundle) -> str:
+    """Why ``method`` has no map over ``bundle``'s target prefix ('' when it has one)."""
+    if not bundle.family.capabilities.architecture.has_decoder:
+        return "an encoder-only model reads no target prefix"
+    return method.prefix_unsupported(bundle)
+
+
 def _maps(method: AttributionMethod, bundle: Bundle, reading: Reading) -> MethodMaps:
     """The method's maps, less those it does not define for this model."""
-    if method.source_unsupported(bundle) and method.prefix_unsupported(bundle):
+    if method.source_unsupported(bundle) and _prefix_reason(method, bundle):
         return MethodMaps()
     maps = method.maps(reading)
     if method.source_unsupported(bundle):
         maps.source = None
-    if method.prefix_unsupported(bundle):
+    if _prefix_reason(method, bundle):
         maps.prefix = None
     return maps
 
@@ -182,12 +217,14 @@ def _evidence(case: GradedPair, maps: MethodMaps, reference: MethodMaps, curves)
 def _reason(metric_needs: str, method: AttributionMethod, bundle: Bundle, corpus: CorpusSpec | None, cases) -> str:
     """Why a column does not apply to a method ('' when it does)."""
     if metric_needs == "prefix":
-        return method.prefix_unsupported(bundle)
+        return _prefix_reason(method, bundle)
     reason = method.source_unsupported(bundle)
     if reason:
         return reason
     if metric_needs == "hiding":
         return cannot_hide(bundle)
+    if metric_needs in ("gold", "positions") and not bundle.family.capabilities.architecture.has_decoder:
+        return "an encoder-only model translates nothing: no word alignment or source position to compare with"
     if metric_needs == "gold" and not any(case.groups is not None for case in cases):
         return "the pairs have no gold word alignment"
     if metric_needs == "positions" and (corpus is None or not knows_positions(corpus)):

@@ -26,6 +26,7 @@ from model.attribution.measures import MEASURES, Measure, compute_measure, unsup
 from model.family import Bundle, capabilities_of
 from model.grading.cases import GradedPair
 from model.grading.scoring import PairScorer
+from model.grading.text_cases import TextCase
 from model.kinds import AttentionKind
 from model.network import Network
 
@@ -89,9 +90,12 @@ def reduced(shares: np.ndarray, rolled_out: bool) -> np.ndarray:
 
 
 def source_kind(model: Network) -> AttentionKind:
-    """The attention whose map reads the source: cross-attention, or a decoder-only model's self-attention (its
-    prompt is the start of what its decoder reads)."""
-    return AttentionKind.CROSS if capabilities_of(model).architecture.has_encoder else AttentionKind.DECODER
+    """The attention whose map reads the source: cross-attention, a decoder-only model's self-attention (its prompt is
+    the start of what its decoder reads), or an encoder-only model's self-attention (its text)."""
+    architecture = capabilities_of(model).architecture
+    if not architecture.has_decoder:
+        return AttentionKind.ENCODER
+    return AttentionKind.CROSS if architecture.has_encoder else AttentionKind.DECODER
 
 
 class MeasureMethod(AttributionMethod):
@@ -107,6 +111,8 @@ class MeasureMethod(AttributionMethod):
 
     def maps(self, reading: Reading) -> MethodMaps:
         case, model = reading.case, reading.model
+        if isinstance(case, TextCase):
+            return self._text_maps(case, reading)
         has_encoder = capabilities_of(model).architecture.has_encoder
         # what the model decodes: the reference (a decoder-only model's prompt given first, then its continuation)
         chosen = case.target_ids[1:] if has_encoder else case.source_ids[1:] + case.target_ids[1:]
@@ -123,6 +129,15 @@ class MeasureMethod(AttributionMethod):
             prefix[np.triu_indices(n, k=1)] = np.nan  # inputs after the step: not read
         converged = result.integration_converged[first : first + n]
         return MethodMaps(source, prefix, [bool(c) for c in converged])
+
+    def _text_maps(self, case: TextCase, reading: Reading) -> MethodMaps:
+        """An encoder-only model's map [T, S]: each prediction's rows of its self-attention map (their mean), over the
+        graded pieces."""
+        result = compute_measure(reading.model, case.source_ids, [], self.measure, max_points=reading.settings.ig_points)
+        whole = reduced(result.shares[AttentionKind.ENCODER], MEASURES[self.measure].rollout)  # [S', S']
+        graded = slice(case.lead, case.lead + case.n_source)
+        source = np.stack([whole[rows].mean(0)[graded] for rows in case.rows]).astype(np.float64)  # [T, S]
+        return MethodMaps(source, None, [bool(c) for c in result.integration_converged[: case.n_steps]])
 
 
 _MEASURE_METHODS: dict[type[Measure], type[AttributionMethod]] = {}

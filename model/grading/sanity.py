@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,12 +171,25 @@ class SanityResult:
 
 
 def shuffled_splits(corpus, seed: int = 0, limit: int | None = None) -> Splits:
-    """The corpus's training pairs with their targets shuffled among them (no pair keeps its own, but by chance)."""
+    """The corpus's training pairs with their targets shuffled among them (no pair keeps its own, but by chance). A
+    tagging corpus's tags (one per word) are shuffled over the whole corpus instead, each sentence keeping its count."""
     train = load_corpus(corpus).train[:limit]
-    targets = [pair.target for pair in train]
-    random.Random(seed).shuffle(targets)
+    generator = random.Random(seed)
+    if corpus.task == "tagging":
+        tags = [tag for pair in train for tag in pair.target.split()]
+        generator.shuffle(tags)
+        counts = [len(pair.target.split()) for pair in train]
+        targets = [" ".join(tags[start : start + count]) for start, count in zip(_starts(counts), counts)]
+    else:
+        targets = [pair.target for pair in train]
+        generator.shuffle(targets)
     shuffled = [Pair(pair.source, target) for pair, target in zip(train, targets)]
     return Splits(shuffled, shuffled[:50], [])
+
+
+def _starts(counts: list[int]) -> list[int]:
+    """Where each of consecutive runs of ``counts`` items starts."""
+    return [0, *itertools.accumulate(counts)][:-1]
 
 
 def shuffled_targets_model(

@@ -13,6 +13,10 @@ A decoder-only model (``PromptScorer``) reads its prompt and the continuation in
 prefix piece is masked by the attention mask (its id stays; the other pieces keep their positions, which these
 layouts count whatever the mask says), and a piece left out shortens the text.
 
+An encoder-only model (``TextScorer``) reads its text through its head (the network's ``masked_logits``): a hidden
+piece is masked from every position (positions kept), and the score of a prediction is log p of the head's own
+decision there (model/grading/text_cases.py).
+
 Rows for one step are cut after that step and read its logits only; rows for every step (``hidden_all``) serve each
 step at once. Every row computed is remembered by its hidden pieces, so an order, a sample or a curve point met
 again (the full source, the empty one, LIME's samples for the next step) costs nothing.
@@ -21,12 +25,14 @@ again (the full source, the empty one, LIME's samples for the next step) costs n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import torch
 
 from model.family import capabilities_of
 from model.grading.cases import GradedPair
+from model.grading.text_cases import TextCase
 from model.runtime import follow_free_cores
 
 BATCH_ROWS = 128  # perturbed rows per pass (larger batches were no faster per row on 2 cores)
@@ -82,10 +88,12 @@ class PairScorer:
         return self.model.inspect(source_ids, inputs)[0]
 
     def _hidden_rows(self, keep: np.ndarray) -> torch.Tensor:
-        """keep [N, S] (False: hidden) -> source ids [N, S + 1] with the hidden pieces' ids replaced by the pad id."""
-        rows = self.source.repeat(keep.shape[0], 1)  # [N, S + 1]
+        """keep [N, S] (False: hidden) -> source ids [N, lead + S + 1] with the hidden pieces' ids replaced by the pad
+        id (the leading pieces and </s> never hidden)."""
+        rows = self.source.repeat(keep.shape[0], 1)  # [N, lead + S + 1]
         hidden = torch.from_numpy(~keep).to(self.device)  # [N, S]
-        rows[:, :-1] = rows[:, :-1].masked_fill(hidden, self.hidden_id)
+        graded = slice(self.case.lead, self.case.lead + self.case.n_source)
+        rows[:, graded] = rows[:, graded].masked_fill(hidden, self.hidden_id)
         return rows
 
     # --- hiding source pieces ---------------------------------------------------------------------
@@ -124,8 +132,8 @@ class PairScorer:
     # --- leaving pieces out, hiding prefix pieces ------------------------------------------------------
     def left_out(self) -> np.ndarray:
         """log p at every step with each source piece left out [S, T] (the </s> stays)."""
-        n = self.case.n_source
-        rows = torch.stack([torch.cat([self.source[:i], self.source[i + 1 :]]) for i in range(n)])  # [S, S]
+        n, lead = self.case.n_source, self.case.lead
+        rows = torch.stack([torch.cat([self.source[: lead + i], self.source[lead + i + 1 :]]) for i in range(n)])  # [S, S]
         return self._pass(rows, self.inputs.expand(n, -1), None)
 
     def prefix_left_out(self) -> np.ndarray:
@@ -195,11 +203,67 @@ class PromptScorer(PairScorer):
         return self._states(source_ids, inputs)
 
 
+class TextScorer(PairScorer):
+    """An encoder-only model's scorer: its head's log p of each decision (``TextCase``) with pieces of the text hidden
+    in place (the network's ``masked_logits``: masked from every position, positions kept), or left out."""
+
+    HIDDEN = -1  # a hidden piece's id in the rows: the network says what it reads there
+
+    @staticmethod
+    def hidden_id_of(model) -> int:
+        return TextScorer.HIDDEN
+
+    def _states(self, source_ids: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """Texts [N, S'] (hidden pieces: HIDDEN) -> the head's scores at each prediction [N, T, C] (``inputs`` only
+        count them)."""
+        return self._head_scores(source_ids, cast(TextCase, self.case).rows)
+
+    def _head_scores(self, texts: torch.Tensor, rows: list[list[int]]) -> torch.Tensor:
+        """Texts [N, S'] -> scores [N, T, C]: prediction t's at the mean of its ``rows`` (a sentence head's own)."""
+        keep = texts.ne(self.HIDDEN)  # [N, S']
+        scores = self.model.masked_logits(texts.masked_fill(~keep, 0), keep)  # [N, S', C] or [N, C]
+        if scores.dim() == 2:
+            return scores[:, None]  # [N, 1, C]: the sentence's (its head read its rows)
+        return torch.stack([scores[:, positions].mean(1) for positions in rows], 1)  # [N, T, C]
+
+    def _logits(self, states: torch.Tensor) -> torch.Tensor:
+        return states  # the head's scores already
+
+    def left_out(self) -> np.ndarray:
+        """log p at every prediction with each graded piece left out [S, T] (the pieces after it move up). A piece's
+        own prediction (a tagger's, a masked-LM head's) cannot be read without it: there it is hidden in place."""
+        n, lead, case = self.case.n_source, self.case.lead, cast(TextCase, self.case)
+        table = np.empty((n, case.n_steps))
+        references = self.references.expand(1, -1)[..., None]  # [1, T, 1]
+        for i in range(n):
+            self.check()
+            self.rows += 1
+            text = torch.cat([self.source[: lead + i], self.source[lead + i + 1 :]])[None]  # [1, S' - 1]
+            moved = [[p - (p > lead + i) for p in rows if p != lead + i] or rows for rows in case.rows]
+            with torch.inference_mode():
+                log_probabilities = torch.log_softmax(self._head_scores(text, moved).float(), dim=-1)  # [1, T, C]
+                table[i] = log_probabilities.gather(-1, references)[0, :, 0].double().cpu().numpy()
+        if case.per_piece:  # a piece's own prediction: with the piece hidden in place instead
+            alone = ~np.eye(n, dtype=bool)  # [S, S]: row i hides piece i
+            table[np.arange(n), np.arange(n)] = np.diag(self.hidden_all(alone))
+        return table
+
+    def prefix_left_out(self) -> np.ndarray:
+        """No target prefix: NaN [T, T]."""
+        return np.full((self.case.n_steps, self.case.n_steps), np.nan)
+
+    def prefix_hidden_all(self, keep: np.ndarray) -> np.ndarray:
+        """No target prefix: NaN [N, T]."""
+        return np.full((keep.shape[0], self.case.n_steps), np.nan)
+
+
 def scorer_for(model, case: GradedPair, check: Callable[[], None] | None = None) -> PairScorer:
-    """The scorer of ``model``'s family: one that reads a source and a target, or a decoder-only model's prompt and
-    continuation as one text."""
-    has_encoder = capabilities_of(model).architecture.has_encoder
-    return PairScorer(model, case, check) if has_encoder else PromptScorer(model, case, check)
+    """The scorer of ``model``'s family: one that reads a source and a target, a decoder-only model's prompt and
+    continuation as one text, or an encoder-only model's text through its head."""
+    architecture = capabilities_of(model).architecture
+    if not architecture.has_decoder:
+        return TextScorer(model, case, check)
+    return PairScorer(model, case, check) if architecture.has_encoder else PromptScorer(model, case, check)
 
 
 def _first_of_each(indices: list[int], keys: list) -> list[int]:

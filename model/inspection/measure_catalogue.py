@@ -65,6 +65,9 @@ class Measure:
     what: ClassVar[str] = ""  # one line: how it is computed (tooltips, captions)
     kinds: ClassVar[tuple[AttentionKind, ...]] = ALL_KINDS  # the kinds it defines
     why_not: ClassVar[str] = ""  # why a kind it does not define is missing
+    # The kinds it defines on an encoder-only model, when they differ (a saliency: the head's predictions over the
+    # text, as encoder self-attention's rows); None: ``kinds``
+    text_kinds: ClassVar[tuple[AttentionKind, ...] | None] = None
     # A kind of attention it cannot be computed without (ALTI+ and Shift-Att read cross-attention), and why
     requires: ClassVar[AttentionKind | None] = None
     requires_why: ClassVar[str] = ""

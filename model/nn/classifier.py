@@ -66,6 +66,8 @@ class EncoderClassifier(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(layer_config) for _ in range(config.n_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_placement == "pre" else nn.Identity()
         self.head = nn.Linear(config.d_model, config.n_classes)
+        # Hook points of the text's embeddings [B, S, d_model] (scaled) and positions [S, d_model], as the Transformer's
+        self.hook_source_embed, self.hook_source_pos = HookPoint(), HookPoint()
         for module in self.modules():
             init_linear(module)
         nn.init.normal_(self.embedding.weight, std=config.d_model**-0.5)
@@ -86,8 +88,9 @@ class EncoderClassifier(nn.Module):
         return self.final_norm
 
     def hook_points(self) -> dict[str, HookPoint]:
-        """Its encoder layers' hook points by the encoder-decoder's names (``encoder.{l}.resid_pre``, …), in order."""
-        return {
+        """Its hook points by the encoder-decoder's names (``encoder.embed``, ``encoder.pos``, then each encoder layer's
+        ``encoder.{l}.resid_pre``, …), in order."""
+        return {"encoder.embed": self.hook_source_embed, "encoder.pos": self.hook_source_pos} | {
             f"encoder.{index}.{name}": point
             for index, layer in enumerate(self.layers)
             for name, point in cast(EncoderLayer, layer).hook_points().items()
@@ -128,7 +131,8 @@ class EncoderClassifier(nn.Module):
         if length > self.config.max_len:
             raise ValueError(f"sequence of {length} pieces exceeds max_len {self.config.max_len}")
         mask = self.padding_mask(source_ids)
-        x = self.embedding(source_ids) * math.sqrt(self.config.d_model) + self.positional_table[:length]  # [B, S, d_model]
+        x = self.hook_source_embed(self.embedding(source_ids) * math.sqrt(self.config.d_model))  # [B, S, d_model]
+        x = x + self.hook_source_pos(self.positional_table[:length])  # [B, S, d_model]
         x = self.embedding_dropout(x)
         x, weights = run_encoder_layers(self.layers, x, mask, need_weights)
         return self.final_norm(x), mask, weights
@@ -162,6 +166,16 @@ class EncoderClassifier(nn.Module):
         scores = self.classify(hidden, source_ids)  # [1, S, C] or [1, C]
         probabilities = torch.softmax(scores[0].float(), dim=-1).cpu().numpy()  # [C] or [S, C]
         return Predictions.of_classes(self.config.class_names, probabilities, k), weights
+
+    def sentence_rows(self, length: int) -> list[int]:
+        """The positions of a ``length``-piece text a sentence classifier reads: every one (``classify``'s mean)."""
+        return list(range(length))
+
+    def masked_logits(self, source_ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Text [B, S] read with the pieces where ``keep`` [B, S] is False hidden in place (their ids the pad id's,
+        masked as padding; the others keep their positions) -> class scores [B, S, C] or [B, C] (the report card's
+        removal, model/grading/scoring.py)."""
+        return self(source_ids.masked_fill(~keep.bool(), self.config.pad_id))
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The head on hidden states [..., d_model] -> [..., C] (the family interface's output layer)."""

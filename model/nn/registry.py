@@ -209,6 +209,7 @@ CLASSIFIER = register(
             queries_keys=QueriesKeys.OWN,
             hooked_pass="model.interventions.encoder_stack.classifier_pass",  # its encoder's hook points (when asked)
             measured_pass="model.attribution.own_pass.encoder_measured_pass",  # its encoder's (imported when asked)
+            hides_pieces=True,  # a pad id is masked as padding: the report card hides a piece in place (positions kept)
         ),
         tasks=("tagging", "classification"),
         quality_measure="macro-F1",

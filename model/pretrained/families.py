@@ -79,6 +79,7 @@ def encoder_layout_capabilities(network: Network) -> Capabilities:
         hooked_pass=HOOKED_PASS if known and model_type in HOOKED_LAYOUTS else None,  # what the corpus index reads
         measured_pass=STACK_MEASURED_PASS if known else None,
         objective=Objective.MASKED_LANGUAGE_MODEL if masked_lm else _head_objective(cast(PretrainedConfig, network.config)),
+        hides_pieces=True,  # the attention mask hides a piece of its text in place (``masked_logits``)
     )
 
 

@@ -278,6 +278,21 @@ class EncoderNetwork(PretrainedNetwork):
         out = self.hf_model(input_ids=source_ids, attention_mask=self._mask(source_ids), output_attentions=True, return_dict=True)
         return getattr(out, "logits", None), AttentionWeights(list(out.attentions), [], [])
 
+    def sentence_rows(self, length: int) -> list[int]:
+        """The positions of a ``length``-piece text a sentence classifier reads: the first ([CLS], <s>), which every
+        library layout's pooler or classification head reads."""
+        return [0]
+
+    def masked_logits(self, token_ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor | None:
+        """Text [B, S] read with the pieces where ``keep`` [B, S] is False hidden in place: masked from every position
+        by the attention mask, their ids the mask token's (the pad id's without one; a pad-counting layout's positions
+        are the only ones it would move, and RoBERTa's tokenizer has a mask token) -> the head's scores [B, S, C] or
+        [B, C] (the report card's removal, model/grading/scoring.py); None for a bare encoder (no head)."""
+        hidden_id = self.mask_id if self.mask_id is not None else self.config.pad_id
+        ids = token_ids.masked_fill(~keep.bool(), hidden_id)  # [B, S]
+        out = self.hf_model(input_ids=ids, attention_mask=keep.long(), return_dict=True)
+        return getattr(out, "logits", None)  # a bare encoder's output has none
+
     def predictions(self, head_output: torch.Tensor, source_ids: list[int], k: int) -> Predictions:
         """The head's reading of one sentence: candidates at every mask token, or class probabilities."""
         empty = np.zeros((0, k), np.int64)

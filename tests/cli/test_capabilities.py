@@ -27,6 +27,8 @@ COMMANDS = {  # a tool -> its command's arguments after --model (the output name
     "neuron view": ["neuron", "--text", TEXT, "--out", "out.csv"],
     "contribution measures": ["attribute", "--measure", "alti", "--text", TEXT, "--out", "out.npz"],
     "corpus index": ["index", "--corpus", "toy-fr", "--limit", "3", "--dims", "2", "--out", "out.index", "--quiet"],
+    "report card": ["report-card", "--corpus", "toy-fr", "--n", "1", "--methods", "attention", "--sanity-pairs", "0"]
+    + ["--out", "out.csv", "--quiet"],
 }
 
 

@@ -378,8 +378,9 @@ def test_trace_writes_every_array_and_honours_forcing(copy_model, tmp_path):
     with np.load(beam_out, allow_pickle=False) as data:
         hypotheses, parents, steps = data["beam_hypotheses"], data["beam_parents"], data["beam_steps"]
         assert len(parents) == len(data["beam_token_ids"]) == len(steps)
-        # Three hypotheses end (each with </s>) before the search stops, best first; every node follows its parent.
-        assert len(hypotheses) == 3 and (data["beam_token_ids"][hypotheses] == checkpoint.load(copy_model).config.eos_id).all()
+        # At least three hypotheses end (each with </s>; one step may end more than one) before the search stops, best
+        # first; every node follows its parent.
+        assert len(hypotheses) >= 3 and (data["beam_token_ids"][hypotheses] == checkpoint.load(copy_model).config.eos_id).all()
         assert np.all(np.diff(data["beam_scores"][hypotheses]) <= 0)
         assert all(parent < 0 or steps[parent] == steps[node] - 1 for node, parent in enumerate(parents))
         assert [t for t in data["target_tokens"] if t != "</s>"] == ["▁a", "▁b", "▁c"]

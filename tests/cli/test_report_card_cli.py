@@ -41,7 +41,6 @@ def test_the_figure(run, tmp_path, suffix):
         (("--model", "copy", "--n", "0", "--out", "card.csv"), "--n must be positive"),
         (("--model", "copy", "--methods", "attention,guess", "--out", "card.csv"), "guess is not a method"),
         (("--model", "copy", "--sanity-pairs", "-1", "--out", "card.csv"), "--sanity-pairs must be 0 or more"),
-        (("--model", "tagger", "--out", "card.csv"), "an encoder-only model (encoder-only Transformer) decodes none"),
         (("--model", "copy", "--corpus", "toy-fr-tags", "--out", "card.csv"), "toy-fr-tags"),
         (("--model", "copy", "--out", "no-such-folder/card.csv"), "does not exist"),
     ],

@@ -1,7 +1,8 @@
 """The Report card view of the Explore tab in the window: Grade runs in the background (the window keeps handling
 events: a timer of the window's thread keeps firing and the progress bar moves), the card fills the table (each
 column's best in bold on green with ★, the reasons as tooltips) and the plots, Save… writes what the controller
-saves; Cancel ends a run and the window goes on; a model it cannot grade disables Grade and says why. (The controller
+saves; Cancel ends a run and the window goes on; an encoder-only tagger's card says what it grades; a model it
+cannot grade (a bare encoder) disables Grade and says why. (The controller
 alone: tests/explorer/controllers/test_report_card_controller.py.)"""
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def test_grade_fills_the_table_and_the_plots_and_the_window_keeps_going(qtbot, o
         assert len(list(csv.DictReader(handle))) == len(card.rows)
 
 
-def test_cancel_and_a_model_it_cannot_grade(qtbot, open_window, copy_bundle):
+def test_cancel_then_a_tagger_graded_and_a_model_it_cannot_grade(qtbot, open_window, copy_bundle, bare_encoder_folder):
     window = open_window(copy_bundle[0])
     tab = window.explore_tab
     view, controller = tab.report_card.view, window.controllers.report_card
@@ -63,6 +64,13 @@ def test_cancel_and_a_model_it_cannot_grade(qtbot, open_window, copy_bundle):
     view.grade_button.click()
     view.cancel_button.click()
     assert not controller.running and view.note.text() == "Report card cancelled." and view.grade_button.isEnabled()
-    window.explore.set_model(open_model("tagger"))
-    assert not view.grade_button.isEnabled() and "an encoder-only model" in view.grade_button.toolTip()
-    assert "an encoder-only model" in view.note.text()
+    window.explore.set_model(open_model("tagger"))  # an encoder-only model: its tags as it decides them
+    view.sentences.setValue(1)
+    view.sanity_pairs.setValue(0)
+    view.grade_button.click()
+    qtbot.waitUntil(lambda: controller.card is not None, timeout=WAIT_MS)
+    assert "tags as the model decides them" in view.note.text()
+    assert view.plots[0].plotItem.getAxis("bottom").labelText == "share of text pieces hidden"
+    assert view.plots[0].plotItem.getAxis("left").labelText == "mean p(tag)"
+    window.explore.set_model(open_model(bare_encoder_folder))
+    assert not view.grade_button.isEnabled() and "no head" in view.grade_button.toolTip() and "no head" in view.note.text()

@@ -162,7 +162,8 @@ def test_an_encoder_only_model_s_text_is_measured_though_its_trace_has_no_steps(
     assert explore.translate(SENTENCE) and explore.trace.n_steps == 0
     encoder = measures.availability(AttentionKind.ENCODER)
     assert encoder["alti"] == encoder["norm"] == encoder["value-zeroing"] == ""
-    assert "decodes none" in encoder["grad-input"] and "decodes none" in encoder["attn-grad"]
+    assert encoder["grad-input"] == encoder["ig"] == encoder["attn-grad"] == ""  # the head's decisions, as rows
+    assert "cross-attention" in encoder["alti+"]
     measures.set_measure("alti")
     shown = measures.shown(explore.trace)
     assert shown.measure == "alti" and np.allclose(shown.encoder_self.sum(-1), 1.0, atol=1e-5)

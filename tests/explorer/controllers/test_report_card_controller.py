@@ -53,13 +53,29 @@ def test_cancel_ends_a_run_at_once(controllers, copy_bundle):
     assert report_card.card is None and events.of("ready") == [(None,), (None,)]  # the model, the run: no card
 
 
-def test_models_it_cannot_grade_are_refused_with_the_reason(controllers):
+def test_without_a_model_it_says_so(controllers):
     report_card = controllers.report_card
     events = Recorder(report_card, *EVENTS)
     assert not report_card.compute(5) and events.of("message")[-1][0].startswith("Open or train a model first")
-    controllers.explore.set_model(open_model("tagger"))
-    assert "an encoder-only model" in report_card.unavailable()
-    assert not report_card.compute(5) and not report_card.running
+    assert not report_card.running
+
+
+def test_an_encoder_only_tagger_is_graded_on_its_corpus_and_on_the_text_shown(controllers):
+    """The shipped tagger: its held-out texts' tags (with the twin trained on shuffled tags), then the text the Explore
+    tab reads (model/grading/text_cases.py)."""
+    explore, report_card = controllers.explore, controllers.report_card
+    explore.set_model(open_model("tagger"))
+    assert report_card.unavailable() == "" and report_card.shuffled_unavailable() == ""
+    assert report_card.compute(1, 1, shuffled_steps=4)
+    assert controllers.inbox.wait_until(lambda: not report_card.running, WAIT_S)
+    card = report_card.card
+    assert card is not None and card.n_pairs == 1 and "tags as the model decides them" in card.corpus
+    assert card.data_randomisation == "4 steps on shuffled toy-fr-tags targets"
+    assert explore.translate("the black cat sees the small dog") and explore.trace is not None
+    assert report_card.compute_sentence(0)
+    assert controllers.inbox.wait_until(lambda: not report_card.running, WAIT_S)
+    card = report_card.card
+    assert card is not None and card.n_steps == 7 and "the text “the black cat sees the small dog”" in card.corpus
 
 
 def test_a_pretrained_model_is_graded_on_the_corpus_chosen_for_it(controllers, tiny_bundles):

@@ -7,8 +7,9 @@
 * the attention method's maps are the library's own ``output_attentions`` (mean over layers and heads) at the rows of
   the continuation's predictions: over the prompt's pieces (the source map) and over the prompt's last piece and the
   continuation (the prefix map);
-* a card on a corpus, and the card of a decoding in the Explore tab (its continuation graded, its prompt read);
-* an encoder-only model is refused in one line.
+* a card on a corpus, and the card of a decoding in the Explore tab (its continuation graded, its prompt read).
+
+Encoder-only models' cards: tests/model/grading/test_encoder_only_card.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 
 from model.data.corpora import CorpusSpec, Pair
 from model.decoding.stepper import Stepper
-from model.grading.cases import GradingError, check_gradable, graded_pairs, grading_pairs
+from model.grading.cases import graded_pairs, grading_pairs
 from model.grading.grader import CardSettings, grade
 from model.grading.methods import METHODS, MethodSettings, Reading
 from model.grading.scoring import PromptScorer, scorer_for
@@ -100,9 +101,3 @@ def test_the_card_of_a_decoding_grades_its_continuation(tiny_bundles):
         bundle, TEXT, stepper.source_ids, stepper.target_ids(), stepper.translation(), CardSettings(("attention",), FAST, 0)
     )
     assert card.n_steps == 3 and card.row("attention").cells["deletion_aopc"].value is not None
-
-
-def test_an_encoder_only_model_is_refused_in_one_line(tiny_bundles):
-    with pytest.raises(GradingError, match="an encoder-only model .* decodes none") as error:
-        check_gradable(tiny_bundles["bert-mlm"])
-    assert "\n" not in str(error.value)

@@ -88,6 +88,7 @@ def test_a_family_without_layouts_has_the_same_capabilities_for_every_network(ti
         measured_pass="model.attribution.stack_pass.measured_pass",
         objective=Objective.MASKED_LANGUAGE_MODEL,  # ...its head what it is scored on...
         hooked_pass="model.pretrained.families.hooked_pass",  # ...and its hooked pass what the corpus index reads
+        hides_pieces=True,  # its attention mask hides a piece of its text in place (the report card's removal)
     )
     assert capabilities_of(encoder) == expected
     assert served_tools(encoder) == (InterventionTool.LOGIT_LENS, InterventionTool.PATCHING)  # its head read, its text patched
