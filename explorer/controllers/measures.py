@@ -169,7 +169,7 @@ class MeasureController:
         assert key is not None
         self._wanted = key
         model, source_ids = decoding.model, list(decoding.source_ids)
-        if key not in self._results and MEASURES[measure].single:
+        if key not in self._results and _by_step(model, measure):
             result, missing = self._known_rows(key, model, source_ids, trace, measure)
             if not missing:  # every row computed before (stepping back): no work
                 self._results[key] = result
@@ -217,12 +217,12 @@ class MeasureController:
         """In the job's thread: the measure of one decoding, delivered part by part (saliency rows)."""
         name = key[3]
         chosen = [int(i) for i in trace.chosen_ids]
-        if not MEASURES[name].single:
-            label = MEASURES[name].label
+        if not _by_step(model, name):
+            label, parts = MEASURES[name].label, "pieces" if MEASURES[name].single else "layers"
 
             def progress(done: int, total: int) -> None:  # a measure in parts (value zeroing: its layers)
                 job.check()  # a newer request stops this one between two parts
-                job.deliver(self.busy.emit, f"{label}: {done}/{total} layers…")  # each kind's layers: short, the row is full
+                job.deliver(self.busy.emit, f"{label}: {done}/{total} {parts}…")  # short: the row is full
 
             job.deliver(self._store, key, compute_measure(model, source_ids, chosen, name, progress=progress))
             return
@@ -263,6 +263,12 @@ class MeasureController:
         self._results[key] = result
         if key == self._wanted:
             self.changed.emit()
+
+
+def _by_step(model: Any, measure: str) -> bool:
+    """Whether ``measure`` is computed row by row, each a decoded step's (a saliency of a model that decodes); an
+    encoder-only model's saliency has no steps: every piece's row at once, told piece by piece."""
+    return MEASURES[measure].single and capabilities_of(model).architecture.has_decoder
 
 
 def contrast(model: Any, source_ids: list[int], trace: Trace, step: int, token_id: int, other: str, method: str) -> Contrast:

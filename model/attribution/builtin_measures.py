@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from model.attribution.alti import alti_plus, decoder_rollout, encoder_rollout
-from model.attribution.gradients import attention_gradient, saliency, text_attention_gradient
+from model.attribution.gradients import Saliency, attention_gradient, saliency, text_attention_gradient
 from model.attribution.norms import norm_contributions
 from model.attribution.transparent_pass import measured_pass_of, token_pass
 from model.attribution.value_zeroing import value_zeroing
@@ -27,6 +27,7 @@ from model.kinds import AttentionKind
 from model.network import Network, TextReadingNetwork
 
 # an encoder-decoder's saliency explains its decoded tokens; an encoder-only model's, its head's decisions (``text_kinds``)
+TEXT_PART_ROWS = {"grad-input": 16, "ig": 2}  # an encoder-only model's saliency: predictions per part (one batch)
 SALIENCY_WHY_NOT = "it explains each decoded token over the source and the target prefix, not the encoder's own rows"
 
 
@@ -134,13 +135,33 @@ def _text_rows(rows: np.ndarray, positions: list[int], per_piece: bool, length: 
     return table
 
 
+def _saliency_in_parts(
+    model: Network, source: torch.Tensor, positions: list[int], decisions: list[int], name: str, inputs: MeasureInputs
+) -> Saliency:
+    """``saliency`` of the predictions at ``positions``, a few at a time, ``inputs.progress`` told after each part (it
+    may raise to stop: the window's newer request)."""
+    size = TEXT_PART_ROWS[name]
+    parts = []
+    for start in range(0, len(positions), size):
+        chunk = slice(start, start + size)
+        parts.append(
+            saliency(model, source, source[:, :0], positions[chunk], decisions[chunk], method=name, max_points=inputs.max_points)
+        )
+        if inputs.progress is not None:
+            inputs.progress(min(start + size, len(positions)), len(positions))
+    if not parts:  # no prediction asked
+        return Saliency(np.zeros((0, source.shape[1]), np.float32), np.zeros((0, 0), np.float32))
+    fields = [(part.source, part.target, part.completeness_gap, part.points, part.converged) for part in parts]
+    return Saliency(*(np.concatenate(arrays) for arrays in zip(*fields)))
+
+
 def _text_saliency(model: Network, inputs: MeasureInputs, name: str, integrated: bool) -> MeasureResult:
     """Gradient × input or integrated gradients of an encoder-only head's decisions (log-probabilities) over the
     text's embeddings, as encoder self-attention's rows (``_text_rows``); shares of |attribution| per row."""
     source, _, _ = _tensors(model, inputs)
     length = source.shape[1]
     positions, decisions, per_piece = _text_predictions(model, source, inputs.steps)
-    found = saliency(model, source, source[:, :0], positions, decisions, method=name, max_points=inputs.max_points)
+    found = _saliency_in_parts(model, source, positions, decisions, name, inputs)
     values = _text_rows(found.source[None, None], positions, per_piece, length)  # [1, 1, S, S]
     magnitude = np.abs(values).sum(-1, keepdims=True)
     shares = np.abs(values) / np.where(magnitude > 0, magnitude, 1.0)

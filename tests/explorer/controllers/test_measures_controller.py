@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.attribution.measures import MEASURES
+from model.attribution.measures import MEASURES, compute_measure
 from model.kinds import AttentionKind
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
@@ -167,3 +167,12 @@ def test_an_encoder_only_model_s_text_is_measured_though_its_trace_has_no_steps(
     measures.set_measure("alti")
     shown = measures.shown(explore.trace)
     assert shown.measure == "alti" and np.allclose(shown.encoder_self.sum(-1), 1.0, atol=1e-5)
+    # A saliency has no steps here: every piece's row (the tag decided there) at once, in a job, as computed alone
+    events = Recorder(measures, "busy")
+    measures.set_measure("ig")
+    assert controllers.inbox.wait_until(lambda: not measures.running, WAIT_S)
+    shown = measures.shown(explore.trace)
+    expected = compute_measure(tagger.model, list(explore.stepper.source_ids), [], "ig").shares[AttentionKind.ENCODER]
+    assert shown is not None and np.allclose(shown.encoder_self.sum(-1), 1.0, atol=1e-5)
+    assert np.allclose(shown.encoder_self, expected[0], atol=1e-6)
+    assert any("pieces" in args[0] for args in events.of("busy"))  # told piece by piece
