@@ -218,11 +218,11 @@ class MeasureController:
         name = key[3]
         chosen = [int(i) for i in trace.chosen_ids]
         if not _by_step(model, name):
-            label, parts = MEASURES[name].label, "pieces" if MEASURES[name].single else "layers"
+            label, unit = MEASURES[name].label, "pieces" if MEASURES[name].single else "layers"
 
             def progress(done: int, total: int) -> None:  # a measure in parts (value zeroing: its layers)
                 job.check()  # a newer request stops this one between two parts
-                job.deliver(self.busy.emit, f"{label}: {done}/{total} {parts}…")  # short: the row is full
+                job.deliver(self.busy.emit, f"{label}: {done}/{total} {unit}…")  # short: the row is full
 
             job.deliver(self._store, key, compute_measure(model, source_ids, chosen, name, progress=progress))
             return

@@ -139,7 +139,8 @@ def _perturbation(bundle: Bundle) -> str:
 def _card_words(bundle: Bundle, case: GradedPair | None) -> CardWords:
     """What the card's pieces, predictions and score are called for ``bundle``'s family."""
     architecture = bundle.family.capabilities.architecture
-    if isinstance(case, TextCase):
+    if not architecture.has_decoder and case is not None:  # an encoder-only model's text: its head's decisions
+        case = cast(TextCase, case)
         where = "each piece" if case.per_piece else "the sentence"
         score = f"p(the model's own {case.predicted}) for {where}, read by its head on the text"
         return {"pieces": "text", "predicted": case.predicted, "score": score}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -111,8 +111,8 @@ class MeasureMethod(AttributionMethod):
 
     def maps(self, reading: Reading) -> MethodMaps:
         case, model = reading.case, reading.model
-        if isinstance(case, TextCase):
-            return self._text_maps(case, reading)
+        if not capabilities_of(model).architecture.has_decoder:  # an encoder-only model's text (model/grading/text_cases.py)
+            return self._text_maps(cast(TextCase, case), reading)
         has_encoder = capabilities_of(model).architecture.has_encoder
         # what the model decodes: the reference (a decoder-only model's prompt given first, then its continuation)
         chosen = case.target_ids[1:] if has_encoder else case.source_ids[1:] + case.target_ids[1:]

@@ -10,6 +10,7 @@ without a gold alignment there is no AER. An encoder-only model's text is graded
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from model.data.corpora import Pair
 from model.decoding.greedy import given_steps
@@ -50,6 +51,6 @@ def grade_decoding(
     """The report card of ``bundle``'s model on one decoding (see the module's docstring)."""
     case = decoded_case(bundle, text, source_ids, chosen_ids, translation)
     described = f"the sentence “{text}” decoded as “{translation}”"
-    if isinstance(case, TextCase):
-        described = f"the text “{text}” (its {decisions_phrase(case)})"
+    if not bundle.family.capabilities.architecture.has_decoder:  # an encoder-only model's text: its head's decisions
+        described = f"the text “{text}” (its {decisions_phrase(cast(TextCase, case))})"
     return grade_cases(bundle, [case], settings or CardSettings(), None, model_name, progress, check, described)
