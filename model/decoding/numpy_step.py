@@ -63,6 +63,12 @@ class NumpyDecoder:
     """Incremental decoder for one source: ``step(token)`` -> (logits [V], self rows [L, H, t + 1],
     cross rows [L, H, S]); ``truncate(n)`` forgets positions from n on."""
 
+    @staticmethod
+    def serves(model: Transformer) -> bool:
+        """Whether its steps are the model's: positions added to the embeddings, none inside self-attention (rotary
+        turns and score biases are the torch step's, model/nn/positions.py)."""
+        return not model.positions.in_attention
+
     def __init__(self, model: Transformer, cache: DecoderCache):
         config = model.config
         self.n_heads, self.d_k, self.max_len = config.n_heads, config.d_k, config.max_len

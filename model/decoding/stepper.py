@@ -92,7 +92,7 @@ class Stepper:
             self.first_input, self.given = self.source_ids[0], list(self.source_ids[1:])
         self.suppressed = suppressed_ids(self.config)  # tokens the model's generation never picks
         use_numpy = self.options.engine == "numpy" or (self.options.engine == "auto" and self.device.type == "cpu")
-        use_numpy = use_numpy and self.has_decoder and can.numpy_engine
+        use_numpy = use_numpy and self.has_decoder and can.numpy_engine and NumpyDecoder.serves(self.model)
         self.numpy_decoder = NumpyDecoder(self.model, self.cache) if use_numpy else None
         self.max_steps = self._step_limit()
         self.steps: list[Step] = []

@@ -85,6 +85,8 @@ class TransformerPass:
 
         def embeddings(inputs: torch.Tensor, _activations: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
             token = model.target_embedding(inputs[0]) * math.sqrt(model.config.d_model)  # [T, d_model]
+            if not model.positions.table:  # rope, a bias or none: no positions in the stream (model/nn/positions.py)
+                return [("token embedding", token)]
             return [("token embedding", token), ("positions", model.positional_table[: inputs.shape[1]].to(token.dtype))]
 
         norms: list[tuple[HeldNorm | None, HeldNorm | None, HeldNorm | None]] = [

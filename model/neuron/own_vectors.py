@@ -23,6 +23,7 @@ float64 on a copy of the model, so the four terms sum to the scores to float64's
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import cast
 
@@ -32,11 +33,12 @@ import torch
 from model.family import Positions, declared, family_of
 from model.interventions.hooked import Hooks, hooked_encode
 from model.kinds import AttentionKind
-from model.network import Network
+from model.network import Network, TableConfig
 from model.neuron.records import KindVectors, Read, SentenceVectors, attention_name, normalised_part, through_norm
-from model.neuron.splits import ABSOLUTE_TERMS, term_tables
+from model.neuron.splits import ABSOLUTE_TERMS, ALIBI_TERMS, OWN_RELATIVE_TERMS, ROTARY_TERMS, TermSplit, term_tables
 from model.nn.attention import MultiHeadAttention
 from model.nn.classifier import EncoderClassifier
+from model.nn.positions import SCHEMES
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
 
 # A network whose queries and keys are read here (its family's ``queries_keys`` is OWN): the app's Transformer, or the
@@ -108,9 +110,10 @@ def _positional_queries_keys(module: MultiHeadAttention, read: Read) -> tuple[to
 
 
 def _kind_vectors(
-    model: OwnNetwork, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: bool
+    model: OwnNetwork, kind: AttentionKind, reads: list[Read], acts: dict[str, torch.Tensor], split: TermSplit | None
 ) -> KindVectors:
-    """The queries, keys, scores and weights of every layer of ``kind``, as the pass's hook points saw them."""
+    """The queries, keys, scores and weights of every layer of ``kind``, as the pass's hook points saw them, and the
+    terms of ``split`` (None: no split)."""
     tables: dict[str, list[np.ndarray]] = {name: [] for name in ("q", "k", "scores", "weights", "q_position", "k_position")}
     for layer, read in enumerate(reads):
         name = attention_name(kind, layer)
@@ -121,10 +124,34 @@ def _kind_vectors(
         tables["q_position"].append(q_position[0].cpu().numpy())  # [H, Q, d_k]
         tables["k_position"].append(k_position[0].cpu().numpy())  # [H, K, d_k]
     stacked = {label: np.stack(values) for label, values in tables.items()}
-    terms = term_tables(stacked["q"], stacked["k"], stacked["q_position"], stacked["k_position"]) if split else None
-    return KindVectors(
-        kind, stacked["q"], stacked["k"], stacked["scores"], stacked["weights"], terms, ABSOLUTE_TERMS if split else None
-    )
+    terms = None
+    if split is ABSOLUTE_TERMS:
+        terms = term_tables(stacked["q"], stacked["k"], stacked["q_position"], stacked["k_position"])
+    elif split is not None:
+        terms = _in_attention_terms(model, stacked["q"], stacked["k"], stacked["scores"])
+    return KindVectors(kind, stacked["q"], stacked["k"], stacked["scores"], stacked["weights"], terms, split)
+
+
+def _in_attention_terms(model: OwnNetwork, q: np.ndarray, k: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """[2, layers, H, Q, K]: the content term and what the positions add inside self-attention (model/nn/positions.py):
+    rope's queries and keys turned back by their positions, dotted over √d_k, then the rest of the score (what the
+    turn adds); a bias's query·key over √d_k, then the bias (the score less it). Masked entries stay -inf."""
+    scheme = cast(Transformer, model).positions
+    queries, keys = torch.from_numpy(q), torch.from_numpy(k)  # [layers, H, Q or K, d_k]
+    queries, keys = scheme.turn(queries, 0, back=True), scheme.turn(keys, 0, back=True)  # unturned (no-op for a bias)
+    content = torch.einsum("lhqd,lhkd->lhqk", queries, keys).numpy() / math.sqrt(q.shape[-1])  # [layers, H, Q, K]
+    with np.errstate(invalid="ignore"):
+        added = np.where(np.isfinite(scores), scores - content, scores)
+    return np.stack([np.where(np.isfinite(scores), content, scores), added])
+
+
+def term_split(config: TableConfig) -> TermSplit | None:
+    """How an own model's self-attention scores split by position (its scheme, model/nn/positions.py): the absolute
+    table's four terms, rope's or a bias's two, none without positions."""
+    scheme = SCHEMES[str(config.positional_encoding)]
+    if scheme.table:
+        return ABSOLUTE_TERMS
+    return {"rope": ROTARY_TERMS, "alibi": ALIBI_TERMS, "relative": OWN_RELATIVE_TERMS}.get(scheme.name)
 
 
 @torch.inference_mode()
@@ -139,7 +166,9 @@ def own_vectors(
     network = own.double().eval() if private else copy.deepcopy(own).double().eval()  # see the module's docstring
     config = network.config
     device = next(network.parameters()).device
-    split = family.capabilities.positions is Positions.TABLE  # an absolute table added: four terms
+    # An absolute table added: four terms; rope or a score bias: two in self-attention (cross-attention has no positions)
+    split = term_split(config) if family.capabilities.positions is Positions.TABLE else None
+    cross_split = split if split is ABSOLUTE_TERMS else None
     table = network.positional_table.detach()  # [max_len, d_model]
     has_decoder = family.capabilities.architecture.has_decoder
     acts = Hooks(capture=_captured(config.n_encoder_layers, config.n_decoder_layers if has_decoder else 0))
@@ -157,6 +186,6 @@ def own_vectors(
     if own_pass is not None:
         reads = _decoder_reads(own_pass.decoder_layers(), acts.activations, table[None, : len(inputs)], memory_position)
         kinds[AttentionKind.DECODER] = _kind_vectors(network, AttentionKind.DECODER, reads[0], acts.activations, split)
-        kinds[AttentionKind.CROSS] = _kind_vectors(network, AttentionKind.CROSS, reads[1], acts.activations, split)
-    positions = str(config.positional_encoding) if split else ""
+        kinds[AttentionKind.CROSS] = _kind_vectors(network, AttentionKind.CROSS, reads[1], acts.activations, cross_split)
+    positions = str(config.positional_encoding) if split is not None else ""
     return SentenceVectors(kinds, list(source_ids), inputs, positions)

@@ -73,3 +73,21 @@ ROTARY_TERMS = TermSplit(
     "rest (content: every position's rotation undone)",
     "scaled score of the rotated q, k over √d_k",
 )
+
+
+def bias_terms(scheme: str, bias: str) -> TermSplit:
+    """The two terms of the app's Transformer with a score bias by offset (``scheme``: "alibi" or "relative"; ``bias``:
+    what it is, said in words): the scaled query·key, and the bias."""
+    return TermSplit(
+        scheme,
+        ("query·key", "position bias"),
+        (TERM_COLOURS[0], TERM_COLOURS[3]),
+        (1,),
+        f"score = query·key/√d_k + {bias} for the key's offset from the query",
+        f"position bias = {bias}; query·key = the rest",
+        "scaled score QKᵀ/√d_k + position bias",
+    )
+
+
+ALIBI_TERMS = bias_terms("alibi", "ALiBi's −m_h·|i − j| (a fixed slope per head)")
+OWN_RELATIVE_TERMS = bias_terms("relative", "the bias the model learned for the bucket of the offset (T5's buckets)")

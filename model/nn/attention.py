@@ -26,6 +26,7 @@ from model.nn.config import TransformerConfig
 from model.nn.dropout import Dropout
 from model.nn.hooks import HookPoint
 from model.nn.packing import PackedRows
+from model.nn.positions import StackPositions
 
 ATTENTION_POINTS = ("q", "k", "v", "scores", "pattern", "head_out")  # an attention's own hook points, in pass order
 
@@ -35,10 +36,13 @@ def attention_scores(
     k: torch.Tensor,  # [B, H, K, d_k]
     mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
     is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
+    bias: torch.Tensor | None = None,  # [H, Q, K] added to the scores (ALiBi, a relative bias: model/nn/positions.py)
 ) -> torch.Tensor:
-    """QKᵀ / √d_k with masked keys at -inf: [B, H, Q, K], the scores the softmax reads (``attention_weights``; the
-    neuron view shows them, model/neuron/)."""
+    """QKᵀ / √d_k (+ the positions' bias) with masked keys at -inf: [B, H, Q, K], the scores the softmax reads
+    (``attention_weights``; the neuron view shows them, model/neuron/)."""
     scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(q.shape[-1]))  # [B, H, Q, K]
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)  # [B, H, Q, K]
     if is_causal:
         n_queries = q.shape[-2]
         causal = torch.ones(n_queries, n_queries, dtype=torch.bool, device=q.device).tril()  # [Q, Q]
@@ -53,11 +57,12 @@ def attention_weights(
     k: torch.Tensor,  # [B, H, K, d_k]
     mask: torch.Tensor | None = None,  # bool, broadcast to [B, H, Q, K]; True = may attend
     is_causal: bool = False,  # query i attends to keys 0..i (Q = K)
+    bias: torch.Tensor | None = None,  # [H, Q, K] the positions' bias
 ) -> torch.Tensor:
     """softmax(QKᵀ / √d_k) with masked keys at -inf: [B, H, Q, K]. The one computation of attention probabilities that
     every path shares (the inspection pass, one-token decoding steps, the attribution passes, the neuron view); training's
     fast path asks PyTorch's fused kernel for the same softmax(QKᵀ / √d_k) V without the weights."""
-    return torch.softmax(attention_scores(q, k, mask, is_causal), dim=-1)
+    return torch.softmax(attention_scores(q, k, mask, is_causal, bias), dim=-1)
 
 
 def through_heads(vectors: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -78,6 +83,25 @@ def head_outputs(module: MultiHeadAttention, context: torch.Tensor) -> torch.Ten
     return through_heads(context, module.out_projection.weight)  # [B, H, Q, d_model]
 
 
+Masking = tuple[torch.Tensor | None, bool, torch.Tensor | None]  # (bool mask, causal, the positions' bias [H, Q, K])
+
+
+def _fast_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, is_causal: bool, bias: torch.Tensor | None
+) -> torch.Tensor:
+    """PyTorch's fused softmax(QKᵀ / √d_k + bias) V [B, H, Q, d_k]; a bias goes in as a float mask, the boolean mask
+    and the causal one at -inf in it."""
+    if bias is None:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device)  # [Q, K]
+    if is_causal:
+        allowed = allowed.tril()
+    if mask is not None:
+        allowed = allowed & mask  # [B or 1, 1, Q, K]
+    additive = bias.to(q.dtype).masked_fill(~allowed, float("-inf"))  # [B or 1, H, Q, K]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: self-attention projects Q, K, V from one input in a single matmul.
 
@@ -85,8 +109,9 @@ class MultiHeadAttention(nn.Module):
     V W_i^V) and MultiHead = Concat(head_1..h) W^O.
     """
 
-    def __init__(self, config: TransformerConfig, self_attention: bool):
+    def __init__(self, config: TransformerConfig, self_attention: bool, positions: StackPositions | None = None):
         super().__init__()
+        self.positions = positions  # self-attention's rotary turn or score bias (model/nn/positions.py); None: none
         self.n_heads = config.n_heads
         self.d_k = config.d_k
         self.is_self_attention = self_attention
@@ -128,20 +153,23 @@ class MultiHeadAttention(nn.Module):
             (q,) = self._split_projection(spread(self.q_projection(x)), 1)  # [B, H, Q, d_k]
             assert keys_values is not None, "cross-attention reads the memory's keys and values"
             k, v = keys_values  # [B, H, S, d_k]
+        bias = None
+        if self.positions is not None:
+            q, k = self.positions.turn(q, k, 0)  # rope: turned by their positions
+            bias = self.positions.bias(q.shape[-2], k.shape[-2], 0)  # [H, Q, K] or None
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if need_weights or self.hook_scores.hooked or self.hook_pattern.hooked:
-            context, weights = self._by_hand(q, k, v, mask, is_causal, need_weights)
+            context, weights = self._by_hand(q, k, v, (mask, is_causal, bias), need_weights)
             return self._project(context, rows), weights
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
-        return self._project(context, rows), None
+        return self._project(_fast_attention(q, k, v, mask, is_causal, bias), rows), None
 
     def _by_hand(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, is_causal: bool, need_weights: bool
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, masking: Masking, need_weights: bool
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The inspection path, through the scores' and the pattern's hook points: (context [B, H, Q, d_k], the pattern
         [B, H, Q, K] when ``need_weights``). Hooks that only read them leave the fast path's context (its gradient
         flowing through the pattern read), so that reading never changes what the model computes."""
-        computed = attention_scores(q, k, mask, is_causal)  # [B, H, Q, K]
+        computed = attention_scores(q, k, *masking)  # [B, H, Q, K]
         scores = self.hook_scores(computed)
         probabilities = torch.softmax(scores, dim=-1)  # [B, H, Q, K]
         pattern = self.hook_pattern(probabilities)
@@ -149,7 +177,7 @@ class MultiHeadAttention(nn.Module):
         if need_weights:
             return context, pattern
         if scores is computed and pattern is probabilities:
-            fast = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # [B, H, Q, d_k]
+            fast = _fast_attention(q, k, v, *masking)  # [B, H, Q, d_k]
             context = fast.detach() + (context - context.detach())
         return context, None
 
@@ -178,16 +206,21 @@ class MultiHeadAttention(nn.Module):
         """One new query per row, for incremental decoding: x [B, d_model] -> (output [B, d_model],
         probabilities [B, H, keys]). Self-attention appends its key/value to ``cache``; cross-attention
         reads the memory's ``keys_values``. Functional calls only: this runs once per layer per token."""
-        batch = x.shape[0]
+        batch, bias = x.shape[0], None
         if self.is_self_attention:
             qkv = F.linear(x, self.qkv_projection.weight).view(batch, 3, self.n_heads, 1, self.d_k)
             q, k, v = qkv.unbind(1)  # 3 x [B, H, 1, d_k]
             assert cache is not None, "self-attention steps through a cache"
+            position = cache.length  # the new query's (and key's) position
+            if self.positions is not None:
+                q, k = self.positions.turn(q, k, position)  # the cache keeps keys turned
             k, v = cache.append(k, v)  # [B, H, t, d_k]
+            if self.positions is not None:
+                bias = self.positions.bias(1, k.shape[-2], position)  # [H, 1, t] or None
         else:
             q = F.linear(x, self.q_projection.weight).view(batch, self.n_heads, 1, self.d_k)
             k, v = keys_values  # [B, H, S, d_k]
-        weights = attention_weights(q, k, mask)  # [B, H, 1, K]
+        weights = attention_weights(q, k, mask, bias=bias)  # [B, H, 1, K]
         context = torch.matmul(weights, v).view(batch, -1)  # [B, H * d_k]
         return F.linear(context, self.out_projection.weight), weights[:, :, 0]
 

@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass, fields
 from model.errors import UserError
 
 NORM_PLACEMENTS = ("post", "pre")
-POSITIONAL_ENCODINGS = ("sinusoidal", "learned")
+POSITIONAL_ENCODINGS = ("sinusoidal", "learned")  # the absolute tables (the encoder-only classifier takes these)
+# The Transformer's schemes (model/nn/positions.py registers one class each, in this order)
+TRANSFORMER_POSITIONS = (*POSITIONAL_ENCODINGS, "rope", "alibi", "relative", "none")
 
 
 class ConfigError(UserError):
@@ -77,7 +79,9 @@ class TransformerConfig:
     dropout: float = 0.1  # on sublayer outputs and on embeddings + positions, as in the paper
     max_len: int = 128  # longest sequence (in pieces, BOS/EOS included) the positions cover
     norm_placement: str = "post"  # "post": LayerNorm(x + sublayer(x)) as in the paper; "pre": x + sublayer(LayerNorm(x))
-    positional_encoding: str = "sinusoidal"  # "sinusoidal" (fixed, the paper) or "learned" (a table)
+    # "sinusoidal" (fixed, the paper), "learned" (a table), or inside self-attention: "rope", "alibi", "relative" (T5's
+    # bias), "none" (model/nn/positions.py)
+    positional_encoding: str = "sinusoidal"
     tie_embeddings: bool = True  # share source, target and output matrices when the vocabulary is joint
     joint_vocab: bool = True  # one tokenizer for both languages (needed to share the source embedding)
     pad_id: int = 0  # padding piece: never attended to and never predicted
@@ -114,8 +118,10 @@ class TransformerConfig:
             raise ConfigError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         if self.norm_placement not in NORM_PLACEMENTS:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
-        if self.positional_encoding not in POSITIONAL_ENCODINGS:
-            raise ConfigError(f"positional_encoding must be one of {POSITIONAL_ENCODINGS}, got {self.positional_encoding!r}")
+        if self.positional_encoding not in TRANSFORMER_POSITIONS:
+            raise ConfigError(f"positional_encoding must be one of {TRANSFORMER_POSITIONS}, got {self.positional_encoding!r}")
+        if self.positional_encoding == "rope" and self.d_k % 2:
+            raise ConfigError(f"rotary positions turn pairs of a head's dimensions: d_model / heads must be even, got {self.d_k}")
         check_sequences(self)
 
     def to_dict(self) -> dict:

@@ -28,7 +28,7 @@ from model.family import (
 )
 from model.kinds import AttentionKind
 from model.nn.classifier_config import ClassifierConfig
-from model.nn.config import TransformerConfig
+from model.nn.config import TRANSFORMER_POSITIONS, TransformerConfig
 from model.nn.rnn_config import RNNConfig
 
 __all__ = ["CLASSIFIER", "RNN", "TRANSFORMER", "FamilyError", "build_network", "config_class", "config_from_dict", "family_named"]
@@ -55,6 +55,14 @@ _POSITIONS = ModelOption(
     str,
     "Sinusoidal positional encoding (the paper) or a learned table",
     ("sinusoidal", "learned"),
+)
+_TRANSFORMER_POSITIONS = ModelOption(
+    "positions",
+    ("positional_encoding",),
+    "Positions",
+    str,
+    "How the model knows order: the paper's sinusoidal table, a learned table, rotary (RoPE), ALiBi, T5's relative bias, or none",
+    TRANSFORMER_POSITIONS,
 )
 _ENCODER_LAYERS = ModelOption("encoder_layers", ("n_encoder_layers",), "Encoder layers", int, "Encoder layers", (), 1, 12)
 _DECODER_LAYERS = ModelOption("decoder_layers", ("n_decoder_layers",), "Decoder layers", int, "Decoder layers", (), 1, 12)
@@ -106,7 +114,7 @@ TRANSFORMER = register(
             _D_FF,
             _DROPOUT,
             _NORM,
-            _POSITIONS,
+            _TRANSFORMER_POSITIONS,
             ModelOption(
                 "tie_embeddings",
                 ("tie_embeddings",),

@@ -17,7 +17,6 @@ import math
 from collections.abc import Callable
 from typing import cast
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,6 +29,7 @@ from model.nn.config import TransformerConfig
 from model.nn.dropout import Dropout
 from model.nn.hooks import HookPoint
 from model.nn.packing import PackedRows
+from model.nn.positions import PositionScheme, StackPositions, build_scheme, sinusoidal_table
 
 __all__ = [  # the attention's names stay importable from here, where the model's users find them
     "DecoderLayer",
@@ -46,19 +46,6 @@ __all__ = [  # the attention's names stay importable from here, where the model'
     "side_embedding",
     "sinusoidal_table",
 ]
-
-
-def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle). Computed in NumPy, so that it is
-    a CPU tensor whatever device a network is built under (on the meta device, for its shapes, PyTorch's reference
-    arange would import torch._dynamo, about a second of the app's start-up)."""
-    positions = np.arange(max_len, dtype=np.float64)[:, None]  # [max_len, 1]
-    frequencies = np.power(10000.0, -np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # [d_model/2]
-    angles = positions * frequencies  # [max_len, d_model/2]
-    table = np.zeros((max_len, d_model), dtype=np.float64)  # [max_len, d_model]
-    table[:, 0::2] = np.sin(angles)
-    table[:, 1::2] = np.cos(angles)
-    return torch.from_numpy(table.astype(np.float32))
 
 
 def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
@@ -102,9 +89,9 @@ class _Sublayers(nn.Module):
 
 
 class EncoderLayer(_Sublayers):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, positions: StackPositions | None = None):
         super().__init__(config, 2)
-        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.self_attention = MultiHeadAttention(config, self_attention=True, positions=positions)
         self.feed_forward = FeedForward(config)
         self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
@@ -124,9 +111,9 @@ class EncoderLayer(_Sublayers):
 
 
 class DecoderLayer(_Sublayers):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, positions: StackPositions | None = None):
         super().__init__(config, 3)
-        self.self_attention = MultiHeadAttention(config, self_attention=True)
+        self.self_attention = MultiHeadAttention(config, self_attention=True, positions=positions)
         self.cross_attention = MultiHeadAttention(config, self_attention=False)
         self.feed_forward = FeedForward(config)
         self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
@@ -200,7 +187,8 @@ class Transformer(nn.Module):
     """Encoder-decoder Transformer; see TransformerConfig for every choice it makes. The first model family
     (model/family.py): it has all three kinds of attention."""
 
-    positional_table: torch.Tensor  # [max_len, d_model]: a buffer (sinusoidal) or a parameter (learned)
+    positional_table: torch.Tensor  # [max_len, d_model]: a buffer (sinusoidal; zeros for a scheme with no table) or a
+    # parameter (learned)
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -217,13 +205,18 @@ class Transformer(nn.Module):
                 }
             )
         self.output_projection = None if config.tie_embeddings else nn.Linear(d_model, config.target_vocab_size)
-        if config.positional_encoding == "sinusoidal":
-            self.register_buffer("positional_table", sinusoidal_table(config.max_len, d_model), persistent=False)
-        else:
+        self.positions: PositionScheme = build_scheme(config.positional_encoding, config.max_len, d_model, config.n_heads)
+        if config.positional_encoding == "learned":
             self.positional_table = nn.Parameter(torch.empty(config.max_len, d_model))
+        else:  # the paper's table, or zeros: a scheme that works inside self-attention adds nothing to the embeddings
+            table = sinusoidal_table(config.max_len, d_model) if self.positions.table else torch.zeros(config.max_len, d_model)
+            self.register_buffer("positional_table", table, persistent=False)
         self.embedding_dropout = Dropout(config.dropout)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        inside = self.positions.in_attention  # rope, ALiBi, a relative bias: each stack's self-attention asks the scheme
+        encoder_positions = StackPositions(self.positions, "encoder") if inside else None
+        decoder_positions = StackPositions(self.positions, "decoder") if inside else None
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config, encoder_positions) for _ in range(config.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config, decoder_positions) for _ in range(config.n_decoder_layers))
         pre_norm = config.norm_placement == "pre"
         self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
