@@ -29,7 +29,8 @@ from explorer.widgets.lines_view import head_colour
 from model.family import Positions
 from model.figures.layout import FigureError
 from model.files import OutputError
-from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, PositionalReport, positional_report
+from model.inspection.position_reports import positional_report
+from model.inspection.positional import DIVERGING_MAP, SEQUENTIAL_MAP, PositionalReport
 from model.inspection.positional import colour_scale as positional_colour_scale
 
 MAX_DIMENSIONS = 12  # curves drawn at most
@@ -243,13 +244,15 @@ class PositionalTab(QWidget):
         second_columns = [str(first + d) for d in range(report.similarity.shape[1])]
         second_rows = report.row_labels if report.relative else [str(p) for p in range(n_positions)]
         self._draw_matrix(self.similarity_view, report.similarity, second_rows, second_columns, *titles["second"])
-        self.dimensions_label.setText("Heads:" if report.relative else "Dimensions:")
+        self.dimensions_label.setText("Heads:" if report.relative else "Keys:" if report.kind == "none" else "Dimensions:")
         chosen, problems = self._choices_for(report)
         self._show_dimension_problems(problems)
         self._draw_curves(report, chosen)
         self._draw_rotation(report)
-        self.rotation.setVisible(not report.relative)  # a bias by distance has no rotation to measure
-        if report.relative:
+        self.rotation.setVisible(report.table_like)  # a bias by distance, or masks, have no rotation to measure
+        if report.summary:  # said by the report itself (the app's Transformer's rope, ALiBi, relative bias, none)
+            self.summary.setText(report.summary)
+        elif report.relative:
             self.summary.setText(
                 f"T5 adds no position vector to the embeddings: each of the {d_model} heads of the first layer adds a learned "
                 "bias to its attention logits by the distance key − query (in buckets: exact near, logarithmic far). "

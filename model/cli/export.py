@@ -23,7 +23,7 @@ from model.figures.layout import DEFAULT_WIDTH, check_font_size, parse_width
 from model.figures.positional import positional_figure
 from model.figures.saving import save_figure
 from model.files import check_output
-from model.inspection.positional import positional_report
+from model.inspection.position_reports import positional_report
 from model.inspection.selection import parse_head
 from model.io.models import model_source, open_model
 from model.nn.masking import parse_heads

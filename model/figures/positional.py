@@ -64,7 +64,9 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
     width = options.width * POINTS_PER_INCH
     n_positions, d_model = report.table.shape
     details = [f"{report.kind.capitalize()} encoding, d_model {d_model}, {n_positions} positions"]
-    if report.relative:
+    if report.summary:  # the report's own words (the app's Transformer's rope, ALiBi, relative bias, none)
+        details = [report.summary]
+    elif report.relative:
         details = [
             f"T5 relative-position bias per head ({d_model} heads) over distances {report.row_labels[0]} to {report.row_labels[-1]}"
         ]
@@ -108,7 +110,7 @@ def positional_figure(report: PositionalReport, dimensions: list[int], options: 
         curves_of_error = [(report.unrotated_error, "--", "#e45756", 0.0, "without rotation")]
         if report.rotates:
             curves_of_error.insert(0, (report.rotation_error, "o-", "#54a24b", 2.5, "after rotation Rₖ"))
-        if report.relative:
+        if not report.table_like:
             rotation.axis("off")
             rotation.text(0.5, 0.5, "no position vector is added,\nso there is no rotation to check", ha="center", fontsize=size)
             curves_of_error = []

@@ -8,11 +8,8 @@ Used by the app's positional-encoding tab and from Python; no Qt here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-
-from model.family import Positions
 
 
 @dataclass
@@ -21,17 +18,26 @@ class PositionalReport:
     ``similarity``. For T5's "relative" bias: ``table`` is the encoder's bias [distance, head] and
     ``similarity`` the decoder's, with the distances (key − query) in ``row_values``."""
 
-    kind: str  # "sinusoidal", "learned", "rotary" (the angles a rotary model turns a head's pairs by) or "relative"
+    # "sinusoidal", "learned", "rotary" (the angles a rotary model turns a head's pairs by), "relative" or "alibi" (a bias
+    # by distance), "none" (no positions: the masks instead)
+    kind: str
     table: np.ndarray  # [positions, d_model] the encoding added to the embeddings
     similarity: np.ndarray  # [positions, positions] dot products PE(i) . PE(j)
     offsets: np.ndarray  # [K] the k of PE(pos + k)
     rotation_error: np.ndarray  # [K] max |R_k PE(pos) - PE(pos + k)| over pos (sinusoidal: the closed-form rotation)
     unrotated_error: np.ndarray  # [K] max |PE(pos) - PE(pos + k)|: how far apart they are before rotating
     row_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # relative: the distances of table's rows
+    summary: str = ""  # what the tab and the figure say of it ('' : the kind's own words, positional_tab.py)
 
     @property
     def relative(self) -> bool:
-        return self.kind == "relative"
+        """A bias by distance (T5's, ALiBi's): rows are distances, columns heads."""
+        return self.kind in ("relative", "alibi")
+
+    @property
+    def table_like(self) -> bool:
+        """Rows are positions of a table or of angles (its rotation check is drawn): not a bias, not the masks."""
+        return self.kind in ("sinusoidal", "learned", "rotary")
 
     @property
     def rotates(self) -> bool:
@@ -42,13 +48,19 @@ class PositionalReport:
         """Each panel's (title, (row axis, column axis)), the curves' with their (x axis, legend prefix)."""
         if self.relative:
             return {
-                "table": ("encoder bias (layer 1): distance × head", ("key − query", "head")),
-                "second": ("decoder bias (layer 1): distance × head", ("key − query", "head")),
+                "table": ("encoder bias (every layer): distance × head", ("key − query", "head")),
+                "second": ("decoder bias (every layer): distance × head", ("key − query", "head")),
                 "curves": ("bias of the chosen heads over distance", ("key − query", "head")),
+            }
+        if self.kind == "none":
+            return {
+                "table": ("decoder: the keys each query may read (its causal mask)", ("query", "key")),
+                "second": ("encoder: every query reads every key alike", ("query", "key")),
+                "curves": ("chosen keys over queries", ("query", "key")),
             }
         if self.kind == "rotary":
             return {
-                "table": ("rotary angles sin/cos(p·w): positions × a head's dimensions", ("position", "dimension")),
+                "table": ("rotary angles sin/cos(p·w): position × dimension", ("position", "dimension")),
                 "second": ("R(i)·R(j): a function of j − i only", ("position i", "position j")),
                 "curves": ("chosen dimensions over positions", ("position", "dim")),
             }
@@ -62,6 +74,8 @@ class PositionalReport:
         """What the two matrices' colours mean (their colour bars' labels)."""
         if self.relative:
             return ("bias added to the attention logit", "bias added to the attention logit")
+        if self.kind == "none":
+            return ("may read (1) or not (0)", "may read (1) or not (0)")
         return ("encoding value", "dot product")
 
     @property
@@ -94,18 +108,6 @@ def rotate(table: np.ndarray, k: int, base: float = 10000.0) -> np.ndarray:
     return rotated
 
 
-def positional_report(bundle: Any, n_positions: int | None = None, max_offset: int = 32) -> PositionalReport | None:
-    """The report of a model's positions; None for a model that has none (an RNN, whose recurrence carries the
-    order; a pretrained one without)."""
-    family = bundle.family
-    if family.read_positions is not None:  # a family with positions of its own kind (a pretrained model's)
-        return family.read_positions(bundle, n_positions, max_offset)
-    if family.capabilities.positions is not Positions.TABLE:
-        return None
-    table = bundle.model.positional_table.detach().float().cpu().numpy()  # [max_len, d_model]
-    return table_report(bundle.config.positional_encoding, table[:n_positions] if n_positions else table, max_offset)
-
-
 def table_report(kind: str, table: np.ndarray, max_offset: int = 32, base: float = 10000.0) -> PositionalReport:
     """Similarity and the rotation check of an absolute table [positions, d_model] (a rotary model's: the angles its
     rotation turns each pair of a head's dimensions by, whose frequencies have ``base``)."""
@@ -130,7 +132,9 @@ def colour_scale(values: np.ndarray) -> tuple[tuple[float, float], bool]:
     if values.size == 0:
         return (0.0, 1.0), False
     low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    if low == high:  # one value everywhere: placed against 0 (all ones at the top of the scale, all zeros at the bottom)
+        return ((low, -low), True) if low < 0 else ((0.0, high if high > 0 else 1.0), False)
     if low >= 0:
-        return (low, high if high > low else low + 1.0), False
+        return (low, high), False
     limit = max(abs(low), abs(high)) or 1.0
     return (-limit, limit), True

@@ -13,7 +13,7 @@ from model.decoding.stepper import DecodingOptions, Stepper, full_pass_trace
 from model.decoding.trace import Trace
 from model.family import FamilyError, family_named, family_of
 from model.figures.export import ExportRequest, export_view
-from model.inspection.positional import positional_report
+from model.inspection.position_reports import positional_report
 from model.io import checkpoint
 from model.kinds import AttentionKind
 from model.nn.masking import Head, MaskError, masked_model

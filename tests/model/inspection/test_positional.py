@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from model.inspection.positional import frequencies, positional_report, rotate
+from model.inspection.position_reports import positional_report
+from model.inspection.positional import frequencies, rotate
 from model.nn.transformer import sinusoidal_table
 from tests.conftest import tiny_bundle
 

@@ -171,7 +171,7 @@ def test_byte_level_pieces_print_as_text(tiny_bundles):
     "family, kind", [("t5", "relative"), ("marian", "sinusoidal"), ("bert-mlm", "learned"), ("gpt2", "learned")]
 )
 def test_positions_of_each_family(tiny_bundles, family, kind):
-    from model.inspection.positional import positional_report
+    from model.inspection.position_reports import positional_report
 
     report = positional_report(tiny_bundles[family], 40)
     assert report.kind == kind
@@ -193,7 +193,7 @@ def test_a_rotary_model_s_positions_are_its_rotation_and_scores_depend_on_the_of
     check is exact, and a query and a key rotated at positions (i, j) score as at (i + s, j + s)."""
     import torch
 
-    from model.inspection.positional import positional_report
+    from model.inspection.position_reports import positional_report
 
     bundle = tiny_bundles["llama"]
     report = positional_report(bundle, 40)

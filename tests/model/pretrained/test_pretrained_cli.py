@@ -83,7 +83,7 @@ def test_decoder_only_captions_name_the_prompt_and_the_whole_text(tiny_bundles):
 
 def test_relative_bias_rows_stand_at_their_distances(tiny_bundles):
     from model.figures.positional import positional_figure
-    from model.inspection.positional import positional_report
+    from model.inspection.position_reports import positional_report
 
     figure = positional_figure(positional_report(tiny_bundles["t5"], 24), [0, 1])
     encoder_axes = figure.axes[0]
