@@ -56,6 +56,11 @@ COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
         "model.cli.report_card",
         "report_card",
     ),
+    "lengths": Command(
+        "train one model per positional scheme and read longer sentences than trained on (CSV or figure)",
+        "model.cli.lengths",
+        "lengths",
+    ),
     "translate": Command("translate a sentence", "model.cli.decode", "translate"),
     "capabilities": Command(
         "which tool serves which model family, or the one line saying why not", "model.cli.capabilities", "capabilities"
