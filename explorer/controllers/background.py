@@ -4,7 +4,6 @@ knows a model by."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,14 @@ from psygnal import SignalInstance
 
 from explorer.controllers.runner import Runner, user_message
 from model.family import Bundle
+from model.nn.hooks import copy_without_thread_hooks
 
 
 def job_model(model: Any, what: str, message: SignalInstance) -> Any | None:
     """A private copy of ``model`` in evaluation mode for a job, copied here, on the window's thread, while nothing
     else uses it; None (and "<what> could not start: ..." on ``message``) when the copy fails (out of memory)."""
     try:
-        return copy.deepcopy(model).eval()
+        return copy_without_thread_hooks(model).eval()
     except Exception as error:  # noqa: BLE001 - a copy that fails becomes a message
         message.emit(f"{what} could not start: {user_message(error)}")
         return None

@@ -17,7 +17,6 @@ decoder-only model's next-piece accuracy and perplexity, a classifier's exact ma
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from model.errors import UserError
 from model.family import Bundle, capabilities_of, family_of
 from model.kinds import AttentionKind
 from model.network import Network, stack_layers
+from model.nn.hooks import copy_without_thread_hooks
 from model.nn.masking import Head, MaskError, head_projection, masked_model
 from model.runtime import follow_free_cores
 from model.training.evaluation import Interrupted
@@ -75,7 +75,7 @@ class HeadImportance:
 def _gated_copy(model: Network) -> tuple[Any, dict[tuple[AttentionKind, int], torch.Tensor]]:
     """A copy of ``model`` whose heads' outputs are scaled by gates of value 1 that gradients reach:
     one gate tensor [heads] per (kind, layer)."""
-    gated = copy.deepcopy(model).eval()
+    gated = copy_without_thread_hooks(model).eval()
     for parameter in gated.parameters():
         parameter.requires_grad_(False)
     config = gated.config

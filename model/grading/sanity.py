@@ -14,7 +14,6 @@ similarity after the whole cascade, or to the shuffled-target model, is above ``
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import random
@@ -30,6 +29,7 @@ from model.grading.cases import GradedPair, GradingError
 from model.grading.scoring import scorer_for
 from model.grading.statistics import spearman
 from model.network import Network
+from model.nn.hooks import copy_without_thread_hooks
 from model.nn.registry import build_network
 from model.training.trainer import Progress, Trainer, TrainingControl, TrainingOptions
 
@@ -135,7 +135,7 @@ def randomise(parameters: list[nn.Parameter], generator: torch.Generator) -> Non
 def cascade(model: Network, stages: list[Stage], seed: int = 0):
     """Yield (stage name, a copy of ``model`` with that stage and every one before it randomised)."""
     generator = torch.Generator().manual_seed(seed)
-    randomised = copy.deepcopy(model).eval()
+    randomised = copy_without_thread_hooks(model).eval()
     lookup = dict(zip((id(p) for p in model.parameters()), randomised.parameters()))
     for stage in stages:
         randomise([lookup[id(p)] for p in stage.parameters], generator)

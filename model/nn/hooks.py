@@ -15,25 +15,46 @@ reading a batch of four memories that integrated gradients had patched in (a sha
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import torch
 import torch.nn as nn
 
+T = TypeVar("T")
 Hook = Callable[[nn.Module, Any, Any], Any]  # (module, inputs, output) -> replacement or None; or a pre-hook with kwargs
 
 
 def for_this_thread(hook: Hook) -> Hook:
     """``hook`` (a forward hook, or a forward pre-hook taking kwargs) for the passes of the calling thread only: in any
-    other thread the module's inputs and output are left as they are."""
-    owner = threading.get_ident()
+    other thread the module's inputs and output are left as they are.
+
+    The thread is told by its ``Thread`` object, not its identifier: an identifier is reused once its thread has ended,
+    and a copy of a model made while a job's hook was on it carries the hook (the long run of
+    benchmarks/window_states.py found value zeroing's scaling of one model's values firing, in a later job's thread
+    that had its identifier, in the logit lens of the model's copy). ``copy_without_thread_hooks`` leaves them out."""
+    owner = threading.current_thread()
 
     def owned(module: nn.Module, inputs: Any, output: Any) -> Any:
-        return hook(module, inputs, output) if threading.get_ident() == owner else None
+        return hook(module, inputs, output) if threading.current_thread() is owner else None
 
+    owned.thread_owned = True  # type: ignore[attr-defined]  # what copy_without_thread_hooks leaves out
     return owned
+
+
+def copy_without_thread_hooks(network: T) -> T:
+    """A deep copy of ``network`` (a module, or a family's network: its ``module_tree``) without the hooks a thread has
+    on it (``for_this_thread``'s): a job's hooks belong to the module the job reads, never to a copy made meanwhile (the
+    library's own hooks, and any other, are kept)."""
+    copied = copy.deepcopy(network)
+    tree = copied.module_tree() if hasattr(copied, "module_tree") else copied
+    for inner in cast(nn.Module, tree).modules():
+        for hooks in (inner._forward_hooks, inner._forward_pre_hooks):
+            for key in [key for key, hook in hooks.items() if getattr(hook, "thread_owned", False)]:
+                del hooks[key]
+    return copied
 
 
 class HookPoint(nn.Module):

@@ -13,7 +13,6 @@ reading it at the same time sees the unmasked weights. Heads are named by kind, 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -23,6 +22,7 @@ from model.errors import UserError
 from model.family import capabilities_of, family_of
 from model.kinds import AttentionKind, KindError
 from model.network import HeadMaskingNetwork, Network, stack_layers
+from model.nn.hooks import copy_without_thread_hooks
 
 NetworkT = TypeVar("NetworkT", bound=Network)
 
@@ -117,7 +117,7 @@ def masked_model(model: NetworkT, heads: tuple[Head, ...]) -> NetworkT:
     check_heads(model, heads)
     if not heads:
         return model
-    masked = copy.deepcopy(model)
+    masked = copy_without_thread_hooks(model)
     zero_heads(masked, heads)
     masked.eval()
     return masked
