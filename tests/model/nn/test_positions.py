@@ -154,3 +154,16 @@ def test_the_neuron_view_splits_self_attention_by_the_scheme_and_the_terms_sum_t
         distance = np.abs(np.arange(5)[None, :] - np.arange(5)[:, None])
         bias = vectors.of(AttentionKind.ENCODER).terms[1]  # [layers, heads, Q, K]
         assert np.allclose(bias, -alibi_slopes(4).double().numpy()[None, :, None, None] * distance, atol=1e-9)
+
+
+def test_without_positions_the_whole_model_reads_a_source_and_its_permutation_alike():
+    """Issue 42 expected copying through cross-attention to survive without positions; it cannot: the encoder's output
+    is permuted as its input (above), and cross-attention sums over its keys whatever their order, so the decoder's
+    output is the same for every order of the source. Copy and reverse then fail alike; sort (whose answer does not
+    depend on the source's order) can be learned (benchmarks/lengths.py measures it)."""
+    model = _model("none")
+    source, target = torch.randint(4, 30, (1, 9)), torch.randint(4, 30, (1, 6))
+    with torch.no_grad():
+        logits = model.inspect(source, target)[0]
+        permuted = model.inspect(source[:, torch.randperm(9)], target)[0]
+    assert torch.allclose(logits, permuted, atol=1e-5)
