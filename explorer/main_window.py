@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.explore.message.connect(self._on_message)
         self.controllers.corpus.show_requested.connect(lambda: self.tabs.setCurrentIndex(CORPUS_TAB))
         self.controllers.corpus.explore_requested.connect(lambda: self.tabs.setCurrentIndex(EXPLORE_TAB))
+        self.controllers.lengths.opened.connect(lambda _scheme, _length: self.tabs.setCurrentIndex(EXPLORE_TAB))
         self._build_menus()
         self._restore_settings()
         self._on_model_changed(self.explore.bundle)
@@ -134,9 +135,10 @@ class MainWindow(QMainWindow):
 
     # --- tabs -----------------------------------------------------------------------------------
     def _make_positional_tab(self) -> QWidget:
-        from explorer.tabs.positional_tab import PositionalTab  # deferred: built when first shown
+        from explorer.tabs.lengths_page import lengths_page  # deferred: built when first shown
+        from explorer.tabs.positional_tab import PositionalTab
 
-        return PositionalTab(self.explore, self.settings)
+        return PositionalTab(self.explore, self.settings, lengths_page(self.controllers.lengths))
 
     def _make_training_tab(self) -> QWidget:
         from explorer.tabs.training_tab import TrainingTab  # deferred: built when first shown

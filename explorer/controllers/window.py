@@ -11,6 +11,7 @@ from explorer.controllers.corpus import CorpusController
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.importance import ImportanceController
 from explorer.controllers.interventions import InterventionsController
+from explorer.controllers.lengths import LengthsController
 from explorer.controllers.measures import MeasureController
 from explorer.controllers.neuron import NeuronController
 from explorer.controllers.report_card import ReportCardController
@@ -37,6 +38,7 @@ class WindowControllers:
     neuron: NeuronController  # one head's query row inside, and every head's positional terms
     corpus: CorpusController  # a corpus index: built, searched, its heads' query-key maps
     report_card: ReportCardController  # every attribution reading graded (model/grading/)
+    lengths: LengthsController  # the length experiment: each positional scheme read past its training lengths
 
     @classmethod
     def build(cls, runner: Runner, explore: ExploreController | None = None) -> WindowControllers:
@@ -49,7 +51,7 @@ class WindowControllers:
         exports = TimelineExports(explore, runner, timeline, curves)
         interventions, neuron = InterventionsController(explore, runner), NeuronController(explore, runner)
         corpus = CorpusController(explore, runner)
-        report_card = ReportCardController(explore, runner)
+        report_card, lengths = ReportCardController(explore, runner), LengthsController(explore, runner)
         return cls(
             runner,
             explore,
@@ -65,6 +67,7 @@ class WindowControllers:
             neuron,
             corpus,
             report_card,
+            lengths,
         )
 
     def close(self, timeout_s: float = 60.0) -> bool:

@@ -19,7 +19,18 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.controllers.explore import ExploreController
 from explorer.settings_values import SettingsValues
@@ -98,7 +109,12 @@ class NumberedHeatmap(HeatmapView):
 
 
 class PositionalTab(QWidget):
-    def __init__(self, explore: ExploreController, settings: QSettings | SettingsValues | None = None) -> None:
+    def __init__(
+        self,
+        explore: ExploreController,
+        settings: QSettings | SettingsValues | None = None,
+        lengths: QWidget | None = None,  # the length experiment's panel, a page beside the encoding's
+    ) -> None:
         super().__init__()
         self.explore, self.settings = explore, SettingsValues.of(settings)
         self.report: PositionalReport | None = None
@@ -150,12 +166,21 @@ class PositionalTab(QWidget):
         grid.addWidget(self.similarity_view, 0, 1)
         grid.addWidget(self.curves, 1, 0)
         grid.addWidget(self.rotation, 1, 1)
-        layout = QVBoxLayout(self)
+        encoding = QWidget()
+        layout = QVBoxLayout(encoding)
         layout.addLayout(controls)
         layout.addWidget(self.dimensions_error)
         layout.addWidget(self.snapshot)
         layout.addWidget(self.summary)
         layout.addLayout(grid, 1)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.pages = QTabWidget()
+        self.pages.addTab(encoding, "Encoding")
+        if lengths is not None:
+            self.pages.addTab(lengths, "Length experiment")
+            self.pages.setTabToolTip(1, "Each positional scheme trained on short sentences and read on longer ones")
+        outer.addWidget(self.pages)
         self.positions.valueChanged.connect(self._on_options_changed)
         self.dimensions.editingFinished.connect(self._on_options_changed)
         explore.model_changed.connect(self._on_model_changed)

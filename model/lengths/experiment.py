@@ -6,7 +6,7 @@ differs), and room for the longest test sentence (``max_len``): a learned table'
 as they were initialised, which is the experiment. Scores per length: the exact match of the whole output and the
 token accuracy (the share of the reference's tokens decoded at their own position). Each scheme's model is saved (its
 file beside the table), and each length keeps its first sentence decoded wrongly, so that the window can open the
-model and the sentence where the scheme fails.
+model and the sentence where the scheme fails (the first read when it got them all right).
 """
 
 from __future__ import annotations
@@ -71,8 +71,9 @@ class LengthRow:
     n: int  # sentences read
     exact_match: float
     token_accuracy: float
-    example: str = ""  # the first sentence decoded wrongly ('' when none was)
+    example: str = ""  # the first sentence decoded wrongly, else the first read (``wrong`` says which)
     output: str = ""  # what the model decoded for it
+    wrong: bool = False  # the example was decoded wrongly
 
 
 @dataclass
@@ -193,15 +194,15 @@ def read_lengths(
 
 def _scored(scheme: str, length: int, trained: bool, pairs: list[Pair], outputs: list[str]) -> LengthRow:
     exact, right, total = 0, 0, 0
-    example = output = ""
+    wrong = [(pair.source, decoded) for pair, decoded in zip(pairs, outputs) if decoded.split() != pair.target.split()]
     for pair, decoded in zip(pairs, outputs):
         reference, tokens = pair.target.split(), decoded.split()
         exact += tokens == reference
         right += sum(a == b for a, b in zip(tokens, reference))
         total += len(reference)
-        if tokens != reference and not example:
-            example, output = pair.source, decoded
-    return LengthRow(scheme, length, trained, len(pairs), exact / len(pairs), right / max(total, 1), example, output)
+    example, output = wrong[0] if wrong else (pairs[0].source, outputs[0])
+    accuracy = right / max(total, 1)
+    return LengthRow(scheme, length, trained, len(pairs), exact / len(pairs), accuracy, example, output, bool(wrong))
 
 
 def run_lengths(
@@ -231,7 +232,7 @@ def run_lengths(
     return result
 
 
-COLUMNS = ("scheme", "length", "trained", "n", "exact_match", "token_accuracy", "example", "output", "model")
+COLUMNS = ("scheme", "length", "trained", "n", "exact_match", "token_accuracy", "example", "output", "example_wrong", "model")
 
 
 def save_lengths_csv(result: LengthResult, path: str | Path) -> Path:
@@ -241,5 +242,5 @@ def save_lengths_csv(result: LengthResult, path: str | Path) -> Path:
         writer.writerow(COLUMNS)
         for row in result.rows:
             values = (row.scheme, row.length, int(row.trained), row.n, f"{row.exact_match:.4f}", f"{row.token_accuracy:.4f}")
-            writer.writerow([*values, row.example, row.output, result.models.get(row.scheme, "")])
+            writer.writerow([*values, row.example, row.output, int(row.wrong), result.models.get(row.scheme, "")])
     return Path(path)

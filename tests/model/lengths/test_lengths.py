@@ -45,7 +45,13 @@ def test_the_data_is_the_same_for_every_scheme_and_the_tests_have_their_length()
 def test_exact_match_and_token_accuracy_are_counted_as_said():
     pairs = [Pair("a b c", "a b c"), Pair("d e f", "d e f")]
     row = _scored("rope", 3, True, pairs, ["a b c", "d x f g"])
-    assert (row.exact_match, row.token_accuracy) == (0.5, 5 / 6) and (row.example, row.output) == ("d e f", "d x f g")
+    assert (row.exact_match, row.token_accuracy) == (0.5, 5 / 6) and (row.example, row.output, row.wrong) == (
+        "d e f",
+        "d x f g",
+        True,
+    )
+    right = _scored("rope", 3, True, pairs, ["a b c", "d e f"])
+    assert (right.exact_match, right.example, right.wrong) == (1.0, "a b c", False)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".png", ".svg", ".pdf"])
