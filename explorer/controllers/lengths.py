@@ -101,8 +101,11 @@ class LengthsController:
         except (UserError, OSError) as error:
             self.message.emit(f"The {scheme} model could not be opened: {error}")
             return False
+        self.explore.set_source(row.example)  # the model opens on this sentence (not an example swapped in for another)
         self.explore.set_model(bundle)
-        self.explore.translate(row.example)
+        what = "a sentence it decoded wrongly" if row.wrong else "a sentence"
+        # the Explore tab's controls show the sentence, and its hint where it came from (text_replaced)
+        self.explore.show_token(row.example, "encoder", None, f"the length experiment: {what} of {length} pieces, read by {scheme}")
         self.opened.emit(scheme, length)
         verdict = "decoded it wrongly" if row.wrong else "decoded every sentence of it right"
         self.message.emit(f"{scheme} at length {length}: exact match {row.exact_match:.0%}; the model {verdict}.")

@@ -142,6 +142,8 @@ class LengthsPanel(QWidget):
         for plot, attribute in zip(self.plots, ("exact_match", "token_accuracy")):
             shade = pg.LinearRegionItem((settings.train_min - 0.5, settings.train_max + 0.5), movable=False, brush=TRAINED_BRUSH)
             shade.setToolTip("The lengths the models were trained on")
+            for edge in shade.lines:
+                edge.setPen(pg.mkPen(TRAINED_BRUSH[:3]))
             plot.plot_item.addItem(shade)
             for scheme in settings.schemes:
                 rows = result.of(scheme)

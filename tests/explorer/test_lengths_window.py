@@ -30,6 +30,10 @@ def test_a_run_from_the_form_draws_its_curves_and_a_point_opens_in_explore(qtbot
     for plot in panel.plots:
         assert plot.legend_names() == ["rope", "alibi"] and len(plot.plot_item.listDataItems()) == 4  # a line and its points
     assert "click a point" in panel.note.text()
+    window.explore.set_source("the black cat sees the small dog")  # a sentence the symbol models cannot read
+    window.statusBar().clearMessage()
     panel.point_clicked.emit("alibi", 5)  # what a click on that point emits
     assert window.tabs.currentIndex() == EXPLORE_TAB and window.explore.bundle.config.positional_encoding == "alibi"
-    assert window.explore.text == controller.row("alibi", 5).example
+    example = controller.row("alibi", 5).example
+    assert window.explore.text == example and window.explore_tab.controls.source.text() == example  # the box shows it
+    assert "Example sentence replaced" not in window.statusBar().currentMessage()  # no sentence was swapped in on the way
