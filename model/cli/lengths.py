@@ -30,6 +30,11 @@ def add_lengths_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-length", type=int, default=defaults.per_length, help="test sentences per length")
     parser.add_argument("--seed", type=int, default=defaults.seed, help="the data's and every model's seed")
     parser.add_argument("--max-len", type=int, default=None, help="the models' positions (default: the longest test + 12)")
+    parser.add_argument(
+        "--randomised-positions",
+        action="store_true",
+        help="train the table schemes (sinusoidal, learned) with randomised positions (Ruoss et al. 2023)",
+    )
     parser.add_argument("--out", required=True, help=f"FILE ({', '.join(LENGTH_SUFFIXES)})")
     parser.add_argument("--models", default=None, help="the folder for each scheme's model (default: beside --out)")
     parser.add_argument("--dpi", type=float, default=300, help="a PNG's resolution (default 300)")
@@ -50,6 +55,7 @@ def settings_from(args: argparse.Namespace) -> LengthSettings:
         seed=args.seed,
         train_min=args.train_min,
         max_len=args.max_len,
+        randomised=args.randomised_positions,
     )
 
 

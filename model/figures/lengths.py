@@ -78,7 +78,8 @@ def _caption(result: LengthResult) -> str:
     return (
         f"{corpus}: each scheme's Transformer (2+2 layers, d_model 64, 4 heads; the same seed, data and {settings.steps:,} "
         f"steps) trained on {settings.train_pairs:,} sentences of {settings.train_min}–{settings.train_max} pieces (shaded) and "
-        f"read greedily at every length up to {settings.test_max} ({settings.per_length} sentences each); {minutes:.1f} "
+        f"read greedily at every length up to {settings.test_max} ({settings.per_length} sentences each)"
+        f"{'; the tables trained with randomised positions' if settings.randomised else ''}; {minutes:.1f} "
         "minutes in all.\nExact match: the whole output right; token accuracy: the reference's tokens decoded at their "
         "own position."
     )

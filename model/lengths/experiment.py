@@ -30,7 +30,7 @@ from model.files import atomic_output
 from model.io import checkpoint
 from model.io.bundle import ModelBundle
 from model.network import DecodingNetwork
-from model.nn.config import TRANSFORMER_POSITIONS
+from model.nn.config import POSITIONAL_ENCODINGS, TRANSFORMER_POSITIONS
 from model.training.pipeline import TokenizerOptions, prepare
 from model.training.trainer import Trainer, TrainingControl, TrainingOptions
 
@@ -56,6 +56,7 @@ class LengthSettings:
     seed: int = 0
     train_min: int = 1  # the shortest training sentence
     max_len: int | None = None  # the models' positions (default: room for the longest test sentence)
+    randomised: bool = False  # the table schemes trained with randomised positions (Ruoss et al. 2023)
 
     @property
     def positions(self) -> int:
@@ -149,6 +150,8 @@ def train_scheme(
     """The model of ``scheme`` trained on ``splits`` (the same seed, shape and steps for every scheme)."""
     corpus = CorpusSpec(settings.corpus if settings.corpus != "toy-fr" else "toy-fr", size=settings.train_pairs, seed=settings.seed)
     options = MODEL | {"positional_encoding": scheme, "max_len": settings.positions}
+    if settings.randomised and scheme in POSITIONAL_ENCODINGS:  # a table's rows drawn at random in training
+        options["randomised_positions"] = True
     bundle, _ = prepare(
         corpus, TokenizerOptions(vocab_size=200 if settings.corpus in TASKS else 2000), options, settings.seed, splits
     )

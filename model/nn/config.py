@@ -82,6 +82,9 @@ class TransformerConfig:
     # "sinusoidal" (fixed, the paper), "learned" (a table), or inside self-attention: "rope", "alibi", "relative" (T5's
     # bias), "none" (model/nn/positions.py)
     positional_encoding: str = "sinusoidal"
+    # Ruoss et al. (ACL 2023): in training, a sequence's positions are a sorted random draw from 0..max_len − 1 (every
+    # row of a table is trained), read in order 0..L − 1 afterwards; a table's schemes only
+    randomised_positions: bool = False
     tie_embeddings: bool = True  # share source, target and output matrices when the vocabulary is joint
     joint_vocab: bool = True  # one tokenizer for both languages (needed to share the source embedding)
     pad_id: int = 0  # padding piece: never attended to and never predicted
@@ -108,7 +111,7 @@ class TransformerConfig:
             "max_len",
         )
         check_whole_numbers(self, positive)
-        for name in ("tie_embeddings", "joint_vocab"):
+        for name in ("tie_embeddings", "joint_vocab", "randomised_positions"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         check_dropout(self.dropout)
@@ -120,6 +123,10 @@ class TransformerConfig:
             raise ConfigError(f"norm_placement must be one of {NORM_PLACEMENTS}, got {self.norm_placement!r}")
         if self.positional_encoding not in TRANSFORMER_POSITIONS:
             raise ConfigError(f"positional_encoding must be one of {TRANSFORMER_POSITIONS}, got {self.positional_encoding!r}")
+        if self.randomised_positions and self.positional_encoding not in POSITIONAL_ENCODINGS:
+            raise ConfigError(
+                f"randomised positions draw rows of a positional table: sinusoidal or learned, not {self.positional_encoding}"
+            )
         if self.positional_encoding == "rope" and self.d_k % 2:
             raise ConfigError(f"rotary positions turn pairs of a head's dimensions: d_model / heads must be even, got {self.d_k}")
         check_sequences(self)
@@ -140,5 +147,5 @@ class TransformerConfig:
         return (
             f"{self.n_encoder_layers}+{self.n_decoder_layers} layers x {self.n_heads} heads, "
             f"d_model {self.d_model}, d_ff {self.d_ff}, {self.norm_placement}-norm, "
-            f"{self.positional_encoding} positions"
+            f"{self.positional_encoding} positions{' (randomised in training)' if self.randomised_positions else ''}"
         )

@@ -64,6 +64,15 @@ _TRANSFORMER_POSITIONS = ModelOption(
     "How the model knows order: the paper's sinusoidal table, a learned table, rotary (RoPE), ALiBi, T5's relative bias, or none",
     TRANSFORMER_POSITIONS,
 )
+_RANDOMISED = ModelOption(
+    "randomised_positions",
+    ("randomised_positions",),
+    "Randomised positions",
+    bool,
+    "train with each sequence's positions drawn at random from the whole table, in order (Ruoss et al. 2023; "
+    "sinusoidal or learned positions)",
+    form=False,
+)
 _ENCODER_LAYERS = ModelOption("encoder_layers", ("n_encoder_layers",), "Encoder layers", int, "Encoder layers", (), 1, 12)
 _DECODER_LAYERS = ModelOption("decoder_layers", ("n_decoder_layers",), "Decoder layers", int, "Decoder layers", (), 1, 12)
 
@@ -115,6 +124,7 @@ TRANSFORMER = register(
             _DROPOUT,
             _NORM,
             _TRANSFORMER_POSITIONS,
+            _RANDOMISED,
             ModelOption(
                 "tie_embeddings",
                 ("tie_embeddings",),

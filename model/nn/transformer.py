@@ -293,8 +293,15 @@ class Transformer(nn.Module):
         if length > self.config.max_len:
             raise ValueError(f"sequence of {length} pieces exceeds max_len {self.config.max_len}")
         x = points[0](embedding(ids) * math.sqrt(self.config.d_model))  # [B, L, d_model]
-        x = x + points[1](self.positional_table[:length])  # [B, L, d_model]
+        x = x + points[1](self.positional_table[self._positions(length, ids.device)])  # [B, L, d_model]
         return self.embedding_dropout(x)
+
+    def _positions(self, length: int, device: torch.device) -> torch.Tensor | slice:
+        """The table rows a sequence of ``length`` reads: 0..length − 1, or in training with randomised positions a
+        sorted random draw from the whole table (Ruoss et al. 2023; the config says)."""
+        if not (self.training and self.config.randomised_positions):
+            return slice(0, length)
+        return torch.randperm(self.config.max_len, device=device)[:length].sort().values  # [L]
 
     def padding_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
         """[B, 1, 1, L] True where a key is a real piece; None when nothing is padded."""

@@ -167,3 +167,25 @@ def test_without_positions_the_whole_model_reads_a_source_and_its_permutation_al
         logits = model.inspect(source, target)[0]
         permuted = model.inspect(source[:, torch.randperm(9)], target)[0]
     assert torch.allclose(logits, permuted, atol=1e-5)
+
+
+def test_randomised_positions_draw_the_table_s_rows_in_training_only():
+    """Ruoss et al. 2023: in training a sequence reads a sorted random draw of the table's rows; read afterwards, the
+    first L rows in order. A scheme with no table cannot take them (one line)."""
+    model = _model("learned", randomised_positions=True)
+    seen: list = []
+    handle = model.hook_points()["encoder.pos"].register_forward_hook(lambda _m, _a, out: seen.append(out.detach()))
+    source = torch.randint(4, 30, (1, 6))
+    model.train()
+    with torch.no_grad():
+        model.encode(source)
+    model.eval()
+    with torch.no_grad():
+        model.encode(source)
+    handle.remove()
+    table = model.positional_table.detach()
+    drawn = [int(torch.cdist(row[None], table).argmin()) for row in seen[0]]  # the rows training read
+    assert drawn == sorted(drawn) and len(set(drawn)) == 6 and drawn != list(range(6))
+    assert torch.equal(seen[1], table[:6])
+    with pytest.raises(ConfigError, match="randomised positions draw rows of a positional table"):
+        TransformerConfig(**SIZES, positional_encoding="alibi", randomised_positions=True)
