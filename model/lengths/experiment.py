@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -226,7 +225,6 @@ def run_lengths(
     result = LengthResult(settings)
     for scheme in settings.schemes:
         started = time.perf_counter()
-        random.seed(settings.seed)
         bundle = train_scheme(settings, scheme, splits, check, functools.partial(report, f"{scheme}: training"), device)
         report(f"{scheme}: reading", 0, len(tests))
         result.rows += read_lengths(bundle, scheme, tests, settings.train_max, check)
