@@ -132,7 +132,12 @@ class TransformerConfig:
         check_sequences(self)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Its fields as JSON values; ``randomised_positions`` only when set, so that the files written before the field
+        existed (a model and the timeline recorded with it, which must match) read the same."""
+        fields_ = asdict(self)
+        if not self.randomised_positions:
+            del fields_["randomised_positions"]
+        return fields_
 
     @classmethod
     def from_dict(cls, data: dict) -> TransformerConfig:
