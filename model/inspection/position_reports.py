@@ -24,7 +24,7 @@ import torch
 
 from model.family import Positions
 from model.inspection.positional import PositionalReport, sinusoid_table, table_report
-from model.nn.positions import SCHEMES, ALiBi, PositionScheme
+from model.nn.positions import SCHEMES, PositionScheme
 from model.nn.transformer import EncoderLayer, Transformer
 
 NO_CHECK = (np.array([1]), np.full(1, np.nan), np.full(1, np.nan))  # offsets, errors: no rotation to check
@@ -89,21 +89,10 @@ def _bias(scheme: PositionScheme, distance: int) -> PositionalReport:
     encoder, decoder = (_bias_by_distance(scheme, stack, distance) for stack in ("encoder", "decoder"))  # [2D + 1, H] each
     distances = np.arange(-distance, distance + 1)
     report = PositionalReport(scheme.name, encoder, decoder, *NO_CHECK, row_values=distances)
-    heads = encoder.shape[1]
-    if isinstance(scheme, ALiBi):
-        slopes = ", ".join(f"1/{1 / float(m):g}" for m in scheme.slopes)
-        report.summary = (
-            f"ALiBi adds no position vector to the embeddings: each of the {heads} heads of every self-attention adds "
-            f"−m·|key − query| to its scores, with the slopes m = {slopes} (the paper's geometric sequence). Left the "
-            "encoder's, right the decoder's (keys after the query are masked there); the curves are the chosen heads."
-        )
-    else:
-        report.summary = (
-            f"A learned relative bias (T5's) and no position vector: each of the {heads} heads adds the bias it learned for "
-            "the bucket of the distance key − query (exact up to 8, logarithmic up to 128; the encoder's buckets tell left "
-            "from right), the same in every layer. Left the encoder's, right the decoder's (keys after the query are "
-            "masked there); the curves are the chosen heads."
-        )
+    report.summary = (
+        f"{scheme.bias_summary()} Left the encoder's, right the decoder's (keys after the query are masked there); "
+        "the curves are the chosen heads."
+    )
     return report
 
 

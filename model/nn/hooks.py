@@ -23,6 +23,8 @@ from typing import Any, TypeVar, cast
 import torch
 import torch.nn as nn
 
+from model.network import Network
+
 T = TypeVar("T")
 Hook = Callable[[nn.Module, Any, Any], Any]  # (module, inputs, output) -> replacement or None; or a pre-hook with kwargs
 
@@ -45,12 +47,11 @@ def for_this_thread(hook: Hook) -> Hook:
 
 
 def copy_without_thread_hooks(network: T) -> T:
-    """A deep copy of ``network`` (a module, or a family's network: its ``module_tree``) without the hooks a thread has
+    """A deep copy of ``network`` (a family's network: its ``module_tree``) without the hooks a thread has
     on it (``for_this_thread``'s): a job's hooks belong to the module the job reads, never to a copy made meanwhile (the
     library's own hooks, and any other, are kept)."""
     copied = copy.deepcopy(network)
-    tree = copied.module_tree() if hasattr(copied, "module_tree") else copied
-    for inner in cast(nn.Module, tree).modules():
+    for inner in cast(Network, copied).module_tree().modules():  # every network names its modules' tree
         for hooks in (inner._forward_hooks, inner._forward_pre_hooks):
             for key in [key for key, hook in hooks.items() if getattr(hook, "thread_owned", False)]:
                 del hooks[key]

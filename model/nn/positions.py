@@ -95,6 +95,10 @@ class PositionScheme(nn.Module):
         the turn undone)."""
         return x
 
+    def bias_summary(self) -> str:
+        """What its score bias is, in words (the Positional tab's summary); '' without one."""
+        return ""
+
     def bias(self, stack: str, n_queries: int, n_keys: int, start: int) -> torch.Tensor | None:
         """What ``stack``'s self-attention adds to its scores [H, Q, K], queries at positions start.. and keys at 0..;
         None when nothing."""
@@ -157,6 +161,13 @@ class ALiBi(PositionScheme):
         super().__init__(max_len, d_model, n_heads)
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
+    def bias_summary(self) -> str:
+        slopes = ", ".join(f"1/{1 / float(m):g}" for m in self.slopes)
+        return (
+            f"ALiBi adds no position vector to the embeddings: each of the {self.n_heads} heads of every self-attention "
+            f"adds −m·|key − query| to its scores, with the slopes m = {slopes} (the paper's geometric sequence)."
+        )
+
     def bias(self, stack: str, n_queries: int, n_keys: int, start: int) -> torch.Tensor:
         distance = _offsets(n_queries, n_keys, start, self.slopes.device).abs()  # [Q, K]: the decoder's mask keeps j <= i
         return -self.slopes[:, None, None] * distance  # [H, Q, K]
@@ -170,6 +181,13 @@ class RelativeBias(PositionScheme):
         super().__init__(max_len, d_model, n_heads)
         self.encoder_table = nn.Embedding(RELATIVE_BUCKETS, n_heads)  # per bucket of the offset, per head
         self.decoder_table = nn.Embedding(RELATIVE_BUCKETS, n_heads)
+
+    def bias_summary(self) -> str:
+        return (
+            f"A learned relative bias (T5's) and no position vector: each of the {self.n_heads} heads adds the bias it "
+            "learned for the bucket of the distance key − query (exact up to 8, logarithmic up to 128; the encoder's "
+            "buckets tell left from right), the same in every layer."
+        )
 
     def bias(self, stack: str, n_queries: int, n_keys: int, start: int) -> torch.Tensor:
         table = self.encoder_table if stack == "encoder" else self.decoder_table
