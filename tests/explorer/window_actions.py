@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -294,7 +295,9 @@ class WindowStates(RuleBasedStateMachine):
         if SURVEY is not None:
             for problem in found:
                 key = what + ": " + "".join(c if not c.isdigit() else "#" for c in problem)
-                SURVEY.setdefault(key, (problem, list(self.actions)))
+                if key not in SURVEY:  # printed as met: a long run cut off still shows what it found
+                    SURVEY[key] = (problem, list(self.actions))
+                    print(f"problem met: {what}: {problem}\n    after: {' → '.join(self.actions)}", file=sys.stderr, flush=True)
             return []
         return found
 
