@@ -115,6 +115,7 @@ class InterventionTool(ShownName):
     DECODER_LENS = "DecoderLens"
     LOGIT_ATTRIBUTION = "logit attribution"
     PATCHING = "patching"
+    CIRCUITS = "circuits"
 
 
 INTERVENTION_TOOLS = tuple(InterventionTool)  # every tool, in the order the window shows them

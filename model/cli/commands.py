@@ -46,6 +46,11 @@ COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
         "a model's training snapshots: an animation, a strip, a difference, per-head curves", "model.cli.timeline", "timeline"
     ),
     "patch": Command("activation patching between a clean and a corrupted sentence", "model.cli.interventions", "patch"),
+    "circuit": Command(
+        "the edges that carry a prediction across cross-attention: scores, circuit, faithfulness curve",
+        "model.cli.circuit",
+        "circuit",
+    ),
     "lens": Command("the logit lens, direct logit attribution or DecoderLens of a sentence", "model.cli.interventions", "lens"),
     "neuron": Command("one head's query row inside: query and key vectors, scores, positional terms", "model.cli.neuron", "neuron"),
     "index": Command("run a model over a corpus and keep its vectors and head statistics", "model.cli.corpus", "index"),

@@ -80,7 +80,7 @@ def out_suffix(out: str, allowed: tuple[str, ...]) -> str:
     return suffix
 
 
-def _sources(args) -> tuple[str, str]:
+def pair_sources(args) -> tuple[str, str]:
     """The clean and corrupted sentences: typed, or a generated minimal pair (printed with its expected change)."""
     if args.pair is not None:
         if args.clean is not None or args.corrupt is not None:
@@ -127,7 +127,7 @@ def run_patch(args) -> int:
     suffix = out_suffix(args.out, (".npz", ".csv", *FIGURES))
     options = figure_options(args)
     grids = _grids(args.grids)
-    clean, corrupted = _sources(args)
+    clean, corrupted = pair_sources(args)
     if args.step is not None and args.step < 1:
         raise CommandError(f"--step counts from 1, not {args.step}")
     model_path = model_source(args.model)

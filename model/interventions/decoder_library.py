@@ -33,6 +33,7 @@ from typing import cast
 import torch
 
 from model.family import InterventionTool
+from model.interventions.circuit_parts import NO_CROSSING
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
 from model.kinds import AttentionKind
@@ -46,7 +47,10 @@ class DecoderPass:
     """A decoder-only layout's adapter (its registry entry's hooked pass, ``HOOKED_LAYOUTS``), bound to one network."""
 
     served_tools = SERVED
-    unserved = {InterventionTool.DECODER_LENS: NO_ENCODER}
+    unserved = {
+        InterventionTool.DECODER_LENS: NO_ENCODER,
+        InterventionTool.CIRCUITS: NO_CROSSING.format(what="a decoder-only model", part="encoder"),
+    }
 
     def __init__(self, network: DecoderNetwork) -> None:
         self.network = network

@@ -27,6 +27,7 @@ from typing import cast
 import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
+from model.interventions.circuit_parts import NO_CROSSING
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError, hooked_encode
 from model.interventions.library_sites import HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
 from model.nn.classifier import EncoderClassifier
@@ -59,7 +60,10 @@ class _EncoderOnlyPass:
     @property
     def unserved(self) -> dict[InterventionTool, str]:
         """DecoderLens (no decoder), and without a head every tool; a head not linear in the stream: logit attribution."""
-        reasons = {InterventionTool.DECODER_LENS: NO_DECODER}
+        reasons = {
+            InterventionTool.DECODER_LENS: NO_DECODER,
+            InterventionTool.CIRCUITS: NO_CROSSING.format(what="an encoder-only model", part="decoder"),
+        }
         for tool in (*READS_TEXT, InterventionTool.LOGIT_ATTRIBUTION):
             if not self.has_head():
                 reasons[tool] = NO_HEAD.format(tool=tool)

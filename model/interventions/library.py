@@ -40,6 +40,7 @@ from typing import Any, cast
 import torch
 
 from model.family import INTERVENTION_TOOLS, InterventionTool
+from model.interventions.circuit_parts import NOT_SPLIT
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, InterventionError
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install, without_output
 from model.kinds import AttentionKind
@@ -63,8 +64,8 @@ class LibraryPass:
     """What the Hugging Face layouts' adapters share: hooks on the library's modules around its own forward pass. A
     layout's adapter (declared for its model type in model/pretrained/families.py) says where each hook point sits."""
 
-    served_tools = INTERVENTION_TOOLS
-    unserved: dict[InterventionTool, str] = {}  # every tool served
+    served_tools = tuple(tool for tool in INTERVENTION_TOOLS if tool is not InterventionTool.CIRCUITS)
+    unserved: dict[InterventionTool, str] = {InterventionTool.CIRCUITS: NOT_SPLIT}
 
     def __init__(self, network: Seq2SeqNetwork) -> None:
         self.network = network  # the pretrained encoder-decoder entry's network whose layout declared this adapter

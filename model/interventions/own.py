@@ -16,8 +16,12 @@ import torch
 
 from model.attribution.own_pass import without_dropout
 from model.family import INTERVENTION_TOOLS, InterventionTool
+from model.interventions.circuit_parts import CircuitParts, Norm
 from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, Hooks, hooked_encode
-from model.nn.transformer import DecoderLayer, Transformer
+from model.kinds import AttentionKind
+from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer, layer_norm
+
+SUBLAYERS = {"self": 0, "cross": 1, "mlp": -1}  # a sublayer's norm among its layer's (the feed-forward's: the last)
 
 
 class TransformerPass:
@@ -99,6 +103,35 @@ class TransformerPass:
         projection = model.output_projection
         weight, bias = (model.target_embedding.weight, None) if projection is None else (projection.weight, projection.bias)
         return AttributionLayout(embeddings, (), norms, [(None, None)] * len(norms), final, weight, bias)
+
+    def circuit_parts(self) -> CircuitParts:
+        """Its layers, heads and norms (model/interventions/circuit_parts.py): a pre-norm model's norms are each
+        sublayer's and the two final ones; a post-norm model's sit on the stream, after each sublayer's add."""
+        model = self.model
+        config = model.config
+        pre_norm = config.norm_placement == "pre"
+
+        def layer(side: str, index: int) -> EncoderLayer | DecoderLayer:
+            return model.encoder_layers[index] if side == "encoder" else model.decoder_stack[index]  # type: ignore[return-value]
+
+        def norm_of(side: str, index: int, sublayer: str) -> torch.nn.LayerNorm:
+            return layer(side, index).norms[SUBLAYERS[sublayer]]  # type: ignore[return-value]
+
+        def read_norm(side: str, index: int, sublayer: str) -> Norm | None:
+            norm = norm_of(side, index, sublayer)
+            return (lambda x: layer_norm(norm, x)) if pre_norm else None
+
+        def head_inputs(side: str, index: int, parts: str, reads: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            kind = (
+                AttentionKind.CROSS if parts != "qkv" else (AttentionKind.ENCODER if side == "encoder" else AttentionKind.DECODER)
+            )
+            return model.attention_module(kind, index).head_projections(reads, parts)
+
+        return CircuitParts(
+            config.n_encoder_layers, config.n_decoder_layers, config.n_heads, pre_norm, read_norm,
+            model.encoder_norm if pre_norm else None, model.decoder_norm if pre_norm else None, head_inputs,
+            lambda side, index, sublayer: norm_of(side, index, sublayer).weight,
+        )  # fmt: skip
 
 
 def hooked_pass(network: Transformer) -> TransformerPass:

@@ -137,6 +137,22 @@ class MultiHeadAttention(nn.Module):
         split = projected.view(batch, length, parts, self.n_heads, self.d_k).unbind(2)  # parts x [B, L, H, d_k]
         return tuple(part.transpose(1, 2) for part in split)
 
+    def head_projections(self, reads: torch.Tensor, parts: str) -> tuple[torch.Tensor, ...]:
+        """Each head's own input [B, H, L, d_model] through its slices of the projections named by ``parts`` ("qkv" for
+        self-attention; "q" or "kv" for cross-attention) -> one [B, H, L, d_k] per part, queries and keys turned as the
+        pass turns them (rope): what a head would compute had it alone read ``reads`` (the circuits' edges, which
+        change one head's input and not its neighbours', model/circuits/)."""
+        if parts == "qkv":
+            weight = self.qkv_projection.weight
+        else:
+            weight = self.q_projection.weight if parts == "q" else self.kv_projection.weight
+        slices = weight.view(len(parts), self.n_heads, self.d_k, weight.shape[-1])  # [parts, H, d_k, d_model]
+        projected = torch.einsum("bhld,phkd->pbhlk", reads, slices).unbind(0)  # parts x [B, H, L, d_k]
+        if parts == "qkv" and self.positions is not None:
+            q, k = self.positions.turn(projected[0], projected[1], 0)
+            return q, k, projected[2]
+        return tuple(projected)
+
     def forward(
         self,
         x: torch.Tensor,  # [B, Q, d_model] queries (and keys/values for self-attention)

@@ -48,12 +48,18 @@ __all__ = [  # the attention's names stay importable from here, where the model'
 ]
 
 
-def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    """A LayerNorm module's function of x [..., d_model], as a functional call (what every sublayer's norm computes)."""
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+def layer_norm(norm: nn.LayerNorm, x: torch.Tensor, scale_point: HookPoint | None = None) -> torch.Tensor:
+    """A LayerNorm module's function of x [..., d_model], as a functional call (what every sublayer's norm computes).
+    With ``scale_point`` hooked, by hand: γ ⊙ (x − mean) · s + β with s = 1/σ [..., 1] passed through the point, so that
+    a tool can read the norm's scale or hold it at another run's (the circuits' frozen norm, model/circuits/)."""
+    if scale_point is None or not scale_point.hooked:
+        return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+    centred = x - x.mean(-1, keepdim=True)  # [..., d_model]
+    scale = scale_point(torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + norm.eps))  # [..., 1]
+    return centred * scale * norm.weight + norm.bias
 
 
-Points = tuple[HookPoint, HookPoint]  # a sublayer's hook points: what it reads, its output
+Points = tuple[HookPoint, HookPoint, HookPoint]  # a sublayer's hook points: what it reads, its output, its norm's scale
 
 
 class _Sublayers(nn.Module):
@@ -72,20 +78,26 @@ class _Sublayers(nn.Module):
         """Apply sublayer(x) -> (output, extra) with its residual and norm; return (x, extra). ``points``: the hook
         points of what the sublayer reads and of its output (the teacher-forced pass's; a one-token step has none)."""
         norm = cast(nn.LayerNorm, self.norms[index])
-        read = layer_norm(norm, x) if self.pre_norm else x  # [.., d_model]
+        scale = points[2] if points is not None else None
+        read = layer_norm(norm, x, scale) if self.pre_norm else x  # [.., d_model]
         if points is not None:
             read = points[0](read)
         output, extra = sublayer(read)
         if points is not None:
             output = points[1](output)
         summed = self.dropout.add_to(x, output)  # [.., d_model]
-        return (summed if self.pre_norm else layer_norm(norm, summed)), extra
+        return (summed if self.pre_norm else layer_norm(norm, summed, scale)), extra
+
+    def mlp_points(self) -> Points:
+        """The feed-forward sublayer's hook points (what it reads, its output, its norm's scale)."""
+        return cast(Points, (self.hook_mlp_in, self.hook_mlp_out, self.hook_mlp_scale))
 
     def _attention_points(self, name: str, attention: MultiHeadAttention) -> dict[str, HookPoint]:
         """The hook points of attention sublayer ``name`` ("self" or "cross") by their names within the layer."""
-        read, output, resid = (getattr(self, f"hook_{name}_{point}") for point in ("in", "out", "resid"))
+        read, output, scale, resid = (getattr(self, f"hook_{name}_{point}") for point in ("in", "out", "scale", "resid"))
         own = {f"{name}.{point}": hook for point, hook in attention.hook_points().items()}
-        return {f"{name}.in": read, **own, f"{name}.out": output, f"{name}.resid": resid}
+        norm = {f"{name}.scale": scale}  # the sublayer's norm's 1/σ: before it reads (pre-norm), after its add (post-norm)
+        return {f"{name}.in": read, **own, f"{name}.out": output, **norm, f"{name}.resid": resid}
 
 
 class EncoderLayer(_Sublayers):
@@ -95,18 +107,20 @@ class EncoderLayer(_Sublayers):
         self.feed_forward = FeedForward(config)
         self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
+        self.hook_self_scale, self.hook_mlp_scale = HookPoint(), HookPoint()
 
     def forward(self, x, padding_mask, need_weights=False):
         x = self.hook_resid_pre(x)  # [B, S, d_model]
-        points = (self.hook_self_in, self.hook_self_out)
+        points = (self.hook_self_in, self.hook_self_out, self.hook_self_scale)
         x, weights = self.residual(0, x, lambda h: self.self_attention(h, mask=padding_mask, need_weights=need_weights), points)
         x = self.hook_self_resid(x)
-        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None), (self.hook_mlp_in, self.hook_mlp_out))
+        x, _ = self.residual(1, x, lambda h: (self.feed_forward(h), None), self.mlp_points())
         return self.hook_resid_post(x), weights
 
     def hook_points(self) -> dict[str, HookPoint]:
         """Its hook points by their names within the layer, in the order the pass reaches them."""
-        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "resid_post": self.hook_resid_post}
+        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "mlp_scale": self.hook_mlp_scale}
+        mlp["resid_post"] = self.hook_resid_post
         return {"resid_pre": self.hook_resid_pre, **self._attention_points("self", self.self_attention), **mlp}
 
 
@@ -119,6 +133,7 @@ class DecoderLayer(_Sublayers):
         self.hook_self_in, self.hook_self_out, self.hook_self_resid = HookPoint(), HookPoint(), HookPoint()
         self.hook_cross_in, self.hook_cross_out, self.hook_cross_resid = HookPoint(), HookPoint(), HookPoint()
         self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
+        self.hook_self_scale, self.hook_cross_scale, self.hook_mlp_scale = HookPoint(), HookPoint(), HookPoint()
 
     def forward(self, x, memory_keys_values, memory_mask, self_mask=None, need_weights=False, rows=None):
         """x [B, T, d_model], or [N, d_model] holding only ``rows`` (PackedRows) of the positions."""
@@ -129,7 +144,7 @@ class DecoderLayer(_Sublayers):
             0,
             x,
             lambda h: self.self_attention(h, mask=self_mask, is_causal=is_causal, need_weights=need_weights, rows=rows),
-            (self.hook_self_in, self.hook_self_out),
+            (self.hook_self_in, self.hook_self_out, self.hook_self_scale),
         )
         x = self.hook_self_resid(x)
         x, cross_weights = self.residual(
@@ -138,15 +153,16 @@ class DecoderLayer(_Sublayers):
             lambda h: self.cross_attention(
                 h, mask=memory_mask, keys_values=memory_keys_values, need_weights=need_weights, rows=rows
             ),
-            (self.hook_cross_in, self.hook_cross_out),
+            (self.hook_cross_in, self.hook_cross_out, self.hook_cross_scale),
         )
         x = self.hook_cross_resid(x)
-        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None), (self.hook_mlp_in, self.hook_mlp_out))
+        x, _ = self.residual(2, x, lambda h: (self.feed_forward(h), None), self.mlp_points())
         return self.hook_resid_post(x), self_weights, cross_weights
 
     def hook_points(self) -> dict[str, HookPoint]:
         """Its hook points by their names within the layer, in the order the pass reaches them."""
-        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "resid_post": self.hook_resid_post}
+        mlp = {"mlp_in": self.hook_mlp_in, "mlp_out": self.hook_mlp_out, "mlp_scale": self.hook_mlp_scale}
+        mlp["resid_post"] = self.hook_resid_post
         attentions = self._attention_points("self", self.self_attention) | self._attention_points("cross", self.cross_attention)
         return {"resid_pre": self.hook_resid_pre, **attentions, **mlp}
 

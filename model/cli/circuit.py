@@ -1,0 +1,81 @@
+"""``transformer-explorer circuit``: the edges that carry a prediction from a clean source rather than a corrupted
+one, across cross-attention (model/circuits/), from the command line.
+
+    transformer-explorer circuit --model copy --clean "a m b f p j" --corrupt "a m b f p q" --out circuit.pdf
+    transformer-explorer circuit --model default --pair number --out circuit.json     (also .csv, .graphml, .png, .svg)
+
+Prints the metric, the direction, the scores' method and integration points, the norm treatment, the check against
+exact edge patching, the circuit found and its faithfulness (and says when its evaluation disagrees with its scores),
+and writes the figure (the node-link diagram and the faithfulness curve) or the data by the suffix.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from model.circuits.export import DATA_SUFFIXES, write_circuit_data
+from model.circuits.result import Options, find_circuit_of
+from model.circuits.scores import INTEGRATIONS, METHODS, METRICS
+from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.interventions import FIGURES, out_suffix, pair_sources
+from model.cli.options import CommandError, language_arguments, with_languages
+from model.figures.circuit import circuit_figure
+from model.figures.saving import save_figure
+from model.files import check_output
+from model.interventions.minimal_pairs import FEATURES
+from model.io.models import model_source, open_model
+
+
+def add_circuit_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", required=True, help="a model: a file or a shipped model's name (an encoder-decoder of the app's)"
+    )
+    language_arguments(parser)
+    parser.add_argument("--clean", help="the clean source sentence")
+    parser.add_argument("--corrupt", help="the corrupted source: as many pieces as --clean")
+    parser.add_argument("--pair", choices=FEATURES, help="a toy-fr minimal pair instead of --clean/--corrupt")
+    parser.add_argument("--pair-index", type=int, default=0, help="which pair of --pair's list (default 0)")
+    parser.add_argument("--step", type=int, help="the target step compared, from 1 (default: the first the two differ)")
+    parser.add_argument("--method", choices=METHODS, default="EAP-IG", help="EAP-IG (default) or EAP")
+    parser.add_argument(
+        "--over", choices=INTEGRATIONS, default="activations", help="what EAP-IG integrates over (default activations)"
+    )
+    parser.add_argument("--ig-steps", type=int, default=5, help="EAP-IG's integration points (default 5)")
+    parser.add_argument("--metric", choices=METRICS, default="logit difference", help="the metric (default logit difference)")
+    parser.add_argument("--target", type=float, default=0.9, help="the share of the difference the circuit keeps (default 0.9)")
+    parser.add_argument("--no-positions", action="store_true", help="key/value edges per writer, not per source position")
+    check = parser.add_mutually_exclusive_group()
+    check.add_argument(
+        "--exact", action="store_true", help="patch every edge exactly to check the scores (default: up to 6000 edges)"
+    )
+    check.add_argument("--no-exact", action="store_true", help="do not patch every edge exactly")
+    parser.add_argument("--out", required=True, help="a figure FILE.png|svg|pdf, or FILE.csv|json|graphml")
+    add_figure_arguments(parser)
+
+
+def run_circuit(args) -> int:
+    suffix = out_suffix(args.out, (*FIGURES, *DATA_SUFFIXES))
+    options = figure_options(args)
+    clean, corrupted = pair_sources(args)
+    if args.step is not None and args.step < 1:
+        raise CommandError(f"--step counts from 1, not {args.step}")
+    if args.ig_steps < 1:
+        raise CommandError(f"--ig-steps is at least 1, not {args.ig_steps}")
+    if not 0 < args.target <= 1:
+        raise CommandError(f"--target is a share of the difference, above 0 and at most 1, not {args.target}")
+    model_path = model_source(args.model)
+    check_output(args.out, (model_path,) if model_path else ())
+    bundle = with_languages(open_model(args.model), args)
+    exact = True if args.exact else (False if args.no_exact else None)
+    chosen = Options(args.method, args.ig_steps, args.over, args.metric, args.target, not args.no_positions, exact)
+    step = None if args.step is None else args.step - 1
+    result = find_circuit_of(bundle, clean, corrupted, step, chosen)
+    for line in result.describe():
+        print(line)
+    if suffix in DATA_SUFFIXES:
+        write_circuit_data(result, args.out)
+    else:
+        options.model_name = model_name(args.model)
+        save_figure(circuit_figure(result, options), args.out, args.dpi)
+    print(f"wrote {args.out}")
+    return 0
