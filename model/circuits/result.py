@@ -19,8 +19,8 @@ from scipy.stats import spearmanr
 from model.circuits.graph import CircuitGraph, Node
 from model.circuits.scores import CircuitSetup, edge_scores, exact_scores, prepare_circuit
 from model.circuits.search import TOLERANCE, Circuit, find_circuit
-from model.family import Bundle
-from model.interventions.hooked import InterventionError
+from model.family import Bundle, InterventionTool
+from model.interventions.hooked import InterventionError, check_tool
 from model.interventions.patching_setup import PairLabels, PatchingSetup, prepare_bundle_patching
 
 EXACT_LIMIT = 6000  # every edge patched exactly by default up to this many edges
@@ -171,4 +171,5 @@ def find_circuit_of(
     progress: Progress | None = None,
 ) -> CircuitResult:  # fmt: skip
     """The circuit of two sentences read by ``bundle`` (``step`` from 0; default: the first at which they differ)."""
+    check_tool(bundle.model, InterventionTool.CIRCUITS)  # a model without the parts, before its pair is read
     return circuit_of(prepare_bundle_patching(bundle, clean_text, corrupted_text, step), options, progress)
