@@ -103,3 +103,14 @@ def unfollowed(tool: str, decoding: FollowedDecoding | None, cannot: dict[str, s
         return ""
     missed = [f"{mode} ({cannot[mode]})" for mode in decoding.modes if mode in cannot]
     return f"The {tool} does not follow the {'; the '.join(missed)}." if missed else ""
+
+
+def pair_read(explore: ExploreController, clean: str) -> tuple[Any, tuple[int, ...] | None]:
+    """(the model that patching or a circuit of ``clean`` reads, the output it follows): the Explore tab's decoding's
+    when ``clean`` is the sentence it decodes (None: the clean sentence's greedy translation), else the explored
+    model's."""
+    decoding, bundle = followed_decoding(explore), explore.bundle
+    if decoding is None:
+        return (bundle.model if bundle is not None else None), None
+    same = bundle is not None and tuple(bundle.source_ids(clean.strip())[0]) == decoding.source_ids
+    return decoding.model, (decoding.chosen_ids if same and decoding.chosen_ids else None)

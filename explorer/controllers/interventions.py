@@ -30,7 +30,17 @@ from psygnal import Signal
 
 from explorer.controllers.background import job_bundle
 from explorer.controllers.explore import ExploreController
-from explorer.controllers.followed import BEAM, FORCED, SAMPLED, WORDS, FollowedDecoding, followed_decoding, trace_step, unfollowed
+from explorer.controllers.followed import (
+    BEAM,
+    FORCED,
+    SAMPLED,
+    WORDS,
+    FollowedDecoding,
+    followed_decoding,
+    pair_read,
+    trace_step,
+    unfollowed,
+)
 from explorer.controllers.runner import Job, Runner
 from model.decoding.trace import Trace
 from model.family import INTERVENTION_TOOLS, Bundle, InterventionTool, capabilities_of
@@ -257,20 +267,11 @@ class InterventionsController:
         self.patch_wanted = (clean, corrupted, direction, step)
         return self._patch_if_stale()
 
-    def _patch_read(self, clean: str) -> tuple[Any, tuple[int, ...] | None]:
-        """(the model a patching of ``clean`` reads, the output it follows): the Explore tab's decoding's when ``clean``
-        is the sentence it decodes (None: the clean sentence's greedy translation), else the explored model's."""
-        decoding, bundle = followed_decoding(self.explore), self.explore.bundle
-        if decoding is None:
-            return (bundle.model if bundle is not None else None), None
-        same = bundle is not None and tuple(bundle.source_ids(clean.strip())[0]) == decoding.source_ids
-        return decoding.model, (decoding.chosen_ids if same and decoding.chosen_ids else None)
-
     def _patch_if_stale(self) -> bool:
         wanted, bundle = self.patch_wanted, self.explore.bundle
         if not self.patching_active or wanted is None or bundle is None or not wanted[0].strip():
             return False
-        if self.patched_for == (self._patch_read(wanted[0]), wanted):
+        if self.patched_for == (pair_read(self.explore, wanted[0]), wanted):
             return False
         if not wanted[1].strip() or PATCHING not in self.tools():
             return False  # a sentence still to type, or a model that cannot (the view says so already)
@@ -295,7 +296,7 @@ class InterventionsController:
             return False
         assert self.explore.bundle is not None
         self.patch_wanted = (clean, corrupted, direction, step)
-        read = self._patch_read(clean)
+        read = pair_read(self.explore, clean)
         self.patched_for = (read, self.patch_wanted)
         self.results.pop(PATCHING, None)
         self.ready.emit(PATCHING, None)  # the last pair's grids are not this one's

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.controllers.alignment import AlignmentController
+from explorer.controllers.circuits import CircuitsController
 from explorer.controllers.compare import CompareController
 from explorer.controllers.corpus import CorpusController
 from explorer.controllers.explore import ExploreController
@@ -35,6 +36,7 @@ class WindowControllers:
     curves: CurvesController  # its curves over training
     timeline_exports: TimelineExports
     interventions: InterventionsController  # logit lens, DecoderLens, logit attribution, patching
+    circuits: CircuitsController  # the circuit of the Patching sub-tab's pair (model/circuits/)
     neuron: NeuronController  # one head's query row inside, and every head's positional terms
     corpus: CorpusController  # a corpus index: built, searched, its heads' query-key maps
     report_card: ReportCardController  # every attribution reading graded (model/grading/)
@@ -50,7 +52,7 @@ class WindowControllers:
         curves = CurvesController(explore, runner, timeline)
         exports = TimelineExports(explore, runner, timeline, curves)
         interventions, neuron = InterventionsController(explore, runner), NeuronController(explore, runner)
-        corpus = CorpusController(explore, runner)
+        corpus, circuits = CorpusController(explore, runner), CircuitsController(explore, runner)
         report_card, lengths = ReportCardController(explore, runner), LengthsController(explore, runner)
         return cls(
             runner,
@@ -64,6 +66,7 @@ class WindowControllers:
             curves,
             exports,
             interventions,
+            circuits,
             neuron,
             corpus,
             report_card,

@@ -1,8 +1,9 @@
 """The Interventions view of the Explore tab: one sub-tab per tool, a status line and "Save…".
 
 Sub-tabs: "Logit lens" (readings × steps, explorer/widgets/lens_views.py), "DecoderLens" (encoder layer →
-translation), "Logit attribution" (the parts of the current step's logit, explorer/widgets/attribution_view.py) and
-"Patching" (a clean and a corrupted sentence, explorer/widgets/patching_view.py). The status line shows one line: what
+translation), "Logit attribution" (the parts of the current step's logit, explorer/widgets/attribution_view.py),
+"Patching" (a clean and a corrupted sentence, explorer/widgets/patching_view.py) and "Circuits" (the edges that carry
+the patching pair's prediction, explorer/widgets/circuit_view.py). The status line shows one line: what
 is being computed, why nothing can be (a model that cannot be patched), or a bad input's error.
 
 The view shows plain data the Explore tab hands it (``show_result(tool, result)``, ``set_step``, ``show_message``,
@@ -19,6 +20,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from explorer.widgets.attribution_view import AttributionView
+from explorer.widgets.circuit_view import CircuitView
 from explorer.widgets.lens_views import DecoderLensTable, LensHeatmap
 from explorer.widgets.patching_view import PatchingView
 
@@ -28,7 +30,10 @@ TOOL_TABS = (
     ("DecoderLens", "DecoderLens"),
     ("logit attribution", "Logit attribution"),
     ("patching", "Patching"),
+    ("circuits", "Circuits"),
 )
+SAVE_FORMATS = "CSV: every number (*.csv);;PNG figure (*.png);;SVG figure (*.svg);;PDF figure (*.pdf)"
+GRAPH_FORMATS = ";;JSON graph (node-link data) (*.json);;GraphML graph (*.graphml)"  # a circuit's too
 
 
 class InterventionsView(QWidget):
@@ -47,10 +52,10 @@ class InterventionsView(QWidget):
         self.save_button.setToolTip("Write the shown tool's result: every number of it (CSV), or its figure (PNG, SVG, PDF)")
         self.save_button.setEnabled(False)
         self.lens, self.decoder_lens = LensHeatmap(), DecoderLensTable()
-        self.attribution, self.patching = AttributionView(), PatchingView()
+        self.attribution, self.patching, self.circuits = AttributionView(), PatchingView(), CircuitView()
         self.attribution.position_chosen.connect(self._on_position_chosen)
         self.tools = QTabWidget()
-        widgets: tuple[QWidget, ...] = (self.lens, self.decoder_lens, self.attribution, self.patching)
+        widgets: tuple[QWidget, ...] = (self.lens, self.decoder_lens, self.attribution, self.patching, self.circuits)
         self.tool_widgets: dict[str, QWidget] = {tool: widget for (tool, _), widget in zip(TOOL_TABS, widgets)}
         for tool, title in TOOL_TABS:
             self.tools.addTab(self.tool_widgets[tool], title)
@@ -96,6 +101,8 @@ class InterventionsView(QWidget):
             self.decoder_lens.set_result(result)
         elif tool == "logit attribution":
             self.attribution.set_attribution(result, self.step)
+        elif tool == "circuits":
+            self.circuits.set_result(result)
         else:
             self.patching.set_result(result)
         if tool in ("logit lens", "logit attribution"):
@@ -136,7 +143,7 @@ class InterventionsView(QWidget):
     def _on_save_clicked(self) -> None:
         tool = self.tool
         suggested = Path.home() / f"{tool.lower().replace(' ', '-')}.csv"
-        formats = "CSV: every number (*.csv);;PNG figure (*.png);;SVG figure (*.svg);;PDF figure (*.pdf)"
+        formats = SAVE_FORMATS + (GRAPH_FORMATS if tool == "circuits" else "")
         path, _ = QFileDialog.getSaveFileName(self, f"Save the {tool}", str(suggested), formats)
         if path:
             self.save_requested.emit(tool, path)

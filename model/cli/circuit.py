@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 
-from model.circuits.export import DATA_SUFFIXES, write_circuit_data
 from model.circuits.result import Options, find_circuit_of
 from model.circuits.scores import INTEGRATIONS, METHODS, METRICS
 from model.cli.export import add_figure_arguments, figure_options, model_name
-from model.cli.interventions import FIGURES, out_suffix, pair_sources
+from model.cli.interventions import out_suffix, pair_sources
 from model.cli.options import CommandError, language_arguments, with_languages
-from model.figures.circuit import circuit_figure
-from model.figures.saving import save_figure
+from model.figures.circuit import SUFFIXES, save_circuit
 from model.files import check_output
 from model.interventions.minimal_pairs import FEATURES
 from model.io.models import model_source, open_model
@@ -54,7 +52,7 @@ def add_circuit_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_circuit(args) -> int:
-    suffix = out_suffix(args.out, (*FIGURES, *DATA_SUFFIXES))
+    out_suffix(args.out, SUFFIXES)
     options = figure_options(args)
     clean, corrupted = pair_sources(args)
     if args.step is not None and args.step < 1:
@@ -72,10 +70,7 @@ def run_circuit(args) -> int:
     result = find_circuit_of(bundle, clean, corrupted, step, chosen)
     for line in result.describe():
         print(line)
-    if suffix in DATA_SUFFIXES:
-        write_circuit_data(result, args.out)
-    else:
-        options.model_name = model_name(args.model)
-        save_figure(circuit_figure(result, options), args.out, args.dpi)
+    options.model_name = model_name(args.model)
+    save_circuit(result, args.out, options, args.dpi)
     print(f"wrote {args.out}")
     return 0

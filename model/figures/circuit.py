@@ -10,14 +10,18 @@ the target dashed and the circuit marked.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from matplotlib.figure import Figure
 
+from model.circuits.export import DATA_SUFFIXES, write_circuit_data
 from model.circuits.layout import circuit_lines, line_widths, node_positions
 from model.circuits.result import CircuitResult
 from model.data.token_labels import pieces_text
 from model.figures.attention import MARGIN, FigureOptions, new_figure, place_axes
 from model.figures.layout import LINE, MIN_FONT_SIZE, Caption, draw_caption, text_width
+from model.figures.saving import FigureError, save_figure
 
 CARRIES, AGAINST = "#2166ac", "#b2182b"  # a negative score (the edge carries the clean prediction), a positive one
 NODE_COLOURS = {"encoder": "#4d9221", "decoder": "#762a83"}
@@ -121,3 +125,17 @@ def draw_curve(axes, result: CircuitResult, font_size: float) -> None:
     axes.tick_params(labelsize=font_size * 0.9)
     low = min(0.0, float(kept.min()) - 0.05) if kept.size else 0.0
     axes.set_ylim(low, max(1.05, float(kept.max()) + 0.05) if kept.size else 1.05)
+
+
+SUFFIXES = (".png", ".svg", ".pdf", *DATA_SUFFIXES)
+
+
+def save_circuit(result: CircuitResult, path: str | Path, options: FigureOptions | None = None, dpi: float = 300) -> Path:
+    """``result`` to ``path`` by its suffix: its figure (.png, .svg, .pdf) or its data (.csv, .json, .graphml), written
+    atomically; a FigureError of one line for another suffix. The command line and the window write through here."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise FigureError(f"a circuit is saved as {', '.join(SUFFIXES)}, not {suffix or 'no extension'}")
+    if suffix in DATA_SUFFIXES:
+        return write_circuit_data(result, path)
+    return save_figure(circuit_figure(result, options), path, dpi)

@@ -15,6 +15,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QTabWidget
 
 from explorer.controllers.background import model_name
+from explorer.controllers.circuits import CircuitsController
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.interventions import TOOLS, InterventionsController
 from explorer.controllers.interventions_export import save_result
@@ -25,14 +26,18 @@ VIEW_TITLE = "Interventions"
 
 
 class ExploreInterventions:
-    def __init__(self, views: QTabWidget, explore: ExploreController, interventions: InterventionsController) -> None:
-        self.views, self.explore, self.controller = views, explore, interventions
+    def __init__(
+        self, views: QTabWidget, explore: ExploreController, interventions: InterventionsController, circuits: CircuitsController
+    ) -> None:
+        self.views, self.explore, self.controller, self.circuits = views, explore, interventions, circuits
         self.view = InterventionsView()
         views.addTab(self.view, VIEW_TITLE)
         views.setTabToolTip(
-            views.indexOf(self.view), "Logit lens, DecoderLens, direct logit attribution and activation patching of the sentence"
+            views.indexOf(self.view),
+            "Logit lens, DecoderLens, direct logit attribution, activation patching and circuits of the sentence",
         )
         self._wire()
+        self._wire_circuits()
 
     def _wire(self) -> None:
         view, controller, patching = self.view, self.controller, self.view.patching
@@ -55,13 +60,40 @@ class ExploreInterventions:
         self.explore.trace_changed.connect(lambda _trace: patching.set_clean(self.explore.text))
         self._on_model_changed()
 
+    def _wire_circuits(self) -> None:
+        """The Circuits sub-tab reads the Patching sub-tab's pair; a node clicked opens its head in the model grid."""
+        view, circuits = self.view, self.circuits
+        circuits.ready.connect(lambda result: view.show_result("circuits", result))
+        circuits.message.connect(view.show_message)
+        circuits.progress.connect(view.set_progress)
+        circuits.pair_shown.connect(view.circuits.set_pair)
+        view.patching.pair_changed.connect(
+            lambda clean, corrupted, _direction, step: circuits.want(clean, corrupted, step - 1 if step > 0 else None)
+        )
+        view.circuits.options_changed.connect(circuits.set_options)
+        view.circuits.find_requested.connect(self._on_find_requested)
+        view.circuits.pair_edit_requested.connect(lambda: view.show_tool("patching"))
+        view.circuits.node_clicked.connect(circuits.open_node)
+        circuits.node_opened.connect(lambda _kind, _layer, _head: self.views.setCurrentIndex(0))  # the grid, its focus
+
+    def _on_find_requested(self) -> None:
+        wanted = self.circuits.wanted
+        if wanted is None:
+            self.view.show_message("Choose a pair in the Patching sub-tab first: the circuit carries its prediction.")
+            return
+        self.view.show_message("")
+        self.circuits.find(*wanted)
+
     def _follow(self) -> None:
-        """The controller computes while the view is shown, and only then (patching: while its sub-tab is)."""
+        """The controllers compute while the view is shown, and only then (patching, circuits: while their sub-tab is)."""
         shown = self.views.currentWidget() is self.view
-        self.controller.set_active(shown, patching=shown and self.view.tools.currentWidget() is self.view.patching)
+        tool = self.view.tools.currentWidget()
+        self.controller.set_active(shown, patching=shown and tool is self.view.patching)
+        self.circuits.set_active(shown and tool is self.view.circuits)
 
     def _on_model_changed(self) -> None:
         self.view.show_message(self.controller.unavailable())
+        self.view.circuits.show_message(self.circuits.unavailable())
         self.view.set_tools(self.controller.tools(), self.controller.reasons())
         self.view.patching.set_place(self.controller.place())
         self._follow()
@@ -75,6 +107,8 @@ class ExploreInterventions:
     def save(self, tool: str, path: str | Path) -> Path | None:
         """The tool's result shown, to ``path``: a CSV, or its figure by the suffix (.png, .svg, .pdf); None (and the
         reason in the view) when there is none or it cannot be written."""
+        if tool == "circuits":
+            return self.circuits.save(path)
         result = self.view.results.get(tool)
         if result is None or tool not in TOOLS:
             self.view.show_message(f"No {tool} result to save yet.")

@@ -120,7 +120,9 @@ class ExploreTab(QWidget):
         self.compare = controllers.compare  # a second model on the same sentence, stepping together
         self.compare_view = CompareView(colours)
         self.views.addTab(self.compare_view, "Side by side")
-        self.interventions = ExploreInterventions(self.views, self.explore, controllers.interventions)  # lenses, patching
+        self.interventions = ExploreInterventions(  # lenses, patching, circuits
+            self.views, self.explore, controllers.interventions, controllers.circuits
+        )
         self.neuron = ExploreNeuron(self, controllers)  # one head inside, and every head's positional terms
         self.corpus_search = ExploreCorpus(self, controllers.corpus)  # right-click a token or a head: search the corpus
         self.report_card = ExploreReportCard(self.views, self.explore, controllers.report_card)  # every reading graded

@@ -1,0 +1,210 @@
+"""The Circuits sub-tab of the Interventions view: the circuit of the Patching sub-tab's pair (model/circuits/).
+
+A row of options (the scores' method and integration points, the target share, key/value edges per source position,
+"Find circuit"), the pair it reads (the Patching sub-tab's, "Change the pair…" goes there), then the node-link diagram
+(model/circuits/layout.py: layers as rows, the encoder left, the decoder right, cross-attention's edges across; line
+width by |score|, blue where the edge carries the clean prediction and red where it works against it, dashed into a
+cross-attention head's queries) beside the faithfulness curve (the share of the difference kept against the number of
+edges, the target dashed, the circuit marked), and under them what the run says (the circuit and its heads first, then the
+metric, direction, method, norm treatment and the check against exact patching). A node clicked asks to open its head in the Explore tab
+(``node_clicked(name)``). Shows what it is given; emits what the user asks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.widgets.plot_style import show_light_grid
+from model.circuits.layout import circuit_lines, line_widths, node_positions
+from model.circuits.result import CircuitResult, Options
+from model.figures.circuit import AGAINST, CARRIES, NODE_COLOURS
+
+LEADING = ("circuit:", "no circuit", "the evaluation and", "heads in the circuit", "  ")  # the summary's first lines
+METHOD_CHOICES = (  # (shown, method, over)
+    ("EAP-IG over activations", "EAP-IG", "activations"),
+    ("EAP-IG over inputs", "EAP-IG", "inputs"),
+    ("EAP (gradient at the clean run)", "EAP", "activations"),
+)
+
+
+def pair_text(clean: str, corrupted: str, step: int | None) -> str:
+    where = "the first step they differ at" if step is None else f"step {step + 1}"
+    return f"Pair (from the Patching sub-tab): “{clean}” → “{corrupted}”, {where}"
+
+
+class CircuitView(QWidget):
+    """Signals: ``options_changed(Options)``, ``find_requested()``, ``pair_edit_requested()``, ``node_clicked(name)``."""
+
+    options_changed = Signal(object)
+    find_requested = Signal()
+    pair_edit_requested = Signal()
+    node_clicked = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.result: CircuitResult | None = None
+        self.method = QComboBox()
+        for shown, _method, _over in METHOD_CHOICES:
+            self.method.addItem(shown)
+        self.method.setToolTip(
+            "EAP-IG averages each receiver's gradient on the way from the clean run to the patched one (its circuits are the "
+            "more faithful); EAP takes it at the clean run (the first-order estimate of each single edge patched)"
+        )
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 50)
+        self.steps.setValue(Options().steps)
+        self.steps.setToolTip("EAP-IG's integration points")
+        self.target = QSpinBox()
+        self.target.setRange(10, 100)
+        self.target.setSuffix(" %")
+        self.target.setValue(round(Options().target * 100))
+        self.target.setToolTip("The share of the clean–corrupted difference the circuit keeps, everything else patched")
+        self.positions = QCheckBox("per source position")
+        self.positions.setChecked(Options().split_positions)
+        self.positions.setToolTip("A cross-attention head's keys and values: one edge per writer and source piece")
+        self.find_button = QPushButton("Find circuit")
+        self.find_button.setToolTip("Computed on its own when the pair or an option changes, while this sub-tab is shown")
+        self.pair = QLabel(pair_text("", "", None))
+        self.pair.setWordWrap(True)
+        self.change_pair = QPushButton("Change the pair…")
+        self.diagram = pg.PlotWidget()
+        self.diagram.hideAxis("bottom")
+        self.diagram.setMenuEnabled(False)
+        self.diagram.getAxis("left").setLabel("layer")
+        self.curve = pg.PlotWidget()
+        self.curve.setLogMode(x=True, y=False)
+        self.curve.setLabel("bottom", "edges in the circuit")
+        self.curve.setLabel("left", "share kept")
+        show_light_grid(self.curve)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._lay_out()
+        for signal in (self.method.currentIndexChanged, self.steps.valueChanged, self.target.valueChanged):
+            signal.connect(lambda _value: self.options_changed.emit(self.options()))
+        self.positions.toggled.connect(lambda _on: self.options_changed.emit(self.options()))
+        self.find_button.clicked.connect(self.find_requested.emit)
+        self.change_pair.clicked.connect(self.pair_edit_requested.emit)
+
+    def _lay_out(self) -> None:
+        options = QHBoxLayout()
+        for label, widget in (("Scores:", self.method), ("Points:", self.steps), ("Target:", self.target)):
+            options.addWidget(QLabel(label))
+            options.addWidget(widget)
+        options.addWidget(self.positions)
+        options.addStretch(1)
+        options.addWidget(self.find_button)
+        pair = QHBoxLayout()
+        pair.addWidget(self.pair, 1)
+        pair.addWidget(self.change_pair)
+        plots = QSplitter(Qt.Orientation.Horizontal)
+        plots.addWidget(self.diagram)
+        plots.addWidget(self.curve)
+        plots.setStretchFactor(0, 3)
+        plots.setStretchFactor(1, 2)
+        summary = QScrollArea()
+        summary.setWidget(self.summary)
+        summary.setWidgetResizable(True)
+        summary.setMaximumHeight(130)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(options)
+        layout.addLayout(pair)
+        layout.addWidget(plots, 1)
+        layout.addWidget(summary)
+
+    def options(self) -> Options:
+        _shown, method, over = METHOD_CHOICES[self.method.currentIndex()]
+        self.steps.setEnabled(method == "EAP-IG")
+        return Options(
+            method, self.steps.value(), over, target=self.target.value() / 100, split_positions=self.positions.isChecked()
+        )
+
+    def set_pair(self, clean: str, corrupted: str, step: int | None) -> None:
+        self.pair.setText(pair_text(clean, corrupted, step))
+
+    def show_message(self, text: str) -> None:
+        if text:
+            self.summary.setText(text)
+
+    def set_result(self, result: CircuitResult | None) -> None:
+        """Draw ``result`` (None: clear the diagram and curve)."""
+        self.result = result
+        self.diagram.clear()
+        self.curve.clear()
+        if result is None:
+            self.summary.setText("")
+            return
+        self._draw_diagram(result)
+        self._draw_curve(result)
+        lines = result.describe()
+        first = [line for line in lines if line.startswith(LEADING)]  # what was found, then how
+        self.summary.setText("\n".join(first + [line for line in lines if line not in first]))
+
+    def _draw_diagram(self, result: CircuitResult) -> None:
+        graph = result.graph
+        positions = node_positions(graph)
+        lines = circuit_lines(graph, result.scores, result.circuit.edges)
+        for line, width in zip(lines, line_widths(lines, 0.8, 7.0)):
+            (x0, y0), (x1, y1) = positions[line.sender], positions[line.receiver]
+            colour = QColor(CARRIES if line.score < 0 else AGAINST)
+            colour.setAlpha(190)
+            pen = QPen(colour, width)
+            pen.setCosmetic(True)
+            if line.input == "q":
+                pen.setStyle(Qt.PenStyle.DashLine)
+            item = pg.PlotCurveItem([x0, x1], [y0, y1], pen=pen)
+            item.setToolTip(f"{graph.nodes[line.sender].label} → {graph.nodes[line.receiver].label}: {line.score:+.3f}")
+            self.diagram.addItem(item)
+        in_circuit = {node.name for node in result.nodes_in_circuit()}
+        spots = []
+        for name, node in graph.nodes.items():
+            colour = QColor(NODE_COLOURS[node.side] if node.kind != "logits" else "#000000")
+            filled = name in in_circuit
+            spots.append({
+                "pos": positions[name], "data": name, "size": 13 if filled else 8, "pen": pg.mkPen(colour, width=1.2),
+                "brush": pg.mkBrush(colour if filled else QColor("white")), "symbol": "s" if node.head is None else "o",
+            })  # fmt: skip
+            if filled:
+                label = pg.TextItem(node.label if node.head is None else node.label.split(" ")[-1], color=colour, anchor=(0.5, 1.2))
+                label.setPos(*positions[name])
+                self.diagram.addItem(label)
+        scatter = pg.ScatterPlotItem(
+            spots=spots, hoverable=True, tip=lambda x, y, data: f"{graph.nodes[data].label} (click: open in Explore)"
+        )
+        scatter.sigClicked.connect(lambda _item, points, *_rest: self.node_clicked.emit(points[0].data()) if len(points) else None)
+        self.diagram.addItem(scatter)
+        layers = max(graph.parts.n_encoder_layers, graph.parts.n_decoder_layers)
+        self.diagram.getAxis("left").setTicks([[(0, "embedding"), *((layer + 1, f"L{layer + 1}") for layer in range(layers))]])
+        for text, side in (("encoder", "encoder"), ("decoder", "decoder")):
+            x = min(x for name, (x, _y) in positions.items() if graph.nodes[name].side == side)
+            caption = pg.TextItem(text, color=QColor(NODE_COLOURS[side]), anchor=(0, 0))
+            caption.setPos(x, -0.3)
+            self.diagram.addItem(caption)
+        self.diagram.setYRange(-0.8, graph.parts.n_decoder_layers + 1.75, padding=0)
+
+    def _draw_curve(self, result: CircuitResult) -> None:
+        sizes = np.maximum([point.size for point in result.curve], 1).astype(float)
+        kept = np.array([point.faithfulness for point in result.curve])
+        self.curve.plot(sizes, kept, pen=pg.mkPen("k", width=1.5), symbol="o", symbolSize=5, symbolBrush="k")
+        self.curve.addItem(
+            pg.InfiniteLine(result.options.target, angle=0, pen=pg.mkPen((128, 128, 128), style=Qt.PenStyle.DashLine))
+        )
+        circuit = result.circuit
+        self.curve.plot([max(circuit.size, 1)], [circuit.faithfulness], pen=None, symbol="o", symbolSize=11, symbolBrush=CARRIES)
+        self.curve.setTitle(f"{circuit.size} edges keep {circuit.faithfulness:.0%}")
