@@ -34,6 +34,7 @@ from model.circuits.layout import circuit_lines, line_widths, node_positions
 from model.circuits.result import CircuitResult, Options
 from model.figures.circuit import AGAINST, CARRIES, NODE_COLOURS
 
+PLOTS_MINIMUM = 230  # px: the diagram's rows and the curve's axes readable
 LEADING = ("circuit:", "no circuit", "the evaluation and", "heads in the circuit", "  ")  # the summary's first lines
 METHOD_CHOICES = (  # (shown, method, over)
     ("EAP-IG over activations", "EAP-IG", "activations"),
@@ -117,10 +118,11 @@ class CircuitView(QWidget):
         plots.addWidget(self.curve)
         plots.setStretchFactor(0, 3)
         plots.setStretchFactor(1, 2)
+        plots.setMinimumHeight(PLOTS_MINIMUM)  # below it the rows and the curve's axis are unreadable: the tab scrolls
         summary = QScrollArea()
         summary.setWidget(self.summary)
         summary.setWidgetResizable(True)
-        summary.setMaximumHeight(130)
+        summary.setMaximumHeight(96)  # the circuit, its heads and its strongest edges; the rest scrolls
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(options)

@@ -92,6 +92,16 @@ class CircuitResult:
                     weights[name] = weights.get(name, 0.0) + abs(float(self.scores[index]))
         return dict(sorted(weights.items(), key=lambda item: -item[1]))
 
+    def source_reads(self) -> list[tuple[str, int]]:
+        """Where the circuit's key/value edges read the source (split by position): (piece, edges), most first."""
+        counts: dict[int, int] = {}
+        for index in np.flatnonzero(self.circuit.edges):
+            position = self.graph.edges[index].position
+            if position is not None:
+                counts[position] = counts.get(position, 0) + 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return [(_piece(self.labels.clean, position).strip("'\""), count) for position, count in ranked]
+
     def edge_label(self, index: int) -> str:
         """An edge as people read it: "E1 H3 → D2 X1 (keys/values, source 'cat')"."""
         edge = self.graph.edges[index]

@@ -38,6 +38,9 @@ def circuit_caption(result: CircuitResult, options: FigureOptions) -> Caption:
         f"{result.setup.clean_metric:.2f}, corrupted {result.setup.corrupted_metric:.2f}); scores: {result.method_name()}",
         f"Norms: {result.setup.norm_treatment}",
     ]
+    read = result.source_reads()
+    if read:
+        details.append("Cross-attention reads the source at " + ", ".join(f"“{piece}” ({count} edges)" for piece, count in read))
     agreement = result.agreement()
     if agreement is not None:
         details.append(f"Scores against exact edge patching: Spearman ρ {agreement[0]:.2f} (signed), {agreement[1]:.2f} (|score|)")
@@ -62,10 +65,10 @@ def circuit_figure(result: CircuitResult, options: FigureOptions | None = None) 
     caption_height = caption.height(size, width - 2 * MARGIN, options.caption)
     rows = result.graph.parts.n_decoder_layers + 2
     diagram_height = max(140.0, rows * 42.0)
-    height = MARGIN + caption_height + 6 + diagram_height + small * LINE * 2 + MARGIN
+    height = MARGIN + caption_height + 6 + diagram_height + small * LINE * 3.2 + MARGIN
     figure = new_figure(width, height)
     draw_caption(figure, caption, size, MARGIN, height - MARGIN, width - 2 * MARGIN, options.caption)
-    bottom = MARGIN + small * LINE * 2
+    bottom = MARGIN + small * LINE * 3.2  # the curve's tick labels and its axis's name
     labels = text_width("embedding", small) + 6  # the rows' names
     diagram_width = (width - 2 * MARGIN) * 0.64 - labels
     draw_diagram(place_axes(figure, MARGIN + labels, bottom, diagram_width, diagram_height), result, small)

@@ -52,10 +52,14 @@ def layer_norm(norm: nn.LayerNorm, x: torch.Tensor, scale_point: HookPoint | Non
     """A LayerNorm module's function of x [..., d_model], as a functional call (what every sublayer's norm computes).
     With ``scale_point`` hooked, by hand: γ ⊙ (x − mean) · s + β with s = 1/σ [..., 1] passed through the point, so that
     a tool can read the norm's scale or hold it at another run's (the circuits' frozen norm, model/circuits/)."""
+    normalised = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
     if scale_point is None or not scale_point.hooked:
-        return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        return normalised
     centred = x - x.mean(-1, keepdim=True)  # [..., d_model]
-    scale = scale_point(torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + norm.eps))  # [..., 1]
+    computed = torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + norm.eps)  # [..., 1]
+    scale = scale_point(computed)
+    if scale is computed:  # only read: the norm's own values, so that reading never changes what the model computes
+        return normalised
     return centred * scale * norm.weight + norm.bias
 
 
