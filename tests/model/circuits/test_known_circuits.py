@@ -1,7 +1,8 @@
 """Known answers of the circuits on the shipped models (issue 43): on copy and reverse, one source symbol changed, the
 scores against every edge patched exactly, a circuit of at most 5% of the edges that keeps 90% of the logit difference
 when everything else is patched, and its cross-attention heads the aligned ones; on default and the number pair, the
-circuit's cross-attention head is the one head patching finds (layer 3, head 2)."""
+circuit's cross-attention head is the one head patching finds (layer 3, head 2); and a tiny post-norm and pre-norm
+model trained here."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from model.circuits.result import Options, find_circuit_of
+from model.circuits.result import Options, circuit_of, find_circuit_of
 from model.inspection.alignment import READINGS, measured_aer
 from model.interventions.minimal_pairs import minimal_pairs
 from model.interventions.patching import activation_patching
+from model.interventions.patching_setup import prepare_patching
 from model.io.models import open_model
+from tests.conftest import tiny_bundle
 
 CLEAN, CORRUPTED = "a m b f p j o g k c d e", "a m b f p q o g k c d e"  # the sixth symbol changed
 
@@ -70,3 +73,20 @@ def test_default_number_pair_crosses_where_head_patching_says():
     cross = next(g for component, g in grid.items() if str(component) == "cross heads").values  # [layers, heads]
     assert heaviest == tuple(int(i) for i in np.unravel_index(np.argmax(cross), cross.shape)) == (2, 1)  # layer 3, head 2
     assert any("D3 X2" in line for line in result.describe())
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_tiny_models_trained_here_of_each_norm_placement(norm):
+    """A tiny copy model trained here (400 steps, one core: the same model at every run), post- and pre-norm: the
+    scores against every edge patched exactly, and a circuit of at most 5% of the edges that keeps 90%."""
+    bundle = tiny_bundle("copy", size=600, steps=400, norm_placement=norm)[0]
+    clean = bundle.source_ids("a b c d e f")[0]
+    corrupted = list(clean)
+    corrupted[2] = next(i for i in range(4, 40) if i not in clean)  # another symbol at the third place
+    setup = prepare_patching(bundle.model, clean, corrupted, step=2, compared_id=corrupted[2])
+    result = circuit_of(setup, Options(exact=True))
+    eap = circuit_of(setup, Options(method="EAP", exact=False))
+    assert result.graph.parts.pre_norm == (norm == "pre")
+    assert spearmanr(eap.scores, result.exact).statistic >= 0.9
+    assert result.agreement()[1] >= 0.9  # EAP-IG, of |score|
+    assert result.circuit.size <= 0.05 * len(result.graph.edges) and result.circuit.faithfulness >= 0.9
