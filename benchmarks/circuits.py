@@ -49,11 +49,11 @@ def core_rows(repeats: int) -> tuple[list[list[str]], str]:
         seconds, circuit = timed(lambda: prepare_circuit(setup, split_positions=True))  # the app's graph
         times.setdefault("reference runs", []).append(seconds)
         for method, steps in (("EAP", 1), ("EAP-IG", 5)):
-            seconds, scores = timed(lambda method=method, steps=steps: edge_scores(circuit, method, steps))
+            seconds, scores = timed(lambda c=circuit, m=method, k=steps: edge_scores(c, m, k))
             times.setdefault(f"{method} scores, every edge", []).append(seconds)
-        seconds, _exact = timed(lambda: exact_scores(circuit))
+        seconds, _exact = timed(lambda c=circuit: exact_scores(c))
         times.setdefault("every edge patched exactly (the check)", []).append(seconds)
-        seconds, (best, curve) = timed(lambda: find_circuit(circuit, scores))
+        seconds, (best, curve) = timed(lambda c=circuit, s=scores: find_circuit(c, s))
         times.setdefault("faithfulness curve and circuit", []).append(seconds)
         edges = len(circuit.graph.edges)
         found = f"{best.size} of {edges} edges keep {best.faithfulness:.1%} ({len(curve)} sizes evaluated); {pieces} pieces"

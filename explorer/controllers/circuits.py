@@ -8,8 +8,8 @@ way; ``find`` computes now. A clean sentence that is the one the Explore tab dec
 output, through its model (explorer/controllers/followed.py ``pair_read``); each job reads its own copy of the model.
 
 A node of the circuit clicked opens its head in the Explore tab's views (``open_node``: the kind, layer and head chosen
-there, and the circuit's step when it read the Explore tab's decoding). A model whose hooked pass has no circuits, an empty sentence or a bad pair is one line (``message``), and
-nothing else changes.
+there, and the circuit's step when it read the Explore tab's decoding). A model whose hooked pass has no circuits, an
+empty sentence or a bad pair is one line (``message``), and nothing else changes.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class CircuitsController:
         """A node of the circuit: its head shown in the Explore tab's views (True), or a line saying what it is."""
         result = self.result
         node = result.graph.nodes.get(name) if result is not None else None
-        if node is None:
+        if result is None or node is None:
             return False
         kind = NODE_KINDS.get((node.side, node.kind))
         if kind is None or node.layer is None or node.head is None:

@@ -5,9 +5,11 @@ A row of options (the scores' method and integration points, the target share, k
 (model/circuits/layout.py: layers as rows, the encoder left, the decoder right, cross-attention's edges across; line
 width by |score|, blue where the edge carries the clean prediction and red where it works against it, dashed into a
 cross-attention head's queries) beside the faithfulness curve (the share of the difference kept against the number of
-edges, the target dashed, the circuit marked), and under them what the run says (the circuit and its heads first, then the
-metric, direction, method, norm treatment and the check against exact patching). A node clicked asks to open its head in the Explore tab
-(``node_clicked(name)``). Shows what it is given; emits what the user asks.
+edges, the target dashed, the circuit marked), and under them what the run says (the circuit and its heads first, then
+the metric, direction, method, norm treatment and the check against exact patching). A node clicked asks to open its
+head in the Explore tab (``node_clicked(name)``). Lines of one colour, style and width are drawn as one item, and only
+the heaviest heads are named (their tooltips name every node): a large circuit draws in tens of milliseconds. Shows
+what it is given; emits what the user asks.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from model.circuits.layout import circuit_lines, line_widths, node_positions
 from model.circuits.result import CircuitResult, Options
 from model.figures.circuit import AGAINST, CARRIES, NODE_COLOURS
 
+LABELLED_HEADS = 12  # heads named in the diagram, the heaviest first (each label is an item to lay out)
 PLOTS_MINIMUM = 230  # px: the diagram's rows and the curve's axes readable
 LEADING = ("circuit:", "no circuit", "the evaluation and", "heads in the circuit", "  ")  # the summary's first lines
 METHOD_CHOICES = (  # (shown, method, over)
@@ -162,18 +165,22 @@ class CircuitView(QWidget):
         graph = result.graph
         positions = node_positions(graph)
         lines = circuit_lines(graph, result.scores, result.circuit.edges)
+        groups: dict[tuple[bool, bool, float], list[tuple[float, float]]] = {}  # (carries, queries, width) -> ends
         for line, width in zip(lines, line_widths(lines, 0.8, 7.0)):
-            (x0, y0), (x1, y1) = positions[line.sender], positions[line.receiver]
-            colour = QColor(CARRIES if line.score < 0 else AGAINST)
+            key = (line.score < 0, line.input == "q", round(width * 2) / 2)  # widths in half pixels: few items to draw
+            groups.setdefault(key, []).extend((positions[line.sender], positions[line.receiver]))
+        for (carries, queries, width), ends in sorted(groups.items(), key=lambda item: item[0][2]):
+            colour = QColor(CARRIES if carries else AGAINST)
             colour.setAlpha(190)
             pen = QPen(colour, width)
             pen.setCosmetic(True)
-            if line.input == "q":
+            if queries:
                 pen.setStyle(Qt.PenStyle.DashLine)
-            item = pg.PlotCurveItem([x0, x1], [y0, y1], pen=pen)
-            item.setToolTip(f"{graph.nodes[line.sender].label} → {graph.nodes[line.receiver].label}: {line.score:+.3f}")
-            self.diagram.addItem(item)
+            xs, ys = zip(*ends)
+            self.diagram.addItem(pg.PlotCurveItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
         in_circuit = {node.name for node in result.nodes_in_circuit()}
+        heaviest = list(result.head_weights())[:LABELLED_HEADS]  # the others: their tooltips
+        labelled = {name for name in in_circuit if graph.nodes[name].head is None} | set(heaviest)
         spots = []
         for name, node in graph.nodes.items():
             colour = QColor(NODE_COLOURS[node.side] if node.kind != "logits" else "#000000")
@@ -182,7 +189,7 @@ class CircuitView(QWidget):
                 "pos": positions[name], "data": name, "size": 13 if filled else 8, "pen": pg.mkPen(colour, width=1.2),
                 "brush": pg.mkBrush(colour if filled else QColor("white")), "symbol": "s" if node.head is None else "o",
             })  # fmt: skip
-            if filled:
+            if name in labelled:
                 label = pg.TextItem(node.label if node.head is None else node.label.split(" ")[-1], color=colour, anchor=(0.5, 1.2))
                 label.setPos(*positions[name])
                 self.diagram.addItem(label)

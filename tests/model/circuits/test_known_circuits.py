@@ -61,6 +61,8 @@ def test_scores_against_exact_edge_patching_and_the_circuit(symbolic):
     inputs = find_circuit_of(bundle, CLEAN, CORRUPTED, options=Options(over="inputs", exact=False))
     assert inputs.circuit.faithfulness >= 0.9 and inputs.circuit.size <= 0.05 * len(inputs.graph.edges)
     assert all(aer[layer, head] <= 0.10 for layer, head in _cross_weights(inputs))
+    # over the inputs, the scores' first-order prediction of that circuit falls short of its evaluation: it says so
+    assert inputs.circuit.disagrees and any(line.startswith("the evaluation and the scores disagree") for line in inputs.describe())
 
 
 def test_default_number_pair_crosses_where_head_patching_says():
