@@ -49,9 +49,9 @@ def scheme_report(bundle: Any, n_positions: int | None, max_offset: int = 32) ->
     model = cast(Transformer, bundle.model)
     scheme = model.positions
     positions = min(n_positions or 64, model.config.max_len)
-    if scheme.name == "rope":
+    if scheme.rotates:
         return _rotary(model, positions, max_offset)
-    if scheme.name == "none":
+    if not scheme.in_attention:  # no positions at all
         return _none(positions)
     return _bias(scheme, min(positions, 64) // 2)
 

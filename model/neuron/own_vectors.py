@@ -35,7 +35,7 @@ from model.interventions.hooked import Hooks, hooked_encode
 from model.kinds import AttentionKind
 from model.network import Network, TableConfig
 from model.neuron.records import KindVectors, Read, SentenceVectors, attention_name, normalised_part, through_norm
-from model.neuron.splits import ABSOLUTE_TERMS, ALIBI_TERMS, OWN_RELATIVE_TERMS, ROTARY_TERMS, TermSplit, term_tables
+from model.neuron.splits import ABSOLUTE_TERMS, ROTARY_TERMS, TermSplit, bias_terms, term_tables
 from model.nn.attention import MultiHeadAttention
 from model.nn.classifier import EncoderClassifier
 from model.nn.positions import SCHEMES
@@ -151,7 +151,9 @@ def term_split(config: TableConfig) -> TermSplit | None:
     scheme = SCHEMES[str(config.positional_encoding)]
     if scheme.table:
         return ABSOLUTE_TERMS
-    return {"rope": ROTARY_TERMS, "alibi": ALIBI_TERMS, "relative": OWN_RELATIVE_TERMS}.get(scheme.name)
+    if scheme.rotates:
+        return ROTARY_TERMS
+    return bias_terms(scheme.name, scheme.bias_words) if scheme.bias_words else None  # a bias, or no positions
 
 
 @torch.inference_mode()

@@ -87,7 +87,3 @@ def bias_terms(scheme: str, bias: str) -> TermSplit:
         f"position bias = {bias}; query·key = the rest",
         "scaled score QKᵀ/√d_k + position bias",
     )
-
-
-ALIBI_TERMS = bias_terms("alibi", "ALiBi's −m_h·|i − j| (a fixed slope per head)")
-OWN_RELATIVE_TERMS = bias_terms("relative", "the bias the model learned for the bucket of the offset (T5's buckets)")

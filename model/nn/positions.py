@@ -85,6 +85,8 @@ class PositionScheme(nn.Module):
     label: ClassVar[str] = ""  # what the Train form and the info panel say
     table: ClassVar[bool] = False  # an absolute table is added to the embeddings (the model's ``positional_table``)
     in_attention: ClassVar[bool] = False  # it turns self-attention's queries and keys or biases its scores
+    rotates: ClassVar[bool] = False  # it turns queries and keys by their positions (``turn``)
+    bias_words: ClassVar[str] = ""  # what its score bias is, in a few words (the neuron view's terms); '' without one
 
     def __init__(self, max_len: int, d_model: int, n_heads: int) -> None:
         super().__init__()
@@ -130,7 +132,7 @@ class Learned(PositionScheme):
 
 @register_scheme
 class Rotary(PositionScheme):
-    name, label, in_attention = "rope", "Rotary (RoPE)", True
+    name, label, in_attention, rotates = "rope", "Rotary (RoPE)", True, True
 
     def angles(self, positions: torch.Tensor, d_k: int) -> torch.Tensor:
         """[L] positions -> the angle of each dimension pair [L, d_k / 2]: pos · 10000^(−2i/d_k)."""
@@ -155,6 +157,7 @@ def _offsets(n_queries: int, n_keys: int, start: int, device: torch.device | Non
 @register_scheme
 class ALiBi(PositionScheme):
     name, label, in_attention = "alibi", "ALiBi (linear biases)", True
+    bias_words = "ALiBi's −m_h·|i − j| (a fixed slope per head)"
     slopes: torch.Tensor
 
     def __init__(self, max_len: int, d_model: int, n_heads: int) -> None:
@@ -176,6 +179,7 @@ class ALiBi(PositionScheme):
 @register_scheme
 class RelativeBias(PositionScheme):
     name, label, in_attention = "relative", "Relative bias (T5)", True
+    bias_words = "the bias the model learned for the bucket of the offset (T5's buckets)"
 
     def __init__(self, max_len: int, d_model: int, n_heads: int) -> None:
         super().__init__(max_len, d_model, n_heads)

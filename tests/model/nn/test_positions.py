@@ -22,7 +22,7 @@ import torch
 
 from model.io import checkpoint
 from model.kinds import AttentionKind
-from model.neuron.splits import ALIBI_TERMS, OWN_RELATIVE_TERMS, ROTARY_TERMS
+from model.neuron.splits import ROTARY_TERMS, bias_terms
 from model.neuron.vectors import sentence_vectors
 from model.nn.config import TRANSFORMER_POSITIONS, ConfigError, TransformerConfig
 from model.nn.positions import SCHEMES, Rotary, alibi_slopes, relative_buckets
@@ -140,13 +140,16 @@ def test_the_neuron_view_splits_self_attention_by_the_scheme_and_the_terms_sum_t
     source, target = [5, 9, 11, 7, 3], [6, 8, 10, 3]
     vectors = sentence_vectors(model, source, target)
     _, weights = model.inspect(torch.tensor([source]), torch.tensor([[2] + target[:-1]]))
-    expected = {"rope": ROTARY_TERMS, "alibi": ALIBI_TERMS, "relative": OWN_RELATIVE_TERMS, "none": None}[scheme]
+    bias = SCHEMES[scheme].bias_words  # what the scheme says its bias is
+    expected = {"rope": ROTARY_TERMS, "alibi": bias_terms("alibi", bias), "relative": bias_terms("relative", bias), "none": None}[
+        scheme
+    ]
     for kind in AttentionKind:
         kind_vectors = vectors.of(kind)
         inspected = torch.stack(getattr(weights, kind.field))[:, 0].detach().double().numpy()  # [layers, heads, Q, K]
         assert np.allclose(kind_vectors.weights, inspected, atol=1e-6)
         split = expected if kind is not AttentionKind.CROSS else None
-        assert kind_vectors.term_split is split
+        assert kind_vectors.term_split == split
         if split is not None:
             visible = np.isfinite(kind_vectors.scores)
             assert kind_vectors.terms is not None and np.allclose(kind_vectors.terms.sum(0)[visible], kind_vectors.scores[visible])
