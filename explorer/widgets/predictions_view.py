@@ -7,8 +7,7 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QScrollArea
+from PySide6.QtWidgets import QFrame, QTextBrowser
 
 from model.data.token_labels import display_mask_candidate, is_special
 
@@ -68,16 +67,17 @@ def _tag_rows(trace) -> str:
     return "".join(rows)
 
 
-class PredictionsView(QScrollArea):
+class PredictionsView(QTextBrowser):
+    """The rows as a read-only rich-text document: it lays itself out to its width and scrolls in both directions
+    (a rich-text label in a scroll area could keep a width its viewport had lost to a scroll bar, its last column cut
+    with no sign: the long run of benchmarks/window_states.py found it, the tagger's rows at 1139×667)."""
+
     def __init__(self):
         super().__init__()
-        self.setWidgetResizable(True)
-        self.label = QLabel()
-        self.label.setTextFormat(Qt.TextFormat.RichText)
-        self.label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.label.setWordWrap(True)
-        self.label.setMargin(6)
-        self.setWidget(self.label)
+        self.setOpenLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.viewport().setAutoFillBackground(False)  # the window's background, as the candidates view's
+        self.document().setDocumentMargin(6)
         self.setToolTip("What the model's head says about the text: each mask's most likely pieces, or the class probabilities")
         self.text = ""
 
@@ -86,5 +86,5 @@ class PredictionsView(QScrollArea):
         self.text = predictions_html(trace) if trace is not None else ""
         if trace is not None and not self.text and trace.encoder_self is not None and trace.decoder_self is None:
             self.text = "This model's head gives nothing to show for this text (a masked-LM head needs a mask token)."
-        self.label.setText(self.text)
+        self.setHtml(self.text)
         return bool(self.text)

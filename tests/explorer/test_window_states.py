@@ -118,3 +118,21 @@ def test_a_layer_wide_measure_chosen_after_rollout_draws_its_map():
         assert not problems(machine.window, machine.size), " → ".join(machine.actions)
     finally:
         machine.teardown()
+
+
+def test_the_taggers_predictions_keep_their_last_column_in_a_small_window():
+    """The long run's failure of this session ("QLabel … 'Tag of each word (read at its first pie…': 14×0 px cut"),
+    replayed: the tagger at 1139×667, a sentence typed, then a gradient measure: the rich-text label in its scroll area
+    kept the width its viewport had lost to the vertical scroll bar. The panel is now a text browser that lays itself
+    out to its width and scrolls."""
+    machine = WindowStates()
+    try:
+        machine.first_model("tagger")
+        machine.resize((1139, 667))
+        machine.choose_kind(0)
+        machine.type_sentence("the black cat sees the small dog")
+        machine.choose_measure(machine.tab.measure_box.findText("Gradient × input"))
+        assert "Tag of each word" in machine.tab.predictions.text
+        assert not problems(machine.window, machine.size), " → ".join(machine.actions)
+    finally:
+        machine.teardown()

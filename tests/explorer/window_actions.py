@@ -275,7 +275,7 @@ class WindowStates(RuleBasedStateMachine):
             views.setCurrentIndex(titles.index(name))
             self.did(f"view {name!r}")
 
-    @rule(index=st.integers(0, 3))
+    @rule(index=st.integers(0, 4))
     def choose_tool(self, index: int) -> None:
         """A tool of the Interventions view (its sub-tab; a greyed one is not chosen), shown or not."""
         tools = self.tab.interventions.view.tools
@@ -283,6 +283,19 @@ class WindowStates(RuleBasedStateMachine):
         if enabled:
             tools.setCurrentIndex(enabled[index % len(enabled)])
             self.did(f"tool {tools.tabText(tools.currentIndex())!r}")
+
+    @rule(feature=st.sampled_from(["number", "gender", "noun", "typed"]), text=sentences())
+    def patching_pair(self, feature: str, text: str) -> None:
+        """The pair the Patching and Circuits sub-tabs read: a minimal pair of a feature, or a corrupted sentence typed."""
+        patching = self.tab.interventions.view.patching
+        if feature == "typed":
+            patching.feature.setCurrentText("typed")
+            patching.corrupted.setText(text)
+            patching.corrupted.editingFinished.emit()
+            self.did(f"corrupted sentence {text!r}")
+        else:
+            patching.feature.setCurrentText(feature)
+            self.did(f"minimal pair {feature!r}")
 
     @rule(size=SIZES)
     def resize(self, size: tuple[int, int]) -> None:
