@@ -49,7 +49,7 @@ def test_the_checker_finds_an_any_parameter(tmp_path: Path) -> None:
 
 def test_the_tools_are_an_enum_shown_and_saved_by_their_names() -> None:
     assert INTERVENTION_TOOLS == tuple(InterventionTool)
-    assert [str(tool) for tool in INTERVENTION_TOOLS] == ["logit lens", "DecoderLens", "logit attribution", "patching"]
+    assert [str(tool) for tool in INTERVENTION_TOOLS] == ["logit lens", "DecoderLens", "logit attribution", "patching", "circuits"]
     assert f"the {InterventionTool.LOGIT_LENS}" == "the logit lens"
     assert json.dumps({InterventionTool.PATCHING: InterventionTool.DECODER_LENS}) == '{"patching": "DecoderLens"}'
     assert InterventionTool("logit attribution") is InterventionTool.LOGIT_ATTRIBUTION
