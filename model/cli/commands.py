@@ -66,6 +66,7 @@ COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
         "model.cli.lengths",
         "lengths",
     ),
+    "describe": Command("what drew a figure or table: the record it carries", "model.cli.describe", "describe"),
     "translate": Command("translate a sentence", "model.cli.decode", "translate"),
     "capabilities": Command(
         "which tool serves which model family, or the one line saying why not", "model.cli.capabilities", "capabilities"

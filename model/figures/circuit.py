@@ -22,6 +22,8 @@ from model.data.token_labels import pieces_text
 from model.figures.attention import MARGIN, FigureOptions, new_figure, place_axes
 from model.figures.layout import LINE, MIN_FONT_SIZE, Caption, draw_caption, text_width
 from model.figures.saving import FigureError, save_figure
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 CARRIES, AGAINST = "#2166ac", "#b2182b"  # a negative score (the edge carries the clean prediction), a positive one
 NODE_COLOURS = {"encoder": "#4d9221", "decoder": "#762a83"}
@@ -133,12 +135,17 @@ def draw_curve(axes, result: CircuitResult, font_size: float) -> None:
 SUFFIXES = (".png", ".svg", ".pdf", *DATA_SUFFIXES)
 
 
-def save_circuit(result: CircuitResult, path: str | Path, options: FigureOptions | None = None, dpi: float = 300) -> Path:
+def save_circuit(
+    result: CircuitResult, path: str | Path, options: FigureOptions | None = None, dpi: float = 300, record: Record | None = None
+) -> Path:
     """``result`` to ``path`` by its suffix: its figure (.png, .svg, .pdf) or its data (.csv, .json, .graphml), written
-    atomically; a FigureError of one line for another suffix. The command line and the window write through here."""
+    atomically, with ``record`` (what drew it: in the figure, beside the data); a FigureError of one line for another
+    suffix. The command line and the window write through here."""
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
         raise FigureError(f"a circuit is saved as {', '.join(SUFFIXES)}, not {suffix or 'no extension'}")
     if suffix in DATA_SUFFIXES:
-        return write_circuit_data(result, path)
-    return save_figure(circuit_figure(result, options), path, dpi)
+        written = write_circuit_data(result, path)
+        write_sidecar(written, record)
+        return written
+    return save_figure(circuit_figure(result, options), path, dpi, record)

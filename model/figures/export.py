@@ -29,6 +29,8 @@ from model.files import OutputError, atomic_output, check_output
 from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, source_shares_through, write_csv
 from model.inspection.view import ExploreView, shown_trace
 from model.kinds import AttentionKind
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 VIEWS = ("focus", "grid", "lines", "candidates")
 DATA_SUFFIXES = (".csv", ".npy")
@@ -147,8 +149,9 @@ def save_table(
     return path
 
 
-def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: tuple = ()) -> Path:
-    """One view of the full ``trace`` into ``path``: a figure, data or the interactive page by the suffix."""
+def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: tuple = (), record: Record | None = None) -> Path:
+    """One view of the full ``trace`` into ``path``: a figure, data or the interactive page by the suffix; ``record``
+    (what drew it, model/provenance/) kept in it, or beside data."""
     request.validate()
     path = Path(path)
     suffix = path.suffix.lower()
@@ -160,11 +163,13 @@ def export_view(trace: Trace, request: ExportRequest, path: str | Path, inputs: 
         if request.view not in PAGE_VIEWS:
             raise SelectionError(f"the page (.html) shows the focus and grid views, not the {request.view} view")
         request.matrix(shown)  # a layer, head or kind the trace lacks: the same message as a figure's
-        return save_page(trace, request, request.figure, path, inputs)
+        return save_page(trace, request, request.figure, path, inputs, record)
     if suffix in DATA_SUFFIXES:
         values, table, rows, columns, corner = view_table(shown, request)
-        return save_table(values, table, rows, columns, path, corner)
-    return save_figure(draw(shown, request), path, request.dpi)
+        written = save_table(values, table, rows, columns, path, corner)
+        write_sidecar(written, record)
+        return written
+    return save_figure(draw(shown, request), path, request.dpi, record)
 
 
 def file_stem(kind: AttentionKind, layer: int, head: int | str) -> str:

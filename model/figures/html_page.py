@@ -29,6 +29,8 @@ from model.files import atomic_output, check_output
 from model.inspection.selection import AttentionMatrix, heads_for, map_titles
 from model.inspection.view import ExploreView
 from model.kinds import AttentionKind, SelectionError
+from model.provenance.embed import page_with_record
+from model.provenance.record import Record
 
 PAGE_SUFFIX = ".html"
 PAGE_VIEWS = ("focus", "grid")  # the views the page draws (it draws both)
@@ -197,11 +199,13 @@ def page_html(trace: Trace, view: ExploreView, options: FigureOptions) -> str:
     )
 
 
-def save_page(trace: Trace, view: ExploreView, options: FigureOptions, path: str | Path, inputs: tuple = ()) -> Path:
-    """The page of ``trace`` written atomically to ``path`` (which must end in .html); an earlier file stays as it
-    was when anything fails."""
+def save_page(
+    trace: Trace, view: ExploreView, options: FigureOptions, path: str | Path, inputs: tuple = (), record: Record | None = None
+) -> Path:
+    """The page of ``trace`` written atomically to ``path`` (which must end in .html), ``record`` (what drew it) in
+    its head; an earlier file stays as it was when anything fails."""
     path = check_output(path, inputs)
-    text = page_html(trace, view, options)
+    text = page_with_record(page_html(trace, view, options), record)
     with atomic_output(path) as temporary:
         temporary.write_text(text, encoding="utf-8")
     return path

@@ -13,12 +13,15 @@ from matplotlib.figure import Figure
 
 from model.figures.layout import FIGURE_RC, FigureError
 from model.files import atomic_output
+from model.provenance.embed import figure_metadata
+from model.provenance.record import Record
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def save_figure(figure: Figure, path: str | Path, dpi: float = 300) -> Path:
-    """PNG (at ``dpi``), SVG or PDF by the suffix, written atomically."""
+def save_figure(figure: Figure, path: str | Path, dpi: float = 300, record: Record | None = None) -> Path:
+    """PNG (at ``dpi``), SVG or PDF by the suffix, written atomically; with ``record`` (what drew it,
+    model/provenance/) kept in the file's own metadata."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FIGURE_SUFFIXES:
@@ -30,6 +33,7 @@ def save_figure(figure: Figure, path: str | Path, dpi: float = 300) -> Path:
         metadata["Date"] = None
     if suffix == ".pdf":
         metadata["CreationDate"] = None  # the same figure gives the same file
+    metadata |= figure_metadata(suffix, record)
     with matplotlib.rc_context(FIGURE_RC), atomic_output(path) as temporary, _sharp_cells(figure, suffix):
         figure.savefig(temporary, format=suffix[1:], dpi=dpi, facecolor="white", metadata=metadata)
     return path
