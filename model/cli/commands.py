@@ -67,6 +67,7 @@ COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
         "lengths",
     ),
     "describe": Command("what drew a figure or table: the record it carries", "model.cli.describe", "describe"),
+    "reproduce": Command("draw a figure again from its record and compare it with the file", "model.cli.reproduce", "reproduce"),
     "translate": Command("translate a sentence", "model.cli.decode", "translate"),
     "capabilities": Command(
         "which tool serves which model family, or the one line saying why not", "model.cli.capabilities", "capabilities"

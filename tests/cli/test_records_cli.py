@@ -20,3 +20,29 @@ def test_export_and_circuit_write_the_command_that_draws_them_and_describe_print
     assert read_record(tmp_path / "c.json").command == ["circuit", "--model", "default", "--pair", "number", "--no-exact"]
     code, _out, err = run("describe", "nothing.png")
     assert code == 1 and err.strip() == "transformer-explorer describe: error: nothing.png: no such file"
+
+
+def test_reproduce_draws_each_format_again_the_same(run, tmp_path):
+    sentence = "the black cat sees the small dog"
+    for name in ("f.svg", "f.png", "f.pdf", "f.csv", "f.html"):
+        assert run("export", "--model", "default", "--text", sentence, "--kind", "encoder", "--out", name)[0] == 0
+        before = (tmp_path / name).read_bytes()
+        code, out, err = run("reproduce", name)
+        assert code == 0 and err == "" and out.splitlines()[-1] == f"reproduced: {name} is drawn again the same", out
+        assert (tmp_path / name).read_bytes() == before  # nothing written over the figure
+    assert "SSIM 1.0000" in run("reproduce", "f.png")[1] and "the same SVG structure and text" in run("reproduce", "f.svg")[1]
+
+
+def test_reproduce_refuses_another_model_and_says_when_it_differs(run, tmp_path):
+    assert run("export", "--model", "default", "--text", "the cat sees the dog", "--out", "f.svg")[0] == 0
+    code, _out, err = run("reproduce", "f.svg", "--model", "copy")
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "copy is not the model that drew f.svg: its tensors' SHA-256 is 6358da691c1da543…, the record's ac30d8d23c7b360c…" in err
+    code, _out, err = run("reproduce", "f.svg", "--model", "missing.safetensors")
+    assert code == 1 and "the model 'missing.safetensors' that drew f.svg cannot be opened" in err
+    figure = tmp_path / "f.svg"
+    figure.write_text(figure.read_text(encoding="utf-8").replace(">cat<", ">cow<"), encoding="utf-8")  # a label changed
+    code, out, _err = run("reproduce", "f.svg")
+    assert code == 1 and "the SVG differs from element" in out and out.splitlines()[-1].startswith("not reproduced")
+    code, out, err = run("reproduce", "f.svg", "--check")
+    assert code == 0 and out.splitlines()[0].startswith("the model is the one that drew it (default, SHA-256 ac30d8d2")
