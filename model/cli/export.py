@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
-from model.cli.recorded import command_record
+from model.cli.recorded import export_record
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -172,21 +172,9 @@ def run_export(args) -> int:
         written = export_all(trace, out, request)
         print(f"wrote {len(written)} files into {out} (index.csv names them)")
     else:
-        record = command_record(build_parser(), args, "export", bundle, view_record(request, args), args.text)
+        record = export_record(request, bundle, args.model, args.text, args.beam, args.mask_heads)
         print(f"wrote {export_view(trace, request, out, protected, record)}")
     return 0
-
-
-def view_record(request: ExportRequest, args) -> dict[str, object]:
-    """What shaped an export's view, for its record: the view, its selection and step, the figure's settings."""
-    figure = request.figure
-    head = request.head + 1 if isinstance(request.head, int) else str(request.head)  # as the command counts, from 1
-    return {
-        "view": request.view, "kind": str(request.kind), "layer": request.layer + 1, "head": head,
-        "step": request.step, "word level": request.word_level, "colour map": figure.colormap, "width in": figure.width,
-        "height in": figure.height, "font pt": figure.font_size, "caption": figure.caption, "dpi": request.dpi,
-        "decoding": f"beam {args.beam}" if args.beam else "greedy", "heads knocked out": args.mask_heads or "none",
-    }  # fmt: skip
 
 
 def run_positional(args) -> int:

@@ -9,6 +9,8 @@ import argparse
 from typing import Any
 
 from model.family import Bundle
+from model.figures.export import ExportRequest
+from model.figures.layout import DEFAULT_WIDTH
 from model.provenance.record import Record, record_of
 
 LEFT_OUT = ("out", "help", "all")  # where the file goes is not what it shows
@@ -39,3 +41,44 @@ def command_record(
 ) -> Record:
     """The record of a file ``name`` draws with ``args`` from ``bundle``."""
     return record_of(command_of(parser, args, name), bundle, str(getattr(args, "model", "")), view, text)
+
+
+def export_command(request: ExportRequest, model: str, text: str, beam: int | None = None, mask_heads: str = "") -> list[str]:
+    """The ``export`` command that draws ``request``'s view of ``text`` decoded by ``model`` (greedy, or a beam of
+    ``beam``; ``mask_heads`` knocked out, as ``--mask-heads`` spells them): each option that differs from the
+    command's default, in one order. The command line and the window's Export menu both record it, so the same view
+    carries the same record."""
+    figure = request.figure
+    head = request.head + 1 if isinstance(request.head, int) else request.head
+    options: list[tuple[str, object, object]] = [  # (flag, value, the command's default)
+        ("--view", request.view, "focus"), ("--kind", str(request.kind), "cross"), ("--layer", request.layer + 1, 1),
+        ("--head", head, "mean"), ("--heads", ",".join(str(h + 1) for h in request.heads or []), ""),
+        ("--step", request.step, None), ("--beam", beam, None), ("--mask-heads", mask_heads, ""),
+        ("--width", f"{figure.width:g}in", f"{DEFAULT_WIDTH:g}in"),
+        ("--height", f"{figure.height:g}in" if figure.height else None, None),
+        ("--font-size", f"{figure.font_size:g}", "8"), ("--colormap", figure.colormap, "viridis"),
+        ("--dpi", f"{request.dpi:g}", "300"),
+    ]  # fmt: skip
+    command = ["export", "--model", model, "--text", text]
+    command += [part for flag, value, default in options if value != default for part in (flag, str(value))]
+    flags = (("--word-level", request.word_level), ("--no-caption", not figure.caption), ("--outline-step", figure.outline_step))
+    return command + [flag for flag, on in flags if on]
+
+
+def export_view_record(request: ExportRequest, beam: int | None, mask_heads: str) -> dict[str, Any]:
+    """What shaped an export's view, for its record: the view, its selection and step, the figure's settings."""
+    figure = request.figure
+    head = request.head + 1 if isinstance(request.head, int) else str(request.head)  # as the command counts, from 1
+    return {
+        "view": request.view, "kind": str(request.kind), "layer": request.layer + 1, "head": head,
+        "step": request.step, "word level": request.word_level, "colour map": figure.colormap, "width in": figure.width,
+        "height in": figure.height, "font pt": figure.font_size, "caption": figure.caption, "dpi": float(request.dpi),
+        "decoding": f"beam {beam}" if beam else "greedy", "heads knocked out": mask_heads or "none",
+    }  # fmt: skip
+
+
+def export_record(request: ExportRequest, bundle: Bundle, model: str, text: str, beam: int | None = None,
+                  mask_heads: str = "", snapshot: str = "") -> Record:  # fmt: skip
+    """The record of an ``export`` of ``request``'s view (the command line's and the window's)."""
+    command = export_command(request, model, text, beam, mask_heads)
+    return record_of(command, bundle, model, export_view_record(request, beam, mask_heads), text, snapshot=snapshot)

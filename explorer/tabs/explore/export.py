@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QImage, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu
@@ -95,10 +96,38 @@ class ExploreExports(QObject):
         return (bundle.path,) if bundle is not None and bundle.path else ()
 
     # --- doing it -------------------------------------------------------------------------------
+    def record(self, request):
+        """The record of an export of ``request``'s view (model/provenance/): the ``export`` command of the same view,
+        as the command line writes it, and what the window shows that the command line cannot draw yet (a measure,
+        sampling, forced tokens, a snapshot, a beam hypothesis other than the best), named."""
+        from model.cli.recorded import export_record  # deferred: matplotlib loads with the first export
+
+        explore, tab = self.tab.explore, self.tab
+        bundle = explore.bundle
+        options = explore.options
+        beam = options.beam_width if options.strategy == "beam" else None
+        masked = ",".join(f"{head.kind}:{head.layer + 1}:{head.head + 1}" for head in explore.masked_heads)
+        model = bundle.path if bundle.path else bundle.describe()
+        record = export_record(request, bundle, str(model), explore.text, beam, masked, explore.snapshot)
+        trace = explore.trace
+        beyond = [
+            f"the measure {tab.measure_box.currentText()!r}" if tab.measure_box.measure != "attention" else "",
+            f"sampling (seed {options.seed})" if options.strategy == "sample" else "",
+            "forced tokens" if trace is not None and bool(np.asarray(trace.forced).any()) else "",
+            f"the snapshot {explore.snapshot}" if explore.snapshot else "",
+            f"beam hypothesis {request.hypothesis + 1}" if request.hypothesis else "",
+        ]
+        if any(beyond):
+            record.view["not on the command line"] = "; ".join(part for part in beyond if part)
+        if trace is not None and bool(np.asarray(trace.forced).any()):
+            record.input["forced"] = [token for token, forced in zip(trace.target_tokens, trace.forced) if forced]
+        return record
+
     def export_view(self, view: str, path: str | Path) -> Path:
         from model.figures.export import export_view  # deferred: matplotlib loads with the first export
 
-        return export_view(self.trace(), self.request(view), path, self.model_path())
+        request = self.request(view)
+        return export_view(self.trace(), request, path, self.model_path(), self.record(request))
 
     def export_all_to(self, folder: str | Path) -> list[Path]:
         from model.figures.export import export_all  # deferred: matplotlib loads with the first export
