@@ -71,7 +71,8 @@ def run_reproduce(args) -> int:
     record = read_record(args.figure)
     beyond = record.view.get("not on the command line")
     if beyond:
-        raise CommandError(f"{Path(args.figure).name} shows what the command line cannot draw yet ({beyond}): drawn in the window")
+        name = Path(args.figure).name
+        raise CommandError(f"{name} shows what the command line cannot draw yet ({beyond}): drawn in the window or a notebook")
     command = with_model(record.command, args.model)
     model = check_model(record, command, args.figure)
     versions = changed_versions(record)

@@ -10,6 +10,7 @@ one crisp rectangle per cell) or PDF (vector, fonts embedded), atomically. The a
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import matplotlib
@@ -120,6 +121,13 @@ class AttentionFigure(Figure):
     caption_texts: list[Text]
     label_fits: dict[str, AxisFit]
     heatmap_image: AxesImage | None = None
+
+    def _repr_png_(self) -> bytes:
+        """Jupyter shows the figure inline as this PNG (model/notebook.py), with no pyplot and no backend to set up."""
+        with matplotlib.rc_context(FIGURE_RC):
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=110, facecolor="white")
+            return buffer.getvalue()
 
 
 def new_figure(width_pt: float, height_pt: float) -> AttentionFigure:
