@@ -31,6 +31,7 @@ from model.attribution.integration import gap_percent
 from model.attribution.measures import MEASURES, MeasureError, measure_names, measured_trace, trace_measure, unsupported
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, mask_heads_argument, stage_progress
+from model.cli.recorded import record_for
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.decoding.trace import Trace
 from model.family import capabilities_of
@@ -42,6 +43,8 @@ from model.inspection.selection import one_map_per_layer, parse_head
 from model.io.models import model_source, open_model
 from model.kinds import AttentionKind, SelectionError
 from model.nn.masking import parse_heads
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 SUFFIXES = (".npz", ".png", ".svg", ".pdf")
 
@@ -59,13 +62,13 @@ def _check_layer_and_head(args) -> None:
             raise CommandError(f"--head: {error}") from None
 
 
-def _save_figure(shown: Trace, kind: AttentionKind, args, options: FigureOptions) -> None:
+def _save_figure(shown: Trace, kind: AttentionKind, args, options: FigureOptions, record: Record) -> None:
     """A measure's figure: one map alone (``--layer``, or a measure with one map in all) as the focus view with every
     token labelled, else every layer and head as a grid."""
     measure = MEASURES[args.measure]
     if args.layer is None and not measure.single:
         title = f"{kind.label[0].upper()}{kind.label[1:]}: {measure.label}"
-        save_figure(grid_figure(shown, kind, options, title), args.out, args.dpi)
+        save_figure(grid_figure(shown, kind, options, title), args.out, args.dpi, record)
         return
     n_layers = shown.matrix(kind).shape[0]
     layer = 0 if args.layer is None else args.layer - 1
@@ -74,7 +77,7 @@ def _save_figure(shown: Trace, kind: AttentionKind, args, options: FigureOptions
     head = 0 if one_map_per_layer(shown) else parse_head(args.head or "mean")
     request = ExportRequest(view="focus", kind=kind, layer=layer, head=head, figure=options, dpi=args.dpi or 300)
     try:
-        export_view(shown, request, args.out)
+        export_view(shown, request, args.out, record=record)
     except SelectionError as error:
         raise CommandError(str(error)) from None
 
@@ -123,13 +126,16 @@ def run_attribute(args) -> int:
             result = trace_measure(stepper.model, stepper.source_ids, trace, args.measure, progress=layers)
     except MeasureError as error:
         raise CommandError(str(error)) from None
+    view = {"view": "measure", "measure": args.measure, "kind": str(kind), "layer": args.layer, "head": args.head}
+    record = record_for("attribute", add_attribute_arguments, args, bundle, view, args.text)
     if suffix == ".npz":
         extra = {f"{kind.value}_{args.measure}": table for kind, table in result.values.items()}
         measured_trace(trace, result).save_npz(args.out, extra)
+        write_sidecar(args.out, record)
     else:
         shown = measured_trace(trace, result)
         options.model_name = model_name(args.model)
-        _save_figure(shown, kind, args, options)
+        _save_figure(shown, kind, args, options, record)
     print(f"wrote {args.out}")
     if len(result.completeness_gap):
         report_integration(result)

@@ -13,6 +13,7 @@ import argparse
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, aer_arguments, check_aer_pairs
+from model.cli.recorded import record_for
 from model.data.corpora import toy_fr
 from model.figures.comparison import pair_figure
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
@@ -58,9 +59,10 @@ def run_compare(args) -> int:
     if args.toy_fr is not None:
         gold = toy_fr.generate(args.toy_fr, FRESH_SEED)[-1]
         text = gold.source
-    panels = []
+    panels, bundles = [], []
     for name in (args.model, args.other):
         bundle = open_model(name)
+        bundles.append(bundle)
         if AttentionKind.CROSS not in bundle.family.capabilities.kinds:
             raise CommandError(f"{model_name(name)} has no cross-attention to compare ({bundle.describe()})")
         panel = decoded_panel(
@@ -68,6 +70,8 @@ def run_compare(args) -> int:
         )
         panels.append(panel)
         print(f"{panel.heading()}\n  output: {panel.trace.target_text}")
-    save_figure(pair_figure(panels, options, word_level=not args.pieces), out, args.dpi)
+    view = {"view": "side by side", "other model": args.other, "step": args.step, "pieces": args.pieces}
+    record = record_for("compare", add_compare_arguments, args, bundles[0], view, text)  # the first model's digest
+    save_figure(pair_figure(panels, options, word_level=not args.pieces), out, args.dpi, record)
     print(f"wrote {out}")
     return 0

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
-from model.cli.recorded import export_record
+from model.cli.recorded import export_record, record_for
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -28,6 +28,7 @@ from model.inspection.position_reports import positional_report
 from model.inspection.selection import parse_head
 from model.io.models import model_source, open_model
 from model.nn.masking import parse_heads
+from model.provenance.embed import write_sidecar
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,10 +199,13 @@ def run_positional(args) -> int:
         dimensions = _dimensions(args.dimensions)
     if any(not 0 <= d < d_model for d in dimensions):
         raise CommandError(f"--dimensions must be between 0 and {d_model - 1}")
+    view = {"view": "positional", "positions": args.positions, "dimensions": ",".join(map(str, dimensions))}
+    record = record_for("export", add_export_arguments, args, bundle, view)
     if out.suffix.lower() in (".csv", ".npy"):
         save_table(report.table, report.table, report.row_labels, [str(d) for d in range(d_model)], out, "position \\ dimension")
+        write_sidecar(out, record)
     else:
-        save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300)
+        save_figure(positional_figure(report, dimensions[:12], options), out, args.dpi or 300, record)
     print(f"wrote {out}")
     return 0
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, language_arguments, with_languages
+from model.cli.recorded import record_for
 from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
 from model.figures.saving import save_figure
 from model.files import check_output
@@ -40,6 +41,7 @@ from model.interventions.tables import (
     write_rows,
 )
 from model.io.models import model_source, open_model
+from model.provenance.embed import write_sidecar
 
 FIGURES = (".png", ".svg", ".pdf")
 TOOLS = ("logit-lens", "attribution", "decoder-lens")
@@ -136,13 +138,17 @@ def run_patch(args) -> int:
     patch = activation_patching if args.method == "exact" else attribution_patching
     step = None if args.step is None else args.step - 1
     result = patch(bundle, clean, corrupted, step=step, direction=args.direction)
+    view = {"view": "patching", "method": args.method, "direction": args.direction, "step": result.step + 1,
+            "corrupted sentence": corrupted, "grids": args.grids or "default"}  # fmt: skip
+    record = record_for("patch", add_patch_arguments, args, bundle, view, clean)
     if suffix == ".npz":
         save_npz(patching_arrays(result), args.out)
     elif suffix == ".csv":
         write_rows(patching_rows(result), args.out)
     else:
         options.model_name = model_name(args.model)
-        save_figure(patching_figure(result, grids, options), args.out, args.dpi)
+        save_figure(patching_figure(result, grids, options), args.out, args.dpi, record)
+    write_sidecar(args.out, record if suffix in (".npz", ".csv") else None)
     report_patching(result)
     print(f"wrote {args.out}")
     return 0
@@ -163,7 +169,7 @@ def run_lens(args) -> int:
     options.model_name = model_name(args.model)
     if args.tool == "logit-lens":
         lens = bundle_logit_lens(bundle, args.text, args.top_k)
-        _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options, args.text))
+        _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options, args.text), bundle)
         _report_lens(lens.readings, lens.chosen_ranks, lens.place, lens.predicted)
     elif args.tool == "attribution":
         attribution = bundle_logit_attribution(bundle, args.text)
@@ -178,11 +184,12 @@ def run_lens(args) -> int:
             args,
             lambda: attribution_rows(attribution),
             lambda: attribution_figure(attribution, args.step - 1, options, args.text),
+            bundle,
         )
         print(f"largest remainder {float(np.abs(attribution.remainder).max()):.2g} (the parts sum to each logit)")
     else:
         result = bundle_decoder_lens(bundle, args.text)
-        _write(suffix, args, lambda: decoder_lens_rows(result), lambda: decoder_lens_figure(result, options, args.text))
+        _write(suffix, args, lambda: decoder_lens_rows(result), lambda: decoder_lens_figure(result, options, args.text), bundle)
         for layer, text, logp in zip(result.layers, result.translations, result.total_log_probabilities):
             print(f"{layer}: {text}   (log p {float(logp):.2f})")
     print(f"wrote {args.out}")
@@ -206,11 +213,15 @@ def _versus(bundle, args, steps: int, classes: bool = False) -> list[int]:
     return compared
 
 
-def _write(suffix: str, args, rows, figure) -> None:
+def _write(suffix: str, args, rows, figure, bundle) -> None:
+    """The lens's table or figure, with the record of the command that wrote it."""
+    view = {"view": args.tool, "step": args.step, "top k": args.top_k, "versus": args.versus or "the chosen token"}
+    record = record_for("lens", add_lens_arguments, args, bundle, view, args.text)
     if suffix == ".csv":
         write_rows(rows(), args.out)
+        write_sidecar(args.out, record)
     else:
-        save_figure(figure(), args.out, args.dpi)
+        save_figure(figure(), args.out, args.dpi, record)
 
 
 def _report_lens(readings: list[str], ranks: np.ndarray, place: str = "step", predicted: str = "token") -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.interventions import FIGURES, out_suffix
 from model.cli.options import CommandError
+from model.cli.recorded import record_for
 from model.data.token_labels import display_labels
 from model.family import Bundle
 from model.figures.neuron import neuron_figure
@@ -30,6 +31,7 @@ from model.kinds import AttentionKind
 from model.neuron.tables import read_sentence, row_rows, share_rows, write_rows
 from model.neuron.terms import describe_terms, neuron_row, share_text
 from model.neuron.vectors import check_model
+from model.provenance.embed import write_sidecar
 
 
 def add_neuron_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,13 +88,17 @@ def run_neuron(args) -> int:
     n_queries = len(labels[0]) if labels else 0
     query = (args.query if args.query is not None else max(n_queries, 1)) - 1
     row = neuron_row(vectors, kind, args.layer - 1, args.head - 1, query, labels)
+    view = {"view": "neuron", "kind": str(kind), "layer": args.layer, "head": args.head, "query": query + 1}
+    record = record_for("neuron", add_neuron_arguments, args, bundle, view, args.text)
     if suffix == ".csv":
         write_rows(row_rows(row), args.out)
+        write_sidecar(args.out, record)
     else:
         options.model_name = model_name(args.model)
-        save_figure(neuron_figure(row, options, trace.source_text, trace.target_tokens), args.out, args.dpi)
+        save_figure(neuron_figure(row, options, trace.source_text, trace.target_tokens), args.out, args.dpi, record)
     if args.shares:
         write_rows(share_rows(vectors), args.shares)
+        write_sidecar(args.shares, record)
     _report(row)
     for path in (args.out, args.shares):
         if path:

@@ -6,6 +6,7 @@ view, so the two records agree."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from model.family import Bundle
@@ -37,10 +38,28 @@ def command_of(parser: argparse.ArgumentParser, args: argparse.Namespace, name: 
 
 
 def command_record(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, name: str, bundle: Bundle, view: dict[str, Any], text: str = ""
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    name: str,
+    bundle: Bundle | None,
+    view: dict[str, Any],
+    text: str = "",
 ) -> Record:
     """The record of a file ``name`` draws with ``args`` from ``bundle``."""
     return record_of(command_of(parser, args, name), bundle, str(getattr(args, "model", "")), view, text)
+
+
+def command_parser(name: str, add_arguments: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+    """A parser of command ``name`` alone (what ``command_of`` reads its options and defaults from)."""
+    parser = argparse.ArgumentParser(prog=f"transformer-explorer {name}")
+    add_arguments(parser)
+    return parser
+
+
+def record_for(name: str, add_arguments: Callable[[argparse.ArgumentParser], None], args: argparse.Namespace,
+               bundle: Bundle | None, view: dict[str, Any] | None = None, text: str = "") -> Record:  # fmt: skip
+    """The record of what command ``name`` (its arguments added by ``add_arguments``) writes with ``args``."""
+    return command_record(command_parser(name, add_arguments), args, name, bundle, dict(view or {}), text)
 
 
 def export_command(request: ExportRequest, model: str, text: str, beam: int | None = None, mask_heads: str = "") -> list[str]:

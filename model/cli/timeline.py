@@ -20,6 +20,7 @@ import argparse
 from pathlib import Path
 
 from model.cli.options import CommandError, whole_numbers
+from model.cli.recorded import record_for
 from model.decoding.stepper import DecodingOptions
 from model.figures.attention import FigureOptions
 from model.figures.layout import check_font_size, parse_width
@@ -28,6 +29,7 @@ from model.files import check_output
 from model.inspection.selection import parse_head
 from model.io.models import model_source
 from model.kinds import AttentionKind
+from model.provenance.embed import write_sidecar
 from model.timeline.animation import FRAME_SECONDS, FRAME_WIDTH, save_gif
 from model.timeline.curve_files import save_curves_csv, save_curves_figure
 from model.timeline.curves import CURVE_AER_PAIRS, CurveOptions, HeadCurves, head_curves
@@ -142,22 +144,27 @@ def _report(curves: HeadCurves) -> None:
 
 
 def _draw(args, what: str, source: SnapshotSource, traces: list[SnapshotTrace], options: FigureOptions) -> None:
+    snapshots = ", ".join(str(item.index) for item in traces)
+    final = source.bundle_at(len(source.snapshots) - 1)  # the model as opened: what the record's digest names
+    record = record_for("timeline", add_timeline_arguments, args, final, {"view": what, "snapshots": snapshots}, args.text)
     if what == "curves":
         curves = head_curves(source, traces, CurveOptions(args.aer_pairs, args.aer_seed, args.importance))
         if Path(args.out).suffix.lower() == ".csv":
             save_curves_csv(curves, args.out)
+            write_sidecar(args.out, record)
         else:
-            save_curves_figure(curves, args.out, options.width, args.dpi or 200)
+            save_curves_figure(curves, args.out, options.width, args.dpi or 200, record)
         _report(curves)
         return
     view = _view(args, traces[-1].trace)  # checked before decoding (run_timeline); the same layers and heads
     if what == "gif":
         save_gif(traces, view, args.out, options, args.dpi or 100, args.frame_seconds)
+        write_sidecar(args.out, record)  # a GIF keeps its record beside it
     elif what == "diff":
         before, after = (next(item for item in traces if item.index == index) for index in args.diff)
-        save_figure(difference_figure(before, after, view, options), args.out, args.dpi or 300)
+        save_figure(difference_figure(before, after, view, options), args.out, args.dpi or 300, record)
     else:
-        save_figure(snapshot_strip(traces, view, options), args.out, args.dpi or 300)
+        save_figure(snapshot_strip(traces, view, options), args.out, args.dpi or 300, record)
 
 
 def run_timeline(args, opener=None) -> int:

@@ -11,6 +11,8 @@ from matplotlib.figure import Figure
 from model.figures.layout import FigureError
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
 from model.lengths.experiment import LengthResult, save_lengths_csv
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 LENGTH_SUFFIXES = (".csv", *FIGURE_SUFFIXES)
 WIDTH_IN, HEIGHT_IN, FONT = 7.0, 3.1, 7.0
@@ -32,12 +34,14 @@ def check_lengths_path(path: str | Path) -> None:
         raise FigureError(f"the length experiment is saved as {', '.join(LENGTH_SUFFIXES)}, not {Path(path).name!r}")
 
 
-def save_lengths(result: LengthResult, path: str | Path, dpi: float = 300) -> Path:
-    """The table (CSV) or the figure (PNG, SVG, PDF), by the suffix; written atomically."""
+def save_lengths(result: LengthResult, path: str | Path, dpi: float = 300, record: Record | None = None) -> Path:
+    """The table (CSV) or the figure (PNG, SVG, PDF), by the suffix; written atomically, ``record`` in it or beside."""
     check_lengths_path(path)
     if Path(path).suffix.lower() == ".csv":
-        return save_lengths_csv(result, path)
-    return save_figure(lengths_figure(result), path, dpi)
+        written = save_lengths_csv(result, path)
+        write_sidecar(written, record)
+        return written
+    return save_figure(lengths_figure(result), path, dpi, record)
 
 
 def lengths_figure(result: LengthResult) -> Figure:

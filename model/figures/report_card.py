@@ -18,6 +18,8 @@ from model.figures.layout import FigureError
 from model.figures.saving import FIGURE_SUFFIXES, save_figure
 from model.grading.card import MethodRow, ReportCard, grid
 from model.grading.sanity import SANITY_THRESHOLD
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 CARD_SUFFIXES = (".csv", *FIGURE_SUFFIXES)
 WIDTH_IN = 7.2  # a page's width (two columns), a little wider for the table's ten columns
@@ -25,16 +27,18 @@ FONT = 6.5  # pt: the table and the plots
 GREY, RED, BEST = "#8a8a8a", "#c0392b", "#eef5e9"
 
 
-def save_card(card: ReportCard, path: str | Path, dpi: float = 300) -> Path:
-    """The card as a CSV (one row per method) or its figure (PNG, SVG, PDF), by the suffix; written atomically."""
+def save_card(card: ReportCard, path: str | Path, dpi: float = 300, record: Record | None = None) -> Path:
+    """The card as a CSV (one row per method) or its figure (PNG, SVG, PDF), by the suffix; written atomically, with
+    ``record`` (what drew it) in the figure or beside the CSV."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in CARD_SUFFIXES:
         raise FigureError(f"a report card is saved as {', '.join(CARD_SUFFIXES)}, not {suffix or 'no extension'}")
     if suffix == ".csv":
         card.write_csv(path)
+        write_sidecar(path, record)
         return path
-    return save_figure(card_figure(card), path, dpi)
+    return save_figure(card_figure(card), path, dpi, record)
 
 
 def colours(rows: list[MethodRow]) -> dict[str, tuple]:

@@ -55,8 +55,8 @@ def sidecar_path(path: str | Path) -> Path:
 
 
 def write_sidecar(path: str | Path, record: Record | None) -> Path | None:
-    """``record`` beside the data file ``path`` (none without a record)."""
-    if record is None:
+    """``record`` beside the data file ``path`` (none without a record, or beside no file)."""
+    if record is None or not Path(path).is_file():
         return None
     side = sidecar_path(path)
     with atomic_output(side) as temporary:

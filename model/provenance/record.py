@@ -77,7 +77,8 @@ class Record:
         """The record as people read it, one fact a line."""
         lines = [f"drawn by Transformer Explorer {self.app} (record format {self.version})"]
         model = self.model
-        lines.append(f"model: {model.get('source', '?')} (tensors SHA-256 {str(model.get('sha256', '?'))[:16]}…)")
+        if model:
+            lines.append(f"model: {model.get('source', '?')} (tensors SHA-256 {str(model.get('sha256', '?'))[:16]}…)")
         if model.get("snapshot"):
             lines.append(f"snapshot: {model['snapshot']}")
         if self.input.get("text"):
@@ -112,9 +113,12 @@ def parse_record(text: str, where: str = "the file") -> Record:
     )  # fmt: skip
 
 
-def record_of(command: list[str], bundle: Bundle, source: str, view: dict[str, Any], text: str = "",
+def record_of(command: list[str], bundle: Bundle | None, source: str, view: dict[str, Any], text: str = "",
               forced: list[Any] | None = None, snapshot: str = "") -> Record:  # fmt: skip
-    """The record of a file drawn by ``command`` from ``bundle`` (named ``source``)."""
-    model = {"source": source, "sha256": bundle_digest(bundle), "snapshot": snapshot or None}
+    """The record of a file drawn by ``command`` from ``bundle`` (named ``source``; None: a command that trains its own
+    models, as ``lengths``)."""
     inputs = {"text": text, "forced": list(forced or [])}
+    if bundle is None:
+        return Record(list(command), {}, {}, inputs, dict(view))
+    model = {"source": source, "sha256": bundle_digest(bundle), "snapshot": snapshot or None}
     return Record(list(command), model, {"sha256": tokenizer_digest(bundle)}, inputs, dict(view))

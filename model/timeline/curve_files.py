@@ -17,6 +17,7 @@ from model.figures.layout import FIGURE_RC
 from model.figures.saving import save_figure
 from model.files import atomic_output
 from model.kinds import AttentionKind
+from model.provenance.record import Record
 from model.timeline.curves import HeadCurves
 
 MARKED_CHANGES = 5  # phase changes shaded on the figure (all of them are in the list)
@@ -177,6 +178,8 @@ def curves_figure(curves: HeadCurves, width: float = 6.9, font_size: float = 7.0
     return figure
 
 
-def save_curves_figure(curves: HeadCurves, path: str | Path, width: float = 6.9, dpi: float = 200) -> Path:
-    """``curves_figure`` as PNG, SVG or PDF by the suffix (model/figures/saving.py), atomically."""
-    return save_figure(curves_figure(curves, width), path, dpi)
+def save_curves_figure(
+    curves: HeadCurves, path: str | Path, width: float = 6.9, dpi: float = 200, record: Record | None = None
+) -> Path:
+    """``curves_figure`` as PNG, SVG or PDF by the suffix (model/figures/saving.py), atomically, ``record`` in it."""
+    return save_figure(curves_figure(curves, width), path, dpi, record)
