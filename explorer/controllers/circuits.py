@@ -25,6 +25,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import pair_read
 from explorer.controllers.runner import Job, Runner
 from model.circuits.result import CircuitResult, Options, circuit_of
+from model.cli.recorded import circuit_command, circuit_record
 from model.errors import UserError
 from model.family import Bundle, InterventionTool
 from model.figures.attention import FigureOptions
@@ -33,6 +34,7 @@ from model.interventions.given import given_patching
 from model.interventions.hooked import InterventionError
 from model.interventions.served_pass import unserved_reason
 from model.kinds import AttentionKind
+from model.provenance.record import Record
 
 CHANNEL = "circuits"
 CIRCUITS = InterventionTool.CIRCUITS
@@ -167,12 +169,28 @@ class CircuitsController:
             self.message.emit("No circuit to save yet.")
             return None
         try:
-            written = save_circuit(result, path, FigureOptions(model_name=model_name(bundle) if bundle is not None else ""))
+            options = FigureOptions(model_name=model_name(bundle) if bundle is not None else "")
+            written = save_circuit(result, path, options, record=self._record(result))
         except UserError as error:
             self.message.emit(f"The circuit could not be saved: {error}")
             return None
         self.message.emit(f"Saved the circuit to {written}.")
         return written
+
+    def _record(self, result: CircuitResult) -> Record | None:
+        """The ``circuit`` command of the pair shown, as the command line records it; what it cannot draw (the Explore
+        tab's own decoding of the clean sentence, when it is not the greedy one) named."""
+        bundle, computed = self.explore.bundle, self.computed_for
+        if bundle is None or computed is None:
+            return None
+        (_model, followed), (clean, corrupted, step), options = computed
+        model = str(bundle.path) if bundle.path else bundle.describe()
+        record = circuit_record(result, bundle, model, circuit_command(model, clean, corrupted, step, options), clean, corrupted)
+        trace = self.explore.trace
+        forced = trace is not None and bool(trace.forced.any())
+        if followed is not None and (self.explore.options.strategy != "greedy" or self.explore.masked_heads or forced):
+            record.view["not on the command line"] = "the Explore tab's decoding of the clean sentence"
+        return record
 
     # --- jobs --------------------------------------------------------------------------------------
     def _submit(self, work: Any, bundle: Bundle, model: Any) -> bool:

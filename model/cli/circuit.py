@@ -18,7 +18,7 @@ from model.circuits.scores import INTEGRATIONS, METHODS, METRICS
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.interventions import out_suffix, pair_sources
 from model.cli.options import CommandError, language_arguments, with_languages
-from model.cli.recorded import command_record
+from model.cli.recorded import circuit_record, command_of, command_parser
 from model.figures.circuit import SUFFIXES, save_circuit
 from model.files import check_output
 from model.interventions.minimal_pairs import FEATURES
@@ -72,11 +72,7 @@ def run_circuit(args) -> int:
     for line in result.describe():
         print(line)
     options.model_name = model_name(args.model)
-    parser = argparse.ArgumentParser()
-    add_circuit_arguments(parser)
-    view = {"view": "circuit", "step": result.step + 1, "method": result.method_name(), "metric": chosen.metric,
-            "target": chosen.target, "keys/values per source position": chosen.split_positions,
-            "corrupted sentence": corrupted, "circuit edges": result.circuit.size}  # fmt: skip
-    save_circuit(result, args.out, options, args.dpi, command_record(parser, args, "circuit", bundle, view, clean))
+    command = command_of(command_parser("circuit", add_circuit_arguments), args, "circuit")
+    save_circuit(result, args.out, options, args.dpi, circuit_record(result, bundle, args.model, command, clean, corrupted))
     print(f"wrote {args.out}")
     return 0

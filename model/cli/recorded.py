@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from model.circuits.result import CircuitResult, Options
 from model.family import Bundle
 from model.figures.export import ExportRequest
 from model.figures.layout import DEFAULT_WIDTH
@@ -101,3 +102,25 @@ def export_record(request: ExportRequest, bundle: Bundle, model: str, text: str,
     """The record of an ``export`` of ``request``'s view (the command line's and the window's)."""
     command = export_command(request, model, text, beam, mask_heads)
     return record_of(command, bundle, model, export_view_record(request, beam, mask_heads), text, snapshot=snapshot)
+
+
+def circuit_command(model: str, clean: str, corrupted: str, step: int | None, options: Options) -> list[str]:
+    """The ``circuit`` command of a pair typed (``step`` from 0; None: the first difference) with ``options``, each
+    option that differs from the command's default, in its order: what the command line records, and the window."""
+    defaults = Options()
+    command = ["circuit", "--model", model, "--clean", clean, "--corrupt", corrupted]
+    chosen = [("--step", None if step is None else step + 1, None), ("--method", options.method, defaults.method),
+              ("--over", options.over, defaults.over), ("--ig-steps", options.steps, defaults.steps),
+              ("--metric", options.metric, defaults.metric), ("--target", options.target, defaults.target)]  # fmt: skip
+    command += [part for flag, value, default in chosen if value != default for part in (flag, str(value))]
+    command += ["--no-positions"] if not options.split_positions else []
+    return command + ({True: ["--exact"], False: ["--no-exact"], None: []}[options.exact])
+
+
+def circuit_record(result: CircuitResult, bundle: Bundle, model: str, command: list[str], clean: str, corrupted: str) -> Record:
+    """The record of a circuit's file: ``command`` (the ``circuit`` command of its pair), the pair, the options."""
+    options = result.options
+    view = {"view": "circuit", "step": result.step + 1, "method": result.method_name(), "metric": options.metric,
+            "target": options.target, "keys/values per source position": options.split_positions,
+            "corrupted sentence": corrupted, "circuit edges": result.circuit.size}  # fmt: skip
+    return record_of(command, bundle, model, view, clean)

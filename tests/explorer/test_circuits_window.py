@@ -5,15 +5,19 @@ alone: tests/explorer/controllers/test_circuits_controller.py.)"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pyqtgraph as pg
 import pytest
 
 from model.circuits.result import find_circuit_of
+from model.cli.commands import main
 from model.io import checkpoint
 from model.io.shipped import resolve_model
 from model.kinds import AttentionKind
+from model.provenance.embed import read_record
 from tests.conftest import assert_figure
 from tests.explorer.gui_helpers import explore_window
 
@@ -58,6 +62,11 @@ def test_the_pair_is_drawn_clicked_and_saved(qtbot, open_window, default_bundle,
     assert_figure(tmp_path / "circuit.svg", texts=("Circuit of", "X2"))
     view.save_requested.emit("circuits", str(tmp_path / "circuit.json"))
     assert json.loads((tmp_path / "circuit.json").read_text(encoding="utf-8"))["graph"]["circuit_edges"] == expected.circuit.size
+    record = read_record(tmp_path / "circuit.json")  # the circuit command of the pair, as the command line records it
+    assert record.command[:7] == ["circuit", "--model", default_bundle.path, "--clean", SENTENCE, "--corrupt", CORRUPTED]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*record.command, "--out", str(tmp_path / "cli.json")]) == 0
+    assert read_record(tmp_path / "cli.json").to_json() == record.to_json()
 
 
 def test_a_model_without_circuits_greys_the_sub_tab(qtbot, open_window):
