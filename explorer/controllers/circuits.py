@@ -25,7 +25,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import pair_read
 from explorer.controllers.runner import Job, Runner
 from model.circuits.result import CircuitResult, Options, circuit_of
-from model.cli.recorded import circuit_command, circuit_record
+from model.cli.recorded import circuit_command, circuit_record, language_flags
 from model.errors import UserError
 from model.family import Bundle, InterventionTool
 from model.figures.attention import FigureOptions
@@ -185,7 +185,8 @@ class CircuitsController:
             return None
         (_model, followed), (clean, corrupted, step), options = computed
         model = str(bundle.path) if bundle.path else bundle.describe()
-        record = circuit_record(result, bundle, model, circuit_command(model, clean, corrupted, step, options), clean, corrupted)
+        command = circuit_command(model, clean, corrupted, step, options, language_flags(bundle))
+        record = circuit_record(result, bundle, model, command, clean, corrupted)
         trace = self.explore.trace
         forced = trace is not None and bool(trace.forced.any())
         if followed is not None and (self.explore.options.strategy != "greedy" or self.explore.masked_heads or forced):

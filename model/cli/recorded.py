@@ -63,7 +63,18 @@ def record_for(name: str, add_arguments: Callable[[argparse.ArgumentParser], Non
     return command_record(command_parser(name, add_arguments), args, name, bundle, dict(view or {}), text)
 
 
-def export_command(request: ExportRequest, model: str, text: str, beam: int | None = None, mask_heads: str = "") -> list[str]:
+def language_flags(bundle: Bundle) -> list[str]:
+    """A multilingual model's languages as the commands take them (``--source-lang``, ``--target-lang``); none for
+    another model."""
+    if not bundle.languages:
+        return []
+    pairs = (("--source-lang", bundle.source_language), ("--target-lang", bundle.target_language))
+    return [part for flag, code in pairs if code for part in (flag, code)]
+
+
+def export_command(
+    request: ExportRequest, model: str, text: str, beam: int | None = None, mask_heads: str = "", languages: list[str] | None = None
+) -> list[str]:
     """The ``export`` command that draws ``request``'s view of ``text`` decoded by ``model`` (greedy, or a beam of
     ``beam``; ``mask_heads`` knocked out, as ``--mask-heads`` spells them): each option that differs from the
     command's default, in one order. The command line and the window's Export menu both record it, so the same view
@@ -79,7 +90,7 @@ def export_command(request: ExportRequest, model: str, text: str, beam: int | No
         ("--font-size", f"{figure.font_size:g}", "8"), ("--colormap", figure.colormap, "viridis"),
         ("--dpi", f"{request.dpi:g}", "300"),
     ]  # fmt: skip
-    command = ["export", "--model", model, "--text", text]
+    command = ["export", "--model", model, *(languages or []), "--text", text]
     command += [part for flag, value, default in options if value != default for part in (flag, str(value))]
     flags = (("--word-level", request.word_level), ("--no-caption", not figure.caption), ("--outline-step", figure.outline_step))
     return command + [flag for flag, on in flags if on]
@@ -100,15 +111,17 @@ def export_view_record(request: ExportRequest, beam: int | None, mask_heads: str
 def export_record(request: ExportRequest, bundle: Bundle, model: str, text: str, beam: int | None = None,
                   mask_heads: str = "", snapshot: str = "") -> Record:  # fmt: skip
     """The record of an ``export`` of ``request``'s view (the command line's and the window's)."""
-    command = export_command(request, model, text, beam, mask_heads)
+    command = export_command(request, model, text, beam, mask_heads, language_flags(bundle))
     return record_of(command, bundle, model, export_view_record(request, beam, mask_heads), text, snapshot=snapshot)
 
 
-def circuit_command(model: str, clean: str, corrupted: str, step: int | None, options: Options) -> list[str]:
+def circuit_command(
+    model: str, clean: str, corrupted: str, step: int | None, options: Options, languages: list[str] | None = None
+) -> list[str]:
     """The ``circuit`` command of a pair typed (``step`` from 0; None: the first difference) with ``options``, each
     option that differs from the command's default, in its order: what the command line records, and the window."""
     defaults = Options()
-    command = ["circuit", "--model", model, "--clean", clean, "--corrupt", corrupted]
+    command = ["circuit", "--model", model, *(languages or []), "--clean", clean, "--corrupt", corrupted]
     chosen = [("--step", None if step is None else step + 1, None), ("--method", options.method, defaults.method),
               ("--over", options.over, defaults.over), ("--ig-steps", options.steps, defaults.steps),
               ("--metric", options.metric, defaults.metric), ("--target", options.target, defaults.target)]  # fmt: skip
