@@ -14,6 +14,8 @@ from model.figures.interventions import attribution_figure, decoder_lens_figure,
 from model.figures.saving import save_figure
 from model.files import OutputError
 from model.interventions.tables import Row, attribution_rows, decoder_lens_rows, lens_rows, patching_rows, write_rows
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 SUFFIXES = (".csv", *FIGURE_SUFFIXES)
@@ -31,8 +33,9 @@ def result_rows(tool: str, result: Any) -> list[Row]:
 
 
 def save_result(
-    tool: str, result: Any, path: str | Path, step: int = 0, grid: str | None = None, model_name: str = "", source: str = ""
-) -> Path:
+    tool: str, result: Any, path: str | Path, step: int = 0, grid: str | None = None, model_name: str = "", source: str = "",
+    record: Record | None = None,
+) -> Path:  # fmt: skip
     """A tool's result to ``path``: a CSV, or a figure by the suffix (the attribution of ``step``, from 0; the patching
     ``grid`` shown, or the default grids; the readings' captions name ``source``, the sentence read, as the lens
     command's do); an OutputError of one line for another suffix or a file it cannot write."""
@@ -40,7 +43,9 @@ def save_result(
     if suffix not in SUFFIXES:
         raise OutputError(f"{Path(path).name}: save as .csv (every number) or .png, .svg, .pdf (the figure)")
     if suffix == ".csv":
-        return write_rows(result_rows(tool, result), path)
+        written = write_rows(result_rows(tool, result), path)
+        write_sidecar(written, record)  # what drew it (model/provenance/)
+        return written
     options = FigureOptions(model_name=model_name)
     if tool == LENS:
         figure = lens_figure(result, options, source)
@@ -50,4 +55,4 @@ def save_result(
         figure = attribution_figure(result, min(max(step, 0), len(result.target_tokens) - 1), options, source)
     else:
         figure = patching_figure(result, (grid,) if grid else None, options)
-    return save_figure(figure, path)
+    return save_figure(figure, path, record=record)

@@ -21,7 +21,7 @@ import numpy as np
 
 from model.cli.export import add_figure_arguments, figure_options, model_name
 from model.cli.options import CommandError, language_arguments, with_languages
-from model.cli.recorded import record_for
+from model.cli.recorded import lens_record, patch_record
 from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
 from model.figures.saving import save_figure
 from model.files import check_output
@@ -138,9 +138,9 @@ def run_patch(args) -> int:
     patch = activation_patching if args.method == "exact" else attribution_patching
     step = None if args.step is None else args.step - 1
     result = patch(bundle, clean, corrupted, step=step, direction=args.direction)
-    view = {"view": "patching", "method": args.method, "direction": args.direction, "step": result.step + 1,
-            "corrupted sentence": corrupted, "grids": args.grids or "default"}  # fmt: skip
-    record = record_for("patch", add_patch_arguments, args, bundle, view, clean)
+    figure = suffix not in (".npz", ".csv")  # the grids drawn matter to a figure only
+    record = patch_record(bundle, args.model, result, clean, corrupted, args.step, args.grids if figure else None,
+                          options, args.dpi)  # fmt: skip
     if suffix == ".npz":
         save_npz(patching_arrays(result), args.out)
     elif suffix == ".csv":
@@ -215,8 +215,9 @@ def _versus(bundle, args, steps: int, classes: bool = False) -> list[int]:
 
 def _write(suffix: str, args, rows, figure, bundle) -> None:
     """The lens's table or figure, with the record of the command that wrote it."""
-    view = {"view": args.tool, "step": args.step, "top k": args.top_k, "versus": args.versus or "the chosen token"}
-    record = record_for("lens", add_lens_arguments, args, bundle, view, args.text)
+    record = lens_record(
+        bundle, args.model, args.text, args.tool, args.step, args.top_k, args.versus, figure_options(args), args.dpi
+    )
     if suffix == ".csv":
         write_rows(rows(), args.out)
         write_sidecar(args.out, record)

@@ -11,8 +11,10 @@ from typing import Any
 
 from model.circuits.result import CircuitResult, Options
 from model.family import Bundle
+from model.figures.attention import FigureOptions
 from model.figures.export import ExportRequest
 from model.figures.layout import DEFAULT_WIDTH
+from model.interventions.patching import PatchingResult
 from model.provenance.record import Record, record_of
 
 LEFT_OUT = ("out", "help", "all")  # where the file goes is not what it shows
@@ -136,4 +138,40 @@ def circuit_record(result: CircuitResult, bundle: Bundle, model: str, command: l
     view = {"view": "circuit", "step": result.step + 1, "method": result.method_name(), "metric": options.metric,
             "target": options.target, "keys/values per source position": options.split_positions,
             "corrupted sentence": corrupted, "circuit edges": result.circuit.size}  # fmt: skip
+    return record_of(command, bundle, model, view, clean)
+
+
+def figure_flags(options: FigureOptions, dpi: float) -> list[str]:
+    """The figure options of ``add_figure_arguments`` (model/cli/export.py) that differ from their defaults."""
+    chosen = [("--width", f"{options.width:g}in", f"{DEFAULT_WIDTH:g}in"), ("--font-size", f"{options.font_size:g}", "8"),
+              ("--colormap", options.colormap, "viridis"), ("--dpi", f"{dpi:g}", "300")]  # fmt: skip
+    flags = [part for flag, value, default in chosen if value != default for part in (flag, value)]
+    return flags + ([] if options.caption else ["--no-caption"])
+
+
+def _changed(options: list[tuple[str, object, object]]) -> list[str]:
+    return [part for flag, value, default in options if value != default for part in (flag, str(value))]
+
+
+def lens_record(bundle: Bundle, model: str, text: str, tool: str = "logit-lens", step: int = 1, top_k: int = 5,
+                versus: str | None = None, figure: FigureOptions | None = None, dpi: float = 300) -> Record:  # fmt: skip
+    """The record of a ``lens`` file (``tool``: logit-lens, attribution, decoder-lens; ``step`` from 1): the command
+    line's and the Interventions view's Save…, from one builder."""
+    command = ["lens", "--model", model, *language_flags(bundle), "--text", text]
+    command += _changed([("--tool", tool, "logit-lens"), ("--step", step, 1), ("--top-k", top_k, 5), ("--versus", versus, None)])
+    command += figure_flags(figure or FigureOptions(), dpi)
+    view = {"view": tool, "step": step, "top k": top_k, "versus": versus or "the chosen token"}
+    return record_of(command, bundle, model, view, text)
+
+
+def patch_record(bundle: Bundle, model: str, result: PatchingResult, clean: str, corrupted: str, step: int | None = None,
+                 grids: str | None = None, figure: FigureOptions | None = None, dpi: float = 300) -> Record:  # fmt: skip
+    """The record of a ``patch`` file of ``result`` (``step`` as asked, from 1; None: the first difference; ``grids``
+    drawn): the command line's and the Interventions view's Save…, from one builder."""
+    command = ["patch", "--model", model, *language_flags(bundle), "--clean", clean, "--corrupt", corrupted]
+    command += _changed([("--step", step, None), ("--direction", result.direction, "denoising"),
+                         ("--method", result.method, "exact"), ("--grids", grids, None)])  # fmt: skip
+    command += figure_flags(figure or FigureOptions(), dpi)
+    view = {"view": "patching", "method": result.method, "direction": result.direction, "step": result.step + 1,
+            "corrupted sentence": corrupted, "grids": grids or "default"}  # fmt: skip
     return record_of(command, bundle, model, view, clean)

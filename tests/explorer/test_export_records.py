@@ -36,3 +36,32 @@ def test_the_windows_export_and_the_commands_carry_the_same_record(qtbot, open_w
     assert "not on the command line" in read_record(other).view
     assert main(["reproduce", str(other)]) == 1
     assert "shows what the command line cannot draw yet" in capsys.readouterr().err
+
+
+def test_the_interventions_saves_carry_the_lens_and_patch_commands_records(qtbot, open_window, tmp_path, capsys):
+    path = str(resolve_model("default"))
+    window, tab = explore_window(open_window, checkpoint.load(path), SENTENCE)
+    view = tab.interventions.view
+    tab.views.setCurrentWidget(view)
+    qtbot.waitUntil(lambda: not window.controllers.interventions.running and "logit lens" in view.results, timeout=60_000)
+    for tool, name in (("logit lens", "lens.svg"), ("DecoderLens", "decoder.csv"), ("logit attribution", "dla.svg")):
+        written = tab.interventions.save(tool, tmp_path / name)
+        record = read_record(written)
+        assert record.command[:5] == ["lens", "--model", path, "--text", SENTENCE] and "not on the command line" not in record.view
+        assert main([*record.command, "--out", str(tmp_path / f"cli-{name}")]) == 0
+        assert read_record(tmp_path / f"cli-{name}").to_json() == record.to_json(), tool
+    view.show_tool("patching")
+    view.patching.corrupted.setText("the cats see the small dog")  # the number pair of SENTENCE's first words
+    view.patching.clean.setText("the cat sees the small dog")
+    view.patching.corrupted.editingFinished.emit()
+    controller = window.controllers.interventions
+    qtbot.waitUntil(
+        lambda: not controller.running and getattr(view.results.get("patching"), "method", "") == "exact", timeout=60_000
+    )
+    written = tab.interventions.save("patching", tmp_path / "patch.csv")
+    record = read_record(written)
+    assert record.command[:3] == ["patch", "--model", path]
+    assert main([*record.command, "--out", str(tmp_path / "cli-patch.csv")]) == 0
+    assert read_record(tmp_path / "cli-patch.csv").to_json() == record.to_json()
+    assert (tmp_path / "cli-patch.csv").read_bytes() == written.read_bytes()
+    capsys.readouterr()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QTabWidget
 from explorer.controllers.background import model_name
 from explorer.controllers.circuits import CircuitsController
 from explorer.controllers.explore import ExploreController
+from explorer.controllers.followed import WORDS, followed_decoding, pair_read
 from explorer.controllers.interventions import TOOLS, InterventionsController
 from explorer.controllers.interventions_export import save_result
 from explorer.widgets.interventions_view import InterventionsView
@@ -103,7 +104,30 @@ class ExploreInterventions:
         if self.controller.patch(clean, corrupted, direction, step - 1 if step > 0 else None):
             self.view.show_tool("patching")
 
-    # --- exports ----------------------------------------------------------------------------------
+    # --- exports ---
+    def record(self, tool: str, result, source: str, step: int, grid: str | None):
+        """The record of a tool's file (model/provenance/): the ``lens`` or ``patch`` command of what the view shows, as
+        the command line records it; what the command line cannot follow (a decoding that is not greedy) named."""
+        from model.cli.recorded import lens_record, patch_record  # deferred: matplotlib loads with the first export
+
+        bundle = self.explore.bundle
+        if bundle is None:
+            return None
+        model = str(bundle.path) if bundle.path else bundle.describe()
+        if tool == "patching":
+            clean, corrupted, _direction, asked = self.controller.patch_wanted or ("", "", "", None)
+            record = patch_record(bundle, model, result, clean, corrupted, None if asked is None else asked + 1, grid)
+        else:
+            names = {"logit lens": "logit-lens", "logit attribution": "attribution", "DecoderLens": "decoder-lens"}
+            record = lens_record(bundle, model, source, names[tool], step + 1 if tool == "logit attribution" else 1)
+        decoding = self.controller.computed if tool != "patching" else followed_decoding(self.explore)
+        follows = tool != "DecoderLens" and (tool != "patching" or pair_read(self.explore, record.input["text"])[1] is not None)
+        modes = [mode for mode in (decoding.modes if decoding is not None else ()) if mode != WORDS]  # words: pieces read
+        if follows and modes:
+            record.view["not on the command line"] = "the decoding followed: " + ", ".join(modes)
+        return record
+
+    # --- saving --------------------------------------------------------------------------------
     def save(self, tool: str, path: str | Path) -> Path | None:
         """The tool's result shown, to ``path``: a CSV, or its figure by the suffix (.png, .svg, .pdf); None (and the
         reason in the view) when there is none or it cannot be written."""
@@ -118,7 +142,8 @@ class ExploreInterventions:
         try:
             bundle, computed = self.explore.bundle, self.controller.computed
             source = computed.text if computed is not None else self.explore.text  # the sentence the readings read
-            written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "", source)
+            record = self.record(tool, result, source, step, grid if Path(path).suffix.lower() != ".csv" else None)
+            written = save_result(tool, result, path, step, grid, model_name(bundle) if bundle is not None else "", source, record)
         except UserError as error:  # a path that cannot be written, or a suffix that is neither
             self.view.show_message(f"The {tool} could not be saved: {error}")
             return None
