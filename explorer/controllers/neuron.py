@@ -23,12 +23,15 @@ from explorer.controllers.background import job_model
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
+from model.cli.recorded import neuron_record
 from model.data.token_labels import display_labels
 from model.files import OutputError
 from model.kinds import AttentionKind
 from model.neuron.tables import row_rows, write_rows
 from model.neuron.terms import HeadTerms, NeuronRow, head_terms, neuron_row
 from model.neuron.vectors import NeuronError, SentenceVectors, sentence_vectors, splits_positions, unavailable
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 
 CHANNEL = "neuron"
 CANNOT_FOLLOW = {WORDS: "it shows pieces: the model's queries and keys are the pieces'"}  # the modes it cannot follow
@@ -207,11 +210,31 @@ class NeuronController:
         suffix = Path(path).suffix.lower()
         if suffix not in SUFFIXES:
             raise OutputError(f"{Path(path).name}: save as .png, .svg, .pdf (the figure) or .csv (every number)")
+        record = self._record(options, dpi)
         if suffix == ".csv":
-            return write_rows(row_rows(self.row), path)
+            written = write_rows(row_rows(self.row), path)
+            write_sidecar(written, record)
+            return written
         from model.figures.neuron import neuron_figure  # deferred: matplotlib loads with the first export
         from model.figures.saving import save_figure
 
         trace = self.explore.trace
         source, output = (trace.source_text, trace.target_tokens) if trace is not None else ("", [])
-        return save_figure(neuron_figure(self.row, options, source, output), path, dpi)
+        return save_figure(neuron_figure(self.row, options, source, output), path, dpi, record)
+
+    def _record(self, options: Any, dpi: float) -> Record | None:
+        """The ``neuron`` command of the row shown (model/provenance/), as the command line records it: the decoded
+        output given as its ``--target`` when the decoding is not greedy."""
+        bundle, trace, row = self.explore.bundle, self.explore.trace, self.row
+        if bundle is None or trace is None or row is None:
+            return None
+        decoding = followed_decoding(self.explore)
+        modes = [mode for mode in (decoding.modes if decoding is not None else ()) if mode != WORDS]
+        target = trace.target_text if modes and trace.target_text else None
+        model = str(bundle.path) if bundle.path else bundle.describe()
+        query = self._query_row(len(trace.axis_labels(self.kind)[0])) + 1 if trace.has(self.kind) else 1
+        record = neuron_record(bundle, model, self.explore.text, str(self.kind), self.layer + 1, self.head + 1, query,
+                               target, options, dpi)  # fmt: skip
+        if trace.n_steps < self.explore.total_steps:  # the command reads the whole decoding; its caption names it all
+            record.view["not on the command line"] = f"the decoding at step {trace.n_steps} of {self.explore.total_steps}"
+        return record

@@ -29,7 +29,7 @@ import numpy as np
 
 from model.attribution.integration import gap_percent
 from model.attribution.measures import MEASURES, MeasureError, measure_names, measured_trace, trace_measure, unsupported
-from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.export import add_figure_arguments, caption_name, figure_options
 from model.cli.options import CommandError, mask_heads_argument, stage_progress
 from model.cli.recorded import record_for
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -134,7 +134,7 @@ def run_attribute(args) -> int:
         write_sidecar(args.out, record)
     else:
         shown = measured_trace(trace, result)
-        options.model_name = model_name(args.model)
+        options.model_name = caption_name(args)
         _save_figure(shown, kind, args, options, record)
     print(f"wrote {args.out}")
     if len(result.completeness_gap):

@@ -15,7 +15,7 @@ import argparse
 
 from model.circuits.result import Options, find_circuit_of
 from model.circuits.scores import INTEGRATIONS, METHODS, METRICS
-from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.export import add_figure_arguments, caption_name, figure_options
 from model.cli.interventions import out_suffix, pair_sources
 from model.cli.options import CommandError, language_arguments, with_languages
 from model.cli.recorded import circuit_record, command_of, command_parser
@@ -71,7 +71,7 @@ def run_circuit(args) -> int:
     result = find_circuit_of(bundle, clean, corrupted, step, chosen)
     for line in result.describe():
         print(line)
-    options.model_name = model_name(args.model)
+    options.model_name = caption_name(args)
     command = command_of(command_parser("circuit", add_circuit_arguments), args, "circuit")
     save_circuit(result, args.out, options, args.dpi, circuit_record(result, bundle, args.model, command, clean, corrupted))
     print(f"wrote {args.out}")

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
-from model.cli.recorded import export_record, record_for
+from model.cli.recorded import caption_name, export_record, record_for
+from model.cli.recorded import model_name as model_name  # where the commands import it from
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
 from model.figures.export import SUFFIXES, VIEWS, ExportRequest, export_all, export_view, save_table
@@ -64,6 +65,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     figure.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
     figure.add_argument("--dpi", type=float, help="PNG resolution (default 300; 150 with --all)")
     figure.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
+    figure.add_argument("--model-name", help="how the caption names the model (default: its file's stem)")
     figure.add_argument("--outline-step", action="store_true", help="outline the current step's row, as the window does")
     parser.add_argument(
         "--all",
@@ -93,6 +95,7 @@ def add_figure_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--colormap", default="viridis", help="a matplotlib colour map (viridis, magma, cividis, ...)")
     parser.add_argument("--dpi", type=float, default=300, help="PNG resolution (default 300)")
     parser.add_argument("--no-caption", action="store_true", help="only the title: no sentence, model or step")
+    parser.add_argument("--model-name", help="how the caption names the model (default: its file's stem)")
 
 
 def figure_options(args) -> FigureOptions:
@@ -108,6 +111,8 @@ def figure_options(args) -> FigureOptions:
         outline_step=getattr(args, "outline_step", False),
     )
     options.colours()  # an unknown colour map is reported before decoding
+    if getattr(args, "model", None):
+        options.model_name = caption_name(args)  # how the captions (and the records) name the model
     return options
 
 
@@ -130,12 +135,6 @@ def request_from(args) -> ExportRequest:
         dpi=args.dpi or (150 if args.all else 300),
         heads=heads,
     )
-
-
-def model_name(name: str) -> str:
-    """How captions name the model: a file's stem, a folder's name, or the id as given."""
-    path = Path(name).expanduser()
-    return path.stem if path.is_file() else path.name if path.is_dir() else name
 
 
 def run_export(args) -> int:
@@ -161,7 +160,7 @@ def run_export(args) -> int:
             raise CommandError(f"the page (.html) shows the focus and grid views, not the {args.view} view")
         check_output(out, protected)  # before the decoding, which can take a while
     bundle = with_languages(open_model(args.model), args)
-    request.figure.model_name = model_name(args.model)
+    request.figure.model_name = caption_name(args)
     options = DecodingOptions(strategy="beam", beam_width=args.beam) if args.beam else DecodingOptions()
     options.masked_heads = heads
     stepper = Stepper(bundle, args.text, options)
@@ -185,7 +184,7 @@ def run_positional(args) -> int:
     if out.suffix.lower() not in SUFFIXES:
         raise CommandError(f"--out must end in {', '.join(SUFFIXES)}, not {out.name!r}")
     options = request_from(args).figure
-    options.model_name = model_name(args.model)
+    options.model_name = caption_name(args)
     bundle = open_model(args.model)
     if not 2 <= args.positions <= bundle.config.max_len:
         raise CommandError(f"--positions must be between 2 and {bundle.config.max_len} (the model's longest input)")

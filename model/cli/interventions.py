@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.export import add_figure_arguments, caption_name, figure_options
 from model.cli.options import CommandError, language_arguments, with_languages
 from model.cli.recorded import lens_record, patch_record
 from model.figures.interventions import attribution_figure, decoder_lens_figure, lens_figure, patching_figure, patching_panel
@@ -146,7 +146,7 @@ def run_patch(args) -> int:
     elif suffix == ".csv":
         write_rows(patching_rows(result), args.out)
     else:
-        options.model_name = model_name(args.model)
+        options.model_name = caption_name(args)
         save_figure(patching_figure(result, grids, options), args.out, args.dpi, record)
     write_sidecar(args.out, record if suffix in (".npz", ".csv") else None)
     report_patching(result)
@@ -166,7 +166,7 @@ def run_lens(args) -> int:
     model_path = model_source(args.model)
     check_output(args.out, (model_path,) if model_path else ())
     bundle = with_languages(open_model(args.model), args)
-    options.model_name = model_name(args.model)
+    options.model_name = caption_name(args)
     if args.tool == "logit-lens":
         lens = bundle_logit_lens(bundle, args.text, args.top_k)
         _write(suffix, args, lambda: lens_rows(lens), lambda: lens_figure(lens, options, args.text), bundle)

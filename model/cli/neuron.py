@@ -17,10 +17,10 @@ import argparse
 
 import numpy as np
 
-from model.cli.export import add_figure_arguments, figure_options, model_name
+from model.cli.export import add_figure_arguments, caption_name, figure_options
 from model.cli.interventions import FIGURES, out_suffix
 from model.cli.options import CommandError
-from model.cli.recorded import record_for
+from model.cli.recorded import neuron_record
 from model.data.token_labels import display_labels
 from model.family import Bundle
 from model.figures.neuron import neuron_figure
@@ -88,13 +88,13 @@ def run_neuron(args) -> int:
     n_queries = len(labels[0]) if labels else 0
     query = (args.query if args.query is not None else max(n_queries, 1)) - 1
     row = neuron_row(vectors, kind, args.layer - 1, args.head - 1, query, labels)
-    view = {"view": "neuron", "kind": str(kind), "layer": args.layer, "head": args.head, "query": query + 1}
-    record = record_for("neuron", add_neuron_arguments, args, bundle, view, args.text)
+    record = neuron_record(bundle, args.model, args.text, str(kind), args.layer, args.head, query + 1, args.target,
+                           options, args.dpi)  # fmt: skip
     if suffix == ".csv":
         write_rows(row_rows(row), args.out)
         write_sidecar(args.out, record)
     else:
-        options.model_name = model_name(args.model)
+        options.model_name = caption_name(args)
         save_figure(neuron_figure(row, options, trace.source_text, trace.target_tokens), args.out, args.dpi, record)
     if args.shares:
         write_rows(share_rows(vectors), args.shares)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from model.circuits.result import CircuitResult, Options
@@ -17,7 +18,21 @@ from model.figures.layout import DEFAULT_WIDTH
 from model.interventions.patching import PatchingResult
 from model.provenance.record import Record, record_of
 
-LEFT_OUT = ("out", "help", "all")  # where the file goes is not what it shows
+LEFT_OUT = ("out", "help", "all")
+
+
+def caption_name(args) -> str:
+    """How a command's figure captions name its model: ``--model-name`` when given, else ``model_name`` of --model."""
+    return getattr(args, "model_name", None) or model_name(args.model)
+
+
+def model_name(name: str) -> str:
+    """How captions name the model: a file's stem, a folder's name, or the id as given."""
+    path = Path(name).expanduser()
+    return path.stem if path.is_file() else path.name if path.is_dir() else name
+
+
+# where the file goes is not what it shows
 
 
 def command_of(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str) -> list[str]:
@@ -91,6 +106,7 @@ def export_command(
         ("--height", f"{figure.height:g}in" if figure.height else None, None),
         ("--font-size", f"{figure.font_size:g}", "8"), ("--colormap", figure.colormap, "viridis"),
         ("--dpi", f"{request.dpi:g}", "300"),
+        ("--model-name", figure.model_name, model_name(model) if figure.model_name else figure.model_name),
     ]  # fmt: skip
     command = ["export", "--model", model, *(languages or []), "--text", text]
     command += [part for flag, value, default in options if value != default for part in (flag, str(value))]
@@ -141,11 +157,14 @@ def circuit_record(result: CircuitResult, bundle: Bundle, model: str, command: l
     return record_of(command, bundle, model, view, clean)
 
 
-def figure_flags(options: FigureOptions, dpi: float) -> list[str]:
-    """The figure options of ``add_figure_arguments`` (model/cli/export.py) that differ from their defaults."""
+def figure_flags(options: FigureOptions, dpi: float, model: str = "") -> list[str]:
+    """The figure options of ``add_figure_arguments`` (model/cli/export.py) that differ from their defaults (the
+    caption's name of the model, when it is not ``model_name`` of ``model``: a window names the snapshot shown)."""
     chosen = [("--width", f"{options.width:g}in", f"{DEFAULT_WIDTH:g}in"), ("--font-size", f"{options.font_size:g}", "8"),
               ("--colormap", options.colormap, "viridis"), ("--dpi", f"{dpi:g}", "300")]  # fmt: skip
     flags = [part for flag, value, default in chosen if value != default for part in (flag, value)]
+    if options.model_name and model and options.model_name != model_name(model):
+        flags += ["--model-name", options.model_name]
     return flags + ([] if options.caption else ["--no-caption"])
 
 
@@ -159,7 +178,7 @@ def lens_record(bundle: Bundle, model: str, text: str, tool: str = "logit-lens",
     line's and the Interventions view's Save…, from one builder."""
     command = ["lens", "--model", model, *language_flags(bundle), "--text", text]
     command += _changed([("--tool", tool, "logit-lens"), ("--step", step, 1), ("--top-k", top_k, 5), ("--versus", versus, None)])
-    command += figure_flags(figure or FigureOptions(), dpi)
+    command += figure_flags(figure or FigureOptions(), dpi, model)
     view = {"view": tool, "step": step, "top k": top_k, "versus": versus or "the chosen token"}
     return record_of(command, bundle, model, view, text)
 
@@ -171,7 +190,20 @@ def patch_record(bundle: Bundle, model: str, result: PatchingResult, clean: str,
     command = ["patch", "--model", model, *language_flags(bundle), "--clean", clean, "--corrupt", corrupted]
     command += _changed([("--step", step, None), ("--direction", result.direction, "denoising"),
                          ("--method", result.method, "exact"), ("--grids", grids, None)])  # fmt: skip
-    command += figure_flags(figure or FigureOptions(), dpi)
+    command += figure_flags(figure or FigureOptions(), dpi, model)
     view = {"view": "patching", "method": result.method, "direction": result.direction, "step": result.step + 1,
             "corrupted sentence": corrupted, "grids": grids or "default"}  # fmt: skip
     return record_of(command, bundle, model, view, clean)
+
+
+def neuron_record(bundle: Bundle, model: str, text: str, kind: str, layer: int, head: int, query: int,
+                  target: str | None = None, figure: FigureOptions | None = None, dpi: float = 300) -> Record:  # fmt: skip
+    """The record of a ``neuron`` file: one head's query row (``layer``, ``head``, ``query`` from 1; ``target`` given
+    to the decoder, None: its greedy translation), the command line's and the neuron view's, from one builder; the
+    kind and query always written out, as the view shows them."""
+    command = ["neuron", "--model", model, *language_flags(bundle), "--text", text]
+    command += _changed([("--target", target, None)]) + ["--kind", kind]
+    command += _changed([("--layer", layer, 1), ("--head", head, 1)]) + ["--query", str(query)]
+    command += figure_flags(figure or FigureOptions(), dpi, model)
+    view = {"view": "neuron", "kind": kind, "layer": layer, "head": head, "query": query}
+    return record_of(command, bundle, model, view, text)

@@ -65,3 +65,17 @@ def test_the_interventions_saves_carry_the_lens_and_patch_commands_records(qtbot
     assert read_record(tmp_path / "cli-patch.csv").to_json() == record.to_json()
     assert (tmp_path / "cli-patch.csv").read_bytes() == written.read_bytes()
     capsys.readouterr()
+
+
+def test_the_neuron_views_save_carries_the_neuron_commands_record(qtbot, open_window, tmp_path):
+    path = str(resolve_model("default"))
+    window, tab = explore_window(open_window, checkpoint.load(path), SENTENCE)
+    tab.views.setCurrentWidget(tab.neuron.view)
+    neuron = window.controllers.neuron
+    qtbot.waitUntil(lambda: neuron.row is not None and not neuron.running, timeout=60_000)
+    written = tab.neuron.save(tmp_path / "neuron.svg")
+    record = read_record(written)
+    assert record.command[:5] == ["neuron", "--model", path, "--text", SENTENCE] and "--query" in record.command
+    assert main([*record.command, "--out", str(tmp_path / "cli.svg")]) == 0
+    assert read_record(tmp_path / "cli.svg").to_json() == record.to_json()
+    assert (tmp_path / "cli.svg").read_bytes() == written.read_bytes()
