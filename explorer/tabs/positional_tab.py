@@ -354,29 +354,32 @@ class PositionalTab(QWidget):
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
         from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
+        from model.cli.recorded import positional_record
         from model.figures.export import save_table
         from model.figures.positional import positional_figure  # deferred: matplotlib loads with the first export
         from model.figures.saving import save_figure
+        from model.provenance.embed import write_sidecar
 
         if self.report is None:
             raise OutputError("no model is open")
         path = Path(path)
         bundle = self.explore.bundle
-        table = self.report.table  # [positions, d_model]
-        if path.suffix.lower() in (".csv", ".npy"):
-            return save_table(
-                table,
-                table,
-                [str(p) for p in range(table.shape[0])],
-                [str(d) for d in range(table.shape[1])],
-                path,
-                "position \\ dimension",
-            )
+        report = self.report
+        table = report.table  # [positions, d_model]
         name = Path(bundle.path).stem if bundle is not None and bundle.path else "unsaved model"
         name += f", {self.explore.snapshot}" if self.explore.snapshot else ""
         options, dpi = figure_options(self.settings, "viridis", name)
-        figure = positional_figure(self.report, self.chosen_dimensions(table.shape[1]), options)
-        return save_figure(figure, path, dpi)
+        dimensions = self.chosen_dimensions(table.shape[1])[:12]
+        record = None
+        if bundle is not None:  # the export command of this view (model/provenance/), as the command line records it
+            model = str(bundle.path) if bundle.path else bundle.describe()
+            record = positional_record(bundle, model, report, self.positions.value(), dimensions, options, dpi)
+        if path.suffix.lower() in (".csv", ".npy"):
+            columns = [str(d) for d in range(table.shape[1])]
+            written = save_table(table, table, report.row_labels, columns, path, "position \\ dimension")
+            write_sidecar(written, record)
+            return written
+        return save_figure(positional_figure(report, dimensions, options), path, dpi, record)
 
     def _on_export_requested(self) -> None:
         folder = self.settings.folder("explore/export_folder")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
-from model.cli.recorded import caption_name, export_record, record_for
+from model.cli.recorded import caption_name, default_dimensions, export_record, positional_record
 from model.cli.recorded import model_name as model_name  # where the commands import it from
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
@@ -192,14 +192,10 @@ def run_positional(args) -> int:
     if report is None:
         raise CommandError(f"{bundle.describe()}: this model has no positional table or position bias to show")
     d_model = report.table.shape[1]  # dimensions; heads for T5's relative bias
-    if args.dimensions is None:
-        dimensions = [d for d in (0, 1, 8, 9, 32, 33) if d < d_model] if not report.relative else list(range(d_model))
-    else:
-        dimensions = _dimensions(args.dimensions)
+    dimensions = default_dimensions(report) if args.dimensions is None else _dimensions(args.dimensions)
     if any(not 0 <= d < d_model for d in dimensions):
         raise CommandError(f"--dimensions must be between 0 and {d_model - 1}")
-    view = {"view": "positional", "positions": args.positions, "dimensions": ",".join(map(str, dimensions))}
-    record = record_for("export", add_export_arguments, args, bundle, view)
+    record = positional_record(bundle, args.model, report, args.positions, dimensions[:12], options, args.dpi or 300)
     if out.suffix.lower() in (".csv", ".npy"):
         save_table(report.table, report.table, report.row_labels, [str(d) for d in range(d_model)], out, "position \\ dimension")
         write_sidecar(out, record)

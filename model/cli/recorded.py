@@ -15,6 +15,7 @@ from model.family import Bundle
 from model.figures.attention import FigureOptions
 from model.figures.export import ExportRequest
 from model.figures.layout import DEFAULT_WIDTH
+from model.inspection.positional import PositionalReport
 from model.interventions.patching import PatchingResult
 from model.provenance.record import Record, record_of
 
@@ -207,3 +208,19 @@ def neuron_record(bundle: Bundle, model: str, text: str, kind: str, layer: int, 
     command += figure_flags(figure or FigureOptions(), dpi, model)
     view = {"view": "neuron", "kind": kind, "layer": layer, "head": head, "query": query}
     return record_of(command, bundle, model, view, text)
+
+
+def default_dimensions(report: PositionalReport) -> list[int]:
+    """The dimensions the positional view draws by default: six of the table's (a relative bias: every head)."""
+    d_model = report.table.shape[1]
+    return list(range(d_model)) if report.relative else [d for d in (0, 1, 8, 9, 32, 33) if d < d_model]
+
+
+def positional_record(bundle: Bundle, model: str, report: PositionalReport, positions: int, dimensions: list[int],
+                      figure: FigureOptions | None = None, dpi: float = 300) -> Record:  # fmt: skip
+    """The record of ``export --view positional`` (the command line's and the Positional tab's, from one builder)."""
+    chosen = ",".join(map(str, dimensions))
+    command = ["export", "--model", model, *language_flags(bundle), "--view", "positional"]
+    command += _changed([("--positions", positions, 64), ("--dimensions", chosen, ",".join(map(str, default_dimensions(report))))])
+    command += figure_flags(figure or FigureOptions(), dpi, model)
+    return record_of(command, bundle, model, {"view": "positional", "positions": positions, "dimensions": chosen})

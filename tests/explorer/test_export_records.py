@@ -79,3 +79,17 @@ def test_the_neuron_views_save_carries_the_neuron_commands_record(qtbot, open_wi
     assert main([*record.command, "--out", str(tmp_path / "cli.svg")]) == 0
     assert read_record(tmp_path / "cli.svg").to_json() == record.to_json()
     assert (tmp_path / "cli.svg").read_bytes() == written.read_bytes()
+
+
+def test_the_positional_tabs_export_carries_the_export_commands_record(qtbot, open_window, tmp_path):
+    path = str(resolve_model("default"))
+    window, _tab = explore_window(open_window, checkpoint.load(path), SENTENCE)
+    positional = window.positional_tab
+    qtbot.waitUntil(lambda: positional.report is not None, timeout=60_000)
+    for name in ("positional.svg", "positional.csv"):
+        written = positional.export_to(tmp_path / name)
+        record = read_record(written)
+        assert record.command[:5] == ["export", "--model", path, "--view", "positional"]
+        assert main([*record.command, "--out", str(tmp_path / f"cli-{name}")]) == 0
+        assert read_record(tmp_path / f"cli-{name}").to_json() == record.to_json()
+        assert (tmp_path / f"cli-{name}").read_bytes() == written.read_bytes()
