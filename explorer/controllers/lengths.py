@@ -20,6 +20,7 @@ from explorer.controllers.background import end_run
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from explorer.runtime import for_training
+from model.cli.recorded import lengths_record
 from model.errors import UserError
 from model.figures.lengths import save_lengths
 from model.io.models import open_model
@@ -116,7 +117,7 @@ class LengthsController:
             self.message.emit("No length experiment to save yet: press Run first.")
             return None
         try:
-            written = save_lengths(self.result, path)
+            written = save_lengths(self.result, path, record=lengths_record(self.result.settings))
         except (UserError, OSError) as error:
             self.message.emit(f"The length experiment could not be saved: {error}")
             return None

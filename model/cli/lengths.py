@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, stage_progress
-from model.cli.recorded import record_for
+from model.cli.recorded import lengths_record
 from model.figures.lengths import LENGTH_SUFFIXES, check_lengths_path, save_lengths
 from model.files import check_output
 from model.lengths import experiment
@@ -80,8 +80,7 @@ def run_lengths(args: argparse.Namespace) -> int:
             bars[stage](done, total)  # type: ignore[operator]
 
         result = experiment.run_lengths(settings, folder, report)
-    view = {"view": "lengths", "schemes": ", ".join(settings.schemes), "corpus": settings.corpus}
-    save_lengths(result, out, args.dpi, record_for("lengths", add_lengths_arguments, args, None, view))
+    save_lengths(result, out, args.dpi, lengths_record(settings, args.dpi))
     print("\n".join(summary_lines(result)))
     print(f"wrote {out} (models in {folder})", file=sys.stderr if args.quiet else sys.stdout)
     return 0

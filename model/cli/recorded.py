@@ -17,6 +17,7 @@ from model.figures.export import ExportRequest
 from model.figures.layout import DEFAULT_WIDTH
 from model.inspection.positional import PositionalReport
 from model.interventions.patching import PatchingResult
+from model.lengths.experiment import LengthSettings
 from model.provenance.record import Record, record_of
 
 LEFT_OUT = ("out", "help", "all")
@@ -224,3 +225,20 @@ def positional_record(bundle: Bundle, model: str, report: PositionalReport, posi
     command += _changed([("--positions", positions, 64), ("--dimensions", chosen, ",".join(map(str, default_dimensions(report))))])
     command += figure_flags(figure or FigureOptions(), dpi, model)
     return record_of(command, bundle, model, {"view": "positional", "positions": positions, "dimensions": chosen})
+
+
+def lengths_record(settings: LengthSettings, dpi: float = 300) -> Record:
+    """The record of a ``lengths`` file of ``settings`` (the command line's and the Lengths page's, from one builder):
+    the experiment trains its own models, so it names none."""
+    defaults = LengthSettings()
+    schemes = "all" if settings.schemes == defaults.schemes else ",".join(settings.schemes)
+    command = ["lengths"] + _changed([
+        ("--corpus", settings.corpus, defaults.corpus), ("--train-max", settings.train_max, defaults.train_max),
+        ("--train-min", settings.train_min, defaults.train_min), ("--test-max", settings.test_max, defaults.test_max),
+        ("--positions", schemes, "all"), ("--steps", settings.steps, defaults.steps),
+        ("--train-pairs", settings.train_pairs, defaults.train_pairs), ("--per-length", settings.per_length, defaults.per_length),
+        ("--seed", settings.seed, defaults.seed), ("--max-len", settings.max_len, defaults.max_len),
+    ])  # fmt: skip
+    command += (["--randomised-positions"] if settings.randomised else []) + _changed([("--dpi", f"{dpi:g}", "300")])
+    view = {"view": "lengths", "schemes": ", ".join(settings.schemes), "corpus": settings.corpus}
+    return record_of(command, None, "", view)

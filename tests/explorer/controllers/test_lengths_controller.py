@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from explorer.controllers.lengths import LengthsController
+from model.cli.recorded import lengths_record
 from model.lengths.experiment import LengthSettings
+from model.provenance.embed import read_record
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 TINY = LengthSettings(train_max=3, test_max=5, schemes=("sinusoidal", "none"), steps=10, train_pairs=100, per_length=2)
@@ -32,6 +34,8 @@ def test_a_run_its_points_and_its_files(controllers, tmp_path):
     assert bundle is not None and Path(bundle.path) == Path(result.models["none"]) and controllers.explore.text == row.example
     assert bundle.config.positional_encoding == "none"
     assert lengths.save(tmp_path / "l.csv") == tmp_path / "l.csv" and lengths.save(tmp_path / "l.svg")
+    for name in ("l.csv", "l.svg"):  # the lengths command of these settings, as the command line records it
+        assert read_record(tmp_path / name).command == lengths_record(TINY).command
     assert not lengths.save(tmp_path / "l.txt") and "could not be saved" in events.of("message")[-1][0]
 
 
