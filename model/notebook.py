@@ -147,7 +147,7 @@ class Decoded:
         beyond = [f"the measure {self.measure_name!r}" if self.measure_name else "",
                   f"sampling (seed {self.options.seed})" if self.options.strategy == "sample" else ""]  # fmt: skip
         if any(beyond):
-            record.view["not on the command line"] = "; ".join(part for part in beyond if part)
+            record.beyond_the_command("; ".join(part for part in beyond if part))
         return export_view(self.trace, request, path, record=record)
 
     def _repr_html_(self) -> str:

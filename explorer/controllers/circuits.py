@@ -190,7 +190,7 @@ class CircuitsController:
         trace = self.explore.trace
         forced = trace is not None and bool(trace.forced.any())
         if followed is not None and (self.explore.options.strategy != "greedy" or self.explore.masked_heads or forced):
-            record.view["not on the command line"] = "the Explore tab's decoding of the clean sentence"
+            record.beyond_the_command("the Explore tab's decoding of the clean sentence")
         return record
 
     # --- jobs --------------------------------------------------------------------------------------

@@ -236,5 +236,5 @@ class NeuronController:
         record = neuron_record(bundle, model, self.explore.text, str(self.kind), self.layer + 1, self.head + 1, query,
                                target, options, dpi)  # fmt: skip
         if trace.n_steps < self.explore.total_steps:  # the command reads the whole decoding; its caption names it all
-            record.view["not on the command line"] = f"the decoding at step {trace.n_steps} of {self.explore.total_steps}"
+            record.beyond_the_command(f"the decoding at step {trace.n_steps} of {self.explore.total_steps}")
         return record

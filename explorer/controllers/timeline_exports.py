@@ -21,8 +21,11 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from explorer.controllers.timeline import TimelineController
 from explorer.controllers.timeline_curves import CurvesController, decode_all
+from model.cli.recorded import timeline_record
 from model.decoding.trace import Trace
 from model.kinds import AttentionKind
+from model.provenance.embed import write_sidecar
+from model.provenance.record import Record
 from model.timeline.curves import CurveOptions, head_curves
 from model.timeline.traces import SnapshotTrace
 
@@ -97,6 +100,25 @@ class TimelineExports:
         self.message.emit(f"Exporting {what}…")
         return True
 
+    def _record(self, what: str, shown: Shown, options: Any, dpi: float, diff: tuple[int, int] | None = None,
+                curves_figure: bool = False) -> Record | None:  # fmt: skip
+        """The ``timeline`` command of this export (model/provenance/), as the command line records it; what it cannot
+        draw (words, a difference at a step before the end) named."""
+        bundle = self.explore.opened
+        if bundle is None:
+            return None
+        model = str(bundle.path) if bundle.path else bundle.describe()
+        layer = None if shown.scope == "grid" else shown.layer
+        head = shown.head if shown.scope == "head" else None
+        record = timeline_record(bundle, model, self.explore.text, what, str(shown.kind), layer, head, None, diff,
+                                 curves_figure, options, dpi)  # fmt: skip
+        trace = self.explore.trace
+        early = diff is not None and trace is not None and trace.n_steps < self.explore.total_steps
+        beyond = ["words" if shown.word_level else "", "a step before the end" if early else ""]
+        if any(beyond):
+            record.beyond_the_command("; ".join(part for part in beyond if part))
+        return record
+
     def _on_written(self, path: Path) -> None:
         self.message.emit(f"Exported {path}")
         self.written.emit(path)
@@ -106,11 +128,14 @@ class TimelineExports:
         traces = self._traces()
         if traces is None:
             return False
+        record = self._record("gif", shown, options, dpi)
 
         def work(job: Job) -> Path:
             from model.timeline.animation import save_gif  # deferred: matplotlib loads with the first export
 
-            return save_gif(shown.leveled(traces(job)), shown.view(), path, options, dpi)
+            written = save_gif(shown.leveled(traces(job)), shown.view(), path, options, dpi)
+            write_sidecar(written, record)  # a GIF keeps its record beside it, as the command's
+            return written
 
         return self._run("the animation over training", work)
 
@@ -119,12 +144,13 @@ class TimelineExports:
         traces = self._traces()
         if traces is None:
             return False
+        record = self._record("strip", shown, options, dpi)
 
         def work(job: Job) -> Path:
             from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
             from model.timeline.figures import snapshot_strip
 
-            return save_figure(snapshot_strip(shown.leveled(traces(job)), shown.view(), options), path, dpi)
+            return save_figure(snapshot_strip(shown.leveled(traces(job)), shown.view(), options), path, dpi, record)
 
         return self._run("the strip over training", work)
 
@@ -134,12 +160,20 @@ class TimelineExports:
         if traces is None or source is None:
             return False
         csv = Path(path).suffix.lower() == ".csv"
+        shown = Shown(self.explore.view.kind, scope="grid")  # the curves are every head's
+        record = self._record("curves", shown, None, dpi, curves_figure=not csv)
+        if record is not None:
+            record.beyond_the_command("the curves shown (their AER pairs and importance)" if curves else "")
 
         def work(job: Job) -> Path:
             from model.timeline.curve_files import save_curves_csv, save_curves_figure  # deferred: matplotlib
 
             measured = curves or head_curves(source, traces(job), CurveOptions(), lambda done, total: job.check())
-            return save_curves_csv(measured, path) if csv else save_curves_figure(measured, path, width, dpi)
+            if csv:
+                written = save_curves_csv(measured, path)
+                write_sidecar(written, record)
+                return written
+            return save_curves_figure(measured, path, width, dpi, record)
 
         return self._run("the curves over training", work)
 
@@ -153,10 +187,12 @@ class TimelineExports:
         before = SnapshotTrace(before_index, 0, timeline.name(before_index), pair[0], True)
         after = SnapshotTrace(after_index, 0, timeline.name(after_index), pair[1], False)
 
+        record = self._record("diff", shown, options, dpi, diff=(before_index, after_index))
+
         def work(job: Job) -> Path:
             from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
             from model.timeline.figures import difference_figure
 
-            return save_figure(difference_figure(before, after, shown.view(), options), path, dpi)
+            return save_figure(difference_figure(before, after, shown.view(), options), path, dpi, record)
 
         return self._run("the difference of two snapshots", work)

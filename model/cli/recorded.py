@@ -19,6 +19,7 @@ from model.inspection.positional import PositionalReport
 from model.interventions.patching import PatchingResult
 from model.lengths.experiment import LengthSettings
 from model.provenance.record import Record, record_of
+from model.timeline.animation import FRAME_SECONDS, FRAME_WIDTH
 
 LEFT_OUT = ("out", "help", "all")
 
@@ -242,3 +243,28 @@ def lengths_record(settings: LengthSettings, dpi: float = 300) -> Record:
     command += (["--randomised-positions"] if settings.randomised else []) + _changed([("--dpi", f"{dpi:g}", "300")])
     view = {"view": "lengths", "schemes": ", ".join(settings.schemes), "corpus": settings.corpus}
     return record_of(command, None, "", view)
+
+
+TIMELINE_DPI = {"gif": 100.0, "strip": 300.0, "diff": 300.0, "curves": 200.0}  # the command's default per output
+
+
+def timeline_record(bundle: Bundle, model: str, text: str, what: str, kind: str, layer: int | None = None,
+                    head: int | str | None = None, snapshots: str | None = None, diff: tuple[int, int] | None = None,
+                    curves_figure: bool = False, figure: FigureOptions | None = None, dpi: float | None = None,
+                    frame_seconds: float = FRAME_SECONDS) -> Record:  # fmt: skip
+    """The record of a ``timeline`` file (``what``: gif, strip, diff or curves; ``layer`` from 0, ``head`` from 0 or an
+    aggregate): the command line's and the Over training exports', from one builder; the kind always written out."""
+    command = ["timeline", "--model", model, "--text", text, "--view", kind]
+    if layer is not None:
+        command += ["--layer", str(layer + 1)]
+        command += [] if head is None else ["--head", str(head + 1) if isinstance(head, int) else head]
+    command += _changed([("--snapshots", snapshots, None)]) + (["--diff", str(diff[0]), str(diff[1])] if diff else [])
+    command += ["--curves"] if curves_figure else []
+    options = figure or FigureOptions()
+    width = FRAME_WIDTH if what == "gif" else DEFAULT_WIDTH
+    usual = TIMELINE_DPI[what]
+    command += _changed([("--width", f"{options.width:g}in", f"{width:g}in"), ("--font-size", f"{options.font_size:g}", "8"),
+                         ("--colormap", options.colormap, "viridis"), ("--dpi", f"{dpi or usual:g}", f"{usual:g}"),
+                         ("--frame-seconds", f"{frame_seconds:g}", f"{FRAME_SECONDS:g}")])  # fmt: skip
+    view = {"view": what, "kind": kind, "layer": None if layer is None else layer + 1, "snapshots": snapshots or "all"}
+    return record_of(command, bundle, model, view, text)

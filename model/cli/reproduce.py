@@ -26,7 +26,7 @@ from model.io.digest import bundle_digest
 from model.io.models import open_model
 from model.provenance.compare import compare_files
 from model.provenance.embed import read_record
-from model.provenance.record import Record, library_versions
+from model.provenance.record import BEYOND, Record, library_versions
 
 
 def add_reproduce_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +69,7 @@ def check_model(record: Record, command: list[str], figure: str) -> str:
 
 def run_reproduce(args) -> int:
     record = read_record(args.figure)
-    beyond = record.view.get("not on the command line")
+    beyond = record.view.get(BEYOND)
     if beyond:
         name = Path(args.figure).name
         raise CommandError(f"{name} shows what the command line cannot draw yet ({beyond}): drawn in the window or a notebook")

@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from model.cli.options import CommandError, whole_numbers
-from model.cli.recorded import record_for
+from model.cli.recorded import timeline_record
 from model.decoding.stepper import DecodingOptions
 from model.figures.attention import FigureOptions
 from model.figures.layout import check_font_size, parse_width
@@ -144,9 +144,14 @@ def _report(curves: HeadCurves) -> None:
 
 
 def _draw(args, what: str, source: SnapshotSource, traces: list[SnapshotTrace], options: FigureOptions) -> None:
-    snapshots = ", ".join(str(item.index) for item in traces)
     final = source.bundle_at(len(source.snapshots) - 1)  # the model as opened: what the record's digest names
-    record = record_for("timeline", add_timeline_arguments, args, final, {"view": what, "snapshots": snapshots}, args.text)
+    kind = str(AttentionKind.parse(args.view) if args.view else default_view(traces[-1].trace).kind)
+    head = None if args.head is None else parse_head(args.head)
+    layer = None if args.layer is None else args.layer - 1
+    diff = tuple(args.diff) if args.diff else None
+    curves_figure = what == "curves" and Path(args.out).suffix.lower() != ".csv"
+    record = timeline_record(final, args.model, args.text, what, kind, layer, head, args.snapshots, diff, curves_figure,
+                             options, args.dpi, args.frame_seconds)  # fmt: skip
     if what == "curves":
         curves = head_curves(source, traces, CurveOptions(args.aer_pairs, args.aer_seed, args.importance))
         if Path(args.out).suffix.lower() == ".csv":

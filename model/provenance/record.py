@@ -21,10 +21,13 @@ from typing import Any
 from model.errors import UserError
 from model.family import Bundle
 from model.io.digest import bundle_digest
+from model.io.models import is_pretrained_name
+from model.io.shipped import resolve_model
 
 FORMAT = "transformer-explorer figure record"
 VERSION = 1  # the record's own format; a reader refuses a newer one
 LIBRARIES = ("torch", "numpy", "matplotlib", "transformers")
+BEYOND = "not on the command line"  # the view's entry naming what the command cannot draw
 
 
 class RecordError(UserError):
@@ -67,6 +70,12 @@ class Record:
     app: str = field(default_factory=app_version)
     versions: dict[str, str] = field(default_factory=library_versions)
     version: int = VERSION
+
+    def beyond_the_command(self, what: str) -> None:
+        """Name ``what`` the file shows that its command cannot draw (``reproduce`` then refuses it, saying so)."""
+        if what:
+            known = self.view.get(BEYOND)
+            self.view[BEYOND] = f"{known}; {what}" if known else what
 
     def to_json(self) -> str:
         data = {"format": FORMAT, "version": self.version, "app": self.app, "command": self.command, "model": self.model,
@@ -121,4 +130,15 @@ def record_of(command: list[str], bundle: Bundle | None, source: str, view: dict
     if bundle is None:
         return Record(list(command), {}, {}, inputs, dict(view))
     model = {"source": source, "sha256": bundle_digest(bundle), "snapshot": snapshot or None}
-    return Record(list(command), model, {"sha256": tokenizer_digest(bundle)}, inputs, dict(view))
+    record = Record(list(command), model, {"sha256": tokenizer_digest(bundle)}, inputs, dict(view))
+    if not getattr(bundle, "path", None) and not _opens(source):  # trained here and not saved: nothing to open
+        record.beyond_the_command("a model not saved to a file")
+    return record
+
+
+def _opens(source: str) -> bool:
+    """Whether the command line can open a model named ``source`` (a file, a folder, a shipped model's name, an id)."""
+    try:
+        return is_pretrained_name(source) or resolve_model(source).exists()
+    except UserError:
+        return False

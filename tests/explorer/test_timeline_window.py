@@ -19,6 +19,7 @@ from explorer.controllers.timeline import SIDE_BY_SIDE
 from explorer.widgets.heatmap import DIVERGING
 from model.io import checkpoint
 from model.kinds import AttentionKind
+from model.provenance.embed import read_record
 from tests.conftest import pdf_pages, png_size, svg_root
 from tests.explorer.gui_helpers import explore_window
 from tests.model.timeline.helpers import record
@@ -248,6 +249,11 @@ def test_every_export_over_training(qtbot, timeline_window, tmp_path):
     settle(qtbot, window)
     root = svg_root(written(over.export_difference, tmp_path / "difference.svg"))
     assert "minus step 1" in "".join(root.itertext())
+    # each file records the timeline command that draws it (model/provenance/); run, it writes the same record
+    for name in ("grid.gif", "strip.png", "curves.csv", "difference.svg"):
+        assert read_record(tmp_path / name).command[0] == "timeline"
+    record = read_record(tmp_path / "strip.png")  # this model was trained here and never saved: it says so
+    assert record.command[:2] == ["timeline", "--model"] and "a model not saved to a file" in record.view["not on the command line"]
 
 
 def test_each_save_dialog_chooses_the_filter_of_the_name_it_proposes(qtbot, timeline_window, monkeypatch):

@@ -118,7 +118,7 @@ class ExploreExports(QObject):
             f"beam hypothesis {request.hypothesis + 1}" if request.hypothesis else "",
         ]
         if any(beyond):
-            record.view["not on the command line"] = "; ".join(part for part in beyond if part)
+            record.beyond_the_command("; ".join(part for part in beyond if part))
         if trace is not None and bool(np.asarray(trace.forced).any()):
             record.input["forced"] = [token for token, forced in zip(trace.target_tokens, trace.forced) if forced]
         return record

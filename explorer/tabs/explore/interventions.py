@@ -124,7 +124,7 @@ class ExploreInterventions:
         follows = tool != "DecoderLens" and (tool != "patching" or pair_read(self.explore, record.input["text"])[1] is not None)
         modes = [mode for mode in (decoding.modes if decoding is not None else ()) if mode != WORDS]  # words: pieces read
         if follows and modes:
-            record.view["not on the command line"] = "the decoding followed: " + ", ".join(modes)
+            record.beyond_the_command("the decoding followed: " + ", ".join(modes))
         return record
 
     # --- saving --------------------------------------------------------------------------------
