@@ -1,7 +1,13 @@
-"""The record of what a command draws (model/provenance/): the command itself, rebuilt from its parsed arguments in
-one canonical form (each option the user gave that differs from its default, in the parser's order, ``--out`` left
-out), with the model's and tokenizers' digests and the view's options. The window writes the same form for the same
-view, so the two records agree."""
+"""The records of what the commands draw (model/provenance/): each file's command, in one canonical form, with the
+model's and tokenizers' digests and the view's options.
+
+A command's arguments are written back by ``command_of`` (each option given that differs from its default, in the
+parser's order, ``--out`` left out). Where the window or a notebook writes the same kind of file, one builder serves
+both, so the same view carries the same record: ``export_record`` (a view of a decoding), ``lens_record``,
+``patch_record``, ``circuit_command``/``circuit_record``, ``neuron_record``, ``positional_record``,
+``lengths_record`` and ``timeline_record``. A window's caption names the snapshot shown: ``--model-name`` carries it
+(``figure_flags``), and a multilingual model's languages are written out (``language_flags``).
+"""
 
 from __future__ import annotations
 
