@@ -354,11 +354,11 @@ class PositionalTab(QWidget):
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
         from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
-        from model.cli.recorded import positional_record
-        from model.figures.export import save_table
+        from model.cli.recorded import positional_record  # deferred: matplotlib loads with the first export
+        from model.figures.export import save_table  # deferred: matplotlib loads with the first export
         from model.figures.positional import positional_figure  # deferred: matplotlib loads with the first export
-        from model.figures.saving import save_figure
-        from model.provenance.embed import write_sidecar
+        from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
+        from model.provenance.embed import write_sidecar  # deferred: Pillow and pypdf load with the first export
 
         if self.report is None:
             raise OutputError("no model is open")

@@ -104,6 +104,8 @@ class ExploreExports(QObject):
 
         explore, tab = self.tab.explore, self.tab
         bundle = explore.bundle
+        if bundle is None:  # a trace shown without its model (nothing to name)
+            return None
         options = explore.options
         beam = options.beam_width if options.strategy == "beam" else None
         masked = ",".join(f"{head.kind}:{head.layer + 1}:{head.head + 1}" for head in explore.masked_heads)
