@@ -26,6 +26,7 @@ from explorer.controllers.background import end_run, job_bundle, model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, FollowedDecoding, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
+from model.cli.recorded import CardRequest, report_card_record
 from model.data.corpora import CorpusSpec
 from model.errors import UserError
 from model.family import Bundle
@@ -35,6 +36,7 @@ from model.grading.cases import GradingError, check_gradable, grading_pairs
 from model.grading.grader import CardSettings, grade
 from model.grading.sanity import shuffled_targets_model
 from model.grading.sentence import decoded_case, grade_decoding
+from model.provenance.record import Record
 
 CHANNEL = "report-card"
 SHUFFLED = "shuffled targets"  # the training stage, as the progress event names it
@@ -56,6 +58,7 @@ class ReportCardController:
         self.card: ReportCard | None = None
         self.graded: FollowedDecoding | None = None  # the decoding the card grades (None: a card of the corpus)
         self.corpus_choice = ""  # the corpus a model that says none is graded on (``choose_corpus``)
+        self.request = CardRequest()  # what the last Grade asked: the record of the card it makes
         explore.model_changed.connect(self._on_model_changed)
         explore.weights_changed.connect(self._on_model_changed)
         explore.trace_changed.connect(lambda _trace: self._on_trace_changed())
@@ -113,6 +116,8 @@ class ReportCardController:
             return False
         corpus = CorpusSpec(self.corpus_choice) if bundle.corpus is None and self.corpus_choice else None
         self._start(None, lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps, corpus))
+        self.request = CardRequest(corpus.name if corpus is not None else None, n_sentences, (), sanity_pairs,
+                                   None, shuffled_steps or None)  # fmt: skip
         return True
 
     def compute_sentence(self, sanity_pairs: int = 1) -> bool:
@@ -179,12 +184,24 @@ class ReportCardController:
             self.message.emit("No report card to save yet: press Grade first.")
             return None
         try:
-            written = save_card(self.card, path)
+            written = save_card(self.card, path, record=self._record())
         except (UserError, OSError) as error:
             self.message.emit(f"The report card could not be saved: {error}")
             return None
         self.message.emit(f"Saved the report card to {written}.")
         return written
+
+    def _record(self) -> Record | None:
+        """The ``report-card`` command of the card shown (model/provenance/), as the command line records it; a
+        sentence's card (graded on the decoding shown, which the command does not grade) says so."""
+        bundle = self.explore.bundle
+        if bundle is None:
+            return None
+        model = str(bundle.path) if bundle.path else bundle.describe()
+        record = report_card_record(bundle, model, self.request)
+        if self.graded is not None:
+            record.beyond_the_command(f"the card of one sentence's decoding (“{self.graded.translation}”)")
+        return record
 
     def _on_model_changed(self, _bundle: Bundle | None) -> None:
         self._end_run()

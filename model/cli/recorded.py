@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from model.family import Bundle
 from model.figures.attention import FigureOptions
 from model.figures.export import ExportRequest
 from model.figures.layout import DEFAULT_WIDTH
+from model.grading.methods import CARD_IG_POINTS
 from model.inspection.positional import PositionalReport
 from model.interventions.patching import PatchingResult
 from model.lengths.experiment import LengthSettings
@@ -274,3 +276,37 @@ def timeline_record(bundle: Bundle, model: str, text: str, what: str, kind: str,
                          ("--frame-seconds", f"{frame_seconds:g}", f"{FRAME_SECONDS:g}")])  # fmt: skip
     view = {"view": what, "kind": kind, "layer": None if layer is None else layer + 1, "snapshots": snapshots or "all"}
     return record_of(command, bundle, model, view, text)
+
+
+@dataclass(frozen=True)
+class CardRequest:
+    """What a report card grades and how (the ``report-card`` command's options; the window's Grade sets some)."""
+
+    corpus: str | None = None
+    n: int = 100
+    methods: tuple[str, ...] = ()  # none named: every method
+    sanity_pairs: int = 10
+    shuffled_model: str | None = None
+    train_shuffled: int | None = None
+    ig_points: int = CARD_IG_POINTS
+    lime_samples: int = 64
+    shap_samples: int = 64
+    seed: int = 0
+    target: str | None = None  # a Moses pair's target file
+    skip_malformed: bool = False
+
+
+def report_card_record(bundle: Bundle, model: str, card: CardRequest, dpi: float = 300) -> Record:
+    """The record of a ``report-card`` file (the command line's and the Report card tab's, from one builder)."""
+    usual = CardRequest()
+    command = ["report-card", "--model", model] + _changed([
+        ("--corpus", card.corpus, None), ("--target", card.target, None)])  # fmt: skip
+    command += ["--skip-malformed"] if card.skip_malformed else []
+    command += _changed([
+        ("--n", card.n, usual.n), ("--methods", ",".join(card.methods), ""), ("--sanity-pairs", card.sanity_pairs, 10),
+        ("--shuffled-model", card.shuffled_model, None), ("--train-shuffled", card.train_shuffled, None),
+        ("--ig-points", card.ig_points, usual.ig_points), ("--lime-samples", card.lime_samples, 64),
+        ("--shap-samples", card.shap_samples, 64), ("--seed", card.seed, 0), ("--dpi", f"{dpi:g}", "300"),
+    ])  # fmt: skip
+    view = {"view": "report card", "methods": ", ".join(card.methods) or "every one", "sentences": card.n, "seed": card.seed}
+    return record_of(command, bundle, model, view)

@@ -19,7 +19,7 @@ import time
 
 from model.cli.export import model_name
 from model.cli.options import CommandError, corpus_arguments, corpus_spec, positive, stage_progress
-from model.cli.recorded import record_for
+from model.cli.recorded import CardRequest, report_card_record
 from model.family import Bundle
 from model.figures.report_card import CARD_SUFFIXES, check_card_path, save_card
 from model.files import check_output
@@ -141,8 +141,10 @@ def run_report_card(args) -> int:
             model_name=model_name(args.model),
             progress=lambda stage, done, total: bars[stage](done, total),
         )
-    view = {"view": "report card", "methods": ", ".join(methods), "sentences": args.n, "seed": args.seed}
-    save_card(card, args.out, args.dpi, record_for("report-card", add_report_card_arguments, args, bundle, view))
+    request = CardRequest(args.corpus, args.n, methods, args.sanity_pairs, args.shuffled_model, args.train_shuffled,
+                          args.ig_points, args.lime_samples, args.shap_samples, args.seed, args.target,
+                          args.skip_malformed)  # fmt: skip
+    save_card(card, args.out, args.dpi, report_card_record(bundle, args.model, request, args.dpi))
     print("\n".join(card.lines()))
     print(card.caption())
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in card.timings.items())

@@ -9,6 +9,7 @@ import csv
 from explorer.controllers.report_card import SHUFFLED
 from model.grading.grader import PAIRS, SANITY
 from model.io.models import open_model
+from model.provenance.embed import read_record
 from tests.conftest import assert_figure
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
@@ -36,6 +37,16 @@ def test_a_card_in_a_job_then_saved(controllers, copy_bundle, tmp_path):
         assert [row["method"] for row in csv.DictReader(handle)] == [row.name for row in card.rows]
     report_card.save(tmp_path / "card.svg")
     assert_figure(tmp_path / "card.svg", width=7.2, texts=("Explanation report card",))
+    for name in ("card.csv", "card.svg"):  # the report-card command of this Grade (model/provenance/)
+        command = read_record(tmp_path / name).command
+        assert command[:2] == ["report-card", "--model"] and command[3:] == [
+            "--n",
+            "1",
+            "--sanity-pairs",
+            "1",
+            "--train-shuffled",
+            "4",
+        ]
     assert not report_card.save(tmp_path / "card.txt") and "saved as .csv" in events.of("message")[-1][0]
     explore.set_model(copy_bundle[0])  # another model (the same file again): the card is cleared
     assert report_card.card is None and events.of("ready")[-1] == (None,)
