@@ -12,6 +12,7 @@
     explorer.patching("the cat sees the dog", "the cats see the dog").frame()
     explorer.lens("the black cat sees the small dog").frame()
     explorer.circuit("the cat sees the dog", "the cats see the dog")     # its figure inline, its graph as networkx
+    explorer.timeline("the cat sees the dog", snapshots=[0, 3, 7])       # the strip over training, its curves
 
 Nothing is fetched: the page inline is the exported page (its script and style in it), shown in an ``<iframe>`` so
 that its script runs. Each result keeps the core's own object (``.trace``, ``.result``) for anything more.
@@ -47,6 +48,12 @@ from model.interventions.patching import PatchingResult, activation_patching
 from model.interventions.tables import lens_rows, patching_rows
 from model.io.models import open_model
 from model.kinds import AttentionKind
+from model.timeline.curve_files import curve_rows
+from model.timeline.curves import CurveOptions, head_curves
+from model.timeline.figures import snapshot_strip
+from model.timeline.source import SnapshotSource, choose_snapshots, open_timeline
+from model.timeline.traces import SnapshotTrace, snapshot_traces
+from model.timeline.views import default_view
 
 try:  # the notebook extra (pip install ".[notebook]"): tables as DataFrames
     import pandas
@@ -95,6 +102,14 @@ class Explorer:
 
     def circuit(self, clean: str, corrupted: str, step: int | None = None, **options: Any) -> Circuit:
         return Circuit(find_circuit_of(self.bundle, clean, corrupted, step, Options(**options)), self.name)
+
+    def timeline(self, text: str, snapshots: list[int] | None = None, aer_pairs: int = 0) -> Timeline:
+        """``text`` decoded by each snapshot of the model's training (``snapshots``, from 0; all by default), every one
+        forced along the final model's translation, as the ``timeline`` command does (``aer_pairs``: the curves'
+        AER, none by default: it is the slow part)."""
+        source = open_timeline(self.name)
+        traces = snapshot_traces(source, text, choose_snapshots(source, snapshots), "final", None, DecodingOptions())
+        return Timeline(source, traces, self.name, aer_pairs)
 
     def _repr_html_(self) -> str:
         return f"<b>{html.escape(self.name)}</b>: {html.escape(self.bundle.describe())}"
@@ -221,3 +236,20 @@ class Circuit:
     def _repr_html_(self) -> str:
         summary = "".join(f"<div>{html.escape(line)}</div>" for line in self.result.describe()[:8])
         return summary + _figure_html(self.figure())
+
+
+@dataclass
+class Timeline(_FigureResult):
+    source: SnapshotSource
+    traces: list[SnapshotTrace]
+    model: str
+    aer_pairs: int = 0
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Each snapshot, kind, layer and head's curves (what ``timeline --out FILE.csv`` writes)."""
+        return curve_rows(head_curves(self.source, self.traces, CurveOptions(self.aer_pairs)))
+
+    def figure(self) -> Figure:
+        """The strip of small multiples: the grid of the final trace's cross-attention (or its one kind) per snapshot."""
+        view = default_view(self.traces[-1].trace)
+        return snapshot_strip(self.traces, view, FigureOptions(model_name=Path(self.model).stem))

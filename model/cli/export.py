@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from model.cli.options import CommandError, language_arguments, mask_heads_argument, whole_numbers, with_languages
-from model.cli.recorded import caption_name, default_dimensions, export_record, positional_record
+from model.cli.recorded import caption_name, default_dimensions, export_record, export_records, language_flags, positional_record
 from model.cli.recorded import model_name as model_name  # where the commands import it from
 from model.decoding.stepper import DecodingOptions, Stepper
 from model.figures.attention import FigureOptions
@@ -169,7 +169,9 @@ def run_export(args) -> int:
     stepper.run()
     trace = stepper.trace()
     if args.all:
-        written = export_all(trace, out, request)
+        base = export_record(request, bundle, args.model, args.text, args.beam, args.mask_heads)
+        records = export_records(base, args.model, args.text, args.beam, args.mask_heads, language_flags(bundle))
+        written = export_all(trace, out, request, record_for=records)
         print(f"wrote {len(written)} files into {out} (index.csv names them)")
     else:
         record = export_record(request, bundle, args.model, args.text, args.beam, args.mask_heads)

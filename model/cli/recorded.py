@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from model.grading.methods import CARD_IG_POINTS
 from model.inspection.positional import PositionalReport
 from model.interventions.patching import PatchingResult
 from model.lengths.experiment import LengthSettings
-from model.provenance.record import Record, record_of
+from model.provenance.record import BEYOND, Record, record_of
 from model.timeline.animation import FRAME_SECONDS, FRAME_WIDTH
 
 LEFT_OUT = ("out", "help", "all")
@@ -142,6 +142,19 @@ def export_record(request: ExportRequest, bundle: Bundle, model: str, text: str,
     """The record of an ``export`` of ``request``'s view (the command line's and the window's)."""
     command = export_command(request, model, text, beam, mask_heads, language_flags(bundle))
     return record_of(command, bundle, model, export_view_record(request, beam, mask_heads), text, snapshot=snapshot)
+
+
+def export_records(base: Record, model: str, text: str, beam: int | None, mask_heads: str,
+                   languages: list[str]) -> Callable[[ExportRequest], Record]:  # fmt: skip
+    """Export all's records, one per file's view, from the record of its first (``base``: its digests computed once)."""
+
+    def record(request: ExportRequest) -> Record:
+        view = export_view_record(request, beam, mask_heads)
+        beyond = base.view.get(BEYOND)
+        command = export_command(request, model, text, beam, mask_heads, languages)
+        return replace(base, command=command, view=view | ({BEYOND: beyond} if beyond else {}))
+
+    return record
 
 
 def circuit_command(

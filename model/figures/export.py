@@ -29,7 +29,7 @@ from model.files import OutputError, atomic_output, check_output
 from model.inspection.selection import AttentionMatrix, SelectionError, heads_for, select, source_shares_through, write_csv
 from model.inspection.view import ExploreView, shown_trace
 from model.kinds import AttentionKind
-from model.provenance.embed import write_sidecar
+from model.provenance.embed import figure_metadata, write_sidecar
 from model.provenance.record import Record
 
 VIEWS = ("focus", "grid", "lines", "candidates")
@@ -191,13 +191,15 @@ def export_all(
     request: ExportRequest | None = None,
     formats: tuple[str, ...] = (".png", ".csv", ".npy"),
     stop: Callable[[], bool] | None = None,
+    record_for: Callable[[ExportRequest], Record | None] | None = None,
 ) -> list[Path]:
     """Every kind x layer x head and aggregate (mean, max, rollout) of the trace at the request's step
     and level, plus each kind's layer x head grid, into ``folder``; ``index.csv`` names every file.
     A file that cannot be written (a full disk) stops it with one OutputError, once every PNG being written
     in the background has finished: none writes on, and no temporary file is left. ``stop()`` is asked before
     each figure: once it says True, the PNGs not yet begun are dropped, those being written finish, and
-    ``ExportStopped`` names the files written. The PNG writer threads are this call's own: none outlives it."""
+    ``ExportStopped`` names the files written. The PNG writer threads are this call's own: none outlives it.
+    ``record_for(request of one file's view)``: that file's record (model/provenance/), in it or beside it."""
     request = request or ExportRequest()
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -209,7 +211,7 @@ def export_all(
     shown = shown_trace(trace, request.step, request.word_level)
     # PNG compression releases the GIL: two threads encode while the next figure is drawn.
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="png-writer") as writers:
-        run = _ExportRun(shown, folder, request, formats, writers, stop or (lambda: False))
+        run = _ExportRun(shown, folder, request, formats, writers, stop or (lambda: False), record_for or (lambda _view: None))
         try:
             for kind in shown.kinds:
                 run.export_kind(kind)
@@ -242,6 +244,7 @@ class _ExportRun:
     formats: tuple[str, ...]
     writers: Executor
     stop: Callable[[], bool]
+    record_for: Callable[[ExportRequest], Record | None]
     pending: dict[Path, Future] = field(default_factory=dict)
     index: list[list[str]] = field(default_factory=list)
 
@@ -270,16 +273,18 @@ class _ExportRun:
                 self.check()
                 matrix = select(shown, kind, layer, head)
                 stem = file_stem(kind, layer, head)
+                record = self.record_for(replace(request, view="focus", kind=kind, layer=layer, head=head))
                 for suffix in self.formats:
                     path = self.folder / f"{stem}{suffix}"
                     if suffix == ".npy" or suffix == ".csv":
                         save_table(matrix.values, matrix.values, matrix.query_labels, matrix.key_labels, path, "query \\ key")
+                        write_sidecar(path, record)
                     elif matrix.values.size and suffix == ".png":
                         if frames is None or frames.key != (kind, matrix.values.shape):
                             frames = _FocusFrames(matrix, shown, request)
-                        self.pending[path] = frames.save(matrix, path, self.writers)
+                        self.pending[path] = frames.save(matrix, path, self.writers, record)
                     elif matrix.values.size:  # SVG and PDF are drawn whole
-                        save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi)
+                        save_figure(focus_figure(matrix, shown, request.figure), path, request.dpi, record)
                     else:
                         continue
                     row = [str(layer + 1), _head_name(head), str(shown.n_steps), shown.level, suffix[1:], matrix.title]
@@ -288,7 +293,8 @@ class _ExportRun:
             if weights.shape[2]:
                 self.check()
                 path = self.folder / f"{kind}_grid{suffix}"
-                save_figure(grid_figure(shown, kind, request.figure), path, request.dpi)
+                record = self.record_for(replace(request, view="grid", kind=kind))
+                save_figure(grid_figure(shown, kind, request.figure), path, request.dpi, record)
                 description = f"{kind.label}: every layer and head"
                 self.index.append([path.name, kind, "all", "all", str(shown.n_steps), shown.level, suffix[1:], description])
 
@@ -329,7 +335,7 @@ class _FocusFrames:
         self.rows = np.round(height - np.linspace(y1, y0, n_queries + 1)).astype(int)  # [Q + 1] from the top
         self.column_widths, self.row_heights = np.diff(self.columns), np.diff(self.rows)  # pixels per cell
 
-    def save(self, matrix: AttentionMatrix, path: Path, writers: Executor) -> Future:
+    def save(self, matrix: AttentionMatrix, path: Path, writers: Executor, record: Record | None = None) -> Future:
         """Draw ``matrix`` over the background and hand its PNG to ``writers`` (the export's own threads)."""
         # deferred: Pillow only when a PNG is written
         from PIL import Image
@@ -350,12 +356,18 @@ class _FocusFrames:
         width, height = self.canvas.get_width_height(physical=True)
         picture = Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         rgb = picture.convert("RGB")  # a copy: the canvas can be redrawn while it is written
-        return writers.submit(_write_png, rgb, path, self.dpi)
+        return writers.submit(_write_png, rgb, path, self.dpi, record)
 
 
-def _write_png(picture, path: Path, dpi: float) -> None:
+def _write_png(picture, path: Path, dpi: float, record: Record | None = None) -> None:
+    """A PNG of ``picture``, its record (model/provenance/) in its text chunk, as every figure of the app keeps it."""
+    from PIL.PngImagePlugin import PngInfo  # deferred: Pillow only when a PNG is written
+
+    info = PngInfo()
+    for key, value in figure_metadata(".png", record).items():
+        info.add_text(key, value)
     with atomic_output(path) as temporary:
-        picture.save(temporary, format="png", dpi=(dpi, dpi), compress_level=1)
+        picture.save(temporary, format="png", dpi=(dpi, dpi), compress_level=1, pnginfo=info)
 
 
 def _title(matrix: AttentionMatrix) -> str:

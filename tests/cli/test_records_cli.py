@@ -46,3 +46,13 @@ def test_reproduce_refuses_another_model_and_says_when_it_differs(run, tmp_path)
     assert code == 1 and "the SVG differs from element" in out and out.splitlines()[-1].startswith("not reproduced")
     code, out, err = run("reproduce", "f.svg", "--check")
     assert code == 0 and out.splitlines()[0].startswith("the model is the one that drew it (default, SHA-256 ac30d8d2")
+
+
+def test_export_all_records_each_file_with_the_export_command_of_its_view(run, tmp_path):
+    assert run("export", "--model", "default", "--text", "the cat sees the dog", "--all", "--out", "every")[0] == 0
+    head = read_record(tmp_path / "every" / "cross_L3_H2.png").command
+    assert head[5:] == ["--layer", "3", "--head", "2", "--dpi", "150"]  # cross-attention and focus: the defaults
+    assert read_record(tmp_path / "every" / "encoder_grid.png").command[5:9] == ["--view", "grid", "--kind", "encoder"]
+    assert read_record(tmp_path / "every" / "decoder_L1_mean.csv").command[5:] == ["--kind", "decoder", "--dpi", "150"]
+    code, out, _err = run("reproduce", "every/cross_L3_H2.png")
+    assert code == 0 and out.splitlines()[-1] == "reproduced: cross_L3_H2.png is drawn again the same"

@@ -107,8 +107,7 @@ class ExploreExports(QObject):
         if bundle is None:  # a trace shown without its model (nothing to name)
             return None
         options = explore.options
-        beam = options.beam_width if options.strategy == "beam" else None
-        masked = ",".join(f"{head.kind}:{head.layer + 1}:{head.head + 1}" for head in explore.masked_heads)
+        beam, masked = self._decoding_flags()
         model = bundle.path if bundle.path else bundle.describe()
         record = export_record(request, bundle, str(model), explore.text, beam, masked, explore.snapshot)
         trace = explore.trace
@@ -134,7 +133,25 @@ class ExploreExports(QObject):
     def export_all_to(self, folder: str | Path) -> list[Path]:
         from model.figures.export import export_all  # deferred: matplotlib loads with the first export
 
-        return export_all(self.trace(), folder, self.request("focus"))
+        request = self.request("focus")
+        return export_all(self.trace(), folder, request, record_for=self.records(request))
+
+    def records(self, request):
+        """Export all's records, one per file's view (``record`` of the first, its digests computed once here in the
+        window's thread: the job then only builds each file's command)."""
+        from model.cli.recorded import export_records, language_flags  # deferred: matplotlib loads with the first export
+
+        base, bundle = self.record(request), self.tab.explore.bundle
+        if base is None or bundle is None:
+            return None
+        beam, masked = self._decoding_flags()
+        return export_records(base, base.command[2], self.tab.explore.text, beam, masked, language_flags(bundle))
+
+    def _decoding_flags(self) -> tuple[int | None, str]:
+        """(the beam's width, or None for another strategy; the heads knocked out as ``--mask-heads`` spells them)."""
+        explore = self.tab.explore
+        beam = explore.options.beam_width if explore.options.strategy == "beam" else None
+        return beam, ",".join(f"{head.kind}:{head.layer + 1}:{head.head + 1}" for head in explore.masked_heads)
 
     def export_pair(self, path: str | Path) -> Path | None:
         """The side-by-side view's two heatmaps as one figure; a message says where it went or why not."""
@@ -225,11 +242,13 @@ class ExploreExports(QObject):
         message = self.tab.explore.message
         kept: list[Path] = []  # the files a stopped export had written
 
+        records = self.records(request)
+
         def work(job):
             from model.figures.export import ExportStopped, export_all  # deferred: matplotlib loads with the first export
 
             try:
-                return export_all(trace, folder, request, stop=job.token.is_cancelled)
+                return export_all(trace, folder, request, stop=job.token.is_cancelled, record_for=records)
             except ExportStopped as stopped:
                 kept.extend(stopped.written)
                 job.check()  # cancelled: the runner reports it as such
