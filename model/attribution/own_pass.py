@@ -23,11 +23,9 @@ import torch
 from model.attribution.transparent_pass import SOURCE, TARGET, AttentionRecord, PassRecord
 from model.kinds import AttentionKind
 from model.nn.attention import MultiHeadAttention, through_heads
-from model.nn.classifier import EncoderClassifier
+from model.nn.classifier import EncoderClassifier, OwnNetwork
 from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
-
-OwnNetwork = Transformer | EncoderClassifier  # the app's Transformers: the encoder-decoder and the encoder-only
 
 Hook = Callable[[torch.Tensor], torch.Tensor | None]  # reads an activation; returns a replacement, or None to keep it
 
@@ -123,8 +121,9 @@ class EncoderPass:
     """The measured pass of the app's encoder-only classifier (its registry entry's): its encoder alone; the record's
     hidden states are the encoder's output. ``OwnPass`` adds the Transformer's decoder."""
 
-    def __init__(self, model: OwnNetwork) -> None:
+    def __init__(self, model: OwnNetwork, classify: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> None:
         self.model = model
+        self.classify = classify  # the head reading the encoder's states: (hidden, source ids) -> class scores
 
     def embed(self, ids: torch.Tensor, side: str) -> torch.Tensor:
         return self.model.source_embedding(ids) * math.sqrt(self.model.config.d_model)  # [B, L, d_model]
@@ -141,7 +140,8 @@ class EncoderPass:
     def _output(self, hidden: torch.Tensor, source_ids: torch.Tensor, logits_at: torch.Tensor | None) -> PassRecordOutput:
         """(the record's hidden states, its read-out): the classifier's head scores [B, S, C] (at ``logits_at``: [B, C])
         or its sentence head's [B, C] (read at no position), already read out."""
-        scores = cast(EncoderClassifier, self.model).classify(hidden, source_ids)  # [B, S, C] or [B, C]
+        assert self.classify is not None, "an encoder-only pass reads its model's head (encoder_measured_pass gives it)"
+        scores = self.classify(hidden, source_ids)  # [B, S, C] or [B, C]
         if logits_at is not None and scores.dim() == 3:
             scores = scores[torch.arange(scores.shape[0], device=scores.device), logits_at]  # [B, C]
         return scores, _read_as_is
@@ -246,5 +246,6 @@ def measured_pass(network: Transformer) -> OwnPass:
 
 
 def encoder_measured_pass(network: EncoderClassifier) -> EncoderPass:
-    """The app's encoder-only classifier's measured pass (its registry entry's ``Capabilities.measured_pass``)."""
-    return EncoderPass(network)
+    """The app's encoder-only classifier's measured pass (its registry entry's ``Capabilities.measured_pass``): its
+    encoder, read out by its own head."""
+    return EncoderPass(network, network.classify)

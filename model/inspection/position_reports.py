@@ -24,8 +24,9 @@ import torch
 
 from model.family import Positions
 from model.inspection.positional import PositionalReport, sinusoid_table, table_report
+from model.nn.classifier import OwnNetwork
 from model.nn.positions import SCHEMES, PositionScheme
-from model.nn.transformer import EncoderLayer, Transformer
+from model.nn.transformer import EncoderLayer
 
 NO_CHECK = (np.array([1]), np.full(1, np.nan), np.full(1, np.nan))  # offsets, errors: no rotation to check
 
@@ -46,7 +47,7 @@ def positional_report(bundle: Any, n_positions: int | None = None, max_offset: i
 
 def scheme_report(bundle: Any, n_positions: int | None, max_offset: int = 32) -> PositionalReport:
     """The report of a Transformer whose scheme works inside self-attention, or has no positions (module docstring)."""
-    model = cast(Transformer, bundle.model)
+    model: OwnNetwork = bundle.model  # the app's own: its scheme is one of model/nn/positions.py's
     scheme = model.positions
     positions = min(n_positions or 64, model.config.max_len)
     if scheme.rotates:
@@ -56,7 +57,7 @@ def scheme_report(bundle: Any, n_positions: int | None, max_offset: int = 32) ->
     return _bias(scheme, min(positions, 64) // 2)
 
 
-def _rotary(model: Transformer, positions: int, max_offset: int) -> PositionalReport:
+def _rotary(model: OwnNetwork, positions: int, max_offset: int) -> PositionalReport:
     d_k = model.config.d_k
     report = table_report("rotary", sinusoid_table(positions, d_k), max_offset)
     error = measured_offset_error(model, positions)
@@ -72,7 +73,7 @@ def _rotary(model: Transformer, positions: int, max_offset: int) -> PositionalRe
 
 
 @torch.inference_mode()
-def measured_offset_error(model: Transformer, positions: int, piece: int = 4) -> float:
+def measured_offset_error(model: OwnNetwork, positions: int, piece: int = 4) -> float:
     """max |score(i, j) − score(i + k, j + k)| over every i, j, k of the model's first encoder self-attention, for one
     piece's query and key repeated at ``positions`` positions and turned by the model's own scheme."""
     attention = cast(EncoderLayer, model.encoder_layers[0]).self_attention

@@ -37,13 +37,12 @@ from model.network import Network, TableConfig
 from model.neuron.records import KindVectors, Read, SentenceVectors, attention_name, normalised_part, through_norm
 from model.neuron.splits import ABSOLUTE_TERMS, ROTARY_TERMS, TermSplit, bias_terms, term_tables
 from model.nn.attention import MultiHeadAttention
-from model.nn.classifier import EncoderClassifier
+from model.nn.classifier import OwnNetwork
 from model.nn.positions import SCHEMES
-from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+from model.nn.transformer import DecoderLayer, EncoderLayer
 
 # A network whose queries and keys are read here (its family's ``queries_keys`` is OWN): the app's Transformer, or the
 # encoder-only classifier, whose layers are the Transformer's.
-OwnNetwork = Transformer | EncoderClassifier
 
 
 def _through(
@@ -136,7 +135,7 @@ def _in_attention_terms(model: OwnNetwork, q: np.ndarray, k: np.ndarray, scores:
     """[2, layers, H, Q, K]: the content term and what the positions add inside self-attention (model/nn/positions.py):
     rope's queries and keys turned back by their positions, dotted over √d_k, then the rest of the score (what the
     turn adds); a bias's query·key over √d_k, then the bias (the score less it). Masked entries stay -inf."""
-    scheme = cast(Transformer, model).positions
+    scheme = model.positions  # the network's own scheme (a table's turns nothing)
     queries, keys = torch.from_numpy(q), torch.from_numpy(k)  # [layers, H, Q or K, d_k]
     queries, keys = scheme.turn(queries, 0, back=True), scheme.turn(keys, 0, back=True)  # unturned (no-op for a bias)
     content = torch.einsum("lhqd,lhkd->lhqk", queries, keys).numpy() / math.sqrt(q.shape[-1])  # [layers, H, Q, K]

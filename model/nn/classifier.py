@@ -28,7 +28,8 @@ from model.network import AttentionWeights
 from model.nn.classifier_config import ClassifierConfig
 from model.nn.config import TransformerConfig
 from model.nn.hooks import HookPoint
-from model.nn.transformer import EncoderLayer, MultiHeadAttention, init_linear, run_encoder_layers, sinusoidal_table
+from model.nn.positions import PositionScheme, build_scheme
+from model.nn.transformer import EncoderLayer, MultiHeadAttention, Transformer, init_linear, run_encoder_layers, sinusoidal_table
 
 
 @dataclass
@@ -62,6 +63,8 @@ class EncoderClassifier(nn.Module):
             self.register_buffer("positional_table", sinusoidal_table(config.max_len, config.d_model), persistent=False)
         else:
             self.positional_table = nn.Parameter(torch.empty(config.max_len, config.d_model))
+        # its scheme, as the Transformer names its own (a table: nothing inside attention; model/nn/positions.py)
+        self.positions: PositionScheme = build_scheme(config.positional_encoding, config.max_len, config.d_model, config.n_heads)
         self.embedding_dropout = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(EncoderLayer(layer_config) for _ in range(config.n_layers))
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_placement == "pre" else nn.Identity()
@@ -180,3 +183,6 @@ class EncoderClassifier(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The head on hidden states [..., d_model] -> [..., C] (the family interface's output layer)."""
         return self.head(hidden)
+
+
+OwnNetwork = Transformer | EncoderClassifier  # the app's Transformers: the encoder-decoder and the encoder-only
