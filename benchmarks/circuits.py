@@ -13,18 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from common import print_table  # noqa: E402
-from patching_window import CLEAN, CORRUPTED, TARGET_MS, GapRecorder, wait  # noqa: E402
-from PySide6.QtCore import QSettings  # noqa: E402
+from patching_window import CLEAN, CORRUPTED, TARGET_MS, GapRecorder, default_window, wait  # noqa: E402
 
-from explorer.app import make_application  # noqa: E402
-from explorer.main_window import MainWindow  # noqa: E402
 from model.circuits.scores import edge_scores, exact_scores, prepare_circuit  # noqa: E402
 from model.circuits.search import find_circuit  # noqa: E402
 from model.interventions.patching_setup import prepare_bundle_patching  # noqa: E402
@@ -68,13 +63,7 @@ def core_rows(repeats: int) -> tuple[list[list[str]], str]:
 
 
 def window_rows(rounds: int) -> list[list[str]]:
-    app = make_application()
-    window = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "bench.ini"), QSettings.Format.IniFormat))
-    window.resize(1500, 950)
-    window.show()
-    window.open_model("default")
-    wait(app, lambda: window.explore.bundle is not None)
-    wait(app, lambda: False, 1.0)
+    app, window = default_window()
     tab, circuits = window.explore_tab, window.controllers.circuits
     view = tab.interventions.view
     tab.views.setCurrentWidget(view)

@@ -70,10 +70,8 @@ def row(what: str, seconds: float, gaps: list[float]) -> list[str]:
     return [what, f"{seconds * 1000:.0f}", f"{longest:.1f}", f"{p99:.1f}", f"{longest / TARGET_MS:.2f}"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+def default_window():
+    """(the application, the main window at 1500×950 with the default model open, decoded and painted)."""
     app = make_application()
     window = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "bench.ini"), QSettings.Format.IniFormat))
     window.resize(1500, 950)
@@ -81,6 +79,14 @@ def main() -> None:
     window.open_model("default")
     wait(app, lambda: window.explore.bundle is not None)
     wait(app, lambda: False, 1.0)  # the first decode and paint
+    return app, window
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    app, window = default_window()
     tab, controller = window.explore_tab, window.controllers.interventions
     view = tab.interventions.view
     recorder, rows = GapRecorder(), []

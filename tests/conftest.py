@@ -28,6 +28,8 @@ _one_core_per_test_worker()
 
 import model.training.trainer as trainer_module  # noqa: E402
 from model.data.corpora import CorpusSpec  # noqa: E402
+from model.io import checkpoint  # noqa: E402
+from model.io.shipped import resolve_model  # noqa: E402
 from model.runtime import CoreFollower  # noqa: E402
 from model.training.pipeline import TokenizerOptions, prepare  # noqa: E402
 from model.training.trainer import Trainer, TrainingOptions  # noqa: E402
@@ -69,6 +71,12 @@ def _every_core_after_each_test():
     from model.runtime import set_cpu_threads
 
     set_cpu_threads()
+
+
+@pytest.fixture(scope="module")
+def default_bundle():
+    """The shipped default model (3+3 layers, 4 heads, English -> French), opened once per test module."""
+    return checkpoint.load(resolve_model("default"))
 
 
 @pytest.fixture(scope="session")

@@ -1,16 +1,17 @@
 """What the controllers that run jobs of the runner share, so that none imports another: the one guarded copy of a
-model for a job (the window keeps decoding with its own meanwhile), ending a run on a channel, and the name a user
-knows a model by."""
+model for a job (the window keeps decoding with its own meanwhile), submitting a job on such a copy, ending a run on
+a channel, and the name a user knows a model by."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from psygnal import SignalInstance
 
-from explorer.controllers.runner import Runner, user_message
+from explorer.controllers.runner import Job, Runner, user_message
 from model.family import Bundle
 from model.nn.hooks import copy_without_thread_hooks
 
@@ -30,6 +31,45 @@ def job_bundle(bundle: Any, what: str, message: SignalInstance, model: Any = Non
     out, a snapshot's), or None (and a message) when the copy fails."""
     copied = job_model(bundle.model if model is None else model, what, message)
     return None if copied is None else dataclasses.replace(bundle, model=copied)
+
+
+class JobOwner(Protocol):
+    """A feature controller whose jobs report through its own events."""
+
+    runner: Runner
+    message: SignalInstance
+    progress: SignalInstance
+    running_changed: SignalInstance
+
+    @property
+    def running(self) -> bool: ...
+
+
+def submit_on_copy(owner: JobOwner, channel: str, work: Callable[[Job, Any], Any], bundle: Any, what: str,
+                   failed: str, model: Any = None) -> bool:  # fmt: skip
+    """Run ``work(job, bundle with a private copy of its model, or of ``model``)`` on ``channel`` (False, and
+    ``what``'s message, when the model cannot be copied): its progress to ``owner.progress``, its error as
+    "``failed``: the reason", ``running_changed`` when the owner starts or stops having jobs."""
+    copied = job_bundle(bundle, what, owner.message, model)
+    if copied is None:
+        return False
+    was_running = owner.running
+
+    def ended() -> None:
+        owner.progress.emit("")
+        if not owner.running:
+            owner.running_changed.emit(False)
+
+    owner.runner.submit(
+        channel,
+        lambda job: work(job, copied),
+        on_progress=owner.progress.emit,
+        on_error=lambda text: owner.message.emit(f"{failed}: {text}"),
+        on_end=ended,
+    )
+    if not was_running:
+        owner.running_changed.emit(True)
+    return True
 
 
 def end_run(runner: Runner, channel: str, running_changed: SignalInstance) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from psygnal import Signal
 
-from explorer.controllers.background import job_bundle, model_name
+from explorer.controllers.background import model_name, submit_on_copy
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import pair_read
 from explorer.controllers.runner import Job, Runner
@@ -134,7 +134,7 @@ class CircuitsController:
             setup = given_patching(copied, *texts, step, targets)
             job.deliver(self._on_result, circuit_of(setup, options, say))
 
-        return self._submit(work, bundle, model)
+        return submit_on_copy(self, CHANNEL, work, bundle, "Circuits", "The circuit could not be found", model)
 
     def choose(self, **changes: Any) -> bool:
         """Options changed (``method``, ``steps``, ``over``, ``target``, ``split_positions``)."""
@@ -192,28 +192,6 @@ class CircuitsController:
         if followed is not None and (self.explore.options.strategy != "greedy" or self.explore.masked_heads or forced):
             record.beyond_the_command("the Explore tab's decoding of the clean sentence")
         return record
-
-    # --- jobs --------------------------------------------------------------------------------------
-    def _submit(self, work: Any, bundle: Bundle, model: Any) -> bool:
-        copied = job_bundle(bundle, "Circuits", self.message, model)
-        if copied is None:
-            return False
-        was_running = self.running
-        self.runner.submit(
-            CHANNEL,
-            lambda job: work(job, copied),
-            on_progress=self.progress.emit,
-            on_error=lambda text: self.message.emit(f"The circuit could not be found: {text}"),
-            on_end=self._on_end,
-        )
-        if not was_running:
-            self.running_changed.emit(True)
-        return True
-
-    def _on_end(self) -> None:
-        self.progress.emit("")
-        if not self.running:
-            self.running_changed.emit(False)
 
     def _on_result(self, result: CircuitResult) -> None:
         self.result = result

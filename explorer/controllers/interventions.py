@@ -28,7 +28,7 @@ from typing import Any
 
 from psygnal import Signal
 
-from explorer.controllers.background import job_bundle
+from explorer.controllers.background import submit_on_copy
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import (
     BEAM,
@@ -325,26 +325,8 @@ class InterventionsController:
     def _submit(self, channel: str, work: Any, bundle: Bundle, model: Any = None) -> bool:
         """Run ``work(job, bundle with a copy of its model, or of ``model``)`` on ``channel``; False with a message when
         the model cannot be copied."""
-        copied = job_bundle(bundle, "Interventions", self.message, model)
-        if copied is None:
-            return False
-        was_running = self.running
-        label = "Patching" if channel == PATCH_CHANNEL else "The interventions"
-        self.runner.submit(
-            channel,
-            lambda job: work(job, copied),
-            on_progress=self.progress.emit,
-            on_error=lambda text: self.message.emit(f"{label} could not be computed: {text}"),
-            on_end=self._on_end,
-        )
-        if not was_running:
-            self.running_changed.emit(True)
-        return True
-
-    def _on_end(self) -> None:
-        self.progress.emit("")
-        if not self.running:
-            self.running_changed.emit(False)
+        failed = "Patching could not be computed" if channel == PATCH_CHANNEL else "The interventions could not be computed"
+        return submit_on_copy(self, channel, work, bundle, "Interventions", failed, model)
 
     def _on_result(self, tool: str, result: Any) -> None:
         self.results[tool] = result

@@ -122,31 +122,32 @@ class CircuitGraph:
     def _heads(self, side: str, layer: int, kind: str) -> list[Node]:
         return [Node(f"{side}.{layer}.{kind}.{head}", side, kind, layer, head) for head in range(self.parts.n_heads)]
 
+    def _attention(self, side: str, layer: int, kind: str, inputs: tuple[tuple[str, str, str], ...]) -> None:
+        """One attention's heads: the edges into each of their ``inputs`` (group part, stream read, input), then the heads
+        as writers of their side's stream."""
+        heads = self._heads(side, layer, kind)
+        for part, stream, input_name in inputs:
+            self._receive(side, layer, part, stream, heads, input_name)
+        for head in heads:
+            self._add(head, side)
+
+    def _feed_forward(self, side: str, layer: int) -> None:
+        mlp = Node(f"{side}.{layer}.mlp", side, "mlp", layer)
+        self._receive(side, layer, "mlp", side, [mlp], "in")
+        self._add(mlp, side)
+
     def _build(self) -> None:
+        """Every node in the order the pass writes it, each receiver's edges added before it writes."""
         parts = self.parts
         self._add(Node("encoder.embed", "encoder", "embed"), "encoder")
         for layer in range(parts.n_encoder_layers):
-            heads = self._heads("encoder", layer, "self")
-            self._receive("encoder", layer, "self", "encoder", heads, "qkv")
-            for head in heads:
-                self._add(head, "encoder")
-            mlp = Node(f"encoder.{layer}.mlp", "encoder", "mlp", layer)
-            self._receive("encoder", layer, "mlp", "encoder", [mlp], "in")
-            self._add(mlp, "encoder")
+            self._attention("encoder", layer, "self", (("self", "encoder", "qkv"),))
+            self._feed_forward("encoder", layer)
         self._add(Node("decoder.embed", "decoder", "embed"), "decoder")
         for layer in range(parts.n_decoder_layers):
-            heads = self._heads("decoder", layer, "self")
-            self._receive("decoder", layer, "self", "decoder", heads, "qkv")
-            for head in heads:
-                self._add(head, "decoder")
-            cross = self._heads("decoder", layer, "cross")
-            self._receive("decoder", layer, "cross_q", "decoder", cross, "q")
-            self._receive("decoder", layer, "cross_kv", "encoder", cross, "kv")
-            for head in cross:
-                self._add(head, "decoder")
-            mlp = Node(f"decoder.{layer}.mlp", "decoder", "mlp", layer)
-            self._receive("decoder", layer, "mlp", "decoder", [mlp], "in")
-            self._add(mlp, "decoder")
+            self._attention("decoder", layer, "self", (("self", "decoder", "qkv"),))
+            self._attention("decoder", layer, "cross", (("cross_q", "decoder", "q"), ("cross_kv", "encoder", "kv")))
+            self._feed_forward("decoder", layer)
         logits = self._add(Node("logits", "decoder", "logits"), None)
         self._receive("decoder", None, "logits", "decoder", [logits], "in")
 

@@ -16,25 +16,16 @@ import argparse
 from model.circuits.result import Options, find_circuit_of
 from model.circuits.scores import INTEGRATIONS, METHODS, METRICS
 from model.cli.export import add_figure_arguments, caption_name, figure_options
-from model.cli.interventions import out_suffix, pair_sources
-from model.cli.options import CommandError, language_arguments, with_languages
+from model.cli.interventions import out_suffix, pair_arguments, pair_sources
+from model.cli.options import CommandError, with_languages
 from model.cli.recorded import circuit_record, command_of, command_parser
 from model.figures.circuit import SUFFIXES, save_circuit
 from model.files import check_output
-from model.interventions.minimal_pairs import FEATURES
 from model.io.models import model_source, open_model
 
 
 def add_circuit_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", required=True, help="a model: a file or a shipped model's name (an encoder-decoder of the app's)"
-    )
-    language_arguments(parser)
-    parser.add_argument("--clean", help="the clean source sentence")
-    parser.add_argument("--corrupt", help="the corrupted source: as many pieces as --clean")
-    parser.add_argument("--pair", choices=FEATURES, help="a toy-fr minimal pair instead of --clean/--corrupt")
-    parser.add_argument("--pair-index", type=int, default=0, help="which pair of --pair's list (default 0)")
-    parser.add_argument("--step", type=int, help="the target step compared, from 1 (default: the first the two differ)")
+    pair_arguments(parser, "a model: a file or a shipped model's name (an encoder-decoder of the app's)")
     parser.add_argument("--method", choices=METHODS, default="EAP-IG", help="EAP-IG (default) or EAP")
     parser.add_argument(
         "--over", choices=INTEGRATIONS, default="activations", help="what EAP-IG integrates over (default activations)"

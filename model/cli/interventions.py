@@ -47,14 +47,20 @@ FIGURES = (".png", ".svg", ".pdf")
 TOOLS = ("logit-lens", "attribution", "decoder-lens")
 
 
-def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="a model: a file, a shipped model's name, a Hugging Face folder")
+def pair_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
+    """``--model`` and the languages, then a clean and a corrupted source (or ``--pair``) and ``--step``: what patching
+    and the circuits compare."""
+    parser.add_argument("--model", required=True, help=model_help)
     language_arguments(parser)
     parser.add_argument("--clean", help="the clean source sentence")
     parser.add_argument("--corrupt", help="the corrupted source: as many pieces as --clean")
     parser.add_argument("--pair", choices=FEATURES, help="a toy-fr minimal pair instead of --clean/--corrupt")
     parser.add_argument("--pair-index", type=int, default=0, help="which pair of --pair's list (default 0)")
     parser.add_argument("--step", type=int, help="the target step compared, from 1 (default: the first the two differ)")
+
+
+def add_patch_arguments(parser: argparse.ArgumentParser) -> None:
+    pair_arguments(parser, "a model: a file, a shipped model's name, a Hugging Face folder")
     parser.add_argument("--direction", choices=DIRECTIONS, default="denoising", help="clean into corrupted (default) or back")
     parser.add_argument("--method", choices=METHODS, default="exact", help="exact, or attribution (a gradient estimate)")
     parser.add_argument("--grids", help=f"figure: comma-separated, of {', '.join(COMPONENTS)} (default: heads + encoder residual)")

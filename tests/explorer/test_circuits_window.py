@@ -10,7 +10,6 @@ import io
 import json
 
 import pyqtgraph as pg
-import pytest
 
 from model.circuits.result import find_circuit_of
 from model.cli.commands import main
@@ -23,11 +22,6 @@ from tests.explorer.gui_helpers import explore_window
 
 SENTENCE, CORRUPTED = "the cat sees the dog", "the cats see the dog"
 WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
 
 
 def test_the_pair_is_drawn_clicked_and_saved(qtbot, open_window, default_bundle, tmp_path):

@@ -19,14 +19,6 @@ PROBABILITIES = np.array([0.925, 2e-4, 1.6e-4, 1.5e-4, 1e-4, 8.9e-5, 8.2e-5, 8e-
 PIECES = ["</s>", "<s>", ".", "s", "'", "▁chaud", "▁the", "are", "▁plein", "at"]
 
 
-@pytest.fixture(scope="module")
-def default_bundle():
-    from model.io import checkpoint
-    from model.io.shipped import resolve_model
-
-    return checkpoint.load(resolve_model("default"))
-
-
 def settled() -> None:
     for _ in range(3):
         QApplication.processEvents()

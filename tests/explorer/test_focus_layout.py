@@ -5,7 +5,6 @@ each label where its axis last painted it, each cell where the image item puts i
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QApplication
 
@@ -13,14 +12,6 @@ UNKNOWN = "The black cat, who costs 5 euros, sees the small dog."
 LONG = " ".join(["the black cat sees the small dog and"] * 20)  # 180 pieces (cut at the model's 127)
 SENTENCE = "the black cat sees the small dog"
 SIZES = [(1280, 720), (1400, 900), (1920, 1080)]
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    from model.io import checkpoint
-    from model.io.shipped import resolve_model
-
-    return checkpoint.load(resolve_model("default"))
 
 
 def translate(qtbot, window, text: str) -> None:

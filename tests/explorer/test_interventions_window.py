@@ -27,12 +27,6 @@ SENTENCE = "the cat sees the dog"
 WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
 
 
-@pytest.fixture(scope="module")
-def default_bundle():
-    """The shipped default model (3+3 layers, 4 heads, English -> French)."""
-    return checkpoint.load(resolve_model("default"))
-
-
 def shown_interventions(qtbot, open_window, bundle):
     """A window with ``bundle`` open, SENTENCE translated and the Interventions view shown, its readings computed."""
     window, tab = explore_window(open_window, bundle, SENTENCE)

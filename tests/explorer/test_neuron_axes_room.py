@@ -7,20 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QTextDocument
 
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from tests.explorer.axis_room import axis_texts, clipped_texts
 from tests.explorer.gui_helpers import explore_window
 
 WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
 
 
 def test_every_axis_title_fits_and_no_scale_factor(qtbot, open_window, default_bundle):

@@ -8,10 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from model.kinds import AttentionKind
 from model.neuron.tables import read_sentence
 from model.neuron.terms import head_terms, neuron_row
@@ -22,11 +19,6 @@ from tests.explorer.gui_helpers import explore_window
 
 SENTENCE = "the cat sees the dog"
 WAIT_MS = 60_000  # a bound on waiting for a job, not a timing claim
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
 
 
 def test_the_neuron_view_shows_the_chosen_head_and_query_inside(qtbot, open_window, default_bundle, tmp_path):

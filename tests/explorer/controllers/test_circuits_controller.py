@@ -20,11 +20,6 @@ SENTENCE, CORRUPTED = "the cat sees the dog", "the cats see the dog"
 EVENTS = ("ready", "message", "running_changed", "progress", "pair_shown", "node_opened")
 
 
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
-
-
 @pytest.fixture
 def opened(controllers, default_bundle):
     controllers.explore.set_model(default_bundle)

@@ -5,20 +5,11 @@ sentence still to type waits without a word."""
 
 from __future__ import annotations
 
-import pytest
-
 from explorer.controllers.interventions import PATCHING
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 SENTENCE = "the cat sees the dog"
 CORRUPTED = "the cats see the dog"
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
 
 
 def _exact(events) -> list:

@@ -14,19 +14,11 @@ from model.interventions.decoder_lens import bundle_decoder_lens
 from model.interventions.logit_attribution import bundle_logit_attribution
 from model.interventions.logit_lens import bundle_logit_lens
 from model.interventions.patching import activation_patching, attribution_patching
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 SENTENCE = "the cat sees the dog"
 CORRUPTED = "the cats see the dog"  # a number minimal pair: as many pieces as SENTENCE
 EVENTS = ("ready", "step_changed", "message", "running_changed", "progress")
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    """The shipped default model (3+3 layers, 4 heads, English -> French)."""
-    return checkpoint.load(resolve_model("default"))
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from model.io import checkpoint
-from model.io.shipped import resolve_model
 from model.kinds import AttentionKind
 from model.neuron.tables import read_sentence
 from model.neuron.terms import head_terms, neuron_row
@@ -22,11 +20,6 @@ from tests.conftest import assert_figure
 from tests.explorer.controllers.recording import WAIT_S, Recorder
 
 SENTENCE = "the cat sees the dog"
-
-
-@pytest.fixture(scope="module")
-def default_bundle():
-    return checkpoint.load(resolve_model("default"))
 
 
 @pytest.fixture
