@@ -25,7 +25,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import pair_read
 from explorer.controllers.runner import Job, Runner
 from model.circuits.result import CircuitResult, Options, circuit_of
-from model.cli.recorded import circuit_command, circuit_record, language_flags
+from model.cli.recorded import circuit_command, circuit_record, language_flags, model_reference
 from model.errors import UserError
 from model.family import Bundle, InterventionTool
 from model.figures.attention import FigureOptions
@@ -184,7 +184,7 @@ class CircuitsController:
         if bundle is None or computed is None:
             return None
         (_model, followed), (clean, corrupted, step), options = computed
-        model = str(bundle.path) if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         command = circuit_command(model, clean, corrupted, step, options, language_flags(bundle))
         record = circuit_record(result, bundle, model, command, clean, corrupted)
         trace = self.explore.trace

@@ -23,7 +23,7 @@ from explorer.controllers.background import job_model
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
-from model.cli.recorded import neuron_record
+from model.cli.recorded import model_reference, neuron_record
 from model.data.token_labels import display_labels
 from model.files import OutputError
 from model.kinds import AttentionKind
@@ -231,7 +231,7 @@ class NeuronController:
         decoding = followed_decoding(self.explore)
         modes = [mode for mode in (decoding.modes if decoding is not None else ()) if mode != WORDS]
         target = trace.target_text if modes and trace.target_text else None
-        model = str(bundle.path) if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         query = self._query_row(len(trace.axis_labels(self.kind)[0])) + 1 if trace.has(self.kind) else 1
         record = neuron_record(bundle, model, self.explore.text, str(self.kind), self.layer + 1, self.head + 1, query,
                                target, options, dpi)  # fmt: skip

@@ -26,7 +26,7 @@ from explorer.controllers.background import end_run, job_bundle, model_name
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, FollowedDecoding, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
-from model.cli.recorded import CardRequest, report_card_record
+from model.cli.recorded import CardRequest, model_reference, report_card_record
 from model.data.corpora import CorpusSpec
 from model.errors import UserError
 from model.family import Bundle
@@ -197,7 +197,7 @@ class ReportCardController:
         bundle = self.explore.bundle
         if bundle is None:
             return None
-        model = str(bundle.path) if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         record = report_card_record(bundle, model, self.request)
         if self.graded is not None:
             record.beyond_the_command(f"the card of one sentence's decoding (“{self.graded.translation}”)")

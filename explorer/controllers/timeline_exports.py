@@ -21,7 +21,7 @@ from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from explorer.controllers.timeline import TimelineController
 from explorer.controllers.timeline_curves import CurvesController, decode_all
-from model.cli.recorded import timeline_record
+from model.cli.recorded import model_reference, timeline_record
 from model.decoding.trace import Trace
 from model.kinds import AttentionKind
 from model.provenance.embed import write_sidecar
@@ -107,7 +107,7 @@ class TimelineExports:
         bundle = self.explore.opened
         if bundle is None:
             return None
-        model = str(bundle.path) if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         layer = None if shown.scope == "grid" else shown.layer
         head = shown.head if shown.scope == "head" else None
         record = timeline_record(bundle, model, self.explore.text, what, str(shown.kind), layer, head, None, diff,

@@ -354,7 +354,7 @@ class PositionalTab(QWidget):
     def export_to(self, path: str | Path) -> Path:
         """The four plots as a figure, or the encoding table [positions, d_model] as data, by the suffix."""
         from explorer.widgets.figure_settings import figure_options  # deferred: matplotlib loads with the first export
-        from model.cli.recorded import positional_record  # deferred: matplotlib loads with the first export
+        from model.cli.recorded import model_reference, positional_record  # deferred: matplotlib loads with the first export
         from model.figures.export import save_table  # deferred: matplotlib loads with the first export
         from model.figures.positional import positional_figure  # deferred: matplotlib loads with the first export
         from model.figures.saving import save_figure  # deferred: matplotlib loads with the first export
@@ -372,7 +372,7 @@ class PositionalTab(QWidget):
         dimensions = self.chosen_dimensions(table.shape[1])[:12]
         record = None
         if bundle is not None:  # the export command of this view (model/provenance/), as the command line records it
-            model = str(bundle.path) if bundle.path else bundle.describe()
+            model = model_reference(bundle)
             record = positional_record(bundle, model, report, self.positions.value(), dimensions, options, dpi)
         if path.suffix.lower() in (".csv", ".npy"):
             columns = [str(d) for d in range(table.shape[1])]

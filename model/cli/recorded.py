@@ -32,6 +32,12 @@ from model.timeline.animation import FRAME_SECONDS, FRAME_WIDTH
 LEFT_OUT = ("out", "help", "all")
 
 
+def model_reference(bundle: Bundle) -> str:
+    """How a record written in the window names the model the command should open: its file or folder; a model never
+    saved, by its description (which the command cannot open: the record says so)."""
+    return str(bundle.path) if getattr(bundle, "path", None) else bundle.describe()
+
+
 def caption_name(args) -> str:
     """How a command's figure captions name its model: ``--model-name`` when given, else ``model_name`` of --model."""
     return getattr(args, "model_name", None) or model_name(args.model)

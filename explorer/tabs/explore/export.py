@@ -100,7 +100,7 @@ class ExploreExports(QObject):
         """The record of an export of ``request``'s view (model/provenance/): the ``export`` command of the same view,
         as the command line writes it, and what the window shows that the command line cannot draw yet (a measure,
         sampling, forced tokens, a snapshot, a beam hypothesis other than the best), named."""
-        from model.cli.recorded import export_record  # deferred: matplotlib loads with the first export
+        from model.cli.recorded import export_record, model_reference  # deferred: matplotlib loads with the first export
 
         explore, tab = self.tab.explore, self.tab
         bundle = explore.bundle
@@ -108,7 +108,7 @@ class ExploreExports(QObject):
             return None
         options = explore.options
         beam, masked = self._decoding_flags()
-        model = bundle.path if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         record = export_record(request, bundle, str(model), explore.text, beam, masked, explore.snapshot)
         trace = explore.trace
         beyond = [

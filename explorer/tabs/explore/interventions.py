@@ -108,12 +108,16 @@ class ExploreInterventions:
     def record(self, tool: str, result, source: str, step: int, grid: str | None):
         """The record of a tool's file (model/provenance/): the ``lens`` or ``patch`` command of what the view shows, as
         the command line records it; what the command line cannot follow (a decoding that is not greedy) named."""
-        from model.cli.recorded import lens_record, patch_record  # deferred: matplotlib loads with the first export
+        from model.cli.recorded import (  # deferred: matplotlib loads with the first export
+            lens_record,
+            model_reference,
+            patch_record,
+        )
 
         bundle = self.explore.bundle
         if bundle is None:
             return None
-        model = str(bundle.path) if bundle.path else bundle.describe()
+        model = model_reference(bundle)
         if tool == "patching":
             clean, corrupted, _direction, asked = self.controller.patch_wanted or ("", "", "", None)
             record = patch_record(bundle, model, result, clean, corrupted, None if asked is None else asked + 1, grid)
