@@ -99,9 +99,24 @@ class CircuitsController:
         wanted, bundle = self.wanted, self.explore.bundle
         if not self.active or wanted is None or bundle is None or not wanted[0].strip() or not wanted[1].strip():
             return False
-        if self.unavailable() or self.computed_for == (pair_read(self.explore, wanted[0]), wanted, self.options):
+        if self.unavailable() or self._shown_already(pair_read(self.explore, wanted[0]), wanted):
             return False
         return self.find(*wanted)
+
+    def _shown_already(self, read: tuple[Any, tuple[int, ...] | None], wanted: Pair) -> bool:
+        """Whether the circuit shown (or under way) is the one ``wanted`` read so gives: the same model, pair and options,
+        and the same decoded output up to the circuit's step (a step of the Explore tab past it changes nothing the
+        circuit reads, so a step is not a new job)."""
+        computed = self.computed_for
+        if computed is None or computed[1:] != (wanted, self.options) or computed[0][0] is not read[0]:
+            return False
+        (_model, before), (_same, now), result = computed[0], read, self.result
+        if before == now:
+            return True
+        if result is None or before is None or now is None:
+            return False  # a job under way, or a greedy translation against a decoding followed
+        upto = result.step + 1
+        return len(now) >= upto and tuple(now[:upto]) == tuple(before[:upto])
 
     def find(self, clean: str, corrupted: str, step: int | None = None) -> bool:
         """The circuit of ``clean`` and ``corrupted`` at ``step`` with the options chosen, in a job; False with a
