@@ -18,14 +18,14 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import torch
 import torch.nn as nn
 
 from model.network import Network
 
-T = TypeVar("T")
+Networked = TypeVar("Networked", bound=Network)
 Hook = Callable[[nn.Module, Any, Any], Any]  # (module, inputs, output) -> replacement or None; or a pre-hook with kwargs
 
 
@@ -46,12 +46,12 @@ def for_this_thread(hook: Hook) -> Hook:
     return owned
 
 
-def copy_without_thread_hooks(network: T) -> T:
+def copy_without_thread_hooks(network: Networked) -> Networked:
     """A deep copy of ``network`` (a family's network: its ``module_tree``) without the hooks a thread has
     on it (``for_this_thread``'s): a job's hooks belong to the module the job reads, never to a copy made meanwhile (the
     library's own hooks, and any other, are kept)."""
     copied = copy.deepcopy(network)
-    for inner in cast(Network, copied).module_tree().modules():  # every network names its modules' tree
+    for inner in copied.module_tree().modules():  # every network names its modules' tree
         for hooks in (inner._forward_hooks, inner._forward_pre_hooks):
             for key in [key for key, hook in hooks.items() if getattr(hook, "thread_owned", False)]:
                 del hooks[key]
