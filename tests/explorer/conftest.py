@@ -4,15 +4,35 @@ answered), ``window`` is one such window with no model. After the test, whether 
 every window the fixture opened is shut: its training stopped and joined, closed, its tasks finished, deleted.
 ``translated_copy`` is a window with the tiny copy model open and a sentence translated. ``russian_bundle`` is a
 model whose source side is Russian, for the sentences a model cannot read (the window's
-tests and the Explore controller's both use it)."""
+tests and the Explore controller's both use it).
+
+Every test that uses Qt (``qtbot``) runs under the app's garbage-collection policy whether or not it opens a main
+window (explorer/runtime.py's ``WindowThreadCollector``): Python's cyclic collector runs on the test's thread only,
+and collects there after the test. Left automatic, a job thread of a test with controllers and a view but no window
+(the importance view's) could collect an earlier test's widgets in its own thread, where Qt crashes: a worker of
+the suite died that way in CI."""
 
 from __future__ import annotations
 
 import pytest
 
+from explorer.runtime import COLLECTOR
 from tests.explorer.gui_helpers import new_window, shut
 
 RUSSIAN = ["кошка", "собака", "дом", "красный", "большой", "видит", "ест", "яблоко", "не", "и", "мир", "сад"]
+
+
+@pytest.fixture(autouse=True)
+def collected_on_the_test_thread(request):
+    """A Qt test's garbage is collected on its own thread, never a job's (the window's policy, as if one were open)."""
+    if "qtbot" not in request.fixturenames:
+        yield
+        return
+    COLLECTOR.start()
+    try:
+        yield
+    finally:
+        COLLECTOR.stop()
 
 
 @pytest.fixture
