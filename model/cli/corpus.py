@@ -6,7 +6,12 @@
     transformer-explorer search toy-fr-index --head decoder:1:2 --where "previous >= 0.5"
     transformer-explorer qk toy-fr-index --kind decoder --layer 1 --method pca --out map.png
 
+    transformer-explorer index --model default --corpus toy-fr --out toy-fr-index --workers 2
+    transformer-explorer index --model default --corpus toy-fr --out toy-fr-index --cluster tcp://10.0.0.5:8786
+
 ``index`` shows its progress on stderr; Ctrl-C keeps the chunks finished, and the same command resumes after them.
+``--workers N`` (a local cluster) or ``--cluster ADDRESS`` (a running Dask scheduler) reads the chunks in Dask worker
+processes (model/corpus/distributed.py): the same index as one process builds.
 Searching with a sentence typed (``--text``) runs the model the index was built with (its manifest names it; another
 model is refused by its digest). Results print as a table; ``--csv`` writes them too.
 """
@@ -18,7 +23,7 @@ import csv
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from tqdm import tqdm
@@ -26,6 +31,7 @@ from tqdm import tqdm
 from model.cli.options import CommandError, load_bundle
 from model.corpus.build import IndexBuilder, IndexOptions, IndexProgress
 from model.corpus.checks import check_outside
+from model.corpus.distributed import DaskCluster, DistributedIndexBuilder
 from model.corpus.index import CorpusIndex
 from model.corpus.layout import Layer, parse_head, parse_layers
 from model.corpus.predicates import FIELDS, parse_predicate
@@ -68,6 +74,16 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", type=int, default=1000, help="sentences committed together (default 1000)")
     parser.add_argument("--batch-size", type=int, default=128, help="sentences decoded together (default 128)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="index with N local worker processes (a Dask LocalCluster; needs the cluster extra)",
+    )
+    cluster.add_argument(
+        "--cluster", metavar="ADDRESS", help="index with the workers of a running Dask scheduler (tcp://HOST:8786)"
+    )
 
 
 class Terminated(KeyboardInterrupt):
@@ -100,8 +116,13 @@ def run_index(args) -> int:
     for source in (model_source(args.model), Path(args.corpus), Path(args.target) if args.target else None):
         if source is not None and source.exists() and out.resolve() == source.resolve():
             raise CommandError(f"{out}: is an input of this command; choose another folder")
+    workers, address = getattr(args, "workers", None), getattr(args, "cluster", None)
+    cluster = None if workers is None and address is None else DaskCluster(workers, address)  # checked before the model loads
     bundle = load_bundle(args.model)
-    builder = IndexBuilder(bundle, args.model, corpus, out, options)  # the corpus read and the folder checked first
+    if cluster is None:
+        builder = IndexBuilder(bundle, args.model, corpus, out, options)  # the corpus read and the folder checked first
+    else:
+        builder = DistributedIndexBuilder(bundle, args.model, corpus, out, options, cluster=cluster)
     bar = tqdm(total=0, desc="indexing", unit=" sentences", file=sys.stderr, disable=args.quiet)
 
     def progress(report: IndexProgress) -> None:
@@ -111,7 +132,9 @@ def run_index(args) -> int:
 
     builder.progress = progress
     try:
-        with terminated_as_interrupt():
+        with terminated_as_interrupt(), cluster or nullcontext():
+            if cluster is not None:
+                print(f"indexing with {cluster.describe()}", flush=True)
             result = builder.run()
     except KeyboardInterrupt as stopped:
         bar.close()

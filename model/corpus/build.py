@@ -7,6 +7,9 @@ place and its rows committed to the database in one transaction; a run that is c
 full disk keeps every finished chunk, and running it again (the same model, corpus and settings) continues after the
 last one. Chunks are the same whatever run makes them, so a resumed index equals one built in one go. Once every chunk
 is in, the arrays are joined into ``arrays/`` and the tables exported as Parquet, and the manifest says so.
+
+The same index built by Dask workers (model/corpus/distributed.py) is this class with its chunk loop
+(``_index_chunks``) replaced: planning, the PCA, committing (``_commit``) and finishing are the ones here.
 """
 
 from __future__ import annotations
@@ -161,6 +164,19 @@ def _open_folder(folder: Path, planned: Manifest) -> Manifest:
     return planned
 
 
+def chunk_pairs(pairs: list[Pair], number: int, size: int) -> list[Pair]:
+    """The sentences of chunk ``number`` (chunks of ``size``)."""
+    return pairs[number * size : (number + 1) * size]
+
+
+def write_projected(folder: Path, number: int, reading: BatchReading, projections: dict[str, Projection]) -> None:
+    """Chunk ``number``'s arrays in ``chunks/NNNNN.npz`` (written atomically), each residual layer's reduced by its PCA."""
+    arrays = dict(reading.arrays)
+    for name, projection in projections.items():
+        arrays[name] = projection.apply(arrays[name])  # [rows, dims]
+    write_chunk(folder, number, arrays)
+
+
 class IndexBuilder:
     """One run of indexing (see the module's docstring)."""
 
@@ -227,8 +243,7 @@ class IndexBuilder:
     def _index_chunk(self, store: Store, number: int, previous: dict[str, int] | None, projections) -> bool:
         """Read, write and commit chunk ``number`` (the first one, with no ``projections`` yet: the PCA fitted on it
         first); False when stopped before it was finished."""
-        size = self.manifest.chunk_size
-        pairs = self.pairs[number * size : (number + 1) * size]
+        pairs = chunk_pairs(self.pairs, number, self.manifest.chunk_size)
         reading = self._read(pairs)
         for pair in pairs:  # read now: a chunk's sentences are not read again (only the PCA's are read twice)
             self.decoded.pop(tuple(self.bundle.source_ids(pair.source)[0]), None)
@@ -237,13 +252,18 @@ class IndexBuilder:
         if projections is None:
             self.progress(IndexProgress("fitting", 0, self.manifest.pca_sentences))
             projections = self.projections = self._fitted(reading)
-        tables, record = chunk_tables(reading, number, number * size, previous)
-        arrays = dict(reading.arrays)
-        for name, projection in projections.items():
-            arrays[name] = projection.apply(arrays[name])  # [rows, dims]
-        write_chunk(self.folder, number, arrays)
-        store.commit_chunk(record, tables)
+        write_projected(self.folder, number, reading, projections)
+        self._commit(store, number, reading, previous)
         return True
+
+    def _commit(self, store: Store, number: int, reading: BatchReading, previous: dict[str, int] | None) -> dict[str, int]:
+        """Chunk ``number``'s rows (its arrays' file already written) committed in one transaction, its sentence ids and
+        token rows continuing ``previous`` (the chunk before it, None for the first); the chunk's record."""
+        size = self.manifest.chunk_size
+        tables, record = chunk_tables(reading, number, number * size, previous)
+        store.commit_chunk(record, tables)
+        self.indexed = min((number + 1) * size, len(self.pairs))
+        return record
 
     def run(self) -> IndexResult:
         started = time.monotonic()
@@ -277,17 +297,24 @@ class IndexBuilder:
             result.cancelled = True  # stopped while the PCA's sentences were read
             return result
         previous = finished[-1] if finished else None
-        for number in range(len(finished), n_chunks):
-            self.progress(IndexProgress("indexing", result.indexed, total))
-            if not self._index_chunk(store, number, previous, self.projections):
-                result.cancelled = True
-                return result
-            previous = store.finished_chunks()[-1]
-            result.indexed = self.indexed = min((number + 1) * size, total)
+        if not self._index_chunks(store, len(finished), n_chunks, previous, result):
+            result.cancelled = True
+            return result
         self.progress(IndexProgress("finishing", total, total))
         self._finish(store, store.finished_chunks())
         result.complete, result.counts = True, self.manifest.counts
         return result
+
+    def _index_chunks(self, store: Store, first: int, end: int, previous: dict[str, int] | None, result: IndexResult) -> bool:
+        """Chunks ``first`` to ``end - 1`` indexed in order, one after another in this process (``previous``: the record of
+        the chunk before ``first``); False when stopped before they were all finished."""
+        for number in range(first, end):
+            self.progress(IndexProgress("indexing", result.indexed, len(self.pairs)))
+            if not self._index_chunk(store, number, previous, self.projections):
+                return False
+            previous = store.finished_chunks()[-1]
+            result.indexed = self.indexed
+        return True
 
     def _finish(self, store: Store, chunks: list[dict[str, int]]) -> None:
         """Join the arrays, export the tables as Parquet, and mark the index complete."""
