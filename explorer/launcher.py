@@ -1,5 +1,6 @@
-"""The ``transformer-explorer`` command: with no arguments (or a model path) it opens the desktop
-app; sub-commands (``export`` included, which draws figures with matplotlib) go to the core's command line.
+"""The ``transformer-explorer`` command: with no arguments (or a model path, with ``--max-memory``, ``--dtype`` and
+``--offload-folder`` for a Hugging Face folder larger than memory) it opens the desktop app; sub-commands (``export``
+included, which draws figures with matplotlib) go to the core's command line.
 
 Qt is never imported for a core sub-command, so ``transformer-explorer train ...`` works on a machine
 without a display.
@@ -61,6 +62,19 @@ def _main(argv: list[str]) -> int:
         raise KeyboardInterrupt
     from model.cli.commands import COMMANDS  # deferred: the libraries, imported shielded above
     from model.cli.commands import main as core_main
+    from model.cli.options import window_arguments  # deferred: as the command line's, after the window's check
+    from model.errors import UserError  # deferred: as above
+    from model.pretrained.offload import set_process_default  # deferred: as above
+
+    if argv[0] not in COMMANDS:
+        try:
+            window = window_arguments(argv)  # a model and how to open it: --max-memory, --dtype, --offload-folder
+        except UserError as error:
+            print(f"transformer-explorer: error: {error}", file=sys.stderr)
+            return 2
+        if window is not None:
+            set_process_default(window[1])
+            return _window(window[0])
 
     if argv[0] in COMMANDS or argv[0] in ("-h", "--help") or len(argv) > 1 or argv[0].startswith("-"):
         return core_main(argv)  # a command, or argparse explains what it did not understand

@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.device_label = QLabel(f"Device: {describe_device(resolve_device('auto'))}")
         self.statusBar().addPermanentWidget(self.device_label)
         self.explore.model_changed.connect(self._on_model_changed)
+        self.explore.trace_changed.connect(self._on_trace_changed)
         self._explore_note = ""  # the Explore controller's last note in the status bar
         self.explore.message.connect(self._on_message)
         self.controllers.corpus.show_requested.connect(lambda: self.tabs.setCurrentIndex(CORPUS_TAB))
@@ -333,9 +334,21 @@ class MainWindow(QMainWindow):
             self.save_action.setEnabled(False)
             return
         self.save_action.setEnabled(bundle.family.capabilities.trainable)
-        where = f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
-        self.model_label.setText(f"Model: {bundle.describe()}{where}")
-        self.setWindowTitle(f"Transformer Explorer{where}")
+        self._show_model_line(bundle)
+        self.setWindowTitle(f"Transformer Explorer{self._model_place(bundle)}")
+
+    @staticmethod
+    def _model_place(bundle) -> str:
+        return f" — {Path(bundle.path).name}" if bundle.path else " — unsaved"
+
+    def _show_model_line(self, bundle) -> None:
+        """The model's line: its description (an offloaded model's says so, and what a decoding step costs)."""
+        self.model_label.setText(f"Model: {bundle.describe()}{self._model_place(bundle)}")
+
+    def _on_trace_changed(self, _trace) -> None:
+        """A step decoded: the line is said again (an offloaded model's step cost follows its steps)."""
+        if self.explore.bundle is not None:
+            self._show_model_line(self.explore.bundle)
 
     # --- drag and drop --------------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:

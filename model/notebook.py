@@ -48,6 +48,7 @@ from model.interventions.patching import PatchingResult, activation_patching
 from model.interventions.tables import lens_rows, patching_rows
 from model.io.models import open_model
 from model.kinds import AttentionKind
+from model.pretrained.offload import MemoryOptions, opening
 from model.timeline.curve_files import curve_rows
 from model.timeline.curves import CurveOptions, head_curves
 from model.timeline.figures import snapshot_strip
@@ -73,9 +74,12 @@ def _figure_html(figure: Figure) -> str:
     return f'<img src="data:image/png;base64,{encoded}" style="max-width:100%">'
 
 
-def load(name: str, device: str = "cpu") -> Explorer:
-    """A model by a shipped model's name, a model file, a Hugging Face folder or cached id (as the command line)."""
-    return Explorer(open_model(name, device), name)
+def load(name: str, device: str = "cpu", max_memory: str | None = None, dtype: str | None = None) -> Explorer:
+    """A model by a shipped model's name, a model file, a Hugging Face folder or cached id (as the command line);
+    ``max_memory`` ("6GB") and ``dtype`` ("float16") as the command line's ``--max-memory`` and ``--dtype``: a folder
+    larger than memory is opened with its layers streamed from disk (model/pretrained/offload.py)."""
+    with opening(MemoryOptions.parse(max_memory, dtype)):
+        return Explorer(open_model(name, device), name)
 
 
 @dataclass

@@ -276,3 +276,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     share out the many short tests at the end, instead of one worker starting a 30-second test as the other
     finishes (the suite's wall time was 24 s above half its work)."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the order within stays
+
+
+def budget_with_disk(folder: str) -> int:
+    """The largest memory budget (bytes) under which the model keeps its embeddings in memory and layers on disk."""
+    import transformers
+
+    from model.pretrained import loading
+    from model.pretrained.loading import _open_config
+    from model.pretrained.offload import MemoryOptions, OffloadError, plan_for
+
+    hf_config, shape, auto_class, _ = _open_config(loading.Path(folder), folder, transformers)
+    total = loading.check_weights(loading.Path(folder), hf_config, shape)[0]  # float32 bytes, as loading counts them
+    for percent in range(90, 5, -5):  # below the whole model: it does not fit
+        share = percent / 100
+        try:
+            plan = plan_for(transformers, hf_config, auto_class, MemoryOptions(), int(total * share), "cpu", True)
+        except OffloadError:
+            break
+        if plan.offloaded:
+            return int(total * share)
+    raise AssertionError(f"{folder}: no budget puts some layers in memory and some on disk")

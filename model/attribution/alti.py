@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from model.attribution.transparent_pass import AttentionRecord, PassRecord
+from model.pretrained.offload import tensor_of
 
 
 def contributions(record: AttentionRecord, self_attention: bool) -> torch.Tensor:
@@ -41,7 +42,8 @@ def contributions(record: AttentionRecord, self_attention: bool) -> torch.Tensor
     if record.norm is not None:  # post-norm: the layer norm split over the sum, with the sum's own scale
         summed = parts.sum(2) if record.bias is None else parts.sum(2) + record.bias  # [B, Q, d_model]: what is normed
         scale = torch.sqrt(summed.var(-1, unbiased=False, keepdim=True) + record.norm.eps)  # [B, Q, 1]
-        gamma = record.norm.weight if record.norm.weight is not None else 1.0
+        weight = tensor_of(record.norm, "weight")  # [d_model] (an offloaded layer's read from its weights)
+        gamma = weight if weight is not None else 1.0
         parts = gamma * (parts - parts.mean(-1, keepdim=True)) / scale[:, :, None, :]  # [B, Q, K', d_model]
     resultant = parts.sum(2)  # [B, Q, d_model]
     distance = (resultant[:, :, None, :] - parts).abs().sum(-1)  # [B, Q, K'] ‖y_i − T_i(x_j)‖₁

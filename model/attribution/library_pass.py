@@ -38,6 +38,7 @@ from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.layouts import LAYOUT_MODULES, LayoutModules, ModuleOutput, hidden_input, hidden_of
 from model.pretrained.networks import Seq2SeqNetwork
+from model.pretrained.offload import tensor_of
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 
@@ -170,10 +171,10 @@ class LibraryPass:
         """One sublayer's record from the library's weights [B, H, Q, K] and what the hooks kept."""
         projection = self.network.head_projection(kind, layer)  # [d_model, H * d_k]
         values = split_heads(acts[("v", kind, layer)], self.network.head_count(kind))  # [B, H, K, d_k]
-        transformed = through_heads(values, projection.weight)  # [B, H, K, d_model]
+        transformed = through_heads(values, cast(torch.Tensor, tensor_of(projection, "weight")))  # [B, H, K, d_model]
         norm_name = self.modules.post_norms.get(kind)
         norm = None if norm_name is None else self.network.layers(kind)[layer].get_submodule(norm_name)
-        return AttentionRecord(weights, transformed, acts[("resid", kind, layer)], cast(Any, norm), projection.bias)
+        return AttentionRecord(weights, transformed, acts[("resid", kind, layer)], cast(Any, norm), tensor_of(projection, "bias"))
 
     def run(
         self,

@@ -37,6 +37,7 @@ from model.kinds import AttentionKind
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.networks import DecoderNetwork, EncoderNetwork
+from model.pretrained.offload import tensor_of
 
 StackNetwork = DecoderNetwork | EncoderNetwork
 
@@ -86,7 +87,7 @@ class StackPass:
         shared = split_heads(values, values.shape[-1] // d_k)  # [B, H_kv, K, d_k]
         per_head = shared.repeat_interleave(n_heads // shared.shape[1], dim=1)  # [B, H, K, d_k] (the library's repeat_kv)
         transformed = through_heads(per_head, w_out)  # [B, H, K, d_model]
-        bias = cast(torch.Tensor | None, self.network.head_projection(self.kind, layer).bias)  # None where it has none
+        bias = tensor_of(self.network.head_projection(self.kind, layer), "bias")  # None where it has none
         return AttentionRecord(weights, transformed, acts[("resid", layer)], self._norm(layer), bias)
 
     def _capturing(self, acts: dict) -> list:

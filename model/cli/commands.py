@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.cli.options import CommandError
+from model.cli.options import CommandError, memory_arguments
 from model.errors import UserError
+from model.pretrained.offload import MemoryOptions, opening
 from model.runtime import follow_cores_in_this_thread
 
 
@@ -81,6 +82,7 @@ COMMAND_TABLE: dict[str, Command] = {  # in the order ``--help`` lists them
     ),
 }
 COMMANDS = tuple(COMMAND_TABLE)  # what the launcher hands to the command line instead of opening the window
+OPEN_NO_MODEL = ("train", "lengths", "describe")  # every other command opens a model: --max-memory, --dtype
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -97,6 +99,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         command_parser = sub.add_parser(name, help=command.help)
         if argv is None or argv[:1] == [name]:
             command.functions()[0](command_parser)
+            if name not in OPEN_NO_MODEL:
+                memory_arguments(command_parser)
     return parser
 
 
@@ -109,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_request.code or 0)
     follow_cores_in_this_thread()  # long loops run on the cores other programs leave free (model/runtime.py)
     try:
-        code = COMMAND_TABLE[args.command].functions()[1](args)
+        memory = MemoryOptions.parse(getattr(args, "max_memory", None), getattr(args, "dtype", None),
+                                     getattr(args, "offload_folder", None), lambda line: print(line, file=sys.stderr))  # fmt: skip
+        with opening(memory):
+            code = COMMAND_TABLE[args.command].functions()[1](args)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from model.errors import UserError
 from model.family import Bundle
 from model.inspection.alignment import AER_PAIRS, AER_SEED
 from model.io.models import open_model
+from model.pretrained.offload import DTYPES, MemoryOptions
 
 TRANSLATION_CORPORA = tuple(name for name in BUILTIN_CORPORA if CorpusSpec(name).task == "translation")
 
@@ -167,3 +168,28 @@ def stage_progress(quiet: bool) -> Iterator[Callable[[str, str], Callable[[int, 
     finally:
         for _, bar in bars:
             bar.close()
+
+
+def memory_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-memory``, ``--dtype`` and ``--offload-folder``: how a Hugging Face folder is opened."""
+    group = parser.add_argument_group("models larger than memory (a Hugging Face folder)")
+    group.add_argument("--max-memory", metavar="SIZE", help="CPU memory the weights may take, e.g. 6GB; beyond it, "
+                       "layers are streamed from disk (default: offloaded only when the model would not fit)")  # fmt: skip
+    group.add_argument("--dtype", choices=tuple(DTYPES), help="analyse in this type (default float32, exact); "
+                       "16-bit results say their precision")  # fmt: skip
+    group.add_argument("--offload-folder", metavar="DIR", help="where offloaded layers' converted weights are written "
+                       "(default: the system's temporary folder; removed at exit)")  # fmt: skip
+
+
+def window_arguments(argv: list[str]) -> tuple[list[str], MemoryOptions] | None:
+    """``FOLDER [--max-memory SIZE] [--dtype TYPE] [--offload-folder DIR]`` for the window: (the model to open, how to
+    open Hugging Face folders); None when ``argv`` is anything else (a command, for the command line to read)."""
+    if not argv or argv[0].startswith("-") or not any(item.startswith("--") for item in argv[1:]):
+        return None
+    parser = argparse.ArgumentParser(prog="transformer-explorer", add_help=False)
+    parser.add_argument("model")
+    memory_arguments(parser)
+    args, rest = parser.parse_known_args(argv)
+    if rest:
+        return None
+    return [args.model], MemoryOptions.parse(args.max_memory, args.dtype, args.offload_folder)

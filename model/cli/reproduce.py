@@ -24,6 +24,7 @@ from model.cli.options import CommandError
 from model.errors import UserError
 from model.io.digest import bundle_digest
 from model.io.models import open_model
+from model.pretrained.offload import MemoryOptions, opening
 from model.provenance.compare import compare_files
 from model.provenance.embed import read_record
 from model.provenance.record import BEYOND, Record, library_versions
@@ -56,7 +57,8 @@ def check_model(record: Record, command: list[str], figure: str) -> str:
         return ""
     model = command[command.index("--model") + 1]
     try:
-        digest = bundle_digest(open_model(model))
+        with opening(MemoryOptions.parse(dtype=record.model.get("dtype"))):  # the type it was analysed in
+            digest = bundle_digest(open_model(model))
     except (OSError, ValueError, UserError) as error:
         raise CommandError(f"the model {model!r} that drew {figure} cannot be opened: {error}") from None
     wanted = str(record.model.get("sha256", ""))
@@ -74,6 +76,8 @@ def run_reproduce(args) -> int:
         name = Path(args.figure).name
         raise CommandError(f"{name} shows what the command line cannot draw yet ({beyond}): drawn in the window or a notebook")
     command = with_model(record.command, args.model)
+    if record.model.get("dtype") and "--dtype" not in command:
+        command += ["--dtype", str(record.model["dtype"])]  # a 16-bit analysis is drawn again in its type
     model = check_model(record, command, args.figure)
     versions = changed_versions(record)
     print(f"the model is the one that drew it ({model}, SHA-256 {str(record.model.get('sha256'))[:16]}…)" if model else "no model")

@@ -38,6 +38,7 @@ from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, H
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, one_stack_run
 from model.kinds import AttentionKind
 from model.pretrained.networks import DecoderNetwork
+from model.pretrained.offload import tensor_of
 
 SERVED = (InterventionTool.LOGIT_LENS, InterventionTool.LOGIT_ATTRIBUTION, InterventionTool.PATCHING)
 NO_ENCODER = "DecoderLens decodes from each encoder layer's output, and a decoder-only model has no encoder"
@@ -139,11 +140,11 @@ class DecoderPass:
     def held_final_norm(self) -> HeldNorm:
         """The final norm, held linear: a LayerNorm (GPT-2's), or an RMS norm (the Llama layout's: no mean, no β)."""
         norm = self.final_norm()
-        weight = cast(torch.Tensor, norm.weight)
+        weight = cast(torch.Tensor, tensor_of(norm, "weight"))
         if self.modules.rms_norms:
             return HeldNorm(weight, None, float(cast(float, norm.variance_epsilon)), centred=False)
         layer_norm = cast(torch.nn.LayerNorm, norm)
-        return HeldNorm(weight, layer_norm.bias, layer_norm.eps)
+        return HeldNorm(weight, tensor_of(layer_norm, "bias"), layer_norm.eps)
 
     def attribution_layout(self) -> AttributionLayout:
         """The stream starts as what enters the first layer (token embeddings, and GPT-2's learned positions: one part,
@@ -155,8 +156,8 @@ class DecoderPass:
             embeddings=lambda _inputs, activations: [("embeddings", activations["decoder.0.resid_pre"][0])],
             capture=("decoder.0.resid_pre",),
             sublayer_norms=[(None, None, None) for _ in projections],
-            projection_biases=[(cast(torch.Tensor | None, projection.bias), None) for projection in projections],
+            projection_biases=[(tensor_of(projection, "bias"), None) for projection in projections],
             final_norm=self.held_final_norm(),
-            unembedding=lm_head.weight,
-            unembedding_bias=lm_head.bias,
+            unembedding=cast(torch.Tensor, tensor_of(lm_head, "weight")),
+            unembedding_bias=tensor_of(lm_head, "bias"),
         )

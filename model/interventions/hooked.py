@@ -45,6 +45,7 @@ from model.network import Network
 from model.nn.classifier import EncoderClassifier
 from model.nn.hooks import HookPoint, for_this_thread
 from model.nn.transformer import DecoderLayer, EncoderLayer, Transformer
+from model.pretrained.offload import tensor_of
 
 if TYPE_CHECKING:
     from model.network import DecodingNetwork, PromptNetwork
@@ -177,9 +178,9 @@ class HeldNorm:
 
     @classmethod
     def of(cls, norm: torch.nn.Module) -> HeldNorm:
-        """A LayerNorm (the app's or a library's), held linear."""
+        """A LayerNorm (the app's or a library's, offloaded or not), held linear."""
         layer_norm = cast(torch.nn.LayerNorm, norm)
-        return cls(layer_norm.weight, layer_norm.bias, layer_norm.eps)
+        return cls(cast(torch.Tensor, tensor_of(layer_norm, "weight")), tensor_of(layer_norm, "bias"), layer_norm.eps)
 
 
 @dataclass(frozen=True)

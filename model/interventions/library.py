@@ -45,6 +45,7 @@ from model.interventions.hooked import AttributionLayout, HeldNorm, HookedRun, H
 from model.interventions.library_sites import ADDED, HEADS, INPUT, OUTPUT, SPLIT, Site, install, without_output
 from model.kinds import AttentionKind
 from model.pretrained.networks import Seq2SeqNetwork
+from model.pretrained.offload import tensor_of
 
 
 def _attention_sites(prefix: str, projection: torch.nn.Module, resid: Site, n_heads: int) -> dict[str, Site]:
@@ -186,7 +187,7 @@ class LibraryPass:
         seq2seq = self.network
         layers = seq2seq.layers(AttentionKind.DECODER)
         biases = [
-            tuple(seq2seq.head_projection(kind, index).bias for kind in (AttentionKind.DECODER, AttentionKind.CROSS))
+            tuple(tensor_of(seq2seq.head_projection(kind, index), "bias") for kind in (AttentionKind.DECODER, AttentionKind.CROSS))
             for index in range(len(layers))
         ]
         bias, scale = self.unembedding()
@@ -196,7 +197,7 @@ class LibraryPass:
             sublayer_norms=[self.sublayer_norms(layer) for layer in layers],
             projection_biases=[(self_bias, cross_bias) for self_bias, cross_bias in biases],
             final_norm=self.final_held_norm(),
-            unembedding=seq2seq.hf_model.lm_head.weight,
+            unembedding=cast(torch.Tensor, tensor_of(seq2seq.hf_model.lm_head, "weight")),
             unembedding_bias=bias,
             unembedding_scale=scale,
         )
@@ -250,7 +251,7 @@ class T5Pass(LibraryPass):
 
     def final_held_norm(self) -> HeldNorm | None:
         norm = self.network.hf_model.get_decoder().final_layer_norm  # an RMS norm: no mean, no β
-        return HeldNorm(norm.weight, None, norm.variance_epsilon, centred=False)
+        return HeldNorm(cast(torch.Tensor, tensor_of(norm, "weight")), None, norm.variance_epsilon, centred=False)
 
     def unembedding(self) -> tuple[torch.Tensor | None, float]:
         seq2seq = self.network

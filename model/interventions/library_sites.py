@@ -20,6 +20,7 @@ from model.interventions.hooked import Hooks, InterventionError
 from model.nn.attention import split_heads, through_heads
 from model.nn.hooks import for_this_thread
 from model.pretrained.layouts import ModuleOutput, hidden_input, hidden_of
+from model.pretrained.offload import tensor_of
 
 INPUT, OUTPUT, HEADS = "input", "output", "heads"  # what a site reads: a module's hidden-states input, output, heads
 ADDED = "added"  # a pre-norm sublayer's output added to the stream it was given (the ``before`` module's input)
@@ -78,13 +79,16 @@ def install(site: Site, name: str, hooks: Hooks) -> RemovableHandle | _Handles:
 
         def read_heads(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
             projection = cast(torch.nn.Linear, module)  # an output projection (a HEADS site's module)
-            weight = projection.weight if site.weight is None else site.weight  # [d_model, H * d_k]
+            weight = (
+                cast(torch.Tensor, tensor_of(projection, "weight")) if site.weight is None else site.weight
+            )  # [d_model, H * d_k]
             computed = projection_heads(weight, args[0], site.n_heads)  # [B, H, L, d_model]
             heads = hooks(name, computed)
             if heads is computed:  # read only: the library's output, its gradient through the heads read
                 summed = computed.sum(1)  # [B, L, d_model]
                 return output.detach() + (summed - summed.detach())
-            return heads.sum(1) if projection.bias is None else heads.sum(1) + projection.bias
+            bias = tensor_of(projection, "bias")  # [d_model] or None (an offloaded layer's read from its weights)
+            return heads.sum(1) if bias is None else heads.sum(1) + bias
 
         return site.module.register_forward_hook(for_this_thread(read_heads))
 

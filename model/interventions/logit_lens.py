@@ -12,7 +12,7 @@ head and ``final_logits_bias``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -26,6 +26,7 @@ from model.interventions.served_pass import has_final_norm, head_reading, lens_l
 from model.network import Network, stack_layers
 
 SENTENCE = "sentence"  # the place of a sentence classifier's one prediction
+READING_BYTES = 2**28  # at most this much of the readings' float32 scores [readings, T, V] at once
 
 
 @dataclass
@@ -97,7 +98,9 @@ def logit_lens(
     labels, hooks = lens_points(network)
     run = run_hooked(network, torch.tensor([source_ids], device=device), inputs, capture=hooks)
     streams = torch.cat([run.activations[hook] for hook in hooks])  # [R, T, d_model]
-    logits = lens_logits(network, streams).float()  # [R, T, V]
+    per_reading = streams.shape[1] * network.config.target_vocab_size * 4  # one reading's float32 scores [T, V]
+    size = max(1, READING_BYTES // per_reading)
+    logits = (lens_logits(network, streams[start : start + size]).float() for start in range(0, len(hooks), size))  # [r, T, V]
     chosen = torch.tensor(list(chosen_ids), device=device)  # [T]
     return lens_result(labels, hooks, logits, chosen, k, target_pieces, target_pieces(inputs[0].tolist()), has_final_norm(network))
 
@@ -105,7 +108,7 @@ def logit_lens(
 def lens_result(
     readings: list[str],
     hooks: list[str],
-    logits: torch.Tensor,  # [R, T, V] each reading's scores at each step (or place predicted)
+    logits: torch.Tensor | Iterable[torch.Tensor],  # [R, T, V] each reading's scores at each step (or place), or in parts
     chosen: torch.Tensor,  # [T] the tokens (or classes) finally chosen
     k: int,
     pieces: Callable[[list[int]], list[str]],
@@ -114,22 +117,31 @@ def lens_result(
     place: str = "step",
     predicted: str = "token",
 ) -> LogitLensResult:
-    """The readings' top-k candidates and the chosen tokens' ranks and probabilities, labelled by ``pieces``."""
-    probabilities = torch.softmax(logits.float(), dim=-1)  # [R, T, V]
-    top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)  # [R, T, k]
-    chosen_rows = chosen.expand(len(hooks), -1)[..., None]  # [R, T, 1]
-    ranks = (logits > logits.gather(-1, chosen_rows)).sum(-1)  # [R, T]
-    candidate_ids = top.indices.cpu().numpy()
+    """The readings' top-k candidates and the chosen tokens' ranks and probabilities, labelled by ``pieces``. Given in
+    parts (consecutive readings), only one part's scores are held at once (a 256k vocabulary's are 1 MB a position)."""
+    parts = [logits] if isinstance(logits, torch.Tensor) else logits
+    tops, top_ids, ranks_parts, chosen_parts = [], [], [], []
+    for part in parts:
+        probabilities = torch.softmax(part.float(), dim=-1)  # [r, T, V]
+        top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)  # [r, T, k]
+        chosen_rows = chosen.expand(len(part), -1)[..., None]  # [r, T, 1]
+        ranks_parts.append((part > part.gather(-1, chosen_rows)).sum(-1))  # [r, T]
+        chosen_parts.append(probabilities.gather(-1, chosen_rows)[..., 0])  # [r, T]
+        tops.append(top.values)
+        top_ids.append(top.indices)
+        del probabilities
+    candidate_ids = torch.cat(top_ids).cpu().numpy()  # [R, T, k]
+    ranks, chosen_probabilities = torch.cat(ranks_parts), torch.cat(chosen_parts)  # [R, T]
     chosen_ids = chosen.tolist()
     return LogitLensResult(
         readings=readings,
         hooks=hooks,
         candidate_ids=candidate_ids,
-        candidate_probabilities=top.values.cpu().numpy(),
+        candidate_probabilities=torch.cat(tops).cpu().numpy(),
         candidate_tokens=[[pieces(step.tolist()) for step in reading] for reading in candidate_ids],
         chosen_ids=np.array(chosen_ids, dtype=np.int64),
         chosen_ranks=ranks.cpu().numpy(),
-        chosen_probabilities=probabilities.gather(-1, chosen_rows)[..., 0].cpu().numpy(),
+        chosen_probabilities=chosen_probabilities.cpu().numpy(),
         decoder_input_tokens=columns,
         final_norm=final_norm,
         chosen_tokens=pieces(chosen_ids),

@@ -87,6 +87,7 @@ class Component(ShownName):
 
 COMPONENTS = tuple(Component)
 MAX_ROWS = 256  # patched runs in one batch
+LOGITS_BYTES = 2**28  # at most this much of a batch's logits [rows, T, V] at once (a 256k vocabulary's: a few rows)
 
 
 @dataclass(frozen=True)
@@ -208,17 +209,49 @@ def _sources(setup: PatchingSetup, direction: str) -> tuple[torch.Tensor, torch.
     return setup.clean_source, setup.target_inputs, setup.corrupted_activations
 
 
+def _shared_memory(setup: PatchingSetup, base: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor | None:
+    """The base run's encoder output [1, S, d_model], which runs patching only the decoder read instead of each running
+    the encoder again (the same memory; most of a long source's cost); None for a model without an encoder."""
+    if "encoder.memory" not in hook_names(setup.model):
+        return None
+    return run_hooked(setup.model, base, inputs, output=False).memory  # [1, S, d_model]
+
+
+def _patched_metrics(setup: PatchingSetup, cells: list[Cell], sources: tuple, memory: torch.Tensor | None) -> list[torch.Tensor]:
+    """The metrics of ``cells``' patched runs, MAX_ROWS to a batch (fewer where their logits would pass LOGITS_BYTES),
+    reading ``memory`` where given."""
+    base, inputs, donor = sources
+    per_row = max(inputs.shape[1] * setup.model.config.target_vocab_size * 4, 1)  # a row's float32 logits [T, V]
+    batch = max(1, min(MAX_ROWS, LOGITS_BYTES // per_row))
+    metrics = []
+    for start in range(0, len(cells), batch):
+        chunk = cells[start : start + batch]
+        rows = len(chunk)
+        shared = None if memory is None else memory.expand(rows, -1, -1)  # [rows, S, d_model]
+        run = run_hooked(setup.model, base.expand(rows, -1), inputs.expand(rows, -1), patches=_row_patches(chunk, donor),
+                         memory=shared)  # fmt: skip
+        metrics.append(_metric(setup, run.logits(setup.model, setup.step)))  # [rows]
+    return metrics
+
+
 @torch.inference_mode()
 def exact_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:
-    """The metric of each cell's patched run [len(cells)], MAX_ROWS runs to a batch."""
-    base, inputs, donor = _sources(setup, direction)
-    metrics = []
-    for start in range(0, len(cells), MAX_ROWS):
-        chunk = cells[start : start + MAX_ROWS]
-        rows = len(chunk)
-        run = run_hooked(setup.model, base.expand(rows, -1), inputs.expand(rows, -1), patches=_row_patches(chunk, donor))
-        metrics.append(_metric(setup, run.logits(setup.model, setup.step)))  # [rows]
-    return torch.cat(metrics).float().cpu().numpy() if metrics else np.zeros(0, np.float32)
+    """The metric of each cell's patched run [len(cells)]: the cells that patch only the decoder first, on the base
+    run's encoder output computed once, then the others, each run whole."""
+    sources = _sources(setup, direction)
+    decoder_only = [index for index, cell in enumerate(cells) if cell.hook.startswith("decoder.")]
+    others = [index for index, cell in enumerate(cells) if not cell.hook.startswith("decoder.")]
+    memory = _shared_memory(setup, *sources[:2]) if decoder_only else None
+    if memory is None:
+        decoder_only, others = [], decoder_only + others
+    metrics = _patched_metrics(setup, [cells[index] for index in decoder_only], sources, memory)
+    metrics += _patched_metrics(setup, [cells[index] for index in others], sources, None)
+    if not metrics:
+        return np.zeros(0, np.float32)
+    values = torch.cat(metrics).float().cpu().numpy()  # [cells] in the order measured
+    ordered = np.empty_like(values)
+    ordered[decoder_only + others] = values
+    return ordered
 
 
 def attribution_metrics(setup: PatchingSetup, cells: list[Cell], direction: str) -> np.ndarray:

@@ -15,6 +15,7 @@ import torch
 
 from model.family import Bundle
 from model.io.bundle import ModelBundle, own_bundle
+from model.pretrained.offload import parameters_with_values as network_values
 
 
 def tensor_digest(named_bytes: Iterable[tuple[str, object]]) -> str:
@@ -62,5 +63,5 @@ def bundle_digest(bundle: Bundle) -> str:
     own = own_bundle(bundle)
     if own is not None:
         return model_digest(own)
-    parameters = (param.detach().to("cpu").contiguous() for param in bundle.model.parameters())
+    parameters = (param.detach().to("cpu").contiguous() for param in network_values(bundle.model))
     return tensor_digest((f"{index:08d}", raw_bytes(param)) for index, param in enumerate(parameters))

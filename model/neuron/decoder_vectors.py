@@ -34,6 +34,7 @@ from model.neuron.splits import ABSOLUTE_TERMS, ROTARY_TERMS, term_tables
 from model.nn.attention import split_heads
 from model.pretrained.layouts import DECODER_LAYOUT_MODULES, DecoderModules, hidden_input
 from model.pretrained.networks import DecoderNetwork
+from model.pretrained.offload import tensor_of
 
 DECODER = AttentionKind.DECODER
 
@@ -105,7 +106,7 @@ def _table_terms(
     n_heads = network.config.n_heads
     norm = cast(torch.nn.LayerNorm, layer.get_submodule(modules.input_norm))
     position = normalised_part(norm, read[f"x.{index}"], table)  # [1, T, d_model]
-    weight = cast(torch.Tensor, layer.get_submodule(cast(str, modules.fused)).weight)  # Conv1D: [d_model, 3 d_model]
+    weight = cast(torch.Tensor, tensor_of(layer.get_submodule(cast(str, modules.fused)), "weight"))  # Conv1D: [d_model, 3 d_model]
     width = weight.shape[1] // 3
     q_position = split_heads(position @ weight[:, :width], n_heads)[0]  # [H, T, d]
     k_position = split_heads(position @ weight[:, width : 2 * width], n_heads)[0]

@@ -30,6 +30,7 @@ from model.neuron.splits import ABSOLUTE_TERMS, term_tables
 from model.nn.attention import split_heads
 from model.pretrained.layouts import hidden_input
 from model.pretrained.networks import EncoderNetwork
+from model.pretrained.offload import tensor_of
 
 ENCODER = AttentionKind.ENCODER
 
@@ -79,8 +80,8 @@ def _layer_tables(network: EncoderNetwork, index: int, read: dict[str, Any], pos
     n_heads, layer = network.config.n_heads, network.layers()[index]
     q = split_heads(read[f"q.{index}"], n_heads)[0].double()  # [H, S, d]
     k = split_heads(read[f"k.{index}"], n_heads)[0].double()
-    q_weight = cast(torch.Tensor, layer.get_submodule(network.modules.queries).weight)  # [H·d, d_model]
-    k_weight = cast(torch.Tensor, layer.get_submodule(network.modules.keys).weight)
+    q_weight = cast(torch.Tensor, tensor_of(layer.get_submodule(network.modules.queries), "weight"))  # [H·d, d_model]
+    k_weight = cast(torch.Tensor, tensor_of(layer.get_submodule(network.modules.keys), "weight"))
     q_position = split_heads(position @ q_weight.T, n_heads)[0].double()  # [H, S, d]: the weights alone
     k_position = split_heads(position @ k_weight.T, n_heads)[0].double()
     terms = term_tables(*(value.cpu().numpy() for value in (q, k, q_position, k_position)))  # [4, H, S, S]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -39,6 +39,7 @@ from model.neuron.splits import ABSOLUTE_TERMS, RELATIVE_BIAS_TERMS, term_tables
 from model.nn.attention import split_heads
 from model.pretrained.layouts import LAYOUT_MODULES, LayoutModules, hidden_input
 from model.pretrained.networks import Seq2SeqNetwork
+from model.pretrained.offload import tensor_of
 
 ENCODER, DECODER, CROSS = AttentionKind.ENCODER, AttentionKind.DECODER, AttentionKind.CROSS
 SIDES = {ENCODER: "encoder", DECODER: "decoder", CROSS: "decoder"}
@@ -196,8 +197,8 @@ def _projected(network: Seq2SeqNetwork, kind: AttentionKind, layer: int, read: R
     query and key projections' weights alone (their biases are content)."""
     n_heads = network.head_count(kind)
     keys_part = read.query_positions if read.memory_positions is None else read.memory_positions
-    q_weight = network.attention_part(kind, layer, "queries").weight  # [H·d_k, d_model]
-    k_weight = network.attention_part(kind, layer, "keys").weight
+    q_weight = cast(torch.Tensor, tensor_of(network.attention_part(kind, layer, "queries"), "weight"))  # [H·d_k, d_model]
+    k_weight = cast(torch.Tensor, tensor_of(network.attention_part(kind, layer, "keys"), "weight"))
     q = split_heads(read.query_positions @ q_weight.T, n_heads)[0]  # [H, Q, d_k]
     k = split_heads(keys_part @ k_weight.T, n_heads)[0]  # [H, K, d_k]
     return q.double(), k.double()

@@ -13,6 +13,7 @@ import torch
 from model.errors import UserError
 from model.kinds import AttentionKind
 from model.neuron.splits import TermSplit
+from model.pretrained.offload import tensor_of
 
 
 class NeuronError(UserError):
@@ -88,7 +89,8 @@ def normalised_part(norm: torch.nn.LayerNorm, full: torch.Tensor, part: torch.Te
     variance = full.var(-1, unbiased=False, keepdim=True)  # [..., 1]
     centred = part - part.mean(-1, keepdim=True)  # [..., d_model]
     scaled = centred / torch.sqrt(variance + norm.eps)  # [..., d_model]
-    return scaled * norm.weight if norm.weight is not None else scaled
+    weight = tensor_of(norm, "weight")  # [d_model] (an offloaded layer's read from its weights)
+    return scaled * weight if weight is not None else scaled
 
 
 @dataclass

@@ -51,6 +51,8 @@ def copy_without_thread_hooks(network: Networked) -> Networked:
     on it (``for_this_thread``'s): a job's hooks belong to the module the job reads, never to a copy made meanwhile (the
     library's own hooks, and any other, are kept)."""
     copied = copy.deepcopy(network)
+    if copied is network:  # a network too large to copy (an offloaded one) is shared: its threads' hooks stay theirs
+        return copied
     for inner in copied.module_tree().modules():  # every network names its modules' tree
         for hooks in (inner._forward_hooks, inner._forward_pre_hooks):
             for key in [key for key, hook in hooks.items() if getattr(hook, "thread_owned", False)]:

@@ -37,6 +37,8 @@ class PretrainedConfig:
     labels: list[str] = field(default_factory=list)  # class names of a classification head
     reads_masks: bool = False  # an encoder-only model's head reads masked pieces back (a masked-LM head, a mask token)
     classifies: bool = False  # an encoder-only model's head decides a class (of the sentence, or of each piece)
+    offload: Any = None  # an offloaded model's OffloadPlan (model/pretrained/offload.py); None: in memory
+    dtype: Any = None  # the torch type it is analysed in (None or float32: exact)
 
     def describe(self) -> str:
         if self.shape == ENCODER_ONLY:

@@ -7,7 +7,9 @@
 - checks: every file is checked before the library reads it (validation.py, weights.py): a damaged or
   edited folder gets one message naming its file, never a traceback;
 - memory: the parameters are counted from the weight files' headers and from what the config would
-  build, before anything is built, and a model that would not fit in the memory available is refused;
+  build, before anything is built; a model that would not fit in the memory available (or in ``--max-memory``) is
+  opened with its layers offloaded by accelerate (model/pretrained/offload.py), and refused with the figures where
+  even that cannot be; ``--dtype`` analyses a 16-bit model in its own type (float32 otherwise);
 - attention: ``attn_implementation="eager"``, because the fused SDPA and flash paths return no weights.
 """
 
@@ -29,6 +31,7 @@ from model.pretrained.config import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY,
 from model.pretrained.hub import PretrainedError, require_transformers, resolve_pretrained, weight_files
 from model.pretrained.languages import check_code, code_id, language_codes
 from model.pretrained.networks import DecoderNetwork, EncoderNetwork, Seq2SeqNetwork
+from model.pretrained.offload import MemoryOptions, OffloadPlan, current_options, plan_for, quiet_dispatch, size_text, take_turns
 from model.pretrained.tokenizer import PretrainedTokenizer
 from model.pretrained.validation import (
     check_config,
@@ -94,8 +97,18 @@ class PretrainedBundle:
     def describe(self) -> str:
         return (
             f"{self.name}: {self.config.describe()}, {self.model.parameter_count():,} parameters, "
-            f"{self.config.attention_implementation} attention, {self.source_tokenizer.name}"
+            f"{self.config.attention_implementation} attention, {self.source_tokenizer.name}{self.memory_note()}"
         )
+
+    def memory_note(self) -> str:
+        """Empty for a model in memory analysed in float32; else how it is held and computed, and what a step costs."""
+        notes = [] if self.config.offload is None else [self.config.offload.short()]
+        if self.config.dtype is not None and self.config.dtype != torch.float32:
+            notes.append(f"computed in {str(self.config.dtype).removeprefix('torch.')}")
+        cost = self.model.step_cost() if notes else None
+        if cost is not None:
+            notes.append(f"a decoding step takes {cost:.2f} s")
+        return f" — {', '.join(notes)}" if notes else ""
 
     def source_ids(self, text: str) -> tuple[list[int], int, int]:
         """(the ids the model reads, with its tokenizer's special tokens, cut to fit; the pieces the text has;
@@ -206,19 +219,19 @@ def _read_weights(folder: Path) -> tuple[int, list[str], set[str]]:
 
 def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> tuple[int, set[str]]:
     """(the float32 bytes the model needs, from its weights and from what its config would build; the types its weights
-    are stored in); refuses damaged weights, a pickle payload, a config whose layers are not the weights' and a model
-    too large for memory."""
+    are stored in); refuses damaged weights, a pickle payload and a config whose layers are not the weights'."""
     values, names, stored = _read_weights(folder)
     files = weight_files(folder)
     check_layers(hf_config, shape, layer_stacks(names), files[0].name if len(files) == 1 else f"{len(files)} weight files")
-    needed = 4 * max(values, config_parameters(hf_config, shape))
+    return 4 * max(values, config_parameters(hf_config, shape)), stored
+
+
+def fits_in_memory(needed: int, options: MemoryOptions) -> bool:
+    """Whether weights of ``needed`` bytes (in the type analysed) fit in what is given (``--max-memory``) or available."""
+    if options.max_memory is not None:
+        return needed <= options.max_memory
     free = available_memory()
-    if free is not None and needed * MEMORY_MARGIN > free:
-        raise PretrainedError(
-            f"{folder.name}: too large for the memory available — it needs about {needed * MEMORY_MARGIN / 2**30:.1f} GiB "
-            f"in float32, and {free / 2**30:.1f} GiB is free"
-        )
-    return needed, stored
+    return free is None or needed * MEMORY_MARGIN <= free
 
 
 def _shape_and_class(hf_config: Any) -> tuple[Architecture, str, str]:
@@ -262,31 +275,72 @@ def _open_tokenizer(folder: Path, name: str, transformers: Any, vocab_size: int)
     return tokenizer
 
 
-def _open_model(folder: Path, name: str, transformers: Any, hf_config: Any, auto_class: str) -> Any:
+def _open_model(folder: Path, name: str, transformers: Any, hf_config: Any, auto_class: str, options: MemoryOptions,
+                offload: OffloadPlan | None) -> Any:  # fmt: skip
+    placement = {} if offload is None else offload.from_pretrained_arguments()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), quiet_dispatch():
             warnings.simplefilter("ignore")
             return getattr(transformers, auto_class).from_pretrained(
-                folder, attn_implementation="eager", torch_dtype=torch.float32, weights_only=True, use_safetensors=None, **COMMON
-            )
+                folder, attn_implementation="eager", dtype=options.dtype, weights_only=True, use_safetensors=None,
+                **placement, **COMMON,
+            )  # fmt: skip
     except (ValueError, KeyError, OSError, RuntimeError, TypeError, pickle.UnpicklingError, SafetensorError) as error:
+        if offload is not None:  # the library could not place it so: a model in memory opens, this one cannot be offloaded
+            raise PretrainedError(
+                f"{name}: its layers could not be offloaded ({_first_line(error)}); open it with more memory "
+                f"(--max-memory above {offload.resident_bytes + offload.disk_bytes:,} bytes)"
+            ) from None
         raise PretrainedError(
             f"{name}: the app has no implementation for this model ({hf_config.model_type}, "
             f"{auto_class}), or its weights do not fit its config ({_first_line(error)})"
         ) from None
 
 
-def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> PretrainedBundle:
+def _placement(folder: Path, name: str, transformers: Any, hf_config: Any, auto_class: str, needed: int,
+               options: MemoryOptions, device: str | torch.device) -> OffloadPlan | None:  # fmt: skip
+    """None when the model fits in memory (or on the device); else the offloading plan, or a PretrainedError with the
+    figures where no plan can be made."""
+    in_type = needed * options.dtype.itemsize // 4
+    if str(device) == "cpu":
+        if fits_in_memory(in_type, options):
+            return None
+    elif options.max_memory is None and in_type * MEMORY_MARGIN <= torch.cuda.mem_get_info(torch.device(device))[0]:
+        return None  # it fits on the GPU: moved there whole
+    free = available_memory()
+    budget = options.max_memory if options.max_memory is not None else int((free or 0) / MEMORY_MARGIN)
+    try:
+        in_place = all(path.suffix == ".safetensors" for path in weight_files(folder))  # read where they are
+        plan = plan_for(transformers, hf_config, auto_class, options, budget, str(device), in_place)
+    except PretrainedError as error:
+        asked = options.max_memory is not None
+        given = f"--max-memory {size_text(budget)}" if asked else f"{size_text(free or 0)} free"
+        raise PretrainedError(
+            f"{name}: too large for the memory available — it needs about {size_text(in_type * MEMORY_MARGIN)} in "
+            f"{str(options.dtype).removeprefix('torch.')}, and {given}; {error}"
+        ) from None
+    return plan if plan.offloaded or str(device) != "cpu" else None  # every layer fits after all: opened as usual
+
+
+def load_pretrained(name_or_path: str, device: str | torch.device = "cpu", memory: MemoryOptions | None = None) -> PretrainedBundle:
     """Open a save_pretrained folder or a cached model id; a PretrainedError (never a traceback) when it cannot:
-    each file is checked before the library reads it (model/pretrained/validation.py, weights.py)."""
+    each file is checked before the library reads it (model/pretrained/validation.py, weights.py). ``memory``: the
+    type analysed, and the memory the weights may take (beyond it, their layers are offloaded: offload.py)."""
+    options = memory or current_options()
     transformers = require_transformers()
     folder = resolve_pretrained(name_or_path)
     hf_config, shape, auto_class, head = _open_config(folder, name_or_path, transformers)
     needed, stored = check_weights(folder, hf_config, shape)
     vocab_size = int(getattr(hf_config, "vocab_size", None) or 0)
     tokenizer = _open_tokenizer(folder, name_or_path, transformers, vocab_size or 2**62)
-    hf_model = _open_model(folder, name_or_path, transformers, hf_config, auto_class)
-    hf_model.to(device).eval()
+    offload = _placement(folder, name_or_path, transformers, hf_config, auto_class, needed, options, device)
+    hf_model = _open_model(folder, name_or_path, transformers, hf_config, auto_class, options, offload)
+    if offload is None:
+        hf_model.to(device)
+    else:
+        stacks = (getattr(hf_model, name, None) for name in ("get_encoder", "get_decoder"))
+        take_turns([hf_model, *(stack() for stack in stacks if stack is not None)])
+    hf_model.eval()
     implementation = getattr(hf_model.config, "_attn_implementation", "eager")
     if implementation != "eager":
         raise PretrainedError(
@@ -298,6 +352,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     hint = max_hint if isinstance(max_hint, int) else None
     config = read_config(hf_config, shape, architecture, len(tokenizer), hint, generation, classes=head.endswith("classification"))
     config.attention_implementation = implementation
+    config.offload, config.dtype = offload, options.dtype
     config.reads_masks = shape == ENCODER_ONLY and head == "masked-lm" and tokenizer.mask_token_id is not None
     config.classifies = shape == ENCODER_ONLY and head in ("sequence-classification", "token-classification")
     if shape == ENCODER_DECODER:
@@ -309,10 +364,13 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu") -> Pr
     wrapped = PretrainedTokenizer(tokenizer)
     prefix, notes = _conventions(hf_config, tokenizer, shape, head, config.forced_bos_id)
     halves = sorted(kind for kind in stored if kind.upper() in HALF_TYPES)
-    if halves:  # opened in float32 all the same: the analyses are exact, at twice the memory
+    if halves and options.dtype == torch.float32:  # opened in float32 all the same: exact analyses, twice the memory
         notes.append(
             f"its weights are stored in {', '.join(halves)}: opened in float32 for exact analysis ({needed / 2**30:.2f} GiB)"
         )
+    notes += options.notes(offload)
+    if offload is not None and options.report is not None:
+        options.report(f"{name_or_path}: {offload.describe()}")
     name = name_or_path if not Path(name_or_path).expanduser().is_dir() else Path(name_or_path).expanduser().resolve().name
     return PretrainedBundle(network, wrapped, wrapped, str(folder), name, prefix, notes)
 

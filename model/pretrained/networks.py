@@ -17,6 +17,8 @@ and ``logits`` passes them on: the stepper, greedy and beam search call both in 
 
 from __future__ import annotations
 
+import copy
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -27,6 +29,9 @@ from model.network import AttentionWeights
 from model.nn.classifier import Predictions
 from model.pretrained.config import PretrainedConfig
 from model.pretrained.layouts import DECODER_LAYOUT_MODULES, ENCODER_LAYOUT_MODULES, LAYOUT_MODULES, DecoderModules, EncoderModules
+from model.pretrained.offload import tensor_of
+
+STEPS_TIMED = 20  # the decoding steps whose mean is a step's cost
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -64,6 +69,26 @@ class PretrainedNetwork:
     def __init__(self, hf_model: Any, config: PretrainedConfig):
         self.hf_model = hf_model
         self.config = config
+        self.step_seconds: list[float] = []  # the last STEPS_TIMED decoding steps' durations (what a step costs)
+
+    def __deepcopy__(self, memo: dict) -> PretrainedNetwork:
+        """A copy for a job; an offloaded network is shared instead (a copy would hold its weights in memory twice),
+        its passes taking turns (``offload.take_turns``)."""
+        if self.config.offload is not None:
+            return self
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        for name, attribute in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(attribute, memo))
+        return copied
+
+    def timed_step(self, started: float) -> None:
+        """Record a decoding step begun at ``started`` (``time.perf_counter``)."""
+        self.step_seconds = [*self.step_seconds[-(STEPS_TIMED - 1) :], time.perf_counter() - started]
+
+    def step_cost(self) -> float | None:
+        """Seconds a decoding step has taken lately (the mean of the last ones); None before any."""
+        return sum(self.step_seconds) / len(self.step_seconds) if self.step_seconds else None
 
     def parameters(self):
         return self.hf_model.parameters()
@@ -114,7 +139,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
 
     def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
         """W^O [d_model, H * d_k] of ``kind``'s attention in ``layer``: the output projection's weight."""
-        return self.head_projection(kind, layer).weight
+        return cast(torch.Tensor, tensor_of(self.head_projection(kind, layer), "weight"))  # read from disk if offloaded
 
     def attention_part(self, kind: AttentionKind, layer: int, part: str) -> torch.nn.Linear:
         """A projection of ``kind``'s attention in ``layer``: ``part`` is one of the layout's tables of them
@@ -139,6 +164,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
         # deferred: transformers is the optional "hf" extra: imported when a pretrained model runs
         from transformers.modeling_outputs import BaseModelOutput
 
+        started = time.perf_counter()
         out = self.hf_model(
             encoder_outputs=BaseModelOutput(last_hidden_state=cast(Any, cache.memory)),
             attention_mask=cache.memory_mask,
@@ -151,6 +177,7 @@ class Seq2SeqNetwork(PretrainedNetwork):
         cache.past = out.past_key_values
         self_rows = [weights[:, :, -1] for weights in out.decoder_attentions]  # layers x [B, heads, t + 1]
         cross_rows = [weights[:, :, -1] for weights in out.cross_attentions]  # layers x [B, heads, S]
+        self.timed_step(started)
         return out.logits[:, -1], self_rows, cross_rows  # [B, V]
 
     def inspect(self, source_ids: torch.Tensor, target_input_ids: torch.Tensor):
@@ -175,7 +202,7 @@ class DecoderNetwork(PretrainedNetwork):
 
     def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
         """W^O [d_model, H * d_k] in ``layer``: the projection's weight, or its transpose where it is stored [in, out]."""
-        weight = cast(torch.Tensor, self.head_projection(kind, layer).weight)
+        weight = cast(torch.Tensor, tensor_of(self.head_projection(kind, layer), "weight"))  # read from disk if offloaded
         return weight.T if self.modules.weight_in_out else weight
 
     def head_count(self, kind: AttentionKind) -> int:
@@ -213,7 +240,9 @@ class DecoderNetwork(PretrainedNetwork):
         return out.logits, list(out.attentions), None
 
     def decode_step(self, token_ids: torch.Tensor, cache: PretrainedCache):
+        started = time.perf_counter()
         logits, weights, _ = self.decode_steps(token_ids[:, None], cache)  # [B, 1, V]
+        self.timed_step(started)
         return logits[:, -1], [rows[:, :, -1] for rows in weights], None  # [B, V]; layers x [B, heads, t + 1]
 
     def inspect(self, source_ids: Any, target_input_ids: torch.Tensor):
@@ -249,7 +278,7 @@ class EncoderNetwork(PretrainedNetwork):
 
     def head_weight(self, kind: AttentionKind, layer: int) -> torch.Tensor:
         """W^O [d_model, H * d_k] in ``layer``: the projection's weight."""
-        return cast(torch.Tensor, self.head_projection(kind, layer).weight)
+        return cast(torch.Tensor, tensor_of(self.head_projection(kind, layer), "weight"))  # read from disk if offloaded
 
     def head_count(self, kind: AttentionKind) -> int:
         return self.config.n_heads

@@ -86,6 +86,7 @@ PUBLISHED = {
     "t5-base": ("t5", Size(768, 12, 12, 3072, 512, vocab=32128, init_std=None)),  # ~220 M
     "bart-large": ("bart", Size(1024, 12, 16, 4096, 1024, vocab=50265, init_std=None)),  # ~406 M
     "nllb-600m": ("nllb", Size(1024, 12, 16, 4096, 1024, vocab=256206, init_std=None)),  # NLLB-200-distilled-600M
+    "nllb-3.3b": ("nllb", Size(2048, 24, 16, 8192, 1024, vocab=256206, init_std=None)),  # NLLB-200-3.3B (streamed.py)
     "llama-1b": ("llama", Size(2048, 16, 32, 8192, 2048, vocab=128256, init_std=None, kv_heads=8)),  # Llama 3.2 1B
 }
 
@@ -197,9 +198,9 @@ def _bart(folder: Path, texts: list[str], work: Path, size: Size, layout: str = 
     _save(model_class(_bart_config(config_class, len(tokenizer), size)), tokenizer, folder)
 
 
-def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
-    """NLLB's layout (M2M100's modules) with its tokenizer: the source language's code before the text, the target
-    language's forced first by the generation config (English to French)."""
+def nllb_parts(texts: list[str], work: Path, size: Size) -> tuple[Any, Any, int]:
+    """(the M2M100 config, NLLB's tokenizer, the forced first token) of NLLB's layout at ``size``: the source language's
+    code before the text, the target language's forced first by the generation config (English to French)."""
     transformers = require_transformers()
     # deferred: the "hf" extra's libraries, loaded only by the builder that needs them
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -212,8 +213,15 @@ def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
     tokenizer = transformers.NllbTokenizerFast(
         tokenizer_object=bpe, src_lang=source, tgt_lang=target, additional_special_tokens=list(NLLB_LANGUAGES)
     )
-    network = transformers.M2M100ForConditionalGeneration(_bart_config(transformers.M2M100Config, len(tokenizer), size))
-    network.generation_config.forced_bos_token_id = tokenizer.convert_tokens_to_ids(target)
+    config = _bart_config(transformers.M2M100Config, len(tokenizer), size)
+    return config, tokenizer, tokenizer.convert_tokens_to_ids(target)
+
+
+def _nllb(folder: Path, texts: list[str], work: Path, size: Size) -> None:
+    """NLLB's layout (M2M100's modules) with its tokenizer (``nllb_parts``)."""
+    config, tokenizer, forced = nllb_parts(texts, work, size)
+    network = require_transformers().M2M100ForConditionalGeneration(config)
+    network.generation_config.forced_bos_token_id = forced
     _save(network, tokenizer, folder)
 
 

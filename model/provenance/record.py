@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+import torch
+
 from model.errors import UserError
 from model.family import Bundle
 from model.io.digest import bundle_digest
@@ -87,7 +89,8 @@ class Record:
         lines = [f"drawn by Transformer Explorer {self.app} (record format {self.version})"]
         model = self.model
         if model:
-            lines.append(f"model: {model.get('source', '?')} (tensors SHA-256 {str(model.get('sha256', '?'))[:16]}…)")
+            analysed = f", analysed in {model['dtype']}" if model.get("dtype") else ""
+            lines.append(f"model: {model.get('source', '?')} (tensors SHA-256 {str(model.get('sha256', '?'))[:16]}…{analysed})")
         if model.get("snapshot"):
             lines.append(f"snapshot: {model['snapshot']}")
         if self.input.get("text"):
@@ -130,6 +133,9 @@ def record_of(command: list[str], bundle: Bundle | None, source: str, view: dict
     if bundle is None:
         return Record(list(command), {}, {}, inputs, dict(view))
     model = {"source": source, "sha256": bundle_digest(bundle), "snapshot": snapshot or None}
+    dtype = getattr(bundle.config, "dtype", None)  # a pretrained model analysed in 16 bits (--dtype): opened so again
+    if dtype is not None and dtype != torch.float32:
+        model["dtype"] = str(dtype).removeprefix("torch.")
     record = Record(list(command), model, {"sha256": tokenizer_digest(bundle)}, inputs, dict(view))
     if not getattr(bundle, "path", None) and not _opens(source):  # trained here and not saved: nothing to open
         record.beyond_the_command("a model not saved to a file")
