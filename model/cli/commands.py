@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                                      getattr(args, "offload_folder", None), lambda line: print(line, file=sys.stderr))  # fmt: skip
         with opening(memory):
             code = COMMAND_TABLE[args.command].functions()[1](args)
+        for line in memory.step_costs():  # an offloaded model: what its steps cost
+            print(line, file=sys.stderr)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:

@@ -369,8 +369,10 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu", memor
             f"its weights are stored in {', '.join(halves)}: opened in float32 for exact analysis ({needed / 2**30:.2f} GiB)"
         )
     notes += options.notes(offload)
-    if offload is not None and options.report is not None:
-        options.report(f"{name_or_path}: {offload.describe()}")
+    if offload is not None:
+        options.opened.append(network.step_seconds)
+        if options.report is not None:
+            options.report(f"{name_or_path}: {offload.describe()}")
     name = name_or_path if not Path(name_or_path).expanduser().is_dir() else Path(name_or_path).expanduser().resolve().name
     return PretrainedBundle(network, wrapped, wrapped, str(folder), name, prefix, notes)
 

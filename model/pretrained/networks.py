@@ -84,7 +84,8 @@ class PretrainedNetwork:
 
     def timed_step(self, started: float) -> None:
         """Record a decoding step begun at ``started`` (``time.perf_counter``)."""
-        self.step_seconds = [*self.step_seconds[-(STEPS_TIMED - 1) :], time.perf_counter() - started]
+        self.step_seconds.append(time.perf_counter() - started)  # the same list throughout (MemoryOptions holds it)
+        del self.step_seconds[:-STEPS_TIMED]
 
     def step_cost(self) -> float | None:
         """Seconds a decoding step has taken lately (the mean of the last ones); None before any."""

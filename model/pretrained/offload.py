@@ -95,12 +95,24 @@ class MemoryOptions:
     dtype: torch.dtype = torch.float32
     offload_folder: str | None = None  # None: the system's temporary folder
     report: Callable[[str], None] | None = None  # told the plan of each model offloaded (the CLI prints it)
+    # each network offloaded under these options: its decoding steps' durations (the list it keeps them in; never the
+    # network itself, which the window replaces as it opens others)
+    opened: list[list[float]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, max_memory: str | None = None, dtype: str | None = None, folder: str | None = None,
               report: Callable[[str], None] | None = None) -> MemoryOptions:  # fmt: skip
         """From the command line's words; an OffloadError (one line) for a size or type it cannot read."""
         return cls(None if max_memory is None else parse_memory(max_memory), parse_dtype(dtype), folder, report)
+
+    def step_costs(self) -> list[str]:
+        """A line for each offloaded network that decoded steps: what a step cost (the command line prints them)."""
+        lines = []
+        for seconds in self.opened:
+            if seconds:
+                mean = sum(seconds) / len(seconds)
+                lines.append(f"offloaded model: a decoding step took {mean:.2f} s (the last {len(seconds)} steps)")
+        return lines
 
     def notes(self, plan: OffloadPlan | None) -> list[str]:
         """The info panel's lines: the plan, and the precision of a 16-bit analysis."""

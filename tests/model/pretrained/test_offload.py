@@ -120,6 +120,7 @@ def test_the_command_line_says_the_model_is_offloaded_and_refuses_bad_sizes(fold
                  "--offload-folder", str(tmp_path / "offload")]) == 0  # fmt: skip
     err = capsys.readouterr().err
     assert "offloaded:" in err and "streamed from disk" in err and out.exists()
+    assert "offloaded model: a decoding step took" in err  # what a step cost, once the command is done
     assert main(["trace", "--model", folders["nllb"], "--text", TEXT, "--out", str(out), "--max-memory", "lots"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--max-memory 'lots': give a size such as 6GB" in err
