@@ -123,7 +123,8 @@ def run_index(args) -> int:
         builder = IndexBuilder(bundle, args.model, corpus, out, options)  # the corpus read and the folder checked first
     else:
         builder = DistributedIndexBuilder(bundle, args.model, corpus, out, options, cluster=cluster)
-    bar = tqdm(total=0, desc="indexing", unit=" sentences", file=sys.stderr, disable=args.quiet)
+    # shown once it has run a second: a run refused at once (a cluster that does not answer) prints its one line alone
+    bar = tqdm(total=0, desc="indexing", unit=" sentences", file=sys.stderr, disable=args.quiet, delay=1)
 
     def progress(report: IndexProgress) -> None:
         bar.set_description(report.phase)
