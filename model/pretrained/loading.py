@@ -95,9 +95,9 @@ class PretrainedBundle:
         return [self.prefix + text]
 
     def describe(self) -> str:
-        return (
-            f"{self.name}: {self.config.describe()}, {self.model.parameter_count():,} parameters, "
-            f"{self.config.attention_implementation} attention, {self.source_tokenizer.name}{self.memory_note()}"
+        return (  # how it is held first: on a narrow status bar the sizes are what is cut
+            f"{self.name}{self.memory_note()}: {self.config.describe()}, {self.model.parameter_count():,} parameters, "
+            f"{self.config.attention_implementation} attention, {self.source_tokenizer.name}"
         )
 
     def memory_note(self) -> str:
@@ -108,7 +108,7 @@ class PretrainedBundle:
         cost = self.model.step_cost() if notes else None
         if cost is not None:
             notes.append(f"a decoding step takes {cost:.2f} s")
-        return f" — {', '.join(notes)}" if notes else ""
+        return f" ({', '.join(notes)})" if notes else ""
 
     def source_ids(self, text: str) -> tuple[list[int], int, int]:
         """(the ids the model reads, with its tokenizer's special tokens, cut to fit; the pieces the text has;

@@ -168,7 +168,7 @@ class OffloadPlan:
 
     def short(self) -> str:
         """A few words for the status bar: how many layers run from disk."""
-        return f"offloaded ({self.layers_on.get('disk', 0)} of {self.n_layers} layers streamed from disk)"
+        return f"offloaded, {self.layers_on.get('disk', 0)} of {self.n_layers} layers streamed from disk"
 
     def from_pretrained_arguments(self) -> dict[str, Any]:
         """What ``from_pretrained`` is given to place the model so (accelerate's dispatch)."""

@@ -133,8 +133,8 @@ def record_of(command: list[str], bundle: Bundle | None, source: str, view: dict
     if bundle is None:
         return Record(list(command), {}, {}, inputs, dict(view))
     model = {"source": source, "sha256": bundle_digest(bundle), "snapshot": snapshot or None}
-    dtype = getattr(bundle.config, "dtype", None)  # a pretrained model analysed in 16 bits (--dtype): opened so again
-    if dtype is not None and dtype != torch.float32:
+    dtype = next(iter(bundle.model.parameters())).dtype  # what every network computes in: 16 bits only if asked (--dtype)
+    if dtype != torch.float32:
         model["dtype"] = str(dtype).removeprefix("torch.")
     record = Record(list(command), model, {"sha256": tokenizer_digest(bundle)}, inputs, dict(view))
     if not getattr(bundle, "path", None) and not _opens(source):  # trained here and not saved: nothing to open

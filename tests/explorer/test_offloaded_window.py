@@ -25,7 +25,7 @@ def test_the_status_bar_says_the_model_is_offloaded_and_what_a_step_costs(qtbot,
     qtbot.waitUntil(lambda: window.explore.trace is not None, timeout=30000)
     bundle = window.explore.bundle
     assert bundle.config.offload is not None and bundle.config.offload.offloaded
-    qtbot.waitUntil(lambda: "offloaded (" in window.model_label.text(), timeout=10000)
+    qtbot.waitUntil(lambda: "offloaded, " in window.model_label.text(), timeout=10000)
     window.explore_tab.controls.translate_button.click()
     qtbot.waitUntil(lambda: "a decoding step takes" in window.model_label.text(), timeout=30000)
     assert "streamed from disk" in window.model_label.text()
