@@ -118,9 +118,13 @@ class DaskCluster:
             check_address(address)
         self.cluster: Any = None
         self.client: Any = None
+        self.client_log_level = logging.NOTSET
 
     def __enter__(self) -> DaskCluster:
         distributed = self.distributed
+        client_log = logging.getLogger("distributed.client")  # a lost scheduler is said here in one line, not logged
+        self.client_log_level = client_log.level
+        client_log.setLevel(logging.CRITICAL)
         if self.address is None:
             with sigint_ignored():  # the workers inherit it: Ctrl-C stops this process, which closes them
                 self.cluster = distributed.LocalCluster(
@@ -163,10 +167,18 @@ class DaskCluster:
         if self.cluster is not None:
             self.cluster.close()
         self.client = self.cluster = None
+        logging.getLogger("distributed.client").setLevel(self.client_log_level)
+
+    def worker_addresses(self) -> list[str]:
+        """The scheduler's workers now; one line when the scheduler went away (the client holds no workers then)."""
+        workers = self.client.scheduler_info().get("workers") if self.client is not None else None
+        if workers is None or self.client.status not in ("running", "connecting"):
+            raise CorpusIndexError(f"the Dask scheduler {self.address or 'of the local workers'} went away")
+        return list(workers)
 
     @property
     def n_workers(self) -> int:
-        return len(self.client.scheduler_info()["workers"]) if self.client is not None else 0
+        return len(self.worker_addresses()) if self.client is not None else 0
 
     def describe(self) -> str:
         """The workers used, in words (once entered)."""
@@ -278,7 +290,11 @@ class DistributedIndexBuilder(IndexBuilder):
         chunk: the first chunk tasks then start reading at once."""
         distributed, client = self.cluster.distributed, self.cluster.client
         model, digest = worker_model_name(self.manifest.model), self.manifest.model_digest
-        for address in client.scheduler_info()["workers"]:
+        try:
+            addresses = self.cluster.worker_addresses()
+        except CorpusIndexError as gone:
+            raise CorpusIndexError(f"{gone} before indexing began; {self._kept()}") from None
+        for address in addresses:
             key = f"load-model-{uuid.uuid4().hex}"
             distributed.fire_and_forget(
                 client.submit(warm_worker, model, digest, key=key, workers=[address], allow_other_workers=False)
@@ -337,13 +353,19 @@ class DistributedIndexBuilder(IndexBuilder):
                     self.progress(IndexProgress("indexing", result.indexed, total))
                 if self.stop():
                     return False
+        except (CancelledError, distributed.comm.CommClosedError):  # anywhere the client speaks to the scheduler
+            raise CorpusIndexError(f"the Dask scheduler went away while indexing; {self._kept()}") from None
         finally:
             client.cancel(list(running))
 
+    def _kept(self) -> str:
+        if not self.indexed:
+            return "nothing was indexed yet: run the same command again"
+        return f"the {self.indexed:,} sentences indexed are kept: run the same command again to resume"
+
     def _chunk_result(self, future: Any, number: int) -> BatchReading:
-        """A worker's reading of chunk ``number``; one line when its workers died (or the scheduler went away)."""
+        """A worker's reading of chunk ``number``; one line when its workers died or the scheduler went away."""
         distributed = self.cluster.distributed
-        kept = f"the {self.indexed:,} sentences indexed are kept: run the same command again to resume"
         try:
             return future.result()
         except distributed.KilledWorker as error:
@@ -351,7 +373,7 @@ class DistributedIndexBuilder(IndexBuilder):
             tries = getattr(error, "allowed_failures", 0) + 1
             raise CorpusIndexError(
                 f"a worker died while indexing chunk {number} (tried {tries} time{'s' if tries > 1 else ''}, last on "
-                f"{worker}); {kept}"
+                f"{worker}); {self._kept()}"
             ) from None
         except (CancelledError, distributed.comm.CommClosedError):
-            raise CorpusIndexError(f"the Dask scheduler went away while indexing chunk {number}; {kept}") from None
+            raise CorpusIndexError(f"the Dask scheduler went away while indexing chunk {number}; {self._kept()}") from None

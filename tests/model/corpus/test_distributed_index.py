@@ -161,6 +161,34 @@ def test_workers_that_keep_dying_stop_the_build_in_one_line_and_it_resumes(
     assert_same_index(folder, single[100])
 
 
+def test_a_scheduler_that_goes_away_is_one_line_and_the_build_resumes(bundle, model_file, single, tmp_path):
+    """The scheduler closed once two chunks are committed: one line (not the disk's wording); the same cluster asked
+    again, its scheduler gone before the workers are asked for: one line; and the build resumes to the same index."""
+    from distributed import LocalCluster
+
+    folder = tmp_path / "index"
+    with LocalCluster(n_workers=1, processes=True, host="127.0.0.1", scheduler_kwargs={"dashboard": False}) as local:
+        with DaskCluster(address=local.scheduler_address, timeout=5) as connected:
+
+            def close_after_two_chunks(progress):
+                if progress.done >= 200 and local.status.name == "running":
+                    local.close()
+
+            with pytest.raises(CorpusIndexError) as stopped:
+                build(bundle, model_file, folder, connected, progress=close_after_two_chunks)
+            with pytest.raises(CorpusIndexError) as gone:
+                build(bundle, model_file, folder, connected)
+    found = re.fullmatch(
+        r"the Dask scheduler went away while indexing(?: chunk \d)?; the ([2-4]00) sentences indexed are kept: run the "
+        r"same command again to resume",
+        str(stopped.value),
+    )
+    assert found, str(stopped.value)
+    assert str(gone.value).startswith(f"the Dask scheduler {connected.address} went away before indexing began; the ")
+    assert build(bundle, model_file, folder).complete
+    assert_same_index(folder, single[100])
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
