@@ -82,7 +82,7 @@ def load(name: str, device: str = "cpu", max_memory: str | None = None, dtype: s
         return Explorer(open_model(name, device), name)
 
 
-@dataclass
+@dataclass(repr=False)
 class Explorer:
     bundle: Bundle
     name: str  # as the user named it: what the records and captions say
@@ -115,11 +115,14 @@ class Explorer:
         traces = snapshot_traces(source, text, choose_snapshots(source, snapshots), "final", None, DecodingOptions())
         return Timeline(source, traces, self.name, aer_pairs)
 
+    def __repr__(self) -> str:  # the model's modules are not printed: a published model's run to 10⁵ lines
+        return f"<Explorer {self.name!r}: {self.bundle.describe()}>"
+
     def _repr_html_(self) -> str:
         return f"<b>{html.escape(self.name)}</b>: {html.escape(self.bundle.describe())}"
 
 
-@dataclass
+@dataclass(repr=False)
 class Decoded:
     explorer: Explorer
     text: str
@@ -169,6 +172,12 @@ class Decoded:
             record.beyond_the_command("; ".join(part for part in beyond if part))
         return export_view(self.trace, request, path, record=record)
 
+    def __repr__(self) -> str:
+        measure = f", {self.measure_name}" if self.measure_name else ""
+        steps = len(self.trace.target_tokens)
+        how = f"{self.options.strategy}, {steps} steps{measure}; {self.explorer.name}"
+        return f"<Decoded {self.text!r} → {self.trace.target_text!r} ({how})>"
+
     def _repr_html_(self) -> str:
         options = FigureOptions(model_name=Path(self.explorer.name).stem)
         page = page_html(self.trace, ExportRequest(), options)
@@ -192,10 +201,15 @@ class _FigureResult:
         return _figure_html(self.figure())
 
 
-@dataclass
+@dataclass(repr=False)
 class Patching(_FigureResult):
     result: PatchingResult
     model: str
+
+    def __repr__(self) -> str:
+        result = self.result
+        metrics = f"metric clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f}"
+        return f"<Patching ({result.method}, {result.direction}) at step {result.step + 1}: {metrics}; {self.model}>"
 
     def rows(self) -> list[dict[str, Any]]:
         return patching_rows(self.result)  # one row per cell of every grid
@@ -204,11 +218,14 @@ class Patching(_FigureResult):
         return patching_figure(self.result, options=FigureOptions(model_name=Path(self.model).stem))
 
 
-@dataclass
+@dataclass(repr=False)
 class Lens(_FigureResult):
     result: LogitLensResult
     model: str
     text: str
+
+    def __repr__(self) -> str:
+        return f"<Lens of {self.text!r}: {len(self.result.readings)} readings × {len(self.result.chosen_ids)} steps; {self.model}>"
 
     def rows(self) -> list[dict[str, Any]]:
         return lens_rows(self.result)  # one row per reading and step
@@ -217,10 +234,13 @@ class Lens(_FigureResult):
         return lens_figure(self.result, FigureOptions(model_name=Path(self.model).stem), self.text)
 
 
-@dataclass
+@dataclass(repr=False)
 class Circuit:
     result: CircuitResult
     model: str
+
+    def __repr__(self) -> str:
+        return "<Circuit; " + self.model + "\n  " + "\n  ".join(self.result.describe()[:8]) + ">"
 
     @property
     def graph(self) -> Any:
@@ -242,12 +262,15 @@ class Circuit:
         return summary + _figure_html(self.figure())
 
 
-@dataclass
+@dataclass(repr=False)
 class Timeline(_FigureResult):
     source: SnapshotSource
     traces: list[SnapshotTrace]
     model: str
     aer_pairs: int = 0
+
+    def __repr__(self) -> str:
+        return f"<Timeline of {len(self.traces)} snapshots of {self.model}>"
 
     def rows(self) -> list[dict[str, Any]]:
         """Each snapshot, kind, layer and head's curves (what ``timeline --out FILE.csv`` writes)."""

@@ -59,3 +59,15 @@ def test_the_readme_snippet_is_the_notebooks_first_cells():
     snippet = re.search(r"<!-- notebook -->\n```python\n(.*?)```", readme, re.S)
     assert snippet is not None, "the README's notebook snippet is marked <!-- notebook -->"
     assert snippet.group(1).strip() == "\n\n".join(code[:4]).strip()
+
+
+def test_results_print_in_a_line_or_two_outside_a_notebook():
+    """A plain Python prompt prints the results' reprs: what they are, not the model's modules (400,000 characters)."""
+    from model import notebook
+
+    explorer = notebook.load("default")
+    decoded = explorer.decode("the cat sees the dog")
+    assert repr(explorer).startswith("<Explorer 'default': toy-fr: 3+3 layers") and len(repr(explorer)) < 300
+    assert repr(decoded) == "<Decoded 'the cat sees the dog' → 'le chat voit le chien' (greedy, 6 steps; default)>"
+    patching = explorer.patching("the cat sees the dog", "the cats see the dog")
+    assert repr(patching).startswith("<Patching (exact, denoising) at step 1: metric clean 7.857") and "\n" not in repr(patching)

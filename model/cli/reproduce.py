@@ -56,12 +56,14 @@ def check_model(record: Record, command: list[str], figure: str) -> str:
     if "--model" not in command:
         return ""
     model = command[command.index("--model") + 1]
+    wanted = record.model.get("sha256")
+    if not isinstance(wanted, str) or not wanted:
+        raise CommandError(f"{figure}: its record is damaged (it names the model {model} but not its tensors' SHA-256)")
     try:
         with opening(MemoryOptions.parse(dtype=record.model.get("dtype"))):  # the type it was analysed in
             digest = bundle_digest(open_model(model))
     except (OSError, ValueError, UserError) as error:
         raise CommandError(f"the model {model!r} that drew {figure} cannot be opened: {error}") from None
-    wanted = str(record.model.get("sha256", ""))
     if digest != wanted:
         raise CommandError(
             f"{model} is not the model that drew {figure}: its tensors' SHA-256 is {digest[:16]}…, the record's {wanted[:16]}…"

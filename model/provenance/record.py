@@ -97,7 +97,7 @@ class Record:
             lines.append(f"sentence: {self.input['text']!r}")
         if self.input.get("forced"):
             lines.append(f"forced tokens: {self.input['forced']}")
-        lines += [f"{key}: {value}" for key, value in sorted(self.view.items())]
+        lines += [f"{key}: {value}" for key, value in sorted(self.view.items()) if value is not None]  # None: not set
         lines.append("versions: " + ", ".join(f"{name} {version}" for name, version in sorted(self.versions.items())))
         lines.append("draw it again: transformer-explorer " + " ".join(_quoted(part) for part in self.command) + " --out FILE")
         return lines
@@ -107,8 +107,12 @@ def _quoted(part: str) -> str:
     return part if part and all(c.isalnum() or c in "-_.,/:=" for c in part) else json.dumps(part, ensure_ascii=False)
 
 
+OBJECTS = ("model", "tokenizer", "input", "view", "versions")  # a record's parts that are JSON objects (or absent)
+
+
 def parse_record(text: str, where: str = "the file") -> Record:
-    """A record from its JSON; a RecordError (one line) for a damaged one or one of a newer format."""
+    """A record from its JSON; a RecordError (one line) for a damaged one (not JSON, or a part of the wrong JSON type)
+    or one of a newer format."""
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, TypeError):
@@ -116,12 +120,18 @@ def parse_record(text: str, where: str = "the file") -> Record:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("command"), list):
         raise RecordError(f"{where}: its record is damaged (not a {FORMAT})")
     version = data.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RecordError(f"{where}: its record is damaged (its format number is {json.dumps(version)}, not a whole number)")
+    if version > VERSION:
         raise RecordError(f"{where}: its record is of format {version}, newer than this app reads ({VERSION}): update the app")
+    wrong = [name for name in OBJECTS if not isinstance(data.get(name) or {}, dict)]
+    wrong += [] if isinstance(data.get("app", ""), str) else ["app"]
+    if wrong:
+        raise RecordError(f"{where}: its record is damaged ({', '.join(wrong)} not what a record holds there)")
+    parts = {name: dict(data.get(name) or {}) for name in OBJECTS}
     return Record(
-        [str(part) for part in data["command"]], dict(data.get("model") or {}), dict(data.get("tokenizer") or {}),
-        dict(data.get("input") or {}), dict(data.get("view") or {}), str(data.get("app", "unknown")),
-        {str(k): str(v) for k, v in (data.get("versions") or {}).items()}, version,
+        [str(part) for part in data["command"]], parts["model"], parts["tokenizer"], parts["input"], parts["view"],
+        str(data.get("app", "unknown")), {str(k): str(v) for k, v in parts["versions"].items()}, version,
     )  # fmt: skip
 
 

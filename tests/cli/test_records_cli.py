@@ -4,7 +4,9 @@ fact, and a file that is not there is one line."""
 
 from __future__ import annotations
 
-from model.provenance.embed import read_record
+import json
+
+from model.provenance.embed import read_record, sidecar_path
 
 
 def test_export_and_circuit_write_the_command_that_draws_them_and_describe_prints_it(run, tmp_path):
@@ -56,3 +58,16 @@ def test_export_all_records_each_file_with_the_export_command_of_its_view(run, t
     assert read_record(tmp_path / "every" / "decoder_L1_mean.csv").command[5:] == ["--kind", "decoder", "--dpi", "150"]
     code, out, _err = run("reproduce", "every/cross_L3_H2.png")
     assert code == 0 and out.splitlines()[-1] == "reproduced: cross_L3_H2.png is drawn again the same"
+
+
+def test_reproduce_refuses_a_record_that_names_a_model_but_not_its_digest(run, tmp_path):
+    assert run("export", "--model", "default", "--text", "the cat", "--view", "candidates", "--out", "c.csv")[0] == 0
+    sidecar = sidecar_path(tmp_path / "c.csv")
+    record = json.loads(sidecar.read_text(encoding="utf-8"))
+    record["model"] = {"source": None}
+    sidecar.write_text(json.dumps(record), encoding="utf-8")
+    code, _out, err = run("reproduce", "c.csv")
+    assert code == 1 and err.strip().splitlines() == [
+        "transformer-explorer reproduce: error: c.csv: its record is damaged (it names the model default but not its "
+        "tensors' SHA-256)"
+    ]

@@ -72,3 +72,29 @@ def test_no_record_a_damaged_one_and_a_newer_one_are_one_line(tmp_path):
     with pytest.raises(RecordError) as error:
         read_record(broken)
     assert "\n" not in str(error.value) and broken.read_bytes() == b"%PDF-1.4 not really"
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"model": "x"}, "model not what a record holds there"),
+        ({"input": "x", "view": 5}, "input, view not what a record holds there"),
+        ({"versions": [1]}, "versions not what a record holds there"),
+        ({"app": {"x": 1}}, "app not what a record holds there"),
+        ({"version": "1"}, 'its format number is "1", not a whole number'),
+        ({"version": True}, "its format number is true, not a whole number"),
+    ],
+)
+def test_a_record_with_a_part_of_the_wrong_type_is_damaged_in_one_line(tmp_path, change, why):
+    table = tmp_path / "t.csv"
+    table.write_text("a\n", encoding="utf-8")
+    sidecar_path(table).write_text(json.dumps(json.loads(_record().to_json()) | change), encoding="utf-8")
+    with pytest.raises(RecordError) as error:
+        read_record(table)
+    assert str(error.value) == f"t.csv: its record is damaged ({why})"
+
+
+def test_unset_options_are_left_out_of_the_description():
+    record = _record()
+    record.view["height in"] = None
+    assert not any(line.startswith("height in") for line in record.describe())
