@@ -30,7 +30,7 @@ from model.family import Architecture, Family, family_of
 from model.pretrained.config import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY, PretrainedConfig, read_config
 from model.pretrained.hub import PretrainedError, require_transformers, resolve_pretrained, weight_files
 from model.pretrained.languages import check_code, code_id, language_codes
-from model.pretrained.networks import DecoderNetwork, EncoderNetwork, Seq2SeqNetwork
+from model.pretrained.networks import DecoderNetwork, EncoderNetwork, PretrainedNetwork, Seq2SeqNetwork
 from model.pretrained.offload import MemoryOptions, OffloadPlan, current_options, plan_for, quiet_dispatch, size_text, take_turns
 from model.pretrained.tokenizer import PretrainedTokenizer
 from model.pretrained.validation import (
@@ -226,6 +226,13 @@ def check_weights(folder: Path, hf_config: Any, shape: Architecture) -> tuple[in
     return 4 * max(values, config_parameters(hf_config, shape)), stored
 
 
+NETWORKS: dict[Architecture, type[PretrainedNetwork]] = {  # the family's network of each shape
+    ENCODER_DECODER: Seq2SeqNetwork,
+    DECODER_ONLY: DecoderNetwork,
+    ENCODER_ONLY: EncoderNetwork,
+}
+
+
 def fits_in_memory(needed: int, options: MemoryOptions) -> bool:
     """Whether weights of ``needed`` bytes (in the type analysed) fit in what is given (``--max-memory``) or available."""
     if options.max_memory is not None:
@@ -297,8 +304,8 @@ def _open_model(folder: Path, name: str, transformers: Any, hf_config: Any, auto
         ) from None
 
 
-def _placement(folder: Path, name: str, transformers: Any, hf_config: Any, auto_class: str, needed: int,
-               options: MemoryOptions, device: str | torch.device) -> OffloadPlan | None:  # fmt: skip
+def _placement(folder: Path, name: str, transformers: Any, hf_config: Any, shape: Architecture, auto_class: str,
+               needed: int, options: MemoryOptions, device: str | torch.device) -> OffloadPlan | None:  # fmt: skip
     """None when the model fits in memory (or on the device); else the offloading plan, or a PretrainedError with the
     figures where no plan can be made."""
     in_type = needed * options.dtype.itemsize // 4
@@ -311,7 +318,7 @@ def _placement(folder: Path, name: str, transformers: Any, hf_config: Any, auto_
     budget = options.max_memory if options.max_memory is not None else int((free or 0) / MEMORY_MARGIN)
     try:
         in_place = all(path.suffix == ".safetensors" for path in weight_files(folder))  # read where they are
-        plan = plan_for(transformers, hf_config, auto_class, options, budget, str(device), in_place)
+        plan = plan_for(transformers, hf_config, auto_class, options, budget, str(device), in_place, NETWORKS[shape].layout_layers)
     except PretrainedError as error:
         asked = options.max_memory is not None
         given = f"--max-memory {size_text(budget)}" if asked else f"{size_text(free or 0)} free"
@@ -333,7 +340,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu", memor
     needed, stored = check_weights(folder, hf_config, shape)
     vocab_size = int(getattr(hf_config, "vocab_size", None) or 0)
     tokenizer = _open_tokenizer(folder, name_or_path, transformers, vocab_size or 2**62)
-    offload = _placement(folder, name_or_path, transformers, hf_config, auto_class, needed, options, device)
+    offload = _placement(folder, name_or_path, transformers, hf_config, shape, auto_class, needed, options, device)
     hf_model = _open_model(folder, name_or_path, transformers, hf_config, auto_class, options, offload)
     if offload is None:
         hf_model.to(device)
@@ -355,12 +362,10 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu", memor
     config.offload, config.dtype = offload, options.dtype
     config.reads_masks = shape == ENCODER_ONLY and head == "masked-lm" and tokenizer.mask_token_id is not None
     config.classifies = shape == ENCODER_ONLY and head in ("sequence-classification", "token-classification")
-    if shape == ENCODER_DECODER:
-        network: Any = Seq2SeqNetwork(hf_model, config)
-    elif shape == DECODER_ONLY:
-        network = DecoderNetwork(hf_model, config)
+    if shape == ENCODER_ONLY:
+        network: Any = EncoderNetwork(hf_model, config, head, tokenizer.mask_token_id)
     else:
-        network = EncoderNetwork(hf_model, config, head, tokenizer.mask_token_id)
+        network = NETWORKS[shape](hf_model, config)
     wrapped = PretrainedTokenizer(tokenizer)
     prefix, notes = _conventions(hf_config, tokenizer, shape, head, config.forced_bos_id)
     halves = sorted(kind for kind in stored if kind.upper() in HALF_TYPES)

@@ -71,6 +71,12 @@ class PretrainedNetwork:
         self.config = config
         self.step_seconds: list[float] = []  # the last STEPS_TIMED decoding steps' durations (what a step costs)
 
+    @staticmethod
+    def layout_layers(hf_model: Any, model_type: str) -> list[torch.nn.Module] | None:
+        """A library model's layers as its family's layout names them, before the network is made (each shape's
+        network says; None where the layout is not served)."""
+        return None
+
     def __deepcopy__(self, memo: dict) -> PretrainedNetwork:
         """A copy for a job; an offloaded network is shared instead (a copy would hold its weights in memory twice),
         its passes taking turns (``offload.take_turns``)."""
@@ -134,6 +140,14 @@ class Seq2SeqNetwork(PretrainedNetwork):
         stack = self.hf_model.get_encoder() if kind is AttentionKind.ENCODER else self.hf_model.get_decoder()
         return list(stack.get_submodule(LAYOUT_MODULES[self.config.model_type].layers))
 
+    @staticmethod
+    def layout_layers(hf_model: Any, model_type: str) -> list[torch.nn.Module] | None:
+        """Every layer of a library model of ``model_type``, the encoder's then the decoder's, where its layout is
+        served (None otherwise): what offloading places layer by layer (offload.py), before the network is made."""
+        layout = LAYOUT_MODULES.get(model_type)
+        stacks = (hf_model.get_encoder(), hf_model.get_decoder())
+        return None if layout is None else [layer for stack in stacks for layer in stack.get_submodule(layout.layers)]
+
     def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Linear:
         """The output projection of ``kind``'s attention in ``layer`` (T5's ``o``, BART's ``out_proj``)."""
         return self.attention_part(kind, layer, "projections")
@@ -195,7 +209,13 @@ class DecoderNetwork(PretrainedNetwork):
 
     def layers(self) -> list[torch.nn.Module]:
         """The decoder's layers, in order."""
-        return list(self.hf_model.get_submodule(self.modules.layers))
+        return cast(list[torch.nn.Module], self.layout_layers(self.hf_model, self.config.model_type))
+
+    @staticmethod
+    def layout_layers(hf_model: Any, model_type: str) -> list[torch.nn.Module] | None:
+        """The decoder's layers of a library model of ``model_type`` where its layout is served (None otherwise)."""
+        layout = DECODER_LAYOUT_MODULES.get(model_type)
+        return None if layout is None else list(hf_model.get_submodule(layout.layers))
 
     def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module:
         """The attention's output projection in ``layer`` (GPT-2's ``c_proj``, Llama's ``o_proj``)."""
@@ -270,7 +290,13 @@ class EncoderNetwork(PretrainedNetwork):
 
     def layers(self) -> list[torch.nn.Module]:
         """The encoder's layers, in order."""
-        return list(self.hf_model.base_model.get_submodule(self.modules.layers))
+        return cast(list[torch.nn.Module], self.layout_layers(self.hf_model, self.config.model_type))
+
+    @staticmethod
+    def layout_layers(hf_model: Any, model_type: str) -> list[torch.nn.Module] | None:
+        """The encoder's layers of a library model of ``model_type`` where its layout is served (None otherwise)."""
+        layout = ENCODER_LAYOUT_MODULES.get(model_type)
+        return None if layout is None else list(hf_model.base_model.get_submodule(layout.layers))
 
     def head_projection(self, kind: AttentionKind, layer: int) -> torch.nn.Module:
         """The attention's output projection in ``layer`` (BERT's ``attention.output.dense``, DistilBERT's

@@ -200,9 +200,13 @@ def require_accelerate() -> Any:
     return accelerate
 
 
-def _layer_names(network: torch.nn.Module) -> list[str]:
-    """The model's layers, outermost first, in order: its modules of the classes the library never splits, or, where the
-    library names none (Marian), the items of its stacks' module lists (``layers``, ``layer``, ``h``, ``block``)."""
+def _layer_names(network: torch.nn.Module, layers: list[torch.nn.Module] | None = None) -> list[str]:
+    """The model's layers, in order, by name: ``layers`` where its family's layout names them (model/pretrained/layouts.py);
+    else the library's own declaration, its modules of the classes it never splits, or, where it names none, the items
+    of its stacks' module lists (``layers``, ``layer``, ``h``, ``block``)."""
+    if layers is not None:
+        named = {id(module): name for name, module in network.named_modules()}
+        return [named[id(layer)] for layer in layers]
     classes = set(getattr(network, "_no_split_modules", None) or [])
     names: list[str] = []
     for name, module in network.named_modules():
@@ -216,12 +220,13 @@ def _layer_names(network: torch.nn.Module) -> list[str]:
 
 
 def plan_offload(meta_network: torch.nn.Module, dtype: torch.dtype, budget: int, first_device: str = "cpu",
-                 gpu_budget: int = 0) -> OffloadPlan:  # fmt: skip
+                 gpu_budget: int = 0, layer_modules: list[torch.nn.Module] | None = None) -> OffloadPlan:  # fmt: skip
     """The device map of a model (built on the meta device) whose weights in ``dtype`` get ``budget`` bytes of CPU
     memory (and ``gpu_budget`` of the GPU ``first_device`` where it is one): what is not a layer on the first device,
-    the layers in order on the GPU while it has room, then in CPU memory, the rest on disk."""
+    the layers (``layer_modules``, its layout's; or the library's declaration) in order on the GPU while it has room,
+    then in CPU memory, the rest on disk."""
     sizes = _module_sizes(meta_network, dtype)
-    layers = _layer_names(meta_network)
+    layers = _layer_names(meta_network, layer_modules)
     if not layers:
         raise OffloadError(f"{type(meta_network).__name__}: the library names no layers to offload for this model")
     inside = tuple(f"{name}." for name in layers)
@@ -252,17 +257,22 @@ def plan_offload(meta_network: torch.nn.Module, dtype: torch.dtype, budget: int,
     return OffloadPlan(device_map, budget, None, len(layers), layers_on, resident_bytes, disk)
 
 
+LayoutLayers = Callable[[Any, str], list[torch.nn.Module] | None]  # (a library model, its model type) -> its layers
+
+
 def plan_for(transformers: Any, hf_config: Any, auto_class: str, options: MemoryOptions, budget: int, device: str,
-             in_place: bool) -> OffloadPlan:  # fmt: skip
+             in_place: bool, layout_layers: LayoutLayers | None = None) -> OffloadPlan:  # fmt: skip
     """The plan for a folder's model (its config, the auto class that builds it) under ``budget`` bytes of CPU memory
     (and the GPU's free memory when ``device`` is one); where layers go to disk and their weights cannot be read in
-    place (``in_place``: safetensors files), an offload folder is made for them."""
+    place (``in_place``: safetensors files), an offload folder is made for them. ``layout_layers``: the layers as the
+    family's layout names them (model/pretrained/networks.py; None where its layout is not served)."""
     accelerate = require_accelerate()
     with accelerate.init_empty_weights():  # shapes only: nothing allocated
         meta_network = getattr(transformers, auto_class).from_config(hf_config, dtype=options.dtype)
     meta_network.tie_weights()  # a tied embedding and output layer counted once, as loading ties them
     gpu_budget = int(torch.cuda.mem_get_info(torch.device(device))[0] * (1 - RESERVE)) if device != "cpu" else 0
-    plan = plan_offload(meta_network, options.dtype, budget, device, gpu_budget)
+    layers = None if layout_layers is None else layout_layers(meta_network, hf_config.model_type)  # the family's
+    plan = plan_offload(meta_network, options.dtype, budget, device, gpu_budget, layers)
     if plan.offloaded:
         plan.folder = None if in_place else offload_folder(options.offload_folder, plan.disk_bytes)
         if plan.disk_bytes >= FREED_FROM:

@@ -24,10 +24,10 @@ from safetensors.torch import save_file
 
 from model.files import atomic_output
 from model.pretrained.hub import require_transformers
+from model.pretrained.offload import DTYPES
 from model.pretrained.tiny import PUBLISHED, nllb_parts, sentences
 
 SHARD_BYTES = 2 * 2**30
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
 def _random_tensor(name: str, shape: torch.Size, dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:

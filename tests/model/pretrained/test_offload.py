@@ -183,6 +183,11 @@ def test_on_a_gpu_the_layers_fill_the_gpu_then_cpu_memory_then_disk(folders):
     assert plan.device_map["model.shared"] == plan.device_map["lm_head"] == "cuda:0"
     assert places == ["cuda:0", "cuda:0", "cpu", "disk"]  # encoder layers on the GPU, a decoder layer in memory, one on disk
     assert "in GPU memory" in plan.describe() and "in CPU memory" in plan.describe()
+    from model.pretrained.networks import Seq2SeqNetwork
+
+    layers = Seq2SeqNetwork.layout_layers(meta, config.model_type)  # as loading asks the family's layout
+    by_layout = plan_offload(meta, torch.float32, int(layer / 0.85), "cuda:0", 160_000, layers)
+    assert by_layout.device_map == plan.device_map  # the layout's layers are the ones the library never splits
 
 
 TOOLS = [
