@@ -79,7 +79,8 @@ def window_rows(rounds: int) -> list[list[str]]:
         before = circuits.result
         view.circuits.find_button.click()
         seconds = wait(app, lambda old=before: not circuits.running and circuits.result not in (None, old))
-        wait(app, lambda: False, 0.3)  # the result's diagram painted: its slice counts too
+        wait(app, lambda: view.circuits.drawn)  # drawn in turns of the event loop
+        wait(app, lambda: False, 0.3)  # and painted: its slices count too
         gaps = recorder.stop()
         longest = max(gaps) if gaps else 0.0
         rows.append([f"window, round {index + 1}: the circuit found in a job", f"{seconds:.2f}", f"{longest:.1f} ms",

@@ -229,7 +229,8 @@ class MainWindow(QMainWindow):
     def open_model(self, path: str) -> None:
         """Load a model file, a shipped model, or a pretrained model's folder or cached id in the thread pool;
         on failure say why and keep the current model."""
-        from model.io.models import open_model  # deferred: PyTorch loads after the frame shows
+        from explorer.controllers.background import with_job_template  # deferred: PyTorch loads after the frame shows
+        from model.io.models import open_model
 
         if not self.confirm_replacing_model():
             return
@@ -247,7 +248,8 @@ class MainWindow(QMainWindow):
             self.show_error("Could not open the model", f"{path}\n\n{text}\n\nThe model you had is still open.")
 
         # A daemon thread: a read that never ends (a FIFO) never keeps the process alive after the window closes.
-        self.runner.submit(OPEN_CHANNEL, lambda job: open_model(path), on_done=done, on_error=failed, joinable=False)
+        opening = lambda job: with_job_template(open_model(path))  # noqa: E731 - its model's jobs' template kept there
+        self.runner.submit(OPEN_CHANNEL, opening, on_done=done, on_error=failed, joinable=False)
 
     def is_opening(self) -> bool:
         """Whether a model is being loaded."""

@@ -106,14 +106,14 @@ class AlignmentController:
         except (UserError, RuntimeError, ValueError) as error:  # the knocked-out heads cannot be copied
             self.message.emit(f"The alignment table cannot be computed: {user_message(error)}")
             return False
-        bundle = job_bundle(self.explore.bundle, "The alignment table", self.message, model)
-        if bundle is None:
+        copier = job_bundle(self.explore.bundle, "The alignment table", self.message, model)
+        if copier is None:
             return False
         was_running = self.running
         self.done_pairs = 0
         self.runner.submit(
             CHANNEL,
-            lambda job: score(job, bundle, corpus, int(n_pairs), int(seed), chosen),
+            lambda job: score(job, copier(), corpus, int(n_pairs), int(seed), chosen),
             on_progress=self._on_progress,
             on_done=self._on_done,
             on_cancelled=self._on_cancelled,

@@ -133,8 +133,8 @@ class CorpusController:
         if self.index is not None and Path(self.index.folder).resolve() == Path(folder).resolve():
             self.close_index()  # written now: it is opened again when the job ends
             self.index_changed.emit(None)
-        copied = job_bundle(bundle, "Building the index", self.message)
-        if copied is None:
+        copier = job_bundle(bundle, "Building the index", self.message)
+        if copier is None:
             return False
         name = bundle.path or "the model trained in this session (unsaved)"
 
@@ -142,7 +142,7 @@ class CorpusController:
             def report(progress: IndexProgress) -> None:
                 job.progress(progress.describe(), progress.done, progress.total)
 
-            return IndexBuilder(copied, name, corpus, folder, options, report, job.token.is_cancelled).run()
+            return IndexBuilder(copier(), name, corpus, folder, options, report, job.token.is_cancelled).run()
 
         self.runner.submit(
             BUILD_CHANNEL,
@@ -195,12 +195,12 @@ class CorpusController:
         trace = self.explore.trace
         shown = [] if trace is None else trace.source_tokens if side == "encoder" else trace.decoder_input_tokens
         expected = shown[position] if trace is not None and position < len(shown) else None
-        copied = job_bundle(bundle, "The token search", self.message)
-        if copied is None:
+        copier = job_bundle(bundle, "The token search", self.message)
+        if copier is None:
             return False
 
         def work(_job: Job) -> TokenResults:
-            query = typed_token(index, copied, text, layer, position=position)
+            query = typed_token(index, copier(), text, layer, position=position)
             if expected is not None and query.piece != expected:
                 raise CorpusIndexError(
                     f"the index reads greedy decoding, which has “{query.piece}” at position {position}, not “{expected}”: "

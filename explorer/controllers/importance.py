@@ -113,15 +113,15 @@ class ImportanceController:
         self._end_run()  # a run in progress gives way to this one (and says so)
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        work_bundle = job_bundle(bundle, "Head importance", self.message)  # the window keeps its own model
-        if work_bundle is None:
+        copier = job_bundle(bundle, "Head importance", self.message)  # the window keeps its own model
+        if copier is None:
             return False
         self.n_sentences = n_sentences
         self.importance, self.curve = None, None
         corpus = bundle.corpus if bundle.corpus is not None else CorpusSpec(self.corpus_choice)
         self.runner.submit(
             CHANNEL,
-            lambda job: self._measure(job, work_bundle, corpus, n_sentences),
+            lambda job: self._measure(job, copier(), corpus, n_sentences),
             on_progress=self.progress.emit,
             on_error=lambda text: self.message.emit(f"Head importance could not be measured: {text}"),
             on_end=lambda: self.running_changed.emit(False),

@@ -19,7 +19,7 @@ from typing import Any
 
 from psygnal import Signal
 
-from explorer.controllers.background import job_model
+from explorer.controllers.background import job_copier
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.followed import WORDS, followed_decoding, unfollowed
 from explorer.controllers.runner import Job, Runner
@@ -128,15 +128,15 @@ class NeuronController:
 
     def _compute(self, wanted: tuple) -> None:
         model, source_ids, target_ids = wanted
-        copied = job_model(model, "Reading the queries and keys", self.message)  # the window goes on with its own
-        if copied is None:
+        copier = job_copier(model, "Reading the queries and keys", self.message)  # the window goes on with its own
+        if copier is None:
             return
         was_running = self.running
         self.computed_for, self.vectors = wanted, None
 
         def work(job: Job) -> SentenceVectors:
             job.progress("Reading the heads' queries and keys…")
-            return sentence_vectors(copied, source_ids, target_ids, private=True)
+            return sentence_vectors(copier(), source_ids, target_ids, private=True)
 
         self.runner.submit(CHANNEL, work, on_done=self._on_vectors, on_error=self._on_error, on_end=self._on_end)
         if not was_running:

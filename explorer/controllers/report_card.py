@@ -111,11 +111,11 @@ class ReportCardController:
         self._end_run()
         bundle = self.explore.bundle
         assert bundle is not None  # unavailable() said so otherwise
-        work = job_bundle(bundle, "The report card", self.message)  # the window keeps decoding with its own model
-        if work is None:
+        copier = job_bundle(bundle, "The report card", self.message)  # the window keeps decoding with its own model
+        if copier is None:
             return False
         corpus = CorpusSpec(self.corpus_choice) if bundle.corpus is None and self.corpus_choice else None
-        self._start(None, lambda job: self._grade(job, work, n_sentences, sanity_pairs, shuffled_steps, corpus))
+        self._start(None, lambda job: self._grade(job, copier(), n_sentences, sanity_pairs, shuffled_steps, corpus))
         self.request = CardRequest(corpus.name if corpus is not None else None, n_sentences, (), sanity_pairs,
                                    None, shuffled_steps or None)  # fmt: skip
         return True
@@ -135,10 +135,10 @@ class ReportCardController:
             self.message.emit(f"The report card cannot grade this sentence: {error}.")
             return False
         self._end_run()
-        work = job_bundle(decoding.model_bundle(), "The report card", self.message)  # the decoding's own model
-        if work is None:
+        sentence_copier = job_bundle(decoding.model_bundle(), "The report card", self.message)  # the decoding's own
+        if sentence_copier is None:
             return False
-        self._start(decoding, lambda job: self._grade_sentence(job, work, decoding, sanity_pairs))
+        self._start(decoding, lambda job: self._grade_sentence(job, sentence_copier(), decoding, sanity_pairs))
         return True
 
     def _start(self, graded: FollowedDecoding | None, grade: Callable[[Job], ReportCard]) -> None:

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 from psygnal import Signal
 
-from explorer.controllers.background import model_name
+from explorer.controllers.background import model_name, with_job_template
 from explorer.controllers.explore import ExploreController
 from explorer.controllers.runner import Job, Runner
 from model.decoding.stepper import DecodingOptions, Stepper
@@ -251,7 +251,7 @@ class TimelineController:
         decode, output = self.explore.stepper is not None and bool(text.strip()), self.output(text)
 
         def work(job: Job) -> tuple[int, Bundle, Stepper | None, int]:
-            loaded = bundle if bundle is not None else source.bundle_at(index)
+            loaded = bundle if bundle is not None else with_job_template(source.bundle_at(index))
             job.check()
             if not decode:
                 return index, loaded, None, 0

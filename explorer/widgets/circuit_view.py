@@ -8,15 +8,18 @@ cross-attention head's queries) beside the faithfulness curve (the share of the 
 edges, the target dashed, the circuit marked), and under them what the run says (the circuit and its heads first, then
 the metric, direction, method, norm treatment and the check against exact patching). A node clicked asks to open its
 head in the Explore tab (``node_clicked(name)``). Lines of one colour, style and width are drawn as one item, and only
-the heaviest heads are named (their tooltips name every node): a large circuit draws in tens of milliseconds. Shows
-what it is given; emits what the user asks.
+the heaviest heads are named (their tooltips name every node): a large circuit draws in tens of milliseconds, and in
+four turns of the event loop (lines, nodes, curve, summary), so that the window answers between them
+(benchmarks/circuits.py: its longest gap while a circuit is found). Shows what it is given; emits what the user asks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -62,6 +65,7 @@ class CircuitView(QWidget):
     def __init__(self) -> None:
         super().__init__()
         self.result: CircuitResult | None = None
+        self._stages: list[Callable[[CircuitResult], None]] = []  # the result's drawing still to do, a turn each
         self.method = QComboBox()
         for shown, _method, _over in METHOD_CHOICES:
             self.method.addItem(shown)
@@ -148,20 +152,37 @@ class CircuitView(QWidget):
             self.summary.setText(text)
 
     def set_result(self, result: CircuitResult | None) -> None:
-        """Draw ``result`` (None: clear the diagram and curve)."""
+        """Draw ``result`` (None: clear the diagram and curve): the diagram's lines, its nodes, the curve and what the
+        run says, each in a turn of the event loop of its own (``drawn`` until all are), so that the window answers
+        between them; the stages of a result replaced before they are drawn are dropped."""
         self.result = result
+        self._stages = []
         self.diagram.clear()
         self.curve.clear()
         if result is None:
             self.summary.setText("")
             return
-        self._draw_diagram(result)
-        self._draw_curve(result)
+        self._stages = [self._draw_lines, self._draw_nodes, self._draw_curve, self._show_summary]
+        QTimer.singleShot(1, lambda: self._draw_next(result))
+
+    @property
+    def drawn(self) -> bool:
+        """Whether every stage of the result's drawing is done."""
+        return not self._stages
+
+    def _draw_next(self, result: CircuitResult) -> None:
+        if result is not self.result or not self._stages:
+            return  # replaced meanwhile: the newer result's own turns draw it
+        self._stages.pop(0)(result)
+        if self._stages:
+            QTimer.singleShot(1, lambda: self._draw_next(result))
+
+    def _show_summary(self, result: CircuitResult) -> None:
         lines = result.describe()
         first = [line for line in lines if line.startswith(LEADING)]  # what was found, then how
         self.summary.setText("\n".join(first + [line for line in lines if line not in first]))
 
-    def _draw_diagram(self, result: CircuitResult) -> None:
+    def _draw_lines(self, result: CircuitResult) -> None:
         graph = result.graph
         positions = node_positions(graph)
         lines = circuit_lines(graph, result.scores, result.circuit.edges)
@@ -178,6 +199,10 @@ class CircuitView(QWidget):
                 pen.setStyle(Qt.PenStyle.DashLine)
             xs, ys = zip(*ends)
             self.diagram.addItem(pg.PlotCurveItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
+
+    def _draw_nodes(self, result: CircuitResult) -> None:
+        graph = result.graph
+        positions = node_positions(graph)
         in_circuit = {node.name for node in result.nodes_in_circuit()}
         heaviest = list(result.head_weights())[:LABELLED_HEADS]  # the others: their tooltips
         labelled = {name for name in in_circuit if graph.nodes[name].head is None} | set(heaviest)

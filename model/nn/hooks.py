@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import torch
@@ -46,11 +46,11 @@ def for_this_thread(hook: Hook) -> Hook:
     return owned
 
 
-def copy_without_thread_hooks(network: Networked) -> Networked:
+def copy_without_thread_hooks(network: Networked, shared: Iterable[torch.Tensor] = ()) -> Networked:
     """A deep copy of ``network`` (a family's network: its ``module_tree``) without the hooks a thread has
     on it (``for_this_thread``'s): a job's hooks belong to the module the job reads, never to a copy made meanwhile (the
-    library's own hooks, and any other, are kept)."""
-    copied = copy.deepcopy(network)
+    library's own hooks, and any other, are kept). The tensors ``shared`` are the copy's too, not copied."""
+    copied = copy.deepcopy(network, {id(tensor): tensor for tensor in shared})
     if copied is network:  # a network too large to copy (an offloaded one) is shared: its threads' hooks stay theirs
         return copied
     for inner in copied.module_tree().modules():  # every network names its modules' tree

@@ -33,7 +33,7 @@ def test_the_pair_is_drawn_clicked_and_saved(qtbot, open_window, default_bundle,
     circuits = window.controllers.circuits
     assert circuits.result is None and not circuits.running  # the Patching sub-tab shown: no circuit yet
     view.show_tool("circuits")
-    qtbot.waitUntil(lambda: circuits.result is not None and not circuits.running, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: circuits.result is not None and not circuits.running and view.circuits.drawn, timeout=WAIT_MS)
     shown = view.circuits
     expected = find_circuit_of(default_bundle, SENTENCE, CORRUPTED)
     assert shown.result is circuits.result and shown.result.circuit.size == expected.circuit.size
@@ -51,7 +51,7 @@ def test_the_pair_is_drawn_clicked_and_saved(qtbot, open_window, default_bundle,
     assert (state.kind, state.layer, state.head) == (AttentionKind.CROSS, 2, 1)
     tab.views.setCurrentWidget(view)
     view.show_tool("circuits")
-    qtbot.waitUntil(lambda: circuits.result is not None and not circuits.running, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: circuits.result is not None and not circuits.running and view.circuits.drawn, timeout=WAIT_MS)
     view.save_requested.emit("circuits", str(tmp_path / "circuit.svg"))
     assert_figure(tmp_path / "circuit.svg", texts=("Circuit of", "X2"))
     view.save_requested.emit("circuits", str(tmp_path / "circuit.json"))

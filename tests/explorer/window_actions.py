@@ -106,8 +106,10 @@ def count_deliveries(window) -> None:
 
 
 def busy(window) -> bool:
-    """Whether a job of the window still runs (opening, a measure, a snapshot's decoding, curves...)."""
-    return bool(window.runner._current) or window.is_opening()  # the runner's live jobs (tests may read them)
+    """Whether a job of the window still runs (opening, a measure, a snapshot's decoding, curves...), or a circuit
+    found is still being drawn (in turns of the event loop)."""
+    drawing = not window.explore_tab.interventions.view.circuits.drawn
+    return bool(window.runner._current) or window.is_opening() or drawing  # the runner's live jobs (tests may read them)
 
 
 def settle(window, timeout_s: float = SETTLE_TIMEOUT_S, limit_s: float = SETTLE_LIMIT_S) -> None:
