@@ -235,7 +235,7 @@ class MeasureController:
             if not part:
                 continue
             job.check()
-            found = compute_measure(model, source_ids, chosen, name, steps=part)
+            found = compute_measure(model, source_ids, chosen, name, steps=part, between_batches=job.check)  # stops mid-row
             merge_rows(result, found, part)
             rows = {(key[0], key[1], tuple(chosen[: step + 1]), name): found for step in part}
             job.deliver(self._store, key, _copy(result), rows)

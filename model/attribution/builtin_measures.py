@@ -96,7 +96,7 @@ def _saliency_result(model: Network, inputs: MeasureInputs, name: str, integrate
     gaps, points, converged = np.full(rows, np.nan, np.float32), np.zeros(rows, np.int64), np.zeros(rows, bool)
     if steps:
         tokens = [int(chosen[s]) for s in steps]
-        found = saliency(model, source, decoder_inputs, steps, tokens, method=name, max_points=inputs.max_points)
+        found = saliency(model, source, decoder_inputs, steps, tokens, None, name, inputs.max_points, inputs.between_batches)
         source_values[steps], target_values[steps] = found.source, found.target
         if rows:
             gaps[steps], points[steps], converged[steps] = found.completeness_gap, found.points, found.converged
@@ -145,7 +145,17 @@ def _saliency_in_parts(
     for start in range(0, len(positions), size):
         chunk = slice(start, start + size)
         parts.append(
-            saliency(model, source, source[:, :0], positions[chunk], decisions[chunk], method=name, max_points=inputs.max_points)
+            saliency(
+                model,
+                source,
+                source[:, :0],
+                positions[chunk],
+                decisions[chunk],
+                None,
+                name,
+                inputs.max_points,
+                inputs.between_batches,
+            )
         )
         if inputs.progress is not None:
             inputs.progress(min(start + size, len(positions)), len(positions))

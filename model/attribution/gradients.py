@@ -26,6 +26,7 @@ so step b's gradients never reach later inputs).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -135,11 +136,12 @@ def prediction_scores(
     return score
 
 
-def _evaluate(model: Network, source, target, requests, steps, token_ids, contrast_ids, with_gradients: bool):
+def _evaluate(model: Network, source, target, requests, steps, token_ids, contrast_ids, with_gradients: bool, between=None):
     """The objective at points on the path, for requests [(row, alpha)]: (scores [N], gradients over the source
     [N, S, d_model] and over the target [N, T, d_model] (zero past a row's step), or None without gradients).
     Many requests per step (integrated gradients) are batched by step, each batch's decoder inputs cut after its
-    step (nothing later is read); a few per step (gradient × input) go together at full length."""
+    step (nothing later is read); a few per step (gradient × input) go together at full length. ``between()`` before
+    each batch: it may raise to stop (the window's job, cancelled)."""
     n = len(requests)
     scores = source.new_zeros(n)
     source_gradients = source.new_zeros(n, *source.shape[1:]) if with_gradients else None
@@ -152,6 +154,8 @@ def _evaluate(model: Network, source, target, requests, steps, token_ids, contra
         length = group + 1 if by_step else target.shape[1]
         for start in range(0, len(indices), MAX_BATCH):
             follow_free_cores()
+            if between is not None:
+                between()
             chunk = indices[start : start + MAX_BATCH]
             rows = [requests[i][0] for i in chunk]
             scale = torch.tensor([requests[i][1] for i in chunk], dtype=source.dtype, device=source.device)[:, None, None]
@@ -197,10 +201,13 @@ def saliency(
     contrast_ids: list[int] | None = None,  # "and not this one": the log-probability difference
     method: str = "grad-input",  # or "ig"
     max_points: int | None = None,  # integrated gradients: the cap on each row's gradient points (IG_MAX_POINTS)
+    between_batches: Callable[[], None] | None = None,  # before each batch of gradient passes; may raise to stop
 ) -> Saliency:
     """Gradient × input or integrated gradients of each step's objective (see the module's docstring)."""
     source, target = _repeated_embeddings(model, source_ids, target_input_ids, 1)
-    evaluate = functools.partial(_evaluate, model, source, target, steps=steps, token_ids=token_ids, contrast_ids=contrast_ids)
+    evaluate = functools.partial(
+        _evaluate, model, source, target, steps=steps, token_ids=token_ids, contrast_ids=contrast_ids, between=between_batches
+    )
     if method == "ig":
         return _integrated(evaluate, source, target, len(steps), IG_MAX_POINTS if max_points is None else max_points)
     if method != "grad-input":

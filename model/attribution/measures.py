@@ -88,6 +88,7 @@ def compute_measure(
     steps: list[int] | None = None,  # saliency: only these predictions (the others' rows stay 0)
     max_points: int | None = None,  # integrated gradients: each prediction's cap on gradient points (None: the app's)
     progress: Callable[[int, int], None] | None = None,  # (done, total) as a long measure goes: MeasureInputs.progress
+    between_batches: Callable[[], None] | None = None,  # before each batch of gradient passes: MeasureInputs's
 ) -> MeasureResult:
     """Measure ``name`` of the decoded sentence (see the module's docstring)."""
     if name not in MEASURES:
@@ -95,7 +96,9 @@ def compute_measure(
     reason = unsupported(model, name)
     if reason:
         raise MeasureError(reason)
-    return MEASURES[name]().compute(model, MeasureInputs(list(source_ids), list(chosen_ids), steps, max_points, progress))
+    return MEASURES[name]().compute(
+        model, MeasureInputs(list(source_ids), list(chosen_ids), steps, max_points, progress, between_batches)
+    )
 
 
 def merge_rows(first: MeasureResult, second: MeasureResult, steps: list[int]) -> MeasureResult:

@@ -41,6 +41,9 @@ class MeasureInputs:
     # Called with (parts done, parts in all) as a long measure goes (value zeroing: after each layer); it may raise to
     # stop the computation (a superseded request in the window).
     progress: Callable[[int, int], None] | None = None
+    # Called before each batch of a gradient measure's passes (integrated gradients: a row takes seconds on a long
+    # sentence); it may raise to stop the computation there.
+    between_batches: Callable[[], None] | None = None
 
 
 @dataclass

@@ -5,9 +5,13 @@ tests/explorer/test_measures_view.py.)"""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
+import explorer.controllers.measures as measures_module
+from explorer.controllers.runner import Cancelled
 from model.attribution.measures import MEASURES, compute_measure
 from model.kinds import AttentionKind
 from tests.explorer.controllers.recording import WAIT_S, Recorder
@@ -114,6 +118,34 @@ def test_integrated_gradients_come_from_a_job_and_stepping_back_reuses_their_row
     shown = measures.shown(explore.trace)  # at once: every row of this prefix was computed
     assert shown.measure == "ig" and not np.isnan(shown.source_share).any() and not measures.running
     assert events.of("running_changed") == [(True,), (False,)]
+
+
+def test_a_row_no_longer_wanted_stops_between_two_batches(controllers, measured, monkeypatch):
+    """A row of integrated gradients takes seconds on a long sentence: another reading chosen meanwhile stops it
+    between two batches of its passes (closing the window no longer waits for the row)."""
+    explore, measures = measured
+    in_row, go, raised = threading.Event(), threading.Event(), []
+    real = measures_module.compute_measure
+
+    def computed(*args, between_batches=None, **kwargs):
+        def between() -> None:
+            in_row.set()
+            assert go.wait(WAIT_S)
+            try:
+                between_batches()
+            except Cancelled:
+                raised.append("cancelled")
+                raise
+
+        return real(*args, between_batches=None if between_batches is None else between, **kwargs)
+
+    monkeypatch.setattr(measures_module, "compute_measure", computed)
+    measures.set_measure("ig")
+    assert in_row.wait(WAIT_S)  # the row's first batch is about to run
+    measures.set_measure("norm")  # another reading: the row is no longer wanted
+    go.set()
+    assert controllers.inbox.wait_until(lambda: bool(raised), WAIT_S)  # stopped at that batch, not after the row
+    assert raised == ["cancelled"] and measures.shown(explore.trace).measure == "norm" and not measures.running
 
 
 def test_a_contrast_says_why_the_chosen_token_and_not_another(controllers, measured):

@@ -176,3 +176,31 @@ def test_a_cap_below_the_starting_points_starts_with_fewer_panels():
     found = integrate(known, 1, 33, gap_tolerance=0.01, token_tolerance=1e-6, gap_floor=0.05)
     assert found.points[0] == 33 and not found.converged[0]  # 8 panels, no room to halve one
     np.testing.assert_allclose(found.integral[0, 2], 1.0, atol=1e-9)  # Simpson is exact on 2α
+
+
+def test_a_measure_can_be_stopped_between_two_batches_of_its_gradient_passes():
+    """A row of integrated gradients takes seconds on a long sentence: the window stops one that is no longer wanted
+    between two batches of its passes (``between_batches`` raises), not after the row."""
+    model = tiny()
+    calls: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def count() -> None:
+        calls.append(1)
+
+    whole = compute_measure(model, SOURCE, CHOSEN, "ig", steps=[len(CHOSEN) - 1], between_batches=count)
+    batches = len(calls)
+    assert batches > 2  # the first 129 points, then each refinement's
+    plain = compute_measure(model, SOURCE, CHOSEN, "ig", steps=[len(CHOSEN) - 1])  # told or not, the same result
+    assert all(np.array_equal(whole.values[kind], plain.values[kind]) for kind in plain.values)
+
+    def stop_at_the_second() -> None:
+        calls.append(1)
+        if len(calls) > batches + 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        compute_measure(model, SOURCE, CHOSEN, "ig", steps=[len(CHOSEN) - 1], between_batches=stop_at_the_second)
+    assert len(calls) == batches + 2  # nothing ran after the batch that was stopped
