@@ -163,7 +163,7 @@ class CircuitView(QWidget):
             self.summary.setText("")
             return
         self._stages = [self._draw_lines, self._draw_nodes, self._draw_curve, self._show_summary]
-        QTimer.singleShot(1, lambda: self._draw_next(result))
+        QTimer.singleShot(1, self, lambda: self._draw_next(result))  # dropped if the view goes
 
     @property
     def drawn(self) -> bool:
@@ -175,7 +175,7 @@ class CircuitView(QWidget):
             return  # replaced meanwhile: the newer result's own turns draw it
         self._stages.pop(0)(result)
         if self._stages:
-            QTimer.singleShot(1, lambda: self._draw_next(result))
+            QTimer.singleShot(1, self, lambda: self._draw_next(result))  # dropped if the view goes
 
     def _show_summary(self, result: CircuitResult) -> None:
         lines = result.describe()

@@ -1,11 +1,12 @@
 """The Circuits sub-tab's view alone: a result drawn in turns of the event loop (the diagram's lines, its nodes, the
 curve, the summary; ``drawn`` once all are), a result replaced before its turns came drawn never, a result cleared
-mid-drawing left clear."""
+mid-drawing left clear, a view gone before its turns never drawn into."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
+import shiboken6
 
 from explorer.widgets.circuit_view import CircuitView
 from model.circuits.result import find_circuit_of
@@ -51,3 +52,10 @@ def test_a_result_replaced_before_its_turns_is_never_drawn(qtbot, results):
     view.set_result(None)  # cleared between two turns
     qtbot.wait(20)
     assert view.drawn and view.diagram.getPlotItem().items == [] and view.summary.text() == ""
+
+
+def test_a_view_gone_before_its_turns_is_not_drawn_into(qtbot, results):
+    view = CircuitView()
+    view.set_result(results[0])
+    shiboken6.delete(view)  # the window closed between the result and its turns
+    qtbot.wait(20)  # a turn drawing into the deleted view would raise here (pytest-qt fails on it)
