@@ -35,9 +35,9 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.widgets.plot_style import show_light_grid
-from model.circuits.layout import circuit_lines, line_widths, node_positions
+from model.circuits.layout import circuit_lines, line_paths, line_widths, node_positions
 from model.circuits.result import CircuitResult, Options
-from model.figures.circuit import AGAINST, CARRIES, NODE_COLOURS
+from model.figures.circuit import AGAINST, CARRIES, LEGEND, NODE_COLOURS
 
 LABELLED_HEADS = 12  # heads named in the diagram, the heaviest first (each label is an item to lay out)
 PLOTS_MINIMUM = 230  # px: the diagram's rows and the curve's axes readable
@@ -94,6 +94,8 @@ class CircuitView(QWidget):
         self.diagram.hideAxis("bottom")
         self.diagram.setMenuEnabled(False)
         self.diagram.getAxis("left").setLabel("layer")
+        self.diagram.setToolTip(LEGEND)
+        self.legend = self._legend()
         self.curve = pg.PlotWidget()
         self.curve.setLogMode(x=True, y=False)
         self.curve.setLabel("bottom", "edges in the circuit")
@@ -108,6 +110,23 @@ class CircuitView(QWidget):
         self.positions.toggled.connect(lambda _on: self.options_changed.emit(self.options()))
         self.find_button.clicked.connect(self.find_requested.emit)
         self.change_pair.clicked.connect(self.pair_edit_requested.emit)
+
+    def _legend(self) -> pg.LegendItem:
+        """What the lines and nodes mean, in the diagram's empty corner (above the encoder's last layer; the whole
+        legend in the diagram's tooltip); it stays when the diagram is cleared."""
+        legend = pg.LegendItem(offset=(4, 2), colCount=2, labelTextSize="8pt", verSpacing=-6)
+        legend.setParentItem(self.diagram.getPlotItem().getViewBox())
+        queries = QPen(QColor("#555555"), 1.5)
+        queries.setStyle(Qt.PenStyle.DashLine)
+        samples = (
+            (pg.PlotDataItem(pen=pg.mkPen(CARRIES, width=2.5)), "carries the clean prediction"),
+            (pg.PlotDataItem(pen=pg.mkPen(AGAINST, width=2.5)), "works against it"),
+            (pg.PlotDataItem(pen=queries), "into a head's queries"),
+            (pg.ScatterPlotItem(symbol="o", size=9, brush=pg.mkBrush("#555555"), pen=None), "filled: in the circuit"),
+        )
+        for sample, text in samples:
+            legend.addItem(sample, text)
+        return legend
 
     def _lay_out(self) -> None:
         options = QHBoxLayout()
@@ -186,19 +205,20 @@ class CircuitView(QWidget):
         graph = result.graph
         positions = node_positions(graph)
         lines = circuit_lines(graph, result.scores, result.circuit.edges)
-        groups: dict[tuple[bool, bool, float], list[tuple[float, float]]] = {}  # (carries, queries, width) -> ends
-        for line, width in zip(lines, line_widths(lines, 0.8, 7.0)):
+        groups: dict[tuple[bool, bool, float], list[np.ndarray]] = {}  # (carries, queries, width) -> paths [P, 2]
+        for line, width, path in zip(lines, line_widths(lines, 0.8, 7.0), line_paths(lines, positions)):
             key = (line.score < 0, line.input == "q", round(width * 2) / 2)  # widths in half pixels: few items to draw
-            groups.setdefault(key, []).extend((positions[line.sender], positions[line.receiver]))
-        for (carries, queries, width), ends in sorted(groups.items(), key=lambda item: item[0][2]):
+            groups.setdefault(key, []).append(path)
+        for (carries, queries, width), paths in sorted(groups.items(), key=lambda item: item[0][2]):
             colour = QColor(CARRIES if carries else AGAINST)
             colour.setAlpha(190)
             pen = QPen(colour, width)
             pen.setCosmetic(True)
             if queries:
                 pen.setStyle(Qt.PenStyle.DashLine)
-            xs, ys = zip(*ends)
-            self.diagram.addItem(pg.PlotCurveItem(np.array(xs), np.array(ys), pen=pen, connect="pairs"))
+            points = np.concatenate(paths)  # [sum P, 2]
+            joined = np.concatenate([np.arange(len(path)) < len(path) - 1 for path in paths])  # no line into the next
+            self.diagram.addItem(pg.PlotCurveItem(points[:, 0], points[:, 1], pen=pen, connect=joined))
 
     def _draw_nodes(self, result: CircuitResult) -> None:
         graph = result.graph

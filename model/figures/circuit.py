@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from model.circuits.export import DATA_SUFFIXES, write_circuit_data
-from model.circuits.layout import circuit_lines, line_widths, node_positions
+from model.circuits.layout import circuit_lines, line_paths, line_widths, node_positions
 from model.circuits.result import CircuitResult
 from model.data.token_labels import pieces_text
 from model.figures.attention import MARGIN, FigureOptions, new_figure, place_axes
@@ -27,6 +27,13 @@ from model.provenance.record import Record
 
 CARRIES, AGAINST = "#2166ac", "#b2182b"  # a negative score (the edge carries the clean prediction), a positive one
 NODE_COLOURS = {"encoder": "#4d9221", "decoder": "#762a83"}
+# What the diagram's marks mean (the figure's note, the window's line over its diagram).
+LEGEND = (
+    "Lines: blue carries the clean prediction, red works against it, wider by |score|; dashed: into a cross-attention "
+    "head's queries. Nodes: circles are heads (a decoder layer's cross-attention heads a third of a row above its "
+    "self-attention heads), squares the embeddings, feed-forward blocks and logits; filled: in the circuit. Curve: "
+    "dashed, the target share; the large dot, the circuit chosen."
+)
 
 
 def circuit_caption(result: CircuitResult, options: FigureOptions) -> Caption:
@@ -52,7 +59,7 @@ def circuit_caption(result: CircuitResult, options: FigureOptions) -> Caption:
         f"Circuit of “{clean}” over “{compared}” at step {result.step + 1}: {circuit.size} of {edges} edges keep "
         f"{circuit.faithfulness:.0%} of the difference"
     )
-    notes = ["Lines: blue carries the clean prediction, red works against it; dashed: into a cross-attention head's queries."]
+    notes = [LEGEND]
     if circuit.disagrees:
         notes.append("The scores and the evaluation disagree: read the curve.")
     return Caption(title, details, notes)
@@ -83,11 +90,10 @@ def draw_diagram(axes, result: CircuitResult, font_size: float) -> None:
     graph = result.graph
     positions = node_positions(graph)
     lines = circuit_lines(graph, result.scores, result.circuit.edges)
-    for line, line_width in zip(lines, line_widths(lines)):
-        (x0, y0), (x1, y1) = positions[line.sender], positions[line.receiver]
+    for line, line_width, path in zip(lines, line_widths(lines), line_paths(lines, positions)):
         colour = CARRIES if line.score < 0 else AGAINST
         style = "--" if line.input == "q" else "-"
-        axes.plot([x0, x1], [y0, y1], style, color=colour, linewidth=line_width * 0.5, alpha=0.75, solid_capstyle="round")
+        axes.plot(path[:, 0], path[:, 1], style, color=colour, linewidth=line_width * 0.5, alpha=0.75, solid_capstyle="round")
     in_circuit = {node.name for node in result.nodes_in_circuit()}
     for name, node in graph.nodes.items():
         x, y = positions[name]
