@@ -46,7 +46,7 @@ def add_circuit_arguments(parser: argparse.ArgumentParser) -> None:
 def run_circuit(args) -> int:
     out_suffix(args.out, SUFFIXES)
     options = figure_options(args)
-    clean, corrupted = pair_sources(args)
+    clean, corrupted, pair_line = pair_sources(args)
     if args.step is not None and args.step < 1:
         raise CommandError(f"--step counts from 1, not {args.step}")
     if args.ig_steps < 1:
@@ -60,7 +60,7 @@ def run_circuit(args) -> int:
     chosen = Options(args.method, args.ig_steps, args.over, args.metric, args.target, not args.no_positions, exact)
     step = None if args.step is None else args.step - 1
     result = find_circuit_of(bundle, clean, corrupted, step, chosen)
-    for line in result.describe():
+    for line in [pair_line, *result.describe()] if pair_line else result.describe():
         print(line)
     options.model_name = caption_name(args)
     command = command_of(command_parser("circuit", add_circuit_arguments), args, "circuit")

@@ -88,8 +88,10 @@ def out_suffix(out: str, allowed: tuple[str, ...]) -> str:
     return suffix
 
 
-def pair_sources(args) -> tuple[str, str]:
-    """The clean and corrupted sentences: typed, or a generated minimal pair (printed with its expected change)."""
+def pair_sources(args) -> tuple[str, str, str]:
+    """The clean and corrupted sentences, typed or a generated minimal pair, and the line that says the pair with its
+    expected change ("" for typed ones): printed with the result, so that a command that fails prints its error
+    alone."""
     if args.pair is not None:
         if args.clean is not None or args.corrupt is not None:
             raise CommandError("give --pair or --clean and --corrupt, not both")
@@ -97,11 +99,10 @@ def pair_sources(args) -> tuple[str, str]:
         if not 0 <= args.pair_index < len(pairs):
             raise CommandError(f"--pair-index must be from 0 to {len(pairs) - 1} for {args.pair} pairs, not {args.pair_index}")
         pair = pairs[args.pair_index]
-        print(f"minimal pair: {pair.describe()}")
-        return pair.clean.source, pair.corrupted.source
+        return pair.clean.source, pair.corrupted.source, f"minimal pair: {pair.describe()}"
     if args.clean is None or args.corrupt is None:
         raise CommandError("give --clean and --corrupt (two sentences of as many pieces), or --pair FEATURE")
-    return args.clean, args.corrupt
+    return args.clean, args.corrupt, ""
 
 
 def _grids(text: str | None) -> tuple[str, ...] | None:
@@ -135,7 +136,7 @@ def run_patch(args) -> int:
     suffix = out_suffix(args.out, (".npz", ".csv", *FIGURES))
     options = figure_options(args)
     grids = _grids(args.grids)
-    clean, corrupted = pair_sources(args)
+    clean, corrupted, pair_line = pair_sources(args)
     if args.step is not None and args.step < 1:
         raise CommandError(f"--step counts from 1, not {args.step}")
     model_path = model_source(args.model)
@@ -155,6 +156,8 @@ def run_patch(args) -> int:
         options.model_name = caption_name(args)
         save_figure(patching_figure(result, grids, options), args.out, args.dpi, record)
     write_sidecar(args.out, record if suffix in (".npz", ".csv") else None)
+    if pair_line:
+        print(pair_line)
     report_patching(result)
     print(f"wrote {args.out}")
     return 0

@@ -252,8 +252,7 @@ def adapter_of(model: Network) -> HookedPass:
         headless = family.capabilities.queries_keys is QueriesKeys.NONE
         why = "no residual stream of layers and no attention heads" if headless else "no hooked pass"
         raise InterventionError(
-            f"the interventions read and patch a model's hooked pass (its layers' residual streams, its heads), not for "
-            f"this model ({family.title}): it has {why}"
+            f"this model ({family.title}) has {why}: the interventions read and patch those, through a model's hooked pass"
         )
     adapter = declared(path)(model)
     if adapter is None:

@@ -15,6 +15,7 @@ from typing import cast
 import torch
 
 from model.data.token_labels import display_candidate
+from model.data.tokenizer import unknown_pieces
 from model.decoding.greedy import decoder_inputs, given_steps
 from model.family import Bundle, InterventionTool, capabilities_of, suppressed_ids
 from model.interventions.hooked import InterventionError, greedy_output, hook_names, ids_as_text
@@ -212,7 +213,16 @@ def _every_hook(model: Network) -> list[str]:
 def prepare_bundle_patching(
     bundle: Bundle, clean_text: str, corrupted_text: str, step: int | None = None, compared_id: int | None = None
 ) -> PatchingSetup:
-    """``prepare_patching`` of two sentences read by ``bundle``'s tokenizer, labelled with its pieces."""
+    """``prepare_patching`` of two sentences read by ``bundle``'s tokenizer, labelled with its pieces. A refusal says
+    when the model does not know the sentences' words (their pieces read as <unk>: the copy model reading English)."""
     clean_ids, corrupted_ids = bundle.source_ids(clean_text)[0], bundle.source_ids(corrupted_text)[0]
     source, target = bundle.source_tokenizer.pieces, bundle.target_tokenizer.pieces
-    return prepare_patching(bundle.model, clean_ids, corrupted_ids, step, None, compared_id, source, target)
+    try:
+        return prepare_patching(bundle.model, clean_ids, corrupted_ids, step, None, compared_id, source, target)
+    except InterventionError as error:
+        unknown = int(unknown_pieces(bundle.source_tokenizer, clean_ids + corrupted_ids).sum())
+        if not unknown:
+            raise
+        pieces = len(clean_ids) + len(corrupted_ids)
+        raise InterventionError(f"{error} ({unknown} of the two sentences' {pieces} pieces are unknown to this model: "
+                                "it never saw those words)") from None  # fmt: skip

@@ -70,15 +70,20 @@ def test_the_graph_files_hold_every_edge_and_the_run(run, tmp_path):
 def test_bad_inputs_are_one_line_and_write_nothing(run, tmp_path, arguments, says):
     code, out, err = run("circuit", "--model", "default", *arguments, "--out", "c.png")
     assert code != 0 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert not (tmp_path / "c.png").exists()
+    assert out == "" and not (tmp_path / "c.png").exists()  # the error alone: no pair said before it
 
 
 @pytest.mark.parametrize(
     ("model", "says"), [("tagger", "an encoder-only model has no decoder"), ("rnn-bahdanau", "no residual stream of layers")]
 )
 def test_a_family_without_the_parts_is_one_line(run, tmp_path, model, says):
-    code, _out, err = run(
-        "circuit", "--model", model, "--clean", "the cat sees the dog", "--corrupt", "the cats see the dog", "--out", "c.json"
-    )
-    assert code != 0 and says in err and len(err.strip().splitlines()) == 1
+    code, out, err = run("circuit", "--model", model, "--pair", "number", "--out", "c.json")
+    assert code != 0 and says in err and len(err.strip().splitlines()) == 1 and out == ""
     assert not (tmp_path / "c.json").exists()
+
+
+def test_a_pair_the_model_cannot_read_says_so(run, tmp_path):
+    """The copy model reads English as unknown pieces, so the number pair translates alike: the line says why."""
+    code, out, err = run("circuit", "--model", "copy", "--pair", "number", "--out", "c.png")
+    assert code != 0 and out == "" and len(err.strip().splitlines()) == 1
+    assert "translated alike at every step" in err and "unknown to this model" in err

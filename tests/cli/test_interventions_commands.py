@@ -109,7 +109,7 @@ def test_lens_draws_each_tool(run, tmp_path, tool, text):
         (("patch", "--model", "default", "--pair", "number", "--clean", CLEAN), "give --pair or --clean and --corrupt"),
         (("patch", "--model", "default", "--pair", "gender", "--pair-index", "999"), "--pair-index must be from 0 to"),
         (("patch", "--model", "default", "--pair", "number", "--grids", "heads"), "--grids: heads; choose from"),
-        (("patch", "--model", "rnn-bahdanau", "--pair", "number"), "not for this model"),
+        (("patch", "--model", "rnn-bahdanau", "--pair", "number"), "has no residual stream of layers"),
         (("lens", "--model", "default", "--text", "  "), "the sentence is empty"),
         (("lens", "--model", "tagger", "--text", "the cat", "--tool", "decoder-lens"), "an encoder-only model has none"),
         (("lens", "--model", "default", "--text", TEXT, "--tool", "attribution", "--step", "40"), "the translation has"),

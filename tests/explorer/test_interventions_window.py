@@ -131,7 +131,7 @@ def test_bad_input_and_a_model_that_cannot_leave_the_window_working(qtbot, open_
     assert view.patching.result is None and view.patching.heatmap.values.size == 0  # no grid of another pair
     assert view.patching.heatmap.color_bar.levels() == pytest.approx((-1.0, 1.0))  # still centred at 0
     window.explore.set_model(toy_fr_rnn_bundle[0])
-    assert "not for this model" in view.status.text() and "\n" not in view.status.text()
+    assert "this model (" in view.status.text() and "\n" not in view.status.text()
     assert view.lens.values.size == 0 and view.decoder_lens.rowCount() == 0
     assert not any(view.tools.isTabEnabled(index) for index in range(view.tools.count()))  # every tool greyed
     window.explore.set_model(default_bundle)

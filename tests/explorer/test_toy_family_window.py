@@ -90,7 +90,7 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
 
     # The tools its family cannot serve say why, in one line.
     interventions, neuron = tab.interventions.view.status.text(), tab.neuron.view.status.text()
-    assert _one_line(interventions) and "not for this model (toy cross-attention model)" in interventions
+    assert _one_line(interventions) and "model (toy cross-attention model) has" in interventions
     assert _one_line(neuron) and "it has no queries and keys" in neuron
     for name, reason in tab.measure_box.reasons.items():  # measures beyond attention: each refused with its reason
         tab.measure_box.set_measure(name)
@@ -101,7 +101,7 @@ def test_the_toy_family_trains_in_the_train_tab_and_every_view_and_tool_works_or
     # The views it does not serve are greyed out, each with the capability table's reason as its tooltip.
     for view, reason in (
         (readings.importance_view, "a classifier's labels), not on this model"),
-        (tab.interventions.view, "not for this model (toy cross-attention model)"),
+        (tab.interventions.view, "model (toy cross-attention model) has"),
         (tab.neuron.view, "it has no queries and keys"),
     ):
         index = tab.views.indexOf(view)

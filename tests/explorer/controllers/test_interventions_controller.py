@@ -101,7 +101,7 @@ def test_a_model_that_cannot_be_patched_says_so(controllers, toy_fr_rnn_bundle):
     controllers.explore.translate(SENTENCE)
     why = interventions.unavailable()
     assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching): the interventions read")
-    assert "not for this model (RNN encoder-decoder" in why and "\n" not in why and interventions.tools() == ()
+    assert "this model (RNN encoder-decoder with attention) has no" in why and "\n" not in why and interventions.tools() == ()
     interventions.set_active(True)
     assert events.of("message")[-1] == (why,) and not interventions.running
     assert not interventions.patch(SENTENCE, CORRUPTED) and events.of("message")[-1] == (why,)

@@ -91,5 +91,5 @@ def test_unknown_hooks_and_other_families_are_refused():
         run_hooked(model, source, target, patches=[Patch("encoder.0.mlp_out", torch.zeros(1), heads=(0,))])
     assert type(adapter_of(model)).__name__ == "TransformerPass"  # the one its registry entry declares
     rnn = RNNAttention(RNNConfig(source_vocab_size=24, target_vocab_size=24, d_embed=8, d_hidden=8))
-    with pytest.raises(UserError, match="it has no residual stream of layers"):
+    with pytest.raises(UserError, match="has no residual stream of layers"):
         adapter_of(rnn)
