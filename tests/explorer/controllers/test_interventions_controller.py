@@ -100,7 +100,7 @@ def test_a_model_that_cannot_be_patched_says_so(controllers, toy_fr_rnn_bundle):
     controllers.explore.set_model(toy_fr_rnn_bundle[0])
     controllers.explore.translate(SENTENCE)
     why = interventions.unavailable()
-    assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching): the interventions read")
+    assert why.startswith("Interventions (logit lens, DecoderLens, logit attribution, patching): this model (RNN")
     assert "this model (RNN encoder-decoder with attention) has no" in why and "\n" not in why and interventions.tools() == ()
     interventions.set_active(True)
     assert events.of("message")[-1] == (why,) and not interventions.running
