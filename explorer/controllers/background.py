@@ -17,7 +17,7 @@ import torch
 from psygnal import SignalInstance
 
 from explorer.controllers.runner import Job, Runner, user_message
-from model.errors import UserError
+from model.errors import UserError, out_of_memory
 from model.family import Bundle
 from model.nn.hooks import copy_without_thread_hooks
 
@@ -86,7 +86,7 @@ def _private_copy(template: Any) -> Any:
     try:
         return copy.deepcopy(template).eval()
     except (MemoryError, RuntimeError) as error:
-        if isinstance(error, RuntimeError) and "can't allocate memory" not in str(error) and "alloc_cpu" not in str(error):
+        if not out_of_memory(error):
             raise
         raise UserError("not enough memory for the job's own copy of the model: close other programs, or open a "
                         "smaller model") from None  # fmt: skip

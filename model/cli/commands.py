@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from model.cli.options import CommandError, memory_arguments
-from model.errors import UserError
+from model.errors import UserError, out_of_memory
 from model.pretrained.offload import MemoryOptions, opening
 from model.runtime import follow_cores_in_this_thread
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"transformer-explorer {args.command}: error: {_describe(error)}", file=sys.stderr)
         return 1
     except (MemoryError, RuntimeError) as error:
-        if isinstance(error, RuntimeError) and not _out_of_memory(error):
+        if not out_of_memory(error):
             raise
         print(
             f"transformer-explorer {args.command}: error: not enough memory for this {args.command} "
@@ -149,13 +149,6 @@ def _drop_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture): nothing goes to a pipe
         pass
-
-
-def _out_of_memory(error: RuntimeError) -> bool:
-    """Whether PyTorch's allocator failed ("[enforce fail at alloc_cpu.cpp:...] ... can't allocate memory",
-    CUDA out of memory)."""
-    text = str(error)
-    return "alloc_cpu" in text or "can't allocate memory" in text or "out of memory" in text.lower()
 
 
 def _describe(error: BaseException) -> str:
