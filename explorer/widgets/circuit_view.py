@@ -182,7 +182,7 @@ class CircuitView(QWidget):
             self.summary.setText("")
             return
         self._stages = [self._draw_lines, self._draw_nodes, self._draw_curve, self._show_summary]
-        QTimer.singleShot(1, self, lambda: self._draw_next(result))  # dropped if the view goes
+        self._next_turn(result)
 
     @property
     def drawn(self) -> bool:
@@ -194,7 +194,11 @@ class CircuitView(QWidget):
             return  # replaced meanwhile: the newer result's own turns draw it
         self._stages.pop(0)(result)
         if self._stages:
-            QTimer.singleShot(1, self, lambda: self._draw_next(result))  # dropped if the view goes
+            self._next_turn(result)
+
+    def _next_turn(self, result: CircuitResult) -> None:
+        """The next stage in a turn of its own (1 ms: a zero delay ran them all in one pass), dropped if the view goes."""
+        QTimer.singleShot(1, self, lambda: self._draw_next(result))
 
     def _show_summary(self, result: CircuitResult) -> None:
         lines = result.describe()

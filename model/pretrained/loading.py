@@ -362,10 +362,7 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "cpu", memor
     config.offload, config.dtype = offload, options.dtype
     config.reads_masks = shape == ENCODER_ONLY and head == "masked-lm" and tokenizer.mask_token_id is not None
     config.classifies = shape == ENCODER_ONLY and head in ("sequence-classification", "token-classification")
-    if shape == ENCODER_ONLY:
-        network: Any = EncoderNetwork(hf_model, config, head, tokenizer.mask_token_id)
-    else:
-        network = NETWORKS[shape](hf_model, config)
+    network: Any = NETWORKS[shape].of_library_model(hf_model, config, head, tokenizer.mask_token_id)
     wrapped = PretrainedTokenizer(tokenizer)
     prefix, notes = _conventions(hf_config, tokenizer, shape, head, config.forced_bos_id)
     halves = sorted(kind for kind in stored if kind.upper() in HALF_TYPES)

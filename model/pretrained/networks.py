@@ -71,6 +71,12 @@ class PretrainedNetwork:
         self.config = config
         self.step_seconds: list[float] = []  # the last STEPS_TIMED decoding steps' durations (what a step costs)
 
+    @classmethod
+    def of_library_model(cls, hf_model: Any, config: PretrainedConfig, head: str, mask_id: int | None) -> PretrainedNetwork:
+        """The network of a library model just opened (``head``: its head's kind; ``mask_id``: its tokenizer's mask
+        token): each shape's network takes what it reads."""
+        return cls(hf_model, config)
+
     @staticmethod
     def layout_layers(hf_model: Any, model_type: str) -> list[torch.nn.Module] | None:
         """A library model's layers as its family's layout names them, before the network is made (each shape's
@@ -282,6 +288,10 @@ class EncoderNetwork(PretrainedNetwork):
         super().__init__(hf_model, config)
         self.head = head  # "masked-lm", "sequence-classification", "token-classification" or "none"
         self.mask_id = mask_id
+
+    @classmethod
+    def of_library_model(cls, hf_model: Any, config: PretrainedConfig, head: str, mask_id: int | None) -> PretrainedNetwork:
+        return cls(hf_model, config, head, mask_id)
 
     @property
     def modules(self) -> EncoderModules:
